@@ -1,0 +1,8 @@
+//! Surface syntax: text → generic tree ([`ast`]) and back ([`fmt`]).
+
+pub mod ast;
+pub mod fmt;
+pub mod parse;
+
+pub use ast::{File, Stmt, Value, ValueKind};
+pub use parse::parse;

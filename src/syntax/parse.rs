@@ -1,0 +1,662 @@
+//! Text → generic tree. Tokens are recognised with `nom` over `nom_locate` spans; statements
+//! and blocks are parsed by recursive descent so that an error in one statement is reported
+//! and the parser carries on with the next one (every recoverable error is reported).
+//!
+//! Architecture invariant: no panics on any input. Nesting depth and file size are bounded
+//! (see [`MAX_DEPTH`], [`MAX_FILE_BYTES`]) so hostile input cannot overflow the stack.
+
+use super::ast::*;
+use crate::diag::{Diagnostic, FileId, Span};
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_while1};
+use nom::character::complete::{char, digit1, one_of, satisfy};
+use nom::combinator::{opt, recognize};
+use nom::multi::many0_count;
+use nom::{IResult, Parser as _};
+use nom_locate::LocatedSpan;
+
+/// Deepest nesting of blocks, lists, maps and calls accepted.
+pub const MAX_DEPTH: usize = 64;
+/// Largest source file accepted.
+pub const MAX_FILE_BYTES: usize = 16 << 20;
+/// The parser stops after this many errors in one file.
+pub const MAX_ERRORS: usize = 100;
+
+type In<'a> = LocatedSpan<&'a str>;
+type NomRes<'a, T> = IResult<In<'a>, T, nom::error::Error<In<'a>>>;
+
+/// A parse failure inside one statement: where, and what was expected there.
+#[derive(Debug)]
+struct PErr {
+    start: usize,
+    end: usize,
+    msg: String,
+    help: Option<String>,
+}
+
+type R<'a, T> = Result<(In<'a>, T), PErr>;
+
+/// Parse one file. Returns the tree (with what could be recovered) and every error found.
+pub fn parse(src: &str, file: FileId) -> (File, Vec<Diagnostic>) {
+    if src.len() > MAX_FILE_BYTES {
+        let d = Diagnostic::error(
+            Span::new(file, 0, 0),
+            format!("file is {} bytes; the limit is {} bytes", src.len(), MAX_FILE_BYTES),
+        );
+        return (File::default(), vec![d]);
+    }
+    let mut p = Parser { file, diags: Vec::new(), depth: 0, fatal: false, unplaced: Vec::new() };
+    let input = In::new(src);
+    let (_, stmts, trailing) = p.stmts(input, None);
+    let file_ast = File { stmts, trailing, unplaced_comments: p.unplaced };
+    (file_ast, p.diags)
+}
+
+struct Parser {
+    file: FileId,
+    diags: Vec<Diagnostic>,
+    depth: usize,
+    /// Set when continuing would only produce noise (nesting limit, too many errors).
+    fatal: bool,
+    unplaced: Vec<Span>,
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+fn ident_text(i: In) -> NomRes<In> {
+    recognize((
+        satisfy(|c| c.is_ascii_alphabetic() || c == '_'),
+        many0_count(alt((
+            take_while1(is_ident_char),
+            recognize((one_of("-."), take_while1(is_ident_char))),
+        ))),
+    ))
+    .parse(i)
+}
+
+fn number_text(i: In) -> NomRes<In> {
+    recognize((
+        opt(char('-')),
+        digit1,
+        many0_count(alt((digit1, tag("_")))),
+        opt((char('.'), digit1)),
+        opt((one_of("eE"), opt(one_of("+-")), digit1)),
+    ))
+    .parse(i)
+}
+
+fn off(i: &In) -> usize {
+    i.location_offset()
+}
+
+fn peek(i: &In) -> Option<char> {
+    i.fragment().chars().next()
+}
+
+fn advance<'a>(i: In<'a>, n: usize) -> In<'a> {
+    use nom::Input;
+    i.take_from(n.min(i.fragment().len()))
+}
+
+/// Skip spaces and tabs (not newlines).
+fn spaces(i: In) -> In {
+    let n = i.fragment().len() - i.fragment().trim_start_matches([' ', '\t', '\r']).len();
+    advance(i, n)
+}
+
+impl Parser {
+    fn span(&self, start: usize, end: usize) -> Span {
+        Span::new(self.file, start, end)
+    }
+
+    fn err(&self, i: &In, msg: impl Into<String>) -> PErr {
+        let start = off(i);
+        let len = i.fragment().chars().next().map(|c| c.len_utf8()).unwrap_or(0);
+        PErr { start, end: start + len, msg: msg.into(), help: None }
+    }
+
+    fn report(&mut self, e: PErr) {
+        if self.diags.len() >= MAX_ERRORS {
+            self.fatal = true;
+            return;
+        }
+        let d = Diagnostic::error(self.span(e.start, e.end), e.msg).with_help_opt(e.help);
+        self.diags.push(d);
+        if self.diags.len() >= MAX_ERRORS {
+            let at = self.span(e.start, e.end);
+            self.diags.push(Diagnostic::error(at, "too many errors; stopping here"));
+            self.fatal = true;
+        }
+    }
+
+    fn enter(&mut self, i: &In) -> Result<(), PErr> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            self.fatal = true;
+            return Err(self.err(i, format!("nesting deeper than {MAX_DEPTH} levels")));
+        }
+        Ok(())
+    }
+
+    /// Comments, blank lines and `;` between statements. `line_has_content` says whether
+    /// the current line already held something (so its newline is not a blank line).
+    fn trivia<'a>(&mut self, mut i: In<'a>, out: &mut Vec<Trivia>, mut line_has_content: bool) -> In<'a> {
+        loop {
+            i = spaces(i);
+            match peek(&i) {
+                Some('\n') => {
+                    if !line_has_content {
+                        out.push(Trivia::Blank);
+                    }
+                    line_has_content = false;
+                    i = advance(i, 1);
+                }
+                Some('#') => {
+                    let (rest, text) = comment(i);
+                    out.push(Trivia::Comment(text));
+                    line_has_content = true;
+                    i = rest;
+                }
+                Some(';') => {
+                    line_has_content = true;
+                    i = advance(i, 1);
+                }
+                _ => return i,
+            }
+        }
+    }
+
+    /// Skip whitespace, newlines and comments inside brackets (comments there are unplaced).
+    fn skip_all<'a>(&mut self, mut i: In<'a>) -> In<'a> {
+        loop {
+            i = spaces(i);
+            match peek(&i) {
+                Some('\n') => i = advance(i, 1),
+                Some('#') => {
+                    let start = off(&i);
+                    let (rest, _) = comment(i);
+                    self.unplaced.push(self.span(start, off(&rest)));
+                    i = rest;
+                }
+                _ => return i,
+            }
+        }
+    }
+
+    /// A sequence of statements, up to `}` (when `open` is the span of the `{`) or the end.
+    fn stmts<'a>(&mut self, mut i: In<'a>, open: Option<Span>) -> (In<'a>, Vec<Stmt>, Vec<Trivia>) {
+        let mut stmts = Vec::new();
+        let mut pending = Vec::new();
+        let mut line_has_content = open.is_some();
+        loop {
+            i = self.trivia(i, &mut pending, line_has_content);
+            line_has_content = false;
+            if self.fatal {
+                return (i, stmts, pending);
+            }
+            match peek(&i) {
+                None => {
+                    if let Some(o) = open {
+                        let e = Diagnostic::error(o, "this block is never closed")
+                            .with_label("unclosed `{`")
+                            .with_help("add a `}` at the end of the block");
+                        self.diags.push(e);
+                    }
+                    return (i, stmts, pending);
+                }
+                Some('}') => {
+                    if open.is_some() {
+                        return (i, stmts, pending);
+                    }
+                    let e = self.err(&i, "unexpected `}` with no block open");
+                    self.report(e);
+                    i = advance(i, 1);
+                    line_has_content = true;
+                }
+                Some(_) => {
+                    let start = i;
+                    match self.stmt(i) {
+                        Ok((rest, mut s)) => {
+                            s.leading = std::mem::take(&mut pending);
+                            stmts.push(s);
+                            i = rest;
+                            line_has_content = true;
+                        }
+                        Err(e) => {
+                            let at = e.start;
+                            self.report(e);
+                            pending.clear();
+                            i = recover(start, at);
+                            line_has_content = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// One statement: `key values [block]`, then a terminator.
+    fn stmt<'a>(&mut self, i: In<'a>) -> R<'a, Stmt> {
+        let start = off(&i);
+        let Ok((mut i, key)) = ident_text(i) else {
+            let mut e = self.err(&i, format!("expected a statement keyword, found {}", found(&i)));
+            if peek(&i).is_some_and(|c| c.is_ascii_digit()) {
+                e.help = Some("statements start with a keyword, such as `memory 80 GiB`".into());
+            }
+            return Err(e);
+        };
+        let key = Ident { name: key.fragment().to_string(), span: self.span(start, off(&i)) };
+        let mut values = Vec::new();
+        let mut commas = Vec::new();
+        let mut block = None;
+        loop {
+            i = spaces(i);
+            match peek(&i) {
+                None | Some('\n') | Some(';') | Some('}') | Some('#') => break,
+                Some(',') => {
+                    if values.is_empty() || commas.last() == Some(&(values.len() - 1)) {
+                        return Err(self.err(&i, "expected a value before `,`"));
+                    }
+                    commas.push(values.len() - 1);
+                    i = advance(i, 1);
+                    i = spaces(i);
+                    // A line that ends with a comma continues on the next one.
+                    if matches!(peek(&i), Some('\n') | Some('#')) {
+                        i = self.skip_all(i);
+                    }
+                }
+                Some('{') if !self.is_map(i) => {
+                    let (rest, b) = self.block(i)?;
+                    block = Some(b);
+                    i = spaces(rest);
+                    if !matches!(peek(&i), None | Some('\n') | Some(';') | Some('}') | Some('#')) {
+                        return Err(self.err(&i, format!("expected the end of the statement after its block, found {}", found(&i))));
+                    }
+                    break;
+                }
+                Some(_) => {
+                    let (rest, v) = self.value(i)?;
+                    values.push(v);
+                    i = rest;
+                }
+            }
+        }
+        let end = off(&i);
+        let mut trailing_comment = None;
+        if peek(&i) == Some('#') {
+            let (rest, text) = comment(i);
+            trailing_comment = Some(text);
+            i = rest;
+        }
+        let span = self.span(start, end);
+        Ok((i, Stmt { key, values, commas, block, span, leading: Vec::new(), trailing_comment }))
+    }
+
+    fn block<'a>(&mut self, i: In<'a>) -> R<'a, Block> {
+        let open = self.span(off(&i), off(&i) + 1);
+        self.enter(&i)?;
+        let (i, stmts, closing) = self.stmts(advance(i, 1), Some(open));
+        self.depth -= 1;
+        if self.fatal && peek(&i) != Some('}') {
+            return Err(PErr { start: open.start, end: open.end, msg: "block abandoned".into(), help: None });
+        }
+        if peek(&i) != Some('}') {
+            // stmts() already reported the unclosed block.
+            return Ok((i, Block { stmts, closing, span: open }));
+        }
+        let span = open.to(self.span(off(&i), off(&i) + 1));
+        Ok((advance(i, 1), Block { stmts, closing, span }))
+    }
+
+    /// Does the `{` at `i` open a map (`{ key: value }`) rather than a block?
+    fn is_map(&self, i: In) -> bool {
+        let mut j = advance(i, 1);
+        loop {
+            j = spaces(j);
+            match peek(&j) {
+                Some('\n') => j = advance(j, 1),
+                Some('#') => j = comment(j).0,
+                _ => break,
+            }
+        }
+        let after_key = if peek(&j) == Some('"') {
+            match string_lit(j) {
+                Ok((rest, _)) => rest,
+                Err(_) => return false,
+            }
+        } else {
+            match ident_text(j) {
+                Ok((rest, _)) => rest,
+                Err(_) => return false,
+            }
+        };
+        peek(&spaces(after_key)) == Some(':')
+    }
+
+    fn value<'a>(&mut self, i: In<'a>) -> R<'a, Value> {
+        let start = off(&i);
+        let c = peek(&i).unwrap_or('\0');
+        let (rest, kind) = match c {
+            '"' => match string_lit(i) {
+                Ok((rest, s)) => (rest, ValueKind::Str(s)),
+                Err(e) => return Err(e.into_perr(start)),
+            },
+            '[' => self.list(i)?,
+            '{' => self.map(i)?,
+            '-' | '0'..='9' => self.numeric(i)?,
+            c if c.is_ascii_alphabetic() || c == '_' => self.word(i)?,
+            _ => return Err(self.err(&i, format!("expected a value, found {}", found(&i)))),
+        };
+        Ok((rest, Value { kind, span: self.span(start, off(&rest)) }))
+    }
+
+    /// An identifier, a pattern `r[0..3]` or a call `f(a, b)`.
+    fn word<'a>(&mut self, i: In<'a>) -> R<'a, ValueKind> {
+        let (i, name) = ident_text(i).map_err(|_| self.err(&i, "expected a name"))?;
+        let name = name.fragment().to_string();
+        match peek(&i) {
+            Some('[') => {
+                let j = advance(i, 1);
+                let (j, lo) = self.uint(j)?;
+                let j = self.expect(j, "..", "`..` in a name pattern such as `r[0..31]`")?;
+                let (j, hi) = self.uint(j)?;
+                let j = self.expect(j, "]", "`]` closing the name pattern")?;
+                Ok((j, ValueKind::Pattern { base: name, lo, hi }))
+            }
+            Some('(') => {
+                self.enter(&i)?;
+                let mut j = self.skip_all(advance(i, 1));
+                let mut args: Vec<Vec<Value>> = Vec::new();
+                let mut group = Vec::new();
+                loop {
+                    match peek(&j) {
+                        Some(')') => {
+                            j = advance(j, 1);
+                            break;
+                        }
+                        Some(',') => {
+                            if group.is_empty() {
+                                return Err(self.err(&j, "expected a value before `,`"));
+                            }
+                            args.push(std::mem::take(&mut group));
+                            j = advance(j, 1);
+                        }
+                        None => return Err(self.err(&j, format!("expected `)` to close `{name}(`, found the end of the file"))),
+                        _ => {
+                            let (rest, v) = self.value(j)?;
+                            group.push(v);
+                            j = rest;
+                        }
+                    }
+                    j = self.skip_all(j);
+                }
+                if !group.is_empty() {
+                    args.push(group);
+                }
+                self.depth -= 1;
+                Ok((j, ValueKind::Call { name, args }))
+            }
+            _ => Ok((i, ValueKind::Ident(name))),
+        }
+    }
+
+    fn list<'a>(&mut self, i: In<'a>) -> R<'a, ValueKind> {
+        self.enter(&i)?;
+        let mut j = self.skip_all(advance(i, 1));
+        let mut items = Vec::new();
+        loop {
+            if peek(&j) == Some(']') {
+                j = advance(j, 1);
+                break;
+            }
+            if peek(&j).is_none() {
+                return Err(self.err(&j, "expected `]` to close the list, found the end of the file"));
+            }
+            let (rest, v) = self.value(j)?;
+            items.push(v);
+            j = self.skip_all(rest);
+            match peek(&j) {
+                Some(',') => j = self.skip_all(advance(j, 1)),
+                Some(']') => {}
+                _ => return Err(self.err(&j, format!("expected `,` or `]` in a list, found {}", found(&j)))),
+            }
+        }
+        self.depth -= 1;
+        Ok((j, ValueKind::List(items)))
+    }
+
+    fn map<'a>(&mut self, i: In<'a>) -> R<'a, ValueKind> {
+        self.enter(&i)?;
+        let mut j = self.skip_all(advance(i, 1));
+        let mut entries = Vec::new();
+        loop {
+            if peek(&j) == Some('}') {
+                j = advance(j, 1);
+                break;
+            }
+            let kstart = off(&j);
+            let (rest, name, quoted) = if peek(&j) == Some('"') {
+                let (rest, s) = string_lit(j).map_err(|e| e.into_perr(kstart))?;
+                (rest, s, true)
+            } else {
+                match ident_text(j) {
+                    Ok((rest, n)) => (rest, n.fragment().to_string(), false),
+                    Err(_) => return Err(self.err(&j, format!("expected a map key or `}}`, found {}", found(&j)))),
+                }
+            };
+            let key = MapKey { name, quoted, span: self.span(kstart, off(&rest)) };
+            let j2 = spaces(rest);
+            let j2 = self.expect(j2, ":", "`:` after the map key")?;
+            let j2 = self.skip_all(j2);
+            let (rest, v) = self.value(j2)?;
+            entries.push((key, v));
+            j = self.skip_all(rest);
+            match peek(&j) {
+                Some(',') => j = self.skip_all(advance(j, 1)),
+                Some('}') => {}
+                _ => return Err(self.err(&j, format!("expected `,` or `}}` in a map, found {}", found(&j)))),
+            }
+        }
+        self.depth -= 1;
+        Ok((j, ValueKind::Map(entries)))
+    }
+
+    /// A number, then what it turns out to be: range, dims, ratio or quantity.
+    fn numeric<'a>(&mut self, i: In<'a>) -> R<'a, ValueKind> {
+        let Ok((j, text)) = number_text(i) else {
+            return Err(self.err(&i, format!("expected a number, found {}", found(&i))));
+        };
+        let num = self.number(&i, text)?;
+        let is_int = !text.fragment().contains(['.', 'e', 'E']);
+        let rest = j.fragment();
+        if is_int && rest.starts_with("..") {
+            let k = advance(j, 2);
+            let Ok((k, hi_text)) = number_text(k) else {
+                return Err(self.err(&k, "expected a whole number after `..`"));
+            };
+            let lo = parse_int(text.fragment()).ok_or_else(|| self.err(&i, "range bound is not a whole number"))?;
+            let hi = parse_int(hi_text.fragment()).ok_or_else(|| self.err(&hi_text, "range bound is not a whole number"))?;
+            return Ok((k, ValueKind::Range { lo, hi }));
+        }
+        if is_int && rest.starts_with('x') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
+            let mut dims = vec![self.dim(&i, text.fragment())?];
+            let mut k = j;
+            while k.fragment().starts_with('x') {
+                let (k2, t) = digit1::<_, nom::error::Error<In>>(advance(k, 1))
+                    .map_err(|_| self.err(&k, "expected a dimension after `x`"))?;
+                dims.push(self.dim(&k, t.fragment())?);
+                k = k2;
+            }
+            if peek(&k).is_some_and(is_ident_char) {
+                return Err(self.err(&k, "dimensions are whole numbers joined by `x`, such as `2x2x4`"));
+            }
+            return Ok((k, ValueKind::Dims(dims)));
+        }
+        if rest.starts_with(':') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
+            let k = advance(j, 1);
+            let (k, t2) = number_text(k).map_err(|_| self.err(&k, "expected a number after `:`"))?;
+            let den = self.number(&k, t2)?;
+            return Ok((k, ValueKind::Ratio(num, den)));
+        }
+        // Optional unit, longest match, ending at a word boundary.
+        let after = spaces(j);
+        let a = after.fragment();
+        let unit = crate::units::UNITS
+            .iter()
+            .map(|(u, _, _)| *u)
+            .filter(|u| a.starts_with(u) && !a[u.len()..].starts_with(|c: char| is_ident_char(c) || c == '/'))
+            .max_by_key(|u| u.len());
+        if let Some(u) = unit {
+            return Ok((advance(after, u.len()), ValueKind::Quantity { num, unit: Some(u.to_string()) }));
+        }
+        if peek(&j).is_some_and(|c| c.is_ascii_alphabetic()) {
+            let word: String = j.fragment().chars().take_while(|c| is_ident_char(*c) || *c == '/').collect();
+            let mut e = self.err(&j, format!("unknown unit `{word}`"));
+            e.end = e.start + word.len();
+            e.help = crate::diag::did_you_mean(&word, crate::units::UNITS.iter().map(|u| u.0));
+            return Err(e);
+        }
+        Ok((j, ValueKind::Quantity { num, unit: None }))
+    }
+
+    fn number(&self, at: &In, text: In) -> Result<Number, PErr> {
+        let t = text.fragment();
+        let value: f64 = t.replace('_', "").parse().map_err(|_| self.err(at, format!("`{t}` is not a number")))?;
+        if !value.is_finite() {
+            return Err(self.err(at, format!("`{t}` is too large")));
+        }
+        Ok(Number { text: t.to_string(), value })
+    }
+
+    fn dim(&self, at: &In, t: &str) -> Result<u64, PErr> {
+        t.replace('_', "").parse().map_err(|_| self.err(at, format!("dimension `{t}` is too large")))
+    }
+
+    fn uint<'a>(&self, i: In<'a>) -> R<'a, u64> {
+        let (j, t) = digit1::<_, nom::error::Error<In>>(i)
+            .map_err(|_| self.err(&i, format!("expected a whole number, found {}", found(&i))))?;
+        let v = t.fragment().parse().map_err(|_| self.err(&i, "number too large"))?;
+        Ok((j, v))
+    }
+
+    fn expect<'a>(&self, i: In<'a>, what: &str, desc: &str) -> Result<In<'a>, PErr> {
+        if i.fragment().starts_with(what) {
+            Ok(advance(i, what.len()))
+        } else {
+            Err(self.err(&i, format!("expected {desc}, found {}", found(&i))))
+        }
+    }
+}
+
+fn parse_int(t: &str) -> Option<i64> {
+    t.replace('_', "").parse().ok()
+}
+
+/// `# text` up to the end of the line; returns the text after `#`, trimmed (`fmt` writes
+/// `# text` back, so the tree is the same whatever the spacing was).
+fn comment(i: In) -> (In, String) {
+    let line = i.fragment().split('\n').next().unwrap_or("");
+    let text = line[1..].trim().to_string();
+    (advance(i, line.len()), text)
+}
+
+/// A string literal with `\"`, `\\`, `\n`, `\t` escapes; no raw newlines.
+fn string_lit(i: In) -> Result<(In, String), StrErr> {
+    let s = i.fragment();
+    let mut out = String::new();
+    let mut chars = s.char_indices().skip(1);
+    while let Some((k, c)) = chars.next() {
+        match c {
+            '"' => return Ok((advance(i, k + 1), out)),
+            '\n' => return Err(StrErr { at: 0, msg: "unterminated string: add a closing `\"`" }),
+            '\\' => match chars.next() {
+                Some((_, '"')) => out.push('"'),
+                Some((_, '\\')) => out.push('\\'),
+                Some((_, 'n')) => out.push('\n'),
+                Some((_, 't')) => out.push('\t'),
+                Some((k2, _)) => return Err(StrErr { at: k2 - 1, msg: "unknown escape; use \\\" \\\\ \\n or \\t" }),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    Err(StrErr { at: 0, msg: "unterminated string: add a closing `\"`" })
+}
+
+struct StrErr {
+    at: usize,
+    msg: &'static str,
+}
+
+impl StrErr {
+    fn into_perr(self, start: usize) -> PErr {
+        PErr { start: start + self.at, end: start + self.at + 1, msg: self.msg.into(), help: None }
+    }
+}
+
+/// How to name what was found at `i` in an error message.
+fn found(i: &In) -> String {
+    match peek(i) {
+        None => "the end of the file".into(),
+        Some('\n') => "the end of the line".into(),
+        Some(c) if is_ident_char(c) => {
+            let w: String = i.fragment().chars().take_while(|c| is_ident_char(*c)).take(40).collect();
+            format!("`{w}`")
+        }
+        Some(c) => format!("`{c}`"),
+    }
+}
+
+/// After an error in the statement that starts at `start`, skip to where the next one can
+/// begin: the end of the statement's line at bracket depth zero (a block the statement opened
+/// is skipped whole), or a `}` that closes the enclosing block. If the statement's brackets
+/// never balance, skip just the rest of the line where the error is.
+fn recover(start: In, err_at: usize) -> In {
+    let s = start.fragment();
+    let mut depth: i64 = 0;
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut in_comment = false;
+    for (k, c) in s.char_indices() {
+        if in_comment {
+            if c == '\n' {
+                in_comment = false;
+            } else {
+                continue;
+            }
+        }
+        if in_str {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_str = false,
+                '\n' => in_str = false,
+                _ => {}
+            }
+            if c != '\n' {
+                continue;
+            }
+        }
+        match c {
+            '"' => in_str = true,
+            '#' => in_comment = true,
+            '{' | '[' | '(' => depth += 1,
+            ']' | ')' => depth -= 1,
+            '}' => {
+                if depth == 0 {
+                    return advance(start, k);
+                }
+                depth -= 1;
+            }
+            '\n' | ';' if depth <= 0 => return advance(start, k),
+            _ => {}
+        }
+    }
+    // Unbalanced to the end: skip the rest of the line where the error is.
+    let rel = err_at.saturating_sub(off(&start)).min(s.len());
+    let rel = (0..=rel).rev().find(|r| s.is_char_boundary(*r)).unwrap_or(0);
+    let line_end = s[rel..].find('\n').map(|n| rel + n).unwrap_or(s.len());
+    advance(start, line_end.max(rel + 1).min(s.len()))
+}
