@@ -22,11 +22,19 @@ pub struct Span {
 
 impl Span {
     pub fn new(file: FileId, start: usize, end: usize) -> Self {
-        Span { file, start, end: end.max(start) }
+        Span {
+            file,
+            start,
+            end: end.max(start),
+        }
     }
     /// The smallest span covering both (same file assumed).
     pub fn to(self, other: Span) -> Span {
-        Span::new(self.file, self.start.min(other.start), self.end.max(other.end))
+        Span::new(
+            self.file,
+            self.start.min(other.start),
+            self.end.max(other.end),
+        )
     }
 }
 
@@ -60,7 +68,10 @@ impl Diagnostic {
         }
     }
     pub fn warning(span: Span, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(span, message) }
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(span, message)
+        }
     }
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
         self.label = label.into();
@@ -105,7 +116,11 @@ impl SourceMap {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        self.files.push(SourceFile { name: name.into(), text, line_starts });
+        self.files.push(SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        });
         self.files.len() - 1
     }
     pub fn file(&self, id: FileId) -> &SourceFile {
@@ -123,7 +138,11 @@ impl SourceMap {
         let offset = offset.min(f.text.len());
         let line = f.line_starts.partition_point(|&s| s <= offset) - 1;
         let start = f.line_starts[line];
-        let col = f.text.get(start..offset).map(|s| s.chars().count()).unwrap_or(offset - start);
+        let col = f
+            .text
+            .get(start..offset)
+            .map(|s| s.chars().count())
+            .unwrap_or(offset - start);
         (line + 1, col + 1)
     }
     /// `file:line:col` of the start of a span.
@@ -133,7 +152,8 @@ impl SourceMap {
     }
     pub fn snippet(&self, span: Span) -> &str {
         let t = &self.files[span.file].text;
-        t.get(span.start.min(t.len())..span.end.min(t.len())).unwrap_or("")
+        t.get(span.start.min(t.len())..span.end.min(t.len()))
+            .unwrap_or("")
     }
 }
 
@@ -199,7 +219,10 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 }
 
 /// "did you mean `X`?" when a close candidate exists.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     suggest(word, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 

@@ -3,6 +3,36 @@
 //! Data flow: `.orr` text → [`syntax`] (generic tree) → [`spec`] (validated model) → engine →
 //! metrics → plots. See ARCHITECTURE.md for the module map and its invariants.
 
+pub mod atomic;
+pub mod catalog;
 pub mod diag;
+pub mod spec;
+pub mod summary;
 pub mod syntax;
 pub mod units;
+
+/// The built-in default scenario (`orrery run` with no file).
+pub const DEFAULT_SCENARIO: (&str, &str) = (
+    "scenarios/quickstart.orr",
+    include_str!("../scenarios/quickstart.orr"),
+);
+
+/// A stable 64-bit FNV-1a hash of every source of a scenario (catalog and includes too),
+/// printed with results so that a run can be reproduced from (scenario hash, seed, version).
+pub fn scenario_hash(sources: &diag::SourceMap) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for id in 0..sources.len() {
+        let f = sources.file(id);
+        for b in f
+            .name
+            .bytes()
+            .chain([0u8])
+            .chain(f.text.bytes())
+            .chain([0u8])
+        {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}

@@ -134,7 +134,10 @@ pub const UNITS: &[(&str, Kind, f64)] = &[
 
 /// Look a unit up by its exact spelling.
 pub fn lookup(unit: &str) -> Option<(Kind, f64)> {
-    UNITS.iter().find(|(u, _, _)| *u == unit).map(|&(_, k, f)| (k, f))
+    UNITS
+        .iter()
+        .find(|(u, _, _)| *u == unit)
+        .map(|&(_, k, f)| (k, f))
 }
 
 macro_rules! quantity {
@@ -198,9 +201,21 @@ impl Duration {
 
 /// Scale `v` by SI prefixes and print three significant figures: `3.35 T`.
 fn si(v: f64, unit: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    const PREFIXES: [(f64, &str); 7] =
-        [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K"), (1.0, "")];
-    let (scale, p) = PREFIXES.iter().find(|(s, _)| v.abs() >= *s).copied().unwrap_or((1.0, ""));
+    const PREFIXES: [(f64, &str); 7] = [
+        (1e18, "E"),
+        (1e15, "P"),
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "K"),
+        (1.0, ""),
+    ];
+    let (scale, p) = PREFIXES
+        .iter()
+        .find(|(s, _)| v.abs() >= *s)
+        .copied()
+        .unwrap_or((1.0, ""));
+    let p = if p == "K" && unit == "W" { "k" } else { p };
     write!(f, "{} {p}{unit}", sig3(v / scale))
 }
 
@@ -211,17 +226,29 @@ pub fn sig3(v: f64) -> String {
     }
     let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
     let s = format!("{v:.digits$}");
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 impl fmt::Display for Bytes {
+    /// Binary units when the size is a whole number of them (memory is usually sized so),
+    /// decimal otherwise (datasheets quote HBM in GB): `2 TiB`, `80 GB`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const BIN: [(f64, &str); 5] =
-            [(PI, "PiB"), (TI, "TiB"), (GI, "GiB"), (MI, "MiB"), (KI, "KiB")];
+        const BIN: [(f64, &str); 5] = [
+            (PI, "PiB"),
+            (TI, "TiB"),
+            (GI, "GiB"),
+            (MI, "MiB"),
+            (KI, "KiB"),
+        ];
         let v = self.0 as f64;
         match BIN.iter().find(|(s, _)| v >= *s) {
-            Some((s, u)) => write!(f, "{} {u}", sig3(v / s)),
-            None => write!(f, "{} B", self.0),
+            Some((s, u)) if (v / s).fract() == 0.0 => write!(f, "{} {u}", v / s),
+            _ if self.0 < 1000 => write!(f, "{} B", self.0),
+            _ => si(v, "B", f),
         }
     }
 }
@@ -253,10 +280,16 @@ impl fmt::Display for Price {
 impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0 as f64;
-        let (s, u) = [(3600e9, "h"), (60e9, "min"), (1e9, "s"), (1e6, "ms"), (1e3, "us")]
-            .into_iter()
-            .find(|(s, _)| ns >= *s)
-            .unwrap_or((1.0, "ns"));
+        let (s, u) = [
+            (3600e9, "h"),
+            (60e9, "min"),
+            (1e9, "s"),
+            (1e6, "ms"),
+            (1e3, "us"),
+        ]
+        .into_iter()
+        .find(|(s, _)| ns >= *s)
+        .unwrap_or((1.0, "ns"));
         write!(f, "{} {u}", sig3(ns / s))
     }
 }
@@ -268,7 +301,10 @@ mod tests {
     #[test]
     fn units_convert_to_base() {
         assert_eq!(lookup("GiB"), Some((Kind::Bytes, 1073741824.0)));
-        assert_eq!(lookup("400 Gbps".split(' ').nth(1).unwrap()).unwrap().1 * 400.0, 50e9);
+        assert_eq!(
+            lookup("400 Gbps".split(' ').nth(1).unwrap()).unwrap().1 * 400.0,
+            50e9
+        );
         assert_eq!(lookup("us"), Some((Kind::Time, 1e3)));
         assert_eq!(lookup("TFLOPS").unwrap().0, Kind::FlopRate);
         assert_eq!(lookup("TFLOP").unwrap().0, Kind::Flop);
@@ -279,13 +315,19 @@ mod tests {
     #[test]
     fn spellings_are_unique() {
         for (i, (a, _, _)) in UNITS.iter().enumerate() {
-            assert!(UNITS[i + 1..].iter().all(|(b, _, _)| a != b), "duplicate unit {a}");
+            assert!(
+                UNITS[i + 1..].iter().all(|(b, _, _)| a != b),
+                "duplicate unit {a}"
+            );
         }
     }
 
     #[test]
     fn display_is_human() {
         assert_eq!(Bytes(80 * 1024 * 1024 * 1024).to_string(), "80 GiB");
+        assert_eq!(Bytes(80_000_000_000).to_string(), "80 GB");
+        assert_eq!(Bytes(512).to_string(), "512 B");
+        assert_eq!(Power(10_200.0).to_string(), "10.2 kW");
         assert_eq!(Bandwidth(3.35e12).to_string(), "3.35 TB/s");
         assert_eq!(FlopRate(989e12).to_string(), "989 TFLOPS");
         assert_eq!(Duration(2_500).to_string(), "2.5 us");

@@ -28,15 +28,21 @@ fn values_of_every_kind() {
     assert!(matches!(kinds[1], ValueKind::Str(s) if s == "str"));
     assert!(matches!(kinds[2], ValueKind::Quantity { unit: None, num } if num.value == 8.0));
     assert!(matches!(kinds[3], ValueKind::Quantity { unit: Some(u), .. } if u == "GiB"));
-    assert!(matches!(kinds[4], ValueKind::Quantity { unit: Some(u), num } if u == "TB/s" && num.value == 3.35));
+    assert!(
+        matches!(kinds[4], ValueKind::Quantity { unit: Some(u), num } if u == "TB/s" && num.value == 3.35)
+    );
     assert!(matches!(kinds[5], ValueKind::Pattern { base, lo: 0, hi: 31 } if base == "r"));
     assert!(matches!(kinds[6], ValueKind::Range { lo: 1, hi: 20 }));
     assert!(matches!(kinds[7], ValueKind::Dims(d) if d == &vec![2, 2, 4]));
     assert!(matches!(kinds[8], ValueKind::Ratio(a, b) if a.value == 2.0 && b.value == 1.0));
     assert!(matches!(kinds[9], ValueKind::List(v) if v.len() == 2));
     assert!(matches!(kinds[10], ValueKind::Map(e) if e.len() == 2 && e[1].0.name == "x.y/z"));
-    assert!(matches!(kinds[11], ValueKind::Call { name, args } if name == "weibull" && args[0].len() == 2));
-    assert!(matches!(kinds[12], ValueKind::Quantity { unit: Some(u), num } if u == "%" && num.value == 50.0));
+    assert!(
+        matches!(kinds[11], ValueKind::Call { name, args } if name == "weibull" && args[0].len() == 2)
+    );
+    assert!(
+        matches!(kinds[12], ValueKind::Quantity { unit: Some(u), num } if u == "%" && num.value == 50.0)
+    );
     assert!(matches!(kinds[13], ValueKind::Quantity { unit: Some(u), .. } if u == "$/h"));
     assert!(matches!(kinds[14], ValueKind::Quantity { unit: Some(u), .. } if u == "/s"));
 }
@@ -45,17 +51,25 @@ fn values_of_every_kind() {
 fn unit_needs_a_word_boundary() {
     // `h100` is a name, not 4 hours followed by `100`.
     let f = parse_ok("device x 4 h100\nat 2 h kill\n");
-    assert!(matches!(&f.stmts[0].values[1].kind, ValueKind::Quantity { unit: None, .. }));
+    assert!(matches!(
+        &f.stmts[0].values[1].kind,
+        ValueKind::Quantity { unit: None, .. }
+    ));
     assert!(matches!(&f.stmts[0].values[2].kind, ValueKind::Ident(n) if n == "h100"));
-    assert!(matches!(&f.stmts[1].values[0].kind, ValueKind::Quantity { unit: Some(u), .. } if u == "h"));
+    assert!(
+        matches!(&f.stmts[1].values[0].kind, ValueKind::Quantity { unit: Some(u), .. } if u == "h")
+    );
     // Longest unit wins: MWh is energy, not megawatts followed by `h`.
     let f = parse_ok("e 3 MWh\n");
-    assert!(matches!(&f.stmts[0].values[0].kind, ValueKind::Quantity { unit: Some(u), .. } if u == "MWh"));
+    assert!(
+        matches!(&f.stmts[0].values[0].kind, ValueKind::Quantity { unit: Some(u), .. } if u == "MWh")
+    );
 }
 
 #[test]
 fn blocks_nest_and_maps_are_told_apart() {
-    let f = parse_ok("node a {\n  labels { \"k\": \"v\" }\n  cpu sockets 2, cores 8\n  inner {}\n}\n");
+    let f =
+        parse_ok("node a {\n  labels { \"k\": \"v\" }\n  cpu sockets 2, cores 8\n  inner {}\n}\n");
     let b = f.stmts[0].block.as_ref().unwrap();
     assert_eq!(b.stmts.len(), 3);
     assert!(matches!(b.stmts[0].values[0].kind, ValueKind::Map(_)));
@@ -77,7 +91,10 @@ fn errors_are_located_and_recovered() {
     assert!(out.contains("unknown unit `zorks`"), "{out}");
     assert!(out.contains("t.orr:4:5"), "{out}");
     assert!(out.contains("t.orr:5:6"), "{out}");
-    assert!(out.contains("did you mean `Gbps`?") || out.contains("did you mean `GB/s`?"), "{out}");
+    assert!(
+        out.contains("did you mean `Gbps`?") || out.contains("did you mean `GB/s`?"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -69,11 +69,21 @@ pub enum ValueKind {
     Ident(String),
     Str(String),
     /// A number with an optional unit: `8`, `80 GiB`, `3.35 TB/s`.
-    Quantity { num: Number, unit: Option<String> },
+    Quantity {
+        num: Number,
+        unit: Option<String>,
+    },
     /// `r[0..31]`: names r0 … r31.
-    Pattern { base: String, lo: u64, hi: u64 },
+    Pattern {
+        base: String,
+        lo: u64,
+        hi: u64,
+    },
     /// `1..20`, inclusive.
-    Range { lo: i64, hi: i64 },
+    Range {
+        lo: i64,
+        hi: i64,
+    },
     /// `2x2x4`.
     Dims(Vec<u64>),
     /// `2:1`.
@@ -81,7 +91,10 @@ pub enum ValueKind {
     List(Vec<Value>),
     Map(Vec<(MapKey, Value)>),
     /// `weibull(shape 0.8)`, `in(a, b)`: comma-separated groups of values.
-    Call { name: String, args: Vec<Vec<Value>> },
+    Call {
+        name: String,
+        args: Vec<Vec<Value>>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -148,9 +161,7 @@ impl Value {
                 k.span = Span::default();
                 v.clear_spans();
             }),
-            ValueKind::Call { args, .. } => {
-                args.iter_mut().flatten().for_each(Value::clear_spans)
-            }
+            ValueKind::Call { args, .. } => args.iter_mut().flatten().for_each(Value::clear_spans),
             _ => {}
         }
     }

@@ -116,7 +116,11 @@ fn multiline(out: &mut String, v: &Value, level: usize) {
 }
 
 fn entry(k: &MapKey, v: &Value) -> String {
-    let key = if k.quoted { quote(&k.name) } else { k.name.clone() };
+    let key = if k.quoted {
+        quote(&k.name)
+    } else {
+        k.name.clone()
+    };
     format!("{key}: {}", inline(v))
 }
 
@@ -130,11 +134,23 @@ pub fn inline(v: &Value) -> String {
         ValueKind::Quantity { num, unit: Some(u) } => format!("{} {u}", num.text),
         ValueKind::Pattern { base, lo, hi } => format!("{base}[{lo}..{hi}]"),
         ValueKind::Range { lo, hi } => format!("{lo}..{hi}"),
-        ValueKind::Dims(d) => d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("x"),
+        ValueKind::Dims(d) => d
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join("x"),
         ValueKind::Ratio(a, b) => format!("{}:{}", a.text, b.text),
-        ValueKind::List(vs) => format!("[{}]", vs.iter().map(inline).collect::<Vec<_>>().join(", ")),
+        ValueKind::List(vs) => {
+            format!("[{}]", vs.iter().map(inline).collect::<Vec<_>>().join(", "))
+        }
         ValueKind::Map(es) => {
-            format!("{{ {} }}", es.iter().map(|(k, v)| entry(k, v)).collect::<Vec<_>>().join(", "))
+            format!(
+                "{{ {} }}",
+                es.iter()
+                    .map(|(k, v)| entry(k, v))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         }
         ValueKind::Call { name, args } => {
             let groups: Vec<String> = args

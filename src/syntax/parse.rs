@@ -41,14 +41,28 @@ pub fn parse(src: &str, file: FileId) -> (File, Vec<Diagnostic>) {
     if src.len() > MAX_FILE_BYTES {
         let d = Diagnostic::error(
             Span::new(file, 0, 0),
-            format!("file is {} bytes; the limit is {} bytes", src.len(), MAX_FILE_BYTES),
+            format!(
+                "file is {} bytes; the limit is {} bytes",
+                src.len(),
+                MAX_FILE_BYTES
+            ),
         );
         return (File::default(), vec![d]);
     }
-    let mut p = Parser { file, diags: Vec::new(), depth: 0, fatal: false, unplaced: Vec::new() };
+    let mut p = Parser {
+        file,
+        diags: Vec::new(),
+        depth: 0,
+        fatal: false,
+        unplaced: Vec::new(),
+    };
     let input = In::new(src);
     let (_, stmts, trailing) = p.stmts(input, None);
-    let file_ast = File { stmts, trailing, unplaced_comments: p.unplaced };
+    let file_ast = File {
+        stmts,
+        trailing,
+        unplaced_comments: p.unplaced,
+    };
     (file_ast, p.diags)
 }
 
@@ -113,8 +127,18 @@ impl Parser {
 
     fn err(&self, i: &In, msg: impl Into<String>) -> PErr {
         let start = off(i);
-        let len = i.fragment().chars().next().map(|c| c.len_utf8()).unwrap_or(0);
-        PErr { start, end: start + len, msg: msg.into(), help: None }
+        let len = i
+            .fragment()
+            .chars()
+            .next()
+            .map(|c| c.len_utf8())
+            .unwrap_or(0);
+        PErr {
+            start,
+            end: start + len,
+            msg: msg.into(),
+            help: None,
+        }
     }
 
     fn report(&mut self, e: PErr) {
@@ -126,7 +150,8 @@ impl Parser {
         self.diags.push(d);
         if self.diags.len() >= MAX_ERRORS {
             let at = self.span(e.start, e.end);
-            self.diags.push(Diagnostic::error(at, "too many errors; stopping here"));
+            self.diags
+                .push(Diagnostic::error(at, "too many errors; stopping here"));
             self.fatal = true;
         }
     }
@@ -142,7 +167,12 @@ impl Parser {
 
     /// Comments, blank lines and `;` between statements. `line_has_content` says whether
     /// the current line already held something (so its newline is not a blank line).
-    fn trivia<'a>(&mut self, mut i: In<'a>, out: &mut Vec<Trivia>, mut line_has_content: bool) -> In<'a> {
+    fn trivia<'a>(
+        &mut self,
+        mut i: In<'a>,
+        out: &mut Vec<Trivia>,
+        mut line_has_content: bool,
+    ) -> In<'a> {
         loop {
             i = spaces(i);
             match peek(&i) {
@@ -192,7 +222,6 @@ impl Parser {
         let mut line_has_content = open.is_some();
         loop {
             i = self.trivia(i, &mut pending, line_has_content);
-            line_has_content = false;
             if self.fatal {
                 return (i, stmts, pending);
             }
@@ -241,13 +270,19 @@ impl Parser {
     fn stmt<'a>(&mut self, i: In<'a>) -> R<'a, Stmt> {
         let start = off(&i);
         let Ok((mut i, key)) = ident_text(i) else {
-            let mut e = self.err(&i, format!("expected a statement keyword, found {}", found(&i)));
+            let mut e = self.err(
+                &i,
+                format!("expected a statement keyword, found {}", found(&i)),
+            );
             if peek(&i).is_some_and(|c| c.is_ascii_digit()) {
                 e.help = Some("statements start with a keyword, such as `memory 80 GiB`".into());
             }
             return Err(e);
         };
-        let key = Ident { name: key.fragment().to_string(), span: self.span(start, off(&i)) };
+        let key = Ident {
+            name: key.fragment().to_string(),
+            span: self.span(start, off(&i)),
+        };
         let mut values = Vec::new();
         let mut commas = Vec::new();
         let mut block = None;
@@ -271,8 +306,17 @@ impl Parser {
                     let (rest, b) = self.block(i)?;
                     block = Some(b);
                     i = spaces(rest);
-                    if !matches!(peek(&i), None | Some('\n') | Some(';') | Some('}') | Some('#')) {
-                        return Err(self.err(&i, format!("expected the end of the statement after its block, found {}", found(&i))));
+                    if !matches!(
+                        peek(&i),
+                        None | Some('\n') | Some(';') | Some('}') | Some('#')
+                    ) {
+                        return Err(self.err(
+                            &i,
+                            format!(
+                                "expected the end of the statement after its block, found {}",
+                                found(&i)
+                            ),
+                        ));
                     }
                     break;
                 }
@@ -291,7 +335,18 @@ impl Parser {
             i = rest;
         }
         let span = self.span(start, end);
-        Ok((i, Stmt { key, values, commas, block, span, leading: Vec::new(), trailing_comment }))
+        Ok((
+            i,
+            Stmt {
+                key,
+                values,
+                commas,
+                block,
+                span,
+                leading: Vec::new(),
+                trailing_comment,
+            },
+        ))
     }
 
     fn block<'a>(&mut self, i: In<'a>) -> R<'a, Block> {
@@ -300,14 +355,33 @@ impl Parser {
         let (i, stmts, closing) = self.stmts(advance(i, 1), Some(open));
         self.depth -= 1;
         if self.fatal && peek(&i) != Some('}') {
-            return Err(PErr { start: open.start, end: open.end, msg: "block abandoned".into(), help: None });
+            return Err(PErr {
+                start: open.start,
+                end: open.end,
+                msg: "block abandoned".into(),
+                help: None,
+            });
         }
         if peek(&i) != Some('}') {
             // stmts() already reported the unclosed block.
-            return Ok((i, Block { stmts, closing, span: open }));
+            return Ok((
+                i,
+                Block {
+                    stmts,
+                    closing,
+                    span: open,
+                },
+            ));
         }
         let span = open.to(self.span(off(&i), off(&i) + 1));
-        Ok((advance(i, 1), Block { stmts, closing, span }))
+        Ok((
+            advance(i, 1),
+            Block {
+                stmts,
+                closing,
+                span,
+            },
+        ))
     }
 
     /// Does the `{` at `i` open a map (`{ key: value }`) rather than a block?
@@ -349,7 +423,13 @@ impl Parser {
             c if c.is_ascii_alphabetic() || c == '_' => self.word(i)?,
             _ => return Err(self.err(&i, format!("expected a value, found {}", found(&i)))),
         };
-        Ok((rest, Value { kind, span: self.span(start, off(&rest)) }))
+        Ok((
+            rest,
+            Value {
+                kind,
+                span: self.span(start, off(&rest)),
+            },
+        ))
     }
 
     /// An identifier, a pattern `r[0..3]` or a call `f(a, b)`.
@@ -383,7 +463,14 @@ impl Parser {
                             args.push(std::mem::take(&mut group));
                             j = advance(j, 1);
                         }
-                        None => return Err(self.err(&j, format!("expected `)` to close `{name}(`, found the end of the file"))),
+                        None => {
+                            return Err(self.err(
+                                &j,
+                                format!(
+                                    "expected `)` to close `{name}(`, found the end of the file"
+                                ),
+                            ));
+                        }
                         _ => {
                             let (rest, v) = self.value(j)?;
                             group.push(v);
@@ -412,7 +499,10 @@ impl Parser {
                 break;
             }
             if peek(&j).is_none() {
-                return Err(self.err(&j, "expected `]` to close the list, found the end of the file"));
+                return Err(self.err(
+                    &j,
+                    "expected `]` to close the list, found the end of the file",
+                ));
             }
             let (rest, v) = self.value(j)?;
             items.push(v);
@@ -420,7 +510,12 @@ impl Parser {
             match peek(&j) {
                 Some(',') => j = self.skip_all(advance(j, 1)),
                 Some(']') => {}
-                _ => return Err(self.err(&j, format!("expected `,` or `]` in a list, found {}", found(&j)))),
+                _ => {
+                    return Err(self.err(
+                        &j,
+                        format!("expected `,` or `]` in a list, found {}", found(&j)),
+                    ));
+                }
             }
         }
         self.depth -= 1;
@@ -443,10 +538,19 @@ impl Parser {
             } else {
                 match ident_text(j) {
                     Ok((rest, n)) => (rest, n.fragment().to_string(), false),
-                    Err(_) => return Err(self.err(&j, format!("expected a map key or `}}`, found {}", found(&j)))),
+                    Err(_) => {
+                        return Err(self.err(
+                            &j,
+                            format!("expected a map key or `}}`, found {}", found(&j)),
+                        ));
+                    }
                 }
             };
-            let key = MapKey { name, quoted, span: self.span(kstart, off(&rest)) };
+            let key = MapKey {
+                name,
+                quoted,
+                span: self.span(kstart, off(&rest)),
+            };
             let j2 = spaces(rest);
             let j2 = self.expect(j2, ":", "`:` after the map key")?;
             let j2 = self.skip_all(j2);
@@ -456,7 +560,12 @@ impl Parser {
             match peek(&j) {
                 Some(',') => j = self.skip_all(advance(j, 1)),
                 Some('}') => {}
-                _ => return Err(self.err(&j, format!("expected `,` or `}}` in a map, found {}", found(&j)))),
+                _ => {
+                    return Err(self.err(
+                        &j,
+                        format!("expected `,` or `}}` in a map, found {}", found(&j)),
+                    ));
+                }
             }
         }
         self.depth -= 1;
@@ -476,8 +585,10 @@ impl Parser {
             let Ok((k, hi_text)) = number_text(k) else {
                 return Err(self.err(&k, "expected a whole number after `..`"));
             };
-            let lo = parse_int(text.fragment()).ok_or_else(|| self.err(&i, "range bound is not a whole number"))?;
-            let hi = parse_int(hi_text.fragment()).ok_or_else(|| self.err(&hi_text, "range bound is not a whole number"))?;
+            let lo = parse_int(text.fragment())
+                .ok_or_else(|| self.err(&i, "range bound is not a whole number"))?;
+            let hi = parse_int(hi_text.fragment())
+                .ok_or_else(|| self.err(&hi_text, "range bound is not a whole number"))?;
             return Ok((k, ValueKind::Range { lo, hi }));
         }
         if is_int && rest.starts_with('x') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
@@ -490,13 +601,17 @@ impl Parser {
                 k = k2;
             }
             if peek(&k).is_some_and(is_ident_char) {
-                return Err(self.err(&k, "dimensions are whole numbers joined by `x`, such as `2x2x4`"));
+                return Err(self.err(
+                    &k,
+                    "dimensions are whole numbers joined by `x`, such as `2x2x4`",
+                ));
             }
             return Ok((k, ValueKind::Dims(dims)));
         }
         if rest.starts_with(':') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
             let k = advance(j, 1);
-            let (k, t2) = number_text(k).map_err(|_| self.err(&k, "expected a number after `:`"))?;
+            let (k, t2) =
+                number_text(k).map_err(|_| self.err(&k, "expected a number after `:`"))?;
             let den = self.number(&k, t2)?;
             return Ok((k, ValueKind::Ratio(num, den)));
         }
@@ -506,13 +621,26 @@ impl Parser {
         let unit = crate::units::UNITS
             .iter()
             .map(|(u, _, _)| *u)
-            .filter(|u| a.starts_with(u) && !a[u.len()..].starts_with(|c: char| is_ident_char(c) || c == '/'))
+            .filter(|u| {
+                a.starts_with(u)
+                    && !a[u.len()..].starts_with(|c: char| is_ident_char(c) || c == '/')
+            })
             .max_by_key(|u| u.len());
         if let Some(u) = unit {
-            return Ok((advance(after, u.len()), ValueKind::Quantity { num, unit: Some(u.to_string()) }));
+            return Ok((
+                advance(after, u.len()),
+                ValueKind::Quantity {
+                    num,
+                    unit: Some(u.to_string()),
+                },
+            ));
         }
         if peek(&j).is_some_and(|c| c.is_ascii_alphabetic()) {
-            let word: String = j.fragment().chars().take_while(|c| is_ident_char(*c) || *c == '/').collect();
+            let word: String = j
+                .fragment()
+                .chars()
+                .take_while(|c| is_ident_char(*c) || *c == '/')
+                .collect();
             let mut e = self.err(&j, format!("unknown unit `{word}`"));
             e.end = e.start + word.len();
             e.help = crate::diag::did_you_mean(&word, crate::units::UNITS.iter().map(|u| u.0));
@@ -523,21 +651,32 @@ impl Parser {
 
     fn number(&self, at: &In, text: In) -> Result<Number, PErr> {
         let t = text.fragment();
-        let value: f64 = t.replace('_', "").parse().map_err(|_| self.err(at, format!("`{t}` is not a number")))?;
+        let value: f64 = t
+            .replace('_', "")
+            .parse()
+            .map_err(|_| self.err(at, format!("`{t}` is not a number")))?;
         if !value.is_finite() {
             return Err(self.err(at, format!("`{t}` is too large")));
         }
-        Ok(Number { text: t.to_string(), value })
+        Ok(Number {
+            text: t.to_string(),
+            value,
+        })
     }
 
     fn dim(&self, at: &In, t: &str) -> Result<u64, PErr> {
-        t.replace('_', "").parse().map_err(|_| self.err(at, format!("dimension `{t}` is too large")))
+        t.replace('_', "")
+            .parse()
+            .map_err(|_| self.err(at, format!("dimension `{t}` is too large")))
     }
 
     fn uint<'a>(&self, i: In<'a>) -> R<'a, u64> {
         let (j, t) = digit1::<_, nom::error::Error<In>>(i)
             .map_err(|_| self.err(&i, format!("expected a whole number, found {}", found(&i))))?;
-        let v = t.fragment().parse().map_err(|_| self.err(&i, "number too large"))?;
+        let v = t
+            .fragment()
+            .parse()
+            .map_err(|_| self.err(&i, "number too large"))?;
         Ok((j, v))
     }
 
@@ -570,19 +709,32 @@ fn string_lit(i: In) -> Result<(In, String), StrErr> {
     while let Some((k, c)) = chars.next() {
         match c {
             '"' => return Ok((advance(i, k + 1), out)),
-            '\n' => return Err(StrErr { at: 0, msg: "unterminated string: add a closing `\"`" }),
+            '\n' => {
+                return Err(StrErr {
+                    at: 0,
+                    msg: "unterminated string: add a closing `\"`",
+                });
+            }
             '\\' => match chars.next() {
                 Some((_, '"')) => out.push('"'),
                 Some((_, '\\')) => out.push('\\'),
                 Some((_, 'n')) => out.push('\n'),
                 Some((_, 't')) => out.push('\t'),
-                Some((k2, _)) => return Err(StrErr { at: k2 - 1, msg: "unknown escape; use \\\" \\\\ \\n or \\t" }),
+                Some((k2, _)) => {
+                    return Err(StrErr {
+                        at: k2 - 1,
+                        msg: "unknown escape; use \\\" \\\\ \\n or \\t",
+                    });
+                }
                 None => break,
             },
             c => out.push(c),
         }
     }
-    Err(StrErr { at: 0, msg: "unterminated string: add a closing `\"`" })
+    Err(StrErr {
+        at: 0,
+        msg: "unterminated string: add a closing `\"`",
+    })
 }
 
 struct StrErr {
@@ -592,7 +744,12 @@ struct StrErr {
 
 impl StrErr {
     fn into_perr(self, start: usize) -> PErr {
-        PErr { start: start + self.at, end: start + self.at + 1, msg: self.msg.into(), help: None }
+        PErr {
+            start: start + self.at,
+            end: start + self.at + 1,
+            msg: self.msg.into(),
+            help: None,
+        }
     }
 }
 
@@ -602,7 +759,12 @@ fn found(i: &In) -> String {
         None => "the end of the file".into(),
         Some('\n') => "the end of the line".into(),
         Some(c) if is_ident_char(c) => {
-            let w: String = i.fragment().chars().take_while(|c| is_ident_char(*c)).take(40).collect();
+            let w: String = i
+                .fragment()
+                .chars()
+                .take_while(|c| is_ident_char(*c))
+                .take(40)
+                .collect();
             format!("`{w}`")
         }
         Some(c) => format!("`{c}`"),
@@ -656,7 +818,10 @@ fn recover(start: In, err_at: usize) -> In {
     }
     // Unbalanced to the end: skip the rest of the line where the error is.
     let rel = err_at.saturating_sub(off(&start)).min(s.len());
-    let rel = (0..=rel).rev().find(|r| s.is_char_boundary(*r)).unwrap_or(0);
+    let rel = (0..=rel)
+        .rev()
+        .find(|r| s.is_char_boundary(*r))
+        .unwrap_or(0);
     let line_end = s[rel..].find('\n').map(|n| rel + n).unwrap_or(s.len());
     advance(start, line_end.max(rel + 1).min(s.len()))
 }

@@ -1,0 +1,15 @@
+//! The built-in hardware catalog: accelerators, NICs and node types, written in the scenario
+//! language itself and embedded in the binary. Every figure carries its source; user files
+//! override entries by declaring the same name, or derive from them with `from`.
+
+pub mod table;
+
+/// `(file name, text)` of each catalog file, loaded in this order.
+pub const FILES: &[(&str, &str)] = &[
+    (
+        "<catalog>/accelerators.orr",
+        include_str!("accelerators.orr"),
+    ),
+    ("<catalog>/nics.orr", include_str!("nics.orr")),
+    ("<catalog>/nodes.orr", include_str!("nodes.orr")),
+];

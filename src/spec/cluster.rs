@@ -1,0 +1,501 @@
+//! Clusters: zones, racks, TPU-style slices, node groups and the fabric.
+//!
+//! Nodes are kept as groups (`rack r3 holds 4 × dgx_h100`) rather than expanded, so a
+//! 100,000-node cluster costs a few hundred bytes; [`Cluster::nodes`] expands on demand and
+//! [`Cluster::find_node`] resolves a name such as `r3.n1` without expanding anything.
+
+use super::hardware::NodeType;
+use super::reader::{self as rd, Args, Cx, MAX_COUNT};
+use super::schema;
+use crate::diag::{Diagnostic, Span, did_you_mean};
+use crate::syntax::ast::{Stmt, ValueKind};
+use crate::units::{Bandwidth, Duration};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Most nodes one scenario may declare.
+pub const MAX_NODES: u64 = MAX_COUNT;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cluster {
+    pub name: String,
+    pub zones: Vec<String>,
+    pub racks: Vec<Rack>,
+    pub groups: Vec<NodeGroup>,
+    pub fabric: Option<Fabric>,
+    /// Ray head node; the first node when not given.
+    pub head: Option<String>,
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A rack, or a TPU-style slice (a rack whose hosts form one torus and fail as a unit).
+#[derive(Debug, Clone, Serialize)]
+pub struct Rack {
+    /// Empty for nodes declared directly in the cluster (they are named `n0`, `n1`, ...).
+    pub name: String,
+    pub zone: Option<usize>,
+    pub slice: Option<SliceShape>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SliceShape {
+    /// Chip torus, such as [2, 2, 4].
+    pub dims: Vec<u64>,
+    pub chips: u64,
+    pub hosts: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeGroup {
+    pub rack: usize,
+    pub node_type: String,
+    pub count: u32,
+    pub prefix: String,
+    /// Index of the first node of this group within its rack and prefix.
+    pub first: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Fabric {
+    pub kind: String,
+    /// Leaf downlink : uplink capacity, 1.0 for non-blocking.
+    pub oversubscription: f64,
+    pub latency: Option<Duration>,
+    pub spine_uplink: Option<Bandwidth>,
+}
+
+/// One expanded node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRef<'a> {
+    pub name: String,
+    pub node_type: &'a str,
+    pub rack: usize,
+}
+
+impl Cluster {
+    pub fn node_count(&self) -> u64 {
+        self.groups.iter().map(|g| u64::from(g.count)).sum()
+    }
+
+    fn node_name(&self, g: &NodeGroup, k: u32) -> String {
+        let rack = &self.racks[g.rack].name;
+        if rack.is_empty() {
+            format!("{}{}", g.prefix, g.first + k)
+        } else {
+            format!("{rack}.{}{}", g.prefix, g.first + k)
+        }
+    }
+
+    /// Every node, in declaration order.
+    pub fn nodes(&self) -> impl Iterator<Item = NodeRef<'_>> {
+        self.groups.iter().flat_map(move |g| {
+            (0..g.count).map(move |k| NodeRef {
+                name: self.node_name(g, k),
+                node_type: &g.node_type,
+                rack: g.rack,
+            })
+        })
+    }
+
+    /// Resolve a node name without expanding the cluster.
+    pub fn find_node(&self, name: &str) -> Option<NodeRef<'_>> {
+        let (rack, local) = match name.rsplit_once('.') {
+            Some((r, l)) => (r, l),
+            None => ("", name),
+        };
+        let digits = local.len() - local.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (prefix, idx) = local.split_at(local.len() - digits);
+        let idx: u32 = idx.parse().ok()?;
+        if idx.to_string().len() != digits {
+            return None; // leading zeros are not our names
+        }
+        self.groups
+            .iter()
+            .find(|g| {
+                self.racks[g.rack].name == rack
+                    && g.prefix == prefix
+                    && idx >= g.first
+                    && idx < g.first + g.count
+            })
+            .map(|g| NodeRef {
+                name: name.to_string(),
+                node_type: &g.node_type,
+                rack: g.rack,
+            })
+    }
+
+    pub fn rack_index(&self, name: &str) -> Option<usize> {
+        self.racks.iter().position(|r| r.name == name)
+    }
+}
+
+struct Builder<'a> {
+    node_types: &'a BTreeMap<String, NodeType>,
+    c: Cluster,
+    /// Next free index per (rack, prefix).
+    next: BTreeMap<(usize, String), u32>,
+    total: u64,
+    rack_spans: BTreeMap<String, Span>,
+}
+
+pub fn cluster(
+    cx: &mut Cx,
+    node_types: &BTreeMap<String, NodeType>,
+    name: &str,
+    span: Span,
+    stmts: &[Stmt],
+) -> Cluster {
+    let mut b = Builder {
+        node_types,
+        c: Cluster {
+            name: name.to_string(),
+            zones: Vec::new(),
+            racks: Vec::new(),
+            groups: Vec::new(),
+            fabric: None,
+            head: None,
+            span,
+        },
+        next: BTreeMap::new(),
+        total: 0,
+        rack_spans: BTreeMap::new(),
+    };
+    let mut head: Option<(String, Span)> = None;
+    cx.each(stmts, schema::CLUSTER, "a cluster", |cx, s, def| {
+        let mut a = Args::new(s, def);
+        match def.key {
+            "zone" => {
+                let Some(zv) = a.req("a zone name") else {
+                    return;
+                };
+                let Some(z) = rd::ident(cx, zv, "a zone name") else {
+                    return;
+                };
+                if b.c.zones.iter().any(|x| x == z) {
+                    cx.error(zv.span, format!("zone `{z}` is declared twice"));
+                    return;
+                }
+                b.c.zones.push(z.to_string());
+                let zi = b.c.zones.len() - 1;
+                if let Some(blk) = cx.block(s) {
+                    cx.each(&blk.stmts, schema::ZONE, "a zone", |cx, s2, def2| {
+                        b.placement(cx, s2, def2, Some(zi))
+                    });
+                }
+            }
+            "rack" | "slice" | "node" => {
+                b.placement(cx, s, def, None);
+                return;
+            }
+            "fabric" => {
+                cx.no_block(s);
+                let f = (|| -> Option<Fabric> {
+                    let kind = rd::choice(
+                        cx,
+                        a.req("a fabric kind")?,
+                        schema::FABRIC_KINDS,
+                        "fabric kind",
+                    )?;
+                    let oversubscription = match a.opt("oversubscription") {
+                        Some(v) => match &v.kind {
+                            ValueKind::Ratio(x, y) if x.value >= y.value && y.value > 0.0 => {
+                                x.value / y.value
+                            }
+                            ValueKind::Ratio(..) => {
+                                cx.push(
+                                    Diagnostic::error(
+                                        v.span,
+                                        "oversubscription below 1:1 is not a real fabric",
+                                    )
+                                    .with_help("write it as downlink:uplink, such as `2:1`"),
+                                );
+                                return None;
+                            }
+                            other => {
+                                cx.error(
+                                    v.span,
+                                    format!(
+                                        "expected a ratio such as `2:1`, found {}",
+                                        other.describe()
+                                    ),
+                                );
+                                return None;
+                            }
+                        },
+                        None => 1.0,
+                    };
+                    let latency = match a.opt("latency") {
+                        Some(v) => Some(rd::duration(cx, v)?),
+                        None => None,
+                    };
+                    let spine_uplink = match a.opt("spine_uplink") {
+                        Some(v) => Some(rd::bandwidth(cx, v)?),
+                        None => None,
+                    };
+                    Some(Fabric {
+                        kind: kind.to_string(),
+                        oversubscription,
+                        latency,
+                        spine_uplink,
+                    })
+                })();
+                b.c.fabric = f;
+            }
+            "head" => {
+                cx.no_block(s);
+                if let Some(v) = a.req("a node name") {
+                    if let Some(n) = rd::ident(cx, v, "a node name") {
+                        head = Some((n.to_string(), v.span));
+                    }
+                }
+            }
+            _ => {}
+        }
+        a.finish(cx);
+    });
+    if let Some((h, sp)) = head {
+        if b.c.find_node(&h).is_none() {
+            let names: Vec<String> = b.c.nodes().take(10_000).map(|n| n.name).collect();
+            let help = did_you_mean(&h, names.iter().map(String::as_str));
+            cx.push(
+                Diagnostic::error(sp, format!("no node `{h}` in cluster `{name}`"))
+                    .with_help_opt(help),
+            );
+        } else {
+            b.c.head = Some(h);
+        }
+    }
+    if b.c.groups.is_empty() {
+        cx.push(Diagnostic::warning(
+            span,
+            format!("cluster `{name}` has no nodes"),
+        ));
+    }
+    b.c
+}
+
+impl Builder<'_> {
+    fn add_rack(
+        &mut self,
+        cx: &mut Cx,
+        name: &str,
+        span: Span,
+        zone: Option<usize>,
+        slice: Option<SliceShape>,
+    ) -> Option<usize> {
+        if let Some(first) = self.rack_spans.get(name) {
+            cx.push(
+                Diagnostic::error(span, format!("rack or slice `{name}` is declared twice"))
+                    .with_secondary(*first, "first declared here"),
+            );
+            return None;
+        }
+        self.rack_spans.insert(name.to_string(), span);
+        self.c.racks.push(Rack {
+            name: name.to_string(),
+            zone,
+            slice,
+        });
+        Some(self.c.racks.len() - 1)
+    }
+
+    fn node_type(&self, cx: &mut Cx, v: &crate::syntax::ast::Value) -> Option<String> {
+        let t = rd::ident(cx, v, "a node type")?;
+        if !self.node_types.contains_key(t) {
+            let help =
+                did_you_mean(t, self.node_types.keys().map(String::as_str)).unwrap_or_else(|| {
+                    "declare it with `node NAME { ... }`; `orrery catalog` lists built-in ones"
+                        .into()
+                });
+            cx.push(Diagnostic::error(v.span, format!("unknown node type `{t}`")).with_help(help));
+            return None;
+        }
+        Some(t.to_string())
+    }
+
+    fn add_group(
+        &mut self,
+        cx: &mut Cx,
+        rack: usize,
+        node_type: String,
+        count: u64,
+        prefix: String,
+        span: Span,
+    ) -> Option<()> {
+        self.total += count;
+        if self.total > MAX_NODES {
+            cx.error(
+                span,
+                format!(
+                    "the cluster would have {} nodes; the limit is {MAX_NODES}",
+                    self.total
+                ),
+            );
+            return None;
+        }
+        let next = self.next.entry((rack, prefix.clone())).or_insert(0);
+        let first = *next;
+        *next += count as u32;
+        self.c.groups.push(NodeGroup {
+            rack,
+            node_type,
+            count: count as u32,
+            prefix,
+            first,
+        });
+        Some(())
+    }
+
+    /// `rack`, `slice` or `node` inside the cluster or a zone.
+    fn placement(&mut self, cx: &mut Cx, s: &Stmt, def: &schema::StmtDef, zone: Option<usize>) {
+        let mut a = Args::new(s, def);
+        let _ = (|| -> Option<()> {
+            match def.key {
+                "rack" => {
+                    let names = rd::names(cx, a.req("rack names such as `r[0..15]`")?)?;
+                    let blk = cx.block(s)?;
+                    for (rname, sp) in names {
+                        let Some(ri) = self.add_rack(cx, &rname, sp, zone, None) else {
+                            continue;
+                        };
+                        let mut stop = false;
+                        cx.each(&blk.stmts, schema::RACK, "a rack", |cx, s2, def2| {
+                            if !stop && self.node_stmt(cx, s2, def2, ri).is_none() {
+                                stop = true; // report once, not once per rack
+                            }
+                        });
+                        if stop {
+                            break;
+                        }
+                    }
+                }
+                "slice" => {
+                    cx.no_block(s);
+                    let names = rd::names(cx, a.req("slice names")?)?;
+                    let tv = a.opt("node").or_else(|| {
+                        cx.error(s.head_span(), "`slice` needs `node TYPE`");
+                        None
+                    })?;
+                    let t = self.node_type(cx, tv)?;
+                    let dv = a.opt("topology").or_else(|| {
+                        cx.error(s.head_span(), "`slice` needs `topology` such as `2x2x4`");
+                        None
+                    })?;
+                    let ValueKind::Dims(dims) = &dv.kind else {
+                        cx.error(
+                            dv.span,
+                            format!(
+                                "expected a torus shape such as `4x4` or `2x2x4`, found {}",
+                                dv.kind.describe()
+                            ),
+                        );
+                        return None;
+                    };
+                    let chips: u64 = dims
+                        .iter()
+                        .try_fold(1u64, |acc, d| acc.checked_mul(*d))
+                        .unwrap_or(u64::MAX);
+                    if dims.iter().any(|d| *d == 0) || dims.len() > 3 {
+                        cx.error(
+                            dv.span,
+                            "a slice torus has one to three dimensions, none of them zero",
+                        );
+                        return None;
+                    }
+                    let nt = &self.node_types[&t];
+                    let per_host = u64::from(nt.device_count());
+                    if per_host == 0 || nt.devices.iter().any(|g| g.link != "torus") {
+                        cx.push(
+                            Diagnostic::error(tv.span, format!("node type `{t}` cannot host a slice: its devices are not linked as a `torus`"))
+                                .with_secondary(nt.span, "node type declared here"),
+                        );
+                        return None;
+                    }
+                    if chips % per_host != 0 {
+                        cx.error(dv.span, format!("{chips} chips do not fill whole `{t}` hosts of {per_host} chips each"));
+                        return None;
+                    }
+                    let hosts = chips / per_host;
+                    if hosts > MAX_NODES {
+                        cx.error(
+                            dv.span,
+                            format!("{hosts} hosts exceed the limit of {MAX_NODES} nodes"),
+                        );
+                        return None;
+                    }
+                    for (sname, sp) in names {
+                        let shape = SliceShape {
+                            dims: dims.clone(),
+                            chips,
+                            hosts: hosts as u32,
+                        };
+                        let Some(ri) = self.add_rack(cx, &sname, sp, zone, Some(shape)) else {
+                            continue;
+                        };
+                        self.add_group(cx, ri, t.clone(), hosts, "h".into(), dv.span)?;
+                    }
+                }
+                "node" => {
+                    cx.no_block(s);
+                    let rack = match zone {
+                        Some(z) => self.c.zones[z].clone(),
+                        None => String::new(),
+                    };
+                    let ri = match self.c.rack_index(&rack) {
+                        Some(ri) => ri,
+                        None => {
+                            self.c.racks.push(Rack {
+                                name: rack,
+                                zone,
+                                slice: None,
+                            });
+                            self.c.racks.len() - 1
+                        }
+                    };
+                    return self.node_stmt(cx, s, def, ri);
+                }
+                _ => {}
+            }
+            Some(())
+        })();
+        if def.key != "node" {
+            a.finish(cx);
+        }
+    }
+
+    /// `node TYPE x N [name PREFIX]` in rack `ri`.
+    fn node_stmt(&mut self, cx: &mut Cx, s: &Stmt, def: &schema::StmtDef, ri: usize) -> Option<()> {
+        cx.no_block(s);
+        let mut a = Args::new(s, def);
+        let r = (|| -> Option<()> {
+            let t = self.node_type(cx, a.req("a node type")?)?;
+            let cv = a.opt("x").or_else(|| {
+                let h = s.head_span();
+                cx.push(
+                    Diagnostic::error(
+                        Span::new(h.file, h.end, h.end),
+                        "`node` needs a count, as in `node dgx_h100 x 4`",
+                    )
+                    .with_label("expected `x N` here"),
+                );
+                None
+            })?;
+            let count = rd::count(cx, cv, 1, MAX_NODES)?;
+            let prefix = match a.opt("name") {
+                Some(v) => rd::ident(cx, v, "a name prefix")?.to_string(),
+                None => "n".to_string(),
+            };
+            if prefix.ends_with(|c: char| c.is_ascii_digit()) || prefix.contains('.') {
+                cx.error(
+                    s.head_span(),
+                    format!("name prefix `{prefix}` must not end in a digit or contain `.`"),
+                );
+                return None;
+            }
+            self.add_group(cx, ri, t, count, prefix, cv.span)
+        })();
+        a.finish(cx);
+        r
+    }
+}

@@ -1,0 +1,477 @@
+//! Loading a scenario: the catalog, the root file and its includes, parsed and resolved into a
+//! [`Spec`]. Includes are confined to the root file's folder tree, at most [`MAX_INCLUDE_DEPTH`]
+//! deep, and cycles are reported.
+
+use super::reader::{self as rd, Args, Cx};
+use super::workload::ResourceScope;
+use super::{Spec, cluster, experiment, failure, hardware, schema, workload};
+use crate::diag::{Diagnostic, FileId, SourceMap, Span};
+use crate::syntax::{self, Stmt};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// The outcome of loading: the spec when there were no errors, and every diagnostic.
+pub struct Loaded {
+    pub spec: Option<Spec>,
+    pub sources: SourceMap,
+    pub diags: Vec<Diagnostic>,
+    pub root: FileId,
+}
+
+impl Loaded {
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diags.iter().filter(|d| d.is_error())
+    }
+    pub fn has_errors(&self) -> bool {
+        self.errors().next().is_some()
+    }
+    pub fn render(&self, color: bool) -> String {
+        crate::diag::render(&self.sources, &self.diags, color)
+    }
+}
+
+/// Where top-level statements came from: the built-in catalog may be overridden.
+#[derive(Clone, Copy, PartialEq)]
+enum Origin {
+    Catalog,
+    User,
+}
+
+struct Loader {
+    sources: SourceMap,
+    diags: Vec<Diagnostic>,
+    items: Vec<(Stmt, Origin)>,
+    /// Folder includes must stay inside; none for in-memory scenarios.
+    root_dir: Option<PathBuf>,
+    stack: Vec<PathBuf>,
+}
+
+/// Load a scenario file. Fails only when the root file itself cannot be read.
+pub fn load_file(path: &Path) -> Result<Loaded, String> {
+    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = String::from_utf8(text).map_err(|e| {
+        format!(
+            "{} is not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let canon = path
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+    let root_dir = canon.parent().map(Path::to_path_buf);
+    Ok(load(
+        &path.display().to_string(),
+        &text,
+        root_dir,
+        Some(canon),
+    ))
+}
+
+/// Load a scenario held in memory (built-in scenarios, tests). `include` is not available.
+pub fn load_str(name: &str, text: &str) -> Loaded {
+    load(name, text, None, None)
+}
+
+fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf>) -> Loaded {
+    let mut l = Loader {
+        sources: SourceMap::new(),
+        diags: Vec::new(),
+        items: Vec::new(),
+        root_dir,
+        stack: Vec::new(),
+    };
+    for (fname, ftext) in crate::catalog::FILES {
+        let id = l.sources.add(*fname, *ftext);
+        let (file, d) = syntax::parse(ftext, id);
+        l.diags.extend(d);
+        l.items
+            .extend(file.stmts.into_iter().map(|s| (s, Origin::Catalog)));
+    }
+    let root = l.sources.add(name, text);
+    l.file(root, text, canon, 0);
+    let mut cx = Cx {
+        diags: std::mem::take(&mut l.diags),
+    };
+    let spec = resolve(&mut cx, l.items);
+    let has_errors = cx.diags.iter().any(Diagnostic::is_error);
+    Loaded {
+        spec: (!has_errors).then_some(spec),
+        sources: l.sources,
+        diags: cx.diags,
+        root,
+    }
+}
+
+impl Loader {
+    fn file(&mut self, id: FileId, text: &str, canon: Option<PathBuf>, depth: usize) {
+        let (file, d) = syntax::parse(text, id);
+        self.diags.extend(d);
+        if let Some(c) = &canon {
+            self.stack.push(c.clone());
+        }
+        for s in file.stmts {
+            if s.key.name == "include" {
+                self.include(&s, canon.as_deref(), depth);
+            } else {
+                self.items.push((s, Origin::User));
+            }
+        }
+        if canon.is_some() {
+            self.stack.pop();
+        }
+    }
+
+    fn include(&mut self, s: &Stmt, from: Option<&Path>, depth: usize) {
+        let mut cx = Cx::default();
+        let mut a = Args::new(s, &schema::TOP[0]);
+        let path = a
+            .req("a file path in quotes")
+            .and_then(|v| rd::string(&mut cx, v).map(|p| (p.to_string(), v.span)));
+        cx.no_block(s);
+        a.finish(&mut cx);
+        self.diags.append(&mut cx.diags);
+        let Some((rel, span)) = path else { return };
+        let err = |msg: String| Diagnostic::error(span, msg);
+        let (Some(root), Some(from)) = (&self.root_dir, from) else {
+            self.diags.push(err(
+                "`include` is only available in scenario files on disk".into()
+            ));
+            return;
+        };
+        if depth + 1 > MAX_INCLUDE_DEPTH {
+            self.diags.push(err(format!(
+                "includes nest deeper than {MAX_INCLUDE_DEPTH} files"
+            )));
+            return;
+        }
+        let target = from.parent().unwrap_or(Path::new(".")).join(&rel);
+        let canon = match target.canonicalize() {
+            Ok(c) => c,
+            Err(e) => {
+                self.diags.push(err(format!("cannot include `{rel}`: {e}")));
+                return;
+            }
+        };
+        if !canon.starts_with(root) {
+            self.diags.push(
+                err(format!("`{rel}` is outside the scenario's folder"))
+                    .with_help(format!("included files must be inside {}", root.display())),
+            );
+            return;
+        }
+        if self.stack.contains(&canon) {
+            self.diags.push(err(format!(
+                "`{rel}` includes itself (directly or through other files)"
+            )));
+            return;
+        }
+        let text = match std::fs::read(&canon).map(String::from_utf8) {
+            Ok(Ok(t)) => t,
+            Ok(Err(_)) => {
+                self.diags.push(err(format!("`{rel}` is not UTF-8 text")));
+                return;
+            }
+            Err(e) => {
+                self.diags.push(err(format!("cannot read `{rel}`: {e}")));
+                return;
+            }
+        };
+        let shown = canon
+            .strip_prefix(root)
+            .map(|p| p.display().to_string())
+            .unwrap_or(rel.clone());
+        let id = self.sources.add(shown, text.clone());
+        self.file(id, &text, Some(canon), depth + 1);
+    }
+}
+
+/// A top-level declaration: `KIND NAME [from BASE | tenant T] { ... }`.
+struct Decl<'a> {
+    name: String,
+    span: Span,
+    extra: Option<(String, Span)>,
+    stmt: &'a Stmt,
+    origin: Origin,
+}
+
+fn decl<'a>(
+    cx: &mut Cx,
+    s: &'a Stmt,
+    def: &schema::StmtDef,
+    origin: Origin,
+    name_optional: bool,
+) -> Option<Decl<'a>> {
+    let mut a = Args::new(s, def);
+    let r = (|| {
+        let (name, span) = if name_optional
+            && a.stmt
+                .values
+                .first()
+                .is_none_or(|v| !matches!(v.kind, syntax::ValueKind::Ident(_)))
+        {
+            (String::new(), s.key.span)
+        } else {
+            let v = a.req("a name")?;
+            (rd::ident(cx, v, "a name")?.to_string(), v.span)
+        };
+        let extra = match def.words.first() {
+            Some(w) => match a.opt(w) {
+                Some(v) => Some((rd::ident(cx, v, "a name")?.to_string(), v.span)),
+                None => None,
+            },
+            None => None,
+        };
+        cx.block(s)?;
+        Some(Decl {
+            name,
+            span,
+            extra,
+            stmt: s,
+            origin,
+        })
+    })();
+    a.finish(cx);
+    r
+}
+
+impl<'a> Decl<'a> {
+    fn body(&self) -> &'a [Stmt] {
+        self.stmt
+            .block
+            .as_ref()
+            .map(|b| b.stmts.as_slice())
+            .unwrap_or(&[])
+    }
+}
+
+/// Declarations of one kind, with catalog entries replaceable by user ones.
+struct Registry<T> {
+    items: BTreeMap<String, (T, Origin, Span)>,
+}
+
+impl<T: Clone> Registry<T> {
+    fn new() -> Self {
+        Registry {
+            items: BTreeMap::new(),
+        }
+    }
+
+    fn base(&self, cx: &mut Cx, kind: &str, d: &Decl) -> Result<Option<T>, ()> {
+        let Some((b, sp)) = &d.extra else {
+            return Ok(None);
+        };
+        match self.items.get(b) {
+            Some((t, _, _)) => Ok(Some(t.clone())),
+            None => {
+                let help = crate::diag::did_you_mean(b, self.items.keys().map(String::as_str))
+                    .unwrap_or_else(|| {
+                        format!("a base {kind} must be declared before the {kind} that uses it")
+                    });
+                cx.push(Diagnostic::error(*sp, format!("unknown {kind} `{b}`")).with_help(help));
+                Err(())
+            }
+        }
+    }
+
+    fn add(&mut self, cx: &mut Cx, kind: &str, d: &Decl, t: T, overridden: &mut Vec<String>) {
+        if let Some((_, origin, first)) = self.items.get(&d.name) {
+            if *origin == Origin::User || d.origin == Origin::Catalog {
+                cx.push(
+                    Diagnostic::error(d.span, format!("{kind} `{}` is declared twice", d.name))
+                        .with_secondary(*first, "first declared here")
+                        .with_help("use `from` to derive a variant under a new name"),
+                );
+                return;
+            }
+            overridden.push(d.name.clone());
+        }
+        self.items.insert(d.name.clone(), (t, d.origin, d.span));
+    }
+
+    fn into_map(self) -> BTreeMap<String, T> {
+        self.items
+            .into_iter()
+            .map(|(k, (t, _, _))| (k, t))
+            .collect()
+    }
+}
+
+fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>) -> Spec {
+    // Sort declarations by kind, reporting unknown top-level keywords.
+    let mut by_kind: BTreeMap<&'static str, Vec<Decl>> = BTreeMap::new();
+    for (s, origin) in &items {
+        if let Some(def) = cx.find_def(s, schema::TOP, "a scenario") {
+            if let Some(d) = decl(cx, s, def, *origin, def.key == "failures") {
+                by_kind.entry(def.key).or_default().push(d);
+            }
+        }
+    }
+    let mut spec = Spec::default();
+
+    let mut accs = Registry::new();
+    for d in by_kind.remove("accelerator").unwrap_or_default() {
+        let Ok(base) = accs.base(cx, "accelerator", &d) else {
+            continue;
+        };
+        if let Some(a) = hardware::accelerator(cx, &d.name, d.span, base.as_ref(), d.body()) {
+            accs.add(cx, "accelerator", &d, a, &mut spec.overridden);
+        }
+    }
+    let mut nics = Registry::new();
+    for d in by_kind.remove("nic").unwrap_or_default() {
+        let Ok(base) = nics.base(cx, "NIC", &d) else {
+            continue;
+        };
+        if let Some(n) = hardware::nic(cx, &d.name, d.span, base.as_ref(), d.body()) {
+            nics.add(cx, "NIC", &d, n, &mut spec.overridden);
+        }
+    }
+    spec.accelerators = accs.into_map();
+    spec.nics = nics.into_map();
+    let mut nodes = Registry::new();
+    for d in by_kind.remove("node").unwrap_or_default() {
+        let Ok(base) = nodes.base(cx, "node type", &d) else {
+            continue;
+        };
+        let hw = hardware::HardwareNames {
+            accelerators: &spec.accelerators,
+            nics: &spec.nics,
+        };
+        if let Some(n) = hardware::node_type(cx, &hw, &d.name, d.span, base.as_ref(), d.body()) {
+            nodes.add(cx, "node type", &d, n, &mut spec.overridden);
+        }
+    }
+    spec.node_types = nodes.into_map();
+
+    let clusters = by_kind.remove("cluster").unwrap_or_default();
+    if let Some(second) = clusters.get(1) {
+        cx.push(
+            Diagnostic::error(second.span, "a scenario has at most one cluster")
+                .with_secondary(clusters[0].span, "the first cluster")
+                .with_help("compare clusters by putting each in its own scenario file (`orrery compare A.orr B.orr`)"),
+        );
+    }
+    if let Some(d) = clusters.first() {
+        spec.cluster = Some(cluster::cluster(
+            cx,
+            &spec.node_types,
+            &d.name,
+            d.span,
+            d.body(),
+        ));
+    }
+
+    let mut tenant_names: BTreeMap<String, Span> = BTreeMap::new();
+    for d in by_kind.remove("tenant").unwrap_or_default() {
+        if let Some(first) = tenant_names.get(&d.name) {
+            cx.push(
+                Diagnostic::error(d.span, format!("tenant `{}` is declared twice", d.name))
+                    .with_secondary(*first, "first declared here"),
+            );
+            continue;
+        }
+        tenant_names.insert(d.name.clone(), d.span);
+        spec.tenants
+            .push(workload::tenant(cx, &d.name, d.span, d.body()));
+    }
+    workload::check_tenant_refs(cx, &spec.tenants);
+
+    let scope = resource_scope(&spec);
+    let mut workload_names: BTreeMap<String, Span> = BTreeMap::new();
+    for d in by_kind.remove("workload").unwrap_or_default() {
+        if let Some(first) = workload_names.get(&d.name) {
+            cx.push(
+                Diagnostic::error(d.span, format!("workload `{}` is declared twice", d.name))
+                    .with_secondary(*first, "first declared here"),
+            );
+            continue;
+        }
+        workload_names.insert(d.name.clone(), d.span);
+        if let Some((t, sp)) = &d.extra {
+            if !tenant_names.contains_key(t) {
+                let help = crate::diag::did_you_mean(t, tenant_names.keys().map(String::as_str))
+                    .unwrap_or_else(|| format!("declare it with `tenant {t} {{ ... }}`"));
+                cx.push(Diagnostic::error(*sp, format!("unknown tenant `{t}`")).with_help(help));
+            }
+        }
+        let tenant = d.extra.as_ref().map(|(t, _)| t.clone());
+        spec.workloads.push(workload::workload(
+            cx,
+            &scope,
+            &d.name,
+            d.span,
+            tenant,
+            d.body(),
+        ));
+    }
+
+    for d in by_kind.remove("failures").unwrap_or_default() {
+        let name = (!d.name.is_empty()).then(|| d.name.clone());
+        spec.failures.push(failure::failures(
+            cx,
+            spec.cluster.as_ref(),
+            &spec.node_types,
+            name,
+            d.body(),
+        ));
+    }
+    for d in by_kind.remove("experiment").unwrap_or_default() {
+        spec.experiments
+            .push(experiment::experiment(cx, &d.name, d.span, d.body()));
+    }
+    spec
+}
+
+/// Resources offered per node, over the cluster's node types (or every known node type when
+/// the scenario has no cluster). Ray's defaults: `CPU` = logical CPUs, `memory` = 70 % and
+/// `object_store_memory` = 30 % of host memory, one unit per device under its Ray resource
+/// name, `accelerator_type:X` = 1.
+pub fn resource_scope(spec: &Spec) -> ResourceScope {
+    let types: Vec<&hardware::NodeType> = match &spec.cluster {
+        Some(c) if !c.groups.is_empty() => {
+            let mut names: Vec<&str> = c.groups.iter().map(|g| g.node_type.as_str()).collect();
+            names.sort();
+            names.dedup();
+            names
+                .iter()
+                .filter_map(|n| spec.node_types.get(*n))
+                .collect()
+        }
+        _ => spec.node_types.values().collect(),
+    };
+    let mut max: BTreeMap<String, f64> = BTreeMap::new();
+    let mut bump = |k: String, v: f64| {
+        let e = max.entry(k).or_insert(0.0);
+        *e = e.max(v);
+    };
+    for nt in types {
+        for (k, v) in node_resources(spec, nt) {
+            bump(k, v);
+        }
+    }
+    ResourceScope { max_per_node: max }
+}
+
+/// The Ray resources one node of this type offers.
+pub fn node_resources(spec: &Spec, nt: &hardware::NodeType) -> BTreeMap<String, f64> {
+    let mut r = BTreeMap::new();
+    r.insert("CPU".to_string(), f64::from(nt.cpu.threads));
+    r.insert("memory".to_string(), (nt.memory.0 as f64 * 0.7).floor());
+    r.insert(
+        "object_store_memory".to_string(),
+        (nt.memory.0 as f64 * 0.3).floor(),
+    );
+    for g in &nt.devices {
+        if let Some(acc) = spec.accelerators.get(&g.accelerator) {
+            *r.entry(acc.ray_resource.clone()).or_insert(0.0) += f64::from(g.count);
+            r.insert(format!("accelerator_type:{}", acc.accelerator_type), 1.0);
+        }
+    }
+    for (k, v) in &nt.resources {
+        *r.entry(k.clone()).or_insert(0.0) += v;
+    }
+    r
+}

@@ -1,0 +1,40 @@
+//! The validated model of a scenario (the "Spec"): what later stages consume.
+//!
+//! Parse-then-resolve: [`load`] parses every file into generic trees, then the resolvers in
+//! this module turn statements into typed structures, reporting every problem with its
+//! location. Architecture invariant: a `Spec` is only handed out when there were no errors, so
+//! the engine never sees an unknown name, a wrong unit or an impossible topology.
+
+pub mod cluster;
+pub mod experiment;
+pub mod failure;
+pub mod hardware;
+pub mod load;
+pub mod reader;
+pub mod schema;
+pub mod workload;
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub use cluster::Cluster;
+pub use experiment::Experiment;
+pub use failure::Failures;
+pub use hardware::{Accelerator, Nic, NodeType};
+pub use load::{Loaded, load_file, load_str};
+pub use workload::{Tenant, Workload};
+
+/// A whole scenario, validated.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Spec {
+    pub accelerators: BTreeMap<String, Accelerator>,
+    pub nics: BTreeMap<String, Nic>,
+    pub node_types: BTreeMap<String, NodeType>,
+    pub cluster: Option<Cluster>,
+    pub tenants: Vec<Tenant>,
+    pub workloads: Vec<Workload>,
+    pub failures: Vec<Failures>,
+    pub experiments: Vec<Experiment>,
+    /// Names of catalog entries the scenario replaced.
+    pub overridden: Vec<String>,
+}

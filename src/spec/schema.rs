@@ -1,0 +1,265 @@
+//! Which statements each block accepts and which option words each statement takes.
+//!
+//! These tables drive "unknown statement / did you mean" errors and duplicate detection, and
+//! `tests/grammar_doc.rs` checks that every word here appears in `grammar/orrery.md`, so the
+//! reference cannot drift from the implementation.
+
+/// One statement a block accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct StmtDef {
+    pub key: &'static str,
+    /// May appear more than once in the block.
+    pub repeat: bool,
+    /// Option words and fixed words the statement takes after its key.
+    pub words: &'static [&'static str],
+}
+
+const fn one(key: &'static str, words: &'static [&'static str]) -> StmtDef {
+    StmtDef {
+        key,
+        repeat: false,
+        words,
+    }
+}
+const fn many(key: &'static str, words: &'static [&'static str]) -> StmtDef {
+    StmtDef {
+        key,
+        repeat: true,
+        words,
+    }
+}
+
+/// Words accepted by every figure statement of hardware blocks.
+pub const FIGURE_WORDS: &[&str] = &["source"];
+
+pub const TOP: &[StmtDef] = &[
+    many("include", &[]),
+    many("accelerator", &["from"]),
+    many("nic", &["from"]),
+    many("node", &["from"]),
+    many("cluster", &[]),
+    many("tenant", &[]),
+    many("workload", &["tenant"]),
+    many("failures", &[]),
+    many("experiment", &[]),
+];
+
+pub const DTYPES: &[&str] = &["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"];
+pub const LINK_KINDS: &[&str] = &[
+    "nvlink",
+    "infinity_fabric",
+    "ici",
+    "neuronlink",
+    "roce",
+    "pcie",
+    "none",
+];
+pub const PCIE_GENS: &[&str] = &["gen3", "gen4", "gen5", "gen6"];
+pub const PCIE_LANES: &[&str] = &["x1", "x2", "x4", "x8", "x16"];
+pub const TIERS: &[&str] = &["datasheet", "calibrated", "estimated"];
+
+pub const ACCELERATOR: &[StmtDef] = &[
+    one("vendor", &[]),
+    one("model", &[]),
+    one("ray_resource", &[]),
+    one("accelerator_type", &[]),
+    one("memory", &[]),
+    one("memory_bw", &[]),
+    one("flops", DTYPES),
+    one("interconnect", &["per_direction", "bidirectional", "links"]),
+    one("pcie", &[]),
+    one("tdp", &[]),
+    one("price", &[]),
+    one("tier", TIERS),
+    one("source", &[]),
+];
+
+pub const NIC_PROTOCOLS: &[&str] = &["infiniband", "roce", "ethernet", "efa"];
+
+pub const NIC: &[StmtDef] = &[
+    one("vendor", &[]),
+    one("model", &[]),
+    one("speed", &[]),
+    one("protocol", NIC_PROTOCOLS),
+    one("rdma", &["true", "false"]),
+    one("gpudirect", &["true", "false"]),
+    one("latency", &[]),
+    one("price", &[]),
+    one("tdp", &[]),
+    one("source", &[]),
+];
+
+pub const LINK_TOPOS: &[&str] = &["switch", "mesh", "ring", "torus", "none"];
+pub const NIC_ROLES: &[&str] = &["compute", "frontend", "storage"];
+
+pub const NODE: &[StmtDef] = &[
+    one("cpu", &["sockets", "cores", "numa", "threads", "model"]),
+    one("memory", &[]),
+    one("pcie", &[]),
+    many("switch", &["numa", "under", "uplink"]),
+    many("device", &["x", "at", "numa", "link"]),
+    many("nic", &["x", "at", "numa", "role"]),
+    one("labels", &[]),
+    one("resources", &[]),
+    one("price", &[]),
+    one("power", &[]),
+    one("source", &[]),
+];
+
+pub const FABRIC_KINDS: &[&str] = &["leaf_spine", "fat_tree", "rail_optimized", "single_switch"];
+
+pub const CLUSTER: &[StmtDef] = &[
+    many("zone", &[]),
+    many("rack", &[]),
+    many("slice", &["node", "topology"]),
+    many("node", &["x", "name"]),
+    one("fabric", &["oversubscription", "latency", "spine_uplink"]),
+    one("head", &[]),
+];
+pub const ZONE: &[StmtDef] = &[
+    many("rack", &[]),
+    many("slice", &["node", "topology"]),
+    many("node", &["x", "name"]),
+];
+pub const RACK: &[StmtDef] = &[many("node", &["x", "name"])];
+
+pub const TENANT: &[StmtDef] = &[
+    one("never_share_node_with", &[]),
+    one("only_nodes", &[]),
+    one("no_rdma", &[]),
+    one("quota", &[]),
+    one("priority", &[]),
+];
+
+pub const POLICIES: &[&str] = &["ray_default", "spread", "topology_aware"];
+pub const PG_STRATEGIES: &[&str] = &["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"];
+pub const TASK_STRATEGIES: &[&str] = &["DEFAULT", "SPREAD", "node_affinity", "soft"];
+pub const COLLECTIVES: &[&str] = &[
+    "allreduce",
+    "allgather",
+    "reduce_scatter",
+    "broadcast",
+    "alltoall",
+];
+pub const COLLECTIVE_ALGOS: &[&str] = &["ring", "tree", "nvls"];
+pub const ARRIVALS: &[&str] = &["poisson", "bursty", "burst", "trace"];
+pub const PERCENTILES: &[&str] = &["p50", "p90", "p99", "p999"];
+
+pub const WORKLOAD: &[StmtDef] = &[
+    one("policy", POLICIES),
+    many("tasks", &["x", "after"]),
+    many("actor", &["x"]),
+    many("placement_group", &["strategy", "policy"]),
+    many("training", &["on", "steps"]),
+    many("service", &[]),
+];
+pub const TASK: &[StmtDef] = &[
+    one("resources", &[]),
+    one("duration", &[]),
+    one("compute", DTYPES),
+    one("output", &[]),
+    one("strategy", TASK_STRATEGIES),
+    one("label_selector", &[]),
+    one("retries", &[]),
+];
+pub const ACTOR: &[StmtDef] = &[
+    one("resources", &[]),
+    one("calls", &[]),
+    one("call_duration", &[]),
+    one("max_restarts", &[]),
+    one("max_task_retries", &[]),
+    one("strategy", TASK_STRATEGIES),
+    one("label_selector", &[]),
+];
+pub const PLACEMENT_GROUP: &[StmtDef] = &[many("bundle", &["x"])];
+pub const TRAINING: &[StmtDef] = &[
+    one("compute", &["per", "device"]),
+    many("allreduce", &["algo", "hierarchical"]),
+    many("allgather", &["algo", "hierarchical"]),
+    many("reduce_scatter", &["algo", "hierarchical"]),
+    many("broadcast", &["algo", "hierarchical"]),
+    many("alltoall", &["algo", "hierarchical"]),
+    one("checkpoint", &["every", "size"]),
+];
+pub const SERVICE: &[StmtDef] = &[
+    one("replicas", &[]),
+    one("resources", &[]),
+    one("arrival", ARRIVALS),
+    one("compute", &["per", "request"]),
+    one("service_time", &[]),
+    one("batch", &["max", "wait"]),
+    many("slo", PERCENTILES),
+];
+
+pub const ACTIONS: &[&str] = &["kill", "down", "degrade", "power_loss", "xid"];
+pub const TARGET_CLASSES: &[&str] = &[
+    "node", "device", "nic", "link", "nvlink", "rack", "zone", "slice", "head",
+];
+pub const DISTRIBUTIONS: &[&str] = &["exponential", "weibull", "lognormal", "empirical"];
+
+pub const FAILURES: &[StmtDef] = &[
+    many("at", &["for", "to"]),
+    many("random", &["mtbf", "repair"]),
+    one("detection", &[]),
+];
+pub const DETECTION: &[StmtDef] = &[
+    one("first_check", &[]),
+    one("period", &[]),
+    one("timeout", &[]),
+    one("misses", &[]),
+];
+
+pub const PLOT_KINDS: &[&str] = &["timeline", "utilization", "cdf", "bars", "heatmap"];
+
+pub const EXPERIMENT: &[StmtDef] = &[
+    one("seeds", &[]),
+    many("sweep", &["in"]),
+    one("metrics", &[]),
+    one("plot", &[]),
+    one("horizon", &[]),
+];
+
+/// Every table with the name of the block it describes, for documentation checks.
+pub const ALL: &[(&str, &[StmtDef])] = &[
+    ("top level", TOP),
+    ("accelerator", ACCELERATOR),
+    ("nic", NIC),
+    ("node", NODE),
+    ("cluster", CLUSTER),
+    ("zone", ZONE),
+    ("rack", RACK),
+    ("tenant", TENANT),
+    ("workload", WORKLOAD),
+    ("tasks", TASK),
+    ("actor", ACTOR),
+    ("placement_group", PLACEMENT_GROUP),
+    ("training", TRAINING),
+    ("service", SERVICE),
+    ("failures", FAILURES),
+    ("detection", DETECTION),
+    ("experiment", EXPERIMENT),
+];
+
+/// Enumerated words that appear as values, for documentation checks.
+pub const VALUE_WORDS: &[&[&str]] = &[
+    DTYPES,
+    LINK_KINDS,
+    PCIE_GENS,
+    PCIE_LANES,
+    TIERS,
+    NIC_PROTOCOLS,
+    LINK_TOPOS,
+    NIC_ROLES,
+    FABRIC_KINDS,
+    POLICIES,
+    PG_STRATEGIES,
+    TASK_STRATEGIES,
+    COLLECTIVES,
+    COLLECTIVE_ALGOS,
+    ARRIVALS,
+    PERCENTILES,
+    ACTIONS,
+    TARGET_CLASSES,
+    DISTRIBUTIONS,
+    PLOT_KINDS,
+];

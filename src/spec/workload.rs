@@ -1,0 +1,1001 @@
+//! Tenants and workloads: task groups, actors, placement groups, training jobs and inference
+//! services, with Ray's resource vocabulary (`ray-semantics.md`, Ray's
+//! `doc/source/ray-core/scheduling/resources.md`).
+
+use super::reader::{self as rd, Args, Cx, MAX_COUNT};
+use super::schema;
+use crate::diag::{Diagnostic, Span, did_you_mean};
+use crate::syntax::ast::{MapKey, Stmt, Value, ValueKind};
+use crate::units::{Bytes, Duration, EventRate, Flop};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Resources every Ray node has.
+pub const BUILTIN_RESOURCES: &[&str] = &["CPU", "GPU", "memory", "object_store_memory"];
+/// Resources tracked per device instance; requests above 1 must be whole
+/// (Ray `src/ray/common/ray_config_def.h`, `predefined_unit_instance_resources`).
+pub const UNIT_INSTANCE: &[&str] = &[
+    "GPU",
+    "TPU",
+    "neuron_cores",
+    "NPU",
+    "HPU",
+    "RBLN",
+    "FURIOSA",
+    "TTNPU",
+    "MBLT",
+];
+
+pub type Resources = BTreeMap<String, f64>;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum LabelOp {
+    Equals(String),
+    NotEquals(String),
+    In(Vec<String>),
+    NotIn(Vec<String>),
+}
+
+/// One entry of a Ray label selector (`{"key": "in(a,b)"}`); all entries must match.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LabelConstraint {
+    pub key: String,
+    pub op: LabelOp,
+}
+
+impl LabelConstraint {
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        let v = labels.get(&self.key);
+        match &self.op {
+            LabelOp::Equals(x) => v == Some(x),
+            LabelOp::NotEquals(x) => v != Some(x),
+            LabelOp::In(xs) => v.is_some_and(|v| xs.contains(v)),
+            LabelOp::NotIn(xs) => !v.is_some_and(|v| xs.contains(v)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Tenant {
+    pub name: String,
+    pub never_share_node_with: Vec<String>,
+    pub only_nodes: Vec<LabelConstraint>,
+    pub no_rdma: bool,
+    pub quota: Resources,
+    pub priority: i64,
+    #[serde(skip)]
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Policy {
+    RayDefault,
+    Spread,
+    TopologyAware,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Strategy {
+    Default,
+    Spread,
+    NodeAffinity { node: String, soft: bool },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskGroup {
+    pub name: String,
+    pub count: u64,
+    pub after: Vec<String>,
+    pub resources: Resources,
+    pub duration: Option<Duration>,
+    pub compute: Option<(Flop, String)>,
+    pub output: Bytes,
+    pub strategy: Strategy,
+    pub label_selector: Vec<LabelConstraint>,
+    pub retries: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Actor {
+    pub name: String,
+    pub count: u64,
+    pub resources: Resources,
+    pub calls: u64,
+    pub call_duration: Option<Duration>,
+    pub max_restarts: i64,
+    pub max_task_retries: i64,
+    pub strategy: Strategy,
+    pub label_selector: Vec<LabelConstraint>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum PgStrategy {
+    Pack,
+    Spread,
+    StrictPack,
+    StrictSpread,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacementGroup {
+    pub name: String,
+    pub strategy: PgStrategy,
+    pub policy: Option<Policy>,
+    pub bundles: Vec<Resources>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Collective {
+    pub op: String,
+    pub bytes: Bytes,
+    pub algo: Option<String>,
+    pub hierarchical: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Checkpoint {
+    pub every: Duration,
+    pub size: Bytes,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Training {
+    pub name: String,
+    pub placement_group: String,
+    pub steps: u64,
+    /// FLOP per device per step, and the dtype.
+    pub compute: Option<(Flop, String)>,
+    pub collectives: Vec<Collective>,
+    pub checkpoint: Option<Checkpoint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub enum Arrival {
+    Poisson(EventRate),
+    Bursty { rate: EventRate, burst: u64 },
+    Trace(String),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Service {
+    pub name: String,
+    pub replicas: u32,
+    pub resources: Resources,
+    pub arrival: Arrival,
+    pub compute: Option<(Flop, String)>,
+    pub service_time: Option<Duration>,
+    pub batch: Option<(u32, Duration)>,
+    pub slo: Vec<(String, Duration)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Workload {
+    pub name: String,
+    pub tenant: Option<String>,
+    pub policy: Policy,
+    pub tasks: Vec<TaskGroup>,
+    pub actors: Vec<Actor>,
+    pub placement_groups: Vec<PlacementGroup>,
+    pub training: Vec<Training>,
+    pub services: Vec<Service>,
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// What resource requests may name, and what the biggest node offers of each.
+pub struct ResourceScope {
+    /// Largest amount of each resource on any one node type in scope.
+    pub max_per_node: BTreeMap<String, f64>,
+}
+
+impl ResourceScope {
+    fn check(&self, cx: &mut Cx, key: &MapKey, amount: f64, span: Span) -> bool {
+        let name = key.name.as_str();
+        if let Some(t) = name.strip_prefix("accelerator_type:") {
+            if !self.max_per_node.contains_key(name) {
+                let types: Vec<&str> = self
+                    .max_per_node
+                    .keys()
+                    .filter_map(|k| k.strip_prefix("accelerator_type:"))
+                    .collect();
+                let help = did_you_mean(t, types.iter().copied())
+                    .map(|h| {
+                        h.replace('`', "`accelerator_type:")
+                            .replacen("`accelerator_type:", "`", 1)
+                    })
+                    .unwrap_or_else(|| {
+                        format!("accelerator types in this cluster: {}", types.join(", "))
+                    });
+                cx.push(
+                    Diagnostic::error(key.span, format!("no node offers accelerator type `{t}`"))
+                        .with_help(help),
+                );
+                return false;
+            }
+        } else if !self.max_per_node.contains_key(name) && !BUILTIN_RESOURCES.contains(&name) {
+            let help = did_you_mean(
+                name,
+                self.max_per_node
+                    .keys()
+                    .map(String::as_str)
+                    .chain(BUILTIN_RESOURCES.iter().copied()),
+            )
+            .unwrap_or_else(|| {
+                "declare custom resources on node types with `resources { NAME: N }`".into()
+            });
+            cx.push(
+                Diagnostic::error(
+                    key.span,
+                    format!("no node in scope offers resource `{name}`"),
+                )
+                .with_help(help),
+            );
+            return false;
+        }
+        if amount < 0.0 {
+            cx.error(span, "a resource request must not be negative");
+            return false;
+        }
+        if UNIT_INSTANCE.contains(&name) && amount > 1.0 && amount.fract() != 0.0 {
+            cx.push(
+                Diagnostic::error(span, format!("`{name}: {amount}`: requests above 1 must be whole"))
+                    .with_help("Ray tracks these per device: a fraction shares one device, more than one takes whole devices"),
+            );
+            return false;
+        }
+        if (amount * 10_000.0).fract().abs() > 1e-9
+            && name != "memory"
+            && name != "object_store_memory"
+        {
+            cx.push(Diagnostic::warning(
+                span,
+                format!("Ray keeps resource amounts to 0.0001; `{amount}` will be rounded"),
+            ));
+        }
+        true
+    }
+}
+
+/// `{ CPU: 1, GPU: 0.5, memory: 4 GiB }`. Byte resources take sizes, the rest plain numbers.
+fn resources(cx: &mut Cx, scope: &ResourceScope, v: &Value) -> Option<Resources> {
+    let m = rd::map(cx, v)?;
+    if !rd::unique_keys(cx, m) {
+        return None;
+    }
+    let mut out = Resources::new();
+    let mut ok = true;
+    for (k, val) in m {
+        let amount = if k.name == "memory" || k.name == "object_store_memory" {
+            rd::bytes(cx, val).map(|b| b.0 as f64)
+        } else {
+            rd::number(cx, val)
+        };
+        match amount {
+            Some(x) if scope.check(cx, k, x, val.span) => {
+                out.insert(k.name.clone(), x);
+            }
+            _ => ok = false,
+        }
+    }
+    if ok {
+        // A request that no node type could ever hold stays pending forever in Ray; say so now.
+        for (r, x) in &out {
+            let max = scope.max_per_node.get(r).copied().unwrap_or(0.0);
+            if *x > max && !r.starts_with("accelerator_type:") {
+                cx.push(Diagnostic::warning(v.span, format!("no single node offers {x} `{r}` (at most {max}); this request can never be placed")));
+            }
+        }
+    }
+    ok.then_some(out)
+}
+
+fn label_selector(cx: &mut Cx, v: &Value) -> Option<Vec<LabelConstraint>> {
+    let m = rd::map(cx, v)?;
+    rd::unique_keys(cx, m);
+    let mut out = Vec::new();
+    for (k, val) in m {
+        let s = rd::ident_or_string(cx, val, "a label value")?;
+        let op = parse_label_op(s).or_else(|| {
+            cx.push(
+                Diagnostic::error(val.span, format!("`{s}` is not a label condition"))
+                    .with_help("write \"value\", \"!value\", \"in(a, b)\" or \"!in(a, b)\""),
+            );
+            None
+        })?;
+        out.push(LabelConstraint {
+            key: k.name.clone(),
+            op,
+        });
+    }
+    Some(out)
+}
+
+/// Ray's label selector values: `v`, `!v`, `in(a,b)`, `!in(a,b)`.
+pub fn parse_label_op(s: &str) -> Option<LabelOp> {
+    let s = s.trim();
+    let (neg, body) = match s.strip_prefix('!') {
+        Some(b) => (true, b.trim()),
+        None => (false, s),
+    };
+    if let Some(inner) = body.strip_prefix("in(").and_then(|b| b.strip_suffix(')')) {
+        let vals: Vec<String> = inner.split(',').map(|x| x.trim().to_string()).collect();
+        if vals
+            .iter()
+            .any(|v| v.is_empty() || v.contains(['(', ')', '!']))
+        {
+            return None;
+        }
+        return Some(if neg {
+            LabelOp::NotIn(vals)
+        } else {
+            LabelOp::In(vals)
+        });
+    }
+    if body.is_empty() || body.contains(['(', ')', '!', ',']) {
+        return None;
+    }
+    Some(if neg {
+        LabelOp::NotEquals(body.into())
+    } else {
+        LabelOp::Equals(body.into())
+    })
+}
+
+fn strategy(cx: &mut Cx, v: &Value) -> Option<Strategy> {
+    match &v.kind {
+        ValueKind::Ident(n) if n == "DEFAULT" => Some(Strategy::Default),
+        ValueKind::Ident(n) if n == "SPREAD" => Some(Strategy::Spread),
+        ValueKind::Call { name, args } if name == "node_affinity" => {
+            let flat: Vec<&Value> = args.iter().flatten().collect();
+            let node = flat.first().and_then(|n| rd::ident(cx, n, "a node name"));
+            let soft = match flat.get(1) {
+                None => false,
+                Some(w) if matches!(&w.kind, ValueKind::Ident(s) if s == "soft") => true,
+                Some(w) => {
+                    cx.error(
+                        w.span,
+                        "`node_affinity(NODE)` takes only `soft` after the node",
+                    );
+                    return None;
+                }
+            };
+            if flat.len() > 2 {
+                cx.error(
+                    v.span,
+                    "`node_affinity` takes a node name and optionally `soft`",
+                );
+                return None;
+            }
+            Some(Strategy::NodeAffinity {
+                node: node?.to_string(),
+                soft,
+            })
+        }
+        _ => {
+            let n = match &v.kind {
+                ValueKind::Ident(n) | ValueKind::Call { name: n, .. } => n.as_str(),
+                _ => "",
+            };
+            let help =
+                did_you_mean(n, ["DEFAULT", "SPREAD", "node_affinity"]).unwrap_or_else(|| {
+                    "expected `DEFAULT`, `SPREAD` or `node_affinity(NODE [soft])`".into()
+                });
+            cx.push(
+                Diagnostic::error(
+                    v.span,
+                    format!("unknown scheduling strategy {}", v.kind.describe()),
+                )
+                .with_help(help),
+            );
+            None
+        }
+    }
+}
+
+fn policy(cx: &mut Cx, v: &Value) -> Option<Policy> {
+    Some(
+        match rd::choice(cx, v, schema::POLICIES, "placement policy")? {
+            "spread" => Policy::Spread,
+            "topology_aware" => Policy::TopologyAware,
+            _ => Policy::RayDefault,
+        },
+    )
+}
+
+/// `compute 1.2 PFLOP per device bf16` (or `per request`).
+fn compute(cx: &mut Cx, a: &mut Args, per: &str) -> Option<(Flop, String)> {
+    let f = rd::flop(cx, a.req("an amount of work such as `1.2 PFLOP`")?)?;
+    if !per.is_empty() {
+        let ok = a.peek_word("per") && a.peek_word(per);
+        if !ok {
+            cx.error(
+                a.end_span(),
+                format!("expected `per {per}` after the amount"),
+            );
+            return None;
+        }
+    }
+    let dt = rd::choice(
+        cx,
+        a.req("a dtype such as `bf16`")?,
+        schema::DTYPES,
+        "dtype",
+    )?;
+    Some((f, dt.to_string()))
+}
+
+pub fn tenant(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Tenant {
+    let mut t = Tenant {
+        name: name.into(),
+        never_share_node_with: Vec::new(),
+        only_nodes: Vec::new(),
+        no_rdma: false,
+        quota: Resources::new(),
+        priority: 0,
+        span,
+    };
+    cx.each(stmts, schema::TENANT, "a tenant", |cx, s, def| {
+        cx.no_block(s);
+        let mut a = Args::new(s, def);
+        let _ = (|| -> Option<()> {
+            match def.key {
+                "never_share_node_with" => {
+                    t.never_share_node_with = rd::names(cx, a.req("tenant names")?)?
+                        .into_iter()
+                        .map(|(n, _)| n)
+                        .collect();
+                }
+                "only_nodes" => t.only_nodes = label_selector(cx, a.req("a label selector map")?)?,
+                "no_rdma" => t.no_rdma = true,
+                "quota" => {
+                    let m = rd::map(cx, a.req("a resource map")?)?;
+                    rd::unique_keys(cx, m);
+                    for (k, v) in m {
+                        t.quota.insert(k.name.clone(), rd::number(cx, v)?);
+                    }
+                }
+                "priority" => {
+                    let v = a.req("a priority")?;
+                    let p = rd::number(cx, v)?;
+                    if p.fract() != 0.0 || p.abs() > 1e6 {
+                        cx.error(
+                            v.span,
+                            "priority is a whole number between -1000000 and 1000000",
+                        );
+                        return None;
+                    }
+                    t.priority = p as i64;
+                }
+                _ => {}
+            }
+            Some(())
+        })();
+        a.finish(cx);
+    });
+    t
+}
+
+pub fn workload(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    name: &str,
+    span: Span,
+    tenant: Option<String>,
+    stmts: &[Stmt],
+) -> Workload {
+    let mut w = Workload {
+        name: name.into(),
+        tenant,
+        policy: Policy::RayDefault,
+        tasks: Vec::new(),
+        actors: Vec::new(),
+        placement_groups: Vec::new(),
+        training: Vec::new(),
+        services: Vec::new(),
+        span,
+    };
+    let mut names: BTreeMap<String, Span> = BTreeMap::new();
+    let mut pending_after: Vec<(usize, Vec<(String, Span)>)> = Vec::new();
+    let mut pending_pg: Vec<(usize, String, Span)> = Vec::new();
+    cx.each(stmts, schema::WORKLOAD, "a workload", |cx, s, def| {
+        let mut a = Args::new(s, def);
+        let _ = (|| -> Option<()> {
+            if def.key == "policy" {
+                cx.no_block(s);
+                w.policy = policy(cx, a.req("a policy")?)?;
+                return Some(());
+            }
+            let nv = a.req("a name")?;
+            let item = rd::ident(cx, nv, "a name")?.to_string();
+            if let Some(first) = names.get(&item) {
+                cx.push(
+                    Diagnostic::error(
+                        nv.span,
+                        format!("`{item}` is already defined in workload `{name}`"),
+                    )
+                    .with_secondary(*first, "first defined here"),
+                );
+                return None;
+            }
+            names.insert(item.clone(), nv.span);
+            let blk = cx.block(s)?;
+            match def.key {
+                "tasks" => {
+                    let count = rd::count(cx, a.need("x", "x N")?, 1, MAX_COUNT)?;
+                    let after = match a.opt("after") {
+                        Some(v) => rd::names(cx, v)?,
+                        None => Vec::new(),
+                    };
+                    let mut g = TaskGroup {
+                        name: item,
+                        count,
+                        after: after.iter().map(|(n, _)| n.clone()).collect(),
+                        resources: Resources::from([("CPU".to_string(), 1.0)]),
+                        duration: None,
+                        compute: None,
+                        output: Bytes(0),
+                        strategy: Strategy::Default,
+                        label_selector: Vec::new(),
+                        retries: 3,
+                    };
+                    cx.each(&blk.stmts, schema::TASK, "a task group", |cx, s2, def2| {
+                        cx.no_block(s2);
+                        let mut b = Args::new(s2, def2);
+                        let _ = (|| -> Option<()> {
+                            match def2.key {
+                                "resources" => {
+                                    g.resources = resources(cx, scope, b.req("a resource map")?)?
+                                }
+                                "duration" => {
+                                    g.duration = Some(rd::duration(cx, b.req("a time")?)?)
+                                }
+                                "compute" => g.compute = Some(compute(cx, &mut b, "")?),
+                                "output" => g.output = rd::bytes(cx, b.req("a size")?)?,
+                                "strategy" => g.strategy = strategy(cx, b.req("a strategy")?)?,
+                                "label_selector" => {
+                                    g.label_selector =
+                                        label_selector(cx, b.req("a label selector")?)?
+                                }
+                                "retries" => {
+                                    g.retries = rd::count(cx, b.req("a count")?, 0, 1000)? as u32
+                                }
+                                _ => {}
+                            }
+                            Some(())
+                        })();
+                        b.finish(cx);
+                    });
+                    if g.duration.is_none() && g.compute.is_none() {
+                        cx.error(
+                            s.head_span(),
+                            format!("task group `{}` needs `duration` or `compute`", g.name),
+                        );
+                    }
+                    pending_after.push((w.tasks.len(), after));
+                    w.tasks.push(g);
+                }
+                "actor" => {
+                    let count = match a.opt("x") {
+                        Some(v) => rd::count(cx, v, 1, MAX_COUNT)?,
+                        None => 1,
+                    };
+                    let mut ac = Actor {
+                        name: item,
+                        count,
+                        resources: Resources::from([("CPU".to_string(), 1.0)]),
+                        calls: 0,
+                        call_duration: None,
+                        max_restarts: 0,
+                        max_task_retries: 0,
+                        strategy: Strategy::Default,
+                        label_selector: Vec::new(),
+                    };
+                    cx.each(&blk.stmts, schema::ACTOR, "an actor", |cx, s2, def2| {
+                        cx.no_block(s2);
+                        let mut b = Args::new(s2, def2);
+                        let _ = (|| -> Option<()> {
+                            match def2.key {
+                                "resources" => {
+                                    ac.resources = resources(cx, scope, b.req("a resource map")?)?
+                                }
+                                "calls" => ac.calls = rd::count(cx, b.req("a count")?, 0, 1 << 40)?,
+                                "call_duration" => {
+                                    ac.call_duration = Some(rd::duration(cx, b.req("a time")?)?)
+                                }
+                                "max_restarts" => {
+                                    ac.max_restarts = restarts(cx, b.req("a count or -1")?)?
+                                }
+                                "max_task_retries" => {
+                                    ac.max_task_retries = restarts(cx, b.req("a count or -1")?)?
+                                }
+                                "strategy" => ac.strategy = strategy(cx, b.req("a strategy")?)?,
+                                "label_selector" => {
+                                    ac.label_selector =
+                                        label_selector(cx, b.req("a label selector")?)?
+                                }
+                                _ => {}
+                            }
+                            Some(())
+                        })();
+                        b.finish(cx);
+                    });
+                    if ac.calls > 0 && ac.call_duration.is_none() {
+                        cx.error(
+                            s.head_span(),
+                            format!("actor `{}` makes calls but has no `call_duration`", ac.name),
+                        );
+                    }
+                    w.actors.push(ac);
+                }
+                "placement_group" => {
+                    let sv =
+                        a.need("strategy", "strategy PACK|SPREAD|STRICT_PACK|STRICT_SPREAD")?;
+                    let strategy = match rd::choice(
+                        cx,
+                        sv,
+                        schema::PG_STRATEGIES,
+                        "placement group strategy",
+                    )? {
+                        "PACK" => PgStrategy::Pack,
+                        "SPREAD" => PgStrategy::Spread,
+                        "STRICT_PACK" => PgStrategy::StrictPack,
+                        _ => PgStrategy::StrictSpread,
+                    };
+                    let pol = match a.opt("policy") {
+                        Some(v) => Some(policy(cx, v)?),
+                        None => None,
+                    };
+                    let mut bundles = Vec::new();
+                    cx.each(
+                        &blk.stmts,
+                        schema::PLACEMENT_GROUP,
+                        "a placement group",
+                        |cx, s2, def2| {
+                            cx.no_block(s2);
+                            let mut b = Args::new(s2, def2);
+                            let _ = (|| -> Option<()> {
+                                let r = resources(
+                                    cx,
+                                    scope,
+                                    b.req("a bundle map such as `{ GPU: 8, CPU: 96 }`")?,
+                                )?;
+                                let n = match b.opt("x") {
+                                    Some(v) => rd::count(cx, v, 1, 100_000)?,
+                                    None => 1,
+                                };
+                                if r.values().all(|x| *x == 0.0) {
+                                    cx.error(s2.head_span(), "a bundle must request some resource");
+                                    return None;
+                                }
+                                bundles.extend(std::iter::repeat_n(r, n as usize));
+                                Some(())
+                            })();
+                            b.finish(cx);
+                        },
+                    );
+                    if bundles.is_empty() {
+                        cx.error(
+                            s.head_span(),
+                            format!("placement group `{item}` has no bundles"),
+                        );
+                    }
+                    w.placement_groups.push(PlacementGroup {
+                        name: item,
+                        strategy,
+                        policy: pol,
+                        bundles,
+                    });
+                }
+                "training" => {
+                    let pgv = a.need("on", "on PLACEMENT_GROUP")?;
+                    let pg = rd::ident(cx, pgv, "a placement group name")?.to_string();
+                    let steps = rd::count(cx, a.need("steps", "steps N")?, 1, 1_000_000_000)?;
+                    let mut t = Training {
+                        name: item,
+                        placement_group: pg.clone(),
+                        steps,
+                        compute: None,
+                        collectives: Vec::new(),
+                        checkpoint: None,
+                    };
+                    cx.each(
+                        &blk.stmts,
+                        schema::TRAINING,
+                        "a training job",
+                        |cx, s2, def2| {
+                            cx.no_block(s2);
+                            let mut b = Args::new(s2, def2);
+                            let _ = (|| -> Option<()> {
+                                match def2.key {
+                                    "compute" => t.compute = Some(compute(cx, &mut b, "device")?),
+                                    "checkpoint" => {
+                                        let every =
+                                            rd::duration(cx, b.need("every", "every TIME")?)?;
+                                        let size = rd::bytes(cx, b.need("size", "size BYTES")?)?;
+                                        if every.0 == 0 {
+                                            cx.error(
+                                                s2.head_span(),
+                                                "checkpoint interval must be greater than zero",
+                                            );
+                                            return None;
+                                        }
+                                        t.checkpoint = Some(Checkpoint { every, size });
+                                    }
+                                    op => {
+                                        let bytes = rd::bytes(cx, b.req("a message size")?)?;
+                                        let algo = match b.opt("algo") {
+                                            Some(v) => Some(
+                                                rd::choice(
+                                                    cx,
+                                                    v,
+                                                    schema::COLLECTIVE_ALGOS,
+                                                    "collective algorithm",
+                                                )?
+                                                .to_string(),
+                                            ),
+                                            None => None,
+                                        };
+                                        let hierarchical = b.flag("hierarchical");
+                                        t.collectives.push(Collective {
+                                            op: op.to_string(),
+                                            bytes,
+                                            algo,
+                                            hierarchical,
+                                        });
+                                    }
+                                }
+                                Some(())
+                            })();
+                            b.finish(cx);
+                        },
+                    );
+                    if t.compute.is_none() && t.collectives.is_empty() {
+                        cx.error(
+                            s.head_span(),
+                            format!(
+                                "training `{}` has neither `compute` nor a collective",
+                                t.name
+                            ),
+                        );
+                    }
+                    pending_pg.push((w.training.len(), pg, pgv.span));
+                    w.training.push(t);
+                }
+                "service" => {
+                    let mut sv = Service {
+                        name: item,
+                        replicas: 1,
+                        resources: Resources::from([("CPU".to_string(), 1.0)]),
+                        arrival: Arrival::Poisson(EventRate(0.0)),
+                        compute: None,
+                        service_time: None,
+                        batch: None,
+                        slo: Vec::new(),
+                    };
+                    let mut has_arrival = false;
+                    cx.each(&blk.stmts, schema::SERVICE, "a service", |cx, s2, def2| {
+                        cx.no_block(s2);
+                        let mut b = Args::new(s2, def2);
+                        let _ = (|| -> Option<()> {
+                            match def2.key {
+                                "replicas" => {
+                                    sv.replicas =
+                                        rd::count(cx, b.req("a count")?, 1, 1_000_000)? as u32
+                                }
+                                "resources" => {
+                                    sv.resources = resources(cx, scope, b.req("a resource map")?)?
+                                }
+                                "arrival" => {
+                                    let kind = rd::choice(
+                                        cx,
+                                        b.req("an arrival process")?,
+                                        &["poisson", "bursty", "trace"],
+                                        "arrival process",
+                                    )?;
+                                    sv.arrival = match kind {
+                                        "poisson" => Arrival::Poisson(positive_rate(
+                                            cx,
+                                            b.req("a rate such as `200 /s`")?,
+                                        )?),
+                                        "bursty" => {
+                                            let rate = positive_rate(cx, b.req("a rate")?)?;
+                                            let burst = rd::count(
+                                                cx,
+                                                b.need("burst", "burst N")?,
+                                                1,
+                                                1_000_000,
+                                            )?;
+                                            Arrival::Bursty { rate, burst }
+                                        }
+                                        _ => Arrival::Trace(
+                                            rd::string(cx, b.req("a trace file path")?)?
+                                                .to_string(),
+                                        ),
+                                    };
+                                    has_arrival = true;
+                                }
+                                "compute" => sv.compute = Some(compute(cx, &mut b, "request")?),
+                                "service_time" => {
+                                    sv.service_time = Some(rd::duration(cx, b.req("a time")?)?)
+                                }
+                                "batch" => {
+                                    let max = rd::count(cx, b.need("max", "max N")?, 1, 1_000_000)?
+                                        as u32;
+                                    let wait = rd::duration(cx, b.need("wait", "wait TIME")?)?;
+                                    sv.batch = Some((max, wait));
+                                }
+                                "slo" => {
+                                    let p = rd::choice(
+                                        cx,
+                                        b.req("a percentile such as `p99`")?,
+                                        schema::PERCENTILES,
+                                        "percentile",
+                                    )?;
+                                    let d = rd::duration(cx, b.req("a latency target")?)?;
+                                    sv.slo.push((p.to_string(), d));
+                                }
+                                _ => {}
+                            }
+                            Some(())
+                        })();
+                        b.finish(cx);
+                    });
+                    if !has_arrival {
+                        cx.error(
+                            s.head_span(),
+                            format!("service `{}` needs an `arrival` process", sv.name),
+                        );
+                    }
+                    if sv.compute.is_some() == sv.service_time.is_some() {
+                        cx.error(
+                            s.head_span(),
+                            format!(
+                                "service `{}` needs exactly one of `compute` and `service_time`",
+                                sv.name
+                            ),
+                        );
+                    }
+                    w.services.push(sv);
+                }
+                _ => {}
+            }
+            Some(())
+        })();
+        a.finish(cx);
+    });
+    // Dependencies between task groups must name task groups and form no cycle.
+    let task_names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
+    for (i, after) in &pending_after {
+        for (dep, sp) in after {
+            if !task_names.contains(dep) {
+                let help = did_you_mean(dep, task_names.iter().map(String::as_str));
+                cx.push(
+                    Diagnostic::error(*sp, format!("no task group `{dep}` in workload `{name}`"))
+                        .with_help_opt(help),
+                );
+            } else if dep == &w.tasks[*i].name {
+                cx.error(*sp, format!("task group `{dep}` cannot run after itself"));
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(&w.tasks) {
+        cx.error(
+            span,
+            format!(
+                "task groups depend on each other in a cycle: {}",
+                cycle.join(" → ")
+            ),
+        );
+    }
+    let pgs: Vec<&str> = w.placement_groups.iter().map(|p| p.name.as_str()).collect();
+    for (_, pg, sp) in pending_pg {
+        if !pgs.contains(&pg.as_str()) {
+            let help = did_you_mean(&pg, pgs.iter().copied()).unwrap_or_else(|| {
+                "declare it with `placement_group NAME strategy ... { bundle ... }`".into()
+            });
+            cx.push(
+                Diagnostic::error(
+                    sp,
+                    format!("no placement group `{pg}` in workload `{name}`"),
+                )
+                .with_help(help),
+            );
+        }
+    }
+    w
+}
+
+fn restarts(cx: &mut Cx, v: &Value) -> Option<i64> {
+    let x = rd::number(cx, v)?;
+    if x.fract() != 0.0 || !(-1.0..=1e6).contains(&x) {
+        cx.error(
+            v.span,
+            "expected a whole number of restarts, or -1 for unlimited",
+        );
+        return None;
+    }
+    Some(x as i64)
+}
+
+fn positive_rate(cx: &mut Cx, v: &Value) -> Option<EventRate> {
+    let r = rd::event_rate(cx, v)?;
+    if r.0 <= 0.0 {
+        cx.error(v.span, "an arrival rate must be greater than zero");
+        return None;
+    }
+    Some(r)
+}
+
+/// A cycle among `after` dependencies, if any (names in order).
+fn find_cycle(tasks: &[TaskGroup]) -> Option<Vec<String>> {
+    let idx: BTreeMap<&str, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.name.as_str(), i))
+        .collect();
+    // 0 = unvisited, 1 = on stack, 2 = done
+    let mut state = vec![0u8; tasks.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    fn visit(
+        i: usize,
+        tasks: &[TaskGroup],
+        idx: &BTreeMap<&str, usize>,
+        state: &mut [u8],
+        stack: &mut Vec<usize>,
+    ) -> Option<Vec<String>> {
+        state[i] = 1;
+        stack.push(i);
+        for d in &tasks[i].after {
+            let Some(&j) = idx.get(d.as_str()) else {
+                continue;
+            };
+            if j == i {
+                continue;
+            }
+            if state[j] == 1 {
+                let from = stack.iter().position(|&k| k == j).unwrap_or(0);
+                let mut c: Vec<String> = stack[from..]
+                    .iter()
+                    .map(|&k| tasks[k].name.clone())
+                    .collect();
+                c.push(tasks[j].name.clone());
+                return Some(c);
+            }
+            if state[j] == 0 {
+                if let Some(c) = visit(j, tasks, idx, state, stack) {
+                    return Some(c);
+                }
+            }
+        }
+        stack.pop();
+        state[i] = 2;
+        None
+    }
+    for i in 0..tasks.len() {
+        if state[i] == 0 {
+            if let Some(c) = visit(i, tasks, &idx, &mut state, &mut stack) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// Tenant names referenced by `never_share_node_with` must exist.
+pub fn check_tenant_refs(cx: &mut Cx, tenants: &[Tenant]) {
+    let names: BTreeSet<&str> = tenants.iter().map(|t| t.name.as_str()).collect();
+    for t in tenants {
+        for other in &t.never_share_node_with {
+            if !names.contains(other.as_str()) {
+                let help = did_you_mean(other, names.iter().copied());
+                cx.push(
+                    Diagnostic::error(
+                        t.span,
+                        format!("tenant `{}` refers to unknown tenant `{other}`", t.name),
+                    )
+                    .with_help_opt(help),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,401 @@
+//! What `orrery check` prints: the size of a scenario's cluster and a few closed-form figures
+//! (aggregate peak compute, memory, fabric and torus bisection bandwidth).
+//!
+//! Bisection bandwidth (per direction) is the capacity of the weakest balanced cut:
+//! - `single_switch`: a non-blocking switch; half the nodes' injection bandwidth.
+//! - `leaf_spine`, `fat_tree`, `rail_optimized`: one leaf per rack, each leaf with uplink
+//!   capacity = its nodes' injection / oversubscription (or `spine_uplink` when given). With
+//!   oversubscription ≥ 1 the weakest cut is rack-aligned, so the figure is the smaller side's
+//!   uplink capacity of a balanced split of racks (total / (2 · oversubscription) for equal
+//!   racks); a single rack falls back to the leaf's non-blocking half.
+//! - A TPU-style slice's torus: the cut across its longest dimension D crosses
+//!   chips/D links, twice when D > 2 (wrap-around links) (Dally & Towles, "Principles and
+//!   Practices of Interconnection Networks", §3.3); each link carries the device's
+//!   per-direction bandwidth divided by its link count (2 per dimension when not given).
+//!
+//! These are analytical figures for the summary; the flow-level network model reports what
+//! traffic actually gets.
+
+use crate::spec::Spec;
+use crate::spec::cluster::Cluster;
+use crate::spec::hardware::NodeType;
+use crate::units::{Bandwidth, Bytes, FlopRate, Power, Price, sig3};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SliceSummary {
+    pub name: String,
+    pub dims: Vec<u64>,
+    pub chips: u64,
+    pub hosts: u32,
+    pub ici_bisection: Option<Bandwidth>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub cluster: Option<String>,
+    pub nodes: u64,
+    pub nodes_by_type: BTreeMap<String, u64>,
+    pub racks: usize,
+    pub zones: usize,
+    pub devices_by_type: BTreeMap<String, u64>,
+    pub device_memory: Bytes,
+    pub device_memory_bw: Bandwidth,
+    pub host_memory: Bytes,
+    pub cpu_cores: u64,
+    pub cpu_threads: u64,
+    /// Aggregate dense peak per dtype.
+    pub peak: BTreeMap<String, FlopRate>,
+    pub fabric: Option<String>,
+    pub injection: Bandwidth,
+    pub bisection: Option<Bandwidth>,
+    pub slices: Vec<SliceSummary>,
+    /// Sum of node prices (node `price`, else its devices' prices); `None` if any is unknown.
+    pub price: Option<Price>,
+    /// Sum of node power (node `power`, else devices' TDP); `None` if any is unknown.
+    pub power: Option<Power>,
+    pub tenants: usize,
+    pub workloads: usize,
+    pub failure_blocks: usize,
+    pub experiments: usize,
+    pub overridden: Vec<String>,
+}
+
+/// Injection bandwidth of one node: its compute NICs, or all NICs if none is marked compute.
+pub fn node_injection(spec: &Spec, nt: &NodeType) -> Bandwidth {
+    let sum = |compute_only: bool| -> f64 {
+        nt.nics
+            .iter()
+            .filter(|g| !compute_only || g.role == "compute")
+            .map(|g| spec.nics.get(&g.nic).map(|n| n.speed.0).unwrap_or(0.0) * f64::from(g.count))
+            .sum()
+    };
+    let c = sum(true);
+    Bandwidth(if c > 0.0 { c } else { sum(false) })
+}
+
+fn node_price(spec: &Spec, nt: &NodeType) -> Option<f64> {
+    if let Some(p) = nt.price {
+        return Some(p.0);
+    }
+    nt.devices
+        .iter()
+        .map(|g| {
+            spec.accelerators
+                .get(&g.accelerator)
+                .and_then(|a| a.price)
+                .map(|p| p.0 * f64::from(g.count))
+        })
+        .sum()
+}
+
+fn node_power(spec: &Spec, nt: &NodeType) -> Option<f64> {
+    if let Some(p) = nt.power {
+        return Some(p.0);
+    }
+    nt.devices
+        .iter()
+        .map(|g| {
+            spec.accelerators
+                .get(&g.accelerator)
+                .and_then(|a| a.tdp)
+                .map(|p| p.0 * f64::from(g.count))
+        })
+        .sum()
+}
+
+/// Split `caps` into two halves of ⌊n/2⌋ and ⌈n/2⌉ items, greedily balancing capacity
+/// (largest first, each to the lighter half with room), and return the smaller half's total.
+/// Exact for equal capacities, which is what clusters are made of.
+pub fn balanced_half(mut caps: Vec<f64>) -> f64 {
+    caps.sort_by(|a, b| b.total_cmp(a));
+    let room_a = caps.len() / 2;
+    let room_b = caps.len() - room_a;
+    let (mut a, mut b, mut na, mut nb) = (0.0, 0.0, 0, 0);
+    for c in caps {
+        if na < room_a && (a <= b || nb == room_b) {
+            a += c;
+            na += 1;
+        } else {
+            b += c;
+            nb += 1;
+        }
+    }
+    f64::min(a, b)
+}
+
+/// Fabric bisection bandwidth per direction (see the module docs), `None` without a fabric.
+pub fn fabric_bisection(spec: &Spec, c: &Cluster) -> Option<Bandwidth> {
+    let f = c.fabric.as_ref()?;
+    let inj = |t: &str| {
+        spec.node_types
+            .get(t)
+            .map(|nt| node_injection(spec, nt).0)
+            .unwrap_or(0.0)
+    };
+    let node_caps = || -> Vec<f64> {
+        c.groups
+            .iter()
+            .flat_map(|g| std::iter::repeat_n(inj(&g.node_type), g.count as usize))
+            .collect()
+    };
+    if f.kind == "single_switch" || c.racks.len() <= 1 {
+        return Some(Bandwidth(balanced_half(node_caps())));
+    }
+    let mut rack_inj = vec![0.0; c.racks.len()];
+    for g in &c.groups {
+        rack_inj[g.rack] += inj(&g.node_type) * f64::from(g.count);
+    }
+    let uplinks: Vec<f64> = rack_inj
+        .iter()
+        .filter(|i| **i > 0.0)
+        .map(|i| match f.spine_uplink {
+            Some(u) => u.0.min(*i),
+            None => i / f.oversubscription,
+        })
+        .collect();
+    if uplinks.len() <= 1 {
+        return Some(Bandwidth(balanced_half(node_caps())));
+    }
+    Some(Bandwidth(balanced_half(uplinks)))
+}
+
+/// Bisection of a slice's ICI torus per direction (see the module docs).
+pub fn torus_bisection(
+    dims: &[u64],
+    chips: u64,
+    per_direction: Bandwidth,
+    links: Option<u32>,
+) -> Bandwidth {
+    let d = dims.iter().copied().max().unwrap_or(1);
+    if d <= 1 {
+        return Bandwidth(0.0);
+    }
+    let crossing = (chips / d) * if d > 2 { 2 } else { 1 };
+    let links = links.map(f64::from).unwrap_or(2.0 * dims.len() as f64);
+    Bandwidth(crossing as f64 * per_direction.0 / links)
+}
+
+pub fn summarize(spec: &Spec) -> Summary {
+    let mut s = Summary {
+        cluster: None,
+        nodes: 0,
+        nodes_by_type: BTreeMap::new(),
+        racks: 0,
+        zones: 0,
+        devices_by_type: BTreeMap::new(),
+        device_memory: Bytes(0),
+        device_memory_bw: Bandwidth(0.0),
+        host_memory: Bytes(0),
+        cpu_cores: 0,
+        cpu_threads: 0,
+        peak: BTreeMap::new(),
+        fabric: None,
+        injection: Bandwidth(0.0),
+        bisection: None,
+        slices: Vec::new(),
+        price: Some(Price(0.0)),
+        power: Some(Power(0.0)),
+        tenants: spec.tenants.len(),
+        workloads: spec.workloads.len(),
+        failure_blocks: spec.failures.len(),
+        experiments: spec.experiments.len(),
+        overridden: spec.overridden.clone(),
+    };
+    let Some(c) = &spec.cluster else {
+        s.price = None;
+        s.power = None;
+        return s;
+    };
+    s.cluster = Some(c.name.clone());
+    s.zones = c.zones.len();
+    s.racks = c.racks.iter().filter(|r| r.slice.is_none()).count();
+    for g in &c.groups {
+        let n = u64::from(g.count);
+        let Some(nt) = spec.node_types.get(&g.node_type) else {
+            continue;
+        };
+        s.nodes += n;
+        *s.nodes_by_type.entry(g.node_type.clone()).or_insert(0) += n;
+        s.host_memory.0 = s
+            .host_memory
+            .0
+            .saturating_add(nt.memory.0.saturating_mul(n));
+        s.cpu_cores += u64::from(nt.cpu.cores) * n;
+        s.cpu_threads += u64::from(nt.cpu.threads) * n;
+        s.injection.0 += node_injection(spec, nt).0 * n as f64;
+        s.price = s
+            .price
+            .and_then(|p| node_price(spec, nt).map(|x| Price(p.0 + x * n as f64)));
+        s.power = s
+            .power
+            .and_then(|p| node_power(spec, nt).map(|x| Power(p.0 + x * n as f64)));
+        for d in &nt.devices {
+            let k = u64::from(d.count) * n;
+            *s.devices_by_type.entry(d.accelerator.clone()).or_insert(0) += k;
+            if let Some(a) = spec.accelerators.get(&d.accelerator) {
+                s.device_memory.0 = s
+                    .device_memory
+                    .0
+                    .saturating_add(a.memory.0.saturating_mul(k));
+                s.device_memory_bw.0 += a.memory_bw.0 * k as f64;
+                for (dt, r) in &a.flops {
+                    s.peak.entry(dt.clone()).or_insert(FlopRate(0.0)).0 += r.0 * k as f64;
+                }
+            }
+        }
+    }
+    if let Some(f) = &c.fabric {
+        s.fabric = Some(if f.oversubscription > 1.0 {
+            format!("{} {}:1", f.kind, sig3(f.oversubscription))
+        } else {
+            f.kind.clone()
+        });
+        s.bisection = fabric_bisection(spec, c);
+    }
+    for (ri, r) in c.racks.iter().enumerate() {
+        let Some(shape) = &r.slice else { continue };
+        let ici = c
+            .groups
+            .iter()
+            .find(|g| g.rack == ri)
+            .and_then(|g| spec.node_types.get(&g.node_type))
+            .and_then(|nt| nt.devices.first())
+            .and_then(|d| spec.accelerators.get(&d.accelerator))
+            .and_then(|a| a.interconnect.as_ref())
+            .map(|ic| torus_bisection(&shape.dims, shape.chips, ic.per_direction, ic.links));
+        s.slices.push(SliceSummary {
+            name: r.name.clone(),
+            dims: shape.dims.clone(),
+            chips: shape.chips,
+            hosts: shape.hosts,
+            ici_bisection: ici,
+        });
+    }
+    s
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut o = String::new();
+        match &self.cluster {
+            None => {
+                let _ = writeln!(o, "no cluster declared");
+            }
+            Some(name) => {
+                let by_type: Vec<String> = self
+                    .nodes_by_type
+                    .iter()
+                    .map(|(t, n)| format!("{n} × {t}"))
+                    .collect();
+                let _ = writeln!(o, "cluster      {name}");
+                let _ = writeln!(
+                    o,
+                    "nodes        {} ({}) in {} racks, {} slices, {} zones",
+                    self.nodes,
+                    by_type.join(", "),
+                    self.racks,
+                    self.slices.len(),
+                    self.zones
+                );
+                let devs: Vec<String> = self
+                    .devices_by_type
+                    .iter()
+                    .map(|(t, n)| format!("{n} × {t}"))
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "devices      {}",
+                    if devs.is_empty() {
+                        "none".into()
+                    } else {
+                        devs.join(", ")
+                    }
+                );
+                let _ = writeln!(
+                    o,
+                    "memory       {} on devices ({} aggregate bandwidth), {} host",
+                    self.device_memory, self.device_memory_bw, self.host_memory
+                );
+                let _ = writeln!(
+                    o,
+                    "cpu          {} cores, {} threads",
+                    self.cpu_cores, self.cpu_threads
+                );
+                let peak: Vec<String> = crate::spec::schema::DTYPES
+                    .iter()
+                    .filter_map(|d| self.peak.get(*d).map(|r| format!("{d} {r}")))
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "peak (dense) {}",
+                    if peak.is_empty() {
+                        "n/a".into()
+                    } else {
+                        peak.join(", ")
+                    }
+                );
+                match (&self.fabric, self.bisection) {
+                    (Some(k), Some(b)) => {
+                        let _ = writeln!(
+                            o,
+                            "fabric       {k}: injection {} total, bisection {} per direction",
+                            self.injection, b
+                        );
+                    }
+                    _ => {
+                        let _ = writeln!(
+                            o,
+                            "fabric       none declared (injection {} total)",
+                            self.injection
+                        );
+                    }
+                }
+                for sl in &self.slices {
+                    let dims: Vec<String> = sl.dims.iter().map(u64::to_string).collect();
+                    let bis = sl
+                        .ici_bisection
+                        .map(|b| format!(", ICI bisection {b} per direction"))
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        o,
+                        "slice        {}: {} chips ({}) on {} hosts{bis}",
+                        sl.name,
+                        sl.chips,
+                        dims.join("x"),
+                        sl.hosts
+                    );
+                }
+                let _ = writeln!(
+                    o,
+                    "price        {}",
+                    self.price
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "unknown (a node or device has no price)".into())
+                );
+                let _ = writeln!(
+                    o,
+                    "power        {}",
+                    self.power
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "unknown (a node or device has no power figure)".into())
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "declared     {} tenants, {} workloads, {} failure blocks, {} experiments",
+            self.tenants, self.workloads, self.failure_blocks, self.experiments
+        );
+        if !self.overridden.is_empty() {
+            let _ = writeln!(
+                o,
+                "overrides    catalog entries: {}",
+                self.overridden.join(", ")
+            );
+        }
+        f.write_str(&o)
+    }
+}
