@@ -392,10 +392,14 @@ impl Builder<'_> {
                         );
                         return None;
                     };
-                    let chips: u64 = dims
+                    let Some(chips) = dims
                         .iter()
                         .try_fold(1u64, |acc, d| acc.checked_mul(*d))
-                        .unwrap_or(u64::MAX);
+                        .filter(|c| *c <= MAX_NODES * 64)
+                    else {
+                        cx.error(dv.span, format!("the slice has too many chips; the limit is {}", MAX_NODES * 64));
+                        return None;
+                    };
                     if dims.iter().any(|d| *d == 0) || dims.len() > 3 {
                         cx.error(
                             dv.span,

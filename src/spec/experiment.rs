@@ -97,7 +97,7 @@ pub fn experiment(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Experi
                     e.seeds = match &v.kind {
                         ValueKind::Range { lo, hi } if *lo >= 0 && hi >= lo => {
                             if (hi - lo) as u64 >= MAX_SEEDS {
-                                cx.error(v.span, format!("{} seeds; the limit is {MAX_SEEDS}", hi - lo + 1));
+                                cx.error(v.span, format!("{} seeds; the limit is {MAX_SEEDS}", (*hi as i128 - *lo as i128 + 1)));
                                 return None;
                             }
                             (*lo as u64..=*hi as u64).collect()

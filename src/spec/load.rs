@@ -83,19 +83,18 @@ fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf
         root_dir,
         stack: Vec::new(),
     };
+    let (catalog, catalog_diags) = parsed_catalog();
     for (fname, ftext) in crate::catalog::FILES {
-        let id = l.sources.add(*fname, *ftext);
-        let (file, d) = syntax::parse(ftext, id);
-        l.diags.extend(d);
-        l.items
-            .extend(file.stmts.into_iter().map(|s| (s, Origin::Catalog)));
+        l.sources.add(*fname, *ftext);
     }
+    l.diags.extend(catalog_diags.iter().cloned());
+    l.items.extend(catalog.iter().map(|s| (s.clone(), Origin::Catalog)));
     let root = l.sources.add(name, text);
     l.file(root, text, canon, 0);
-    let mut cx = Cx {
-        diags: std::mem::take(&mut l.diags),
-    };
+    let mut cx = Cx { diags: std::mem::take(&mut l.diags) };
     let spec = resolve(&mut cx, l.items);
+    // Report in file order, as a reader meets the problems.
+    cx.diags.sort_by_key(|d| (d.span.file, d.span.start));
     let has_errors = cx.diags.iter().any(Diagnostic::is_error);
     Loaded {
         spec: (!has_errors).then_some(spec),
@@ -103,6 +102,22 @@ fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf
         diags: cx.diags,
         root,
     }
+}
+
+/// The catalog's statements, parsed once per process. Catalog files always take the first
+/// file ids of a [`SourceMap`], in [`crate::catalog::FILES`] order, so the spans stay valid.
+fn parsed_catalog() -> &'static (Vec<Stmt>, Vec<Diagnostic>) {
+    static CATALOG: std::sync::OnceLock<(Vec<Stmt>, Vec<Diagnostic>)> = std::sync::OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let mut stmts = Vec::new();
+        let mut diags = Vec::new();
+        for (id, (_, text)) in crate::catalog::FILES.iter().enumerate() {
+            let (file, d) = syntax::parse(text, id);
+            diags.extend(d);
+            stmts.extend(file.stmts);
+        }
+        (stmts, diags)
+    })
 }
 
 impl Loader {

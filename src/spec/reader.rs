@@ -223,8 +223,17 @@ impl<'a> Args<'a> {
     }
 
     /// Report values nobody asked for.
+    /// Leftovers are not reported after an error in the same statement: they are usually
+    /// the consequence of that error, not a second problem.
     pub fn finish(mut self, cx: &mut Cx) {
         cx.diags.append(&mut self.diags);
+        let sp = self.stmt.span;
+        let errored = cx.diags.iter().rev().take(8).any(|d| {
+            d.is_error() && d.span.file == sp.file && d.span.start >= sp.start && d.span.start <= sp.end
+        });
+        if errored {
+            return;
+        }
         for (k, v) in self.stmt.values.iter().enumerate() {
             if self.used[k] {
                 continue;
@@ -495,7 +504,7 @@ pub fn names(cx: &mut Cx, v: &Value) -> Option<Vec<(String, Span)>> {
                     v.span,
                     format!(
                         "pattern names {} items; the limit is {MAX_PATTERN}",
-                        hi - lo + 1
+                        u128::from(hi - lo) + 1
                     ),
                 );
                 return None;
