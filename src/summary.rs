@@ -277,6 +277,10 @@ pub fn summarize(spec: &Spec) -> Summary {
     s
 }
 
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut o = String::new();
@@ -293,12 +297,12 @@ impl std::fmt::Display for Summary {
                 let _ = writeln!(o, "cluster      {name}");
                 let _ = writeln!(
                     o,
-                    "nodes        {} ({}) in {} racks, {} slices, {} zones",
+                    "nodes        {} ({}) in {}, {}, {}",
                     self.nodes,
                     by_type.join(", "),
-                    self.racks,
-                    self.slices.len(),
-                    self.zones
+                    plural(self.racks, "rack"),
+                    plural(self.slices.len(), "slice"),
+                    plural(self.zones, "zone")
                 );
                 let devs: Vec<String> = self
                     .devices_by_type
@@ -386,8 +390,11 @@ impl std::fmt::Display for Summary {
         }
         let _ = writeln!(
             o,
-            "declared     {} tenants, {} workloads, {} failure blocks, {} experiments",
-            self.tenants, self.workloads, self.failure_blocks, self.experiments
+            "declared     {}, {}, {}, {}",
+            plural(self.tenants, "tenant"),
+            plural(self.workloads, "workload"),
+            plural(self.failure_blocks, "failure block"),
+            plural(self.experiments, "experiment")
         );
         if !self.overridden.is_empty() {
             let _ = writeln!(

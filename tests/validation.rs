@@ -185,9 +185,10 @@ fn every_recoverable_error_is_reported() {
 
 #[test]
 fn experiments_validate_metrics_plots_and_sweeps() {
-    let s = ok("experiment e {\n  seeds 1..20\n  sweep policy in [ray_default, topology_aware]\n  sweep replicas in [1, 2, 4]\n  metrics makespan, goodput\n  plot timeline, cdf(latency), heatmap(policy, replicas)\n}\n");
-    assert_eq!(s.experiments[0].runs(), 2 * 3 * 20);
-    let out = errs("experiment e {\n  sweep policy in [ray_defualt]\n  plot cdf(latency), heatmap(policy, x)\n}\n");
+    let s = ok("experiment e {\n  seeds 1..20\n  sweep policy in [ray_default, topology_aware]\n  metrics makespan, goodput\n  plot timeline, cdf(latency), bars(goodput)\n}\n");
+    assert_eq!(s.experiments[0].runs(), 2 * 20);
+    let out = errs("experiment e {\n  sweep policy in [ray_defualt]\n  sweep replicas in [1, 2]\n  plot cdf(latency), heatmap(policy, x)\n}\n");
+    assert!(out.contains("`replicas` cannot be swept"), "{out}");
     assert!(out.contains("did you mean `ray_default`?"), "{out}");
     assert!(out.contains("is not swept"), "{out}");
 }

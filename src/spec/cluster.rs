@@ -233,6 +233,13 @@ pub fn cluster(
                         Some(v) => Some(rd::bandwidth(cx, v)?),
                         None => None,
                     };
+                    if spine_uplink.is_some() && oversubscription != 1.0 {
+                        cx.push(
+                            Diagnostic::error(s.head_span(), "give either `oversubscription` or `spine_uplink`, not both")
+                                .with_help("`spine_uplink` is each leaf's uplink capacity to the spine; oversubscription then follows from it"),
+                        );
+                        return None;
+                    }
                     Some(Fabric {
                         kind: kind.to_string(),
                         oversubscription,

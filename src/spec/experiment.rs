@@ -27,6 +27,10 @@ pub const METRICS: &[&str] = &[
     "energy",
 ];
 
+/// Parameters an experiment can sweep. Each has a defined meaning for every scenario; more
+/// arrive with the sweep engine rather than being accepted unchecked now.
+pub const SWEEP_PARAMS: &[&str] = &["policy"];
+
 /// Most seeds one experiment may ask for.
 pub const MAX_SEEDS: u64 = 100_000;
 
@@ -129,6 +133,12 @@ pub fn experiment(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Experi
                     };
                     if items.is_empty() {
                         cx.error(lv.span, "a sweep needs at least one value");
+                        return None;
+                    }
+                    if !SWEEP_PARAMS.contains(&param.as_str()) {
+                        let help = did_you_mean(&param, SWEEP_PARAMS.iter().copied())
+                            .unwrap_or_else(|| format!("parameters that can be swept: {}", SWEEP_PARAMS.join(", ")));
+                        cx.push(Diagnostic::error(pv.span, format!("`{param}` cannot be swept")).with_help(help));
                         return None;
                     }
                     if param == "policy" {

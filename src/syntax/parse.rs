@@ -693,11 +693,13 @@ fn parse_int(t: &str) -> Option<i64> {
     t.replace('_', "").parse().ok()
 }
 
-/// `# text` up to the end of the line; returns the text after `#`, trimmed (`fmt` writes
-/// `# text` back, so the tree is the same whatever the spacing was).
+/// `# text` up to the end of the line; returns the text after `#` without trailing spaces
+/// and without one leading space (`fmt` writes `# text` back, so `#x` and `# x` are the same
+/// comment, while deeper indentation inside a comment is kept).
 fn comment(i: In) -> (In, String) {
     let line = i.fragment().split('\n').next().unwrap_or("");
-    let text = line[1..].trim().to_string();
+    let body = line[1..].trim_end();
+    let text = body.strip_prefix(' ').unwrap_or(body).to_string();
     (advance(i, line.len()), text)
 }
 
