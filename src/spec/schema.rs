@@ -196,6 +196,8 @@ pub const TARGET_CLASSES: &[&str] = &[
     "node", "device", "nic", "link", "nvlink", "rack", "zone", "slice", "head",
 ];
 pub const DISTRIBUTIONS: &[&str] = &["exponential", "weibull", "lognormal", "empirical"];
+/// Parameter words inside distribution calls: `weibull(shape 0.8)`, `lognormal(sigma 1)`.
+pub const DISTRIBUTION_PARAMS: &[&str] = &["shape", "sigma"];
 
 pub const FAILURES: &[StmtDef] = &[
     many("at", &["for", "to"]),
@@ -261,5 +263,6 @@ pub const VALUE_WORDS: &[&[&str]] = &[
     ACTIONS,
     TARGET_CLASSES,
     DISTRIBUTIONS,
+    DISTRIBUTION_PARAMS,
     PLOT_KINDS,
 ];
