@@ -193,11 +193,11 @@ fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
                 }
             }
         } else if write {
-            if formatted != text {
-                if let Err(e) = orrery::atomic::write_atomic(f, formatted.as_bytes()) {
-                    eprintln!("error: cannot write {}: {e}", f.display());
-                    code = ExitCode::from(2);
-                }
+            if formatted != text
+                && let Err(e) = orrery::atomic::write_atomic(f, formatted.as_bytes())
+            {
+                eprintln!("error: cannot write {}: {e}", f.display());
+                code = ExitCode::from(2);
             }
         } else {
             print!("{formatted}");

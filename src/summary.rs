@@ -76,34 +76,34 @@ pub fn node_injection(spec: &Spec, nt: &NodeType) -> Bandwidth {
     Bandwidth(if c > 0.0 { c } else { sum(false) })
 }
 
-fn node_price(spec: &Spec, nt: &NodeType) -> Option<f64> {
-    if let Some(p) = nt.price {
-        return Some(p.0);
+/// A node's own figure, else the sum of a per-device figure over its devices (`None` when a
+/// device lacks it).
+fn node_total(
+    spec: &Spec,
+    nt: &NodeType,
+    own: Option<f64>,
+    per_device: impl Fn(&crate::spec::Accelerator) -> Option<f64>,
+) -> Option<f64> {
+    if own.is_some() {
+        return own;
     }
     nt.devices
         .iter()
         .map(|g| {
             spec.accelerators
                 .get(&g.accelerator)
-                .and_then(|a| a.price)
-                .map(|p| p.0 * f64::from(g.count))
+                .and_then(&per_device)
+                .map(|x| x * f64::from(g.count))
         })
         .sum()
 }
 
+fn node_price(spec: &Spec, nt: &NodeType) -> Option<f64> {
+    node_total(spec, nt, nt.price.map(|p| p.0), |a| a.price.map(|p| p.0))
+}
+
 fn node_power(spec: &Spec, nt: &NodeType) -> Option<f64> {
-    if let Some(p) = nt.power {
-        return Some(p.0);
-    }
-    nt.devices
-        .iter()
-        .map(|g| {
-            spec.accelerators
-                .get(&g.accelerator)
-                .and_then(|a| a.tdp)
-                .map(|p| p.0 * f64::from(g.count))
-        })
-        .sum()
+    node_total(spec, nt, nt.power.map(|p| p.0), |a| a.tdp.map(|p| p.0))
 }
 
 /// Split `caps` into two halves of ⌊n/2⌋ and ⌈n/2⌉ items, greedily balancing capacity

@@ -5,20 +5,55 @@ use orrery::spec::{Spec, load_str};
 
 fn catalog() -> Spec {
     let l = load_str("<empty>", "");
-    assert!(l.diags.is_empty(), "the catalog has diagnostics:\n{}", l.render(false));
+    assert!(
+        l.diags.is_empty(),
+        "the catalog has diagnostics:\n{}",
+        l.render(false)
+    );
     l.spec.unwrap()
 }
 
 #[test]
 fn has_every_required_entry() {
     let s = catalog();
-    for a in ["H100_SXM", "H200", "B200", "A100_80GB", "L4", "MI300X", "MI250X", "TPU_v4", "TPU_v5e", "TPU_v5p", "Trainium1", "Trainium2", "Inferentia2", "Gaudi2", "Gaudi3"] {
+    for a in [
+        "H100_SXM",
+        "H200",
+        "B200",
+        "A100_80GB",
+        "L4",
+        "MI300X",
+        "MI250X",
+        "TPU_v4",
+        "TPU_v5e",
+        "TPU_v5p",
+        "Trainium1",
+        "Trainium2",
+        "Inferentia2",
+        "Gaudi2",
+        "Gaudi3",
+    ] {
         assert!(s.accelerators.contains_key(a), "accelerator {a} missing");
     }
-    for n in ["ib_ndr_400g", "ib_hdr_200g", "roce_100g", "roce_200g", "roce_400g", "efa_v2"] {
+    for n in [
+        "ib_ndr_400g",
+        "ib_hdr_200g",
+        "roce_100g",
+        "roce_200g",
+        "roce_400g",
+        "efa_v2",
+    ] {
         assert!(s.nics.contains_key(n), "NIC {n} missing");
     }
-    for n in ["dgx_h100", "hgx_h200", "mi300x_8", "tpu_v5e_host", "tpu_v5p_host", "trn2_48xlarge", "gaudi3_8"] {
+    for n in [
+        "dgx_h100",
+        "hgx_h200",
+        "mi300x_8",
+        "tpu_v5e_host",
+        "tpu_v5p_host",
+        "trn2_48xlarge",
+        "gaudi3_8",
+    ] {
         assert!(s.node_types.contains_key(n), "node type {n} missing");
     }
 }
@@ -27,8 +62,17 @@ fn has_every_required_entry() {
 fn every_entry_has_a_source_and_a_tier() {
     let s = catalog();
     for a in s.accelerators.values() {
-        assert!(a.source.as_deref().is_some_and(|x| !x.is_empty()), "{} has no source", a.name);
-        assert_ne!(a.tier, orrery::spec::hardware::Tier::Calibrated, "{}: calibrated tiers come from measured profiles", a.name);
+        assert!(
+            a.source.as_deref().is_some_and(|x| !x.is_empty()),
+            "{} has no source",
+            a.name
+        );
+        assert_ne!(
+            a.tier,
+            orrery::spec::hardware::Tier::Calibrated,
+            "{}: calibrated tiers come from measured profiles",
+            a.name
+        );
         assert!(!a.flops.is_empty() && a.memory.0 > 0 && a.memory_bw.0 > 0.0);
     }
     for n in s.nics.values() {
@@ -57,12 +101,23 @@ fn figures_match_the_reference_datasheets() {
         ("Gaudi3", 128e9, 3.7e12, 1835e12),
     ];
     for (n, mem, bw, fl) in expected {
-        assert!((a(n).memory.0 as f64 - mem).abs() / mem < 0.01, "{n} memory {}", a(n).memory);
-        assert!((a(n).memory_bw.0 - bw).abs() / bw < 0.01, "{n} bandwidth {}", a(n).memory_bw);
+        assert!(
+            (a(n).memory.0 as f64 - mem).abs() / mem < 0.01,
+            "{n} memory {}",
+            a(n).memory
+        );
+        assert!(
+            (a(n).memory_bw.0 - bw).abs() / bw < 0.01,
+            "{n} bandwidth {}",
+            a(n).memory_bw
+        );
         assert!((bf16(n) - fl).abs() / fl < 0.01, "{n} bf16 {}", bf16(n));
     }
     // NVLink4: 900 GB/s both directions = 450 GB/s per direction.
-    assert_eq!(a("H100_SXM").interconnect.as_ref().unwrap().per_direction.0, 450e9);
+    assert_eq!(
+        a("H100_SXM").interconnect.as_ref().unwrap().per_direction.0,
+        450e9
+    );
     assert_eq!(s.nics["ib_ndr_400g"].speed.0, 50e9);
 }
 
@@ -73,7 +128,10 @@ fn dgx_h100_pairs_each_gpu_with_a_local_nic() {
     let compute = n.nics.iter().find(|g| g.role == "compute").unwrap();
     for loc in &n.devices[0].at {
         assert!(loc.switch.is_some());
-        assert!(compute.at.iter().any(|c| c.switch == loc.switch), "a GPU has no NIC under its switch");
+        assert!(
+            compute.at.iter().any(|c| c.switch == loc.switch),
+            "a GPU has no NIC under its switch"
+        );
     }
     assert_eq!(n.cpu.numa, 2);
     assert_eq!(n.devices[0].link, "switch");
@@ -84,6 +142,10 @@ fn catalog_files_are_canonical() {
     for (name, text) in orrery::catalog::FILES {
         let (tree, d) = orrery::syntax::parse(text, 0);
         assert!(d.is_empty());
-        assert_eq!(&orrery::syntax::fmt::format(&tree).unwrap(), text, "{name} is not canonical");
+        assert_eq!(
+            &orrery::syntax::fmt::format(&tree).unwrap(),
+            text,
+            "{name} is not canonical"
+        );
     }
 }

@@ -3,7 +3,11 @@
 use std::process::{Command, Output};
 
 fn orrery(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_orrery")).args(args).env("NO_COLOR", "1").output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
 }
 
 fn tmp(name: &str, text: &str) -> std::path::PathBuf {
@@ -19,15 +23,27 @@ fn run_without_a_file_uses_the_quickstart() {
     let o = orrery(&["run"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("scenarios/quickstart.orr") && out.contains("seed 1") && out.contains("hash"), "{out}");
+    assert!(
+        out.contains("scenarios/quickstart.orr") && out.contains("seed 1") && out.contains("hash"),
+        "{out}"
+    );
 }
 
 #[test]
 fn check_prints_a_summary() {
-    let o = orrery(&["check", "scenarios/quickstart.orr", "scenarios/tpu_slices.orr"]);
+    let o = orrery(&[
+        "check",
+        "scenarios/quickstart.orr",
+        "scenarios/tpu_slices.orr",
+    ]);
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("128 × H100_SXM") && out.contains("bisection") && out.contains("ICI bisection"), "{out}");
+    assert!(
+        out.contains("128 × H100_SXM")
+            && out.contains("bisection")
+            && out.contains("ICI bisection"),
+        "{out}"
+    );
     let o = orrery(&["check", "--json", "scenarios/quickstart.orr"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["summary"]["nodes"], 16);
@@ -39,16 +55,28 @@ fn bad_scenarios_exit_2_with_locations() {
     let o = orrery(&["check", p.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.orr:2:8") && err.contains("did you mean `dgx_h100`?"), "{err}");
+    assert!(
+        err.contains("bad.orr:2:8") && err.contains("did you mean `dgx_h100`?"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]
 fn unreadable_files_and_bad_flags_exit_2() {
-    assert_eq!(orrery(&["check", "no/such/file.orr"]).status.code(), Some(2));
+    assert_eq!(
+        orrery(&["check", "no/such/file.orr"]).status.code(),
+        Some(2)
+    );
     assert_eq!(orrery(&["check", "scenarios"]).status.code(), Some(2));
-    assert_eq!(orrery(&["check", "--frobnicate", "x.orr"]).status.code(), Some(2));
-    assert_eq!(orrery(&["run", "--seed", "minus-one"]).status.code(), Some(2));
+    assert_eq!(
+        orrery(&["check", "--frobnicate", "x.orr"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        orrery(&["run", "--seed", "minus-one"]).status.code(),
+        Some(2)
+    );
     let p = tmp("binary.orr", "");
     std::fs::write(&p, [0xff, 0xfe, 0x00]).unwrap();
     let o = orrery(&["check", p.to_str().unwrap()]);
@@ -58,16 +86,42 @@ fn unreadable_files_and_bad_flags_exit_2() {
 
 #[test]
 fn fmt_check_and_write() {
-    assert_eq!(orrery(&["fmt", "--check", "scenarios/quickstart.orr"]).status.code(), Some(0));
+    assert_eq!(
+        orrery(&["fmt", "--check", "scenarios/quickstart.orr"])
+            .status
+            .code(),
+        Some(0)
+    );
     let p = tmp("messy.orr", "cluster   c{\n node dgx_h100 x 2}\n");
-    assert_eq!(orrery(&["fmt", "--check", p.to_str().unwrap()]).status.code(), Some(1));
-    assert!(orrery(&["fmt", "--write", p.to_str().unwrap()]).status.success());
-    assert_eq!(std::fs::read_to_string(&p).unwrap(), "cluster c {\n  node dgx_h100 x 2\n}\n");
-    assert_eq!(orrery(&["fmt", "--check", p.to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(
+        orrery(&["fmt", "--check", p.to_str().unwrap()])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert!(
+        orrery(&["fmt", "--write", p.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        "cluster c {\n  node dgx_h100 x 2\n}\n"
+    );
+    assert_eq!(
+        orrery(&["fmt", "--check", p.to_str().unwrap()])
+            .status
+            .code(),
+        Some(0)
+    );
     let bad = tmp("broken.orr", "cluster c {\n  node [\n");
     let o = orrery(&["fmt", "--write", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(std::fs::read_to_string(&bad).unwrap(), "cluster c {\n  node [\n", "a file with errors is left alone");
+    assert_eq!(
+        std::fs::read_to_string(&bad).unwrap(),
+        "cluster c {\n  node [\n",
+        "a file with errors is left alone"
+    );
 }
 
 #[test]
@@ -75,10 +129,20 @@ fn catalog_lists_and_exports() {
     let o = orrery(&["catalog"]);
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
-    for name in ["H100_SXM", "MI300X", "TPU_v5p", "Gaudi3", "ib_ndr_400g", "dgx_h100"] {
+    for name in [
+        "H100_SXM",
+        "MI300X",
+        "TPU_v5p",
+        "Gaudi3",
+        "ib_ndr_400g",
+        "dgx_h100",
+    ] {
         assert!(out.contains(name), "{name} missing from catalog listing");
     }
-    let v: serde_json::Value = serde_json::from_slice(&orrery(&["catalog", "--json"]).stdout).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&orrery(&["catalog", "--json"]).stdout).unwrap();
     assert_eq!(v["accelerators"]["H100_SXM"]["memory"], 80_000_000_000u64);
-    assert!(String::from_utf8_lossy(&orrery(&["catalog", "--source"]).stdout).contains("source \""));
+    assert!(
+        String::from_utf8_lossy(&orrery(&["catalog", "--source"]).stdout).contains("source \"")
+    );
 }

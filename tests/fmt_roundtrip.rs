@@ -11,7 +11,8 @@ fn sp() -> orrery::diag::Span {
 }
 
 fn ident() -> impl Strategy<Value = String> {
-    "[a-zA-Z_][a-zA-Z0-9_]{0,6}([.-][a-z0-9]{1,3})?".prop_filter("not a unit word", |s| orrery::units::lookup(s).is_none())
+    "[a-zA-Z_][a-zA-Z0-9_]{0,6}([.-][a-z0-9]{1,3})?"
+        .prop_filter("not a unit word", |s| orrery::units::lookup(s).is_none())
 }
 
 fn number() -> impl Strategy<Value = Number> {
@@ -21,7 +22,10 @@ fn number() -> impl Strategy<Value = Number> {
         (1u32..10, 0u32..30).prop_map(|(a, e)| format!("{a}e{e}")),
         (1u64..1000).prop_map(|n| format!("-{n}")),
     ]
-    .prop_map(|text| Number { value: text.parse().unwrap(), text })
+    .prop_map(|text| Number {
+        value: text.parse().unwrap(),
+        text,
+    })
 }
 
 fn leaf() -> impl Strategy<Value = ValueKind> {
@@ -29,13 +33,28 @@ fn leaf() -> impl Strategy<Value = ValueKind> {
     prop_oneof![
         ident().prop_map(ValueKind::Ident),
         "[ -~é\\n\\t]{0,12}".prop_map(ValueKind::Str),
-        (number(), prop::option::of(prop::sample::select(units))).prop_map(|(num, unit)| ValueKind::Quantity { num, unit: unit.map(str::to_string) }),
-        (ident(), 0u64..50, 0u64..50).prop_map(|(base, lo, hi)| ValueKind::Pattern { base, lo, hi }),
+        (number(), prop::option::of(prop::sample::select(units))).prop_map(|(num, unit)| {
+            ValueKind::Quantity {
+                num,
+                unit: unit.map(str::to_string),
+            }
+        }),
+        (ident(), 0u64..50, 0u64..50).prop_map(|(base, lo, hi)| ValueKind::Pattern {
+            base,
+            lo,
+            hi
+        }),
         (0i64..100, 0i64..100).prop_map(|(lo, hi)| ValueKind::Range { lo, hi }),
         prop::collection::vec(1u64..64, 2..4).prop_map(ValueKind::Dims),
         (0u32..10, 1u32..10).prop_map(|(a, b)| ValueKind::Ratio(
-            Number { text: a.to_string(), value: a.into() },
-            Number { text: b.to_string(), value: b.into() }
+            Number {
+                text: a.to_string(),
+                value: a.into()
+            },
+            Number {
+                text: b.to_string(),
+                value: b.into()
+            }
         )),
     ]
 }
@@ -46,10 +65,26 @@ fn value() -> impl Strategy<Value = Value> {
             let v = inner.clone().prop_map(|kind| Value { kind, span: sp() });
             prop_oneof![
                 prop::collection::vec(v.clone(), 0..4).prop_map(ValueKind::List),
-                prop::collection::vec(((ident(), any::<bool>()), v.clone()), 1..4).prop_map(|es| ValueKind::Map(
-                    es.into_iter().map(|((name, quoted), v)| (MapKey { name, quoted, span: sp() }, v)).collect()
-                )),
-                (ident(), prop::collection::vec(prop::collection::vec(v, 1..3), 0..3))
+                prop::collection::vec(((ident(), any::<bool>()), v.clone()), 1..4).prop_map(|es| {
+                    ValueKind::Map(
+                        es.into_iter()
+                            .map(|((name, quoted), v)| {
+                                (
+                                    MapKey {
+                                        name,
+                                        quoted,
+                                        span: sp(),
+                                    },
+                                    v,
+                                )
+                            })
+                            .collect(),
+                    )
+                }),
+                (
+                    ident(),
+                    prop::collection::vec(prop::collection::vec(v, 1..3), 0..3)
+                )
                     .prop_map(|(name, args)| ValueKind::Call { name, args }),
             ]
         })
@@ -62,7 +97,10 @@ fn comment() -> impl Strategy<Value = String> {
 }
 
 fn trivia() -> impl Strategy<Value = Vec<Trivia>> {
-    prop::collection::vec(prop_oneof![Just(Trivia::Blank), comment().prop_map(Trivia::Comment)], 0..3)
+    prop::collection::vec(
+        prop_oneof![Just(Trivia::Blank), comment().prop_map(Trivia::Comment)],
+        0..3,
+    )
 }
 
 fn stmt(depth: u32) -> BoxedStrategy<Stmt> {
@@ -70,19 +108,49 @@ fn stmt(depth: u32) -> BoxedStrategy<Stmt> {
         Just(None).boxed()
     } else {
         prop::option::of((prop::collection::vec(stmt(depth - 1), 0..3), trivia()))
-            .prop_map(|b| b.map(|(stmts, closing)| Block { stmts, closing, span: sp() }))
+            .prop_map(|b| {
+                b.map(|(stmts, closing)| Block {
+                    stmts,
+                    closing,
+                    span: sp(),
+                })
+            })
             .boxed()
     };
-    (ident(), prop::collection::vec(value(), 0..4), any::<u8>(), block, trivia(), prop::option::of(comment()))
+    (
+        ident(),
+        prop::collection::vec(value(), 0..4),
+        any::<u8>(),
+        block,
+        trivia(),
+        prop::option::of(comment()),
+    )
         .prop_map(|(key, values, mask, block, leading, trailing_comment)| {
-            let commas = (0..values.len().saturating_sub(1)).filter(|k| mask & (1 << k) != 0).collect();
-            Stmt { key: Ident { name: key, span: sp() }, values, commas, block, span: sp(), leading, trailing_comment }
+            let commas = (0..values.len().saturating_sub(1))
+                .filter(|k| mask & (1 << k) != 0)
+                .collect();
+            Stmt {
+                key: Ident {
+                    name: key,
+                    span: sp(),
+                },
+                values,
+                commas,
+                block,
+                span: sp(),
+                leading,
+                trailing_comment,
+            }
         })
         .boxed()
 }
 
 fn file() -> impl Strategy<Value = File> {
-    (prop::collection::vec(stmt(2), 0..5), trivia()).prop_map(|(stmts, trailing)| File { stmts, trailing, unplaced_comments: Vec::new() })
+    (prop::collection::vec(stmt(2), 0..5), trivia()).prop_map(|(stmts, trailing)| File {
+        stmts,
+        trailing,
+        unplaced_comments: Vec::new(),
+    })
 }
 
 fn reparse(text: &str) -> File {
@@ -129,33 +197,56 @@ fn structure(f: &File) -> File {
 fn comments(f: &File) -> Vec<String> {
     fn walk(stmts: &[Stmt], out: &mut Vec<String>) {
         for s in stmts {
-            out.extend(s.leading.iter().filter_map(|t| match t { Trivia::Comment(c) => Some(c.clone()), Trivia::Blank => None }));
+            out.extend(s.leading.iter().filter_map(|t| match t {
+                Trivia::Comment(c) => Some(c.clone()),
+                Trivia::Blank => None,
+            }));
             if let Some(b) = &s.block {
                 walk(&b.stmts, out);
-                out.extend(b.closing.iter().filter_map(|t| match t { Trivia::Comment(c) => Some(c.clone()), Trivia::Blank => None }));
+                out.extend(b.closing.iter().filter_map(|t| match t {
+                    Trivia::Comment(c) => Some(c.clone()),
+                    Trivia::Blank => None,
+                }));
             }
             out.extend(s.trailing_comment.clone());
         }
     }
     let mut out = Vec::new();
     walk(&f.stmts, &mut out);
-    out.extend(f.trailing.iter().filter_map(|t| match t { Trivia::Comment(c) => Some(c.clone()), Trivia::Blank => None }));
+    out.extend(f.trailing.iter().filter_map(|t| match t {
+        Trivia::Comment(c) => Some(c.clone()),
+        Trivia::Blank => None,
+    }));
     out
 }
 
 #[test]
 fn real_files_roundtrip() {
-    let mut texts: Vec<(String, String)> = orrery::catalog::FILES.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+    let mut texts: Vec<(String, String)> = orrery::catalog::FILES
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.to_string()))
+        .collect();
     for path in scenario_files(std::path::Path::new("scenarios")) {
-        texts.push((path.display().to_string(), std::fs::read_to_string(&path).unwrap()));
+        texts.push((
+            path.display().to_string(),
+            std::fs::read_to_string(&path).unwrap(),
+        ));
     }
     assert!(texts.len() >= 7);
     for (name, text) in texts {
         let (tree, d) = parse(&text, 0);
         assert!(d.is_empty(), "{name}: {d:?}");
         let out = format(&tree).unwrap();
-        assert_eq!(reparse(&out), tree.without_spans(), "{name}: parse(fmt(x)) != parse(x)");
-        assert_eq!(format(&reparse(&out)).unwrap(), out, "{name}: fmt is not idempotent");
+        assert_eq!(
+            reparse(&out),
+            tree.without_spans(),
+            "{name}: parse(fmt(x)) != parse(x)"
+        );
+        assert_eq!(
+            format(&reparse(&out)).unwrap(),
+            out,
+            "{name}: fmt is not idempotent"
+        );
     }
 }
 

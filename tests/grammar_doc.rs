@@ -34,10 +34,17 @@ fn examples_validate() {
     let d = doc();
     let full = blocks(&d, "orr");
     let syntax = blocks(&d, "orr-syntax");
-    assert!(full.len() >= 4 && syntax.len() >= 2, "examples went missing");
+    assert!(
+        full.len() >= 4 && syntax.len() >= 2,
+        "examples went missing"
+    );
     for ex in full {
         let l = orrery::spec::load_str("grammar example", &ex);
-        assert!(!l.has_errors(), "example does not validate:\n{ex}\n{}", l.render(false));
+        assert!(
+            !l.has_errors(),
+            "example does not validate:\n{ex}\n{}",
+            l.render(false)
+        );
     }
     for ex in syntax {
         let (_, diags) = orrery::syntax::parse(&ex, 0);
@@ -67,7 +74,13 @@ fn doc_words(d: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for b in blocks(d, "ebnf") {
         for (k, part) in b.split('"').enumerate() {
-            if k % 2 == 1 && part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            if k % 2 == 1
+                && part
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
                 out.insert(part.to_string());
             }
         }
@@ -78,8 +91,14 @@ fn doc_words(d: &str) -> BTreeSet<String> {
 #[test]
 fn every_schema_word_is_documented() {
     let d = doc_words(&doc());
-    let missing: Vec<&str> = schema_words().into_iter().filter(|w| !d.contains(*w)).collect();
-    assert!(missing.is_empty(), "grammar/orrery.md does not mention: {missing:?}");
+    let missing: Vec<&str> = schema_words()
+        .into_iter()
+        .filter(|w| !d.contains(*w))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "grammar/orrery.md does not mention: {missing:?}"
+    );
 }
 
 #[test]
@@ -87,14 +106,23 @@ fn every_documented_word_is_known() {
     // Lexical words of the surface syntax, not schema keywords.
     let lexical = ["_", "x", "e", "E", "n", "t"];
     let known = schema_words();
-    let unknown: Vec<String> = doc_words(&doc()).into_iter().filter(|w| !known.contains(w.as_str()) && !lexical.contains(&w.as_str())).collect();
-    assert!(unknown.is_empty(), "grammar/orrery.md documents words the schema does not accept: {unknown:?}");
+    let unknown: Vec<String> = doc_words(&doc())
+        .into_iter()
+        .filter(|w| !known.contains(w.as_str()) && !lexical.contains(&w.as_str()))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "grammar/orrery.md documents words the schema does not accept: {unknown:?}"
+    );
 }
 
 #[test]
 fn every_unit_is_documented() {
     let d = doc();
     for (u, _, _) in orrery::units::UNITS {
-        assert!(d.contains(&format!("`{u}`")), "unit `{u}` is not in the units table");
+        assert!(
+            d.contains(&format!("`{u}`")),
+            "unit `{u}` is not in the units table"
+        );
     }
 }

@@ -18,26 +18,91 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "{", "}", "[", "]", "(", ")", "\"", ",", ":", ";", "..", "x", " x 8", "1e308", "1e999", "-", "#", "\n", " ", "GiB",
-    "TB/s", "$/h", "%", "@", "é", "\u{0}", "99999999999999999999", "r[0..3]", "r[5..1]", "2x2x4", "2:1", "node",
-    "cluster", "accelerator", "rack", "slice", "device", "nic", "at", "from", "include", "workload", "tasks",
-    "after", "resources", "{ GPU: 1 }", "H100_SXM", "dgx_h100", "failures", "at 1 h kill node", "experiment",
-    "seeds", "sweep", "in", "weibull(shape", "0.8)", "\\", "\"\\q\"",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    "\"",
+    ",",
+    ":",
+    ";",
+    "..",
+    "x",
+    " x 8",
+    "1e308",
+    "1e999",
+    "-",
+    "#",
+    "\n",
+    " ",
+    "GiB",
+    "TB/s",
+    "$/h",
+    "%",
+    "@",
+    "é",
+    "\u{0}",
+    "99999999999999999999",
+    "r[0..3]",
+    "r[5..1]",
+    "2x2x4",
+    "2:1",
+    "node",
+    "cluster",
+    "accelerator",
+    "rack",
+    "slice",
+    "device",
+    "nic",
+    "at",
+    "from",
+    "include",
+    "workload",
+    "tasks",
+    "after",
+    "resources",
+    "{ GPU: 1 }",
+    "H100_SXM",
+    "dgx_h100",
+    "failures",
+    "at 1 h kill node",
+    "experiment",
+    "seeds",
+    "sweep",
+    "in",
+    "weibull(shape",
+    "0.8)",
+    "\\",
+    "\"\\q\"",
 ];
 
 /// Every diagnostic points inside its file, and the rendering names file:line:col.
 fn assert_located(l: &Loaded, input: &str) {
     for d in &l.diags {
-        assert!(d.span.file < l.sources.len(), "bad file id for input {input:?}");
+        assert!(
+            d.span.file < l.sources.len(),
+            "bad file id for input {input:?}"
+        );
         let len = l.sources.file(d.span.file).text.len();
-        assert!(d.span.start <= d.span.end && d.span.end <= len, "span {:?} outside file (len {len}) for input {input:?}", d.span);
+        assert!(
+            d.span.start <= d.span.end && d.span.end <= len,
+            "span {:?} outside file (len {len}) for input {input:?}",
+            d.span
+        );
     }
     if l.has_errors() {
         let out = l.render(false);
         let first = out.lines().next().unwrap_or("");
         let loc = first.split(": ").nth(1).unwrap_or("");
         let parts: Vec<&str> = loc.rsplitn(3, ':').collect();
-        assert!(parts.len() == 3 && parts[0].parse::<usize>().is_ok() && parts[1].parse::<usize>().is_ok(), "first line has no file:line:col: {first:?} for input {input:?}");
+        assert!(
+            parts.len() == 3
+                && parts[0].parse::<usize>().is_ok()
+                && parts[1].parse::<usize>().is_ok(),
+            "first line has no file:line:col: {first:?} for input {input:?}"
+        );
     }
 }
 
@@ -57,7 +122,9 @@ fn corpus() -> Vec<String> {
 #[test]
 fn every_truncation_is_handled() {
     for text in corpus() {
-        let bounds: Vec<usize> = (0..=text.len()).filter(|k| text.is_char_boundary(*k)).collect();
+        let bounds: Vec<usize> = (0..=text.len())
+            .filter(|k| text.is_char_boundary(*k))
+            .collect();
         let step = (bounds.len() / 1500).max(1);
         for k in bounds.iter().step_by(step) {
             check(&text[..*k]);
@@ -85,7 +152,9 @@ fn mutations_are_handled() {
                         chars.insert((at + k).min(chars.len()), c);
                     }
                 }
-                _ if at < chars.len() => chars[at] = char::from_u32(rng.below(0x250) as u32).unwrap_or('?'),
+                _ if at < chars.len() => {
+                    chars[at] = char::from_u32(rng.below(0x250) as u32).unwrap_or('?')
+                }
                 _ => {}
             }
         }
@@ -99,7 +168,10 @@ fn random_token_soup_is_handled() {
     let mut rng = Rng(42);
     for _ in 0..3000 {
         let n = 1 + rng.below(60);
-        let s: String = (0..n).map(|_| TOKENS[rng.below(TOKENS.len())]).collect::<Vec<_>>().join(if rng.below(2) == 0 { " " } else { "" });
+        let s: String = (0..n)
+            .map(|_| TOKENS[rng.below(TOKENS.len())])
+            .collect::<Vec<_>>()
+            .join(if rng.below(2) == 0 { " " } else { "" });
         check(&s);
     }
 }
@@ -120,7 +192,10 @@ fn hostile_sizes_are_rejected_not_obeyed() {
         assert!(l.has_errors(), "accepted {src}");
         assert_located(&l, src);
     }
-    let deep = format!("workload w {{\n  tasks t x 1 {{\n    resources {}\n  }}\n}}\n", "{ a: ".repeat(10_000));
+    let deep = format!(
+        "workload w {{\n  tasks t x 1 {{\n    resources {}\n  }}\n}}\n",
+        "{ a: ".repeat(10_000)
+    );
     let l = load_str("d.orr", &deep);
     assert!(l.render(false).contains("nesting deeper than 64"));
 }

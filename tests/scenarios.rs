@@ -20,16 +20,40 @@ fn orr_files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn every_scenario_validates_and_is_canonical() {
     let files = orr_files(Path::new("scenarios"));
-    for needed in ["quickstart.orr", "h100_vs_mi300x/h100.orr", "h100_vs_mi300x/mi300x.orr", "tpu_slices.orr", "failure_drill.orr"] {
-        assert!(files.iter().any(|f| f.ends_with(needed)), "scenarios/{needed} is missing");
+    for needed in [
+        "quickstart.orr",
+        "h100_vs_mi300x/h100.orr",
+        "h100_vs_mi300x/mi300x.orr",
+        "tpu_slices.orr",
+        "failure_drill.orr",
+    ] {
+        assert!(
+            files.iter().any(|f| f.ends_with(needed)),
+            "scenarios/{needed} is missing"
+        );
     }
     for f in &files {
         let l = orrery::spec::load_file(f).unwrap();
-        assert!(!l.has_errors(), "{} does not validate:\n{}", f.display(), l.render(false));
-        assert!(l.diags.is_empty(), "{} has warnings:\n{}", f.display(), l.render(false));
+        assert!(
+            !l.has_errors(),
+            "{} does not validate:\n{}",
+            f.display(),
+            l.render(false)
+        );
+        assert!(
+            l.diags.is_empty(),
+            "{} has warnings:\n{}",
+            f.display(),
+            l.render(false)
+        );
         let text = std::fs::read_to_string(f).unwrap();
         let (tree, _) = orrery::syntax::parse(&text, 0);
-        assert_eq!(orrery::syntax::fmt::format(&tree).unwrap(), text, "{} is not canonical: run `orrery fmt --write`", f.display());
+        assert_eq!(
+            orrery::syntax::fmt::format(&tree).unwrap(),
+            text,
+            "{} is not canonical: run `orrery fmt --write`",
+            f.display()
+        );
     }
 }
 
@@ -44,10 +68,30 @@ fn the_default_scenario_is_the_quickstart_file() {
 
 #[test]
 fn comparison_scenarios_share_their_workload() {
-    let h = orrery::spec::load_file(Path::new("scenarios/h100_vs_mi300x/h100.orr")).unwrap().spec.unwrap();
-    let m = orrery::spec::load_file(Path::new("scenarios/h100_vs_mi300x/mi300x.orr")).unwrap().spec.unwrap();
-    let names = |s: &orrery::spec::Spec| s.workloads.iter().map(|w| w.name.clone()).collect::<Vec<_>>();
+    let h = orrery::spec::load_file(Path::new("scenarios/h100_vs_mi300x/h100.orr"))
+        .unwrap()
+        .spec
+        .unwrap();
+    let m = orrery::spec::load_file(Path::new("scenarios/h100_vs_mi300x/mi300x.orr"))
+        .unwrap()
+        .spec
+        .unwrap();
+    let names = |s: &orrery::spec::Spec| {
+        s.workloads
+            .iter()
+            .map(|w| w.name.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(names(&h), names(&m));
-    let devices = |s: &orrery::spec::Spec| orrery::summary::summarize(s).devices_by_type.values().sum::<u64>();
-    assert_eq!(devices(&h), devices(&m), "a fair comparison uses equal device counts");
+    let devices = |s: &orrery::spec::Spec| {
+        orrery::summary::summarize(s)
+            .devices_by_type
+            .values()
+            .sum::<u64>()
+    };
+    assert_eq!(
+        devices(&h),
+        devices(&m),
+        "a fair comparison uses equal device counts"
+    );
 }

@@ -20,16 +20,23 @@ const NODE: &str = "node box {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  swi
 
 #[test]
 fn unknown_accelerator_suggests_the_closest() {
-    let out = errs("node a {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  device H100 x 8 link switch\n}\n");
+    let out = errs(
+        "node a {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  device H100 x 8 link switch\n}\n",
+    );
     assert!(out.contains("s.orr:4:10"), "{out}");
     assert!(out.contains("unknown accelerator `H100`"), "{out}");
-    assert!(out.contains("did you mean `H100_SXM`?") || out.contains("did you mean `H200`?"), "{out}");
+    assert!(
+        out.contains("did you mean `H100_SXM`?") || out.contains("did you mean `H200`?"),
+        "{out}"
+    );
     assert!(out.contains("^^^^"), "{out}");
 }
 
 #[test]
 fn unknown_statement_suggests_the_keyword() {
-    let out = errs("accelerator x {\n  vendor acme\n  ray_resource GPU\n  memroy 80 GB\n  memory_bw 2 TB/s\n  flops bf16 100 TFLOPS\n}\n");
+    let out = errs(
+        "accelerator x {\n  vendor acme\n  ray_resource GPU\n  memroy 80 GB\n  memory_bw 2 TB/s\n  flops bf16 100 TFLOPS\n}\n",
+    );
     assert!(out.contains("s.orr:4:3"), "{out}");
     assert!(out.contains("did you mean `memory`?"), "{out}");
     assert!(out.contains("missing `memory`"), "{out}");
@@ -37,10 +44,20 @@ fn unknown_statement_suggests_the_keyword() {
 
 #[test]
 fn a_quantity_of_the_wrong_kind_is_an_error_at_its_location() {
-    let out = errs("accelerator x {\n  vendor acme\n  ray_resource GPU\n  memory 3.35 TB/s\n  memory_bw 80 GB\n  flops bf16 100 TFLOPS\n}\n");
-    assert!(out.contains("s.orr:4:10: expected bytes, found bandwidth (`TB/s`)"), "{out}");
-    assert!(out.contains("s.orr:5:13: expected bandwidth, found bytes (`GB`)"), "{out}");
-    let out = errs("accelerator x {\n  vendor acme\n  ray_resource GPU\n  memory 80\n  memory_bw 1 TB/s\n  flops bf16 100 TFLOPS\n}\n");
+    let out = errs(
+        "accelerator x {\n  vendor acme\n  ray_resource GPU\n  memory 3.35 TB/s\n  memory_bw 80 GB\n  flops bf16 100 TFLOPS\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:4:10: expected bytes, found bandwidth (`TB/s`)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:5:13: expected bandwidth, found bytes (`GB`)"),
+        "{out}"
+    );
+    let out = errs(
+        "accelerator x {\n  vendor acme\n  ray_resource GPU\n  memory 80\n  memory_bw 1 TB/s\n  flops bf16 100 TFLOPS\n}\n",
+    );
     assert!(out.contains("found a number without a unit"), "{out}");
     assert!(out.contains("add a unit"), "{out}");
 }
@@ -48,9 +65,22 @@ fn a_quantity_of_the_wrong_kind_is_an_error_at_its_location() {
 #[test]
 fn scale_up_bandwidth_must_say_its_direction() {
     let out = errs("accelerator x from H100_SXM {\n  interconnect nvlink 900 GB/s\n}\n");
-    assert!(out.contains("per_direction") && out.contains("bidirectional"), "{out}");
-    let s = ok("accelerator x from H100_SXM {\n  interconnect nvlink 900 GB/s bidirectional links 18\n}\n");
-    assert_eq!(s.accelerators["x"].interconnect.as_ref().unwrap().per_direction.0, 450e9);
+    assert!(
+        out.contains("per_direction") && out.contains("bidirectional"),
+        "{out}"
+    );
+    let s = ok(
+        "accelerator x from H100_SXM {\n  interconnect nvlink 900 GB/s bidirectional links 18\n}\n",
+    );
+    assert_eq!(
+        s.accelerators["x"]
+            .interconnect
+            .as_ref()
+            .unwrap()
+            .per_direction
+            .0,
+        450e9
+    );
 }
 
 #[test]
@@ -58,34 +88,51 @@ fn duplicate_names_point_at_both() {
     let out = errs(&format!("{NODE}{NODE}"));
     assert!(out.contains("node type `box` is declared twice"), "{out}");
     assert!(out.contains("first declared here"), "{out}");
-    let out = errs("cluster a {\n  rack r0 { node dgx_h100 x 1 }\n  rack r0 { node dgx_h100 x 1 }\n}\n");
+    let out =
+        errs("cluster a {\n  rack r0 { node dgx_h100 x 1 }\n  rack r0 { node dgx_h100 x 1 }\n}\n");
     assert!(out.contains("`r0` is declared twice"), "{out}");
 }
 
 #[test]
 fn catalog_entries_can_be_replaced_or_derived() {
-    let s = ok("accelerator H100_SXM from H100_SXM {\n  price 1.99 $/h\n}\naccelerator cheap from H200 {\n  price 2.5 $/h source \"contract\"\n}\n");
+    let s = ok(
+        "accelerator H100_SXM from H100_SXM {\n  price 1.99 $/h\n}\naccelerator cheap from H200 {\n  price 2.5 $/h source \"contract\"\n}\n",
+    );
     assert_eq!(s.accelerators["H100_SXM"].price.unwrap().0, 1.99);
     assert_eq!(s.overridden, vec!["H100_SXM".to_string()]);
-    assert_eq!(s.accelerators["cheap"].memory, s.accelerators["H200"].memory);
+    assert_eq!(
+        s.accelerators["cheap"].memory,
+        s.accelerators["H200"].memory
+    );
     assert_eq!(s.accelerators["cheap"].sources["price"], "contract");
 }
 
 #[test]
 fn a_nic_on_a_missing_pcie_switch_is_impossible_topology() {
-    let out = errs("node a {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  switch sw[0..1]\n  nic ib_ndr_400g x 2 at [sw0, sw7]\n}\n");
+    let out = errs(
+        "node a {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  switch sw[0..1]\n  nic ib_ndr_400g x 2 at [sw0, sw7]\n}\n",
+    );
     assert!(out.contains("s.orr:5:32"), "{out}");
     assert!(out.contains("no PCIe switch `sw7`"), "{out}");
-    let out = errs("node a {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  nic ib_ndr_400g x 2 at sw0\n}\n");
+    let out = errs(
+        "node a {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  nic ib_ndr_400g x 2 at sw0\n}\n",
+    );
     assert!(out.contains("declares no PCIe switches"), "{out}");
 }
 
 #[test]
 fn numa_and_even_spreading_are_checked() {
-    let out = errs("node a {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  switch sw[0..1] numa [0, 2]\n}\n");
+    let out = errs(
+        "node a {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  switch sw[0..1] numa [0, 2]\n}\n",
+    );
     assert!(out.contains("NUMA domain 2 does not exist"), "{out}");
-    let out = errs("node a {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  switch sw[0..2]\n  device L4 x 8 at sw[0..2]\n}\n");
-    assert!(out.contains("8 items cannot be spread evenly over 3 locations"), "{out}");
+    let out = errs(
+        "node a {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  switch sw[0..2]\n  device L4 x 8 at sw[0..2]\n}\n",
+    );
+    assert!(
+        out.contains("8 items cannot be spread evenly over 3 locations"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -112,7 +159,9 @@ fn absurd_counts_are_rejected() {
 
 #[test]
 fn ten_thousand_nodes_is_a_few_lines() {
-    let s = ok("cluster big {\n  zone a {\n    rack r[0..624] { node dgx_h100 x 8 }\n  }\n  zone b {\n    rack q[0..624] { node hgx_h200 x 8 }\n  }\n  fabric fat_tree oversubscription 2:1\n}\n");
+    let s = ok(
+        "cluster big {\n  zone a {\n    rack r[0..624] { node dgx_h100 x 8 }\n  }\n  zone b {\n    rack q[0..624] { node hgx_h200 x 8 }\n  }\n  fabric fat_tree oversubscription 2:1\n}\n",
+    );
     let c = s.cluster.as_ref().unwrap();
     assert_eq!(c.node_count(), 10_000);
     assert_eq!(c.find_node("q624.n7").unwrap().node_type, "hgx_h200");
@@ -122,28 +171,49 @@ fn ten_thousand_nodes_is_a_few_lines() {
 
 #[test]
 fn missing_and_misspelled_resources() {
-    let out = errs(&format!("cluster c {{\n  node box x 2\n}}\n{NODE}workload w {{\n  tasks t x 4 {{\n    resources {{ GPUS: 1 }}\n    duration 1 s\n  }}\n}}\n"));
-    assert!(out.contains("no node in scope offers resource `GPUS`"), "{out}");
+    let out = errs(&format!(
+        "cluster c {{\n  node box x 2\n}}\n{NODE}workload w {{\n  tasks t x 4 {{\n    resources {{ GPUS: 1 }}\n    duration 1 s\n  }}\n}}\n"
+    ));
+    assert!(
+        out.contains("no node in scope offers resource `GPUS`"),
+        "{out}"
+    );
     assert!(out.contains("did you mean `GPU`?"), "{out}");
-    let out = errs(&format!("cluster c {{\n  node box x 2\n}}\n{NODE}workload w {{\n  tasks t x 4 {{\n    resources {{ GPU: 1.5 }}\n    duration 1 s\n  }}\n}}\n"));
+    let out = errs(&format!(
+        "cluster c {{\n  node box x 2\n}}\n{NODE}workload w {{\n  tasks t x 4 {{\n    resources {{ GPU: 1.5 }}\n    duration 1 s\n  }}\n}}\n"
+    ));
     assert!(out.contains("requests above 1 must be whole"), "{out}");
-    let out = errs(&format!("cluster c {{\n  node box x 2\n}}\n{NODE}workload w {{\n  tasks t x 4 {{\n    resources {{ TPU: 1 }}\n    duration 1 s\n  }}\n}}\n"));
-    assert!(out.contains("no node in scope offers resource `TPU`"), "{out}");
+    let out = errs(&format!(
+        "cluster c {{\n  node box x 2\n}}\n{NODE}workload w {{\n  tasks t x 4 {{\n    resources {{ TPU: 1 }}\n    duration 1 s\n  }}\n}}\n"
+    ));
+    assert!(
+        out.contains("no node in scope offers resource `TPU`"),
+        "{out}"
+    );
 }
 
 #[test]
 fn workload_references_are_checked() {
-    let out = errs("workload w {\n  tasks a x 1 after b {\n    duration 1 s\n  }\n  training t on pgg steps 10 {\n    compute 1 TFLOP per device bf16\n  }\n  placement_group pg strategy PACK {\n    bundle { CPU: 1 }\n  }\n}\n");
+    let out = errs(
+        "workload w {\n  tasks a x 1 after b {\n    duration 1 s\n  }\n  training t on pgg steps 10 {\n    compute 1 TFLOP per device bf16\n  }\n  placement_group pg strategy PACK {\n    bundle { CPU: 1 }\n  }\n}\n",
+    );
     assert!(out.contains("no task group `b`"), "{out}");
     assert!(out.contains("no placement group `pgg`"), "{out}");
     assert!(out.contains("did you mean `pg`?"), "{out}");
-    let out = errs("workload w {\n  tasks a x 1 after b {\n    duration 1 s\n  }\n  tasks b x 1 after a {\n    duration 1 s\n  }\n}\n");
-    assert!(out.contains("cycle: a → b → a") || out.contains("cycle: b → a → b"), "{out}");
+    let out = errs(
+        "workload w {\n  tasks a x 1 after b {\n    duration 1 s\n  }\n  tasks b x 1 after a {\n    duration 1 s\n  }\n}\n",
+    );
+    assert!(
+        out.contains("cycle: a → b → a") || out.contains("cycle: b → a → b"),
+        "{out}"
+    );
 }
 
 #[test]
 fn tenants_and_labels() {
-    let out = errs("tenant a {\n  never_share_node_with [bb]\n}\ntenant b {\n  only_nodes { \"zone\": \"in(x,\" }\n}\nworkload w tenant c {\n}\n");
+    let out = errs(
+        "tenant a {\n  never_share_node_with [bb]\n}\ntenant b {\n  only_nodes { \"zone\": \"in(x,\" }\n}\nworkload w tenant c {\n}\n",
+    );
     assert!(out.contains("unknown tenant `bb`"), "{out}");
     assert!(out.contains("is not a label condition"), "{out}");
     assert!(out.contains("unknown tenant `c`"), "{out}");
@@ -151,11 +221,16 @@ fn tenants_and_labels() {
 
 #[test]
 fn failure_targets_must_exist() {
-    let out = errs("cluster c {\n  rack r[0..1] { node dgx_h100 x 2 }\n}\nfailures {\n  at 1 h kill node r1.n5\n  at 2 h kill node r1n1\n  at 3 h xid device r0.n1.d8\n  at 4 h power_loss node r0.n0\n  at 5 h degrade nvlink r0.n0\n}\n");
+    let out = errs(
+        "cluster c {\n  rack r[0..1] { node dgx_h100 x 2 }\n}\nfailures {\n  at 1 h kill node r1.n5\n  at 2 h kill node r1n1\n  at 3 h xid device r0.n1.d8\n  at 4 h power_loss node r0.n0\n  at 5 h degrade nvlink r0.n0\n}\n",
+    );
     assert!(out.contains("s.orr:5:20: no node `r1.n5`"), "{out}");
     assert!(out.contains("did you mean `r1.n1`?"), "{out}");
     assert!(out.contains("has 8 devices, numbered from 0"), "{out}");
-    assert!(out.contains("`power_loss` does not apply to a node"), "{out}");
+    assert!(
+        out.contains("`power_loss` does not apply to a node"),
+        "{out}"
+    );
     assert!(out.contains("`degrade` needs `to PERCENT`"), "{out}");
 }
 
@@ -173,21 +248,35 @@ fn slices_need_torus_hosts_that_divide_the_chips() {
 
 #[test]
 fn every_recoverable_error_is_reported() {
-    let out = errs("accelerator x {\n  vendr acme\n}\nnode n {\n  cpu sockets 2, cores 8\n  memory 1 TB/s\n  device Q x 2\n}\ncluster c {\n  node nope x 1\n}\nexperiment e {\n  metrics makespan, goodputt\n}\n");
-    for needle in ["s.orr:2:3", "s.orr:6:10", "s.orr:7:10", "s.orr:10:8", "s.orr:13:21"] {
+    let out = errs(
+        "accelerator x {\n  vendr acme\n}\nnode n {\n  cpu sockets 2, cores 8\n  memory 1 TB/s\n  device Q x 2\n}\ncluster c {\n  node nope x 1\n}\nexperiment e {\n  metrics makespan, goodputt\n}\n",
+    );
+    for needle in [
+        "s.orr:2:3",
+        "s.orr:6:10",
+        "s.orr:7:10",
+        "s.orr:10:8",
+        "s.orr:13:21",
+    ] {
         assert!(out.contains(needle), "missing {needle} in:\n{out}");
     }
     // Syntax errors and resolution errors of the same file come together.
-    let out = errs("node n {\n  cpu sockets 2 cores 8 @\n  memory 1 TB\n}\ncluster c {\n  node n x 1\n  fabrik leaf_spine\n}\n");
+    let out = errs(
+        "node n {\n  cpu sockets 2 cores 8 @\n  memory 1 TB\n}\ncluster c {\n  node n x 1\n  fabrik leaf_spine\n}\n",
+    );
     assert!(out.contains("s.orr:2:25"), "{out}");
     assert!(out.contains("s.orr:7:3"), "{out}");
 }
 
 #[test]
 fn experiments_validate_metrics_plots_and_sweeps() {
-    let s = ok("experiment e {\n  seeds 1..20\n  sweep policy in [ray_default, topology_aware]\n  metrics makespan, goodput\n  plot timeline, cdf(latency), bars(goodput)\n}\n");
+    let s = ok(
+        "experiment e {\n  seeds 1..20\n  sweep policy in [ray_default, topology_aware]\n  metrics makespan, goodput\n  plot timeline, cdf(latency), bars(goodput)\n}\n",
+    );
     assert_eq!(s.experiments[0].runs(), 2 * 20);
-    let out = errs("experiment e {\n  sweep policy in [ray_defualt]\n  sweep replicas in [1, 2]\n  plot cdf(latency), heatmap(policy, x)\n}\n");
+    let out = errs(
+        "experiment e {\n  sweep policy in [ray_defualt]\n  sweep replicas in [1, 2]\n  plot cdf(latency), heatmap(policy, x)\n}\n",
+    );
     assert!(out.contains("`replicas` cannot be swept"), "{out}");
     assert!(out.contains("did you mean `ray_default`?"), "{out}");
     assert!(out.contains("is not swept"), "{out}");
@@ -196,7 +285,10 @@ fn experiments_validate_metrics_plots_and_sweeps() {
 #[test]
 fn in_memory_scenarios_cannot_include() {
     let out = errs("include \"other.orr\"\n");
-    assert!(out.contains("only available in scenario files on disk"), "{out}");
+    assert!(
+        out.contains("only available in scenario files on disk"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -205,13 +297,24 @@ fn includes_stay_inside_the_scenario_folder_and_do_not_cycle() {
     let sub = dir.join("sub");
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::write(dir.join("outside.orr"), "").unwrap();
-    std::fs::write(sub.join("main.orr"), "include \"../outside.orr\"\ninclude \"a.orr\"\n").unwrap();
+    std::fs::write(
+        sub.join("main.orr"),
+        "include \"../outside.orr\"\ninclude \"a.orr\"\n",
+    )
+    .unwrap();
     std::fs::write(sub.join("a.orr"), "include \"b.orr\"\n").unwrap();
-    std::fs::write(sub.join("b.orr"), "include \"a.orr\"\naccelerator q {\n  bogus 1\n}\n").unwrap();
+    std::fs::write(
+        sub.join("b.orr"),
+        "include \"a.orr\"\naccelerator q {\n  bogus 1\n}\n",
+    )
+    .unwrap();
     let l = orrery::spec::load_file(&sub.join("main.orr")).unwrap();
     let out = l.render(false);
     assert!(out.contains("is outside the scenario's folder"), "{out}");
     assert!(out.contains("includes itself"), "{out}");
-    assert!(out.contains("b.orr:3:3"), "errors in included files name that file: {out}");
+    assert!(
+        out.contains("b.orr:3:3"),
+        "errors in included files name that file: {out}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -251,11 +251,10 @@ pub fn cluster(
             }
             "head" => {
                 cx.no_block(s);
-                if let Some(v) = a.req("a node name") {
-                    if let Some(n) = rd::ident(cx, v, "a node name") {
+                if let Some(v) = a.req("a node name")
+                    && let Some(n) = rd::ident(cx, v, "a node name") {
                         head = Some((n.to_string(), v.span));
                     }
-                }
             }
             _ => {}
         }
@@ -404,10 +403,16 @@ impl Builder<'_> {
                         .try_fold(1u64, |acc, d| acc.checked_mul(*d))
                         .filter(|c| *c <= MAX_NODES * 64)
                     else {
-                        cx.error(dv.span, format!("the slice has too many chips; the limit is {}", MAX_NODES * 64));
+                        cx.error(
+                            dv.span,
+                            format!(
+                                "the slice has too many chips; the limit is {}",
+                                MAX_NODES * 64
+                            ),
+                        );
                         return None;
                     };
-                    if dims.iter().any(|d| *d == 0) || dims.len() > 3 {
+                    if dims.contains(&0) || dims.len() > 3 {
                         cx.error(
                             dv.span,
                             "a slice torus has one to three dimensions, none of them zero",

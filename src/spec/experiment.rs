@@ -154,7 +154,7 @@ pub fn experiment(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Experi
                     e.sweeps.push(Sweep { param, values });
                 }
                 "metrics" => {
-                    while let Some(v) = a.next() {
+                    while let Some(v) = a.next_value() {
                         match &v.kind {
                             ValueKind::List(items) => {
                                 for it in items {
@@ -169,7 +169,7 @@ pub fn experiment(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Experi
                     }
                 }
                 "plot" => {
-                    while let Some(v) = a.next() {
+                    while let Some(v) = a.next_value() {
                         let (kind, args) = match &v.kind {
                             ValueKind::Ident(n) => (n.as_str(), Vec::new()),
                             ValueKind::Call { name, args } => (name.as_str(), args.iter().flatten().collect::<Vec<_>>()),

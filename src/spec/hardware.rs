@@ -160,10 +160,10 @@ impl NodeType {
 
 /// A source given on the figure's own line (`memory 80 GB source "..."`).
 fn figure_source(cx: &mut Cx, a: &mut Args, sources: &mut Sources, key: &str) {
-    if let Some(v) = a.opt("source") {
-        if let Some(s) = rd::string(cx, v) {
-            sources.insert(key.to_string(), s.to_string());
-        }
+    if let Some(v) = a.opt("source")
+        && let Some(s) = rd::string(cx, v)
+    {
+        sources.insert(key.to_string(), s.to_string());
     }
 }
 
@@ -172,7 +172,7 @@ fn pcie_link(cx: &mut Cx, a: &mut Args) -> Option<PcieLink> {
     let generation = rd::choice(cx, g, schema::PCIE_GENS, "PCIe generation")?[3..]
         .parse()
         .ok()?;
-    let lanes = match a.next() {
+    let lanes = match a.next_value() {
         Some(v) => rd::choice(cx, v, schema::PCIE_LANES, "PCIe width")?[1..]
             .parse()
             .ok()?,
@@ -268,7 +268,7 @@ pub fn accelerator(
                 "flops" => {
                     acc.flops.clear();
                     let mut any = false;
-                    while let Some(d) = a.next() {
+                    while let Some(d) = a.next_value() {
                         let dt = rd::choice(cx, d, schema::DTYPES, "dtype")?;
                         let v = a.req("a compute rate such as `989 TFLOPS`")?;
                         let r = rd::flop_rate(cx, v)?;
@@ -525,7 +525,7 @@ pub fn node_type(
                     let uplink = match a.opt("uplink") {
                         Some(v) => {
                             let g = rd::choice(cx, v, schema::PCIE_GENS, "PCIe generation")?;
-                            let lanes = match a.next() {
+                            let lanes = match a.next_value() {
                                 Some(l) => rd::choice(cx, l, schema::PCIE_LANES, "PCIe width")?[1..].parse().ok()?,
                                 None => 16,
                             };
@@ -656,7 +656,7 @@ fn spread(cx: &mut Cx, list: &[u64], count: usize, span: Span, what: &str) -> Op
         cx.error(span, "the list is empty");
         return None;
     }
-    if count % list.len() != 0 {
+    if !count.is_multiple_of(list.len()) {
         cx.push(
             Diagnostic::error(
                 span,
@@ -725,7 +725,7 @@ fn locate(
         );
     };
     if matches!(&v.kind, ValueKind::Ident(w) if w == "numa") {
-        let lv = a.next().or_else(|| {
+        let lv = a.next_value().or_else(|| {
             cx.error(v.span, "`at numa` needs a NUMA index or a list of them");
             None
         })?;

@@ -88,10 +88,13 @@ fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf
         l.sources.add(*fname, *ftext);
     }
     l.diags.extend(catalog_diags.iter().cloned());
-    l.items.extend(catalog.iter().map(|s| (s.clone(), Origin::Catalog)));
+    l.items
+        .extend(catalog.iter().map(|s| (s.clone(), Origin::Catalog)));
     let root = l.sources.add(name, text);
     l.file(root, text, canon, 0);
-    let mut cx = Cx { diags: std::mem::take(&mut l.diags) };
+    let mut cx = Cx {
+        diags: std::mem::take(&mut l.diags),
+    };
     let spec = resolve(&mut cx, l.items);
     // Report in file order, as a reader meets the problems.
     cx.diags.sort_by_key(|d| (d.span.file, d.span.start));
@@ -318,10 +321,10 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>) -> Spec {
     // Sort declarations by kind, reporting unknown top-level keywords.
     let mut by_kind: BTreeMap<&'static str, Vec<Decl>> = BTreeMap::new();
     for (s, origin) in &items {
-        if let Some(def) = cx.find_def(s, schema::TOP, "a scenario") {
-            if let Some(d) = decl(cx, s, def, *origin, def.key == "failures") {
-                by_kind.entry(def.key).or_default().push(d);
-            }
+        if let Some(def) = cx.find_def(s, schema::TOP, "a scenario")
+            && let Some(d) = decl(cx, s, def, *origin, def.key == "failures")
+        {
+            by_kind.entry(def.key).or_default().push(d);
         }
     }
     let mut spec = Spec::default();
@@ -405,12 +408,12 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>) -> Spec {
             continue;
         }
         workload_names.insert(d.name.clone(), d.span);
-        if let Some((t, sp)) = &d.extra {
-            if !tenant_names.contains_key(t) {
-                let help = crate::diag::did_you_mean(t, tenant_names.keys().map(String::as_str))
-                    .unwrap_or_else(|| format!("declare it with `tenant {t} {{ ... }}`"));
-                cx.push(Diagnostic::error(*sp, format!("unknown tenant `{t}`")).with_help(help));
-            }
+        if let Some((t, sp)) = &d.extra
+            && !tenant_names.contains_key(t)
+        {
+            let help = crate::diag::did_you_mean(t, tenant_names.keys().map(String::as_str))
+                .unwrap_or_else(|| format!("declare it with `tenant {t} {{ ... }}`"));
+            cx.push(Diagnostic::error(*sp, format!("unknown tenant `{t}`")).with_help(help));
         }
         let tenant = d.extra.as_ref().map(|(t, _)| t.clone());
         spec.workloads.push(workload::workload(

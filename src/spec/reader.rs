@@ -134,7 +134,7 @@ impl<'a> Args<'a> {
     }
 
     /// The next unused value, if any.
-    pub fn next(&mut self) -> Option<&'a Value> {
+    pub fn next_value(&mut self) -> Option<&'a Value> {
         let k = self.used.iter().position(|u| !u)?;
         self.used[k] = true;
         Some(&self.stmt.values[k])
@@ -142,7 +142,7 @@ impl<'a> Args<'a> {
 
     /// The next value, which must exist.
     pub fn req(&mut self, what: &str) -> Option<&'a Value> {
-        let v = self.next();
+        let v = self.next_value();
         if v.is_none() {
             self.diags.push(
                 Diagnostic::error(self.end_span(), format!("`{}` needs {what}", self.key()))
@@ -229,7 +229,10 @@ impl<'a> Args<'a> {
         cx.diags.append(&mut self.diags);
         let sp = self.stmt.span;
         let errored = cx.diags.iter().rev().take(8).any(|d| {
-            d.is_error() && d.span.file == sp.file && d.span.start >= sp.start && d.span.start <= sp.end
+            d.is_error()
+                && d.span.file == sp.file
+                && d.span.start >= sp.start
+                && d.span.start <= sp.end
         });
         if errored {
             return;

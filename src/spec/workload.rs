@@ -961,10 +961,10 @@ fn find_cycle(tasks: &[TaskGroup]) -> Option<Vec<String>> {
                 c.push(tasks[j].name.clone());
                 return Some(c);
             }
-            if state[j] == 0 {
-                if let Some(c) = visit(j, tasks, idx, state, stack) {
-                    return Some(c);
-                }
+            if state[j] == 0
+                && let Some(c) = visit(j, tasks, idx, state, stack)
+            {
+                return Some(c);
             }
         }
         stack.pop();
@@ -972,10 +972,10 @@ fn find_cycle(tasks: &[TaskGroup]) -> Option<Vec<String>> {
         None
     }
     for i in 0..tasks.len() {
-        if state[i] == 0 {
-            if let Some(c) = visit(i, tasks, &idx, &mut state, &mut stack) {
-                return Some(c);
-            }
+        if state[i] == 0
+            && let Some(c) = visit(i, tasks, &idx, &mut state, &mut stack)
+        {
+            return Some(c);
         }
     }
     None
