@@ -160,7 +160,13 @@ fn reparse(text: &str) -> File {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+    // A fixed seed keeps CI deterministic; PROPTEST_CASES and PROPTEST_RNG_SEED explore more.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(1000),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(std::env::var("PROPTEST_RNG_SEED").ok().and_then(|c| c.parse().ok()).unwrap_or(0x0_77e2)),
+        failure_persistence: None,
+        .. ProptestConfig::default()
+    })]
 
     #[test]
     fn fmt_then_parse_is_stable(f in file()) {

@@ -59,6 +59,14 @@ fn unit_needs_a_word_boundary() {
     assert!(
         matches!(&f.stmts[1].values[0].kind, ValueKind::Quantity { unit: Some(u), .. } if u == "h")
     );
+    // Names may contain `-` and `.`: `B-k8` and `s.x` are names, not units.
+    let f = parse_ok("v 4 B-k8 5 s.x\n");
+    assert!(
+        f.stmts[0]
+            .values
+            .iter()
+            .all(|v| !matches!(&v.kind, ValueKind::Quantity { unit: Some(_), .. }))
+    );
     // Longest unit wins: MWh is energy, not megawatts followed by `h`.
     let f = parse_ok("e 3 MWh\n");
     assert!(

@@ -621,10 +621,7 @@ impl Parser {
         let unit = crate::units::UNITS
             .iter()
             .map(|(u, _, _)| *u)
-            .filter(|u| {
-                a.starts_with(u)
-                    && !a[u.len()..].starts_with(|c: char| is_ident_char(c) || c == '/')
-            })
+            .filter(|u| a.starts_with(u) && !continues_word(&a[u.len()..]))
             .max_by_key(|u| u.len());
         if let Some(u) = unit {
             return Ok((
@@ -686,6 +683,17 @@ impl Parser {
         } else {
             Err(self.err(&i, format!("expected {desc}, found {}", found(&i))))
         }
+    }
+}
+
+/// Whether `rest` continues a word, so that what precedes it is not a whole unit: `h100`,
+/// `B-k8` and `s.x` are names, not `h`, `B` or `s` followed by something.
+fn continues_word(rest: &str) -> bool {
+    let mut c = rest.chars();
+    match c.next() {
+        Some(x) if is_ident_char(x) || x == '/' => true,
+        Some('-' | '.') => c.next().is_some_and(is_ident_char),
+        _ => false,
     }
 }
 
