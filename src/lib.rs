@@ -4,8 +4,13 @@
 //! metrics → plots. See ARCHITECTURE.md for the module map and its invariants.
 
 pub mod atomic;
+pub mod bench;
 pub mod catalog;
 pub mod diag;
+pub mod engine;
+pub mod placement;
+pub mod report;
+pub mod sim;
 pub mod spec;
 pub mod summary;
 pub mod syntax;

@@ -50,6 +50,21 @@ enum Command {
         #[arg(long)]
         write: bool,
     },
+    /// Show every candidate node and its verdict for the first placement of an item.
+    Explain {
+        file: PathBuf,
+        /// `workload.item`: a task group, actor, placement group or service.
+        item: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Measure the event core and a large simulation (events/s, peak memory).
+    Bench {
+        #[arg(long, default_value_t = 10_000)]
+        nodes: u64,
+        #[arg(long, default_value_t = 1_000_000)]
+        tasks: u64,
+    },
     /// List the built-in catalog of accelerators, NICs and node types.
     Catalog {
         /// Print the catalog as JSON.
@@ -76,6 +91,17 @@ fn main() -> ExitCode {
             write,
         } => fmt(&files, check, write),
         Command::Catalog { json, source } => catalog(json, source),
+        Command::Explain { file, item, seed } => explain(&file, &item, seed),
+        Command::Bench { nodes, tasks } => match orrery::bench::run(nodes, tasks) {
+            Ok(r) => {
+                print!("{}", r.text);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }
 
@@ -132,28 +158,174 @@ fn check(files: &[PathBuf], json: bool) -> ExitCode {
     code
 }
 
+fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::report::Header {
+    orrery::report::Header {
+        orrery: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: file
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| orrery::DEFAULT_SCENARIO.0.to_string()),
+        scenario_hash: orrery::scenario_hash(&l.sources),
+        seed,
+    }
+}
+
+/// Arrival traces named by `arrival trace "FILE"`, read relative to the scenario's folder:
+/// one arrival time in seconds per line (`#` comments and blank lines skipped).
+fn traces(
+    spec: &orrery::spec::Spec,
+    file: Option<&Path>,
+) -> Result<std::collections::BTreeMap<String, Vec<f64>>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let dir = file.and_then(Path::parent).unwrap_or(Path::new("."));
+    for w in &spec.workloads {
+        for s in &w.services {
+            if let orrery::spec::workload::Arrival::Trace(name) = &s.arrival {
+                let path = dir.join(name);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
+                let mut times = Vec::new();
+                for (k, line) in text.lines().enumerate() {
+                    let line = line.split('#').next().unwrap_or("").trim();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    let t: f64 = line
+                        .split(',')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .parse()
+                        .map_err(|_| {
+                            format!(
+                                "{}:{}:1: expected an arrival time in seconds, found `{line}`",
+                                path.display(),
+                                k + 1
+                            )
+                        })?;
+                    if !t.is_finite() || t < 0.0 {
+                        return Err(format!(
+                            "{}:{}:1: arrival times must be non-negative seconds",
+                            path.display(),
+                            k + 1
+                        ));
+                    }
+                    times.push(t);
+                }
+                out.insert(name.clone(), times);
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>) -> ExitCode {
     let l = match load(file) {
         Ok(l) => l,
         Err(c) => return c,
     };
-    let name = file
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| orrery::DEFAULT_SCENARIO.0.to_string());
+    let spec = l.spec.as_ref().expect("no errors means a spec");
+    let h = header(&l, file, seed);
+    println!("{}", h.line());
+    let traces = match traces(spec, file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let t0 = std::time::Instant::now();
+    let r = orrery::sim::simulate(
+        spec,
+        &orrery::sim::SimConfig {
+            seed,
+            traces,
+            ..Default::default()
+        },
+    );
+    let wall = t0.elapsed().as_secs_f64();
+    print!("{}", orrery::report::table(&r.metrics));
     println!(
-        "orrery {} · scenario {name} · hash {} · seed {seed}",
-        env!("CARGO_PKG_VERSION"),
-        orrery::scenario_hash(&l.sources)
+        "simulated in {wall:.3} s ({:.2} M events/s)",
+        r.metrics.events as f64 / wall.max(1e-9) / 1e6
     );
-    print!(
-        "{}",
-        orrery::summary::summarize(l.spec.as_ref().expect("no errors means a spec"))
+    let stem = h
+        .scenario
+        .rsplit('/')
+        .next()
+        .unwrap_or("run")
+        .trim_end_matches(".orr")
+        .to_string();
+    let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(stem));
+    match orrery::report::write(&dir, &h, &r.metrics) {
+        Ok(files) => {
+            println!("wrote {} in {}", files.join(", "), dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write results to {}: {e}", dir.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn explain(file: &Path, item: &str, seed: u64) -> ExitCode {
+    let l = match load(Some(file)) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    let spec = l.spec.as_ref().expect("no errors means a spec");
+    let known: Vec<String> = spec
+        .workloads
+        .iter()
+        .flat_map(|w| {
+            w.tasks
+                .iter()
+                .map(|t| &t.name)
+                .chain(w.actors.iter().map(|a| &a.name))
+                .chain(w.placement_groups.iter().map(|p| &p.name))
+                .chain(w.services.iter().map(|s| &s.name))
+                .map(move |n| format!("{}.{n}", w.name))
+        })
+        .collect();
+    if !known.iter().any(|k| k == item) {
+        let hint = diag::did_you_mean(item, known.iter().map(String::as_str))
+            .unwrap_or_else(|| format!("items: {}", known.join(", ")));
+        eprintln!(
+            "error: no task group, actor, placement group or service `{item}` in {}
+  help: {hint}",
+            file.display()
+        );
+        return ExitCode::from(2);
+    }
+    let traces = match traces(spec, Some(file)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let r = orrery::sim::simulate(
+        spec,
+        &orrery::sim::SimConfig {
+            seed,
+            explain: Some(item.to_string()),
+            traces,
+            ..Default::default()
+        },
     );
-    let _ = out;
-    println!(
-        "note: the scenario is valid; the discrete-event engine that simulates it is not part of this build yet"
-    );
-    ExitCode::SUCCESS
+    println!("{}", header(&l, Some(file), seed).line());
+    match r.explain {
+        Some(e) => {
+            print!("{e}");
+            ExitCode::SUCCESS
+        }
+        None => {
+            println!(
+                "`{item}` was never placed during the run (its dependencies never finished, or the run ended first)"
+            );
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {

@@ -186,7 +186,7 @@ pub const SERVICE: &[StmtDef] = &[
     one("resources", &[]),
     one("arrival", ARRIVALS),
     one("compute", &["per", "request"]),
-    one("service_time", &[]),
+    one("service_time", &["exponential"]),
     one("batch", &["max", "wait"]),
     many("slo", PERCENTILES),
 ];

@@ -99,7 +99,8 @@ pub struct TaskGroup {
 pub struct Actor {
     pub name: String,
     pub count: u64,
-    pub resources: Resources,
+    /// `None`: Ray's default, 1 CPU to be placed and 0 while running.
+    pub resources: Option<Resources>,
     pub calls: u64,
     pub call_duration: Option<Duration>,
     pub max_restarts: i64,
@@ -164,6 +165,9 @@ pub struct Service {
     pub arrival: Arrival,
     pub compute: Option<(Flop, String)>,
     pub service_time: Option<Duration>,
+    /// Service times are exponentially distributed with mean `service_time` (an M/M/c
+    /// server) instead of fixed.
+    pub exponential: bool,
     pub batch: Option<(u32, Duration)>,
     pub slo: Vec<(String, Duration)>,
 }
@@ -565,6 +569,12 @@ pub fn workload(
                         })();
                         b.finish(cx);
                     });
+                    if g.compute.is_some() && !requests_device(&g.resources) {
+                        cx.push(
+                            Diagnostic::error(s.head_span(), format!("task group `{}` has `compute` but requests no device", g.name))
+                                .with_help("request a device, such as `resources { CPU: 1, GPU: 1 }`, or give a `duration` instead"),
+                        );
+                    }
                     if g.duration.is_none() && g.compute.is_none() {
                         cx.error(
                             s.head_span(),
@@ -582,7 +592,7 @@ pub fn workload(
                     let mut ac = Actor {
                         name: item,
                         count,
-                        resources: Resources::from([("CPU".to_string(), 1.0)]),
+                        resources: None,
                         calls: 0,
                         call_duration: None,
                         max_restarts: 0,
@@ -596,7 +606,7 @@ pub fn workload(
                         let _ = (|| -> Option<()> {
                             match def2.key {
                                 "resources" => {
-                                    ac.resources = resources(cx, scope, b.req("a resource map")?)?
+                                    ac.resources = Some(resources(cx, scope, b.req("a resource map")?)?)
                                 }
                                 "calls" => ac.calls = rd::count(cx, b.req("a count")?, 0, 1 << 40)?,
                                 "call_duration" => {
@@ -769,6 +779,7 @@ pub fn workload(
                         arrival: Arrival::Poisson(EventRate(0.0)),
                         compute: None,
                         service_time: None,
+                        exponential: false,
                         batch: None,
                         slo: Vec::new(),
                     };
@@ -816,7 +827,8 @@ pub fn workload(
                                 }
                                 "compute" => sv.compute = Some(compute(cx, &mut b, "request")?),
                                 "service_time" => {
-                                    sv.service_time = Some(rd::duration(cx, b.req("a time")?)?)
+                                    sv.service_time = Some(rd::duration(cx, b.req("a time")?)?);
+                                    sv.exponential = b.flag("exponential");
                                 }
                                 "batch" => {
                                     let max = rd::count(cx, b.need("max", "max N")?, 1, 1_000_000)?
@@ -845,6 +857,9 @@ pub fn workload(
                             s.head_span(),
                             format!("service `{}` needs an `arrival` process", sv.name),
                         );
+                    }
+                    if sv.compute.is_some() && !requests_device(&sv.resources) {
+                        cx.error(s.head_span(), format!("service `{}` has `compute` but its replicas request no device", sv.name));
                     }
                     if sv.compute.is_some() == sv.service_time.is_some() {
                         cx.error(
@@ -903,6 +918,12 @@ pub fn workload(
         }
     }
     w
+}
+
+/// Whether a request asks for a device (a unit-instance resource such as GPU or TPU).
+pub fn requests_device(r: &Resources) -> bool {
+    r.iter()
+        .any(|(k, v)| UNIT_INSTANCE.contains(&k.as_str()) && *v > 0.0)
 }
 
 fn restarts(cx: &mut Cx, v: &Value) -> Option<i64> {

@@ -1,0 +1,133 @@
+//! `orrery bench`: throughput of the event core and of a whole large simulation, with peak
+//! memory. Benchmarks live here, not in the timed tests.
+
+use crate::engine::{EventQueue, Time, rng_stream};
+use rand::RngExt;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+/// A generated scenario: `nodes` CPU nodes (64 threads each, in racks of 32) running `tasks`
+/// one-CPU tasks in four groups of different lengths, the last two after the first two.
+pub fn scenario(nodes: u64, tasks: u64) -> String {
+    let racks = nodes.div_ceil(32);
+    let last = nodes - (racks - 1) * 32;
+    let quarter = (tasks / 4).max(1);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "node bench_node {{\n  cpu sockets 2, cores 32, numa 2, threads 64\n  memory 256 GiB\n  nic eth_100g\n}}\n"
+    );
+    let _ = writeln!(s, "cluster bench {{");
+    if racks > 1 {
+        let _ = writeln!(
+            s,
+            "  rack r[0..{}] {{\n    node bench_node x 32\n  }}",
+            racks - 2
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  rack r{} {{\n    node bench_node x {last}\n  }}\n  fabric leaf_spine oversubscription 2:1\n}}\n",
+        racks - 1
+    );
+    let _ = writeln!(s, "workload etl {{");
+    for (name, dur, after) in [
+        ("a", "30 s", ""),
+        ("b", "45 s", ""),
+        ("c", "20 s", " after a"),
+        ("d", "60 s", " after [a, b]"),
+    ] {
+        let _ = writeln!(
+            s,
+            "  tasks {name} x {quarter}{after} {{\n    resources {{ CPU: 1 }}\n    duration {dur}\n  }}"
+        );
+    }
+    let _ = writeln!(s, "}}");
+    s
+}
+
+/// Peak resident memory of this process in bytes (Linux), if known.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Events per second through the bare event queue: `pending` events in flight, each pop
+/// scheduling one more at a random later time (the hold model of queue benchmarks).
+pub fn core_loop(pending: usize, events: u64) -> f64 {
+    let mut q: EventQueue<u32> = EventQueue::with_capacity(pending + 1);
+    let mut rng = rng_stream(1, 1);
+    for k in 0..pending {
+        q.at(rng.random_range(0..1_000_000_000), k as u32);
+    }
+    let t0 = Instant::now();
+    let mut n = 0;
+    while n < events {
+        let Some((t, e)) = q.pop() else { break };
+        let dt: Time = rng.random_range(1..1_000_000_000);
+        q.at(t + dt, e);
+        n += 1;
+    }
+    n as f64 / t0.elapsed().as_secs_f64()
+}
+
+pub struct BenchReport {
+    pub text: String,
+}
+
+pub fn run(nodes: u64, tasks: u64) -> Result<BenchReport, String> {
+    let mut o = String::new();
+    for pending in [1_000usize, 1_000_000] {
+        let rate = core_loop(pending, 10_000_000);
+        let _ = writeln!(
+            o,
+            "event core: {:.1} M events/s with {pending} pending events (10 M events)",
+            rate / 1e6
+        );
+    }
+    let text = scenario(nodes, tasks);
+    let t0 = Instant::now();
+    let loaded = crate::spec::load_str("<bench>", &text);
+    let spec = loaded.spec.ok_or_else(|| {
+        format!(
+            "generated scenario is invalid:\n{}",
+            crate::diag::render(&loaded.sources, &loaded.diags, false)
+        )
+    })?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let r = crate::sim::simulate(
+        &spec,
+        &crate::sim::SimConfig {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    let sim_s = t1.elapsed().as_secs_f64();
+    let done: u64 = r.metrics.tasks.iter().map(|t| t.completed).sum();
+    let _ = writeln!(
+        o,
+        "simulation: {nodes} nodes, {tasks} tasks ({done} completed), makespan {:.1} s simulated",
+        r.metrics.makespan
+    );
+    let _ = writeln!(
+        o,
+        "  load {:.2} s, simulate {:.2} s: {} events, {:.2} M events/s, {:.0} tasks/s",
+        load_s,
+        sim_s,
+        r.metrics.events,
+        r.metrics.events as f64 / sim_s / 1e6,
+        done as f64 / sim_s
+    );
+    match peak_rss() {
+        Some(b) => {
+            let _ = writeln!(o, "  peak memory {}", crate::units::Bytes(b));
+        }
+        None => {
+            let _ = writeln!(o, "  peak memory unknown (no /proc/self/status)");
+        }
+    }
+    Ok(BenchReport { text: o })
+}

@@ -1,0 +1,267 @@
+//! The discrete-event core: simulated time, an event queue with FIFO ties and cancellation,
+//! and per-component random streams.
+//!
+//! Architecture invariant: the engine does no IO and knows nothing of files, plots or CUDA.
+//! Time is integer nanoseconds. Events at the same instant run in the order they were
+//! scheduled (a sequence number breaks ties), so a run is a pure function of
+//! (scenario, seed, version).
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// Simulated time in nanoseconds.
+pub type Time = u64;
+
+pub const NS: Time = 1;
+pub const US: Time = 1_000;
+pub const MS: Time = 1_000_000;
+pub const SEC: Time = 1_000_000_000;
+
+/// Handle of a scheduled event, for cancellation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EventId(u64);
+
+/// A monotone priority queue of events ordered by (time, sequence): a radix heap over the
+/// 128-bit key `time << 64 | seq` (Ahuja, Mehlhorn, Orlin & Tarjan, "Faster algorithms for the
+/// shortest path problem", 1990). Simulation time never goes backwards, which is all a radix
+/// heap needs; each element moves down at most 128 buckets over its life, so push and pop are
+/// amortised O(1)-ish with sequential memory access, several times faster than a binary heap
+/// once a million events are pending (`orrery bench`). Cancellation marks the event's sequence
+/// number in a bitset; cancelled events are skipped when they reach the front. Allocation-free
+/// once the buckets have grown.
+pub struct EventQueue<E> {
+    /// Bucket 0 holds keys equal to `last`; bucket b ≥ 1 keys whose highest bit differing
+    /// from `last` is bit b − 1.
+    buckets: Vec<Vec<(u128, E)>>,
+    last: u128,
+    len: usize,
+    next_seq: u64,
+    cancelled: Vec<u64>,
+    now: Time,
+    processed: u64,
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[inline]
+fn bucket_of(key: u128, last: u128) -> usize {
+    if key == last {
+        0
+    } else {
+        128 - (key ^ last).leading_zeros() as usize
+    }
+}
+
+impl<E> EventQueue<E> {
+    pub fn new() -> Self {
+        EventQueue {
+            buckets: (0..129).map(|_| Vec::new()).collect(),
+            last: 0,
+            len: 0,
+            next_seq: 0,
+            cancelled: Vec::new(),
+            now: 0,
+            processed: 0,
+        }
+    }
+
+    pub fn with_capacity(n: usize) -> Self {
+        let mut q = Self::new();
+        q.buckets[128].reserve(n);
+        q
+    }
+
+    /// The current simulated time (the time of the last event popped).
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Events popped so far (cancelled ones excluded).
+    pub fn processed(&self) -> u64 {
+        self.processed
+    }
+
+    /// Events scheduled and not yet popped (cancelled ones included until they surface).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Schedule `event` at absolute time `at` (clamped to now: the past cannot be scheduled).
+    pub fn at(&mut self, at: Time, event: E) -> EventId {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let key = (u128::from(at.max(self.now)) << 64) | u128::from(seq);
+        self.buckets[bucket_of(key, self.last)].push((key, event));
+        self.len += 1;
+        EventId(seq)
+    }
+
+    /// Schedule `event` after `delay`.
+    pub fn after(&mut self, delay: Time, event: E) -> EventId {
+        self.at(self.now.saturating_add(delay), event)
+    }
+
+    /// Cancel a scheduled event; cancelling one that already ran or was cancelled is a no-op.
+    pub fn cancel(&mut self, id: EventId) {
+        let (w, b) = ((id.0 / 64) as usize, id.0 % 64);
+        if self.cancelled.len() <= w {
+            self.cancelled.resize(w + 1, 0);
+        }
+        self.cancelled[w] |= 1 << b;
+    }
+
+    fn is_cancelled(&self, seq: u64) -> bool {
+        let (w, b) = ((seq / 64) as usize, seq % 64);
+        self.cancelled.get(w).is_some_and(|x| x & (1 << b) != 0)
+    }
+
+    /// Make bucket 0 hold the smallest key, if any element is left.
+    fn settle(&mut self) -> bool {
+        if !self.buckets[0].is_empty() {
+            return true;
+        }
+        let Some(i) = (1..self.buckets.len()).find(|&i| !self.buckets[i].is_empty()) else {
+            return false;
+        };
+        let mut b = std::mem::take(&mut self.buckets[i]);
+        self.last = b.iter().map(|e| e.0).min().expect("non-empty bucket");
+        for (key, e) in b.drain(..) {
+            self.buckets[bucket_of(key, self.last)].push((key, e));
+        }
+        self.buckets[i] = b; // keep the allocation
+        true
+    }
+
+    /// The next event and its time, advancing the clock.
+    pub fn pop(&mut self) -> Option<(Time, E)> {
+        while self.settle() {
+            let (key, e) = self.buckets[0].pop().expect("settled");
+            self.len -= 1;
+            if self.is_cancelled(key as u64) {
+                continue;
+            }
+            self.now = (key >> 64) as Time;
+            self.processed += 1;
+            return Some((self.now, e));
+        }
+        None
+    }
+
+    /// Time of the next live event without removing it.
+    pub fn peek_time(&mut self) -> Option<Time> {
+        while self.settle() {
+            let key = self.buckets[0].last().expect("settled").0;
+            if self.is_cancelled(key as u64) {
+                self.buckets[0].pop();
+                self.len -= 1;
+                continue;
+            }
+            return Some((key >> 64) as Time);
+        }
+        None
+    }
+}
+
+/// Random streams: component `stream` of a run seeded with `seed` gets its own ChaCha8
+/// stream, so adding a component never shifts another component's randomness.
+pub fn rng_stream(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(stream);
+    r
+}
+
+/// Stable stream ids from names (FNV-1a), so a component keeps its stream when others are
+/// added or reordered.
+pub fn stream_id(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::RngExt;
+
+    #[test]
+    fn ties_are_fifo_and_time_is_monotone() {
+        let mut q = EventQueue::new();
+        q.at(5, "b1");
+        q.at(1, "a");
+        q.at(5, "b2");
+        q.at(5, "b3");
+        let order: Vec<&str> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, ["a", "b1", "b2", "b3"]);
+        assert_eq!(q.now(), 5);
+    }
+
+    #[test]
+    fn cancelled_events_never_run() {
+        let mut q = EventQueue::new();
+        let a = q.at(1, 1);
+        q.at(2, 2);
+        let c = q.at(3, 3);
+        q.cancel(a);
+        q.cancel(c);
+        q.cancel(c);
+        assert_eq!(q.pop(), Some((2, 2)));
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.processed(), 1);
+    }
+
+    #[test]
+    fn matches_a_sorted_order_under_random_interleaving() {
+        // Reference: every (time, seq) pushed, popped in sorted order, with pushes between pops.
+        let mut rng = rng_stream(3, 0);
+        let mut q = EventQueue::new();
+        let mut reference = std::collections::BTreeSet::new();
+        let mut seq = 0u64;
+        for _ in 0..20_000 {
+            if rng.random_range(0..3) > 0 || reference.is_empty() {
+                let t = q.now() + rng.random_range(0..1_000u64) * rng.random_range(0..3u64);
+                q.at(t, seq);
+                reference.insert((t, seq));
+                seq += 1;
+            } else {
+                let (t, e) = q.pop().unwrap();
+                let r = reference.pop_first().unwrap();
+                assert_eq!((t, e), r);
+            }
+        }
+        while let Some(x) = q.pop() {
+            assert_eq!(Some(x), reference.pop_first());
+        }
+        assert!(reference.is_empty());
+    }
+
+    #[test]
+    fn the_past_cannot_be_scheduled() {
+        let mut q = EventQueue::new();
+        q.at(10, ());
+        q.pop();
+        q.at(3, ());
+        assert_eq!(q.pop().unwrap().0, 10);
+    }
+
+    #[test]
+    fn streams_are_independent_and_reproducible() {
+        let a: Vec<u64> = (0..4).map(|_| rng_stream(7, 1).random()).collect();
+        let mut r1 = rng_stream(7, 1);
+        let mut r2 = rng_stream(7, 2);
+        let x: u64 = r1.random();
+        let y: u64 = r2.random();
+        assert_ne!(x, y);
+        assert_eq!(a[0], x);
+        assert_ne!(rng_stream(8, 1).random::<u64>(), x);
+        assert_eq!(stream_id("tasks"), stream_id("tasks"));
+        assert_ne!(stream_id("tasks"), stream_id("actors"));
+    }
+}

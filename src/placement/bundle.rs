@@ -1,0 +1,555 @@
+//! Placement groups: Ray's bundle policies (`src/ray/raylet/scheduling/policy/
+//! bundle_scheduling_policy.cc`, scorer `scorer.cc`) and Orrery's topology-aware variant.
+//!
+//! Placement is simulated against a scratch overlay of the nodes it touches; `ClusterState`
+//! is never changed (the engine allocates each bundle after [`PgDecision::Placed`]).
+
+use super::explain::{Candidate, Explain, Verdict, describe_constraint};
+use super::resources::{
+    self as res, GPU, MEMORY, OBJECT_STORE_MEMORY, PREDEFINED, Request, SCALE, domain_rank,
+    instances_fit, instances_fit_full, try_allocate_ray, try_allocate_topo,
+};
+use super::state::ClusterState;
+use super::{NodeId, Policy};
+use crate::spec::workload::{LabelConstraint, PgStrategy};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// A placement group to place.
+pub struct BundleRequest<'a> {
+    pub bundles: &'a [Request],
+    pub strategy: PgStrategy,
+    pub tenant: Option<usize>,
+    pub policy: Policy,
+    /// Applies to every bundle (Ray's `bundle_label_selector`, one selector for all).
+    pub label_selector: &'a [LabelConstraint],
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PgDecision {
+    /// The node of each bundle, in the bundles' original order.
+    Placed(Vec<NodeId>),
+    /// Could be placed on the alive cluster but not all bundles fit now (creation is atomic:
+    /// nothing is reserved).
+    Wait,
+    /// Can never be placed on the alive cluster, even empty.
+    Infeasible,
+}
+
+/// Ray `BundleSchedulingPolicy::SortRequiredResources`: bundles with more GPU first, then by
+/// each custom ("extra") resource in resource-id order, then object store memory, memory and
+/// CPU, larger first. Ray uses an unstable `std::sort`; ties here keep their original order.
+/// Returns bundle indices in scheduling order.
+pub fn sort_bundles(bundles: &[Request]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..bundles.len()).collect();
+    order.sort_by(|&x, &y| priority(&bundles[y], &bundles[x]));
+    order
+}
+
+/// Ordering by scheduling priority (Greater = scheduled first).
+fn priority(a: &Request, b: &Request) -> Ordering {
+    let o = a.get(GPU).cmp(&b.get(GPU));
+    if o != Ordering::Equal {
+        return o;
+    }
+    // Union of extra resources, ascending id (Ray: a std::set<ResourceID>).
+    let (mut i, mut j) = (0, 0);
+    let (xa, xb) = (&a.amounts, &b.amounts);
+    loop {
+        while i < xa.len() && xa[i].0 < PREDEFINED {
+            i += 1;
+        }
+        while j < xb.len() && xb[j].0 < PREDEFINED {
+            j += 1;
+        }
+        let (va, vb) = match (xa.get(i), xb.get(j)) {
+            (None, None) => break,
+            (Some(p), None) => {
+                i += 1;
+                (p.1, 0)
+            }
+            (None, Some(q)) => {
+                j += 1;
+                (0, q.1)
+            }
+            (Some(p), Some(q)) => match p.0.cmp(&q.0) {
+                Ordering::Less => {
+                    i += 1;
+                    (p.1, 0)
+                }
+                Ordering::Greater => {
+                    j += 1;
+                    (0, q.1)
+                }
+                Ordering::Equal => {
+                    i += 1;
+                    j += 1;
+                    (p.1, q.1)
+                }
+            },
+        };
+        if va != vb {
+            return va.cmp(&vb);
+        }
+    }
+    for id in [OBJECT_STORE_MEMORY, MEMORY, res::CPU] {
+        let o = a.get(id).cmp(&b.get(id));
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Scratch availabilities of the nodes a placement attempt touched.
+struct Overlay {
+    avail: Vec<i64>,
+    inst: Vec<(usize, Vec<i64>)>,
+}
+
+/// A view of the cluster for one placement attempt: the current state (with tenant
+/// conflicts), or the alive cluster as if empty (to tell Wait from Infeasible).
+struct View<'a> {
+    st: &'a ClusterState,
+    empty: bool,
+    topo: bool,
+    tenant: Option<usize>,
+    slot: Vec<u32>,
+    over: Vec<Overlay>,
+}
+
+impl<'a> View<'a> {
+    fn new(st: &'a ClusterState, empty: bool, topo: bool, tenant: Option<usize>) -> View<'a> {
+        View {
+            st,
+            empty,
+            topo,
+            tenant,
+            slot: vec![u32::MAX; st.nodes.len()],
+            over: Vec::new(),
+        }
+    }
+
+    fn overlay(&self, n: NodeId) -> Option<&Overlay> {
+        let s = self.slot[n];
+        (s != u32::MAX).then(|| &self.over[s as usize])
+    }
+
+    fn avail(&self, n: NodeId, id: usize) -> i64 {
+        match self.overlay(n) {
+            Some(o) => o.avail.get(id).copied().unwrap_or(0),
+            None if self.empty => self.st.nodes[n].total(id),
+            None => self.st.nodes[n].available(id),
+        }
+    }
+
+    fn fits(&self, n: NodeId, req: &Request) -> bool {
+        if !self.empty && self.st.tenant_conflict(n, self.tenant).is_some() {
+            return false;
+        }
+        let node = &self.st.nodes[n];
+        let o = self.overlay(n);
+        req.amounts
+            .iter()
+            .all(|&(id, a)| match (o, node.instances(id)) {
+                (Some(o), Some(_)) => {
+                    let inst = &o.inst.iter().find(|e| e.0 == id).expect("copied").1;
+                    instances_fit(inst, a)
+                }
+                (None, Some(inst)) if self.empty => instances_fit_full(inst.len(), a),
+                (None, Some(inst)) => instances_fit(inst, a),
+                (_, None) => self.avail(n, id) >= a,
+            })
+    }
+
+    /// Ray `LeastResourceScorer::Score` (`scorer.cc`): −1 if the bundle does not fit, else the
+    /// sum over requested resources of `(available − requested) / available` (0 where nothing
+    /// is available). Higher is better: the emptiest node.
+    fn score(&self, n: NodeId, req: &Request) -> f64 {
+        if !self.fits(n, req) {
+            return -1.0;
+        }
+        req.amounts
+            .iter()
+            .map(|&(id, a)| {
+                let av = self.avail(n, id);
+                if av == 0 {
+                    0.0
+                } else {
+                    (av - a) as f64 / av as f64
+                }
+            })
+            .sum()
+    }
+
+    /// Topology rank of the bundle's devices on the node (0 best; see `domain_rank`).
+    fn rank(&self, n: NodeId, req: &Request) -> u8 {
+        let node = &self.st.nodes[n];
+        let mut worst = 0;
+        for &(id, a) in &req.amounts {
+            let Some(base) = node.instances(id) else {
+                continue;
+            };
+            let inst: &[i64] = match self.overlay(n) {
+                Some(o) => &o.inst.iter().find(|e| e.0 == id).expect("copied").1,
+                None => base,
+            };
+            let r = domain_rank(inst, node.topology().devices_of(id), a).unwrap_or(u8::MAX);
+            worst = worst.max(r);
+        }
+        worst
+    }
+
+    fn subtract(&mut self, n: NodeId, req: &Request) {
+        if self.slot[n] == u32::MAX {
+            let node = &self.st.nodes[n];
+            let avail: Vec<i64> = (0..self.st.ids.len())
+                .map(|id| {
+                    if self.empty {
+                        node.total(id)
+                    } else {
+                        node.available(id)
+                    }
+                })
+                .collect();
+            let inst = node
+                .topology()
+                .devices
+                .iter()
+                .map(|(id, _)| {
+                    let v = match node.instances(*id) {
+                        Some(x) if !self.empty => x.to_vec(),
+                        Some(x) => vec![SCALE; x.len()],
+                        None => Vec::new(),
+                    };
+                    (*id, v)
+                })
+                .collect();
+            self.slot[n] = self.over.len() as u32;
+            self.over.push(Overlay { avail, inst });
+        }
+        let topo = self.topo;
+        let locs_node = &self.st.nodes[n];
+        let o = &mut self.over[self.slot[n] as usize];
+        for &(id, a) in &req.amounts {
+            if let Some(e) = o.inst.iter_mut().find(|e| e.0 == id) {
+                let mut out = vec![0; e.1.len()];
+                if topo {
+                    try_allocate_topo(&mut e.1, locs_node.topology().devices_of(id), a, &mut out);
+                } else {
+                    try_allocate_ray(&mut e.1, a, &mut out);
+                }
+            }
+            if let Some(v) = o.avail.get_mut(id) {
+                *v -= a;
+            }
+        }
+    }
+
+    /// Ray `BundleSchedulingPolicy::GetBestNode`: the highest-scoring node among candidate
+    /// positions `pos` for which `active(pos)` holds, if any fits. Ray iterates a hash set and
+    /// keeps the first strictly better node; here ties go to the lowest node id. Under the
+    /// topology-aware policy the topology rank comes first.
+    fn best(
+        &self,
+        req: &Request,
+        cands: &[NodeId],
+        active: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let mut best: Option<(u8, f64, usize)> = None;
+        for (p, &n) in cands.iter().enumerate() {
+            if !active(p) {
+                continue;
+            }
+            let s = self.score(n, req);
+            if s < 0.0 {
+                continue;
+            }
+            let r = if self.topo { self.rank(n, req) } else { 0 };
+            if best.is_none_or(|(br, bs, _)| r < br || (r == br && s > bs)) {
+                best = Some((r, s, p));
+            }
+        }
+        best.map(|b| b.2)
+    }
+}
+
+/// Place a placement group (does not allocate).
+///
+/// Candidates are the alive nodes passing the label selector and the tenant's `only_nodes`.
+/// Ray's own infeasibility checks come first (each bundle must fit some candidate's totals,
+/// `IsRequestFeasible`; STRICT_PACK's sum must fit one node; STRICT_SPREAD needs at least as
+/// many candidates as bundles). Then the strategy runs on the current availabilities; if it
+/// fails, it runs again on the alive cluster as if empty: success there means `Wait`, failure
+/// means `Infeasible` (Ray would keep such a group pending forever).
+///
+/// Availability here is per instance (what the raylet's two-phase commit would accept), where
+/// Ray's GCS checks sums and lets the raylet's prepare fail and retry: the outcome is the same
+/// without the retry.
+pub fn place_bundles(
+    state: &ClusterState,
+    b: &BundleRequest,
+    explain: Option<&mut Explain>,
+) -> PgDecision {
+    let d = place(state, b);
+    if let Some(e) = explain {
+        fill_explain(state, b, &d, e);
+    }
+    d
+}
+
+fn place(st: &ClusterState, b: &BundleRequest) -> PgDecision {
+    if b.bundles.is_empty() {
+        return PgDecision::Placed(Vec::new());
+    }
+    let cands: Vec<NodeId> = (0..st.nodes.len())
+        .filter(|&n| {
+            let node = &st.nodes[n];
+            node.alive()
+                && b.label_selector.iter().all(|c| c.matches(node.labels()))
+                && st.tenant_static_ok(n, b.tenant)
+        })
+        .collect();
+    if cands.is_empty() {
+        return PgDecision::Infeasible;
+    }
+    let order = sort_bundles(b.bundles);
+    match b.strategy {
+        PgStrategy::StrictPack => {
+            let sum = b
+                .bundles
+                .iter()
+                .fold(Request::default(), |acc, x| acc.sum(x));
+            if !cands.iter().any(|&n| st.is_feasible(n, &sum)) {
+                return PgDecision::Infeasible;
+            }
+        }
+        PgStrategy::StrictSpread if b.bundles.len() > cands.len() => {
+            return PgDecision::Infeasible;
+        }
+        _ => {}
+    }
+    if b.strategy != PgStrategy::StrictPack
+        && !b
+            .bundles
+            .iter()
+            .all(|x| cands.iter().any(|&n| st.is_feasible(n, x)))
+    {
+        return PgDecision::Infeasible;
+    }
+    let placed = if b.policy == Policy::TopologyAware {
+        topo_place(st, b, &cands, &order)
+    } else {
+        let mut v = View::new(st, false, false, b.tenant);
+        run(&mut v, b.strategy, b.bundles, &order, &cands)
+    };
+    if let Some(nodes) = placed {
+        return PgDecision::Placed(nodes);
+    }
+    let mut empty = View::new(st, true, false, b.tenant);
+    if run(&mut empty, b.strategy, b.bundles, &order, &cands).is_some() {
+        PgDecision::Wait
+    } else {
+        PgDecision::Infeasible
+    }
+}
+
+/// One strategy over candidate nodes `cands` (ids ascending). Returns the node of each bundle
+/// in the bundles' original order.
+fn run(
+    v: &mut View,
+    strategy: PgStrategy,
+    bundles: &[Request],
+    order: &[usize],
+    cands: &[NodeId],
+) -> Option<Vec<NodeId>> {
+    let mut result = vec![usize::MAX; bundles.len()];
+    let mut active = vec![true; cands.len()];
+    match strategy {
+        // `BundlePackSchedulingPolicy::Schedule`: the best node for the first remaining bundle,
+        // then every remaining bundle that still fits there (in order), then drop the node.
+        PgStrategy::Pack => {
+            let mut remaining: Vec<usize> = order.to_vec();
+            while let Some(&front) = remaining.first() {
+                let p = v.best(&bundles[front], cands, |p| active[p])?;
+                let node = cands[p];
+                v.subtract(node, &bundles[front]);
+                result[front] = node;
+                remaining.remove(0);
+                let mut k = 0;
+                while k < remaining.len() {
+                    let j = remaining[k];
+                    if v.fits(node, &bundles[j]) {
+                        v.subtract(node, &bundles[j]);
+                        result[j] = node;
+                        remaining.remove(k);
+                    } else {
+                        k += 1;
+                    }
+                }
+                active[p] = false;
+            }
+        }
+        // `BundleSpreadSchedulingPolicy::Schedule`: each bundle to the best node not used yet;
+        // when none fits, to the best of the nodes already used.
+        PgStrategy::Spread => {
+            let mut used = vec![false; cands.len()];
+            for &j in order {
+                let p = match v.best(&bundles[j], cands, |p| active[p]) {
+                    Some(p) => {
+                        active[p] = false;
+                        used[p] = true;
+                        p
+                    }
+                    None => v.best(&bundles[j], cands, |p| used[p])?,
+                };
+                v.subtract(cands[p], &bundles[j]);
+                result[j] = cands[p];
+            }
+        }
+        // `BundleStrictPackSchedulingPolicy::Schedule`: the sum on the best single node.
+        PgStrategy::StrictPack => {
+            let sum = bundles.iter().fold(Request::default(), |acc, x| acc.sum(x));
+            let p = v.best(&sum, cands, |_| true)?;
+            result.iter_mut().for_each(|r| *r = cands[p]);
+        }
+        // `BundleStrictSpreadSchedulingPolicy::Schedule`: each bundle to the best node not
+        // used yet; fail when none fits.
+        PgStrategy::StrictSpread => {
+            for &j in order {
+                let p = v.best(&bundles[j], cands, |p| active[p])?;
+                active[p] = false;
+                v.subtract(cands[p], &bundles[j]);
+                result[j] = cands[p];
+            }
+        }
+    }
+    Some(result)
+}
+
+/// Orrery's topology-aware placement of a group (not in Ray; compare Ray's alpha
+/// `topology_bundle_scheduling_policy.cc`, which groups nodes by a label value). Goal: as few
+/// racks (a slice is a rack) as possible, and each bundle's devices under one PCIe switch /
+/// NVLink domain where possible.
+///
+/// 1. The group's key resource is GPU if any bundle asks for it, else the first unit-instance
+///    resource asked for, else CPU; a rack's capacity is what its candidates have available
+///    of it.
+/// 2. Single racks whose capacity covers the group's demand are tried in best-fit order
+///    (smallest capacity first, then rack index), running the strategy on that rack's nodes.
+/// 3. Otherwise racks are added largest capacity first until the capacity covers the demand,
+///    and the strategy runs on their union; if that fails, on all candidates.
+///
+/// Inside any node set the strategy is Ray's, except that a node's topology rank for the
+/// bundle (one switch < one NUMA domain < one link domain < spanning) is compared before
+/// the least-resource score, and device instances are taken by the topology-aware allocator.
+fn topo_place(
+    st: &ClusterState,
+    b: &BundleRequest,
+    cands: &[NodeId],
+    order: &[usize],
+) -> Option<Vec<NodeId>> {
+    let key = if b.bundles.iter().any(|x| x.get(GPU) > 0) {
+        GPU
+    } else {
+        b.bundles
+            .iter()
+            .flat_map(|x| x.amounts.iter())
+            .map(|e| e.0)
+            .find(|&id| st.ids.is_unit_instance(id))
+            .unwrap_or(res::CPU)
+    };
+    let need: i64 = match b.strategy {
+        PgStrategy::StrictPack => 0, // one node anyway
+        _ => b.bundles.iter().map(|x| x.get(key)).sum(),
+    };
+    let mut racks: BTreeMap<usize, (i64, Vec<NodeId>)> = BTreeMap::new();
+    for &n in cands {
+        let e = racks.entry(st.nodes[n].rack()).or_default();
+        e.0 += if st.tenant_conflict(n, b.tenant).is_some() {
+            0
+        } else {
+            st.nodes[n].available(key)
+        };
+        e.1.push(n);
+    }
+    let attempt = |set: &[NodeId]| {
+        let mut v = View::new(st, false, true, b.tenant);
+        run(&mut v, b.strategy, b.bundles, order, set)
+    };
+    let mut singles: Vec<(&usize, &(i64, Vec<NodeId>))> = racks
+        .iter()
+        .filter(|(_, (cap, nodes))| {
+            *cap >= need
+                && (b.strategy != PgStrategy::StrictSpread || nodes.len() >= b.bundles.len())
+        })
+        .collect();
+    singles.sort_by_key(|(r, (cap, _))| (*cap, **r));
+    for (_, (_, nodes)) in &singles {
+        if let Some(r) = attempt(nodes) {
+            return Some(r);
+        }
+    }
+    if racks.len() > 1 {
+        let mut by_cap: Vec<(&usize, &(i64, Vec<NodeId>))> = racks.iter().collect();
+        by_cap.sort_by_key(|(r, (cap, _))| (std::cmp::Reverse(*cap), **r));
+        let mut set: Vec<NodeId> = Vec::new();
+        let mut cap = 0i64;
+        for (i, (_, (c, nodes))) in by_cap.iter().enumerate() {
+            set.extend_from_slice(nodes);
+            cap += c;
+            if cap >= need && set.len() >= b.bundles.len().min(cands.len()) && i + 1 < by_cap.len()
+            {
+                set.sort_unstable();
+                if let Some(r) = attempt(&set) {
+                    return Some(r);
+                }
+                break;
+            }
+        }
+    }
+    attempt(cands)
+}
+
+/// One verdict per node for the group's first bundle in scheduling order.
+fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Explain) {
+    e.candidates.clear();
+    let chosen: Vec<NodeId> = match d {
+        PgDecision::Placed(v) => v.clone(),
+        _ => Vec::new(),
+    };
+    let Some(&first) = sort_bundles(b.bundles).first() else {
+        return;
+    };
+    let req = &b.bundles[first];
+    let v = View::new(st, false, false, b.tenant);
+    for i in 0..st.nodes.len() {
+        let node = &st.nodes[i];
+        let verdict = if !node.alive() {
+            Verdict::Dead
+        } else if let Some(c) = b.label_selector.iter().find(|c| !c.matches(node.labels())) {
+            Verdict::LabelMismatch(describe_constraint(c))
+        } else if !st.tenant_static_ok(i, b.tenant) {
+            Verdict::TenantRule("only_nodes".into())
+        } else if !st.is_feasible(i, req) {
+            Verdict::Infeasible
+        } else if let Some(c) = st.tenant_conflict(i, b.tenant) {
+            Verdict::TenantRule(format!(
+                "runs work of tenant `{}` (never_share_node_with)",
+                st.tenants[c].name
+            ))
+        } else {
+            let score = v.score(i, req);
+            if score >= 0.0 {
+                Verdict::Available { score }
+            } else {
+                Verdict::Unavailable { score }
+            }
+        };
+        e.candidates.push(Candidate {
+            node: i,
+            verdict,
+            chosen: chosen.contains(&i),
+        });
+    }
+}

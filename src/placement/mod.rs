@@ -1,0 +1,47 @@
+//! Ray 2.x placement, as pure IO-free functions over a [`ClusterState`] built from a Spec.
+//!
+//! The rulebook is `ray-semantics.md`; each rule cites the Ray source it comes from
+//! (paths in the ray-project/ray repository):
+//!
+//! | what | Ray source | here |
+//! |---|---|---|
+//! | fixed-point amounts (1/10000) | `src/ray/common/scheduling/fixed_point.h` | [`SCALE`], [`Request`] |
+//! | per-device instances, `TryAllocate` (whole in index order, fraction best-fit) | `src/ray/common/scheduling/resource_instance_set.cc` | [`ClusterState::allocate`] |
+//! | feasibility, availability, critical utilisation | `src/ray/common/scheduling/cluster_resource_data.cc` | [`ClusterState::is_feasible`], [`NodeState::critical_utilization`] |
+//! | DEFAULT hybrid policy, top-k, avoid GPU nodes | `src/ray/raylet/scheduling/policy/hybrid_scheduling_policy.cc` | [`hybrid`] |
+//! | SPREAD round robin | `src/ray/raylet/scheduling/policy/spread_scheduling_policy.cc` | [`spread`] |
+//! | NodeAffinity | `src/ray/raylet/scheduling/policy/node_affinity_scheduling_policy.cc` | [`node_affinity`] |
+//! | placement groups (PACK, SPREAD, STRICT_*), bundle order | `src/ray/raylet/scheduling/policy/bundle_scheduling_policy.cc` | [`place_bundles`], [`sort_bundles`] |
+//! | least-resource scorer | `src/ray/raylet/scheduling/policy/scorer.cc` | [`place_bundles`] |
+//! | config defaults (spread threshold 0.5, top-k 0.2 / 1, avoid GPU nodes) | `src/ray/common/ray_config_def.h` | [`task`] constants |
+//! | TPU slice resources, labels, pod type | `python/ray/_private/accelerators/tpu.py`, `ray.util.tpu` | [`ClusterState::slice_bundles`], [`tpu_pod_type`] |
+//!
+//! Orrery's topology-aware policy ([`topology_aware`], and the topology-aware variant of
+//! [`place_bundles`] and [`ClusterState::allocate`]) goes beyond Ray and says so where it is
+//! defined. Tenant rules (`never_share_node_with`, symmetric; `only_nodes`, a label selector)
+//! are Orrery's too and are enforced under every policy, for tasks and bundles, and again by
+//! [`ClusterState::allocate`].
+//!
+//! Everything is deterministic given the caller's `ChaCha8Rng`; ties are broken by node id.
+
+pub mod bundle;
+pub mod explain;
+pub mod resources;
+pub mod state;
+pub mod task;
+
+pub use crate::spec::workload::Policy;
+pub use bundle::{BundleRequest, PgDecision, place_bundles, sort_bundles};
+pub use explain::{Candidate, Explain, Verdict};
+pub use resources::{DeviceLoc, Request, ResourceIds, SCALE, from_fixed, to_fixed};
+pub use state::{
+    AllocLocality, Allocation, ClusterState, NicLoc, NodeState, SliceInfo, TenantRules, Topology,
+    tpu_pod_type,
+};
+pub use task::{
+    Decision, TaskRequest, USE_ORDER_INDEX, hybrid, node_affinity, place_task, spread,
+    topology_aware,
+};
+
+/// Index into [`ClusterState::nodes`], in Spec declaration order ([`crate::spec::Cluster::nodes`]).
+pub type NodeId = usize;

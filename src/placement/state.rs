@@ -1,0 +1,863 @@
+//! The cluster as the scheduler sees it: per-node totals, availabilities, per-device instances,
+//! labels, topology and tenant occupancy, built from a validated [`Spec`].
+
+use super::resources::{
+    self as res, DeviceLoc, GPU, Request, ResourceIds, SCALE, instances_fit, to_fixed,
+    try_allocate_ray, try_allocate_topo,
+};
+use super::{NodeId, Policy};
+use crate::spec::Spec;
+use crate::spec::workload::LabelConstraint;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Label keys Ray sets on every node / on TPU hosts (`python/ray/_private/accelerators/tpu.py`,
+/// `src/ray/common/constants.h`).
+pub const LABEL_NODE_ID: &str = "ray.io/node-id";
+pub const LABEL_ACCELERATOR_TYPE: &str = "ray.io/accelerator-type";
+pub const LABEL_ZONE: &str = "ray.io/availability-zone";
+pub const LABEL_TPU_SLICE_NAME: &str = "ray.io/tpu-slice-name";
+pub const LABEL_TPU_WORKER_ID: &str = "ray.io/tpu-worker-id";
+pub const LABEL_TPU_TOPOLOGY: &str = "ray.io/tpu-topology";
+pub const LABEL_TPU_POD_TYPE: &str = "ray.io/tpu-pod-type";
+
+/// A NIC and where it sits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NicLoc {
+    pub nic: String,
+    pub role: String,
+    pub numa: u32,
+    pub switch: Option<usize>,
+}
+
+/// Intra-node topology of a node type (shared by all nodes of the type).
+#[derive(Debug, Clone, Default)]
+pub struct Topology {
+    /// Per unit-instance resource id: where each instance (device) sits, in instance order
+    /// (the node type's device groups in declaration order).
+    pub devices: Vec<(usize, Vec<DeviceLoc>)>,
+    pub nics: Vec<NicLoc>,
+    pub numa_nodes: u32,
+    pub switches: usize,
+}
+
+impl Topology {
+    pub fn devices_of(&self, id: usize) -> &[DeviceLoc] {
+        self.devices
+            .iter()
+            .find(|d| d.0 == id)
+            .map(|d| d.1.as_slice())
+            .unwrap_or(&[])
+    }
+}
+
+/// One node.
+#[derive(Debug, Clone)]
+pub struct NodeState {
+    name: String,
+    node_type: String,
+    rack: usize,
+    zone: Option<usize>,
+    slice: Option<usize>,
+    labels: BTreeMap<String, String>,
+    alive: bool,
+    has_gpu: bool,
+    total: Vec<i64>,
+    available: Vec<i64>,
+    /// Unit-instance resources: `(resource id, availability of each instance)`.
+    instances: Vec<(usize, Vec<i64>)>,
+    topo: Arc<Topology>,
+    tenant_occ: Vec<u32>,
+    /// Cached [`NodeState::critical_utilization`], refreshed on every allocate/free/reset.
+    util: f32,
+}
+
+impl NodeState {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn node_type(&self) -> &str {
+        &self.node_type
+    }
+    pub fn alive(&self) -> bool {
+        self.alive
+    }
+    pub fn available(&self, id: usize) -> i64 {
+        self.available.get(id).copied().unwrap_or(0)
+    }
+    pub fn total(&self, id: usize) -> i64 {
+        self.total.get(id).copied().unwrap_or(0)
+    }
+    pub fn rack(&self) -> usize {
+        self.rack
+    }
+    pub fn zone(&self) -> Option<usize> {
+        self.zone
+    }
+    pub fn slice(&self) -> Option<usize> {
+        self.slice
+    }
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+    /// Ray's `node_resources.total.Has(GPU)` (`hybrid_scheduling_policy.cc`, `IsNodeFeasible`).
+    pub fn has_gpu(&self) -> bool {
+        self.has_gpu
+    }
+    /// Per-instance availability of a unit-instance resource (None for plain resources).
+    pub fn instances(&self, id: usize) -> Option<&[i64]> {
+        self.instances
+            .iter()
+            .find(|e| e.0 == id)
+            .map(|e| e.1.as_slice())
+    }
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+    /// Live allocations of tenant `t` on this node.
+    pub fn tenant_count(&self, t: usize) -> u32 {
+        self.tenant_occ.get(t).copied().unwrap_or(0)
+    }
+
+    /// Ray `NodeResources::CalculateCriticalResourceUtilization`
+    /// (`src/ray/common/scheduling/cluster_resource_data.cc`): the highest of
+    /// `1 - available/total` over CPU, memory and object store memory, skipping resources the
+    /// node does not have. Computed in double and returned as float, as Ray does.
+    pub fn critical_utilization(&self) -> f32 {
+        self.util
+    }
+
+    fn compute_utilization(&self) -> f32 {
+        let mut highest = 0f32;
+        for id in [res::CPU, res::MEMORY, res::OBJECT_STORE_MEMORY] {
+            let t = self.total(id);
+            if t == 0 {
+                continue;
+            }
+            let u = (1.0 - self.available(id) as f64 / t as f64) as f32;
+            if u > highest {
+                highest = u;
+            }
+        }
+        highest
+    }
+
+    fn fits_total(&self, req: &Request) -> bool {
+        req.amounts.iter().all(|&(id, a)| self.total(id) >= a)
+    }
+
+    fn fits_available(&self, req: &Request) -> bool {
+        req.amounts.iter().all(|&(id, a)| match self.instances(id) {
+            Some(inst) => instances_fit(inst, a),
+            None => self.available(id) >= a,
+        })
+    }
+}
+
+/// A tenant's placement rules.
+#[derive(Debug, Clone)]
+pub struct TenantRules {
+    pub name: String,
+    /// Tenants whose work may never share a node with this one's (the symmetric closure of
+    /// `never_share_node_with`).
+    pub conflicts: Vec<usize>,
+    /// Label selector every placement of this tenant must satisfy.
+    pub only_nodes: Vec<LabelConstraint>,
+    /// Transport rule (no RDMA NICs); stored for the transport model, ignored by placement.
+    pub no_rdma: bool,
+}
+
+/// A TPU-style slice: a rack whose hosts form one torus.
+#[derive(Debug, Clone)]
+pub struct SliceInfo {
+    pub name: String,
+    pub rack: usize,
+    pub hosts: Vec<NodeId>,
+    pub chips: u64,
+    pub chips_per_host: u64,
+    /// `4x4x4`.
+    pub topology: String,
+    /// GCP / Ray pod type, e.g. `v5p-128` (see [`tpu_pod_type`]).
+    pub pod_type: String,
+    /// `TPU-<pod type>-head`, held by worker 0 only.
+    pub head_resource: String,
+}
+
+/// Where an allocation's devices sit (for locality metrics).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AllocLocality {
+    pub node: NodeId,
+    pub rack: usize,
+    /// Device instances touched (whole or partly).
+    pub devices: usize,
+    /// Distinct PCIe switches under which those devices sit.
+    pub switches: usize,
+    /// Distinct NUMA domains of those devices.
+    pub numa_nodes: usize,
+    /// Distinct scale-up link domains (NVLink/NVSwitch/ICI groups).
+    pub link_domains: usize,
+    /// When all devices share one NUMA domain, the domain the CPUs should be pinned to.
+    pub cpu_numa: Option<u32>,
+    /// Indices into [`Topology::nics`] of compute NICs under the same switch as a device
+    /// (GPU-local NICs, e.g. GPUDirect RDMA pairs on a DGX).
+    pub local_nics: Vec<usize>,
+}
+
+/// The resources a task or bundle holds on a node.
+#[derive(Clone, Debug)]
+pub struct Allocation {
+    pub node: NodeId,
+    pub amounts: Vec<(usize, i64)>,
+    /// Per-device amounts for unit-instance resources (GPU, TPU, neuron_cores, ...).
+    pub instances: Vec<(usize, Vec<i64>)>,
+}
+
+/// The whole cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterState {
+    pub ids: ResourceIds,
+    pub nodes: Vec<NodeState>,
+    pub head: NodeId,
+    pub tenants: Vec<TenantRules>,
+    /// Racks in Spec order: (name, zone, slice index).
+    pub racks: Vec<(String, Option<usize>, Option<usize>)>,
+    pub zones: Vec<String>,
+    slices: Vec<SliceInfo>,
+    by_name: HashMap<String, NodeId>,
+    /// Ray `SpreadSchedulingPolicy::spread_scheduling_next_index_`.
+    pub(crate) spread_next: usize,
+    alive_count: usize,
+    alive_non_gpu: usize,
+    /// Reusable buffers for the hybrid policy (kept so the hot path does not allocate).
+    pub(crate) buf_avail: Vec<(f32, NodeId)>,
+    /// Alive nodes in the DEFAULT policy's order: (score key, id), score key =
+    /// [`score_key`] of the critical utilisation. Kept in step on every allocate, free,
+    /// reset and liveness change so the hybrid policy can walk nodes best-first instead of
+    /// scanning and selecting (same result; see `task::hybrid_pass`).
+    pub(crate) order: BTreeSet<(u32, u32)>,
+    pub(crate) buf_feasible: Vec<(f32, NodeId)>,
+}
+
+/// Sort key of a node in the DEFAULT policy's order: utilisation below Ray's
+/// `scheduler_spread_threshold` counts as 0 (ties then go by node id); above it, the f32 bits
+/// of a non-negative float order like the float.
+pub fn score_key(util: f32) -> u32 {
+    if util < super::task::SPREAD_THRESHOLD {
+        0
+    } else {
+        util.max(0.0).to_bits()
+    }
+}
+
+/// Ray's TPU pod type from the accelerator type and chip count
+/// (`python/ray/_private/accelerators/tpu.py`, `infer_tpu_pod_type_from_topology`): the
+/// generation (`v4`, `v5p`, `v5litepod`, `v6e`, ...) and the number of TensorCores, which is
+/// 2 per chip except on v5e (`v5litepod`) and v6e (`SINGLE_CORE_TPU_TYPES`). A 4x4x4 v5p slice
+/// (64 chips) is `v5p-128`; 8 v4 chips are `v4-16`.
+pub fn tpu_pod_type(accelerator_type: &str, chips: u64) -> String {
+    let lower = accelerator_type.to_ascii_lowercase();
+    let mut g = lower
+        .trim_start_matches("tpu_")
+        .trim_start_matches("tpu-")
+        .trim_start_matches("tpu")
+        .to_string();
+    if !g.starts_with('v') {
+        g = format!("v{g}");
+    }
+    if g == "v5e" || g == "v5lite" {
+        g = "v5litepod".to_string();
+    }
+    let cores_per_chip = if g.starts_with("v5litepod") || g.starts_with("v6e") {
+        1
+    } else {
+        2
+    };
+    format!("{g}-{}", chips * cores_per_chip)
+}
+
+impl ClusterState {
+    /// Build the scheduler's view of the Spec's cluster. Nodes are numbered in declaration
+    /// order ([`crate::spec::Cluster::nodes`]); the head is the Spec's `head` or node 0.
+    pub fn from_spec(spec: &Spec) -> ClusterState {
+        let mut ids = ResourceIds::new();
+        let mut st = ClusterState {
+            ids: ResourceIds::new(),
+            nodes: Vec::new(),
+            head: 0,
+            tenants: Vec::new(),
+            racks: Vec::new(),
+            zones: Vec::new(),
+            slices: Vec::new(),
+            by_name: HashMap::new(),
+            spread_next: 0,
+            alive_count: 0,
+            alive_non_gpu: 0,
+            buf_avail: Vec::new(),
+            order: BTreeSet::new(),
+            buf_feasible: Vec::new(),
+        };
+        // Tenants: symmetric never-share, only_nodes selectors.
+        for t in &spec.tenants {
+            st.tenants.push(TenantRules {
+                name: t.name.clone(),
+                conflicts: Vec::new(),
+                only_nodes: t.only_nodes.clone(),
+                no_rdma: t.no_rdma,
+            });
+        }
+        for (i, t) in spec.tenants.iter().enumerate() {
+            for other in &t.never_share_node_with {
+                if let Some(j) = spec.tenants.iter().position(|x| &x.name == other) {
+                    if !st.tenants[i].conflicts.contains(&j) {
+                        st.tenants[i].conflicts.push(j);
+                    }
+                    if !st.tenants[j].conflicts.contains(&i) {
+                        st.tenants[j].conflicts.push(i);
+                    }
+                }
+            }
+        }
+        let ntenants = st.tenants.len();
+        let Some(cluster) = &spec.cluster else {
+            st.ids = ids;
+            return st;
+        };
+        st.zones = cluster.zones.clone();
+        // Racks and slices.
+        let mut slice_of_rack = vec![None; cluster.racks.len()];
+        for (ri, r) in cluster.racks.iter().enumerate() {
+            if let Some(shape) = &r.slice {
+                let si = st.slices.len();
+                slice_of_rack[ri] = Some(si);
+                let nt_name = cluster
+                    .groups
+                    .iter()
+                    .find(|g| g.rack == ri)
+                    .map(|g| g.node_type.as_str())
+                    .unwrap_or("");
+                let acc_type = spec
+                    .node_types
+                    .get(nt_name)
+                    .and_then(|nt| nt.devices.first())
+                    .and_then(|g| spec.accelerators.get(&g.accelerator))
+                    .map(|a| a.accelerator_type.clone())
+                    .unwrap_or_default();
+                let pod_type = tpu_pod_type(&acc_type, shape.chips);
+                st.slices.push(SliceInfo {
+                    name: r.name.clone(),
+                    rack: ri,
+                    hosts: Vec::new(),
+                    chips: shape.chips,
+                    chips_per_host: shape.chips / u64::from(shape.hosts.max(1)),
+                    topology: shape
+                        .dims
+                        .iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join("x"),
+                    head_resource: format!("TPU-{pod_type}-head"),
+                    pod_type,
+                });
+            }
+            st.racks.push((r.name.clone(), r.zone, slice_of_rack[ri]));
+        }
+        // Per node type: resources, topology, default labels.
+        struct TypeInfo {
+            resources: Vec<(usize, i64)>,
+            topo: Arc<Topology>,
+            labels: BTreeMap<String, String>,
+            accel_type: Option<String>,
+        }
+        let mut types: HashMap<String, TypeInfo> = HashMap::new();
+        for (name, nt) in &spec.node_types {
+            let rmap = crate::spec::load::node_resources(spec, nt);
+            let mut resources: Vec<(usize, i64)> = rmap
+                .iter()
+                .map(|(k, v)| (ids.get_or_insert(k), to_fixed(*v)))
+                .filter(|e| e.1 > 0)
+                .collect();
+            // Unit-instance totals are whole instances (Ray floors the instance count).
+            for e in resources.iter_mut() {
+                if ids.is_unit_instance(e.0) && e.1 >= SCALE {
+                    e.1 = e.1 / SCALE * SCALE;
+                }
+            }
+            resources.sort_by_key(|e| e.0);
+            let mut topo = Topology {
+                numa_nodes: nt.cpu.numa.max(1),
+                switches: nt.switches.len(),
+                ..Topology::default()
+            };
+            let mut domain = 0usize;
+            let mut per_res: BTreeMap<usize, Vec<DeviceLoc>> = BTreeMap::new();
+            for g in &nt.devices {
+                let Some(acc) = spec.accelerators.get(&g.accelerator) else {
+                    continue;
+                };
+                let rid = ids.get_or_insert(&acc.ray_resource);
+                let group_domain = domain;
+                if g.link != "none" {
+                    domain += 1;
+                }
+                for k in 0..g.count as usize {
+                    let at = g.at.get(k).copied();
+                    let d = if g.link == "none" {
+                        domain += 1;
+                        domain - 1
+                    } else {
+                        group_domain
+                    };
+                    per_res.entry(rid).or_default().push(DeviceLoc {
+                        numa: at.map(|a| a.numa).unwrap_or(0),
+                        switch: at.and_then(|a| a.switch),
+                        domain: d,
+                    });
+                }
+            }
+            for &(rid, amt) in &resources {
+                if ids.is_unit_instance(rid) && amt >= SCALE {
+                    let n = (amt / SCALE) as usize;
+                    let v = per_res.entry(rid).or_default();
+                    while v.len() < n {
+                        domain += 1;
+                        v.push(DeviceLoc {
+                            numa: 0,
+                            switch: None,
+                            domain: domain + 1_000_000,
+                        });
+                    }
+                    v.truncate(n);
+                }
+            }
+            topo.devices = per_res
+                .into_iter()
+                .filter(|(rid, _)| resources.iter().any(|e| e.0 == *rid))
+                .collect();
+            for g in &nt.nics {
+                for k in 0..g.count as usize {
+                    let at = g.at.get(k).copied();
+                    topo.nics.push(NicLoc {
+                        nic: g.nic.clone(),
+                        role: g.role.clone(),
+                        numa: at.map(|a| a.numa).unwrap_or(0),
+                        switch: at.and_then(|a| a.switch),
+                    });
+                }
+            }
+            let accel_type = nt
+                .devices
+                .first()
+                .and_then(|g| spec.accelerators.get(&g.accelerator))
+                .map(|a| a.accelerator_type.clone());
+            types.insert(
+                name.clone(),
+                TypeInfo {
+                    resources,
+                    topo: Arc::new(topo),
+                    labels: nt.labels.clone(),
+                    accel_type,
+                },
+            );
+        }
+        // Nodes.
+        let mut worker_idx = vec![0usize; cluster.racks.len()];
+        for nr in cluster.nodes() {
+            let id = st.nodes.len();
+            let ti = &types[nr.node_type];
+            let mut labels = ti.labels.clone();
+            labels.insert(LABEL_NODE_ID.into(), nr.name.clone());
+            if let Some(a) = &ti.accel_type {
+                labels
+                    .entry(LABEL_ACCELERATOR_TYPE.into())
+                    .or_insert_with(|| a.clone());
+            }
+            let zone = cluster.racks[nr.rack].zone;
+            if let Some(z) = zone {
+                labels
+                    .entry(LABEL_ZONE.into())
+                    .or_insert_with(|| cluster.zones[z].clone());
+            }
+            let mut resources = ti.resources.clone();
+            let slice = slice_of_rack[nr.rack];
+            if let Some(si) = slice {
+                let w = worker_idx[nr.rack];
+                worker_idx[nr.rack] += 1;
+                let s = &mut st.slices[si];
+                s.hosts.push(id);
+                labels.insert(LABEL_TPU_SLICE_NAME.into(), s.name.clone());
+                labels.insert(LABEL_TPU_WORKER_ID.into(), w.to_string());
+                labels.insert(LABEL_TPU_TOPOLOGY.into(), s.topology.clone());
+                labels.insert(LABEL_TPU_POD_TYPE.into(), s.pod_type.clone());
+                resources.push((ids.get_or_insert(&s.name), SCALE));
+                if w == 0 {
+                    resources.push((ids.get_or_insert(&s.head_resource), SCALE));
+                }
+                resources = Request::from_amounts(resources).amounts;
+            }
+            let mut total = vec![0i64; ids.len()];
+            for &(rid, a) in &resources {
+                total[rid] = a;
+            }
+            let instances = ti
+                .topo
+                .devices
+                .iter()
+                .map(|(rid, locs)| (*rid, vec![SCALE; locs.len()]))
+                .collect();
+            st.by_name.insert(nr.name.clone(), id);
+            st.nodes.push(NodeState {
+                name: nr.name,
+                node_type: nr.node_type.to_string(),
+                rack: nr.rack,
+                zone,
+                slice,
+                labels,
+                alive: true,
+                has_gpu: total.get(GPU).copied().unwrap_or(0) > 0,
+                available: total.clone(),
+                total,
+                instances,
+                topo: ti.topo.clone(),
+                tenant_occ: vec![0; ntenants],
+                util: 0.0,
+            });
+        }
+        let n = ids.len();
+        for node in &mut st.nodes {
+            node.total.resize(n, 0);
+            node.available.resize(n, 0);
+        }
+        st.head = cluster
+            .head
+            .as_ref()
+            .and_then(|h| st.by_name.get(h).copied())
+            .unwrap_or(0);
+        st.alive_count = st.nodes.len();
+        st.order = (0..st.nodes.len())
+            .map(|i| (score_key(0.0), i as u32))
+            .collect();
+        st.alive_non_gpu = st.nodes.iter().filter(|n| !n.has_gpu).count();
+        st.ids = ids;
+        st
+    }
+
+    /// Intern a resource map as a [`Request`].
+    pub fn request(&mut self, map: &BTreeMap<String, f64>) -> Request {
+        Request::from_map(map, &mut self.ids)
+    }
+
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn alive_count(&self) -> usize {
+        self.alive_count
+    }
+
+    pub(crate) fn alive_non_gpu(&self) -> usize {
+        self.alive_non_gpu
+    }
+
+    /// Ray `NodeResources::IsFeasible` (`cluster_resource_data.cc`): the node is alive and its
+    /// totals could ever hold the request. (For unit-instance resources the per-instance rule
+    /// gives the same answer as the sum: `whole + (frac > 0) <= n` iff `demand <= n`.)
+    pub fn is_feasible(&self, node: NodeId, req: &Request) -> bool {
+        let n = &self.nodes[node];
+        n.alive && n.fits_total(req)
+    }
+
+    /// The request fits in what is available now, per instance for unit-instance resources
+    /// (what `NodeResourceInstanceSet::TryAllocate` would accept on the node).
+    pub fn is_available(&self, node: NodeId, req: &Request) -> bool {
+        let n = &self.nodes[node];
+        n.alive && n.fits_available(req)
+    }
+
+    /// Take `req` on `node` (Ray `NodeResourceInstanceSet::TryAllocate`, all-or-nothing,
+    /// `resource_instance_set.cc`). With [`Policy::TopologyAware`] whole devices are chosen
+    /// under one PCIe switch / NVLink domain where possible
+    /// ([`res::try_allocate_topo`]); otherwise Ray's index-order + best-fit rule.
+    ///
+    /// Refuses (None) a dead node, a request that does not fit, and a tenant rule violation:
+    /// the node fails the tenant's `only_nodes`, or runs work of a tenant it must never share
+    /// a node with.
+    pub fn allocate(
+        &mut self,
+        node: NodeId,
+        req: &Request,
+        tenant: Option<usize>,
+        policy: Policy,
+    ) -> Option<Allocation> {
+        if !self.is_available(node, req) || !self.tenant_allows(node, tenant) {
+            return None;
+        }
+        let n = &mut self.nodes[node];
+        let topo = n.topo.clone();
+        let mut instances = Vec::new();
+        for &(id, a) in &req.amounts {
+            if let Some(e) = n.instances.iter_mut().find(|e| e.0 == id) {
+                let mut out = vec![0i64; e.1.len()];
+                let ok = if policy == Policy::TopologyAware {
+                    try_allocate_topo(&mut e.1, topo.devices_of(id), a, &mut out)
+                } else {
+                    try_allocate_ray(&mut e.1, a, &mut out)
+                };
+                debug_assert!(ok, "checked by is_available");
+                instances.push((id, out));
+            }
+            n.available[id] -= a;
+        }
+        if let Some(t) = tenant
+            && let Some(c) = n.tenant_occ.get_mut(t)
+        {
+            *c += 1;
+        }
+        let old = n.util;
+        n.util = n.compute_utilization();
+        let new = n.util;
+        self.reorder(node, old, new);
+        Some(Allocation {
+            node,
+            amounts: req.amounts.clone(),
+            instances,
+        })
+    }
+
+    /// Give an allocation back (Ray `NodeResourceInstanceSet::Free`).
+    pub fn free(&mut self, alloc: &Allocation, tenant: Option<usize>) {
+        let n = &mut self.nodes[alloc.node];
+        for &(id, a) in &alloc.amounts {
+            if let Some(v) = n.available.get_mut(id) {
+                *v = (*v + a).min(n.total[id]);
+            }
+        }
+        for (id, per) in &alloc.instances {
+            if let Some(e) = n.instances.iter_mut().find(|e| e.0 == *id) {
+                for (x, y) in e.1.iter_mut().zip(per) {
+                    *x = (*x + y).min(SCALE);
+                }
+            }
+        }
+        if let Some(t) = tenant
+            && let Some(c) = n.tenant_occ.get_mut(t)
+        {
+            *c = c.saturating_sub(1);
+        }
+        let old = n.util;
+        n.util = n.compute_utilization();
+        let new = n.util;
+        self.reorder(alloc.node, old, new);
+    }
+
+    /// Move a node in [`ClusterState::order`] after its utilisation changed.
+    fn reorder(&mut self, node: NodeId, old: f32, new: f32) {
+        let (a, b) = (score_key(old), score_key(new));
+        if a != b && self.nodes[node].alive && self.order.remove(&(a, node as u32)) {
+            self.order.insert((b, node as u32));
+        }
+    }
+
+    /// Mark a node dead or alive. Dead nodes are never feasible (Ray removes them from the
+    /// scheduler's view). Allocations on a dead node are the engine's to free (or [`reset`]).
+    ///
+    /// [`reset`]: ClusterState::reset
+    pub fn set_alive(&mut self, node: NodeId, alive: bool) {
+        let n = &mut self.nodes[node];
+        if n.alive == alive {
+            return;
+        }
+        n.alive = alive;
+        let key = (score_key(n.util), node as u32);
+        if alive {
+            self.order.insert(key);
+        } else {
+            self.order.remove(&key);
+        }
+        let n = &self.nodes[node];
+        let d: isize = if alive { 1 } else { -1 };
+        self.alive_count = (self.alive_count as isize + d) as usize;
+        if !n.has_gpu {
+            self.alive_non_gpu = (self.alive_non_gpu as isize + d) as usize;
+        }
+    }
+
+    /// Forget everything allocated on a node (a node that comes back after a failure starts
+    /// empty, as a fresh raylet does).
+    pub fn reset(&mut self, node: NodeId) {
+        let n = &mut self.nodes[node];
+        n.available.clone_from(&n.total);
+        for e in &mut n.instances {
+            e.1.iter_mut().for_each(|x| *x = SCALE);
+        }
+        n.tenant_occ.iter_mut().for_each(|c| *c = 0);
+        let old = n.util;
+        n.util = 0.0;
+        self.reorder(node, old, 0.0);
+    }
+
+    pub fn tenant_index(&self, name: &str) -> Option<usize> {
+        self.tenants.iter().position(|t| t.name == name)
+    }
+
+    /// Tenant `only_nodes` passes (static part of the tenant rules).
+    pub fn tenant_static_ok(&self, node: NodeId, tenant: Option<usize>) -> bool {
+        match tenant.and_then(|t| self.tenants.get(t)) {
+            Some(t) => t
+                .only_nodes
+                .iter()
+                .all(|c| c.matches(&self.nodes[node].labels)),
+            None => true,
+        }
+    }
+
+    /// A tenant this one may not share a node with that currently has work on `node`.
+    pub fn tenant_conflict(&self, node: NodeId, tenant: Option<usize>) -> Option<usize> {
+        let t = self.tenants.get(tenant?)?;
+        let n = &self.nodes[node];
+        t.conflicts.iter().copied().find(|&c| n.tenant_count(c) > 0)
+    }
+
+    /// Both tenant rules pass for `tenant` on `node` now.
+    pub fn tenant_allows(&self, node: NodeId, tenant: Option<usize>) -> bool {
+        self.tenant_static_ok(node, tenant) && self.tenant_conflict(node, tenant).is_none()
+    }
+
+    /// The node is alive and both tenant rules pass for `tenant` there now (what a task
+    /// queued at the node needs before it may start; resources aside).
+    pub fn is_alive_and_allowed(&self, node: NodeId, tenant: Option<usize>) -> bool {
+        self.nodes[node].alive && self.tenant_allows(node, tenant)
+    }
+
+    /// Where an allocation's devices sit.
+    pub fn locality(&self, alloc: &Allocation) -> AllocLocality {
+        let n = &self.nodes[alloc.node];
+        let mut switches: Vec<usize> = Vec::new();
+        let mut numas: Vec<u32> = Vec::new();
+        let mut domains: Vec<usize> = Vec::new();
+        let mut devices = 0;
+        for (id, per) in &alloc.instances {
+            let locs = n.topo.devices_of(*id);
+            for (i, &a) in per.iter().enumerate() {
+                if a <= 0 {
+                    continue;
+                }
+                devices += 1;
+                if let Some(l) = locs.get(i) {
+                    if let Some(s) = l.switch
+                        && !switches.contains(&s)
+                    {
+                        switches.push(s);
+                    }
+                    if !numas.contains(&l.numa) {
+                        numas.push(l.numa);
+                    }
+                    if !domains.contains(&l.domain) {
+                        domains.push(l.domain);
+                    }
+                }
+            }
+        }
+        let local_nics = n
+            .topo
+            .nics
+            .iter()
+            .enumerate()
+            .filter(|(_, nic)| {
+                nic.role == "compute" && nic.switch.is_some_and(|s| switches.contains(&s))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        AllocLocality {
+            node: alloc.node,
+            rack: n.rack,
+            devices,
+            switches: switches.len(),
+            numa_nodes: numas.len(),
+            link_domains: domains.len(),
+            cpu_numa: if numas.len() == 1 {
+                Some(numas[0])
+            } else {
+                None
+            },
+            local_nics,
+        }
+    }
+
+    /// Distinct racks among `nodes`.
+    pub fn racks_spanned(&self, nodes: &[NodeId]) -> usize {
+        let mut r: Vec<usize> = nodes.iter().map(|&n| self.nodes[n].rack).collect();
+        r.sort_unstable();
+        r.dedup();
+        r.len()
+    }
+
+    /// Distinct slices among `nodes` (nodes outside slices not counted).
+    pub fn slices_spanned(&self, nodes: &[NodeId]) -> usize {
+        let mut r: Vec<usize> = nodes.iter().filter_map(|&n| self.nodes[n].slice).collect();
+        r.sort_unstable();
+        r.dedup();
+        r.len()
+    }
+
+    // ---- TPU slices (`python/ray/_private/accelerators/tpu.py`, `ray.util.tpu`) ----
+
+    pub fn slices(&self) -> usize {
+        self.slices.len()
+    }
+
+    pub fn slice_info(&self, slice: usize) -> &SliceInfo {
+        &self.slices[slice]
+    }
+
+    pub fn slice_index(&self, name: &str) -> Option<usize> {
+        self.slices.iter().position(|s| s.name == name)
+    }
+
+    /// The slice's hosts, worker 0 first.
+    pub fn slice_hosts(&self, slice: usize) -> Vec<NodeId> {
+        self.slices[slice].hosts.clone()
+    }
+
+    /// A slice is intact only if all its hosts (worker 0 included) are alive.
+    pub fn slice_intact(&self, slice: usize) -> bool {
+        self.slices[slice]
+            .hosts
+            .iter()
+            .all(|&h| self.nodes[h].alive)
+    }
+
+    /// Ray's gang reservation of a slice, as one bundle list: `[{TPU-<pod type>-head: 1},
+    /// {TPU: chips per host, CPU: 1} x hosts]`. Ray makes it two groups (`reserve_tpu_slice`:
+    /// the head bundle, selected by `ray.io/tpu-worker-id = 0`; then the per-host bundles
+    /// pinned by [`slice_selector`]); as one group it places with `PACK` (the head bundle
+    /// sorts first, being a custom resource, and only worker 0 holds it) or `SPREAD`, each
+    /// with [`slice_selector`] as the label selector.
+    ///
+    /// [`slice_selector`]: ClusterState::slice_selector
+    pub fn slice_bundles(&self, slice: usize) -> Vec<Request> {
+        let s = &self.slices[slice];
+        let mut out = Vec::with_capacity(s.hosts.len() + 1);
+        let head = self
+            .ids
+            .id(&s.head_resource)
+            .expect("interned in from_spec");
+        out.push(Request::from_amounts(vec![(head, SCALE)]));
+        let tpu = self.ids.id("TPU");
+        for _ in &s.hosts {
+            let mut v = vec![(res::CPU, SCALE)];
+            if let Some(t) = tpu {
+                v.push((t, s.chips_per_host as i64 * SCALE));
+            }
+            out.push(Request::from_amounts(v));
+        }
+        out
+    }
+
+    /// `{ray.io/tpu-slice-name: <slice>}`.
+    pub fn slice_selector(&self, slice: usize) -> Vec<LabelConstraint> {
+        vec![LabelConstraint {
+            key: LABEL_TPU_SLICE_NAME.into(),
+            op: crate::spec::workload::LabelOp::Equals(self.slices[slice].name.clone()),
+        }]
+    }
+}

@@ -1,0 +1,525 @@
+//! Task and actor placement: Ray's DEFAULT (hybrid), SPREAD and NodeAffinity policies, and
+//! Orrery's topology-aware policy.
+
+use super::explain::{Candidate, Explain, Verdict, describe_constraint};
+use super::resources::{GPU, Request, domain_rank, fragmentation, try_allocate_topo};
+use super::state::ClusterState;
+use super::{NodeId, Policy};
+use crate::spec::workload::{LabelConstraint, Strategy};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+
+/// `scheduler_spread_threshold` (`src/ray/common/ray_config_def.h`).
+pub const SPREAD_THRESHOLD: f32 = 0.5;
+/// `scheduler_top_k_fraction`.
+pub const TOP_K_FRACTION: f32 = 0.2;
+/// `scheduler_top_k_absolute`.
+pub const TOP_K_ABSOLUTE: usize = 1;
+
+thread_local! {
+    /// Whether the hybrid policy walks the ordered index (default) or scans every node; the
+    /// scan is the reference the index is tested against (`tests/placement.rs`).
+    pub static USE_ORDER_INDEX: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+/// `scheduler_avoid_gpu_nodes`.
+pub const AVOID_GPU_NODES: bool = true;
+
+/// One task or actor to place.
+pub struct TaskRequest<'a> {
+    pub request: &'a Request,
+    /// Default / Spread / NodeAffinity{node name, soft}.
+    pub strategy: &'a Strategy,
+    pub label_selector: &'a [LabelConstraint],
+    /// The submitter's (owner's) node; the driver's node is [`ClusterState::head`].
+    pub preferred: NodeId,
+    pub tenant: Option<usize>,
+    /// Workload policy used for `Strategy::Default`: RayDefault = Ray's DEFAULT hybrid,
+    /// Spread = Ray's SPREAD, TopologyAware = Orrery's (see [`place_task`]).
+    pub policy: Policy,
+}
+
+/// Where a task goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Resources are available there now.
+    Run(NodeId),
+    /// Feasible but busy: wait at that node (Ray picks a feasible-unavailable node when none
+    /// is available; the submitter's node when it is feasible). Ray re-runs placement for
+    /// waiting leases on every resource change, so callers should place queued work again
+    /// when resources free up anywhere.
+    Queue(NodeId),
+    /// No alive node could ever hold it (or hard affinity to a dead or infeasible node).
+    Infeasible,
+}
+
+impl Decision {
+    pub fn node(&self) -> Option<NodeId> {
+        match self {
+            Decision::Run(n) | Decision::Queue(n) => Some(*n),
+            Decision::Infeasible => None,
+        }
+    }
+}
+
+/// Ray's `NodeFilter` (`hybrid_scheduling_policy.h`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NodeFilter {
+    Any,
+    NonGpu,
+}
+
+/// Static checks: alive, label selector, tenant `only_nodes`, resources could ever fit. These
+/// make up feasibility: Ray checks labels in both `IsFeasible` and `IsAvailable`
+/// (`cluster_resource_data.cc`), and a tenant's `only_nodes` is a label selector too.
+#[inline]
+fn candidate(st: &ClusterState, n: NodeId, t: &TaskRequest) -> bool {
+    let node = &st.nodes[n];
+    node.alive()
+        && st.is_feasible(n, t.request)
+        && t.label_selector.iter().all(|c| c.matches(node.labels()))
+        && st.tenant_static_ok(n, t.tenant)
+}
+
+/// Available now: resources fit (per instance) and no tenant it must not share a node with
+/// has work there (a dynamic rule, so such a node is feasible but unavailable).
+#[inline]
+fn available(st: &ClusterState, n: NodeId, t: &TaskRequest) -> bool {
+    st.is_available(n, t.request) && st.tenant_conflict(n, t.tenant).is_none()
+}
+
+/// Ray `ComputeNodeScoreImpl` (`hybrid_scheduling_policy.cc`): critical utilisation, counted
+/// as 0 below the spread threshold.
+#[inline]
+pub fn hybrid_score(st: &ClusterState, n: NodeId, threshold: f32) -> f32 {
+    let u = st.nodes[n].critical_utilization();
+    if u < threshold { 0.0 } else { u }
+}
+
+/// Place a task or actor.
+///
+/// * `Strategy::NodeAffinity` → [`node_affinity`] (Ray `node_affinity_scheduling_policy.cc`);
+/// * `Strategy::Spread`, or `Strategy::Default` under `Policy::Spread` → [`spread`]
+///   (Ray `spread_scheduling_policy.cc`);
+/// * `Strategy::Default` under `Policy::RayDefault` → [`hybrid`] (Ray
+///   `hybrid_scheduling_policy.cc`);
+/// * `Strategy::Default` under `Policy::TopologyAware` → [`topology_aware`] (Orrery's).
+///
+/// Label selectors and tenant rules apply under every strategy. Deterministic given `rng`.
+pub fn place_task(
+    state: &mut ClusterState,
+    t: &TaskRequest,
+    rng: &mut ChaCha8Rng,
+    explain: Option<&mut Explain>,
+) -> Decision {
+    let d = match t.strategy {
+        Strategy::NodeAffinity { node, soft } => node_affinity(state, t, node, *soft, rng),
+        Strategy::Spread => spread(state, t, rng),
+        Strategy::Default => match t.policy {
+            Policy::RayDefault => hybrid(state, t, SPREAD_THRESHOLD, rng),
+            Policy::Spread => spread(state, t, rng),
+            Policy::TopologyAware => topology_aware(state, t, rng),
+        },
+    };
+    // Ray `ClusterResourceScheduler::GetBestSchedulableNode` (`cluster_resource_scheduler.cc`):
+    // when the best node is feasible but unavailable, the lease waits on the local node (the
+    // submitter's, our `preferred`) if that node is feasible; it is rescheduled on every
+    // resource-view change (`ClusterLeaseManager::ScheduleAndGrantLeases`), so a Queue is a
+    // place to wait, not a commitment: callers should place queued work again when resources
+    // free up anywhere. (Hard and soft node affinity keep their target, as Ray's policy does.)
+    let d = match (&d, t.strategy) {
+        (Decision::Queue(_), Strategy::Default | Strategy::Spread) => {
+            let pref = if t.preferred < state.nodes.len() {
+                t.preferred
+            } else {
+                state.head
+            };
+            if pref < state.nodes.len() && candidate(state, pref, t) {
+                Decision::Queue(pref)
+            } else {
+                d
+            }
+        }
+        _ => d,
+    };
+    if let Some(e) = explain {
+        fill_explain(state, t, &d, e);
+    }
+    d
+}
+
+/// Ray `HybridSchedulingPolicy::Schedule` (`hybrid_scheduling_policy.cc`).
+///
+/// With `scheduler_avoid_gpu_nodes`, a request without GPU first looks only at non-GPU nodes
+/// and only at available ones; if none is available it falls back to all nodes. Each pass is
+/// [`hybrid_pass`].
+pub fn hybrid(
+    st: &mut ClusterState,
+    t: &TaskRequest,
+    threshold: f32,
+    rng: &mut ChaCha8Rng,
+) -> Decision {
+    if AVOID_GPU_NODES && t.request.get(GPU) == 0 && st.alive_non_gpu() > 0 {
+        // (With no alive non-GPU node this pass finds nothing and draws nothing: skipped.)
+        if let Some(d) = hybrid_pass(st, t, threshold, true, NodeFilter::NonGpu, rng) {
+            return d;
+        }
+    }
+    hybrid_pass(st, t, threshold, false, NodeFilter::Any, rng).unwrap_or(Decision::Infeasible)
+}
+
+/// Ray `HybridSchedulingPolicy::ScheduleImpl` + `GetBestNode`:
+///
+/// * candidates: alive, (GPU filter), feasible nodes, split into available and
+///   feasible-but-unavailable; each scored by [`hybrid_score`];
+/// * the available list if non-empty, else (unless `require_available`) the unavailable one;
+/// * sort by node id, then stable-sort by score;
+/// * the preferred node wins if it is in that category and its score is no worse than the
+///   front's; otherwise pick uniformly among the first
+///   `k = max(scheduler_top_k_absolute, floor(N * scheduler_top_k_fraction))`, N = alive
+///   nodes (Ray's `nodes_.size()`; dead nodes leave that map).
+///
+/// Fast path (same result, no scan): if the preferred node is available and scores 0, it is
+/// no worse than any front, so it wins without looking at other nodes and without drawing.
+fn hybrid_pass(
+    st: &mut ClusterState,
+    t: &TaskRequest,
+    threshold: f32,
+    require_available: bool,
+    filter: NodeFilter,
+    rng: &mut ChaCha8Rng,
+) -> Option<Decision> {
+    let n = st.nodes.len();
+    if n == 0 {
+        return None;
+    }
+    let pref = if t.preferred < n {
+        t.preferred
+    } else {
+        st.head
+    };
+    let pass = |st: &ClusterState, i: NodeId| {
+        (filter == NodeFilter::Any || !st.nodes[i].has_gpu()) && candidate(st, i, t)
+    };
+    let pref_ok = pass(st, pref);
+    let pref_avail = pref_ok && available(st, pref, t);
+    let pref_score = hybrid_score(st, pref, threshold);
+    if pref_avail && pref_score == 0.0 {
+        return Some(Decision::Run(pref));
+    }
+    let k = TOP_K_ABSOLUTE.max((st.alive_count() as f32 * TOP_K_FRACTION) as usize);
+    if threshold == SPREAD_THRESHOLD && USE_ORDER_INDEX.with(|u| u.get()) {
+        // Walk alive nodes best-first, (score, id) order, collecting the first k available
+        // ones: exactly the prefix `best_node` would select from, without scanning all nodes.
+        let mut avail = std::mem::take(&mut st.buf_avail);
+        avail.clear();
+        // The walk stops at the r0-th available node when the first draw lands inside the
+        // available prefix, and only runs on to the end (to learn m) when it does not.
+        let mut picked = None;
+        let mut r0 = None;
+        for &(key, id) in &st.order {
+            let i = id as usize;
+            if !(pass(st, i) && available(st, i, t)) {
+                continue;
+            }
+            if avail.is_empty() && pref_avail && pref_score <= f32::from_bits(key) {
+                picked = Some(pref);
+                break;
+            }
+            avail.push((f32::from_bits(key), i));
+            let r = *r0.get_or_insert_with(|| if k > 1 { rng.random_range(0..k) } else { 0 });
+            if avail.len() == r + 1 {
+                picked = Some(i);
+                break;
+            }
+            if avail.len() == k {
+                break;
+            }
+        }
+        if picked.is_none() && !avail.is_empty() {
+            // Fewer than r0 + 1 available: the second draw of `top_k_draw`.
+            let m = avail.len();
+            picked = Some(avail[if m > 1 { rng.random_range(0..m) } else { 0 }].1);
+        }
+        st.buf_avail = avail;
+        if let Some(p) = picked {
+            return Some(Decision::Run(p));
+        }
+        // Nothing available: the (rare) feasible-but-unavailable path below scans.
+    }
+    let mut avail = std::mem::take(&mut st.buf_avail);
+    let mut feas = std::mem::take(&mut st.buf_feasible);
+    avail.clear();
+    feas.clear();
+    for i in 0..n {
+        if !pass(st, i) {
+            continue;
+        }
+        let s = hybrid_score(st, i, threshold);
+        if available(st, i, t) {
+            avail.push((s, i));
+        } else {
+            feas.push((s, i));
+        }
+    }
+    let d = if !avail.is_empty() {
+        Some(Decision::Run(best_node(
+            &mut avail,
+            k,
+            pref_avail.then_some(pref_score).map(|s| (pref, s)),
+            rng,
+        )))
+    } else if !feas.is_empty() && !require_available {
+        Some(Decision::Queue(best_node(
+            &mut feas,
+            k,
+            pref_ok.then_some(pref_score).map(|s| (pref, s)),
+            rng,
+        )))
+    } else {
+        None
+    };
+    st.buf_avail = avail;
+    st.buf_feasible = feas;
+    d
+}
+
+/// Index of the pick among the first `m = min(k, candidates)` of the sorted candidates,
+/// uniform like Ray's single `absl::Uniform(0, m)`: draw in [0, k); if that lands past the
+/// candidates, draw again in [0, m). P(i) = 1/k + (k − m)/k · 1/m = 1/m. Drawing against k
+/// first lets the indexed walk stop at the pick without first counting every candidate, and
+/// both the walk and the scan consume the same draws, so they pick the same node.
+fn top_k_draw(k: usize, m: usize, rng: &mut ChaCha8Rng) -> usize {
+    let r0 = if k > 1 { rng.random_range(0..k) } else { 0 };
+    if r0 < m {
+        r0
+    } else if m > 1 {
+        rng.random_range(0..m)
+    } else {
+        0
+    }
+}
+
+/// Ray `HybridSchedulingPolicy::GetBestNode`. `list` is in node-id order (the scan order);
+/// the order "sort by id, stable-sort by score" is the lexicographic (score, id) order, so the
+/// r-th entry is found by selection instead of a full sort.
+fn best_node(
+    list: &mut [(f32, NodeId)],
+    k: usize,
+    preferred: Option<(NodeId, f32)>,
+    rng: &mut ChaCha8Rng,
+) -> NodeId {
+    let cmp = |a: &(f32, NodeId), b: &(f32, NodeId)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    if let Some((p, ps)) = preferred {
+        let front = list.iter().map(|e| e.0).fold(f32::INFINITY, f32::min);
+        if ps <= front {
+            return p;
+        }
+    }
+    let m = k.min(list.len());
+    let r = top_k_draw(k, m, rng);
+    if r == 0 {
+        return list
+            .iter()
+            .min_by(|a, b| cmp(a, b))
+            .map(|e| e.1)
+            .unwrap_or(0);
+    }
+    list.select_nth_unstable_by(r, cmp);
+    list[r].1
+}
+
+/// Ray `SpreadSchedulingPolicy::Schedule` (`spread_scheduling_policy.cc`): round-robin over
+/// the nodes in id order from the persistent next index; the first alive, feasible and
+/// available node wins and the index moves past it. If none is available, Ray falls back to
+/// the hybrid policy with `spread_threshold = 0` (`SchedulingOptions::Spread`), which then
+/// picks among feasible nodes (so the task queues there).
+pub fn spread(st: &mut ClusterState, t: &TaskRequest, rng: &mut ChaCha8Rng) -> Decision {
+    let n = st.nodes.len();
+    if n == 0 {
+        return Decision::Infeasible;
+    }
+    let start = st.spread_next % n;
+    for i in 0..n {
+        let idx = (start + i) % n;
+        if candidate(st, idx, t) && available(st, idx, t) {
+            st.spread_next = (idx + 1) % n;
+            return Decision::Run(idx);
+        }
+    }
+    hybrid(st, t, 0.0, rng)
+}
+
+/// Ray `NodeAffinitySchedulingPolicy::Schedule` (`node_affinity_scheduling_policy.cc`): if the
+/// target exists, is alive and feasible, go there (even if it must wait: Ray's defaults
+/// `spill_on_unavailable = fail_on_unavailable = false`); otherwise soft falls back to the
+/// hybrid policy (Orrery's topology-aware one under that policy) and hard is infeasible.
+pub fn node_affinity(
+    st: &mut ClusterState,
+    t: &TaskRequest,
+    node: &str,
+    soft: bool,
+    rng: &mut ChaCha8Rng,
+) -> Decision {
+    if let Some(id) = st.node_id(node)
+        && candidate(st, id, t)
+    {
+        return if available(st, id, t) {
+            Decision::Run(id)
+        } else {
+            Decision::Queue(id)
+        };
+    }
+    if !soft {
+        return Decision::Infeasible;
+    }
+    match t.policy {
+        Policy::TopologyAware => topology_aware(st, t, rng),
+        _ => hybrid(st, t, SPREAD_THRESHOLD, rng),
+    }
+}
+
+/// Orrery's topology-aware policy (not in Ray; Ray's REP "Topology Aware Scheduling" is open
+/// design work). Candidates are filtered exactly as in Ray (alive, feasible, labels, tenant
+/// rules). For a request of whole devices (GPU, TPU, ...), among the available nodes it picks
+/// the smallest key
+///
+/// 1. domain rank ([`domain_rank`]): the devices fit under one PCIe switch (0), one NUMA
+///    domain (1), one NVLink/NVSwitch domain (2), or must span (3);
+/// 2. fragmentation after the allocation ([`fragmentation`]: partly used switches);
+/// 3. closeness to the preferred node: the node itself, then its rack, then elsewhere;
+/// 4. free devices left on the node (best fit, keeping whole nodes free for large requests);
+/// 5. node id.
+///
+/// Requests without device demand, and requests for which no node is available now, are
+/// placed by Ray's hybrid policy (so queueing behaves as in Ray). No randomness is drawn on
+/// the topology path.
+pub fn topology_aware(st: &mut ClusterState, t: &TaskRequest, rng: &mut ChaCha8Rng) -> Decision {
+    let dev = t
+        .request
+        .amounts
+        .iter()
+        .find(|(id, _)| st.ids.is_unit_instance(*id))
+        .copied();
+    let Some((dev_id, demand)) = dev else {
+        return hybrid(st, t, SPREAD_THRESHOLD, rng);
+    };
+    let n = st.nodes.len();
+    let pref = if t.preferred < n {
+        t.preferred
+    } else {
+        st.head
+    };
+    let pref_rack = st.nodes.get(pref).map(|x| x.rack());
+    // (rank, fragmentation, closeness, devices left, id)
+    type Key = (u8, usize, u8, i64, NodeId);
+    type Eval = Option<(u8, usize, i64)>;
+    let mut best: Option<(Key, NodeId)> = None;
+    // Nodes of one type with the same free devices score alike: memoise (rank, fragmentation,
+    // devices left) per (topology, instance availabilities) for this call.
+    let mut memo: HashMap<(usize, u64), (Vec<i64>, Eval)> = HashMap::new();
+    let mut scratch: Vec<i64> = Vec::new();
+    let mut out: Vec<i64> = Vec::new();
+    for i in 0..n {
+        if !candidate(st, i, t) || !available(st, i, t) {
+            continue;
+        }
+        let node = &st.nodes[i];
+        let Some(inst) = node.instances(dev_id) else {
+            continue;
+        };
+        let locs = node.topology().devices_of(dev_id);
+        let key = (
+            std::ptr::from_ref(node.topology()) as usize,
+            fingerprint(inst),
+        );
+        let eval = match memo.get(&key) {
+            Some((v, e)) if v.as_slice() == inst => *e,
+            _ => {
+                let e = domain_rank(inst, locs, demand).and_then(|rank| {
+                    scratch.clear();
+                    scratch.extend_from_slice(inst);
+                    out.clear();
+                    out.resize(inst.len(), 0);
+                    try_allocate_topo(&mut scratch, locs, demand, &mut out).then(|| {
+                        (
+                            rank,
+                            fragmentation(&scratch, locs),
+                            scratch.iter().sum::<i64>(),
+                        )
+                    })
+                });
+                memo.entry(key).or_insert_with(|| (inst.to_vec(), e));
+                e
+            }
+        };
+        let Some((rank, frag, left)) = eval else {
+            continue;
+        };
+        let close = if i == pref {
+            0
+        } else if Some(node.rack()) == pref_rack {
+            1
+        } else {
+            2
+        };
+        let key = (rank, frag, close, left, i);
+        if best.as_ref().is_none_or(|b| key < b.0) {
+            best = Some((key, i));
+        }
+    }
+    match best {
+        Some((_, i)) => Decision::Run(i),
+        None => hybrid(st, t, SPREAD_THRESHOLD, rng),
+    }
+}
+
+/// FNV-1a over instance availabilities (a memo key; hits are verified against the values).
+fn fingerprint(v: &[i64]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for x in v {
+        h ^= *x as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// One verdict per node for `orrery explain`.
+fn fill_explain(st: &ClusterState, t: &TaskRequest, d: &Decision, e: &mut Explain) {
+    e.candidates.clear();
+    let chosen = d.node();
+    for i in 0..st.nodes.len() {
+        let node = &st.nodes[i];
+        let verdict = if !node.alive() {
+            Verdict::Dead
+        } else if let Some(c) = t.label_selector.iter().find(|c| !c.matches(node.labels())) {
+            Verdict::LabelMismatch(describe_constraint(c))
+        } else if let Some(c) = t.tenant.and_then(|x| st.tenants.get(x)).and_then(|tr| {
+            tr.only_nodes
+                .iter()
+                .find(|c| !c.matches(node.labels()))
+                .map(|c| format!("tenant `{}` only_nodes {}", tr.name, describe_constraint(c)))
+        }) {
+            Verdict::TenantRule(c)
+        } else if !st.is_feasible(i, t.request) {
+            Verdict::Infeasible
+        } else if let Some(c) = st.tenant_conflict(i, t.tenant) {
+            Verdict::TenantRule(format!(
+                "runs work of tenant `{}` (never_share_node_with)",
+                st.tenants[c].name
+            ))
+        } else {
+            let score = f64::from(hybrid_score(st, i, SPREAD_THRESHOLD));
+            if st.is_available(i, t.request) {
+                Verdict::Available { score }
+            } else {
+                Verdict::Unavailable { score }
+            }
+        };
+        e.candidates.push(Candidate {
+            node: i,
+            verdict,
+            chosen: chosen == Some(i),
+        });
+    }
+}

@@ -1,0 +1,285 @@
+//! Run results as files and tables: `run.json` (every metric, with the reproducibility
+//! header), one CSV per kind of work, `utilization.csv`, and the table `orrery run` prints.
+//! Files are written atomically (temp file, then rename).
+
+use crate::sim::metrics::{RunMetrics, Stats};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What makes a run reproducible: printed and written with every result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Header {
+    pub orrery: String,
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub seed: u64,
+}
+
+impl Header {
+    pub fn line(&self) -> String {
+        format!(
+            "orrery {} · scenario {} · hash {} · seed {}",
+            self.orrery, self.scenario, self.scenario_hash, self.seed
+        )
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn stats_cols(s: &Stats) -> String {
+    format!(
+        "{},{},{},{},{},{}",
+        s.mean, s.p50, s.p90, s.p99, s.p999, s.max
+    )
+}
+
+/// The CSV files of a run: (file name, contents).
+pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
+    let pre = format!("{},{},{}", csv_field(&h.orrery), h.scenario_hash, h.seed);
+    let head = "orrery,scenario_hash,seed";
+    let mut tasks = format!(
+        "{head},workload,group,submitted,completed,infeasible,queue_mean_s,queue_p50_s,queue_p90_s,queue_p99_s,queue_p999_s,queue_max_s,run_mean_s,run_p50_s,run_p90_s,run_p99_s,run_p999_s,run_max_s,first_start_s,last_end_s\n"
+    );
+    for t in &m.tasks {
+        let _ = writeln!(
+            tasks,
+            "{pre},{},{},{},{},{},{},{},{},{}",
+            csv_field(&t.workload),
+            csv_field(&t.name),
+            t.submitted,
+            t.completed,
+            t.infeasible,
+            stats_cols(&t.queueing_delay),
+            stats_cols(&t.run_time),
+            t.first_start,
+            t.last_end
+        );
+    }
+    let mut pgs =
+        format!("{head},workload,group,bundles,state,pending_time_s,attempts,racks,nodes\n");
+    for p in &m.placement_groups {
+        let _ = writeln!(
+            pgs,
+            "{pre},{},{},{},{},{},{},{},{}",
+            csv_field(&p.workload),
+            csv_field(&p.name),
+            p.bundles,
+            p.state,
+            p.pending_time,
+            p.attempts,
+            p.racks,
+            csv_field(&p.nodes.join(" "))
+        );
+    }
+    let mut train = format!(
+        "{head},workload,job,devices,nodes,steps_done,step_time_s,compute_time_s,communication_time_s,checkpoint_time_s,started_s,finished_s,goodput\n"
+    );
+    for t in &m.training {
+        let fin = t.finished.map(|f| f.to_string()).unwrap_or_default();
+        let _ = writeln!(
+            train,
+            "{pre},{},{},{},{},{},{},{},{},{},{},{fin},{}",
+            csv_field(&t.workload),
+            csv_field(&t.name),
+            t.devices,
+            t.nodes,
+            t.steps_done,
+            t.step_time,
+            t.compute_time,
+            t.communication_time,
+            t.checkpoint_time,
+            t.started,
+            t.goodput
+        );
+    }
+    let mut svc = format!(
+        "{head},workload,service,replicas,arrived,served,throughput_per_s,latency_mean_s,latency_p50_s,latency_p90_s,latency_p99_s,latency_p999_s,latency_max_s,wait_mean_s,slo_violation_fraction\n"
+    );
+    for s in &m.services {
+        let _ = writeln!(
+            svc,
+            "{pre},{},{},{},{},{},{},{},{},{}",
+            csv_field(&s.workload),
+            csv_field(&s.name),
+            s.replicas_placed,
+            s.arrived,
+            s.served,
+            s.throughput,
+            stats_cols(&s.latency),
+            s.waiting.mean,
+            s.slo_violation_fraction
+        );
+    }
+    let mut util = format!("{head},device_class,devices,time_s,busy_devices\n");
+    for (class, u) in &m.utilization {
+        for (t, b) in &u.series {
+            let _ = writeln!(util, "{pre},{},{},{t},{b}", csv_field(class), u.devices);
+        }
+    }
+    vec![
+        ("tasks.csv", tasks),
+        ("placement_groups.csv", pgs),
+        ("training.csv", train),
+        ("services.csv", svc),
+        ("utilization.csv", util),
+    ]
+}
+
+/// Write `run.json` and the CSV files into `dir`, each atomically.
+pub fn write(dir: &Path, h: &Header, m: &RunMetrics) -> std::io::Result<Vec<String>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    let json = serde_json::to_string_pretty(&serde_json::json!({ "header": h, "metrics": m }))
+        .map_err(std::io::Error::other)?;
+    crate::atomic::write_atomic(&dir.join("run.json"), json.as_bytes())?;
+    written.push("run.json".to_string());
+    for (name, text) in csv_files(h, m) {
+        crate::atomic::write_atomic(&dir.join(name), text.as_bytes())?;
+        written.push(name.to_string());
+    }
+    Ok(written)
+}
+
+fn s(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x < 1e-3 {
+        format!("{} us", crate::units::sig3(x * 1e6))
+    } else if x < 1.0 {
+        format!("{} ms", crate::units::sig3(x * 1e3))
+    } else {
+        format!("{} s", crate::units::sig3(x))
+    }
+}
+
+/// The human summary `orrery run` prints.
+pub fn table(m: &RunMetrics) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "makespan {} · simulated window {} · {} events",
+        s(m.makespan),
+        s(m.horizon),
+        m.events
+    );
+    if !m.tasks.is_empty() {
+        let _ = writeln!(
+            o,
+            "\ntask groups      done/submitted  infeasible  queue p50  queue p99  run mean"
+        );
+        for t in &m.tasks {
+            let _ = writeln!(
+                o,
+                "  {:<14} {:>7}/{:<7} {:>10}  {:>9}  {:>9}  {:>8}",
+                format!("{}.{}", t.workload, t.name),
+                t.completed,
+                t.submitted,
+                t.infeasible,
+                s(t.queueing_delay.p50),
+                s(t.queueing_delay.p99),
+                s(t.run_time.mean)
+            );
+        }
+    }
+    if !m.actors.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nactors           placed  infeasible  calls  placement p50"
+        );
+        for a in &m.actors {
+            let _ = writeln!(
+                o,
+                "  {:<14} {:>6}  {:>10}  {:>5}  {:>13}",
+                format!("{}.{}", a.workload, a.name),
+                a.placed,
+                a.infeasible,
+                a.calls_done,
+                s(a.placement_delay.p50)
+            );
+        }
+    }
+    if !m.placement_groups.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nplacement groups state       bundles  pending  attempts  racks"
+        );
+        for p in &m.placement_groups {
+            let _ = writeln!(
+                o,
+                "  {:<14} {:<11} {:>7}  {:>7}  {:>8}  {:>5}",
+                format!("{}.{}", p.workload, p.name),
+                p.state,
+                p.bundles,
+                s(p.pending_time),
+                p.attempts,
+                p.racks
+            );
+        }
+    }
+    if !m.training.is_empty() {
+        let _ = writeln!(
+            o,
+            "\ntraining         devices  steps  step time  compute   comm  goodput"
+        );
+        for t in &m.training {
+            let comm_frac = if t.step_time > 0.0 {
+                t.communication_time / t.steps_done.max(1) as f64
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                o,
+                "  {:<14} {:>7}  {:>5}  {:>9}  {:>7}  {:>5}  {:>6.1}%",
+                format!("{}.{}", t.workload, t.name),
+                t.devices,
+                t.steps_done,
+                s(t.step_time),
+                s(t.step_time - comm_frac),
+                s(comm_frac),
+                t.goodput * 100.0
+            );
+        }
+    }
+    if !m.services.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nservices         served  req/s    p50      p99      SLO"
+        );
+        for v in &m.services {
+            let slo = if v.slo.is_empty() {
+                "-".to_string()
+            } else {
+                v.slo
+                    .iter()
+                    .map(|(p, t, _, ok)| {
+                        format!("{p}≤{} {}", s(*t), if *ok { "met" } else { "MISSED" })
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                o,
+                "  {:<14} {:>6}  {:>6.1}  {:>7}  {:>7}  {slo}",
+                format!("{}.{}", v.workload, v.name),
+                v.served,
+                v.throughput,
+                s(v.latency.p50),
+                s(v.latency.p99)
+            );
+        }
+    }
+    if !m.utilization.is_empty() {
+        let _ = writeln!(o, "\nutilization      devices  mean busy");
+        for (c, u) in &m.utilization {
+            let _ = writeln!(o, "  {:<14} {:>7}  {:>8.1}%", c, u.devices, u.mean * 100.0);
+        }
+    }
+    o
+}

@@ -1,0 +1,213 @@
+//! What a run measures, as data (plots come later): per task group, placement group,
+//! training job and service, plus device utilisation over time per device class.
+
+use crate::engine::Time;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Summary statistics of a sample of durations (seconds).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Stats {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl Stats {
+    /// Exact order statistics (nearest rank) of `xs` in seconds.
+    pub fn of(xs: &mut [f64]) -> Stats {
+        if xs.is_empty() {
+            return Stats::default();
+        }
+        xs.sort_by(f64::total_cmp);
+        let q = |p: f64| xs[(((p * xs.len() as f64).ceil() as usize).max(1) - 1).min(xs.len() - 1)];
+        Stats {
+            count: xs.len() as u64,
+            mean: xs.iter().sum::<f64>() / xs.len() as f64,
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: xs[xs.len() - 1],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TaskGroupMetrics {
+    pub workload: String,
+    pub name: String,
+    pub submitted: u64,
+    pub completed: u64,
+    /// Tasks no node could ever run (reported, never placed).
+    pub infeasible: u64,
+    /// Ready (dependencies met) → running, seconds.
+    pub queueing_delay: Stats,
+    /// Running → done, seconds (input fetch included).
+    pub run_time: Stats,
+    pub first_start: f64,
+    pub last_end: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PgMetrics {
+    pub workload: String,
+    pub name: String,
+    pub bundles: usize,
+    /// "created", "pending" (never fit during the run) or "infeasible".
+    pub state: String,
+    /// Seconds from request to creation (or to the end of the run if never created).
+    pub pending_time: f64,
+    pub attempts: u64,
+    pub nodes: Vec<String>,
+    pub racks: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TrainingMetrics {
+    pub workload: String,
+    pub name: String,
+    pub devices: u32,
+    pub nodes: usize,
+    pub steps_done: u64,
+    pub step_time: f64,
+    pub compute_time: f64,
+    pub communication_time: f64,
+    pub checkpoint_time: f64,
+    pub started: f64,
+    pub finished: Option<f64>,
+    /// Fraction of wall time spent computing (the rest is communication and checkpoints).
+    pub goodput: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ServiceMetrics {
+    pub workload: String,
+    pub name: String,
+    pub replicas_placed: u32,
+    pub arrived: u64,
+    pub served: u64,
+    pub throughput: f64,
+    pub latency: Stats,
+    pub waiting: Stats,
+    /// Per SLO: (percentile, target seconds, measured seconds, met).
+    pub slo: Vec<(String, f64, f64, bool)>,
+    /// Fraction of requests slower than the tightest SLO target.
+    pub slo_violation_fraction: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ActorMetrics {
+    pub workload: String,
+    pub name: String,
+    pub placed: u64,
+    pub infeasible: u64,
+    pub calls_done: u64,
+    pub placement_delay: Stats,
+}
+
+/// Busy devices over time for one device class, as a step function.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Utilization {
+    pub devices: u64,
+    /// (time s, busy devices) at each change.
+    pub series: Vec<(f64, f64)>,
+    /// Busy device-seconds / (devices × horizon).
+    pub mean: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunMetrics {
+    pub makespan: f64,
+    pub horizon: f64,
+    pub events: u64,
+    pub tasks: Vec<TaskGroupMetrics>,
+    pub placement_groups: Vec<PgMetrics>,
+    pub training: Vec<TrainingMetrics>,
+    pub services: Vec<ServiceMetrics>,
+    pub actors: Vec<ActorMetrics>,
+    pub utilization: BTreeMap<String, Utilization>,
+}
+
+/// Records busy-device changes per class and integrates them.
+#[derive(Default)]
+pub struct UtilTracker {
+    changes: BTreeMap<String, Vec<(Time, f64)>>,
+}
+
+impl UtilTracker {
+    pub fn change(&mut self, class: &str, at: Time, delta: f64) {
+        if delta != 0.0 {
+            match self.changes.get_mut(class) {
+                Some(v) => v.push((at, delta)),
+                None => {
+                    self.changes.insert(class.to_string(), vec![(at, delta)]);
+                }
+            }
+        }
+    }
+
+    /// Step functions and means over [0, horizon]; `devices` per class.
+    pub fn finish(
+        self,
+        devices: &BTreeMap<String, u64>,
+        horizon: Time,
+    ) -> BTreeMap<String, Utilization> {
+        let mut out = BTreeMap::new();
+        for (class, n) in devices {
+            let mut changes = self.changes.get(class).cloned().unwrap_or_default();
+            changes.sort_by_key(|c| c.0);
+            let mut series: Vec<(f64, f64)> = vec![(0.0, 0.0)];
+            let (mut busy, mut last, mut area) = (0.0f64, 0u64, 0.0f64);
+            for (t, d) in changes {
+                let t = t.min(horizon);
+                area += busy * (t - last) as f64 / 1e9;
+                busy += d;
+                last = t;
+                match series.last_mut() {
+                    Some(l) if l.0 == t as f64 / 1e9 => l.1 = busy.max(0.0),
+                    _ => series.push((t as f64 / 1e9, busy.max(0.0))),
+                }
+            }
+            area += busy * horizon.saturating_sub(last) as f64 / 1e9;
+            let denom = *n as f64 * horizon as f64 / 1e9;
+            out.insert(
+                class.clone(),
+                Utilization {
+                    devices: *n,
+                    series,
+                    mean: if denom > 0.0 { area / denom } else { 0.0 },
+                },
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut xs: Vec<f64> = (1..=100).map(f64::from).collect();
+        let s = Stats::of(&mut xs);
+        assert_eq!((s.p50, s.p90, s.p99, s.max), (50.0, 90.0, 99.0, 100.0));
+        assert_eq!(s.mean, 50.5);
+        assert_eq!(Stats::of(&mut []).count, 0);
+    }
+
+    #[test]
+    fn utilization_integrates_the_step_function() {
+        let mut u = UtilTracker::default();
+        u.change("H100", 0, 2.0);
+        u.change("H100", 5_000_000_000, -1.0);
+        let r = u.finish(&BTreeMap::from([("H100".to_string(), 4)]), 10_000_000_000);
+        // 2 busy for 5 s + 1 busy for 5 s = 15 device-seconds of 40.
+        assert!((r["H100"].mean - 15.0 / 40.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,192 @@
+//! Default compute and data-movement models used by the simulation until the calibrated
+//! transport and roofline models (issue 4) and profiles (issue 6) replace them behind the same
+//! functions. Every figure here is a stated assumption with its source:
+//!
+//! - Compute: time = FLOP / (devices × dense peak(dtype) × efficiency), efficiency 0.75 by
+//!   default: an H200 bf16 GEMM of 8192³ reaches ~770–800 of 989 TFLOPS (PyTorch on one H200,
+//!   shared/reference/hardware-and-models.md), i.e. 0.78–0.81; 0.75 leaves room for non-GEMM work.
+//! - Collectives: the α–β costs of hardware-and-models.md ("Collective cost"): ring allreduce
+//!   2(p−1)α + 2(p−1)/p·n/β; reduce-scatter, allgather and all-to-all (p−1)α + (p−1)/p·n/β;
+//!   broadcast (p−1)α + n/β (pipelined). α per step from NCCL's tuning model (src/graph/tuning.cc):
+//!   NVLink 3.4 µs, PCIe 5.7 µs, network 14 µs. β is the bottleneck per-device bandwidth: the
+//!   scale-up link per direction inside one node, else each device's share of its node's compute
+//!   NIC bandwidth. `hierarchical` is reduce-scatter inside nodes, allreduce across nodes on n/g,
+//!   allgather inside nodes. The flow-level network model will replace these closed forms.
+//! - Object transfers between nodes: 100 µs + bytes / the receiving node's injection bandwidth;
+//!   free on the same node (shared-memory object store).
+//! - Checkpoints: written at 5 GB/s per node in parallel (a typical parallel file system
+//!   client); an assumption to be replaced by the storage path of the transport model.
+
+use crate::engine::Time;
+use crate::spec::Spec;
+use crate::spec::hardware::NodeType;
+
+pub const DEFAULT_EFFICIENCY: f64 = 0.75;
+pub const ALPHA_NVLINK: f64 = 3.4e-6;
+pub const ALPHA_PCIE: f64 = 5.7e-6;
+pub const ALPHA_NET: f64 = 14e-6;
+pub const TRANSFER_LATENCY: f64 = 100e-6;
+pub const CHECKPOINT_BW_PER_NODE: f64 = 5e9;
+/// Bandwidth assumed for a node that declares no NIC (a 10 Gb/s management port).
+pub const FALLBACK_NIC_BW: f64 = 10e9 / 8.0;
+
+pub fn secs(t: f64) -> Time {
+    if t.is_finite() && t > 0.0 {
+        (t * 1e9).round().min(u64::MAX as f64) as Time
+    } else {
+        0
+    }
+}
+
+/// Dense peak of an accelerator for `dtype`; falls back to the widest dtype it lists at or
+/// above in precision (bf16 → fp16 → tf32 → fp32), so a part without fp8 runs fp8 work at bf16.
+pub fn peak(spec: &Spec, accelerator: &str, dtype: &str) -> Option<f64> {
+    let a = spec.accelerators.get(accelerator)?;
+    const LADDER: [&str; 8] = ["fp4", "fp8", "int8", "bf16", "fp16", "tf32", "fp32", "fp64"];
+    let start = LADDER.iter().position(|d| *d == dtype).unwrap_or(0);
+    a.flops
+        .get(dtype)
+        .or_else(|| LADDER[start..].iter().find_map(|d| a.flops.get(*d)))
+        .map(|r| r.0)
+}
+
+/// Seconds for `flop` of `dtype` on `devices` devices of `accelerator`.
+pub fn compute_secs(spec: &Spec, accelerator: &str, dtype: &str, flop: f64, devices: f64) -> f64 {
+    match peak(spec, accelerator, dtype) {
+        Some(p) if p > 0.0 && devices > 0.0 => flop / (p * DEFAULT_EFFICIENCY * devices),
+        _ => 0.0,
+    }
+}
+
+/// Compute-NIC bandwidth of a node (all NICs if none is marked compute).
+pub fn injection(spec: &Spec, nt: &NodeType) -> f64 {
+    let b = crate::summary::node_injection(spec, nt).0;
+    if b > 0.0 { b } else { FALLBACK_NIC_BW }
+}
+
+/// Per-direction scale-up bandwidth between devices of a node, if they are linked.
+pub fn scale_up(spec: &Spec, nt: &NodeType) -> Option<f64> {
+    let g = nt.devices.first()?;
+    if g.link == "none" {
+        return None;
+    }
+    spec.accelerators
+        .get(&g.accelerator)?
+        .interconnect
+        .as_ref()
+        .map(|i| i.per_direction.0)
+}
+
+/// Where the ranks of a collective sit: devices per node, and the node types.
+pub struct Group<'a> {
+    /// (node type, devices of the group on that node) per node.
+    pub nodes: Vec<(&'a NodeType, u32)>,
+}
+
+impl Group<'_> {
+    fn ranks(&self) -> u32 {
+        self.nodes.iter().map(|n| n.1).sum()
+    }
+}
+
+/// Seconds for one collective `op` of `bytes` per rank over `group` (closed forms above).
+pub fn collective_secs(
+    spec: &Spec,
+    op: &str,
+    bytes: f64,
+    hierarchical: bool,
+    group: &Group,
+) -> f64 {
+    let p = f64::from(group.ranks());
+    if p <= 1.0 {
+        return 0.0;
+    }
+    // Intra-node link: scale-up if every node has one, else PCIe.
+    let intra = group
+        .nodes
+        .iter()
+        .map(|(nt, _)| scale_up(spec, nt))
+        .try_fold(f64::INFINITY, |m, b| b.map(|b| m.min(b)));
+    let (alpha_intra, beta_intra) = match intra {
+        Some(b) => (ALPHA_NVLINK, b),
+        None => (ALPHA_PCIE, 25e9),
+    };
+    let per_dev_net = group
+        .nodes
+        .iter()
+        .map(|(nt, d)| injection(spec, nt) / f64::from((*d).max(1)))
+        .fold(f64::INFINITY, f64::min);
+    let one_node = group.nodes.len() == 1;
+    let flat = |p: f64, alpha: f64, beta: f64, n: f64| -> f64 {
+        match op {
+            "allreduce" => 2.0 * (p - 1.0) * alpha + 2.0 * (p - 1.0) / p * n / beta,
+            "broadcast" => (p - 1.0) * alpha + n / beta,
+            _ => (p - 1.0) * alpha + (p - 1.0) / p * n / beta,
+        }
+    };
+    if one_node {
+        return flat(p, alpha_intra, beta_intra, bytes);
+    }
+    let g = f64::from(group.nodes.iter().map(|n| n.1).max().unwrap_or(1));
+    let m = group.nodes.len() as f64;
+    if hierarchical && g > 1.0 && op == "allreduce" {
+        let rs = (g - 1.0) * alpha_intra + (g - 1.0) / g * bytes / beta_intra;
+        let inter = 2.0 * (m - 1.0) * ALPHA_NET + 2.0 * (m - 1.0) / m * (bytes / g) / per_dev_net;
+        return 2.0 * rs + inter;
+    }
+    // A flat ring across nodes is bounded by its slowest hop: the network.
+    flat(p, ALPHA_NET, per_dev_net.min(beta_intra), bytes)
+}
+
+/// Seconds to move `bytes` between two nodes of the given types (0 on the same node).
+pub fn transfer_secs(spec: &Spec, same_node: bool, dst: &NodeType, bytes: f64) -> f64 {
+    if same_node || bytes <= 0.0 {
+        0.0
+    } else {
+        TRANSFER_LATENCY + bytes / injection(spec, dst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> Spec {
+        crate::spec::load_str("t.orr", "").spec.unwrap()
+    }
+
+    #[test]
+    fn compute_uses_peak_and_efficiency() {
+        let s = spec();
+        // 989 TFLOPS bf16 × 0.75 on one H100: 1 PFLOP takes 1e15 / 7.4175e14 s.
+        let t = compute_secs(&s, "H100_SXM", "bf16", 1e15, 1.0);
+        assert!((t - 1e15 / (989e12 * 0.75)).abs() < 1e-12);
+        // MI250X lists no fp8: fp8 work runs at its bf16 rate.
+        assert_eq!(peak(&s, "MI250X", "fp8"), peak(&s, "MI250X", "bf16"));
+    }
+
+    #[test]
+    fn ring_allreduce_matches_the_closed_form_on_one_node() {
+        let s = spec();
+        let nt = &s.node_types["dgx_h100"];
+        let g = Group {
+            nodes: vec![(nt, 8)],
+        };
+        let n = 1e9;
+        let beta = 450e9;
+        let expect = 2.0 * 7.0 * ALPHA_NVLINK + 2.0 * 7.0 / 8.0 * n / beta;
+        assert!((collective_secs(&s, "allreduce", n, false, &g) - expect).abs() < 1e-12);
+    }
+
+    #[test]
+    fn hierarchical_beats_flat_across_nodes() {
+        let s = spec();
+        let nt = &s.node_types["dgx_h100"];
+        let g = Group {
+            nodes: vec![(nt, 8), (nt, 8), (nt, 8), (nt, 8)],
+        };
+        let flat = collective_secs(&s, "allreduce", 1e9, false, &g);
+        let hier = collective_secs(&s, "allreduce", 1e9, true, &g);
+        assert!(hier < flat, "{hier} vs {flat}");
+    }
+}

@@ -1,0 +1,222 @@
+//! The simulation against closed forms: M/M/c (Erlang C) and M/D/1 (Pollaczek–Khinchine)
+//! waiting times, task waves, the α–β cost of a training step, Ray's placement-group retry
+//! backoff, and determinism.
+
+use orrery::sim::{SimConfig, simulate};
+use orrery::spec::{Spec, load_str};
+
+fn spec(src: &str) -> Spec {
+    let l = load_str("t.orr", src);
+    assert!(!l.has_errors(), "{}", l.render(false));
+    l.spec.unwrap()
+}
+
+const GPU_NODE: &str =
+    "node gpu1 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  device L4 x 1\n}\n";
+
+/// Erlang C: probability that an arrival waits in M/M/c with offered load a = λ/μ.
+fn erlang_c(c: u32, a: f64) -> f64 {
+    let mut term = 1.0; // a^k / k!
+    let mut sum = 0.0;
+    for k in 0..c {
+        if k > 0 {
+            term *= a / f64::from(k);
+        }
+        sum += term;
+    }
+    let top = term * a / f64::from(c) * f64::from(c) / (f64::from(c) - a);
+    top / (sum + top)
+}
+
+fn service_scenario(c: u32, lambda: f64, mean_ms: f64, exponential: bool, horizon_s: u32) -> Spec {
+    spec(&format!(
+        "{GPU_NODE}cluster c {{\n  node gpu1 x {c}\n}}\nworkload w {{\n  service s {{\n    replicas {c}\n    resources {{ CPU: 1, GPU: 1 }}\n    arrival poisson {lambda} /s\n    service_time {mean_ms} ms{}\n  }}\n}}\nexperiment e {{\n  horizon {horizon_s} s\n}}\n",
+        if exponential { " exponential" } else { "" }
+    ))
+}
+
+#[test]
+fn mmc_waiting_time_matches_erlang_c() {
+    // c = 4 replicas, λ = 80/s, μ = 25/s: a = 3.2, ρ = 0.8.
+    let (c, lambda, mu) = (4u32, 80.0, 25.0);
+    let a = lambda / mu;
+    let wq = erlang_c(c, a) / (f64::from(c) * mu - lambda);
+    let s = service_scenario(c, lambda, 1000.0 / mu, true, 4000);
+    let mut means = Vec::new();
+    for seed in 1..=3 {
+        let r = simulate(
+            &s,
+            &SimConfig {
+                seed,
+                ..Default::default()
+            },
+        );
+        let svc = &r.metrics.services[0];
+        assert_eq!(svc.replicas_placed, c);
+        assert!(svc.served > 300_000, "served {}", svc.served);
+        means.push(svc.waiting.mean);
+    }
+    let mean = means.iter().sum::<f64>() / means.len() as f64;
+    let err = (mean - wq).abs() / wq;
+    assert!(
+        err < 0.05,
+        "simulated Wq {mean:.5} s vs Erlang C {wq:.5} s ({:.1}% off; per seed {means:?})",
+        err * 100.0
+    );
+}
+
+#[test]
+fn md1_waiting_time_matches_pollaczek_khinchine() {
+    // M/D/1: Wq = ρ / (2μ(1−ρ)); λ = 15/s, D = 50 ms: ρ = 0.75, Wq = 75 ms.
+    let (lambda, d) = (15.0, 0.05);
+    let rho = lambda * d;
+    let wq = rho * d / (2.0 * (1.0 - rho));
+    let s = service_scenario(1, lambda, d * 1000.0, false, 20000);
+    let r = simulate(
+        &s,
+        &SimConfig {
+            seed: 9,
+            ..Default::default()
+        },
+    );
+    let w = r.metrics.services[0].waiting.mean;
+    assert!(
+        (w - wq).abs() / wq < 0.05,
+        "simulated {w:.5} s vs {wq:.5} s"
+    );
+    // Latency = wait + the fixed service time.
+    assert!((r.metrics.services[0].latency.mean - w - d).abs() < 1e-6);
+}
+
+#[test]
+fn task_waves_and_dependencies() {
+    // 2 nodes × 8 CPUs. a: 16 tasks of 10 s run at once; b: 32 tasks of 5 s after a run in
+    // two waves: makespan 10 + 5 + 5 = 20 s; half of b waits 5 s.
+    let s = spec(
+        "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\ncluster c {\n  node cpu8 x 2\n}\nworkload w {\n  tasks a x 16 {\n    resources { CPU: 1 }\n    duration 10 s\n  }\n  tasks b x 32 after a {\n    resources { CPU: 1 }\n    duration 5 s\n  }\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let m = &r.metrics;
+    assert_eq!(m.makespan, 20.0);
+    let b = &m.tasks[1];
+    assert_eq!((b.completed, b.first_start, b.last_end), (32, 10.0, 20.0));
+    assert_eq!(b.queueing_delay.p50, 0.0);
+    assert_eq!(b.queueing_delay.max, 5.0);
+    // 16 CPU-busy tasks carry no devices: no device utilisation is recorded.
+    assert!(m.utilization.is_empty());
+}
+
+#[test]
+fn infeasible_tasks_are_reported_not_run() {
+    let s = spec(
+        "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\ncluster c {\n  node cpu8 x 2\n}\nworkload w {\n  tasks big x 3 {\n    resources { CPU: 16 }\n    duration 1 s\n  }\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    assert_eq!(
+        (r.metrics.tasks[0].completed, r.metrics.tasks[0].infeasible),
+        (0, 3)
+    );
+}
+
+#[test]
+fn training_step_is_compute_plus_ring_allreduce() {
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  placement_group pg strategy STRICT_PACK {\n    bundle { GPU: 8 }\n  }\n  training t on pg steps 10 {\n    compute 1 PFLOP per device bf16\n    allreduce 1 GB algo ring\n  }\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let t = &r.metrics.training[0];
+    // compute: 1e15 / (989e12 × 0.75); ring on one NVSwitch node, p = 8, β = 450 GB/s, α = 3.4 µs.
+    let compute = 1e15 / (989e12 * 0.75);
+    let comm = 2.0 * 7.0 * 3.4e-6 + 2.0 * 7.0 / 8.0 * 1e9 / 450e9;
+    assert!(
+        (t.step_time - (compute + comm)).abs() < 2e-9,
+        "{} vs {}",
+        t.step_time,
+        compute + comm
+    );
+    assert_eq!(t.steps_done, 10);
+    assert_eq!(t.devices, 8);
+    let fin = t.finished.unwrap();
+    assert!((fin - 10.0 * (compute + comm)).abs() < 1e-7);
+    assert!((t.goodput - compute / (compute + comm)).abs() < 1e-6);
+    assert_eq!(r.metrics.placement_groups[0].state, "created");
+    // The 8 devices are busy exactly while the job runs.
+    assert!((r.metrics.utilization["H100_SXM"].mean - 1.0).abs() < 1e-6);
+}
+
+#[test]
+fn placement_group_waits_with_rays_backoff() {
+    // The node's 8 GPUs are busy for 30 s; the group retries at 0, then 100 ms × 1.5^k
+    // (capped at 1 s) and is created at the first retry at or after 30 s.
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 1\n}\nworkload hog {\n  tasks t x 1 {\n    resources { GPU: 8 }\n    duration 30 s\n  }\n}\nworkload w {\n  placement_group pg strategy PACK {\n    bundle { GPU: 8 }\n  }\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let (mut t, mut d, mut attempts) = (0.0f64, 0.1f64, 1u64);
+    while t < 30.0 - 1e-9 {
+        t += d;
+        d = (d * 1.5).min(1.0);
+        attempts += 1;
+    }
+    let p = &r.metrics.placement_groups[0];
+    assert_eq!(p.state, "created");
+    assert!(
+        (p.pending_time - t).abs() < 1e-6,
+        "{} vs {t}",
+        p.pending_time
+    );
+    assert_eq!(p.attempts, attempts);
+}
+
+#[test]
+fn same_seed_same_bytes_different_seed_may_differ() {
+    let text = std::fs::read_to_string("scenarios/quickstart.orr").unwrap();
+    let s = spec(&text);
+    let a = serde_json::to_string(
+        &simulate(
+            &s,
+            &SimConfig {
+                seed: 3,
+                ..Default::default()
+            },
+        )
+        .metrics,
+    )
+    .unwrap();
+    let b = serde_json::to_string(
+        &simulate(
+            &s,
+            &SimConfig {
+                seed: 3,
+                ..Default::default()
+            },
+        )
+        .metrics,
+    )
+    .unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn every_scenario_runs() {
+    for f in [
+        "quickstart.orr",
+        "tpu_slices.orr",
+        "failure_drill.orr",
+        "mixed_inference.orr",
+        "h100_vs_mi300x/h100.orr",
+        "h100_vs_mi300x/mi300x.orr",
+    ] {
+        let l = orrery::spec::load_file(std::path::Path::new(&format!("scenarios/{f}"))).unwrap();
+        let s = l.spec.expect(f);
+        let r = simulate(
+            &s,
+            &SimConfig {
+                seed: 1,
+                horizon: Some(600_000_000_000),
+                ..Default::default()
+            },
+        );
+        assert!(r.metrics.events > 0, "{f} produced no events");
+    }
+}
