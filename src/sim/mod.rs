@@ -50,6 +50,8 @@ pub struct SimConfig {
     pub explain: Option<String>,
     /// Arrival times (seconds) of `arrival trace` services, by file name as written.
     pub traces: BTreeMap<String, Vec<f64>>,
+    /// Keep every allocation and free in [`RunResult::trace`] (for invariant checks).
+    pub record: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -57,6 +59,8 @@ pub struct RunResult {
     pub metrics: RunMetrics,
     /// Rendered placement explanation, when asked for and reached.
     pub explain: Option<String>,
+    /// Allocations and frees in order, when [`SimConfig::record`] is set.
+    pub trace: Vec<TraceEvent>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -211,6 +215,18 @@ struct Sim<'s> {
     explain: Option<String>,
     makespan: Time,
     unit_ids: Vec<usize>,
+    /// Every allocation (+1) and free (−1) with its node and tenant, when recording.
+    trace: Option<Vec<TraceEvent>>,
+}
+
+/// One allocation or free, for checking invariants over a whole run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceEvent {
+    pub time: Time,
+    pub node: NodeId,
+    pub tenant: Option<usize>,
+    /// +1 allocate, −1 free.
+    pub delta: i8,
 }
 
 /// Run `spec` to completion (or to the horizon) and return its metrics.
@@ -274,6 +290,7 @@ impl<'s> Sim<'s> {
             explain: None,
             makespan: 0,
             unit_ids,
+            trace: cfg.record.then(Vec::new),
         }
     }
 
@@ -612,6 +629,23 @@ impl<'s> Sim<'s> {
         }
     }
 
+    fn allocate(&mut self, node: NodeId, r: &Request, tenant: Option<usize>, policy: Policy) -> Option<Allocation> {
+        let a = self.state.allocate(node, r, tenant, policy)?;
+        let time = self.now();
+        if let Some(t) = &mut self.trace {
+            t.push(TraceEvent { time, node, tenant, delta: 1 });
+        }
+        Some(a)
+    }
+
+    fn free(&mut self, a: &Allocation, tenant: Option<usize>) {
+        self.state.free(a, tenant);
+        let time = self.now();
+        if let Some(t) = &mut self.trace {
+            t.push(TraceEvent { time, node: a.node, tenant, delta: -1 });
+        }
+    }
+
     /// The class of a piece of work and its id within the class's queue.
     fn class_key(&self, w: Work) -> (Work, u32) {
         match w {
@@ -639,7 +673,7 @@ impl<'s> Sim<'s> {
         policy: Policy,
     ) -> bool {
         let now = self.now();
-        let Some(alloc) = self.state.allocate(node, request, tenant, policy) else {
+        let Some(alloc) = self.allocate(node, request, tenant, policy) else {
             return false;
         };
         let units = device_units(&self.state, &self.unit_ids, request);
@@ -667,7 +701,7 @@ impl<'s> Sim<'s> {
                     self.busy(node, units, now);
                 } else {
                     // Ray's default actor: 1 CPU to be placed, 0 while running.
-                    self.state.free(&alloc, tenant);
+                    self.free(&alloc, tenant);
                 }
                 let ac = &self.actors[a as usize];
                 if ac.calls_left > 0 {
@@ -938,24 +972,25 @@ impl<'s> Sim<'s> {
         }
         let pg = &mut self.pgs[p as usize];
         pg.attempts += 1;
+        let (tenant, policy, bundles) = (pg.tenant, pg.policy, pg.bundles.clone());
         match d {
             PgDecision::Placed(nodes) => {
                 let mut allocs = Vec::new();
-                for (b, n) in pg.bundles.clone().iter().zip(&nodes) {
-                    match self.state.allocate(*n, b, pg.tenant, pg.policy) {
+                for (b, n) in bundles.iter().zip(&nodes) {
+                    match self.allocate(*n, b, tenant, policy) {
                         Some(a) => allocs.push(a),
                         None => break,
                     }
                 }
-                let pg = &mut self.pgs[p as usize];
-                if allocs.len() != pg.bundles.len() {
+                if allocs.len() != bundles.len() {
                     // Atomic: undo and retry later.
                     for a in &allocs {
-                        self.state.free(a, pg.tenant);
+                        self.free(a, tenant);
                     }
                     self.retry_pg(p);
                     return;
                 }
+                let pg = &mut self.pgs[p as usize];
                 pg.created = Some(now);
                 pg.nodes = nodes;
                 pg.allocs = allocs;
@@ -964,7 +999,7 @@ impl<'s> Sim<'s> {
                 }
             }
             PgDecision::Wait => self.retry_pg(p),
-            PgDecision::Infeasible => pg.infeasible = true,
+            PgDecision::Infeasible => self.pgs[p as usize].infeasible = true,
         }
     }
 
@@ -1060,7 +1095,7 @@ impl<'s> Sim<'s> {
                 let gi = self.group_of(t);
                 let node = self.task_node[t as usize] as usize;
                 if let Some(a) = self.task_alloc[t as usize].take() {
-                    self.state.free(&a, self.groups[gi].tenant);
+                    self.free(&a, self.groups[gi].tenant);
                 }
                 let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
                 if units > 0.0
@@ -1089,7 +1124,7 @@ impl<'s> Sim<'s> {
                         self.actors[a as usize].node,
                     ) {
                         let tenant = self.actor_groups[g].tenant;
-                        self.state.free(&alloc, tenant);
+                        self.free(&alloc, tenant);
                         let units = device_units(
                             &self.state,
                             &self.unit_ids,
@@ -1154,7 +1189,7 @@ impl<'s> Sim<'s> {
         let tenant = self.pgs[p].tenant;
         let mut nodes = Vec::new();
         for (a, b) in allocs.iter().zip(self.pgs[p].bundles.clone()) {
-            self.state.free(a, tenant);
+            self.free(a, tenant);
             let units = device_units(&self.state, &self.unit_ids, &b);
             if let Some(acc) = &self.node_accel[a.node]
                 && units > 0.0
@@ -1316,6 +1351,7 @@ impl<'s> Sim<'s> {
         RunResult {
             metrics: m,
             explain: self.explain,
+            trace: self.trace.unwrap_or_default(),
         }
     }
 }

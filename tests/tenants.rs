@@ -1,0 +1,125 @@
+//! Property: no generated scenario ever violates a tenant rule, under any policy. Each case
+//! generates a cluster, tenants with `never_share_node_with` and `only_nodes`, and workloads
+//! of tasks, actors and placement groups; runs the simulation recording every allocation and
+//! free; and replays that trace with an independent checker.
+
+use orrery::placement::ClusterState;
+use orrery::sim::{SimConfig, simulate};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone)]
+struct Case {
+    nodes_a: u32,
+    nodes_b: u32,
+    /// Per tenant: tenants it never shares with, and its only_nodes selector (if any).
+    tenants: Vec<(Vec<usize>, Option<&'static str>)>,
+    /// (tenant, policy, tasks (count, cpus, secs), actors (count, cpus, calls), pg (bundles, cpus, strategy))
+    workloads: Vec<(usize, &'static str, Vec<(u32, u32, u32)>, Vec<(u32, u32, u32)>, Option<(u32, u32, &'static str)>)>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let tenants = prop::collection::vec(
+        (prop::collection::vec(0usize..3, 0..2), prop::option::of(prop::sample::select(vec!["a", "!a", "in(a, b)", "!in(a)", "b"]))),
+        3,
+    );
+    let workload = (
+        0usize..3,
+        prop::sample::select(vec!["ray_default", "spread", "topology_aware"]),
+        prop::collection::vec((1u32..25, 1u32..5, 1u32..20), 0..3),
+        prop::collection::vec((1u32..4, 1u32..3, 0u32..5), 0..2),
+        prop::option::of((1u32..4, 1u32..5, prop::sample::select(vec!["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]))),
+    );
+    (1u32..5, 0u32..5, tenants, prop::collection::vec(workload, 1..5)).prop_map(|(nodes_a, nodes_b, tenants, workloads)| Case { nodes_a, nodes_b, tenants, workloads })
+}
+
+fn scenario(c: &Case) -> String {
+    let mut s = String::new();
+    for g in ["a", "b"] {
+        s += &format!("node cpu_{g} {{\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  labels {{ \"group\": \"{g}\" }}\n}}\n");
+    }
+    s += &format!("cluster c {{\n  node cpu_a x {}\n", c.nodes_a);
+    if c.nodes_b > 0 {
+        s += &format!("  node cpu_b x {}\n", c.nodes_b);
+    }
+    s += "}\n";
+    for (i, (never, only)) in c.tenants.iter().enumerate() {
+        s += &format!("tenant t{i} {{\n");
+        let others: Vec<String> = never.iter().filter(|o| **o != i).map(|o| format!("t{o}")).collect();
+        if !others.is_empty() {
+            s += &format!("  never_share_node_with [{}]\n", others.join(", "));
+        }
+        if let Some(sel) = only {
+            s += &format!("  only_nodes {{ \"group\": \"{sel}\" }}\n");
+        }
+        s += "}\n";
+    }
+    for (w, (t, policy, tasks, actors, pg)) in c.workloads.iter().enumerate() {
+        s += &format!("workload w{w} tenant t{t} {{\n  policy {policy}\n");
+        for (k, (n, cpus, secs)) in tasks.iter().enumerate() {
+            s += &format!("  tasks g{k} x {n} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n  }}\n");
+        }
+        for (k, (n, cpus, calls)) in actors.iter().enumerate() {
+            s += &format!("  actor a{k} x {n} {{\n    resources {{ CPU: {cpus} }}\n    calls {calls}\n    call_duration 3 s\n  }}\n");
+        }
+        if let Some((b, cpus, strategy)) = pg {
+            s += &format!("  placement_group pg strategy {strategy} {{\n    bundle {{ CPU: {cpus} }} x {b}\n  }}\n");
+            s += "  training tr on pg steps 5 {\n    allreduce 1 GB\n  }\n";
+        }
+        s += "}\n";
+    }
+    s
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 200,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x7e4a),
+        failure_persistence: None,
+        .. ProptestConfig::default()
+    })]
+
+    #[test]
+    fn tenant_rules_hold_in_every_generated_scenario(c in case(), seed in 0u64..1000) {
+        let text = scenario(&c);
+        let l = orrery::spec::load_str("gen.orr", &text);
+        prop_assert!(!l.has_errors(), "generated scenario is invalid:\n{}\n{}", text, l.render(false));
+        let spec = l.spec.unwrap();
+        let state = ClusterState::from_spec(&spec);
+        let r = simulate(&spec, &SimConfig { seed, record: true, horizon: Some(3_600_000_000_000), ..Default::default() });
+        // Independent replay: occupancy per (node, tenant).
+        let rules: Vec<(Vec<usize>, Vec<orrery::spec::workload::LabelConstraint>)> = spec
+            .tenants
+            .iter()
+            .map(|t| {
+                let never = t.never_share_node_with.iter().filter_map(|n| state.tenant_index(n)).collect();
+                (never, t.only_nodes.clone())
+            })
+            .collect();
+        let mut occ: BTreeMap<(usize, usize), i64> = BTreeMap::new();
+        let mut allocations = 0;
+        for e in &r.trace {
+            let Some(t) = e.tenant else { continue };
+            let me = state.tenant_index(&spec.tenants[t].name).unwrap();
+            prop_assert_eq!(me, t);
+            if e.delta > 0 {
+                allocations += 1;
+                let labels = state.nodes[e.node].labels();
+                prop_assert!(rules[t].1.iter().all(|c| c.matches(labels)), "tenant t{t} placed on {} against only_nodes\n{text}", state.nodes[e.node].name());
+                for (other, n) in occ.range((e.node, 0)..(e.node, usize::MAX)) {
+                    if *n > 0 && other.1 != t {
+                        let conflict = rules[t].0.contains(&other.1) || rules[other.1].0.contains(&t);
+                        prop_assert!(!conflict, "t{t} shares {} with t{} at {} ns\n{text}", state.nodes[e.node].name(), other.1, e.time);
+                    }
+                }
+            }
+            let n = occ.entry((e.node, t)).or_insert(0);
+            *n += i64::from(e.delta);
+            prop_assert!(*n >= 0, "freed more than allocated");
+        }
+        // Everything allocated was freed by the end of a run that completes.
+        if r.metrics.services.is_empty() && r.metrics.makespan < 3600.0 {
+            prop_assert!(occ.values().all(|n| *n == 0) || allocations == 0 || r.metrics.actors.iter().any(|a| a.calls_done == 0));
+        }
+    }
+}
