@@ -275,6 +275,32 @@ pub fn table(m: &RunMetrics) -> String {
             );
         }
     }
+    let f = &m.failures;
+    if f.node_failures > 0 || !f.unsimulated.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nfailures         {} node failures · detect p50 {} · recover p50 {} · node availability {:.3}%",
+            f.node_failures,
+            s(f.time_to_detect.p50),
+            s(f.time_to_recover.p50),
+            f.node_availability * 100.0
+        );
+        let _ = writeln!(
+            o,
+            "  lost {:.2} device-hours · retried {} tasks ({} failed) · restarted {} actors ({} lost), {} replicas · {} requests lost · {} bundles rescheduled",
+            f.lost_device_hours,
+            f.tasks_retried,
+            f.tasks_failed,
+            f.actors_restarted,
+            f.actors_lost,
+            f.replicas_restarted,
+            f.requests_lost,
+            f.bundles_rescheduled
+        );
+        for u in &f.unsimulated {
+            let _ = writeln!(o, "  not simulated yet: {u}");
+        }
+    }
     if !m.utilization.is_empty() {
         let _ = writeln!(o, "\nutilization      devices  mean busy");
         for (c, u) in &m.utilization {

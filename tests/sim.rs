@@ -220,3 +220,50 @@ fn every_scenario_runs() {
         assert!(r.metrics.events > 0, "{f} produced no events");
     }
 }
+
+#[test]
+fn node_death_reschedules_lost_bundles_and_restarts_from_the_checkpoint() {
+    // Three DGX nodes; a 2-bundle STRICT_SPREAD group lands on the emptiest nodes by id: n0, n1.
+    // Steps take 10 s (7.4175 PFLOP at 989 TFLOPS × 0.75); a 100 GB checkpoint every 60 s
+    // takes 100e9 / (5 GB/s × 2 nodes) = 10 s, so the first completes at 60 + 10 = 70 s.
+    // n0 dies at 100 s, is declared dead at 115 s (5 misses × 3 s); its bundle moves to n2;
+    // the job reloads the checkpoint (10 s) and resumes at 125 s. Lost: 16 GPUs × (100 − 70) s.
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 3\n}\nworkload w {\n  placement_group pg strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n  training t on pg steps 30 {\n    compute 7.4175 PFLOP per device bf16\n    checkpoint every 60 s size 100 GB\n  }\n}\nfailures {\n  at 100 s kill node n0\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let f = &r.metrics.failures;
+    assert_eq!(f.node_failures, 1);
+    assert!((f.time_to_detect.mean - 15.0).abs() < 1e-9);
+    assert_eq!(f.bundles_rescheduled, 1);
+    assert!(
+        (f.time_to_recover.mean - 25.0).abs() < 1e-6,
+        "{}",
+        f.time_to_recover.mean
+    );
+    let t = &r.metrics.training[0];
+    assert_eq!((t.restarts, t.steps_done), (1, 30));
+    assert!(
+        (t.lost_device_hours - 16.0 * 30.0 / 3600.0).abs() < 1e-6,
+        "{}",
+        t.lost_device_hours
+    );
+    assert_eq!(r.metrics.placement_groups[0].nodes, vec!["n2", "n1"]);
+    assert!(r.metrics.failures.unsimulated.is_empty());
+}
+
+#[test]
+fn tasks_on_a_dead_node_are_retried_after_detection() {
+    // 2 nodes × 8 CPUs. DEFAULT policy: the head (n0) takes tasks while under 50 % (4 of 8),
+    // then, with k = max(1, ⌊2 × 0.2⌋) = 1, the best remaining node n1 takes the other 4.
+    // n1 dies at 10 s and is declared dead at 25 s: its 4 tasks are retried on n0's free
+    // CPUs and end at 125 s.
+    let s = spec(
+        "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\ncluster c {\n  node cpu8 x 2\n}\nworkload w {\n  tasks t x 8 {\n    resources { CPU: 1 }\n    duration 100 s\n  }\n}\nfailures {\n  at 10 s kill node n1\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    assert_eq!(r.metrics.failures.tasks_retried, 4);
+    assert_eq!(r.metrics.tasks[0].completed, 8);
+    assert_eq!(r.metrics.makespan, 125.0);
+    assert!(r.metrics.failures.node_availability < 1.0);
+}

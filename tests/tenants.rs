@@ -8,19 +8,29 @@ use orrery::sim::{SimConfig, simulate};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
+/// (tenant, policy, tasks (count, cpus, secs), actors (count, cpus, calls), group (bundles, cpus, strategy))
+type GenWorkload = (usize, &'static str, Vec<(u32, u32, u32)>, Vec<(u32, u32, u32)>, Option<(u32, u32, &'static str)>);
+
 #[derive(Debug, Clone)]
 struct Case {
     nodes_a: u32,
     nodes_b: u32,
     /// Per tenant: tenants it never shares with, and its only_nodes selector (if any).
     tenants: Vec<(Vec<usize>, Option<&'static str>)>,
-    /// (tenant, policy, tasks (count, cpus, secs), actors (count, cpus, calls), pg (bundles, cpus, strategy))
-    workloads: Vec<(usize, &'static str, Vec<(u32, u32, u32)>, Vec<(u32, u32, u32)>, Option<(u32, u32, &'static str)>)>,
+    workloads: Vec<GenWorkload>,
+        Vec<(u32, u32, u32)>,
+        Option<(u32, u32, &'static str)>,
+    )>,
 }
 
 fn case() -> impl Strategy<Value = Case> {
     let tenants = prop::collection::vec(
-        (prop::collection::vec(0usize..3, 0..2), prop::option::of(prop::sample::select(vec!["a", "!a", "in(a, b)", "!in(a)", "b"]))),
+        (
+            prop::collection::vec(0usize..3, 0..2),
+            prop::option::of(prop::sample::select(vec![
+                "a", "!a", "in(a, b)", "!in(a)", "b",
+            ])),
+        ),
         3,
     );
     let workload = (
@@ -28,15 +38,32 @@ fn case() -> impl Strategy<Value = Case> {
         prop::sample::select(vec!["ray_default", "spread", "topology_aware"]),
         prop::collection::vec((1u32..25, 1u32..5, 1u32..20), 0..3),
         prop::collection::vec((1u32..4, 1u32..3, 0u32..5), 0..2),
-        prop::option::of((1u32..4, 1u32..5, prop::sample::select(vec!["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]))),
+        prop::option::of((
+            1u32..4,
+            1u32..5,
+            prop::sample::select(vec!["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]),
+        )),
     );
-    (1u32..5, 0u32..5, tenants, prop::collection::vec(workload, 1..5)).prop_map(|(nodes_a, nodes_b, tenants, workloads)| Case { nodes_a, nodes_b, tenants, workloads })
+    (
+        1u32..5,
+        0u32..5,
+        tenants,
+        prop::collection::vec(workload, 1..5),
+    )
+        .prop_map(|(nodes_a, nodes_b, tenants, workloads)| Case {
+            nodes_a,
+            nodes_b,
+            tenants,
+            workloads,
+        })
 }
 
 fn scenario(c: &Case) -> String {
     let mut s = String::new();
     for g in ["a", "b"] {
-        s += &format!("node cpu_{g} {{\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  labels {{ \"group\": \"{g}\" }}\n}}\n");
+        s += &format!(
+            "node cpu_{g} {{\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  labels {{ \"group\": \"{g}\" }}\n}}\n"
+        );
     }
     s += &format!("cluster c {{\n  node cpu_a x {}\n", c.nodes_a);
     if c.nodes_b > 0 {
@@ -45,7 +72,11 @@ fn scenario(c: &Case) -> String {
     s += "}\n";
     for (i, (never, only)) in c.tenants.iter().enumerate() {
         s += &format!("tenant t{i} {{\n");
-        let others: Vec<String> = never.iter().filter(|o| **o != i).map(|o| format!("t{o}")).collect();
+        let others: Vec<String> = never
+            .iter()
+            .filter(|o| **o != i)
+            .map(|o| format!("t{o}"))
+            .collect();
         if !others.is_empty() {
             s += &format!("  never_share_node_with [{}]\n", others.join(", "));
         }
@@ -57,13 +88,19 @@ fn scenario(c: &Case) -> String {
     for (w, (t, policy, tasks, actors, pg)) in c.workloads.iter().enumerate() {
         s += &format!("workload w{w} tenant t{t} {{\n  policy {policy}\n");
         for (k, (n, cpus, secs)) in tasks.iter().enumerate() {
-            s += &format!("  tasks g{k} x {n} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n  }}\n");
+            s += &format!(
+                "  tasks g{k} x {n} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n  }}\n"
+            );
         }
         for (k, (n, cpus, calls)) in actors.iter().enumerate() {
-            s += &format!("  actor a{k} x {n} {{\n    resources {{ CPU: {cpus} }}\n    calls {calls}\n    call_duration 3 s\n  }}\n");
+            s += &format!(
+                "  actor a{k} x {n} {{\n    resources {{ CPU: {cpus} }}\n    calls {calls}\n    call_duration 3 s\n  }}\n"
+            );
         }
         if let Some((b, cpus, strategy)) = pg {
-            s += &format!("  placement_group pg strategy {strategy} {{\n    bundle {{ CPU: {cpus} }} x {b}\n  }}\n");
+            s += &format!(
+                "  placement_group pg strategy {strategy} {{\n    bundle {{ CPU: {cpus} }} x {b}\n  }}\n"
+            );
             s += "  training tr on pg steps 5 {\n    allreduce 1 GB\n  }\n";
         }
         s += "}\n";

@@ -80,8 +80,12 @@ pub struct TrainingMetrics {
     pub checkpoint_time: f64,
     pub started: f64,
     pub finished: Option<f64>,
-    /// Fraction of wall time spent computing (the rest is communication and checkpoints).
+    /// Fraction of wall time spent on compute that was kept (communication, checkpoints,
+    /// restarts and work lost to failures are the rest).
     pub goodput: f64,
+    pub restarts: u64,
+    /// Device-hours of work lost to failures (since the last checkpoint).
+    pub lost_device_hours: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -120,6 +124,29 @@ pub struct Utilization {
     pub mean: f64,
 }
 
+/// What failures did to a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FailureMetrics {
+    pub node_failures: u64,
+    /// Crash → declared dead, seconds.
+    pub time_to_detect: Stats,
+    /// Crash → a stopped training job computing again (checkpoint loaded), seconds.
+    pub time_to_recover: Stats,
+    pub tasks_retried: u64,
+    pub tasks_failed: u64,
+    pub actors_restarted: u64,
+    pub actors_lost: u64,
+    pub replicas_restarted: u64,
+    pub requests_lost: u64,
+    pub bundles_rescheduled: u64,
+    /// Device-hours of work lost (tasks killed mid-run, training since its checkpoint).
+    pub lost_device_hours: f64,
+    /// Fraction of node-time nodes were up over the simulated window.
+    pub node_availability: f64,
+    /// Failure statements the simulation does not model yet (device, NIC, link faults).
+    pub unsimulated: Vec<String>,
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RunMetrics {
     pub makespan: f64,
@@ -131,6 +158,7 @@ pub struct RunMetrics {
     pub services: Vec<ServiceMetrics>,
     pub actors: Vec<ActorMetrics>,
     pub utilization: BTreeMap<String, Utilization>,
+    pub failures: FailureMetrics,
 }
 
 /// Records busy-device changes per class and integrates them.

@@ -20,6 +20,7 @@
 //!
 //! Architecture invariant: no IO. Trace arrivals come in through [`SimConfig::traces`].
 
+pub mod failures;
 pub mod metrics;
 pub mod models;
 
@@ -52,6 +53,10 @@ pub struct SimConfig {
     pub traces: BTreeMap<String, Vec<f64>>,
     /// Keep every allocation and free in [`RunResult::trace`] (for invariant checks).
     pub record: bool,
+    /// Apply only the `failures NAME` block of that name (default: every block).
+    pub failure_block: Option<String>,
+    /// Samples (seconds) of `empirical("FILE")` distributions, by file name as written.
+    pub empirical: BTreeMap<String, Vec<f64>>,
 }
 
 #[derive(Debug, Clone)]
@@ -64,19 +69,27 @@ pub struct RunResult {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Ev {
+pub(crate) enum Ev {
     GroupReady(u32),
-    TaskDone(u32),
+    /// (task, attempt): stale attempts (the task's node died) are ignored.
+    TaskDone(u32, u32),
     PgTry(u32),
-    ActorCall(u32),
-    StepDone(u32),
+    ActorCall(u32, u32),
+    StepDone(u32, u32),
     Arrival(u32),
-    BatchDone(u32),
+    BatchDone(u32, u32),
     BatchTimeout(u32),
+    /// A job finished loading its checkpoint after a restart.
+    JobResume(u32, u32),
+    NodeCrash(u32),
+    NodeDetected(u32, u32),
+    NodeRepair(u32),
+    /// Next failure of a random failure process (process index).
+    RandomFailure(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Work {
+pub(crate) enum Work {
     Task(u32),
     Actor(u32),
     Replica(u32),
@@ -111,6 +124,9 @@ struct Actor {
     node: Option<NodeId>,
     alloc: Option<Allocation>,
     submitted: Time,
+    epoch: u32,
+    restarts_left: i64,
+    dead: bool,
 }
 
 struct ActorGroup {
@@ -137,8 +153,10 @@ struct Pg {
     attempts: u64,
     backoff: Time,
     nodes: Vec<NodeId>,
-    allocs: Vec<Allocation>,
+    /// One per bundle once created; `None` while a bundle lost with its node is re-placed.
+    allocs: Vec<Option<Allocation>>,
     jobs: Vec<u32>,
+    lost_since: Option<Time>,
 }
 
 struct Job {
@@ -157,6 +175,17 @@ struct Job {
     ckpt_total: Time,
     devices: u32,
     nodes: usize,
+    epoch: u32,
+    /// Steps done at the last completed checkpoint, and when it completed.
+    ckpt_steps: u64,
+    ckpt_at: Time,
+    /// When a failure stopped the job (it resumes when its group is whole again).
+    stopped_at: Option<Time>,
+    load_ns: Time,
+    restarts: u64,
+    lost_device_ns: f64,
+    /// Since when the current run of steps has been making progress.
+    progress_from: Time,
 }
 
 struct Replica {
@@ -164,6 +193,9 @@ struct Replica {
     node: Option<NodeId>,
     alloc: Option<Allocation>,
     batch: u32,
+    epoch: u32,
+    /// Requests of the batch in progress (arrival times).
+    inflight: Vec<Time>,
 }
 
 struct Service {
@@ -202,6 +234,9 @@ struct Sim<'s> {
     task_start: Vec<Time>,
     task_node: Vec<u32>,
     task_alloc: Vec<Option<Allocation>>,
+    /// Attempt number of each task (bumped when its node dies) and retries left.
+    task_epoch: Vec<u32>,
+    task_retries: Vec<u32>,
     actor_groups: Vec<ActorGroup>,
     actors: Vec<Actor>,
     pgs: Vec<Pg>,
@@ -217,6 +252,7 @@ struct Sim<'s> {
     unit_ids: Vec<usize>,
     /// Every allocation (+1) and free (−1) with its node and tenant, when recording.
     trace: Option<Vec<TraceEvent>>,
+    failures: failures::Failures,
 }
 
 /// One allocation or free, for checking invariants over a whole run.
@@ -232,6 +268,7 @@ pub struct TraceEvent {
 /// Run `spec` to completion (or to the horizon) and return its metrics.
 pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
     let mut sim = Sim::new(spec, cfg);
+    sim.schedule_failures(cfg.seed, cfg.failure_block.as_deref(), &cfg.empirical);
     sim.start(cfg);
     sim.run();
     sim.finish()
@@ -277,6 +314,8 @@ impl<'s> Sim<'s> {
             task_start: Vec::new(),
             task_node: Vec::new(),
             task_alloc: Vec::new(),
+            task_epoch: Vec::new(),
+            task_retries: Vec::new(),
             actor_groups: Vec::new(),
             actors: Vec::new(),
             pgs: Vec::new(),
@@ -291,6 +330,7 @@ impl<'s> Sim<'s> {
             makespan: 0,
             unit_ids,
             trace: cfg.record.then(Vec::new),
+            failures: failures::Failures::default(),
         }
     }
 
@@ -314,6 +354,10 @@ impl<'s> Sim<'s> {
                     .extend(std::iter::repeat_n(u32::MAX, g.count as usize));
                 self.task_alloc
                     .extend(std::iter::repeat_with(|| None).take(g.count as usize));
+                self.task_epoch
+                    .extend(std::iter::repeat_n(0, g.count as usize));
+                self.task_retries
+                    .extend(std::iter::repeat_n(g.retries, g.count as usize));
                 self.groups.push(Group {
                     workload: wi,
                     index: gi,
@@ -345,7 +389,8 @@ impl<'s> Sim<'s> {
                 }
                 self.groups[me as usize].input_bytes = input / g.count.max(1) as f64;
                 if g.after.is_empty() {
-                    self.q.at(0, Ev::GroupReady(me));
+                    // Work at time zero is submitted in declaration order.
+                    self.handle(Ev::GroupReady(me));
                 }
             }
             // Actors.
@@ -380,6 +425,9 @@ impl<'s> Sim<'s> {
                         node: None,
                         alloc: None,
                         submitted: 0,
+                        epoch: 0,
+                        restarts_left: a.max_restarts,
+                        dead: false,
                     });
                     self.submit(Work::Actor(id));
                 }
@@ -403,6 +451,7 @@ impl<'s> Sim<'s> {
                     nodes: Vec::new(),
                     allocs: Vec::new(),
                     jobs: Vec::new(),
+                    lost_since: None,
                 });
             }
             for (ti, t) in w.training.iter().enumerate() {
@@ -431,11 +480,19 @@ impl<'s> Sim<'s> {
                     ckpt_total: 0,
                     devices: 0,
                     nodes: 0,
+                    epoch: 0,
+                    ckpt_steps: 0,
+                    ckpt_at: 0,
+                    stopped_at: None,
+                    load_ns: 0,
+                    restarts: 0,
+                    lost_device_ns: 0.0,
+                    progress_from: 0,
                 });
                 self.pgs[pg as usize].jobs.push(id);
             }
             for pi in 0..w.placement_groups.len() {
-                self.q.at(0, Ev::PgTry(pg_base + pi as u32));
+                self.try_pg(pg_base + pi as u32);
             }
             // Services: replicas now, arrivals from time zero.
             for (si, s) in w.services.iter().enumerate() {
@@ -486,6 +543,8 @@ impl<'s> Sim<'s> {
                         node: None,
                         alloc: None,
                         batch: 0,
+                        epoch: 0,
+                        inflight: Vec::new(),
                     });
                     self.services[sid as usize].replicas.push(rid);
                     self.submit(Work::Replica(rid));
@@ -629,11 +688,22 @@ impl<'s> Sim<'s> {
         }
     }
 
-    fn allocate(&mut self, node: NodeId, r: &Request, tenant: Option<usize>, policy: Policy) -> Option<Allocation> {
+    fn allocate(
+        &mut self,
+        node: NodeId,
+        r: &Request,
+        tenant: Option<usize>,
+        policy: Policy,
+    ) -> Option<Allocation> {
         let a = self.state.allocate(node, r, tenant, policy)?;
         let time = self.now();
         if let Some(t) = &mut self.trace {
-            t.push(TraceEvent { time, node, tenant, delta: 1 });
+            t.push(TraceEvent {
+                time,
+                node,
+                tenant,
+                delta: 1,
+            });
         }
         Some(a)
     }
@@ -642,7 +712,12 @@ impl<'s> Sim<'s> {
         self.state.free(a, tenant);
         let time = self.now();
         if let Some(t) = &mut self.trace {
-            t.push(TraceEvent { time, node: a.node, tenant, delta: -1 });
+            t.push(TraceEvent {
+                time,
+                node: a.node,
+                tenant,
+                delta: -1,
+            });
         }
     }
 
@@ -688,7 +763,8 @@ impl<'s> Sim<'s> {
                 self.task_start[t as usize] = now;
                 self.task_node[t as usize] = node as u32;
                 self.task_alloc[t as usize] = Some(alloc);
-                self.q.after(dur, Ev::TaskDone(t));
+                self.q
+                    .after(dur, Ev::TaskDone(t, self.task_epoch[t as usize]));
             }
             Work::Actor(a) => {
                 let ac = &mut self.actors[a as usize];
@@ -705,7 +781,7 @@ impl<'s> Sim<'s> {
                 }
                 let ac = &self.actors[a as usize];
                 if ac.calls_left > 0 {
-                    self.q.after(ac.call_ns, Ev::ActorCall(a));
+                    self.q.after(ac.call_ns, Ev::ActorCall(a, ac.epoch));
                 } else if ac.holds && ac.call_ns == 0 {
                     // Long-lived actor with no calls: holds its resources for the whole run.
                 }
@@ -758,12 +834,13 @@ impl<'s> Sim<'s> {
     /// each class, classes in order. Checking `node` alone is exact: nothing was available
     /// for a waiting class before this free (see the module docs).
     fn dispatch(&mut self, node: NodeId) {
+        if !self.failures.lost_pgs.is_empty() {
+            // Bundles lost with a node are rescheduled ahead of other work (Ray GCS).
+            self.repair_pgs();
+        }
         let spec = self.spec;
         for k in 0..self.pending.len() {
-            loop {
-                let Some(&id) = self.pending[k].1.front() else {
-                    break;
-                };
+            while let Some(&id) = self.pending[k].1.front() {
                 let w = match self.pending[k].0 {
                     Work::Task(_) => Work::Task(id),
                     Work::Actor(_) => Work::Actor(id),
@@ -886,11 +963,11 @@ impl<'s> Sim<'s> {
             let s = &mut self.services[sid as usize];
             for a in &waited {
                 s.waits.push((now - a) as f64 / 1e9);
-                // Latency is known at start: the batch finishes at now + dur.
-                s.latencies.push((now + dur - a) as f64 / 1e9);
             }
-            self.replicas[r as usize].batch = take;
-            self.q.after(dur, Ev::BatchDone(r));
+            let rep = &mut self.replicas[r as usize];
+            rep.batch = take;
+            rep.inflight = waited;
+            self.q.after(dur, Ev::BatchDone(r, rep.epoch));
         }
     }
 
@@ -993,7 +1070,7 @@ impl<'s> Sim<'s> {
                 let pg = &mut self.pgs[p as usize];
                 pg.created = Some(now);
                 pg.nodes = nodes;
-                pg.allocs = allocs;
+                pg.allocs = allocs.into_iter().map(Some).collect();
                 for j in pg.jobs.clone() {
                     self.start_job(j);
                 }
@@ -1062,12 +1139,30 @@ impl<'s> Sim<'s> {
         job.compute_ns = secs(compute);
         job.comm_ns = secs(comm);
         job.ckpt_ns = secs(ckpt);
+        // Loading the checkpoint after a restart reads it back at the same rate.
+        job.load_ns = job.ckpt_ns;
         job.devices = devices;
         job.nodes = per_node.len();
-        job.started = Some(now);
-        job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
-        self.q
-            .after((job.compute_ns + job.comm_ns).max(1), Ev::StepDone(j));
+        job.started.get_or_insert(now);
+        match job.stopped_at.take() {
+            None => {
+                job.progress_from = now;
+                job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
+                self.q.after(
+                    (job.compute_ns + job.comm_ns).max(1),
+                    Ev::StepDone(j, job.epoch),
+                );
+            }
+            Some(stopped) => {
+                // Restart from the last checkpoint: load it, then continue.
+                job.restarts += 1;
+                self.failures
+                    .recovery
+                    .push((now + job.load_ns - stopped) as f64 / 1e9);
+                self.q
+                    .after(job.load_ns.max(1), Ev::JobResume(j, job.epoch));
+            }
+        }
     }
 
     fn run(&mut self) {
@@ -1076,8 +1171,32 @@ impl<'s> Sim<'s> {
                 break;
             }
             let Some((_, ev)) = self.q.pop() else { break };
+            // Random failures recur forever: without a horizon, stop once all work is done.
+            if self.horizon.is_none()
+                && matches!(
+                    ev,
+                    Ev::RandomFailure(_)
+                        | Ev::NodeRepair(_)
+                        | Ev::NodeCrash(_)
+                        | Ev::NodeDetected(..)
+                )
+                && self.all_done()
+            {
+                break;
+            }
             self.handle(ev);
         }
+    }
+
+    /// Every finite piece of work has finished (or can never run).
+    fn all_done(&self) -> bool {
+        self.groups.iter().all(|g| g.done >= g.count)
+            && self
+                .jobs
+                .iter()
+                .all(|j| j.finished.is_some() || self.pgs[j.pg as usize].infeasible)
+            && self.actors.iter().all(|a| a.dead || a.calls_left == 0)
+            && self.failures.lost.is_empty()
     }
 
     fn handle(&mut self, ev: Ev) {
@@ -1091,7 +1210,10 @@ impl<'s> Sim<'s> {
                     self.submit(Work::Task(t));
                 }
             }
-            Ev::TaskDone(t) => {
+            Ev::TaskDone(t, epoch) => {
+                if epoch != self.task_epoch[t as usize] {
+                    return; // its node died; the task was retried or failed
+                }
                 let gi = self.group_of(t);
                 let node = self.task_node[t as usize] as usize;
                 if let Some(a) = self.task_alloc[t as usize].take() {
@@ -1109,14 +1231,17 @@ impl<'s> Sim<'s> {
                 self.dispatch(node);
             }
             Ev::PgTry(p) => self.try_pg(p),
-            Ev::ActorCall(a) => {
+            Ev::ActorCall(a, epoch) => {
+                if epoch != self.actors[a as usize].epoch {
+                    return;
+                }
                 let ac = &mut self.actors[a as usize];
                 ac.calls_left -= 1;
                 let g = ac.group;
                 self.actor_groups[g].calls_done += 1;
                 if self.actors[a as usize].calls_left > 0 {
                     let d = self.actors[a as usize].call_ns.max(1);
-                    self.q.after(d, Ev::ActorCall(a));
+                    self.q.after(d, Ev::ActorCall(a, epoch));
                 } else {
                     self.makespan = self.makespan.max(now);
                     if let (Some(alloc), Some(node)) = (
@@ -1139,20 +1264,26 @@ impl<'s> Sim<'s> {
                     }
                 }
             }
-            Ev::StepDone(j) => {
+            Ev::StepDone(j, epoch) => {
                 let job = &mut self.jobs[j as usize];
+                if epoch != job.epoch {
+                    return;
+                }
                 job.steps_left -= 1;
                 job.steps_done += 1;
                 let mut next = job.compute_ns + job.comm_ns;
                 if now >= job.next_ckpt {
+                    // Write a checkpoint after this step; it counts once written.
                     next += job.ckpt_ns;
                     job.ckpt_total += job.ckpt_ns;
+                    job.ckpt_steps = job.steps_done;
+                    job.ckpt_at = now + job.ckpt_ns;
                     job.next_ckpt = job
                         .next_ckpt
                         .saturating_add(job.ckpt_every.unwrap_or(Time::MAX));
                 }
                 if job.steps_left > 0 {
-                    self.q.after(next.max(1), Ev::StepDone(j));
+                    self.q.after(next.max(1), Ev::StepDone(j, epoch));
                 } else {
                     job.finished = Some(now);
                     self.makespan = self.makespan.max(now);
@@ -1169,11 +1300,33 @@ impl<'s> Sim<'s> {
                 self.schedule_arrival(s);
                 self.serve(s);
             }
-            Ev::BatchDone(r) => {
+            Ev::BatchDone(r, epoch) => {
+                if epoch != self.replicas[r as usize].epoch {
+                    return;
+                }
                 let s = self.replicas[r as usize].service;
-                self.services[s as usize].idle.push(r);
+                let done = std::mem::take(&mut self.replicas[r as usize].inflight);
+                let svc = &mut self.services[s as usize];
+                svc.latencies
+                    .extend(done.iter().map(|a| (now - a) as f64 / 1e9));
+                svc.idle.push(r);
                 self.serve(s);
             }
+            Ev::JobResume(j, epoch) => {
+                let job = &mut self.jobs[j as usize];
+                if epoch == job.epoch {
+                    job.progress_from = now;
+                    job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
+                    self.q.after(
+                        (job.compute_ns + job.comm_ns).max(1),
+                        Ev::StepDone(j, epoch),
+                    );
+                }
+            }
+            Ev::NodeCrash(n) => self.node_crash(n as NodeId),
+            Ev::NodeDetected(n, crash) => self.node_detected(n as NodeId, crash),
+            Ev::NodeRepair(n) => self.node_repair(n as NodeId),
+            Ev::RandomFailure(p) => self.random_failure(p as usize),
             Ev::BatchTimeout(s) => {
                 self.services[s as usize].timeout = None;
                 self.serve(s);
@@ -1189,6 +1342,7 @@ impl<'s> Sim<'s> {
         let tenant = self.pgs[p].tenant;
         let mut nodes = Vec::new();
         for (a, b) in allocs.iter().zip(self.pgs[p].bundles.clone()) {
+            let Some(a) = a else { continue };
             self.free(a, tenant);
             let units = device_units(&self.state, &self.unit_ids, &b);
             if let Some(acc) = &self.node_accel[a.node]
@@ -1279,6 +1433,8 @@ impl<'s> Sim<'s> {
                 started: job.started.map(|s| s as f64 / 1e9).unwrap_or(0.0),
                 finished: job.finished.map(|f| f as f64 / 1e9),
                 goodput: if wall > 0.0 { compute / wall } else { 0.0 },
+                restarts: job.restarts,
+                lost_device_hours: job.lost_device_ns / 3.6e12,
             });
         }
         for s in &mut self.services {
@@ -1348,6 +1504,34 @@ impl<'s> Sim<'s> {
             }
         }
         m.utilization = std::mem::take(&mut self.util).finish(&devices, end);
+        let f = &mut self.failures;
+        let nodes = self.node_types.len() as f64;
+        let still_down: f64 = f
+            .down_since
+            .iter()
+            .flatten()
+            .map(|s| end.saturating_sub(*s) as f64)
+            .sum();
+        let node_time = nodes * end as f64;
+        m.failures = FailureMetrics {
+            node_failures: f.crashes,
+            time_to_detect: Stats::of(&mut f.detect_times),
+            time_to_recover: Stats::of(&mut f.recovery),
+            tasks_retried: f.tasks_retried,
+            tasks_failed: f.tasks_failed,
+            actors_restarted: f.actors_restarted,
+            actors_lost: f.actors_lost,
+            replicas_restarted: f.replicas_restarted,
+            requests_lost: f.requests_lost,
+            bundles_rescheduled: f.bundles_rescheduled,
+            lost_device_hours: f.lost_device_ns / 3.6e12,
+            node_availability: if node_time > 0.0 {
+                1.0 - (f.node_down_ns + still_down) / node_time
+            } else {
+                1.0
+            },
+            unsimulated: f.unsimulated.clone(),
+        };
         RunResult {
             metrics: m,
             explain: self.explain,

@@ -1,0 +1,551 @@
+//! Failures in the simulation: scheduled and random node-level failures, Ray's health-check
+//! detection, and recovery (task retries, actor restarts, placement-group bundle rescheduling
+//! with priority, training restart from the last checkpoint, replica restarts).
+//!
+//! Model (Ray semantics from shared/reference/ray-semantics.md):
+//! - A crash stops everything on the node at once; the node leaves the scheduler's view at
+//!   that moment (no new work lands there).
+//! - The GCS declares it dead after `misses × period` of failed health checks (Ray defaults
+//!   5 × 3 s = 15 s for a crash, `gcs_health_check_manager.cc`). Recovery starts then: tasks
+//!   are retried while `retries` last (default 3), actors restart while `max_restarts` allows,
+//!   lost bundles are rescheduled ahead of everything else, replicas are restarted elsewhere.
+//!   Requests in flight on a lost replica are lost.
+//! - A training job stops at the crash; the work since its last completed checkpoint is lost
+//!   (devices × time); when its group is whole again it loads the checkpoint (at the write
+//!   rate) and continues from that step.
+//! - Random failures form an alternating renewal process per unit (node, rack, slice, zone):
+//!   time to failure from the distribution with mean `mtbf`, then repair from the repair
+//!   distribution with mean `repair` (none: the unit never comes back). Weibull and lognormal
+//!   are parameterised by their mean (scale = mtbf / Γ(1 + 1/shape); μ = ln(mtbf) − σ²/2);
+//!   empirical samples are rescaled to mean `mtbf`.
+//! - Failures of devices, NICs, links and NVLink are not simulated yet: they are listed in
+//!   the run's metrics as unsimulated rather than silently dropped.
+
+use super::{Ev, Sim, TraceEvent, Work, device_units};
+use crate::engine::{Time, rng_stream, stream_id};
+use crate::placement::{BundleRequest, NodeId, PgDecision};
+use crate::spec::failure::{Detection, Distribution};
+use crate::spec::workload::{LabelConstraint, LabelOp, PgStrategy};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
+
+/// A random failure process over one unit (a node, or all nodes of a rack, slice or zone).
+pub(crate) struct Process {
+    nodes: Vec<NodeId>,
+    mtbf: f64,
+    dist: Distribution,
+    repair: Option<f64>,
+    repair_dist: Distribution,
+    rng: ChaCha8Rng,
+}
+
+#[derive(Default)]
+pub(crate) struct Failures {
+    pub detection: Detection,
+    pub down_since: Vec<Option<Time>>,
+    pub crash_epoch: Vec<u32>,
+    /// Work lost with a node, recovered when the crash is detected: (node, crash epoch, work).
+    pub lost: Vec<(NodeId, u32, Work)>,
+    /// Placement groups with bundles waiting to be re-placed, in the order they lost them.
+    pub lost_pgs: Vec<u32>,
+    pub processes: Vec<Process>,
+    pub crashes: u64,
+    pub detect_times: Vec<f64>,
+    pub recovery: Vec<f64>,
+    pub tasks_retried: u64,
+    pub tasks_failed: u64,
+    pub actors_restarted: u64,
+    pub actors_lost: u64,
+    pub replicas_restarted: u64,
+    pub requests_lost: u64,
+    pub bundles_rescheduled: u64,
+    pub lost_device_ns: f64,
+    pub node_down_ns: f64,
+    pub unsimulated: Vec<String>,
+    /// Empirical samples by file name (seconds), passed in by the caller.
+    pub empirical: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
+/// The nodes a failure target names.
+fn nodes_of(
+    st: &NodeIndex,
+    c: &crate::spec::Cluster,
+    class: &str,
+    name: &str,
+) -> Option<Vec<NodeId>> {
+    match class {
+        "node" => st.by_name.get(name).map(|x| vec![*x]),
+        "head" => Some(vec![st.head]),
+        "rack" | "slice" => {
+            let r = c.rack_index(name)?;
+            Some((0..st.racks.len()).filter(|&i| st.racks[i] == r).collect())
+        }
+        "zone" => {
+            let z = c.zones.iter().position(|x| x == name)?;
+            Some(
+                (0..st.racks.len())
+                    .filter(|&i| c.racks[st.racks[i]].zone == Some(z))
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// What failure targets need of the cluster state: names, racks and the head.
+pub(crate) struct NodeIndex {
+    by_name: std::collections::HashMap<String, NodeId>,
+    racks: Vec<usize>,
+    head: NodeId,
+}
+
+impl crate::placement::ClusterState {
+    fn node_index(&self) -> NodeIndex {
+        NodeIndex {
+            by_name: self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name().to_string(), i))
+                .collect(),
+            racks: self.nodes.iter().map(|n| n.rack()).collect(),
+            head: self.head,
+        }
+    }
+}
+
+fn sample(
+    d: &Distribution,
+    mean: f64,
+    rng: &mut ChaCha8Rng,
+    empirical: &std::collections::BTreeMap<String, Vec<f64>>,
+) -> f64 {
+    match d {
+        Distribution::Exponential => Exp::new(1.0 / mean).map(|e| e.sample(rng)).unwrap_or(mean),
+        Distribution::Weibull { shape } => {
+            let scale = mean / libm::tgamma(1.0 + 1.0 / shape);
+            Weibull::new(scale, *shape)
+                .map(|w| w.sample(rng))
+                .unwrap_or(mean)
+        }
+        Distribution::LogNormal { sigma } => {
+            let mu = mean.ln() - sigma * sigma / 2.0;
+            LogNormal::new(mu, *sigma)
+                .map(|l| l.sample(rng))
+                .unwrap_or(mean)
+        }
+        Distribution::Empirical { path } => match empirical.get(path) {
+            Some(xs) if !xs.is_empty() => {
+                use rand::RngExt;
+                let m = xs.iter().sum::<f64>() / xs.len() as f64;
+                let x = xs[rng.random_range(0..xs.len())];
+                if m > 0.0 { x * mean / m } else { mean }
+            }
+            _ => mean,
+        },
+    }
+}
+
+impl Sim<'_> {
+    /// Schedule the scenario's failures (every `failures` block, or only `only` when given).
+    pub(crate) fn schedule_failures(
+        &mut self,
+        seed: u64,
+        only: Option<&str>,
+        empirical: &std::collections::BTreeMap<String, Vec<f64>>,
+    ) {
+        let spec = self.spec;
+        let n = self.node_types.len();
+        self.failures.down_since = vec![None; n];
+        self.failures.crash_epoch = vec![0; n];
+        self.failures.empirical = empirical.clone();
+        let Some(c) = &spec.cluster else { return };
+        let blocks: Vec<&crate::spec::Failures> = spec
+            .failures
+            .iter()
+            .filter(|f| only.is_none_or(|o| f.name.as_deref() == Some(o)))
+            .collect();
+        if let Some(b) = blocks.first() {
+            self.failures.detection = b.detection;
+        }
+        let st = self.state.node_index();
+        let nodes_of = |class: &str, name: &str| nodes_of(&st, c, class, name);
+        for b in &blocks {
+            for f in &b.scheduled {
+                let simulated = matches!(f.action.as_str(), "kill" | "power_loss");
+                match (simulated, nodes_of(&f.target.class, &f.target.name)) {
+                    (true, Some(nodes)) => {
+                        for node in nodes {
+                            self.q.at(f.at.0, Ev::NodeCrash(node as u32));
+                            if let Some(d) = f.duration {
+                                self.q
+                                    .at(f.at.0.saturating_add(d.0), Ev::NodeRepair(node as u32));
+                            }
+                        }
+                    }
+                    _ => self.failures.unsimulated.push(format!(
+                        "at {}: {} {} {}",
+                        f.at, f.action, f.target.class, f.target.name
+                    )),
+                }
+            }
+            for (k, r) in b.random.iter().enumerate() {
+                let units: Vec<Vec<NodeId>> = match r.class.as_str() {
+                    "node" => (0..n).map(|i| vec![i]).collect(),
+                    "head" => vec![vec![self.state.head]],
+                    "rack" => c
+                        .racks
+                        .iter()
+                        .filter(|rk| rk.slice.is_none() && !rk.name.is_empty())
+                        .filter_map(|rk| nodes_of("rack", &rk.name))
+                        .collect(),
+                    "slice" => c
+                        .racks
+                        .iter()
+                        .filter(|rk| rk.slice.is_some())
+                        .filter_map(|rk| nodes_of("slice", &rk.name))
+                        .collect(),
+                    "zone" => c.zones.iter().filter_map(|z| nodes_of("zone", z)).collect(),
+                    other => {
+                        self.failures
+                            .unsimulated
+                            .push(format!("random {other} failures (mtbf {})", r.mtbf));
+                        continue;
+                    }
+                };
+                for (u, nodes) in units.into_iter().enumerate() {
+                    let rng = rng_stream(
+                        seed,
+                        stream_id(&format!(
+                            "failure/{}/{k}/{}/{u}",
+                            b.name.as_deref().unwrap_or(""),
+                            r.class
+                        )),
+                    );
+                    let p = self.failures.processes.len();
+                    self.failures.processes.push(Process {
+                        nodes,
+                        mtbf: r.mtbf.0 as f64,
+                        dist: r.distribution.clone(),
+                        repair: r.repair.map(|d| d.0 as f64),
+                        repair_dist: r.repair_distribution.clone(),
+                        rng,
+                    });
+                    let first = self.next_ttf(p);
+                    self.q.at(first, Ev::RandomFailure(p as u32));
+                }
+            }
+        }
+    }
+
+    fn next_ttf(&mut self, p: usize) -> Time {
+        let f = &mut self.failures;
+        let pr = &mut f.processes[p];
+        let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical);
+        self.q.now().saturating_add(x.max(1.0) as Time)
+    }
+
+    pub(crate) fn random_failure(&mut self, p: usize) {
+        let nodes = self.failures.processes[p].nodes.clone();
+        for &n in &nodes {
+            self.node_crash(n);
+        }
+        let f = &mut self.failures;
+        let pr = &mut f.processes[p];
+        if let Some(mean) = pr.repair {
+            let d = sample(&pr.repair_dist, mean, &mut pr.rng, &f.empirical).max(1.0) as Time;
+            let back = self.q.now().saturating_add(d);
+            for &n in &nodes {
+                self.q.at(back, Ev::NodeRepair(n as u32));
+            }
+            // The next failure is measured from the repair (alternating renewal process).
+            let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical).max(1.0) as Time;
+            self.q
+                .at(back.saturating_add(x), Ev::RandomFailure(p as u32));
+        }
+    }
+
+    fn drop_alloc(&mut self, node: NodeId, tenant: Option<usize>, units: f64) {
+        let now = self.now();
+        if let Some(t) = &mut self.trace {
+            t.push(TraceEvent {
+                time: now,
+                node,
+                tenant,
+                delta: -1,
+            });
+        }
+        if units > 0.0
+            && let Some(a) = &self.node_accel[node]
+        {
+            self.util.change(a, now, -units);
+        }
+    }
+
+    pub(crate) fn node_crash(&mut self, n: NodeId) {
+        let now = self.now();
+        if !self.state.nodes[n].alive() {
+            return;
+        }
+        self.state.set_alive(n, false);
+        self.failures.crashes += 1;
+        self.failures.down_since[n] = Some(now);
+        self.failures.crash_epoch[n] += 1;
+        let epoch = self.failures.crash_epoch[n];
+        // Tasks running there.
+        for t in 0..self.task_node.len() {
+            if self.task_node[t] as usize != n || self.task_alloc[t].is_none() {
+                continue;
+            }
+            self.task_alloc[t] = None;
+            self.task_epoch[t] += 1;
+            let gi = self.group_of(t as u32);
+            let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+            self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;
+            self.drop_alloc(n, self.groups[gi].tenant, units);
+            self.failures.lost.push((n, epoch, Work::Task(t as u32)));
+        }
+        // Actors.
+        for a in 0..self.actors.len() {
+            let ac = &self.actors[a];
+            if ac.node != Some(n) || ac.dead {
+                continue;
+            }
+            let (tenant, holds) = (self.actor_groups[ac.group].tenant, ac.alloc.is_some());
+            let units = if holds {
+                device_units(&self.state, &self.unit_ids, &ac.request)
+            } else {
+                0.0
+            };
+            let ac = &mut self.actors[a];
+            ac.epoch += 1;
+            ac.node = None;
+            if ac.alloc.take().is_some() {
+                self.drop_alloc(n, tenant, units);
+            }
+            self.failures.lost.push((n, epoch, Work::Actor(a as u32)));
+        }
+        // Service replicas.
+        for r in 0..self.replicas.len() {
+            if self.replicas[r].node != Some(n) {
+                continue;
+            }
+            let s = self.replicas[r].service as usize;
+            let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
+            let rep = &mut self.replicas[r];
+            rep.epoch += 1;
+            rep.node = None;
+            self.failures.requests_lost += rep.inflight.len() as u64;
+            rep.inflight.clear();
+            if rep.alloc.take().is_some() {
+                let tenant = self.services[s].tenant;
+                self.drop_alloc(n, tenant, units);
+            }
+            self.services[s].idle.retain(|x| *x as usize != r);
+            self.failures.lost.push((n, epoch, Work::Replica(r as u32)));
+        }
+        // Placement-group bundles, and the jobs that run on them.
+        for p in 0..self.pgs.len() {
+            let hit: Vec<usize> = (0..self.pgs[p].allocs.len())
+                .filter(|&i| {
+                    self.pgs[p].nodes.get(i) == Some(&n) && self.pgs[p].allocs[i].is_some()
+                })
+                .collect();
+            if hit.is_empty() {
+                continue;
+            }
+            let tenant = self.pgs[p].tenant;
+            for i in hit {
+                self.pgs[p].allocs[i] = None;
+                self.drop_alloc(n, tenant, 0.0);
+            }
+            if self.pgs[p].lost_since.is_none() {
+                self.pgs[p].lost_since = Some(now);
+            }
+            for j in self.pgs[p].jobs.clone() {
+                self.stop_job(j as usize);
+            }
+        }
+        // A crashed raylet refuses health checks at once: dead after `misses` checks, one
+        // per `period` (Ray: 5 × 3 s ≈ 15 s).
+        let d = self.failures.detection;
+        self.q.after(
+            d.period.0.saturating_mul(u64::from(d.misses)),
+            Ev::NodeDetected(n as u32, epoch),
+        );
+    }
+
+    /// A failure hit the job's group: the job stops, losing the work since its checkpoint.
+    fn stop_job(&mut self, j: usize) {
+        let now = self.now();
+        let job = &self.jobs[j];
+        if job.finished.is_some() || job.stopped_at.is_some() || job.started.is_none() {
+            return;
+        }
+        let pg = job.pg as usize;
+        // Devices of the group stop being busy (the lost ones already were dropped).
+        for (b, node) in self.pgs[pg]
+            .bundles
+            .clone()
+            .iter()
+            .zip(self.pgs[pg].nodes.clone())
+        {
+            let units = device_units(&self.state, &self.unit_ids, b);
+            if units > 0.0
+                && let Some(a) = &self.node_accel[node]
+            {
+                self.util.change(a, now, -units);
+            }
+        }
+        let job = &mut self.jobs[j];
+        let since = job.ckpt_at.max(job.progress_from);
+        let lost = f64::from(job.devices) * now.saturating_sub(since) as f64;
+        job.lost_device_ns += lost;
+        self.failures.lost_device_ns += lost;
+        let redo = job.steps_done - job.ckpt_steps;
+        job.steps_done = job.ckpt_steps;
+        job.steps_left += redo;
+        job.epoch += 1;
+        job.stopped_at = Some(now);
+    }
+
+    pub(crate) fn node_detected(&mut self, n: NodeId, epoch: u32) {
+        let now = self.now();
+        if let Some(since) = self.failures.down_since[n] {
+            self.failures.detect_times.push((now - since) as f64 / 1e9);
+        }
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failures.lost)
+            .into_iter()
+            .partition(|(node, e, _)| *node == n && *e == epoch);
+        self.failures.lost = rest;
+        for (_, _, w) in mine {
+            match w {
+                Work::Task(t) => {
+                    if self.task_retries[t as usize] > 0 {
+                        self.task_retries[t as usize] -= 1;
+                        self.failures.tasks_retried += 1;
+                        self.submit(Work::Task(t));
+                    } else {
+                        self.failures.tasks_failed += 1;
+                        let gi = self.group_of(t);
+                        self.task_done_bookkeeping(gi);
+                    }
+                }
+                Work::Actor(a) => {
+                    let ac = &mut self.actors[a as usize];
+                    if ac.restarts_left != 0 {
+                        if ac.restarts_left > 0 {
+                            ac.restarts_left -= 1;
+                        }
+                        ac.submitted = now;
+                        self.failures.actors_restarted += 1;
+                        self.submit(Work::Actor(a));
+                    } else {
+                        ac.dead = true;
+                        self.failures.actors_lost += 1;
+                    }
+                }
+                Work::Replica(r) => {
+                    self.failures.replicas_restarted += 1;
+                    self.submit(Work::Replica(r));
+                }
+            }
+        }
+        // Lost bundles are rescheduled when the node is declared dead, ahead of other work.
+        for p in 0..self.pgs.len() {
+            if self.pgs[p].lost_since.is_some()
+                && !self.failures.lost_pgs.contains(&(p as u32))
+                && self.pgs[p].nodes.contains(&n)
+            {
+                self.failures.lost_pgs.push(p as u32);
+            }
+        }
+        self.repair_pgs();
+    }
+
+    pub(crate) fn node_repair(&mut self, n: NodeId) {
+        let now = self.now();
+        if self.state.nodes[n].alive() {
+            return;
+        }
+        if let Some(since) = self.failures.down_since[n].take() {
+            self.failures.node_down_ns += (now - since) as f64;
+        }
+        self.state.reset(n);
+        self.state.set_alive(n, true);
+        // Only this node became available: `dispatch` re-places lost bundles first, then
+        // every waiting class (see the module docs of `sim`).
+        self.dispatch(n);
+    }
+
+    /// Try to re-place the lost bundles of every group waiting for them, in order.
+    pub(crate) fn repair_pgs(&mut self) {
+        let list = self.failures.lost_pgs.clone();
+        for p in list {
+            self.repair_pg(p as usize);
+        }
+    }
+
+    fn repair_pg(&mut self, p: usize) {
+        let lost: Vec<usize> = (0..self.pgs[p].allocs.len())
+            .filter(|&i| self.pgs[p].allocs[i].is_none())
+            .collect();
+        if lost.is_empty() {
+            self.failures.lost_pgs.retain(|x| *x as usize != p);
+            return;
+        }
+        let pg = &self.pgs[p];
+        let subset: Vec<_> = lost.iter().map(|&i| pg.bundles[i].clone()).collect();
+        // STRICT_SPREAD: the replacements must avoid the nodes the group still holds.
+        let mut selector: Vec<LabelConstraint> = Vec::new();
+        if pg.strategy == PgStrategy::StrictSpread {
+            let held: Vec<String> = (0..pg.allocs.len())
+                .filter(|i| pg.allocs[*i].is_some())
+                .map(|i| self.state.nodes[pg.nodes[i]].name().to_string())
+                .collect();
+            if !held.is_empty() {
+                selector.push(LabelConstraint {
+                    key: "ray.io/node-id".into(),
+                    op: LabelOp::NotIn(held),
+                });
+            }
+        }
+        let br = BundleRequest {
+            bundles: &subset,
+            strategy: pg.strategy,
+            tenant: pg.tenant,
+            policy: pg.policy,
+            label_selector: &selector,
+        };
+        let PgDecision::Placed(nodes) = crate::placement::place_bundles(&self.state, &br, None)
+        else {
+            return;
+        };
+        let (tenant, policy) = (pg.tenant, pg.policy);
+        let mut got = Vec::new();
+        for (k, &i) in lost.iter().enumerate() {
+            match self.allocate(nodes[k], &subset[k], tenant, policy) {
+                Some(a) => got.push((i, nodes[k], a)),
+                None => break,
+            }
+        }
+        if got.len() != lost.len() {
+            for (_, _, a) in &got {
+                self.free(a, tenant);
+            }
+            return;
+        }
+        for (i, node, a) in got {
+            self.pgs[p].nodes[i] = node;
+            self.pgs[p].allocs[i] = Some(a);
+            self.failures.bundles_rescheduled += 1;
+        }
+        self.pgs[p].lost_since = None;
+        self.failures.lost_pgs.retain(|x| *x as usize != p);
+        for j in self.pgs[p].jobs.clone() {
+            if self.jobs[j as usize].stopped_at.is_some() {
+                self.start_job(j);
+            }
+        }
+    }
+}
