@@ -9,7 +9,13 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 /// (tenant, policy, tasks (count, cpus, secs), actors (count, cpus, calls), group (bundles, cpus, strategy))
-type GenWorkload = (usize, &'static str, Vec<(u32, u32, u32)>, Vec<(u32, u32, u32)>, Option<(u32, u32, &'static str)>);
+type GenWorkload = (
+    usize,
+    &'static str,
+    Vec<(u32, u32, u32)>,
+    Vec<(u32, u32, u32)>,
+    Option<(u32, u32, &'static str)>,
+);
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -18,9 +24,6 @@ struct Case {
     /// Per tenant: tenants it never shares with, and its only_nodes selector (if any).
     tenants: Vec<(Vec<usize>, Option<&'static str>)>,
     workloads: Vec<GenWorkload>,
-        Vec<(u32, u32, u32)>,
-        Option<(u32, u32, &'static str)>,
-    )>,
 }
 
 fn case() -> impl Strategy<Value = Case> {
