@@ -267,3 +267,37 @@ fn tasks_on_a_dead_node_are_retried_after_detection() {
     assert_eq!(r.metrics.makespan, 125.0);
     assert!(r.metrics.failures.node_availability < 1.0);
 }
+
+#[test]
+fn a_slice_is_reserved_as_a_gang_and_lost_as_a_unit() {
+    // Two v5p slices of 2x2x4 = 16 chips on 4 hosts each. The group takes slice s0 whole: a
+    // head bundle on worker 0 plus one bundle per host. When host s0.h2 dies, the whole slice
+    // is lost: at detection (15 s later) the group moves to s1, all 5 bundles re-placed.
+    let s = spec(
+        "cluster c {\n  slice s[0..1] node tpu_v5p_host topology 2x2x4\n}\nworkload w {\n  placement_group g slice {}\n  training t on g steps 40 {\n    compute 100 PFLOP per device bf16\n    checkpoint every 2 min size 10 GB\n  }\n}\nfailures {\n  at 5 min kill node s0.h2\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let pg = &r.metrics.placement_groups[0];
+    assert_eq!(pg.bundles, 5);
+    assert!(
+        pg.nodes.iter().all(|n| n.starts_with("s1.")),
+        "{:?}",
+        pg.nodes
+    );
+    let t = &r.metrics.training[0];
+    assert_eq!((t.devices, t.restarts, t.steps_done), (16, 1, 40));
+    assert_eq!(r.metrics.failures.bundles_rescheduled, 5);
+    // Nothing stays allocated on the surviving hosts of the broken slice.
+    let rec = simulate(
+        &s,
+        &SimConfig {
+            record: true,
+            ..Default::default()
+        },
+    );
+    let mut held = std::collections::BTreeMap::new();
+    for e in &rec.trace {
+        *held.entry(e.node).or_insert(0i64) += i64::from(e.delta);
+    }
+    assert!(held.values().all(|v| *v == 0), "{held:?}");
+}

@@ -359,6 +359,14 @@ impl Sim<'_> {
                 self.pgs[p].allocs[i] = None;
                 self.drop_alloc(n, tenant, 0.0);
             }
+            if self.pgs[p].slice {
+                // A slice is lost as a unit: give back what the group holds on the other hosts.
+                for i in 0..self.pgs[p].allocs.len() {
+                    if let Some(a) = self.pgs[p].allocs[i].take() {
+                        self.free(&a, tenant);
+                    }
+                }
+            }
             if self.pgs[p].lost_since.is_none() {
                 self.pgs[p].lost_since = Some(now);
             }
@@ -478,6 +486,50 @@ impl Sim<'_> {
         self.dispatch(n);
     }
 
+    /// A slice group lost its slice: take the first intact slice whose gang fits.
+    fn repair_slice_pg(&mut self, p: usize) {
+        let Some((bundles, selector)) = self.slice_gang(p as u32) else {
+            return;
+        };
+        let pg = &self.pgs[p];
+        let br = BundleRequest {
+            bundles: &bundles,
+            strategy: PgStrategy::Pack,
+            tenant: pg.tenant,
+            policy: pg.policy,
+            label_selector: &selector,
+        };
+        let PgDecision::Placed(nodes) = crate::placement::place_bundles(&self.state, &br, None)
+        else {
+            return;
+        };
+        let (tenant, policy) = (pg.tenant, pg.policy);
+        let mut allocs = Vec::new();
+        for (b, n) in bundles.iter().zip(&nodes) {
+            match self.allocate(*n, b, tenant, policy) {
+                Some(a) => allocs.push(Some(a)),
+                None => {
+                    for a in allocs.iter().flatten() {
+                        self.free(a, tenant);
+                    }
+                    return;
+                }
+            }
+        }
+        self.failures.bundles_rescheduled += bundles.len() as u64;
+        let pg = &mut self.pgs[p];
+        pg.bundles = bundles;
+        pg.nodes = nodes;
+        pg.allocs = allocs;
+        pg.lost_since = None;
+        self.failures.lost_pgs.retain(|x| *x as usize != p);
+        for j in self.pgs[p].jobs.clone() {
+            if self.jobs[j as usize].stopped_at.is_some() {
+                self.start_job(j);
+            }
+        }
+    }
+
     /// Try to re-place the lost bundles of every group waiting for them, in order.
     pub(crate) fn repair_pgs(&mut self) {
         let list = self.failures.lost_pgs.clone();
@@ -487,6 +539,10 @@ impl Sim<'_> {
     }
 
     fn repair_pg(&mut self, p: usize) {
+        if self.pgs[p].slice {
+            self.repair_slice_pg(p);
+            return;
+        }
         let lost: Vec<usize> = (0..self.pgs[p].allocs.len())
             .filter(|&i| self.pgs[p].allocs[i].is_none())
             .collect();

@@ -157,6 +157,8 @@ struct Pg {
     allocs: Vec<Option<Allocation>>,
     jobs: Vec<u32>,
     lost_since: Option<Time>,
+    /// Reserves a whole slice; `bundles` are filled in from the slice it gets.
+    slice: bool,
 }
 
 struct Job {
@@ -452,6 +454,7 @@ impl<'s> Sim<'s> {
                     allocs: Vec::new(),
                     jobs: Vec::new(),
                     lost_since: None,
+                    slice: p.slice,
                 });
             }
             for (ti, t) in w.training.iter().enumerate() {
@@ -1027,12 +1030,30 @@ impl<'s> Sim<'s> {
         let mut ex = Explain {
             candidates: Vec::new(),
         };
+        // A slice group takes its bundles from the first intact slice that can hold them.
+        let (bundles, selector) = if pg.slice {
+            match self.slice_gang(p) {
+                Some(x) => x,
+                None => {
+                    self.pgs[p as usize].attempts += 1;
+                    if self.state.slices() == 0 {
+                        self.pgs[p as usize].infeasible = true;
+                    } else {
+                        self.retry_pg(p);
+                    }
+                    return;
+                }
+            }
+        } else {
+            (pg.bundles.clone(), Vec::new())
+        };
+        let pg = &self.pgs[p as usize];
         let br = BundleRequest {
-            bundles: &pg.bundles,
+            bundles: &bundles,
             strategy: pg.strategy,
             tenant: pg.tenant,
             policy: pg.policy,
-            label_selector: &[],
+            label_selector: &selector,
         };
         let d = placement::place_bundles(
             &self.state,
@@ -1049,7 +1070,8 @@ impl<'s> Sim<'s> {
         }
         let pg = &mut self.pgs[p as usize];
         pg.attempts += 1;
-        let (tenant, policy, bundles) = (pg.tenant, pg.policy, pg.bundles.clone());
+        pg.bundles.clone_from(&bundles);
+        let (tenant, policy) = (pg.tenant, pg.policy);
         match d {
             PgDecision::Placed(nodes) => {
                 let mut allocs = Vec::new();
@@ -1078,6 +1100,32 @@ impl<'s> Sim<'s> {
             PgDecision::Wait => self.retry_pg(p),
             PgDecision::Infeasible => self.pgs[p as usize].infeasible = true,
         }
+    }
+
+    /// The bundles and label selector of the first intact slice whose gang fits now.
+    pub(crate) fn slice_gang(
+        &self,
+        p: u32,
+    ) -> Option<(Vec<Request>, Vec<crate::spec::workload::LabelConstraint>)> {
+        let pg = &self.pgs[p as usize];
+        (0..self.state.slices())
+            .filter(|&s| self.state.slice_intact(s))
+            .find_map(|s| {
+                let bundles = self.state.slice_bundles(s);
+                let selector = self.state.slice_selector(s);
+                let br = BundleRequest {
+                    bundles: &bundles,
+                    strategy: PgStrategy::Pack,
+                    tenant: pg.tenant,
+                    policy: pg.policy,
+                    label_selector: &selector,
+                };
+                matches!(
+                    placement::place_bundles(&self.state, &br, None),
+                    PgDecision::Placed(_)
+                )
+                .then_some((bundles, selector))
+            })
     }
 
     /// Ray retries pending groups with backoff: 100 ms × 1.5 up to 1 s

@@ -149,7 +149,7 @@ pub const WORKLOAD: &[StmtDef] = &[
     one("policy", POLICIES),
     many("tasks", &["x", "after"]),
     many("actor", &["x"]),
-    many("placement_group", &["strategy", "policy"]),
+    many("placement_group", &["strategy", "policy", "slice"]),
     many("training", &["on", "steps"]),
     many("service", &[]),
 ];

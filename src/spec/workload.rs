@@ -123,6 +123,9 @@ pub struct PlacementGroup {
     pub strategy: PgStrategy,
     pub policy: Option<Policy>,
     pub bundles: Vec<Resources>,
+    /// Reserve a whole TPU-style slice as a gang (Ray's slice placement group: a head bundle
+    /// with `TPU-<pod>-head` plus one bundle per host); the bundles follow from the slice.
+    pub slice: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -638,18 +641,32 @@ pub fn workload(
                     w.actors.push(ac);
                 }
                 "placement_group" => {
-                    let sv =
-                        a.need("strategy", "strategy PACK|SPREAD|STRICT_PACK|STRICT_SPREAD")?;
-                    let strategy = match rd::choice(
+                    let slice = a.flag("slice");
+                    if slice && a.stmt.values.iter().any(|v| matches!(&v.kind, ValueKind::Ident(n) if n == "strategy")) {
+                        cx.push(
+                            Diagnostic::error(s.head_span(), "a `slice` placement group takes no `strategy`")
+                                .with_help("a slice is reserved as a gang: one bundle per host, packed onto that slice"),
+                        );
+                        return None;
+                    }
+                    let sv = if slice {
+                        None
+                    } else {
+                        Some(a.need("strategy", "strategy PACK|SPREAD|STRICT_PACK|STRICT_SPREAD")?)
+                    };
+                    let strategy = match sv.map(|sv| rd::choice(
                         cx,
                         sv,
                         schema::PG_STRATEGIES,
                         "placement group strategy",
-                    )? {
-                        "PACK" => PgStrategy::Pack,
-                        "SPREAD" => PgStrategy::Spread,
-                        "STRICT_PACK" => PgStrategy::StrictPack,
-                        _ => PgStrategy::StrictSpread,
+                    )) {
+                        None => PgStrategy::Pack,
+                        Some(c) => match c? {
+                            "PACK" => PgStrategy::Pack,
+                            "SPREAD" => PgStrategy::Spread,
+                            "STRICT_PACK" => PgStrategy::StrictPack,
+                            _ => PgStrategy::StrictSpread,
+                        },
                     };
                     let pol = match a.opt("policy") {
                         Some(v) => Some(policy(cx, v)?),
@@ -683,7 +700,9 @@ pub fn workload(
                             b.finish(cx);
                         },
                     );
-                    if bundles.is_empty() {
+                    if slice && !bundles.is_empty() {
+                        cx.error(s.head_span(), format!("slice placement group `{item}` takes its bundles from the slice; remove the `bundle` lines"));
+                    } else if !slice && bundles.is_empty() {
                         cx.error(
                             s.head_span(),
                             format!("placement group `{item}` has no bundles"),
@@ -694,6 +713,7 @@ pub fn workload(
                         strategy,
                         policy: pol,
                         bundles,
+                        slice,
                     });
                 }
                 "training" => {
