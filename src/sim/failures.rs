@@ -62,6 +62,7 @@ pub(crate) struct Failures {
     pub lost_device_ns: f64,
     pub node_down_ns: f64,
     pub unsimulated: Vec<String>,
+    pub timeline: Vec<crate::sim::metrics::TimelineEvent>,
     /// Empirical samples by file name (seconds), passed in by the caller.
     pub empirical: std::collections::BTreeMap<String, Vec<f64>>,
 }
@@ -147,6 +148,17 @@ fn sample(
 }
 
 impl Sim<'_> {
+    fn mark(&mut self, kind: &str, subject: String) {
+        let time = self.now() as f64 / 1e9;
+        self.failures
+            .timeline
+            .push(crate::sim::metrics::TimelineEvent {
+                time,
+                kind: kind.to_string(),
+                subject,
+            });
+    }
+
     /// Schedule the scenario's failures (every `failures` block, or only `only` when given).
     pub(crate) fn schedule_failures(
         &mut self,
@@ -288,6 +300,7 @@ impl Sim<'_> {
             return;
         }
         self.state.set_alive(n, false);
+        self.mark("crash", self.state.nodes[n].name().to_string());
         self.failures.crashes += 1;
         self.failures.down_since[n] = Some(now);
         self.failures.crash_epoch[n] += 1;
@@ -415,6 +428,12 @@ impl Sim<'_> {
         job.steps_left += redo;
         job.epoch += 1;
         job.stopped_at = Some(now);
+        let (w, i) = (self.jobs[j].workload, self.jobs[j].index);
+        let name = format!(
+            "{}.{}",
+            self.spec.workloads[w].name, self.spec.workloads[w].training[i].name
+        );
+        self.mark("job_stopped", name);
     }
 
     pub(crate) fn node_detected(&mut self, n: NodeId, epoch: u32) {
@@ -422,6 +441,7 @@ impl Sim<'_> {
         if let Some(since) = self.failures.down_since[n] {
             self.failures.detect_times.push((now - since) as f64 / 1e9);
         }
+        self.mark("detected", self.state.nodes[n].name().to_string());
         let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failures.lost)
             .into_iter()
             .partition(|(node, e, _)| *node == n && *e == epoch);
@@ -479,6 +499,7 @@ impl Sim<'_> {
         if let Some(since) = self.failures.down_since[n].take() {
             self.failures.node_down_ns += (now - since) as f64;
         }
+        self.mark("repaired", self.state.nodes[n].name().to_string());
         self.state.reset(n);
         self.state.set_alive(n, true);
         // Only this node became available: `dispatch` re-places lost bundles first, then
@@ -517,6 +538,7 @@ impl Sim<'_> {
             }
         }
         self.failures.bundles_rescheduled += bundles.len() as u64;
+        self.mark("bundles_rescheduled", self.pg_name(p));
         let pg = &mut self.pgs[p];
         pg.bundles = bundles;
         pg.nodes = nodes;
@@ -528,6 +550,15 @@ impl Sim<'_> {
                 self.start_job(j);
             }
         }
+    }
+
+    fn pg_name(&self, p: usize) -> String {
+        let pg = &self.pgs[p];
+        format!(
+            "{}.{}",
+            self.spec.workloads[pg.workload].name,
+            self.spec.workloads[pg.workload].placement_groups[pg.index].name
+        )
     }
 
     /// Try to re-place the lost bundles of every group waiting for them, in order.
@@ -596,6 +627,7 @@ impl Sim<'_> {
             self.pgs[p].allocs[i] = Some(a);
             self.failures.bundles_rescheduled += 1;
         }
+        self.mark("bundles_rescheduled", self.pg_name(p));
         self.pgs[p].lost_since = None;
         self.failures.lost_pgs.retain(|x| *x as usize != p);
         for j in self.pgs[p].jobs.clone() {

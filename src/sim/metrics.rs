@@ -124,6 +124,18 @@ pub struct Utilization {
     pub mean: f64,
 }
 
+/// One step of a failure and its recovery, for the recovery timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineEvent {
+    /// Seconds since the start of the run.
+    pub time: f64,
+    /// `crash`, `detected`, `repaired`, `job_stopped`, `job_resumed`, `bundles_rescheduled`,
+    /// `tasks_retried`, `actor_restarted`, `replica_restarted`.
+    pub kind: String,
+    /// The node, job or group concerned.
+    pub subject: String,
+}
+
 /// What failures did to a run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FailureMetrics {
@@ -145,6 +157,7 @@ pub struct FailureMetrics {
     pub node_availability: f64,
     /// Failure statements the simulation does not model yet (device, NIC, link faults).
     pub unsimulated: Vec<String>,
+    pub timeline: Vec<TimelineEvent>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

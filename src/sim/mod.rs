@@ -1364,6 +1364,16 @@ impl<'s> Sim<'s> {
                 let job = &mut self.jobs[j as usize];
                 if epoch == job.epoch {
                     job.progress_from = now;
+                    let (w, i) = (job.workload, job.index);
+                    self.failures.timeline.push(metrics::TimelineEvent {
+                        time: now as f64 / 1e9,
+                        kind: "job_resumed".into(),
+                        subject: format!(
+                            "{}.{}",
+                            self.spec.workloads[w].name, self.spec.workloads[w].training[i].name
+                        ),
+                    });
+                    let job = &mut self.jobs[j as usize];
                     job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
                     self.q.after(
                         (job.compute_ns + job.comm_ns).max(1),
@@ -1579,6 +1589,7 @@ impl<'s> Sim<'s> {
                 1.0
             },
             unsimulated: f.unsimulated.clone(),
+            timeline: std::mem::take(&mut f.timeline),
         };
         RunResult {
             metrics: m,
