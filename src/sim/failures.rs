@@ -456,6 +456,7 @@ impl Sim<'_> {
                     } else {
                         self.failures.tasks_failed += 1;
                         let gi = self.group_of(t);
+                        self.groups[gi].failed += 1;
                         self.task_done_bookkeeping(gi);
                     }
                 }

@@ -66,6 +66,8 @@ pub struct RunResult {
     pub explain: Option<String>,
     /// Allocations and frees in order, when [`SimConfig::record`] is set.
     pub trace: Vec<TraceEvent>,
+    /// Broken invariants; always empty unless the simulation has a bug (the tests check).
+    pub violations: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -111,6 +113,8 @@ struct Group {
     queueing: Vec<f64>,
     run: Vec<f64>,
     infeasible: u64,
+    /// Tasks that ran out of retries after their node died.
+    failed: u64,
     first_start: Option<Time>,
     last_end: Time,
 }
@@ -238,6 +242,9 @@ struct Sim<'s> {
     task_alloc: Vec<Option<Allocation>>,
     /// Attempt number of each task (bumped when its node dies) and retries left.
     task_epoch: Vec<u32>,
+    task_completed: Vec<bool>,
+    /// Broken invariants (must stay empty; checked by the tests).
+    violations: Vec<String>,
     task_retries: Vec<u32>,
     actor_groups: Vec<ActorGroup>,
     actors: Vec<Actor>,
@@ -317,6 +324,8 @@ impl<'s> Sim<'s> {
             task_node: Vec::new(),
             task_alloc: Vec::new(),
             task_epoch: Vec::new(),
+            task_completed: Vec::new(),
+            violations: Vec::new(),
             task_retries: Vec::new(),
             actor_groups: Vec::new(),
             actors: Vec::new(),
@@ -358,6 +367,8 @@ impl<'s> Sim<'s> {
                     .extend(std::iter::repeat_with(|| None).take(g.count as usize));
                 self.task_epoch
                     .extend(std::iter::repeat_n(0, g.count as usize));
+                self.task_completed
+                    .extend(std::iter::repeat_n(false, g.count as usize));
                 self.task_retries
                     .extend(std::iter::repeat_n(g.retries, g.count as usize));
                 self.groups.push(Group {
@@ -376,6 +387,7 @@ impl<'s> Sim<'s> {
                     queueing: Vec::new(),
                     run: Vec::new(),
                     infeasible: 0,
+                    failed: 0,
                     first_start: None,
                     last_end: 0,
                 });
@@ -698,6 +710,14 @@ impl<'s> Sim<'s> {
         tenant: Option<usize>,
         policy: Policy,
     ) -> Option<Allocation> {
+        if !self.state.nodes[node].alive() {
+            // Invariant: a dead node's resources are never assigned.
+            self.violations.push(format!(
+                "allocation on dead node {} at {} ns",
+                self.state.nodes[node].name(),
+                self.now()
+            ));
+        }
         let a = self.state.allocate(node, r, tenant, policy)?;
         let time = self.now();
         if let Some(t) = &mut self.trace {
@@ -1264,6 +1284,15 @@ impl<'s> Sim<'s> {
                 }
                 let gi = self.group_of(t);
                 let node = self.task_node[t as usize] as usize;
+                if !self.state.nodes[node].alive() {
+                    self.violations.push(format!(
+                        "task {t} finished on dead node {}",
+                        self.state.nodes[node].name()
+                    ));
+                }
+                if std::mem::replace(&mut self.task_completed[t as usize], true) {
+                    self.violations.push(format!("task {t} completed twice"));
+                }
                 if let Some(a) = self.task_alloc[t as usize].take() {
                     self.free(&a, self.groups[gi].tenant);
                 }
@@ -1416,7 +1445,94 @@ impl<'s> Sim<'s> {
         }
     }
 
+    /// Conservation and liveness checks at the end of a run: every task is exactly one of
+    /// completed, failed, infeasible, running, waiting, awaiting retry or not yet submitted;
+    /// nothing holds resources on a dead node.
+    fn check_invariants(&mut self) {
+        let mut v = Vec::new();
+        for (gi, g) in self.groups.iter().enumerate() {
+            let range = g.first as usize..(g.first + g.count) as usize;
+            let completed = g.run.len() as u64;
+            let running = self.task_alloc[range.clone()]
+                .iter()
+                .filter(|a| a.is_some())
+                .count() as u64;
+            let waiting = self
+                .pending
+                .iter()
+                .filter(|(k, _)| *k == Work::Task(gi as u32))
+                .map(|(_, q)| q.len() as u64)
+                .sum::<u64>();
+            let retrying = self
+                .failures
+                .lost
+                .iter()
+                .filter(|(_, _, w)| matches!(w, Work::Task(t) if range.contains(&(*t as usize))))
+                .count() as u64;
+            let unsubmitted = if g.deps_left > 0 {
+                u64::from(g.count)
+            } else {
+                0
+            };
+            let total =
+                completed + g.failed + g.infeasible + running + waiting + retrying + unsubmitted;
+            if total != u64::from(g.count) {
+                v.push(format!("task group {gi}: {completed} completed + {} failed + {} infeasible + {running} running + {waiting} waiting + {retrying} retrying + {unsubmitted} unsubmitted != {} submitted", g.failed, g.infeasible, g.count));
+            }
+            if u64::from(g.done) != completed + g.failed + g.infeasible {
+                v.push(format!(
+                    "task group {gi}: done counter {} != completed + failed + infeasible",
+                    g.done
+                ));
+            }
+            let flagged = self.task_completed[range].iter().filter(|c| **c).count() as u64;
+            if flagged != completed {
+                v.push(format!("task group {gi}: {flagged} tasks flagged complete but {completed} completions counted"));
+            }
+        }
+        let dead = |n: NodeId| !self.state.nodes[n].alive();
+        for (t, a) in self.task_alloc.iter().enumerate() {
+            if let Some(a) = a
+                && dead(a.node)
+            {
+                v.push(format!("task {t} holds resources on dead node {}", a.node));
+            }
+        }
+        for (i, a) in self.actors.iter().enumerate() {
+            if let Some(al) = &a.alloc
+                && dead(al.node)
+            {
+                v.push(format!(
+                    "actor {i} holds resources on dead node {}",
+                    al.node
+                ));
+            }
+        }
+        for (i, r) in self.replicas.iter().enumerate() {
+            if let Some(al) = &r.alloc
+                && dead(al.node)
+            {
+                v.push(format!(
+                    "replica {i} holds resources on dead node {}",
+                    al.node
+                ));
+            }
+        }
+        for (i, p) in self.pgs.iter().enumerate() {
+            for al in p.allocs.iter().flatten() {
+                if dead(al.node) {
+                    v.push(format!(
+                        "placement group {i} holds a bundle on dead node {}",
+                        al.node
+                    ));
+                }
+            }
+        }
+        self.violations.extend(v);
+    }
+
     fn finish(mut self) -> RunResult {
+        self.check_invariants();
         let spec = self.spec;
         let end = self.horizon.unwrap_or(self.makespan).max(self.makespan);
         let mut m = RunMetrics {
@@ -1595,6 +1711,7 @@ impl<'s> Sim<'s> {
             metrics: m,
             explain: self.explain,
             trace: self.trace.unwrap_or_default(),
+            violations: self.violations,
         }
     }
 }
