@@ -21,6 +21,8 @@ struct Case {
     /// (at s, node index, repair after s)
     kills: Vec<(u32, u32, Option<u32>)>,
     random_mtbf_h: Option<u32>,
+    /// GPU faults on the GPU nodes: (at s, node, device, repair after s).
+    xids: Vec<(u32, u32, u32, Option<u32>)>,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -34,18 +36,27 @@ fn case() -> impl Strategy<Value = Case> {
         )),
         any::<bool>(),
         prop::collection::vec((0u32..600, 0u32..8, prop::option::of(1u32..300)), 0..5),
-        prop::option::of(1u32..20),
+        (
+            prop::option::of(1u32..20),
+            prop::collection::vec(
+                (0u32..600, 0u32..3, 0u32..4, prop::option::of(1u32..300)),
+                0..4,
+            ),
+        ),
     )
         .prop_map(
-            |((nodes, gpu_nodes), tasks, actors, group, service, kills, random_mtbf_h)| Case {
-                nodes,
-                gpu_nodes,
-                tasks,
-                actors,
-                group,
-                service,
-                kills,
-                random_mtbf_h,
+            |((nodes, gpu_nodes), tasks, actors, group, service, kills, (random_mtbf_h, xids))| {
+                Case {
+                    nodes,
+                    gpu_nodes,
+                    tasks,
+                    actors,
+                    group,
+                    service,
+                    kills,
+                    random_mtbf_h,
+                    xids,
+                }
             },
         )
 }
@@ -97,6 +108,18 @@ fn scenario(c: &Case) -> String {
     }
     if let Some(h) = c.random_mtbf_h {
         s += &format!("  random node mtbf {h} h repair 10 min\n");
+        if c.gpu_nodes > 0 {
+            s += &format!("  random device mtbf {} h repair 5 min\n", h * 2);
+        }
+    }
+    if c.gpu_nodes > 0 {
+        for (at, node, dev, repair) in &c.xids {
+            let rep = repair.map(|r| format!(" for {r} s")).unwrap_or_default();
+            s += &format!(
+                "  at {at} s xid device g{}.d{dev}{rep}\n",
+                node % c.gpu_nodes
+            );
+        }
     }
     s += "}\nexperiment e {\n  horizon 3 h\n}\n";
     s

@@ -301,3 +301,37 @@ fn a_slice_is_reserved_as_a_gang_and_lost_as_a_unit() {
     }
     assert!(held.values().all(|v| *v == 0), "{held:?}");
 }
+
+#[test]
+fn a_gpu_fault_moves_the_group_at_once_and_the_node_stays_up() {
+    // An Xid on n0's GPU 3 at 100 s: the 8-GPU bundle cannot stay on a node with 7 good GPUs,
+    // so it moves to n1 immediately (no health-check delay: the worker dies on the CUDA
+    // error); the job reloads its checkpoint (100 GB at 5 GB/s = 20 s) and resumes at 120 s.
+    // n0 stays up and keeps serving CPU work.
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 2\n}\nworkload w {\n  placement_group pg strategy STRICT_PACK {\n    bundle { GPU: 8 }\n  }\n  training t on pg steps 20 {\n    compute 7.4175 PFLOP per device bf16\n    checkpoint every 60 s size 100 GB\n  }\n}\nfailures {\n  at 100 s xid device n0.d3\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let f = &r.metrics.failures;
+    assert_eq!(f.node_failures, 0);
+    assert!(f.unsimulated.is_empty(), "{:?}", f.unsimulated);
+    assert_eq!(r.metrics.placement_groups[0].nodes, vec!["n1"]);
+    assert!(
+        (f.time_to_recover.mean - 20.0).abs() < 1e-6,
+        "{}",
+        f.time_to_recover.mean
+    );
+    assert_eq!(
+        (
+            r.metrics.training[0].restarts,
+            r.metrics.training[0].steps_done
+        ),
+        (1, 20)
+    );
+    assert!(
+        f.timeline
+            .iter()
+            .any(|e| e.kind == "xid" && e.subject == "n0.d3")
+    );
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+}

@@ -70,6 +70,8 @@ pub struct NodeState {
     tenant_occ: Vec<u32>,
     /// Cached [`NodeState::critical_utilization`], refreshed on every allocate/free/reset.
     util: f32,
+    /// Device instances out of service (a GPU-level fault): (resource id, instance).
+    dead: Vec<(usize, usize)>,
 }
 
 impl NodeState {
@@ -520,6 +522,7 @@ impl ClusterState {
                 topo: ti.topo.clone(),
                 tenant_occ: vec![0; ntenants],
                 util: 0.0,
+                dead: Vec::new(),
             });
         }
         let n = ids.len();
@@ -633,9 +636,13 @@ impl ClusterState {
         }
         for (id, per) in &alloc.instances {
             if let Some(e) = n.instances.iter_mut().find(|e| e.0 == *id) {
-                for (x, y) in e.1.iter_mut().zip(per) {
-                    *x = (*x + y).min(SCALE);
+                for (k, (x, y)) in e.1.iter_mut().zip(per).enumerate() {
+                    if !n.dead.contains(&(*id, k)) {
+                        *x = (*x + y).min(SCALE);
+                    }
                 }
+                // Exact: what the live instances have left.
+                n.available[*id] = e.1.iter().sum();
             }
         }
         if let Some(t) = tenant
@@ -687,12 +694,72 @@ impl ClusterState {
         let n = &mut self.nodes[node];
         n.available.clone_from(&n.total);
         for e in &mut n.instances {
-            e.1.iter_mut().for_each(|x| *x = SCALE);
+            for (k, x) in e.1.iter_mut().enumerate() {
+                *x = if n.dead.contains(&(e.0, k)) { 0 } else { SCALE };
+            }
         }
         n.tenant_occ.iter_mut().for_each(|c| *c = 0);
         let old = n.util;
         n.util = 0.0;
         self.reorder(node, old, 0.0);
+    }
+
+    /// The (resource id, instance) of a node's `device`-th device, counting the node type's
+    /// devices in declaration order (the `<node>.d<i>` names of failure targets).
+    pub fn device_instance(&self, node: NodeId, device: usize) -> Option<(usize, usize)> {
+        let mut i = device;
+        for (id, locs) in &self.nodes[node].topo.devices {
+            if i < locs.len() {
+                return Some((*id, i));
+            }
+            i -= locs.len();
+        }
+        None
+    }
+
+    /// Take a device out of service (a GPU-level fault such as an Xid): its instance holds
+    /// nothing from now on and the node's total shrinks, so requests that need it become
+    /// infeasible there. Whoever used it is the engine's to evict (their frees skip it).
+    /// Returns the (resource id, instance), or `None` if unknown or already out.
+    pub fn fail_device(&mut self, node: NodeId, device: usize) -> Option<(usize, usize)> {
+        let (id, k) = self.device_instance(node, device)?;
+        let n = &mut self.nodes[node];
+        if n.dead.contains(&(id, k)) {
+            return None;
+        }
+        n.dead.push((id, k));
+        n.total[id] -= SCALE;
+        if let Some(e) = n.instances.iter_mut().find(|e| e.0 == id) {
+            e.1[k] = 0;
+            n.available[id] = e.1.iter().sum();
+        }
+        let old = n.util;
+        n.util = n.compute_utilization();
+        let new = n.util;
+        self.reorder(node, old, new);
+        Some((id, k))
+    }
+
+    /// Put a repaired device back in service (empty).
+    pub fn repair_device(&mut self, node: NodeId, device: usize) -> bool {
+        let Some((id, k)) = self.device_instance(node, device) else {
+            return false;
+        };
+        let n = &mut self.nodes[node];
+        let Some(pos) = n.dead.iter().position(|d| *d == (id, k)) else {
+            return false;
+        };
+        n.dead.swap_remove(pos);
+        n.total[id] += SCALE;
+        if let Some(e) = n.instances.iter_mut().find(|e| e.0 == id) {
+            e.1[k] = SCALE;
+            n.available[id] = e.1.iter().sum();
+        }
+        let old = n.util;
+        n.util = n.compute_utilization();
+        let new = n.util;
+        self.reorder(node, old, new);
+        true
     }
 
     pub fn tenant_index(&self, name: &str) -> Option<usize> {

@@ -32,6 +32,8 @@ use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
 /// A random failure process over one unit (a node, or all nodes of a rack, slice or zone).
 pub(crate) struct Process {
     nodes: Vec<NodeId>,
+    /// For device failures: which device of `nodes[0]`.
+    device: Option<usize>,
     mtbf: f64,
     dist: Distribution,
     repair: Option<f64>,
@@ -91,6 +93,13 @@ fn nodes_of(
         }
         _ => None,
     }
+}
+
+/// `<node>.d<i>` → (node, device index).
+fn device_of(st: &NodeIndex, name: &str) -> Option<(NodeId, usize)> {
+    let (node, part) = name.rsplit_once('.')?;
+    let dev = part.strip_prefix('d')?.parse().ok()?;
+    Some((*st.by_name.get(node)?, dev))
 }
 
 /// What failure targets need of the cluster state: names, racks and the head.
@@ -184,6 +193,18 @@ impl Sim<'_> {
         let nodes_of = |class: &str, name: &str| nodes_of(&st, c, class, name);
         for b in &blocks {
             for f in &b.scheduled {
+                if f.target.class == "device" && matches!(f.action.as_str(), "xid" | "kill") {
+                    if let Some((node, dev)) = device_of(&st, &f.target.name) {
+                        self.q.at(f.at.0, Ev::DeviceFault(node as u32, dev as u32));
+                        if let Some(d) = f.duration {
+                            self.q.at(
+                                f.at.0.saturating_add(d.0),
+                                Ev::DeviceRepair(node as u32, dev as u32),
+                            );
+                        }
+                        continue;
+                    }
+                }
                 let simulated = matches!(f.action.as_str(), "kill" | "power_loss");
                 match (simulated, nodes_of(&f.target.class, &f.target.name)) {
                     (true, Some(nodes)) => {
@@ -218,6 +239,36 @@ impl Sim<'_> {
                         .filter_map(|rk| nodes_of("slice", &rk.name))
                         .collect(),
                     "zone" => c.zones.iter().filter_map(|z| nodes_of("zone", z)).collect(),
+                    "device" => {
+                        // One process per device: (node, device) units.
+                        let mut added = 0;
+                        for node in 0..n {
+                            for dev in 0..self.node_types[node].device_count() as usize {
+                                let rng = rng_stream(
+                                    seed,
+                                    stream_id(&format!(
+                                        "failure/{}/{k}/device/{node}/{dev}",
+                                        b.name.as_deref().unwrap_or("")
+                                    )),
+                                );
+                                let p = self.failures.processes.len();
+                                self.failures.processes.push(Process {
+                                    nodes: vec![node],
+                                    device: Some(dev),
+                                    mtbf: r.mtbf.0 as f64,
+                                    dist: r.distribution.clone(),
+                                    repair: r.repair.map(|d| d.0 as f64),
+                                    repair_dist: r.repair_distribution.clone(),
+                                    rng,
+                                });
+                                let first = self.next_ttf(p);
+                                self.q.at(first, Ev::RandomFailure(p as u32));
+                                added += 1;
+                            }
+                        }
+                        let _ = added;
+                        continue;
+                    }
                     other => {
                         self.failures
                             .unsimulated
@@ -237,6 +288,7 @@ impl Sim<'_> {
                     let p = self.failures.processes.len();
                     self.failures.processes.push(Process {
                         nodes,
+                        device: None,
                         mtbf: r.mtbf.0 as f64,
                         dist: r.distribution.clone(),
                         repair: r.repair.map(|d| d.0 as f64),
@@ -259,8 +311,14 @@ impl Sim<'_> {
 
     pub(crate) fn random_failure(&mut self, p: usize) {
         let nodes = self.failures.processes[p].nodes.clone();
-        for &n in &nodes {
-            self.node_crash(n);
+        let device = self.failures.processes[p].device;
+        match device {
+            Some(d) => self.device_fault(nodes[0], d),
+            None => {
+                for &n in &nodes {
+                    self.node_crash(n);
+                }
+            }
         }
         let f = &mut self.failures;
         let pr = &mut f.processes[p];
@@ -268,7 +326,13 @@ impl Sim<'_> {
             let d = sample(&pr.repair_dist, mean, &mut pr.rng, &f.empirical).max(1.0) as Time;
             let back = self.q.now().saturating_add(d);
             for &n in &nodes {
-                self.q.at(back, Ev::NodeRepair(n as u32));
+                self.q.at(
+                    back,
+                    match device {
+                        Some(d) => Ev::DeviceRepair(n as u32, d as u32),
+                        None => Ev::NodeRepair(n as u32),
+                    },
+                );
             }
             // The next failure is measured from the repair (alternating renewal process).
             let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical).max(1.0) as Time;
@@ -394,6 +458,140 @@ impl Sim<'_> {
             d.period.0.saturating_mul(u64::from(d.misses)),
             Ev::NodeDetected(n as u32, epoch),
         );
+    }
+
+    /// A GPU-level fault: the device leaves service; whatever used it fails at once (the
+    /// process dies on the CUDA error, so the owner sees it without a health check) and is
+    /// retried, restarted or re-placed right away; the node stays up.
+    pub(crate) fn device_fault(&mut self, n: NodeId, dev: usize) {
+        let now = self.now();
+        if !self.state.nodes[n].alive() {
+            return;
+        }
+        let Some((rid, k)) = self.state.fail_device(n, dev) else {
+            return;
+        };
+        self.mark("xid", format!("{}.d{dev}", self.state.nodes[n].name()));
+        let uses = |a: &crate::placement::Allocation| {
+            a.node == n
+                && a.instances
+                    .iter()
+                    .any(|(id, per)| *id == rid && per.get(k).is_some_and(|x| *x > 0))
+        };
+        for t in 0..self.task_alloc.len() {
+            if !self.task_alloc[t].as_ref().is_some_and(uses) {
+                continue;
+            }
+            let a = self.task_alloc[t].take().expect("checked");
+            let gi = self.group_of(t as u32);
+            let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+            self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;
+            let tenant = self.groups[gi].tenant;
+            self.free(&a, tenant);
+            if units > 0.0
+                && let Some(acc) = &self.node_accel[n]
+            {
+                self.util.change(acc, now, -units);
+            }
+            self.task_epoch[t] += 1;
+            if self.task_retries[t] > 0 {
+                self.task_retries[t] -= 1;
+                self.failures.tasks_retried += 1;
+                self.submit(Work::Task(t as u32));
+            } else {
+                self.failures.tasks_failed += 1;
+                self.groups[gi].failed += 1;
+                self.task_done_bookkeeping(gi);
+            }
+        }
+        for a in 0..self.actors.len() {
+            if !self.actors[a].alloc.as_ref().is_some_and(uses) {
+                continue;
+            }
+            let alloc = self.actors[a].alloc.take().expect("checked");
+            let g = self.actors[a].group;
+            let units = device_units(&self.state, &self.unit_ids, &self.actors[a].request);
+            self.free(&alloc, self.actor_groups[g].tenant);
+            if units > 0.0
+                && let Some(acc) = &self.node_accel[n]
+            {
+                self.util.change(acc, now, -units);
+            }
+            let ac = &mut self.actors[a];
+            ac.epoch += 1;
+            ac.node = None;
+            if ac.restarts_left != 0 {
+                if ac.restarts_left > 0 {
+                    ac.restarts_left -= 1;
+                }
+                ac.submitted = now;
+                self.failures.actors_restarted += 1;
+                self.submit(Work::Actor(a as u32));
+            } else {
+                ac.dead = true;
+                self.failures.actors_lost += 1;
+            }
+        }
+        for r in 0..self.replicas.len() {
+            if !self.replicas[r].alloc.as_ref().is_some_and(uses) {
+                continue;
+            }
+            let s = self.replicas[r].service as usize;
+            let alloc = self.replicas[r].alloc.take().expect("checked");
+            let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
+            self.free(&alloc, self.services[s].tenant);
+            if units > 0.0
+                && let Some(acc) = &self.node_accel[n]
+            {
+                self.util.change(acc, now, -units);
+            }
+            let rep = &mut self.replicas[r];
+            rep.epoch += 1;
+            rep.node = None;
+            self.failures.requests_lost += rep.inflight.len() as u64;
+            rep.inflight.clear();
+            self.services[s].idle.retain(|x| *x as usize != r);
+            self.failures.replicas_restarted += 1;
+            self.submit(Work::Replica(r as u32));
+        }
+        for p in 0..self.pgs.len() {
+            let hit: Vec<usize> = (0..self.pgs[p].allocs.len())
+                .filter(|&i| self.pgs[p].allocs[i].as_ref().is_some_and(uses))
+                .collect();
+            if hit.is_empty() {
+                continue;
+            }
+            let tenant = self.pgs[p].tenant;
+            for j in self.pgs[p].jobs.clone() {
+                self.stop_job(j as usize);
+            }
+            for i in hit {
+                let a = self.pgs[p].allocs[i].take().expect("checked");
+                self.free(&a, tenant);
+            }
+            if self.pgs[p].slice {
+                for i in 0..self.pgs[p].allocs.len() {
+                    if let Some(a) = self.pgs[p].allocs[i].take() {
+                        self.free(&a, tenant);
+                    }
+                }
+            }
+            self.pgs[p].lost_since.get_or_insert(now);
+            if !self.failures.lost_pgs.contains(&(p as u32)) {
+                self.failures.lost_pgs.push(p as u32);
+            }
+        }
+        self.dispatch(n);
+    }
+
+    pub(crate) fn device_repair(&mut self, n: NodeId, dev: usize) {
+        if self.state.repair_device(n, dev) {
+            self.mark(
+                "device_repaired",
+                format!("{}.d{dev}", self.state.nodes[n].name()),
+            );
+            self.dispatch(n);
+        }
     }
 
     /// A failure hit the job's group: the job stops, losing the work since its checkpoint.

@@ -86,6 +86,9 @@ pub(crate) enum Ev {
     NodeCrash(u32),
     NodeDetected(u32, u32),
     NodeRepair(u32),
+    /// A GPU-level fault (Xid): (node, device index); and its repair.
+    DeviceFault(u32, u32),
+    DeviceRepair(u32, u32),
     /// Next failure of a random failure process (process index).
     RandomFailure(u32),
 }
@@ -1247,6 +1250,8 @@ impl<'s> Sim<'s> {
                         | Ev::NodeRepair(_)
                         | Ev::NodeCrash(_)
                         | Ev::NodeDetected(..)
+                        | Ev::DeviceFault(..)
+                        | Ev::DeviceRepair(..)
                 )
                 && self.all_done()
             {
@@ -1413,6 +1418,8 @@ impl<'s> Sim<'s> {
             Ev::NodeCrash(n) => self.node_crash(n as NodeId),
             Ev::NodeDetected(n, crash) => self.node_detected(n as NodeId, crash),
             Ev::NodeRepair(n) => self.node_repair(n as NodeId),
+            Ev::DeviceFault(n, d) => self.device_fault(n as NodeId, d as usize),
+            Ev::DeviceRepair(n, d) => self.device_repair(n as NodeId, d as usize),
             Ev::RandomFailure(p) => self.random_failure(p as usize),
             Ev::BatchTimeout(s) => {
                 self.services[s as usize].timeout = None;
