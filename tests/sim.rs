@@ -335,3 +335,63 @@ fn a_gpu_fault_moves_the_group_at_once_and_the_node_stays_up() {
     );
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
+
+#[test]
+fn nic_faults_restart_collectives_or_cut_the_node_off() {
+    // dgx_h100 NICs: nic0..7 compute (400G), nic8..9 storage, nic10..11 frontend.
+    let base = "cluster c {\n  node dgx_h100 x 3\n}\nworkload w {\n  placement_group pg strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n  training t on pg steps 30 {\n    compute 7.4175 PFLOP per device bf16\n    allreduce 10 GB algo ring hierarchical\n    checkpoint every 60 s size 100 GB\n  }\n}\n";
+    // A compute NIC: NCCL fails, the job restarts at once on the same nodes, slower network.
+    let s = spec(&format!(
+        "{base}failures {{\n  at 100 s down link n0.nic0 for 10 min\n}}\n"
+    ));
+    let r = simulate(&s, &SimConfig::default());
+    assert_eq!(r.metrics.failures.node_failures, 0);
+    assert_eq!(r.metrics.training[0].restarts, 1);
+    assert_eq!(r.metrics.placement_groups[0].nodes, vec!["n0", "n1"]);
+    // Both frontend NICs: the node is cut off; silent health-check timeouts declare it dead
+    // after 5 × (3 s + 10 s) = 65 s and the bundle moves to n2.
+    let s = spec(&format!(
+        "{base}failures {{\n  at 100 s down nic n0.nic10\n  at 100 s down nic n0.nic11\n}}\n"
+    ));
+    let r = simulate(&s, &SimConfig::default());
+    let f = &r.metrics.failures;
+    assert_eq!(f.node_failures, 1);
+    assert!(
+        (f.time_to_detect.mean - 65.0).abs() < 1e-9,
+        "{}",
+        f.time_to_detect.mean
+    );
+    assert!(
+        r.metrics.placement_groups[0]
+            .nodes
+            .contains(&"n2".to_string())
+    );
+    assert!(f.unsimulated.is_empty(), "{:?}", f.unsimulated);
+    assert!(r.violations.is_empty());
+}
+
+#[test]
+fn degraded_nvlink_slows_collectives_without_failing() {
+    // One node, 8 GPUs, 4 GB ring allreduce per step: halving NVLink from 100 s on doubles
+    // the bandwidth term of the steps that start after it, and nothing restarts.
+    let base = "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  placement_group pg strategy STRICT_PACK {\n    bundle { GPU: 8 }\n  }\n  training t on pg steps 100 {\n    compute 7.4175 PFLOP per device bf16\n    allreduce 4 GB algo ring\n  }\n}\n";
+    let healthy = simulate(&spec(base), &SimConfig::default())
+        .metrics
+        .training[0]
+        .finished
+        .unwrap();
+    let s = spec(&format!(
+        "{base}failures {{\n  at 100 s degrade nvlink n0 to 50%\n}}\n"
+    ));
+    let r = simulate(&s, &SimConfig::default());
+    let t = &r.metrics.training[0];
+    assert_eq!(t.restarts, 0);
+    let slow = t.finished.unwrap();
+    let beta_term = 2.0 * 7.0 / 8.0 * 4e9 / 450e9;
+    // Steps after the change pay the bandwidth term twice: finish later by roughly
+    // (steps left) × beta_term.
+    assert!(
+        slow > healthy + 80.0 * beta_term && slow < healthy + 100.0 * beta_term,
+        "{healthy} → {slow}"
+    );
+}

@@ -34,6 +34,8 @@ pub(crate) struct Process {
     nodes: Vec<NodeId>,
     /// For device failures: which device of `nodes[0]`.
     device: Option<usize>,
+    /// For NIC and link failures: which NIC of `nodes[0]`.
+    nic: Option<usize>,
     mtbf: f64,
     dist: Distribution,
     repair: Option<f64>,
@@ -65,6 +67,13 @@ pub(crate) struct Failures {
     pub node_down_ns: f64,
     pub unsimulated: Vec<String>,
     pub timeline: Vec<crate::sim::metrics::TimelineEvent>,
+    /// Per node: fraction of scale-up bandwidth working (degraded NVLink).
+    pub nvlink_factor: Vec<f64>,
+    /// Per node: its NICs (role, speed) in `<node>.nic<i>` order, and which are down.
+    pub nics: Vec<Vec<(String, f64)>>,
+    pub nics_down: Vec<Vec<usize>>,
+    /// Nodes cut off by NIC failures (they rejoin when a NIC comes back).
+    pub cut_off: Vec<bool>,
     /// Empirical samples by file name (seconds), passed in by the caller.
     pub empirical: std::collections::BTreeMap<String, Vec<f64>>,
 }
@@ -93,6 +102,13 @@ fn nodes_of(
         }
         _ => None,
     }
+}
+
+/// `<node>.nic<i>` → (node, NIC index).
+fn nic_of(st: &NodeIndex, name: &str) -> Option<(NodeId, usize)> {
+    let (node, part) = name.rsplit_once('.')?;
+    let nic = part.strip_prefix("nic")?.parse().ok()?;
+    Some((*st.by_name.get(node)?, nic))
 }
 
 /// `<node>.d<i>` → (node, device index).
@@ -156,6 +172,31 @@ fn sample(
     }
 }
 
+impl Failures {
+    /// (scale-up, network) bandwidth fractions still working on a node.
+    pub(crate) fn bandwidth_factors(&self, n: NodeId) -> (f64, f64) {
+        let nv = self.nvlink_factor.get(n).copied().unwrap_or(1.0);
+        let Some(nics) = self.nics.get(n) else {
+            return (nv, 1.0);
+        };
+        let compute: Vec<usize> = (0..nics.len())
+            .filter(|&i| nics[i].0 == "compute")
+            .collect();
+        let pool: Vec<usize> = if compute.is_empty() {
+            (0..nics.len()).collect()
+        } else {
+            compute
+        };
+        let total: f64 = pool.iter().map(|&i| nics[i].1).sum();
+        let up: f64 = pool
+            .iter()
+            .filter(|i| !self.nics_down[n].contains(i))
+            .map(|&i| nics[i].1)
+            .sum();
+        (nv, if total > 0.0 { up / total } else { 1.0 })
+    }
+}
+
 impl Sim<'_> {
     fn mark(&mut self, kind: &str, subject: String) {
         let time = self.now() as f64 / 1e9;
@@ -179,6 +220,22 @@ impl Sim<'_> {
         let n = self.node_types.len();
         self.failures.down_since = vec![None; n];
         self.failures.crash_epoch = vec![0; n];
+        self.failures.nvlink_factor = vec![1.0; n];
+        self.failures.nics_down = vec![Vec::new(); n];
+        self.failures.cut_off = vec![false; n];
+        self.failures.nics = self
+            .node_types
+            .iter()
+            .map(|nt| {
+                nt.nics
+                    .iter()
+                    .flat_map(|g| {
+                        let speed = spec.nics.get(&g.nic).map(|x| x.speed.0).unwrap_or(0.0);
+                        std::iter::repeat_n((g.role.clone(), speed), g.count as usize)
+                    })
+                    .collect()
+            })
+            .collect();
         self.failures.empirical = empirical.clone();
         let Some(c) = &spec.cluster else { return };
         let blocks: Vec<&crate::spec::Failures> = spec
@@ -201,6 +258,44 @@ impl Sim<'_> {
                                 f.at.0.saturating_add(d.0),
                                 Ev::DeviceRepair(node as u32, dev as u32),
                             );
+                        }
+                        continue;
+                    }
+                }
+                if f.target.class == "nvlink" && f.action == "degrade" {
+                    if let (Some(node), Some(to)) = (st.by_name.get(&f.target.name).copied(), f.to)
+                    {
+                        self.q.at(
+                            f.at.0,
+                            Ev::NvlinkDegrade(node as u32, (to.0 * 1000.0).round() as u32),
+                        );
+                        if let Some(d) = f.duration {
+                            self.q
+                                .at(f.at.0.saturating_add(d.0), Ev::NvlinkRestore(node as u32));
+                        }
+                        continue;
+                    }
+                }
+                if matches!(f.target.class.as_str(), "nic" | "link")
+                    && matches!(f.action.as_str(), "down" | "kill")
+                {
+                    if let Some((node, nic)) = nic_of(&st, &f.target.name) {
+                        self.q.at(f.at.0, Ev::NicDown(node as u32, nic as u32));
+                        if let Some(d) = f.duration {
+                            self.q.at(
+                                f.at.0.saturating_add(d.0),
+                                Ev::NicUp(node as u32, nic as u32),
+                            );
+                        }
+                        continue;
+                    }
+                }
+                if f.target.class == "node" && f.action == "down" {
+                    if let Some(node) = st.by_name.get(&f.target.name).copied() {
+                        self.q.at(f.at.0, Ev::NodeUnreachable(node as u32));
+                        if let Some(d) = f.duration {
+                            self.q
+                                .at(f.at.0.saturating_add(d.0), Ev::NodeRepair(node as u32));
                         }
                         continue;
                     }
@@ -239,6 +334,34 @@ impl Sim<'_> {
                         .filter_map(|rk| nodes_of("slice", &rk.name))
                         .collect(),
                     "zone" => c.zones.iter().filter_map(|z| nodes_of("zone", z)).collect(),
+                    "nic" | "link" => {
+                        for node in 0..n {
+                            for nic in 0..self.failures.nics[node].len() {
+                                let rng = rng_stream(
+                                    seed,
+                                    stream_id(&format!(
+                                        "failure/{}/{k}/{}/{node}/{nic}",
+                                        b.name.as_deref().unwrap_or(""),
+                                        r.class
+                                    )),
+                                );
+                                let p = self.failures.processes.len();
+                                self.failures.processes.push(Process {
+                                    nodes: vec![node],
+                                    device: None,
+                                    nic: Some(nic),
+                                    mtbf: r.mtbf.0 as f64,
+                                    dist: r.distribution.clone(),
+                                    repair: r.repair.map(|d| d.0 as f64),
+                                    repair_dist: r.repair_distribution.clone(),
+                                    rng,
+                                });
+                                let first = self.next_ttf(p);
+                                self.q.at(first, Ev::RandomFailure(p as u32));
+                            }
+                        }
+                        continue;
+                    }
                     "device" => {
                         // One process per device: (node, device) units.
                         let mut added = 0;
@@ -255,6 +378,7 @@ impl Sim<'_> {
                                 self.failures.processes.push(Process {
                                     nodes: vec![node],
                                     device: Some(dev),
+                                    nic: None,
                                     mtbf: r.mtbf.0 as f64,
                                     dist: r.distribution.clone(),
                                     repair: r.repair.map(|d| d.0 as f64),
@@ -289,6 +413,7 @@ impl Sim<'_> {
                     self.failures.processes.push(Process {
                         nodes,
                         device: None,
+                        nic: None,
                         mtbf: r.mtbf.0 as f64,
                         dist: r.distribution.clone(),
                         repair: r.repair.map(|d| d.0 as f64),
@@ -312,9 +437,11 @@ impl Sim<'_> {
     pub(crate) fn random_failure(&mut self, p: usize) {
         let nodes = self.failures.processes[p].nodes.clone();
         let device = self.failures.processes[p].device;
-        match device {
-            Some(d) => self.device_fault(nodes[0], d),
-            None => {
+        let nic = self.failures.processes[p].nic;
+        match (device, nic) {
+            (Some(d), _) => self.device_fault(nodes[0], d),
+            (None, Some(i)) => self.nic_down(nodes[0], i),
+            (None, None) => {
                 for &n in &nodes {
                     self.node_crash(n);
                 }
@@ -328,9 +455,10 @@ impl Sim<'_> {
             for &n in &nodes {
                 self.q.at(
                     back,
-                    match device {
-                        Some(d) => Ev::DeviceRepair(n as u32, d as u32),
-                        None => Ev::NodeRepair(n as u32),
+                    match (device, nic) {
+                        (Some(d), _) => Ev::DeviceRepair(n as u32, d as u32),
+                        (None, Some(i)) => Ev::NicUp(n as u32, i as u32),
+                        (None, None) => Ev::NodeRepair(n as u32),
                     },
                 );
             }
@@ -359,6 +487,12 @@ impl Sim<'_> {
     }
 
     pub(crate) fn node_crash(&mut self, n: NodeId) {
+        self.node_crash_with(n, false);
+    }
+
+    /// A node stops: `silent` when it does not crash but stops answering (packets dropped),
+    /// which the health checks only notice by timing out.
+    pub(crate) fn node_crash_with(&mut self, n: NodeId, silent: bool) {
         let now = self.now();
         if !self.state.nodes[n].alive() {
             return;
@@ -453,9 +587,16 @@ impl Sim<'_> {
         }
         // A crashed raylet refuses health checks at once: dead after `misses` checks, one
         // per `period` (Ray: 5 × 3 s ≈ 15 s).
+        // Silent loss: each check waits its full timeout before counting as missed
+        // (Ray: 5 × (10 s + 3 s) ≈ 65 s).
         let d = self.failures.detection;
+        let per_miss = if silent {
+            d.period.0 + d.timeout.0
+        } else {
+            d.period.0
+        };
         self.q.after(
-            d.period.0.saturating_mul(u64::from(d.misses)),
+            per_miss.saturating_mul(u64::from(d.misses)),
             Ev::NodeDetected(n as u32, epoch),
         );
     }
@@ -582,6 +723,82 @@ impl Sim<'_> {
             }
         }
         self.dispatch(n);
+    }
+
+    /// NVLink on a node degraded to `f` of its bandwidth (1 restores it): collectives slow
+    /// down from the next step; nothing fails.
+    pub(crate) fn nvlink_degrade(&mut self, n: NodeId, f: f64) {
+        if let Some(x) = self.failures.nvlink_factor.get_mut(n) {
+            *x = f;
+        }
+        let what = if f < 1.0 {
+            "nvlink_degraded"
+        } else {
+            "nvlink_restored"
+        };
+        self.mark(what, self.state.nodes[n].name().to_string());
+        self.refresh_jobs_on(n);
+    }
+
+    /// A NIC or its link goes down. Losing the node's frontend NICs (or every NIC when it
+    /// has no frontend one) cuts it off: the GCS sees silent health-check timeouts and
+    /// declares it dead. Losing a compute NIC breaks the collectives of jobs on the node
+    /// (NCCL errors out): they restart from their checkpoint on the same group, now with
+    /// less network bandwidth. A storage NIC changes nothing the simulation models.
+    pub(crate) fn nic_down(&mut self, n: NodeId, i: usize) {
+        if !self.state.nodes[n].alive()
+            || self.failures.nics[n].len() <= i
+            || self.failures.nics_down[n].contains(&i)
+        {
+            return;
+        }
+        self.failures.nics_down[n].push(i);
+        self.mark("nic_down", format!("{}.nic{i}", self.state.nodes[n].name()));
+        let nics = &self.failures.nics[n];
+        let frontend: Vec<usize> = (0..nics.len())
+            .filter(|&k| nics[k].0 == "frontend")
+            .collect();
+        let down = &self.failures.nics_down[n];
+        let cut_off = if frontend.is_empty() {
+            (0..nics.len()).all(|k| down.contains(&k))
+        } else {
+            frontend.iter().all(|k| down.contains(k))
+        };
+        let compute = nics[i].0 == "compute";
+        if cut_off {
+            self.failures.cut_off[n] = true;
+            self.node_crash_with(n, true);
+        } else if compute {
+            for j in 0..self.jobs.len() {
+                let job = &self.jobs[j];
+                if job.started.is_some()
+                    && job.finished.is_none()
+                    && job.stopped_at.is_none()
+                    && self.pgs[job.pg as usize].nodes.contains(&n)
+                {
+                    self.stop_job(j);
+                    self.start_job(j as u32);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn nic_up(&mut self, n: NodeId, i: usize) {
+        let Some(pos) = self
+            .failures
+            .nics_down
+            .get(n)
+            .and_then(|d| d.iter().position(|x| *x == i))
+        else {
+            return;
+        };
+        self.failures.nics_down[n].swap_remove(pos);
+        self.mark("nic_up", format!("{}.nic{i}", self.state.nodes[n].name()));
+        if std::mem::take(&mut self.failures.cut_off[n]) {
+            self.node_repair(n);
+        } else {
+            self.refresh_jobs_on(n);
+        }
     }
 
     pub(crate) fn device_repair(&mut self, n: NodeId, dev: usize) {

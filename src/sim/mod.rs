@@ -89,6 +89,14 @@ pub(crate) enum Ev {
     /// A GPU-level fault (Xid): (node, device index); and its repair.
     DeviceFault(u32, u32),
     DeviceRepair(u32, u32),
+    /// NVLink of a node degraded to a fraction (per mille) of its bandwidth; restored.
+    NvlinkDegrade(u32, u32),
+    NvlinkRestore(u32),
+    /// A NIC (or its link) down / up: (node, NIC index).
+    NicDown(u32, u32),
+    NicUp(u32, u32),
+    /// A node that stops answering without crashing (silent packet loss).
+    NodeUnreachable(u32),
     /// Next failure of a random failure process (process index).
     RandomFailure(u32),
 }
@@ -1164,25 +1172,69 @@ impl<'s> Sim<'s> {
         self.q.after(delay, Ev::PgTry(p));
     }
 
-    fn start_job(&mut self, j: u32) {
-        let now = self.now();
-        let spec = self.spec;
-        let job = &self.jobs[j as usize];
-        let pg = &self.pgs[job.pg as usize];
-        let t = &spec.workloads[job.workload].training[job.index];
-        // Devices per node of the group, and the accelerator they are.
+    /// Devices of a job's group per node.
+    fn job_nodes(&self, j: u32) -> BTreeMap<NodeId, u32> {
+        let pg = &self.pgs[self.jobs[j as usize].pg as usize];
         let mut per_node: BTreeMap<NodeId, u32> = BTreeMap::new();
         for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
             *per_node.entry(*n).or_insert(0) +=
                 device_units(&self.state, &self.unit_ids, b).round() as u32;
         }
+        per_node
+    }
+
+    /// Seconds of the job's collectives per step over its current group, with the current
+    /// bandwidth of each node (degraded NVLink or NICs slow them down).
+    fn job_comm_secs(&self, j: u32, per_node: &BTreeMap<NodeId, u32>) -> f64 {
+        let job = &self.jobs[j as usize];
+        let t = &self.spec.workloads[job.workload].training[job.index];
+        let linked: Vec<(NodeId, u32)> = per_node
+            .iter()
+            .filter(|(_, d)| **d > 0)
+            .map(|(n, d)| (*n, *d))
+            .collect();
         let group = models::Group {
-            nodes: per_node
+            nodes: linked
                 .iter()
-                .filter(|(_, d)| **d > 0)
                 .map(|(n, d)| (self.node_types[*n], *d))
                 .collect(),
+            factors: linked
+                .iter()
+                .map(|(n, _)| self.failures.bandwidth_factors(*n))
+                .collect(),
         };
+        t.collectives
+            .iter()
+            .map(|c| {
+                models::collective_secs(self.spec, &c.op, c.bytes.0 as f64, c.hierarchical, &group)
+            })
+            .sum()
+    }
+
+    /// A node's bandwidth changed: running jobs on it take the new collective time from
+    /// their next step.
+    pub(crate) fn refresh_jobs_on(&mut self, n: NodeId) {
+        for j in 0..self.jobs.len() as u32 {
+            let job = &self.jobs[j as usize];
+            if job.started.is_none()
+                || job.finished.is_some()
+                || job.stopped_at.is_some()
+                || !self.pgs[job.pg as usize].nodes.contains(&n)
+            {
+                continue;
+            }
+            let per_node = self.job_nodes(j);
+            let comm = secs(self.job_comm_secs(j, &per_node));
+            self.jobs[j as usize].comm_ns = comm;
+        }
+    }
+
+    fn start_job(&mut self, j: u32) {
+        let now = self.now();
+        let spec = self.spec;
+        let job = &self.jobs[j as usize];
+        let t = &spec.workloads[job.workload].training[job.index];
+        let per_node = self.job_nodes(j);
         let devices: u32 = per_node.values().sum();
         let compute = match (
             &t.compute,
@@ -1191,11 +1243,7 @@ impl<'s> Sim<'s> {
             (Some((f, dt)), Some(acc)) => models::compute_secs(spec, &acc, dt, f.0, 1.0),
             _ => 0.0,
         };
-        let comm: f64 = t
-            .collectives
-            .iter()
-            .map(|c| models::collective_secs(spec, &c.op, c.bytes.0 as f64, c.hierarchical, &group))
-            .sum();
+        let comm = self.job_comm_secs(j, &per_node);
         let ckpt = t
             .checkpoint
             .as_ref()
@@ -1252,6 +1300,11 @@ impl<'s> Sim<'s> {
                         | Ev::NodeDetected(..)
                         | Ev::DeviceFault(..)
                         | Ev::DeviceRepair(..)
+                        | Ev::NvlinkDegrade(..)
+                        | Ev::NvlinkRestore(_)
+                        | Ev::NicDown(..)
+                        | Ev::NicUp(..)
+                        | Ev::NodeUnreachable(_)
                 )
                 && self.all_done()
             {
@@ -1420,6 +1473,11 @@ impl<'s> Sim<'s> {
             Ev::NodeRepair(n) => self.node_repair(n as NodeId),
             Ev::DeviceFault(n, d) => self.device_fault(n as NodeId, d as usize),
             Ev::DeviceRepair(n, d) => self.device_repair(n as NodeId, d as usize),
+            Ev::NvlinkDegrade(n, f) => self.nvlink_degrade(n as NodeId, f64::from(f) / 1000.0),
+            Ev::NvlinkRestore(n) => self.nvlink_degrade(n as NodeId, 1.0),
+            Ev::NicDown(n, i) => self.nic_down(n as NodeId, i as usize),
+            Ev::NicUp(n, i) => self.nic_up(n as NodeId, i as usize),
+            Ev::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
             Ev::RandomFailure(p) => self.random_failure(p as usize),
             Ev::BatchTimeout(s) => {
                 self.services[s as usize].timeout = None;

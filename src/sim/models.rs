@@ -81,6 +81,9 @@ pub fn scale_up(spec: &Spec, nt: &NodeType) -> Option<f64> {
 pub struct Group<'a> {
     /// (node type, devices of the group on that node) per node.
     pub nodes: Vec<(&'a NodeType, u32)>,
+    /// Per node, the fraction of its scale-up and of its network bandwidth still working
+    /// (a degraded NVLink, a compute NIC down); empty means all 1.
+    pub factors: Vec<(f64, f64)>,
 }
 
 impl Group<'_> {
@@ -102,10 +105,12 @@ pub fn collective_secs(
         return 0.0;
     }
     // Intra-node link: scale-up if every node has one, else PCIe.
+    let factor = |i: usize| group.factors.get(i).copied().unwrap_or((1.0, 1.0));
     let intra = group
         .nodes
         .iter()
-        .map(|(nt, _)| scale_up(spec, nt))
+        .enumerate()
+        .map(|(i, (nt, _))| scale_up(spec, nt).map(|b| b * factor(i).0))
         .try_fold(f64::INFINITY, |m, b| b.map(|b| m.min(b)));
     let (alpha_intra, beta_intra) = match intra {
         Some(b) => (ALPHA_NVLINK, b),
@@ -114,7 +119,8 @@ pub fn collective_secs(
     let per_dev_net = group
         .nodes
         .iter()
-        .map(|(nt, d)| injection(spec, nt) / f64::from((*d).max(1)))
+        .enumerate()
+        .map(|(i, (nt, d))| injection(spec, nt) * factor(i).1 / f64::from((*d).max(1)))
         .fold(f64::INFINITY, f64::min);
     let one_node = group.nodes.len() == 1;
     let flat = |p: f64, alpha: f64, beta: f64, n: f64| -> f64 {
@@ -171,6 +177,7 @@ mod tests {
         let nt = &s.node_types["dgx_h100"];
         let g = Group {
             nodes: vec![(nt, 8)],
+            factors: Vec::new(),
         };
         let n = 1e9;
         let beta = 450e9;
@@ -184,6 +191,7 @@ mod tests {
         let nt = &s.node_types["dgx_h100"];
         let g = Group {
             nodes: vec![(nt, 8), (nt, 8), (nt, 8), (nt, 8)],
+            factors: Vec::new(),
         };
         let flat = collective_secs(&s, "allreduce", 1e9, false, &g);
         let hier = collective_secs(&s, "allreduce", 1e9, true, &g);
