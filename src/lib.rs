@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod bench;
 pub mod catalog;
 pub mod diag;
+pub mod drill;
 pub mod engine;
 pub mod placement;
 pub mod report;

@@ -31,6 +31,24 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Run a failure drill: every named failure block side by side over many seeds, with
+    /// 95% confidence intervals; writes a summary and the recovery timeline.
+    Drill {
+        file: PathBuf,
+        /// Run seeds 1..=N (default: the first experiment's `seeds`, else 1..=10).
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// Worker threads (default: one per CPU). Results do not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Where results go (default outputs/<scenario name>-drill).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// End of the simulated window, as in a scenario (`12 h`, `90 min`; default: the first
+        /// experiment's `horizon`).
+        #[arg(long)]
+        horizon: Option<String>,
+    },
     /// Validate scenarios and print what each declares.
     Check {
         #[arg(required = true)]
@@ -84,6 +102,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { file, seed, out } => run(file.as_deref(), seed, out),
+        Command::Drill {
+            file,
+            seeds,
+            threads,
+            out,
+            horizon,
+        } => drill(&file, seeds, threads, out, horizon.as_deref()),
         Command::Check { files, json } => check(&files, json),
         Command::Fmt {
             files,
@@ -226,8 +251,12 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>) -> ExitCode {
     let spec = l.spec.as_ref().expect("no errors means a spec");
     let h = header(&l, file, seed);
     println!("{}", h.line());
-    let traces = match traces(spec, file) {
-        Ok(t) => t,
+    let inputs = traces(spec, file).and_then(|t| match file {
+        Some(f) => Ok((t, empirical(spec, f)?)),
+        None => Ok((t, Default::default())),
+    });
+    let (traces, empirical) = match inputs {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -239,9 +268,19 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>) -> ExitCode {
         &orrery::sim::SimConfig {
             seed,
             traces,
+            empirical,
             ..Default::default()
         },
     );
+    if !r.violations.is_empty() {
+        eprintln!(
+            "internal error: the run broke its invariants (a bug in orrery; please report it with this scenario):"
+        );
+        for v in &r.violations {
+            eprintln!("  {v}");
+        }
+        return ExitCode::from(1);
+    }
     let wall = t0.elapsed().as_secs_f64();
     print!("{}", orrery::report::table(&r.metrics));
     println!(
@@ -257,6 +296,151 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>) -> ExitCode {
         .to_string();
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(stem));
     match orrery::report::write(&dir, &h, &r.metrics) {
+        Ok(files) => {
+            println!("wrote {} in {}", files.join(", "), dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write results to {}: {e}", dir.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Samples of `empirical("FILE")` distributions, read relative to the scenario's folder: one
+/// value in seconds per line (first column of a CSV; `#` comments and blank lines skipped).
+fn empirical(
+    spec: &orrery::spec::Spec,
+    file: &Path,
+) -> Result<std::collections::BTreeMap<String, Vec<f64>>, String> {
+    use orrery::spec::failure::Distribution;
+    let mut out = std::collections::BTreeMap::new();
+    let dir = file.parent().unwrap_or(Path::new("."));
+    for f in &spec.failures {
+        for r in &f.random {
+            for d in [&r.distribution, &r.repair_distribution] {
+                let Distribution::Empirical { path: name } = d else {
+                    continue;
+                };
+                if out.contains_key(name) {
+                    continue;
+                }
+                let path = dir.join(name);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read samples {}: {e}", path.display()))?;
+                let mut xs = Vec::new();
+                for (k, line) in text.lines().enumerate() {
+                    let line = line.split('#').next().unwrap_or("").trim();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    let field = line.split(',').next().unwrap_or("").trim();
+                    match field.parse::<f64>() {
+                        Ok(x) if x.is_finite() && x >= 0.0 => xs.push(x),
+                        _ => {
+                            return Err(format!(
+                                "{}:{}:1: expected a non-negative duration in seconds, found `{field}`",
+                                path.display(),
+                                k + 1
+                            ));
+                        }
+                    }
+                }
+                out.insert(name.clone(), xs);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A duration as the language writes it (`12 h`, `90min`, `1.5 d`), in nanoseconds.
+fn parse_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = (t[..split].replace('_', ""), t[split..].trim());
+    let bad = || format!("expected a duration such as `12 h` or `90 min`, found `{s}`");
+    let x: f64 = num.parse().map_err(|_| bad())?;
+    match orrery::units::lookup(unit) {
+        Some((orrery::units::Kind::Time, f)) if x.is_finite() && x > 0.0 && x * f < 1.8e19 => {
+            Ok((x * f).round() as u64)
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn drill(
+    file: &Path,
+    seeds: Option<u64>,
+    threads: Option<usize>,
+    out: Option<PathBuf>,
+    horizon: Option<&str>,
+) -> ExitCode {
+    if seeds == Some(0) {
+        eprintln!("error: --seeds must be at least 1");
+        return ExitCode::from(2);
+    }
+    if threads == Some(0) {
+        eprintln!("error: --threads must be at least 1");
+        return ExitCode::from(2);
+    }
+    let horizon = match horizon.map(parse_duration).transpose() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: --horizon: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let l = match load(Some(file)) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    let spec = l.spec.as_ref().expect("no errors means a spec");
+    let (traces, empirical) =
+        match traces(spec, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?))) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    let mut cfg = orrery::drill::DrillConfig {
+        seeds,
+        threads: threads.unwrap_or(0),
+        horizon,
+        traces,
+        empirical,
+        progress: None,
+    };
+    let seed_list = orrery::drill::seeds(spec, &cfg);
+    // `seed` is the first seed; the JSON header lists them all in its place.
+    let h = header(&l, Some(file), seed_list.first().copied().unwrap_or(1));
+    println!("{}", orrery::drill::header_line(&h, &seed_list));
+    let runs = (seed_list.len() * orrery::drill::variants(spec).len()) as u64;
+    if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(runs);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs · {elapsed} (eta {eta})",
+        ) {
+            bar.set_style(style);
+        }
+        cfg.progress = Some(bar);
+    }
+    let t0 = std::time::Instant::now();
+    let r = orrery::drill::run_drill(spec, &cfg);
+    let wall = t0.elapsed().as_secs_f64();
+    print!("{}", orrery::drill::table(&r));
+    println!("{runs} runs in {wall:.2} s");
+    let stem = h
+        .scenario
+        .rsplit('/')
+        .next()
+        .unwrap_or("run")
+        .trim_end_matches(".orr")
+        .to_string();
+    let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(format!("{stem}-drill")));
+    match orrery::drill::write(&dir, &h, &r) {
         Ok(files) => {
             println!("wrote {} in {}", files.join(", "), dir.display());
             ExitCode::SUCCESS

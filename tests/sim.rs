@@ -223,13 +223,14 @@ fn every_scenario_runs() {
 
 #[test]
 fn node_death_reschedules_lost_bundles_and_restarts_from_the_checkpoint() {
-    // Three DGX nodes; a 2-bundle STRICT_SPREAD group lands on the emptiest nodes by id: n0, n1.
+    // Three DGX nodes (n2 is the Ray head, so losing n0 is not losing the cluster); a 2-bundle
+    // STRICT_SPREAD group lands on the emptiest nodes by id: n0, n1.
     // Steps take 10 s (7.4175 PFLOP at 989 TFLOPS × 0.75); a 100 GB checkpoint every 60 s
     // takes 100e9 / (5 GB/s × 2 nodes) = 10 s, so the first completes at 60 + 10 = 70 s.
     // n0 dies at 100 s, is declared dead at 115 s (5 misses × 3 s); its bundle moves to n2;
     // the job reloads the checkpoint (10 s) and resumes at 125 s. Lost: 16 GPUs × (100 − 70) s.
     let s = spec(
-        "cluster c {\n  node dgx_h100 x 3\n}\nworkload w {\n  placement_group pg strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n  training t on pg steps 30 {\n    compute 7.4175 PFLOP per device bf16\n    checkpoint every 60 s size 100 GB\n  }\n}\nfailures {\n  at 100 s kill node n0\n}\n",
+        "cluster c {\n  node dgx_h100 x 3\n  head n2\n}\nworkload w {\n  placement_group pg strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n  training t on pg steps 30 {\n    compute 7.4175 PFLOP per device bf16\n    checkpoint every 60 s size 100 GB\n  }\n}\nfailures {\n  at 100 s kill node n0\n}\n",
     );
     let r = simulate(&s, &SimConfig::default());
     let f = &r.metrics.failures;
@@ -339,7 +340,7 @@ fn a_gpu_fault_moves_the_group_at_once_and_the_node_stays_up() {
 #[test]
 fn nic_faults_restart_collectives_or_cut_the_node_off() {
     // dgx_h100 NICs: nic0..7 compute (400G), nic8..9 storage, nic10..11 frontend.
-    let base = "cluster c {\n  node dgx_h100 x 3\n}\nworkload w {\n  placement_group pg strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n  training t on pg steps 30 {\n    compute 7.4175 PFLOP per device bf16\n    allreduce 10 GB algo ring hierarchical\n    checkpoint every 60 s size 100 GB\n  }\n}\n";
+    let base = "cluster c {\n  node dgx_h100 x 3\n  head n2\n}\nworkload w {\n  placement_group pg strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n  training t on pg steps 30 {\n    compute 7.4175 PFLOP per device bf16\n    allreduce 10 GB algo ring hierarchical\n    checkpoint every 60 s size 100 GB\n  }\n}\n";
     // A compute NIC: NCCL fails, the job restarts at once on the same nodes, slower network.
     let s = spec(&format!(
         "{base}failures {{\n  at 100 s down link n0.nic0 for 10 min\n}}\n"
@@ -394,4 +395,57 @@ fn degraded_nvlink_slows_collectives_without_failing() {
         slow > healthy + 80.0 * beta_term && slow < healthy + 100.0 * beta_term,
         "{healthy} → {slow}"
     );
+}
+
+#[test]
+fn crashes_during_a_checkpoint_write_or_load() {
+    // 10 s steps, a checkpoint every 100 s that takes 10 s to write (50 GB at 5 GB/s), so
+    // good checkpoints complete at 110, 210, 310, 410 s and a write runs from 500 to 510 s.
+    // n0 dies at 505 s, mid-write: that checkpoint never completes, so the job goes back to
+    // the one of 410 s and loses 8 GPUs × 95 s. Declared dead at 520 s, the group moves to n1
+    // and loads (520–530 s); n1 dies at 525 s, mid-load, losing nothing more (nothing was
+    // computed since). Declared dead at 540 s, the group moves to n2, loads until 550 s and
+    // computes again: one recovery of 550 − 505 = 45 s.
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 3\n  head n2\n}\nworkload w {\n  placement_group pg strategy STRICT_PACK {\n    bundle { GPU: 8 }\n  }\n  training t on pg steps 60 {\n    compute 7.4175 PFLOP per device bf16\n    checkpoint every 100 s size 50 GB\n  }\n}\nfailures {\n  at 505 s kill node n0\n  at 525 s kill node n1\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let t = &r.metrics.training[0];
+    assert!(
+        (t.lost_device_hours - 8.0 * 95.0 / 3600.0).abs() < 1e-6,
+        "{}",
+        t.lost_device_hours * 3600.0
+    );
+    let f = &r.metrics.failures;
+    assert_eq!(f.time_to_recover.count, 1);
+    assert!(
+        (f.time_to_recover.mean - 45.0).abs() < 1e-6,
+        "{}",
+        f.time_to_recover.mean
+    );
+    assert_eq!(t.steps_done, 60);
+    assert_eq!(r.metrics.placement_groups[0].nodes, vec!["n2"]);
+    assert!(f.time_to_detect.max <= 15.0 + 1e-9);
+}
+
+#[test]
+fn losing_the_head_loses_the_cluster_until_it_returns() {
+    // Ray keeps the GCS in memory on the head by default: when the head (n0) dies at 100 s
+    // every node goes down with it; when it returns at 400 s the whole cluster rejoins and
+    // the job resumes from its checkpoint.
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 2\n}\nworkload w {\n  placement_group pg strategy STRICT_PACK {\n    bundle { GPU: 8 }\n  }\n  training t on pg steps 60 {\n    compute 7.4175 PFLOP per device bf16\n    checkpoint every 60 s size 10 GB\n  }\n}\nfailures {\n  at 100 s kill head for 5 min\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let f = &r.metrics.failures;
+    assert_eq!(f.node_failures, 2);
+    assert!(f.timeline.iter().any(|e| e.kind == "cluster_loss"));
+    assert_eq!(
+        f.timeline.iter().filter(|e| e.kind == "repaired").count(),
+        2
+    );
+    let t = &r.metrics.training[0];
+    assert_eq!((t.restarts, t.steps_done), (1, 60));
+    assert!(t.finished.unwrap() > 400.0);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
 }

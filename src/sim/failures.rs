@@ -18,8 +18,15 @@
 //!   distribution with mean `repair` (none: the unit never comes back). Weibull and lognormal
 //!   are parameterised by their mean (scale = mtbf / Γ(1 + 1/shape); μ = ln(mtbf) − σ²/2);
 //!   empirical samples are rescaled to mean `mtbf`.
-//! - Failures of devices, NICs, links and NVLink are not simulated yet: they are listed in
-//!   the run's metrics as unsimulated rather than silently dropped.
+//! - The head node holds the GCS (in memory, Ray's default) and the driver: losing it takes
+//!   the whole cluster down until the head comes back, when every node rejoins empty and
+//!   waiting work is placed again. GCS fault tolerance with Redis is not modelled.
+//! - A GPU-level fault (Xid) takes one device out of service; whatever used it fails at once
+//!   and is retried, restarted or re-placed. A compute NIC or link down breaks the collectives
+//!   of jobs on the node (they restart from their checkpoint with less bandwidth); losing the
+//!   frontend NICs cuts the node off (silent detection: misses × (timeout + period) ≈ 65 s).
+//!   A degraded NVLink slows collectives. Partial NIC degradation is listed as unsimulated
+//!   rather than silently dropped.
 
 use super::{Ev, Sim, TraceEvent, Work, device_units};
 use crate::engine::{Time, rng_stream, stream_id};
@@ -72,6 +79,10 @@ pub(crate) struct Failures {
     /// Per node: its NICs (role, speed) in `<node>.nic<i>` order, and which are down.
     pub nics: Vec<Vec<(String, f64)>>,
     pub nics_down: Vec<Vec<usize>>,
+    /// When each (node, crash epoch) went down, until its detection.
+    pub crash_times: std::collections::BTreeMap<(NodeId, u32), Time>,
+    /// Nodes taken down with the head (they come back with it).
+    pub cluster_down: Vec<NodeId>,
     /// Nodes cut off by NIC failures (they rejoin when a NIC comes back).
     pub cut_off: Vec<bool>,
     /// Empirical samples by file name (seconds), passed in by the caller.
@@ -319,7 +330,11 @@ impl Sim<'_> {
             }
             for (k, r) in b.random.iter().enumerate() {
                 let units: Vec<Vec<NodeId>> = match r.class.as_str() {
-                    "node" => (0..n).map(|i| vec![i]).collect(),
+                    // The head has its own class (`random head`): its loss is the cluster's.
+                    "node" => (0..n)
+                        .filter(|&i| i != self.state.head)
+                        .map(|i| vec![i])
+                        .collect(),
                     "head" => vec![vec![self.state.head]],
                     "rack" => c
                         .racks
@@ -493,16 +508,36 @@ impl Sim<'_> {
     /// A node stops: `silent` when it does not crash but stops answering (packets dropped),
     /// which the health checks only notice by timing out.
     pub(crate) fn node_crash_with(&mut self, n: NodeId, silent: bool) {
-        let now = self.now();
         if !self.state.nodes[n].alive() {
             return;
         }
+        if n == self.state.head && self.failures.cluster_down.is_empty() {
+            // The head holds the GCS (in memory: Ray's default, no Redis) and the driver:
+            // losing it takes the whole cluster down; raylets exit without their GCS.
+            self.mark("cluster_loss", self.state.nodes[n].name().to_string());
+            let others: Vec<NodeId> = (0..self.state.nodes.len())
+                .filter(|&m| m != n && self.state.nodes[m].alive())
+                .collect();
+            self.failures.cluster_down = others.clone();
+            self.failures.cluster_down.push(n);
+            self.node_crash_one(n, silent);
+            for m in others {
+                self.node_crash_one(m, false);
+            }
+            return;
+        }
+        self.node_crash_one(n, silent);
+    }
+
+    fn node_crash_one(&mut self, n: NodeId, silent: bool) {
+        let now = self.now();
         self.state.set_alive(n, false);
         self.mark("crash", self.state.nodes[n].name().to_string());
         self.failures.crashes += 1;
         self.failures.down_since[n] = Some(now);
         self.failures.crash_epoch[n] += 1;
         let epoch = self.failures.crash_epoch[n];
+        self.failures.crash_times.insert((n, epoch), now);
         // Tasks running there.
         for t in 0..self.task_node.len() {
             if self.task_node[t] as usize != n || self.task_alloc[t].is_none() {
@@ -834,6 +869,13 @@ impl Sim<'_> {
             }
         }
         let job = &mut self.jobs[j];
+        if now < job.ckpt_at {
+            // The checkpoint being written is incomplete: the previous one is the last good one.
+            job.ckpt_steps = job.prev_ckpt_steps;
+            job.ckpt_at = job.prev_ckpt_at;
+        }
+        // Work since the later of the last good checkpoint and the moment computing resumed
+        // (a job still loading its checkpoint has computed nothing since).
         let since = job.ckpt_at.max(job.progress_from);
         let lost = f64::from(job.devices) * now.saturating_sub(since) as f64;
         job.lost_device_ns += lost;
@@ -853,7 +895,7 @@ impl Sim<'_> {
 
     pub(crate) fn node_detected(&mut self, n: NodeId, epoch: u32) {
         let now = self.now();
-        if let Some(since) = self.failures.down_since[n] {
+        if let Some(since) = self.failures.crash_times.remove(&(n, epoch)) {
             self.failures.detect_times.push((now - since) as f64 / 1e9);
         }
         self.mark("detected", self.state.nodes[n].name().to_string());
@@ -908,6 +950,17 @@ impl Sim<'_> {
     }
 
     pub(crate) fn node_repair(&mut self, n: NodeId) {
+        if n == self.state.head && !self.failures.cluster_down.is_empty() {
+            // The cluster comes back with its head: every node rejoins.
+            for m in std::mem::take(&mut self.failures.cluster_down) {
+                self.node_repair_one(m);
+            }
+            return;
+        }
+        self.node_repair_one(n);
+    }
+
+    fn node_repair_one(&mut self, n: NodeId) {
         let now = self.now();
         if self.state.nodes[n].alive() {
             return;

@@ -203,6 +203,11 @@ struct Job {
     lost_device_ns: f64,
     /// Since when the current run of steps has been making progress.
     progress_from: Time,
+    /// The checkpoint before the last one (the fallback while the last is being written).
+    prev_ckpt_steps: u64,
+    prev_ckpt_at: Time,
+    /// When the failure that stopped the job happened, until it computes again.
+    recovering_from: Option<Time>,
 }
 
 struct Replica {
@@ -514,6 +519,9 @@ impl<'s> Sim<'s> {
                     restarts: 0,
                     lost_device_ns: 0.0,
                     progress_from: 0,
+                    prev_ckpt_steps: 0,
+                    prev_ckpt_at: 0,
+                    recovering_from: None,
                 });
                 self.pgs[pg as usize].jobs.push(id);
             }
@@ -1273,11 +1281,11 @@ impl<'s> Sim<'s> {
                 );
             }
             Some(stopped) => {
-                // Restart from the last checkpoint: load it, then continue.
+                // Restart from the last checkpoint: load it, then continue. Recovery is
+                // measured when it computes again (a crash during the load extends it).
                 job.restarts += 1;
-                self.failures
-                    .recovery
-                    .push((now + job.load_ns - stopped) as f64 / 1e9);
+                job.recovering_from.get_or_insert(stopped);
+                job.progress_from = now + job.load_ns;
                 self.q
                     .after(job.load_ns.max(1), Ev::JobResume(j, job.epoch));
             }
@@ -1411,6 +1419,8 @@ impl<'s> Sim<'s> {
                     // Write a checkpoint after this step; it counts once written.
                     next += job.ckpt_ns;
                     job.ckpt_total += job.ckpt_ns;
+                    job.prev_ckpt_steps = job.ckpt_steps;
+                    job.prev_ckpt_at = job.ckpt_at;
                     job.ckpt_steps = job.steps_done;
                     job.ckpt_at = now + job.ckpt_ns;
                     job.next_ckpt = job
@@ -1451,6 +1461,10 @@ impl<'s> Sim<'s> {
                 let job = &mut self.jobs[j as usize];
                 if epoch == job.epoch {
                     job.progress_from = now;
+                    if let Some(from) = job.recovering_from.take() {
+                        self.failures.recovery.push((now - from) as f64 / 1e9);
+                    }
+                    let job = &mut self.jobs[j as usize];
                     let (w, i) = (job.workload, job.index);
                     self.failures.timeline.push(metrics::TimelineEvent {
                         time: now as f64 / 1e9,
@@ -1599,7 +1613,12 @@ impl<'s> Sim<'s> {
     fn finish(mut self) -> RunResult {
         self.check_invariants();
         let spec = self.spec;
-        let end = self.horizon.unwrap_or(self.makespan).max(self.makespan);
+        // The window ends at the horizon, else when the last event ran (failures and repairs
+        // included), so availability and utilisation cover the whole run.
+        let end = self
+            .horizon
+            .unwrap_or(self.makespan.max(self.q.now()))
+            .max(self.makespan);
         let mut m = RunMetrics {
             makespan: self.makespan as f64 / 1e9,
             horizon: end as f64 / 1e9,
