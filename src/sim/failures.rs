@@ -261,55 +261,56 @@ impl Sim<'_> {
         let nodes_of = |class: &str, name: &str| nodes_of(&st, c, class, name);
         for b in &blocks {
             for f in &b.scheduled {
-                if f.target.class == "device" && matches!(f.action.as_str(), "xid" | "kill") {
-                    if let Some((node, dev)) = device_of(&st, &f.target.name) {
-                        self.q.at(f.at.0, Ev::DeviceFault(node as u32, dev as u32));
-                        if let Some(d) = f.duration {
-                            self.q.at(
-                                f.at.0.saturating_add(d.0),
-                                Ev::DeviceRepair(node as u32, dev as u32),
-                            );
-                        }
-                        continue;
-                    }
-                }
-                if f.target.class == "nvlink" && f.action == "degrade" {
-                    if let (Some(node), Some(to)) = (st.by_name.get(&f.target.name).copied(), f.to)
-                    {
+                if f.target.class == "device"
+                    && matches!(f.action.as_str(), "xid" | "kill")
+                    && let Some((node, dev)) = device_of(&st, &f.target.name)
+                {
+                    self.q.at(f.at.0, Ev::DeviceFault(node as u32, dev as u32));
+                    if let Some(d) = f.duration {
                         self.q.at(
-                            f.at.0,
-                            Ev::NvlinkDegrade(node as u32, (to.0 * 1000.0).round() as u32),
+                            f.at.0.saturating_add(d.0),
+                            Ev::DeviceRepair(node as u32, dev as u32),
                         );
-                        if let Some(d) = f.duration {
-                            self.q
-                                .at(f.at.0.saturating_add(d.0), Ev::NvlinkRestore(node as u32));
-                        }
-                        continue;
                     }
+                    continue;
+                }
+                if f.target.class == "nvlink"
+                    && f.action == "degrade"
+                    && let (Some(node), Some(to)) = (st.by_name.get(&f.target.name).copied(), f.to)
+                {
+                    self.q.at(
+                        f.at.0,
+                        Ev::NvlinkDegrade(node as u32, (to.0 * 1000.0).round() as u32),
+                    );
+                    if let Some(d) = f.duration {
+                        self.q
+                            .at(f.at.0.saturating_add(d.0), Ev::NvlinkRestore(node as u32));
+                    }
+                    continue;
                 }
                 if matches!(f.target.class.as_str(), "nic" | "link")
                     && matches!(f.action.as_str(), "down" | "kill")
+                    && let Some((node, nic)) = nic_of(&st, &f.target.name)
                 {
-                    if let Some((node, nic)) = nic_of(&st, &f.target.name) {
-                        self.q.at(f.at.0, Ev::NicDown(node as u32, nic as u32));
-                        if let Some(d) = f.duration {
-                            self.q.at(
-                                f.at.0.saturating_add(d.0),
-                                Ev::NicUp(node as u32, nic as u32),
-                            );
-                        }
-                        continue;
+                    self.q.at(f.at.0, Ev::NicDown(node as u32, nic as u32));
+                    if let Some(d) = f.duration {
+                        self.q.at(
+                            f.at.0.saturating_add(d.0),
+                            Ev::NicUp(node as u32, nic as u32),
+                        );
                     }
+                    continue;
                 }
-                if f.target.class == "node" && f.action == "down" {
-                    if let Some(node) = st.by_name.get(&f.target.name).copied() {
-                        self.q.at(f.at.0, Ev::NodeUnreachable(node as u32));
-                        if let Some(d) = f.duration {
-                            self.q
-                                .at(f.at.0.saturating_add(d.0), Ev::NodeRepair(node as u32));
-                        }
-                        continue;
+                if f.target.class == "node"
+                    && f.action == "down"
+                    && let Some(node) = st.by_name.get(&f.target.name).copied()
+                {
+                    self.q.at(f.at.0, Ev::NodeUnreachable(node as u32));
+                    if let Some(d) = f.duration {
+                        self.q
+                            .at(f.at.0.saturating_add(d.0), Ev::NodeRepair(node as u32));
                     }
+                    continue;
                 }
                 let simulated = matches!(f.action.as_str(), "kill" | "power_loss");
                 match (simulated, nodes_of(&f.target.class, &f.target.name)) {
