@@ -449,3 +449,30 @@ fn losing_the_head_loses_the_cluster_until_it_returns() {
     assert!(t.finished.unwrap() > 400.0);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
+
+#[test]
+fn actor_calls_are_retried_only_as_max_task_retries_allows() {
+    // One actor making 10 calls of 20 s, pinned to n1 by soft node affinity. n1 dies at 50 s
+    // (during call 3); once it is declared dead the actor restarts (max_restarts 1) on n0.
+    let scenario = |retries: i32| {
+        spec(&format!(
+            "node cpu8 {{\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}}\ncluster c {{\n  node cpu8 x 2\n}}\nworkload w {{\n  actor a {{\n    resources {{ CPU: 1 }}\n    calls 10\n    call_duration 20 s\n    max_restarts 1\n    max_task_retries {retries}\n    strategy node_affinity(n1 soft)\n  }}\n}}\nfailures {{\n  at 50 s kill node n1\n}}\n"
+        ))
+    };
+    let r = simulate(&scenario(0), &SimConfig::default());
+    let a = &r.metrics.actors[0];
+    assert_eq!(
+        (a.calls_done, a.calls_failed),
+        (9, 1),
+        "the call in flight fails"
+    );
+    assert_eq!(r.metrics.failures.actors_restarted, 1);
+    let r = simulate(&scenario(-1), &SimConfig::default());
+    let a = &r.metrics.actors[0];
+    assert_eq!(
+        (a.calls_done, a.calls_failed),
+        (10, 0),
+        "the call in flight is retried"
+    );
+    assert!(r.violations.is_empty());
+}

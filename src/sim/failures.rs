@@ -564,6 +564,7 @@ impl Sim<'_> {
             } else {
                 0.0
             };
+            self.lose_actor_call(a);
             let ac = &mut self.actors[a];
             ac.epoch += 1;
             ac.node = None;
@@ -694,6 +695,7 @@ impl Sim<'_> {
             {
                 self.util.change(acc, now, -units);
             }
+            self.lose_actor_call(a);
             let ac = &mut self.actors[a];
             ac.epoch += 1;
             ac.node = None;
@@ -706,6 +708,8 @@ impl Sim<'_> {
                 self.submit(Work::Actor(a as u32));
             } else {
                 ac.dead = true;
+                let left = std::mem::take(&mut ac.calls_left);
+                self.actor_groups[ac.group].calls_failed += left;
                 self.failures.actors_lost += 1;
             }
         }
@@ -847,6 +851,23 @@ impl Sim<'_> {
         }
     }
 
+    /// An actor died with a method call running: Ray retries it on the restarted actor while
+    /// `max_task_retries` allows (default 0: the call fails).
+    fn lose_actor_call(&mut self, a: usize) {
+        let ac = &mut self.actors[a];
+        if ac.calls_left == 0 || ac.dead {
+            return;
+        }
+        if ac.task_retries_left != 0 {
+            if ac.task_retries_left > 0 {
+                ac.task_retries_left -= 1;
+            }
+        } else {
+            ac.calls_left -= 1;
+            self.actor_groups[ac.group].calls_failed += 1;
+        }
+    }
+
     /// A failure hit the job's group: the job stops, losing the work since its checkpoint.
     fn stop_job(&mut self, j: usize) {
         let now = self.now();
@@ -929,6 +950,8 @@ impl Sim<'_> {
                         self.submit(Work::Actor(a));
                     } else {
                         ac.dead = true;
+                        let left = std::mem::take(&mut ac.calls_left);
+                        self.actor_groups[ac.group].calls_failed += left;
                         self.failures.actors_lost += 1;
                     }
                 }

@@ -111,6 +111,8 @@ pub struct ActorMetrics {
     pub placed: u64,
     pub infeasible: u64,
     pub calls_done: u64,
+    /// Method calls lost with the actor and not retried (`max_task_retries`).
+    pub calls_failed: u64,
     pub placement_delay: Stats,
 }
 

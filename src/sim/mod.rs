@@ -141,6 +141,8 @@ struct Actor {
     submitted: Time,
     epoch: u32,
     restarts_left: i64,
+    /// Retries left for a method call lost with the actor (`max_task_retries`, -1: unlimited).
+    task_retries_left: i64,
     dead: bool,
 }
 
@@ -152,6 +154,7 @@ struct ActorGroup {
     placed: u64,
     infeasible: u64,
     calls_done: u64,
+    calls_failed: u64,
     delays: Vec<f64>,
 }
 
@@ -442,6 +445,7 @@ impl<'s> Sim<'s> {
                     placed: 0,
                     infeasible: 0,
                     calls_done: 0,
+                    calls_failed: 0,
                     delays: Vec::new(),
                 });
                 for _ in 0..a.count {
@@ -457,6 +461,7 @@ impl<'s> Sim<'s> {
                         submitted: 0,
                         epoch: 0,
                         restarts_left: a.max_restarts,
+                        task_retries_left: a.max_task_retries,
                         dead: false,
                     });
                     self.submit(Work::Actor(id));
@@ -1752,6 +1757,7 @@ impl<'s> Sim<'s> {
                 placed: g.placed,
                 infeasible: g.infeasible,
                 calls_done: g.calls_done,
+                calls_failed: g.calls_failed,
                 placement_delay: Stats::of(&mut g.delays),
             });
         }
