@@ -77,7 +77,7 @@ fn scenario(c: &Case) -> String {
             String::new()
         };
         s += &format!(
-            "  tasks t{k} x {n}{dep} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n    retries {retries}\n  }}\n"
+            "  tasks t{k} x {n}{dep} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n    retries {retries}\n    output 100 MB\n  }}\n"
         );
     }
     for (k, (n, calls, restarts)) in c.actors.iter().enumerate() {

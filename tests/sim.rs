@@ -476,3 +476,33 @@ fn actor_calls_are_retried_only_as_max_task_retries_allows() {
     );
     assert!(r.violations.is_empty());
 }
+
+#[test]
+fn outputs_lost_with_a_node_are_rebuilt_from_lineage() {
+    // 2 nodes × 8 CPUs (n1 is the head). `a`: 16 tasks of 10 s with 1 GB outputs, 8 on each
+    // node, done at 10 s. `b` (after a): 32 tasks of 30 s, 16 start at 10 s, 16 wait. n0 dies
+    // at 20 s: its 8 running `b` tasks are lost, and so are the 8 `a` outputs it held, which
+    // the 16 `b` tasks yet to start still need. At 35 s (declared dead) the 8 `a` tasks re-run
+    // on n1 as n1 frees up, then the waiting `b` tasks go.
+    let s = spec(
+        "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  nic eth_100g\n}\ncluster c {\n  node cpu8 x 2\n  head n1\n}\nworkload w {\n  tasks a x 16 {\n    resources { CPU: 1 }\n    duration 10 s\n    output 1 GB\n  }\n  tasks b x 32 after a {\n    resources { CPU: 1 }\n    duration 30 s\n  }\n}\nfailures {\n  at 20 s kill node n0\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let f = &r.metrics.failures;
+    assert_eq!(f.objects_rebuilt, 8, "{f:?}");
+    assert_eq!(f.objects_lost, 0);
+    assert_eq!(
+        r.metrics.tasks[0].completed, 16,
+        "rebuilt outputs are not counted twice"
+    );
+    assert_eq!(r.metrics.tasks[1].completed, 32);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    // Without outputs nothing needs rebuilding.
+    let plain = spec(&s_without_outputs());
+    let r = simulate(&plain, &SimConfig::default());
+    assert_eq!(r.metrics.failures.objects_rebuilt, 0);
+}
+
+fn s_without_outputs() -> String {
+    "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  nic eth_100g\n}\ncluster c {\n  node cpu8 x 2\n  head n1\n}\nworkload w {\n  tasks a x 16 {\n    resources { CPU: 1 }\n    duration 10 s\n  }\n  tasks b x 32 after a {\n    resources { CPU: 1 }\n    duration 30 s\n  }\n}\nfailures {\n  at 20 s kill node n0\n}\n".to_string()
+}

@@ -69,6 +69,8 @@ pub(crate) struct Failures {
     pub actors_lost: u64,
     pub replicas_restarted: u64,
     pub requests_lost: u64,
+    pub objects_rebuilt: u64,
+    pub objects_lost: u64,
     pub bundles_rescheduled: u64,
     pub lost_device_ns: f64,
     pub node_down_ns: f64,
@@ -552,6 +554,7 @@ impl Sim<'_> {
             self.drop_alloc(n, self.groups[gi].tenant, units);
             self.failures.lost.push((n, epoch, Work::Task(t as u32)));
         }
+        self.lose_outputs(n, epoch);
         // Actors.
         for a in 0..self.actors.len() {
             let ac = &self.actors[a];
@@ -676,6 +679,10 @@ impl Sim<'_> {
                 self.task_retries[t] -= 1;
                 self.failures.tasks_retried += 1;
                 self.submit(Work::Task(t as u32));
+            } else if self.task_rebuild[t] {
+                self.task_rebuild[t] = false;
+                self.failures.objects_lost += 1;
+                self.unblock_dependents(gi);
             } else {
                 self.failures.tasks_failed += 1;
                 self.groups[gi].failed += 1;
@@ -851,6 +858,89 @@ impl Sim<'_> {
         }
     }
 
+    /// Outputs of finished tasks stored on a node that died (lineage reconstruction, Ray's
+    /// default): an output still needed by a dependent group with tasks yet to start is
+    /// rebuilt by re-running the task that made it (counted against its `retries`, as Ray
+    /// counts reconstruction against `max_retries`); the dependents' tasks that have not
+    /// started wait until every lost input is back. Outputs nobody needs any more are not
+    /// rebuilt. (Objects created by `ray.put` cannot be rebuilt; workloads here create none.)
+    fn lose_outputs(&mut self, n: NodeId, epoch: u32) {
+        for gi in 0..self.groups.len() {
+            let g = &self.groups[gi];
+            let ts = &self.spec.workloads[g.workload].tasks[g.index];
+            let needy: Vec<u32> = g
+                .dependents
+                .iter()
+                .copied()
+                .filter(|d| self.groups[*d as usize].started < self.groups[*d as usize].count)
+                .collect();
+            if needy.is_empty() || ts.output.0 == 0 {
+                continue;
+            }
+            for t in g.first..g.first + g.count {
+                let t = t as usize;
+                if !self.task_completed[t]
+                    || self.task_rebuild[t]
+                    || self.task_node[t] as usize != n
+                {
+                    continue;
+                }
+                self.task_rebuild[t] = true;
+                for d in &needy {
+                    self.groups[*d as usize].blocked += 1;
+                }
+                self.failures.lost.push((n, epoch, Work::Task(t as u32)));
+            }
+        }
+    }
+
+    /// A lost output was rebuilt: unblock its consumers.
+    pub(crate) fn rebuilt(&mut self, t: u32, gi: usize, node: NodeId) {
+        let now = self.now();
+        self.task_rebuild[t as usize] = false;
+        if let Some(a) = self.task_alloc[t as usize].take() {
+            self.free(&a, self.groups[gi].tenant);
+        }
+        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+        if units > 0.0
+            && let Some(acc) = &self.node_accel[node]
+        {
+            self.util.change(acc, now, -units);
+        }
+        self.failures.objects_rebuilt += 1;
+        self.unblock_dependents(gi);
+        self.dispatch(node);
+    }
+
+    /// One lost input of each dependent of `gi` is settled (rebuilt, or given up on).
+    fn unblock_dependents(&mut self, gi: usize) {
+        for d in self.groups[gi].dependents.clone() {
+            let g = &mut self.groups[d as usize];
+            if g.blocked > 0 {
+                g.blocked -= 1;
+                if g.blocked == 0 {
+                    self.kick_class(d);
+                }
+            }
+        }
+    }
+
+    /// A task group that was blocked may run again: place its waiting tasks with the full
+    /// policy (resources may have freed anywhere while it was blocked).
+    fn kick_class(&mut self, g: u32) {
+        let Some(k) = self
+            .pending
+            .iter()
+            .position(|(key, _)| *key == Work::Task(g))
+        else {
+            return;
+        };
+        let waiting: Vec<u32> = self.pending[k].1.drain(..).collect();
+        for t in waiting {
+            self.submit(Work::Task(t));
+        }
+    }
+
     /// An actor died with a method call running: Ray retries it on the restarted actor while
     /// `max_task_retries` allows (default 0: the call fails).
     fn lose_actor_call(&mut self, a: usize) {
@@ -932,6 +1022,13 @@ impl Sim<'_> {
                         self.task_retries[t as usize] -= 1;
                         self.failures.tasks_retried += 1;
                         self.submit(Work::Task(t));
+                    } else if self.task_rebuild[t as usize] {
+                        // Ray raises ObjectLostError in the consumers; the simulation lets
+                        // them run and counts the object as lost.
+                        self.task_rebuild[t as usize] = false;
+                        self.failures.objects_lost += 1;
+                        let gi = self.group_of(t);
+                        self.unblock_dependents(gi);
                     } else {
                         self.failures.tasks_failed += 1;
                         let gi = self.group_of(t);

@@ -152,6 +152,9 @@ pub struct FailureMetrics {
     pub actors_lost: u64,
     pub replicas_restarted: u64,
     pub requests_lost: u64,
+    /// Task outputs lost with their node and rebuilt from lineage, or lost for good.
+    pub objects_rebuilt: u64,
+    pub objects_lost: u64,
     pub bundles_rescheduled: u64,
     /// Device-hours of work lost (tasks killed mid-run, training since its checkpoint).
     pub lost_device_hours: f64,

@@ -126,6 +126,11 @@ struct Group {
     infeasible: u64,
     /// Tasks that ran out of retries after their node died.
     failed: u64,
+    /// Tasks that have started at least once (reconstruction runs aside).
+    started: u32,
+    /// Lost input objects being rebuilt (lineage reconstruction): the group's tasks that
+    /// have not started wait until this is back to 0.
+    blocked: u32,
     first_start: Option<Time>,
     last_end: Time,
 }
@@ -262,6 +267,9 @@ struct Sim<'s> {
     /// Attempt number of each task (bumped when its node dies) and retries left.
     task_epoch: Vec<u32>,
     task_completed: Vec<bool>,
+    task_started: Vec<bool>,
+    /// Completed tasks re-running to rebuild an output lost with its node.
+    task_rebuild: Vec<bool>,
     /// Broken invariants (must stay empty; checked by the tests).
     violations: Vec<String>,
     task_retries: Vec<u32>,
@@ -344,6 +352,8 @@ impl<'s> Sim<'s> {
             task_alloc: Vec::new(),
             task_epoch: Vec::new(),
             task_completed: Vec::new(),
+            task_started: Vec::new(),
+            task_rebuild: Vec::new(),
             violations: Vec::new(),
             task_retries: Vec::new(),
             actor_groups: Vec::new(),
@@ -388,6 +398,10 @@ impl<'s> Sim<'s> {
                     .extend(std::iter::repeat_n(0, g.count as usize));
                 self.task_completed
                     .extend(std::iter::repeat_n(false, g.count as usize));
+                self.task_started
+                    .extend(std::iter::repeat_n(false, g.count as usize));
+                self.task_rebuild
+                    .extend(std::iter::repeat_n(false, g.count as usize));
                 self.task_retries
                     .extend(std::iter::repeat_n(g.retries, g.count as usize));
                 self.groups.push(Group {
@@ -407,6 +421,8 @@ impl<'s> Sim<'s> {
                     run: Vec::new(),
                     infeasible: 0,
                     failed: 0,
+                    started: 0,
+                    blocked: 0,
                     first_start: None,
                     last_end: 0,
                 });
@@ -672,7 +688,8 @@ impl<'s> Sim<'s> {
             }
         };
         let key = self.class_key(w).0;
-        if self.pending.iter().any(|(k, q)| *k == key && !q.is_empty()) {
+        let blocked = matches!(key, Work::Task(g) if self.groups[g as usize].blocked > 0);
+        if blocked || self.pending.iter().any(|(k, q)| *k == key && !q.is_empty()) {
             // Earlier work of the same class is waiting, so no node is available for it.
             self.enqueue(w);
             return;
@@ -712,6 +729,15 @@ impl<'s> Sim<'s> {
                 }
             }
             Decision::Queue(_) => self.enqueue(w),
+            // While some node is down, "infeasible" may only mean "not until it returns":
+            // Ray keeps such work queued, and so does the simulation (a repaired node is
+            // offered to every waiting class). Rebuilding a lost output always waits.
+            Decision::Infeasible
+                if self.state.alive_count() < self.state.nodes.len()
+                    || matches!(w, Work::Task(t) if self.task_rebuild[t as usize]) =>
+            {
+                self.enqueue(w)
+            }
             Decision::Infeasible => match w {
                 Work::Task(t) => {
                     let g = self.group_of(t);
@@ -803,8 +829,12 @@ impl<'s> Sim<'s> {
             Work::Task(t) => {
                 let gi = self.group_of(t);
                 self.busy(node, units, now);
+                let first = !std::mem::replace(&mut self.task_started[t as usize], true);
                 let g = &mut self.groups[gi];
-                g.queueing.push((now - g.ready_at) as f64 / 1e9);
+                if first {
+                    g.queueing.push((now - g.ready_at) as f64 / 1e9);
+                    g.started += 1;
+                }
                 g.first_start.get_or_insert(now);
                 let dur = self.task_duration(gi, node, units);
                 self.task_start[t as usize] = now;
@@ -887,6 +917,9 @@ impl<'s> Sim<'s> {
         }
         let spec = self.spec;
         for k in 0..self.pending.len() {
+            if matches!(self.pending[k].0, Work::Task(g) if self.groups[g as usize].blocked > 0) {
+                continue;
+            }
             while let Some(&id) = self.pending[k].1.front() {
                 let w = match self.pending[k].0 {
                     Work::Task(_) => Work::Task(id),
@@ -1355,6 +1388,10 @@ impl<'s> Sim<'s> {
                 }
                 let gi = self.group_of(t);
                 let node = self.task_node[t as usize] as usize;
+                if self.task_rebuild[t as usize] {
+                    self.rebuilt(t, gi, node);
+                    return;
+                }
                 if !self.state.nodes[node].alive() {
                     self.violations.push(format!(
                         "task {t} finished on dead node {}",
@@ -1537,21 +1574,25 @@ impl<'s> Sim<'s> {
         for (gi, g) in self.groups.iter().enumerate() {
             let range = g.first as usize..(g.first + g.count) as usize;
             let completed = g.run.len() as u64;
-            let running = self.task_alloc[range.clone()]
-                .iter()
-                .filter(|a| a.is_some())
+            let running = range
+                .clone()
+                .filter(|&t| self.task_alloc[t].is_some() && !self.task_rebuild[t])
                 .count() as u64;
             let waiting = self
                 .pending
                 .iter()
                 .filter(|(k, _)| *k == Work::Task(gi as u32))
-                .map(|(_, q)| q.len() as u64)
+                .map(|(_, q)| {
+                    q.iter()
+                        .filter(|t| !self.task_rebuild[**t as usize])
+                        .count() as u64
+                })
                 .sum::<u64>();
             let retrying = self
                 .failures
                 .lost
                 .iter()
-                .filter(|(_, _, w)| matches!(w, Work::Task(t) if range.contains(&(*t as usize))))
+                .filter(|(_, _, w)| matches!(w, Work::Task(t) if range.contains(&(*t as usize)) && !self.task_rebuild[*t as usize]))
                 .count() as u64;
             let unsubmitted = if g.deps_left > 0 {
                 u64::from(g.count)
@@ -1787,6 +1828,8 @@ impl<'s> Sim<'s> {
             actors_lost: f.actors_lost,
             replicas_restarted: f.replicas_restarted,
             requests_lost: f.requests_lost,
+            objects_rebuilt: f.objects_rebuilt,
+            objects_lost: f.objects_lost,
             bundles_rescheduled: f.bundles_rescheduled,
             lost_device_hours: f.lost_device_ns / 3.6e12,
             node_availability: if node_time > 0.0 {
