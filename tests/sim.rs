@@ -506,3 +506,27 @@ fn outputs_lost_with_a_node_are_rebuilt_from_lineage() {
 fn s_without_outputs() -> String {
     "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  nic eth_100g\n}\ncluster c {\n  node cpu8 x 2\n  head n1\n}\nworkload w {\n  tasks a x 16 {\n    resources { CPU: 1 }\n    duration 10 s\n  }\n  tasks b x 32 after a {\n    resources { CPU: 1 }\n    duration 30 s\n  }\n}\nfailures {\n  at 20 s kill node n0\n}\n".to_string()
 }
+
+#[test]
+fn outputs_beyond_the_spilling_threshold_go_to_disk_and_cost_a_restore() {
+    // Nodes with 8 GiB of RAM: a 2.58 GB object store (30 %), spilling past 80 % = 2.06 GB.
+    // `a`: 16 tasks (8 per node) with 400 MB outputs: 5 fit per node (2.0 GB), 3 spill per
+    // node. `b` reads 16 × 400 MB / 4 tasks = 1.6 GB each, 6/16 of it spilled:
+    // 0.6 GB / 2 GB/s = 0.3 s from disk, on top of the network fetch
+    // (100 µs + 1.6 GB × ½ remote / 12.5 GB/s).
+    let text = |mb: u32| {
+        format!(
+            "node small {{\n  cpu sockets 1, cores 8\n  memory 8 GiB\n  nic eth_100g\n}}\ncluster c {{\n  node small x 2\n}}\nworkload w {{\n  tasks a x 16 {{\n    resources {{ CPU: 1 }}\n    duration 10 s\n    output {mb} MB\n  }}\n  tasks b x 4 after a {{\n    resources {{ CPU: 1 }}\n    duration 10 s\n  }}\n}}\n"
+        )
+    };
+    let r = simulate(&spec(&text(400)), &SimConfig::default());
+    let o = &r.metrics.objects;
+    assert_eq!(o.spilled_objects, 6);
+    assert!((o.spilled_bytes - 2.4e9).abs() < 1.0);
+    let fetch = 100e-6 + 1.6e9 * 0.5 / 12.5e9;
+    let b = r.metrics.tasks[1].run_time.mean;
+    assert!((b - (10.0 + fetch + 0.3)).abs() < 1e-6, "{b}");
+    // Small outputs never spill.
+    let r = simulate(&spec(&text(100)), &SimConfig::default());
+    assert_eq!(r.metrics.objects.spilled_objects, 0);
+}

@@ -555,6 +555,7 @@ impl Sim<'_> {
             self.failures.lost.push((n, epoch, Work::Task(t as u32)));
         }
         self.lose_outputs(n, epoch);
+        self.store_lost(n);
         // Actors.
         for a in 0..self.actors.len() {
             let ac = &self.actors[a];
@@ -908,6 +909,7 @@ impl Sim<'_> {
             self.util.change(acc, now, -units);
         }
         self.failures.objects_rebuilt += 1;
+        self.store_output(t, gi, node);
         self.unblock_dependents(gi);
         self.dispatch(node);
     }

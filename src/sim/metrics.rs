@@ -126,6 +126,16 @@ pub struct Utilization {
     pub mean: f64,
 }
 
+/// Task outputs in the nodes' object stores.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ObjectMetrics {
+    /// Outputs that did not fit under the spilling threshold and went to local disk.
+    pub spilled_objects: u64,
+    pub spilled_bytes: f64,
+    /// Highest fill of any node's object store.
+    pub peak_store_fraction: f64,
+}
+
 /// One step of a failure and its recovery, for the recovery timeline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimelineEvent {
@@ -177,6 +187,7 @@ pub struct RunMetrics {
     pub actors: Vec<ActorMetrics>,
     pub utilization: BTreeMap<String, Utilization>,
     pub failures: FailureMetrics,
+    pub objects: ObjectMetrics,
 }
 
 /// Records busy-device changes per class and integrates them.

@@ -23,6 +23,7 @@
 pub mod failures;
 pub mod metrics;
 pub mod models;
+mod objects;
 
 use crate::engine::{EventQueue, Time, rng_stream, stream_id};
 use crate::placement::{
@@ -131,6 +132,9 @@ struct Group {
     /// Lost input objects being rebuilt (lineage reconstruction): the group's tasks that
     /// have not started wait until this is back to 0.
     blocked: u32,
+    /// Bytes of this group's outputs spilled to disk, and whether its outputs were released.
+    spilled_bytes: f64,
+    released: bool,
     first_start: Option<Time>,
     last_end: Time,
 }
@@ -289,6 +293,7 @@ struct Sim<'s> {
     /// Every allocation (+1) and free (−1) with its node and tenant, when recording.
     trace: Option<Vec<TraceEvent>>,
     failures: failures::Failures,
+    store: objects::Store,
 }
 
 /// One allocation or free, for checking invariants over a whole run.
@@ -305,7 +310,7 @@ pub struct TraceEvent {
 pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
     let mut sim = Sim::new(spec, cfg);
     sim.schedule_failures(cfg.seed, cfg.failure_block.as_deref(), &cfg.empirical);
-    sim.start(cfg);
+    sim.start_store_and(cfg);
     sim.run();
     sim.finish()
 }
@@ -371,11 +376,18 @@ impl<'s> Sim<'s> {
             unit_ids,
             trace: cfg.record.then(Vec::new),
             failures: failures::Failures::default(),
+            store: objects::Store::default(),
         }
     }
 
     fn now(&self) -> Time {
         self.q.now()
+    }
+
+    /// Workloads first (they size the task arrays), then the object stores.
+    fn start_store_and(&mut self, cfg: &SimConfig) {
+        self.init_store_nodes();
+        self.start(cfg);
     }
 
     /// Build runtime state for every workload and schedule what starts at time zero.
@@ -423,6 +435,8 @@ impl<'s> Sim<'s> {
                     failed: 0,
                     started: 0,
                     blocked: 0,
+                    spilled_bytes: 0.0,
+                    released: false,
                     first_start: None,
                     last_end: 0,
                 });
@@ -836,6 +850,9 @@ impl<'s> Sim<'s> {
                     g.started += 1;
                 }
                 g.first_start.get_or_insert(now);
+                if first {
+                    self.consumer_started(gi);
+                }
                 let dur = self.task_duration(gi, node, units);
                 self.task_start[t as usize] = now;
                 self.task_node[t as usize] = node as u32;
@@ -904,7 +921,7 @@ impl<'s> Sim<'s> {
             }
             _ => 0.0,
         };
-        secs(fetch + run).max(1)
+        secs(fetch + self.restore_secs(gi) + run).max(1)
     }
 
     /// Resources were freed on `node`: start waiting work that now fits there, FIFO within
@@ -1412,6 +1429,7 @@ impl<'s> Sim<'s> {
                 }
                 let start = self.task_start[t as usize];
                 self.groups[gi].run.push((now - start) as f64 / 1e9);
+                self.store_output(t, gi, node);
                 self.task_done_bookkeeping(gi);
                 self.dispatch(node);
             }
@@ -1809,6 +1827,11 @@ impl<'s> Sim<'s> {
             }
         }
         m.utilization = std::mem::take(&mut self.util).finish(&devices, end);
+        m.objects = ObjectMetrics {
+            spilled_objects: self.store.spilled_objects,
+            spilled_bytes: self.store.spilled_bytes,
+            peak_store_fraction: self.store.peak_fraction,
+        };
         let f = &mut self.failures;
         let nodes = self.node_types.len() as f64;
         let still_down: f64 = f
