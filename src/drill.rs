@@ -222,6 +222,52 @@ pub struct DrillReport {
     pub unsimulated: Vec<String>,
 }
 
+/// Several scenarios' drills side by side (one per recovery policy: checkpoint interval, retry
+/// settings, spare nodes...). Each scenario's variants are named after it (`ckpt_10min`, or
+/// `ckpt_10min/flaky` when it has named failure blocks); the metrics compared are those every
+/// scenario measured. The seeds must be the same (the caller checks).
+pub fn merge(reports: Vec<(String, DrillReport)>) -> DrillReport {
+    let metrics: Vec<String> = reports
+        .first()
+        .map(|(_, r)| {
+            r.metrics
+                .iter()
+                .filter(|m| reports.iter().all(|(_, o)| o.metrics.contains(m)))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = DrillReport {
+        seeds: reports
+            .first()
+            .map(|(_, r)| r.seeds.clone())
+            .unwrap_or_default(),
+        metrics: metrics.clone(),
+        variants: Vec::new(),
+        unsimulated: Vec::new(),
+    };
+    for (label, r) in reports {
+        for mut v in r.variants {
+            v.name = if v.name == ALL_VARIANT {
+                label.clone()
+            } else {
+                format!("{label}/{}", v.name)
+            };
+            v.aggregates = metrics
+                .iter()
+                .filter_map(|m| v.aggregate(m).cloned())
+                .collect();
+            out.variants.push(v);
+        }
+        for u in r.unsimulated {
+            if !out.unsimulated.contains(&u) {
+                out.unsimulated.push(u);
+            }
+        }
+    }
+    out
+}
+
 /// The variants of a scenario: each named failure block, else one with every block.
 pub fn variants(spec: &Spec) -> Vec<Option<String>> {
     let mut names: Vec<String> = Vec::new();

@@ -33,8 +33,11 @@ enum Command {
     },
     /// Run a failure drill: every named failure block side by side over many seeds, with
     /// 95% confidence intervals; writes a summary and the recovery timeline.
+    /// Run a failure drill over many seeds; several scenarios (recovery policies: checkpoint
+    /// intervals, retry settings, spare nodes) run side by side.
     Drill {
-        file: PathBuf,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Run seeds 1..=N (default: the first experiment's `seeds`, else 1..=10).
         #[arg(long)]
         seeds: Option<u64>,
@@ -103,12 +106,12 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { file, seed, out } => run(file.as_deref(), seed, out),
         Command::Drill {
-            file,
+            files,
             seeds,
             threads,
             out,
             horizon,
-        } => drill(&file, seeds, threads, out, horizon.as_deref()),
+        } => drill(&files, seeds, threads, out, horizon.as_deref()),
         Command::Check { files, json } => check(&files, json),
         Command::Fmt {
             files,
@@ -371,7 +374,7 @@ fn parse_duration(s: &str) -> Result<u64, String> {
 }
 
 fn drill(
-    file: &Path,
+    files: &[PathBuf],
     seeds: Option<u64>,
     threads: Option<usize>,
     out: Option<PathBuf>,
@@ -392,54 +395,102 @@ fn drill(
             return ExitCode::from(2);
         }
     };
-    let l = match load(Some(file)) {
-        Ok(l) => l,
-        Err(c) => return c,
-    };
-    let spec = l.spec.as_ref().expect("no errors means a spec");
-    let (traces, empirical) =
-        match traces(spec, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?))) {
+    // Load every scenario first: bad input anywhere stops before any simulation.
+    let mut loaded = Vec::new();
+    for file in files {
+        let l = match load(Some(file)) {
+            Ok(l) => l,
+            Err(c) => return c,
+        };
+        let spec = l.spec.as_ref().expect("no errors means a spec");
+        let inputs = traces(spec, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?)));
+        let (traces, empirical) = match inputs {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
         };
-    let mut cfg = orrery::drill::DrillConfig {
-        seeds,
-        threads: threads.unwrap_or(0),
-        horizon,
-        traces,
-        empirical,
-        progress: None,
+        let cfg = orrery::drill::DrillConfig {
+            seeds,
+            threads: threads.unwrap_or(0),
+            horizon,
+            traces,
+            empirical,
+            progress: None,
+        };
+        loaded.push((file.clone(), l, cfg));
+    }
+    let seed_lists: Vec<Vec<u64>> = loaded
+        .iter()
+        .map(|(_, l, cfg)| orrery::drill::seeds(l.spec.as_ref().expect("spec"), cfg))
+        .collect();
+    if seed_lists.windows(2).any(|w| w[0] != w[1]) {
+        eprintln!(
+            "error: the scenarios ask for different seeds; pass --seeds N to run them side by side"
+        );
+        return ExitCode::from(2);
+    }
+    let seed_list = seed_lists[0].clone();
+    let stem = |p: &Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "run".into())
     };
-    let seed_list = orrery::drill::seeds(spec, &cfg);
-    // `seed` is the first seed; the JSON header lists them all in its place.
-    let h = header(&l, Some(file), seed_list.first().copied().unwrap_or(1));
+    let mut h = header(
+        &loaded[0].1,
+        Some(&loaded[0].0),
+        seed_list.first().copied().unwrap_or(1),
+    );
+    if loaded.len() > 1 {
+        h.scenario = loaded
+            .iter()
+            .map(|(f, _, _)| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" vs ");
+        h.scenario_hash = loaded
+            .iter()
+            .map(|(_, l, _)| orrery::scenario_hash(&l.sources))
+            .collect::<Vec<_>>()
+            .join("+");
+    }
     println!("{}", orrery::drill::header_line(&h, &seed_list));
-    let runs = (seed_list.len() * orrery::drill::variants(spec).len()) as u64;
-    if std::io::stderr().is_terminal() {
+    let runs: u64 = loaded
+        .iter()
+        .map(|(_, l, _)| {
+            (seed_list.len() * orrery::drill::variants(l.spec.as_ref().expect("spec")).len()) as u64
+        })
+        .sum();
+    let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(runs);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} runs · {elapsed} (eta {eta})",
         ) {
             bar.set_style(style);
         }
-        cfg.progress = Some(bar);
-    }
+        bar
+    });
     let t0 = std::time::Instant::now();
-    let r = orrery::drill::run_drill(spec, &cfg);
+    let mut reports = Vec::new();
+    for (file, l, mut cfg) in loaded {
+        cfg.progress = bar.clone();
+        let r = orrery::drill::run_drill(l.spec.as_ref().expect("spec"), &cfg);
+        reports.push((stem(&file), r));
+    }
     let wall = t0.elapsed().as_secs_f64();
+    let dir_name = reports
+        .iter()
+        .map(|(s, _)| s.clone())
+        .collect::<Vec<_>>()
+        .join("-vs-");
+    let r = if reports.len() == 1 {
+        reports.pop().expect("one").1
+    } else {
+        orrery::drill::merge(reports)
+    };
     print!("{}", orrery::drill::table(&r));
     println!("{runs} runs in {wall:.2} s");
-    let stem = h
-        .scenario
-        .rsplit('/')
-        .next()
-        .unwrap_or("run")
-        .trim_end_matches(".orr")
-        .to_string();
-    let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(format!("{stem}-drill")));
+    let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(format!("{dir_name}-drill")));
     match orrery::drill::write(&dir, &h, &r) {
         Ok(files) => {
             println!("wrote {} in {}", files.join(", "), dir.display());
