@@ -77,7 +77,8 @@ fn scenario(c: &Case) -> String {
             String::new()
         };
         s += &format!(
-            "  tasks t{k} x {n}{dep} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n    retries {retries}\n    output 100 MB\n  }}\n"
+            "  tasks t{k} x {n}{dep} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n    retries {retries}\n    retry_delay {} s\n    output 100 MB\n  }}\n",
+            secs % 7
         );
     }
     for (k, (n, calls, restarts)) in c.actors.iter().enumerate() {

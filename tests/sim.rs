@@ -530,3 +530,15 @@ fn outputs_beyond_the_spilling_threshold_go_to_disk_and_cost_a_restore() {
     let r = simulate(&spec(&text(100)), &SimConfig::default());
     assert_eq!(r.metrics.objects.spilled_objects, 0);
 }
+
+#[test]
+fn retries_wait_out_their_delay() {
+    // As `tasks_on_a_dead_node_are_retried_after_detection`, with a 30 s retry delay: the
+    // four lost tasks are resubmitted at 25 + 30 = 55 s and end at 155 s.
+    let s = spec(
+        "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\ncluster c {\n  node cpu8 x 2\n}\nworkload w {\n  tasks t x 8 {\n    resources { CPU: 1 }\n    duration 100 s\n    retry_delay 30 s\n  }\n}\nfailures {\n  at 10 s kill node n1\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    assert_eq!(r.metrics.makespan, 155.0);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+}

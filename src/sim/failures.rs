@@ -679,7 +679,7 @@ impl Sim<'_> {
             if self.task_retries[t] > 0 {
                 self.task_retries[t] -= 1;
                 self.failures.tasks_retried += 1;
-                self.submit(Work::Task(t as u32));
+                self.retry_task(t as u32);
             } else if self.task_rebuild[t] {
                 self.task_rebuild[t] = false;
                 self.failures.objects_lost += 1;
@@ -1023,7 +1023,7 @@ impl Sim<'_> {
                     if self.task_retries[t as usize] > 0 {
                         self.task_retries[t as usize] -= 1;
                         self.failures.tasks_retried += 1;
-                        self.submit(Work::Task(t));
+                        self.retry_task(t);
                     } else if self.task_rebuild[t as usize] {
                         // Ray raises ObjectLostError in the consumers; the simulation lets
                         // them run and counts the object as lost.

@@ -98,6 +98,8 @@ pub(crate) enum Ev {
     NicUp(u32, u32),
     /// A node that stops answering without crashing (silent packet loss).
     NodeUnreachable(u32),
+    /// Resubmit a task after its retry delay.
+    Retry(u32),
     /// Next failure of a random failure process (process index).
     RandomFailure(u32),
 }
@@ -135,6 +137,8 @@ struct Group {
     /// Bytes of this group's outputs spilled to disk, and whether its outputs were released.
     spilled_bytes: f64,
     released: bool,
+    /// Tasks waiting out their retry delay.
+    delayed: u32,
     first_start: Option<Time>,
     last_end: Time,
 }
@@ -437,6 +441,7 @@ impl<'s> Sim<'s> {
                     blocked: 0,
                     spilled_bytes: 0.0,
                     released: false,
+                    delayed: 0,
                     first_start: None,
                     last_end: 0,
                 });
@@ -1090,6 +1095,19 @@ impl<'s> Sim<'s> {
         secs(t).max(1)
     }
 
+    /// Submit a task again, after its group's retry delay.
+    pub(crate) fn retry_task(&mut self, t: u32) {
+        let gi = self.group_of(t);
+        let g = &self.groups[gi];
+        let delay = self.spec.workloads[g.workload].tasks[g.index].retry_delay.0;
+        if delay == 0 {
+            self.submit(Work::Task(t));
+        } else {
+            self.groups[gi].delayed += 1;
+            self.q.after(delay, Ev::Retry(t));
+        }
+    }
+
     fn task_done_bookkeeping(&mut self, gi: usize) {
         let now = self.now();
         let g = &mut self.groups[gi];
@@ -1552,6 +1570,11 @@ impl<'s> Sim<'s> {
             Ev::NicDown(n, i) => self.nic_down(n as NodeId, i as usize),
             Ev::NicUp(n, i) => self.nic_up(n as NodeId, i as usize),
             Ev::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
+            Ev::Retry(t) => {
+                let gi = self.group_of(t);
+                self.groups[gi].delayed -= 1;
+                self.submit(Work::Task(t));
+            }
             Ev::RandomFailure(p) => self.random_failure(p as usize),
             Ev::BatchTimeout(s) => {
                 self.services[s as usize].timeout = None;
@@ -1612,11 +1635,11 @@ impl<'s> Sim<'s> {
                 .iter()
                 .filter(|(_, _, w)| matches!(w, Work::Task(t) if range.contains(&(*t as usize)) && !self.task_rebuild[*t as usize]))
                 .count() as u64;
-            let unsubmitted = if g.deps_left > 0 {
+            let unsubmitted = (if g.deps_left > 0 {
                 u64::from(g.count)
             } else {
                 0
-            };
+            }) + u64::from(g.delayed);
             let total =
                 completed + g.failed + g.infeasible + running + waiting + retrying + unsubmitted;
             if total != u64::from(g.count) {

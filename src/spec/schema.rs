@@ -161,6 +161,7 @@ pub const TASK: &[StmtDef] = &[
     one("strategy", TASK_STRATEGIES),
     one("label_selector", &[]),
     one("retries", &[]),
+    one("retry_delay", &[]),
 ];
 pub const ACTOR: &[StmtDef] = &[
     one("resources", &[]),

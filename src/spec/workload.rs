@@ -93,6 +93,8 @@ pub struct TaskGroup {
     pub strategy: Strategy,
     pub label_selector: Vec<LabelConstraint>,
     pub retries: u32,
+    /// Wait before a retry (Ray `task_retry_delay_ms`, default 0).
+    pub retry_delay: Duration,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -543,7 +545,8 @@ pub fn workload(
                         output: Bytes(0),
                         strategy: Strategy::Default,
                         label_selector: Vec::new(),
-                        retries: 3,
+                                                retries: 3,
+                        retry_delay: Duration(0),
                     };
                     cx.each(&blk.stmts, schema::TASK, "a task group", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -563,9 +566,10 @@ pub fn workload(
                                     g.label_selector =
                                         label_selector(cx, b.req("a label selector")?)?
                                 }
-                                "retries" => {
+                                                                "retries" => {
                                     g.retries = rd::count(cx, b.req("a count")?, 0, 1000)? as u32
                                 }
+                                "retry_delay" => g.retry_delay = rd::duration(cx, b.req("a time")?)?,
                                 _ => {}
                             }
                             Some(())
