@@ -197,49 +197,60 @@ fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::report::Header 
     }
 }
 
-/// Arrival traces named by `arrival trace "FILE"`, read relative to the scenario's folder:
-/// one arrival time in seconds per line (`#` comments and blank lines skipped).
+/// A column of non-negative seconds (first field of each line; `#` comments and blank lines
+/// skipped) from a file named in a scenario, relative to its folder and confined to it as
+/// `include` is. Errors name file:line:column.
+fn read_seconds(dir: &Path, name: &str, what: &str) -> Result<Vec<f64>, String> {
+    let root = dir
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+    let path = dir.join(name);
+    let canon = path
+        .canonicalize()
+        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+    if !canon.starts_with(&root) {
+        return Err(format!(
+            "{what} file `{name}` is outside the scenario's folder {}",
+            root.display()
+        ));
+    }
+    let text = std::fs::read_to_string(&canon)
+        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+    let mut xs = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let field = line.split(',').next().unwrap_or("").trim();
+        match field.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => xs.push(x),
+            _ => {
+                return Err(format!(
+                    "{}:{}:1: expected non-negative seconds, found `{field}`",
+                    path.display(),
+                    k + 1
+                ));
+            }
+        }
+    }
+    Ok(xs)
+}
+
+/// Arrival traces named by `arrival trace "FILE"` (one arrival time per line).
 fn traces(
     spec: &orrery::spec::Spec,
     file: Option<&Path>,
 ) -> Result<std::collections::BTreeMap<String, Vec<f64>>, String> {
     let mut out = std::collections::BTreeMap::new();
-    let dir = file.and_then(Path::parent).unwrap_or(Path::new("."));
+    let dir = file
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     for w in &spec.workloads {
         for s in &w.services {
             if let orrery::spec::workload::Arrival::Trace(name) = &s.arrival {
-                let path = dir.join(name);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
-                let mut times = Vec::new();
-                for (k, line) in text.lines().enumerate() {
-                    let line = line.split('#').next().unwrap_or("").trim();
-                    if line.is_empty() {
-                        continue;
-                    }
-                    let t: f64 = line
-                        .split(',')
-                        .next()
-                        .unwrap_or("")
-                        .trim()
-                        .parse()
-                        .map_err(|_| {
-                            format!(
-                                "{}:{}:1: expected an arrival time in seconds, found `{line}`",
-                                path.display(),
-                                k + 1
-                            )
-                        })?;
-                    if !t.is_finite() || t < 0.0 {
-                        return Err(format!(
-                            "{}:{}:1: arrival times must be non-negative seconds",
-                            path.display(),
-                            k + 1
-                        ));
-                    }
-                    times.push(t);
-                }
-                out.insert(name.clone(), times);
+                out.insert(name.clone(), read_seconds(dir, name, "trace")?);
             }
         }
     }
@@ -310,46 +321,25 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>) -> ExitCode {
     }
 }
 
-/// Samples of `empirical("FILE")` distributions, read relative to the scenario's folder: one
-/// value in seconds per line (first column of a CSV; `#` comments and blank lines skipped).
+/// Samples of `empirical("FILE")` distributions (one duration per line).
 fn empirical(
     spec: &orrery::spec::Spec,
     file: &Path,
 ) -> Result<std::collections::BTreeMap<String, Vec<f64>>, String> {
     use orrery::spec::failure::Distribution;
     let mut out = std::collections::BTreeMap::new();
-    let dir = file.parent().unwrap_or(Path::new("."));
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     for f in &spec.failures {
         for r in &f.random {
             for d in [&r.distribution, &r.repair_distribution] {
-                let Distribution::Empirical { path: name } = d else {
-                    continue;
-                };
-                if out.contains_key(name) {
-                    continue;
+                if let Distribution::Empirical { path: name } = d
+                    && !out.contains_key(name)
+                {
+                    out.insert(name.clone(), read_seconds(dir, name, "samples")?);
                 }
-                let path = dir.join(name);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read samples {}: {e}", path.display()))?;
-                let mut xs = Vec::new();
-                for (k, line) in text.lines().enumerate() {
-                    let line = line.split('#').next().unwrap_or("").trim();
-                    if line.is_empty() {
-                        continue;
-                    }
-                    let field = line.split(',').next().unwrap_or("").trim();
-                    match field.parse::<f64>() {
-                        Ok(x) if x.is_finite() && x >= 0.0 => xs.push(x),
-                        _ => {
-                            return Err(format!(
-                                "{}:{}:1: expected a non-negative duration in seconds, found `{field}`",
-                                path.display(),
-                                k + 1
-                            ));
-                        }
-                    }
-                }
-                out.insert(name.clone(), xs);
             }
         }
     }

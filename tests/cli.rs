@@ -146,3 +146,32 @@ fn catalog_lists_and_exports() {
         String::from_utf8_lossy(&orrery(&["catalog", "--source"]).stdout).contains("source \"")
     );
 }
+
+#[test]
+fn trace_arrivals_are_read_beside_the_scenario_and_confined_to_its_folder() {
+    let text = |trace: &str| {
+        format!(
+            "node g {{\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  device L4 x 1\n}}\ncluster c {{\n  node g x 1\n}}\nworkload w {{\n  service s {{\n    resources {{ CPU: 1, GPU: 1 }}\n    arrival trace \"{trace}\"\n    service_time 10 ms\n  }}\n}}\nexperiment e {{\n  horizon 10 s\n}}\n"
+        )
+    };
+    let p = tmp("traced.orr", &text("arrivals.csv"));
+    std::fs::write(
+        p.with_file_name("arrivals.csv"),
+        "# seconds\n0.5\n1.0, extra\n\n2.5\n",
+    )
+    .unwrap();
+    let out = p.with_file_name("traced-out");
+    let o = orrery(&["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["metrics"]["services"][0]["served"], 3);
+    let bad = tmp("escape.orr", &text("../../etc/hostname"));
+    let o = orrery(&["run", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("outside the scenario's folder") || err.contains("cannot read"),
+        "{err}"
+    );
+}

@@ -263,54 +263,37 @@ impl Sim<'_> {
         let nodes_of = |class: &str, name: &str| nodes_of(&st, c, class, name);
         for b in &blocks {
             for f in &b.scheduled {
-                if f.target.class == "device"
-                    && matches!(f.action.as_str(), "xid" | "kill")
-                    && let Some((node, dev)) = device_of(&st, &f.target.name)
-                {
-                    self.q.at(f.at.0, Ev::DeviceFault(node as u32, dev as u32));
-                    if let Some(d) = f.duration {
-                        self.q.at(
-                            f.at.0.saturating_add(d.0),
-                            Ev::DeviceRepair(node as u32, dev as u32),
-                        );
+                // Each failure kind: the event that starts it and the one that ends it.
+                let named = |name: &str| st.by_name.get(name).copied();
+                let pair = match (f.target.class.as_str(), f.action.as_str()) {
+                    ("device", "xid" | "kill") => device_of(&st, &f.target.name).map(|(n, d)| {
+                        (
+                            Ev::DeviceFault(n as u32, d as u32),
+                            Ev::DeviceRepair(n as u32, d as u32),
+                        )
+                    }),
+                    ("nvlink", "degrade") => named(&f.target.name).zip(f.to).map(|(n, to)| {
+                        (
+                            Ev::NvlinkDegrade(n as u32, (to.0 * 1000.0).round() as u32),
+                            Ev::NvlinkRestore(n as u32),
+                        )
+                    }),
+                    ("nic" | "link", "down" | "kill") => {
+                        nic_of(&st, &f.target.name).map(|(n, i)| {
+                            (
+                                Ev::NicDown(n as u32, i as u32),
+                                Ev::NicUp(n as u32, i as u32),
+                            )
+                        })
                     }
-                    continue;
-                }
-                if f.target.class == "nvlink"
-                    && f.action == "degrade"
-                    && let (Some(node), Some(to)) = (st.by_name.get(&f.target.name).copied(), f.to)
-                {
-                    self.q.at(
-                        f.at.0,
-                        Ev::NvlinkDegrade(node as u32, (to.0 * 1000.0).round() as u32),
-                    );
+                    ("node", "down") => named(&f.target.name)
+                        .map(|n| (Ev::NodeUnreachable(n as u32), Ev::NodeRepair(n as u32))),
+                    _ => None,
+                };
+                if let Some((down, up)) = pair {
+                    self.q.at(f.at.0, down);
                     if let Some(d) = f.duration {
-                        self.q
-                            .at(f.at.0.saturating_add(d.0), Ev::NvlinkRestore(node as u32));
-                    }
-                    continue;
-                }
-                if matches!(f.target.class.as_str(), "nic" | "link")
-                    && matches!(f.action.as_str(), "down" | "kill")
-                    && let Some((node, nic)) = nic_of(&st, &f.target.name)
-                {
-                    self.q.at(f.at.0, Ev::NicDown(node as u32, nic as u32));
-                    if let Some(d) = f.duration {
-                        self.q.at(
-                            f.at.0.saturating_add(d.0),
-                            Ev::NicUp(node as u32, nic as u32),
-                        );
-                    }
-                    continue;
-                }
-                if f.target.class == "node"
-                    && f.action == "down"
-                    && let Some(node) = st.by_name.get(&f.target.name).copied()
-                {
-                    self.q.at(f.at.0, Ev::NodeUnreachable(node as u32));
-                    if let Some(d) = f.duration {
-                        self.q
-                            .at(f.at.0.saturating_add(d.0), Ev::NodeRepair(node as u32));
+                        self.q.at(f.at.0.saturating_add(d.0), up);
                     }
                     continue;
                 }
