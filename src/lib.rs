@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod diag;
 pub mod drill;
 pub mod engine;
+pub mod network;
 pub mod placement;
 pub mod report;
 pub mod sim;

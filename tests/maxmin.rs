@@ -1,0 +1,131 @@
+//! Max-min fair sharing against hand-computed answers (shared bottleneck, parking lot,
+//! multiple bottlenecks) and, on random networks, against the defining property: every flow
+//! crosses a saturated link on which no flow gets more than it (Bertsekas & Gallager, "Data
+//! Networks", §6.5.2), and no link is over capacity.
+
+use orrery::network::{FlowId, FlowNet};
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9 * b.abs().max(1.0)
+}
+
+#[test]
+fn shared_bottleneck() {
+    // Links 0 (cap 10) and 1 (cap 10). A crosses both, B only 1, C only 0.
+    // Link 0: A, C → 5 each; link 1: A, B → 5 each.
+    let mut n = FlowNet::new(vec![10.0, 10.0]);
+    let a = n.add(vec![0, 1], 1e9);
+    let b = n.add(vec![1], 1e9);
+    let c = n.add(vec![0], 1e9);
+    assert!(close(n.rate(a), 5.0) && close(n.rate(b), 5.0) && close(n.rate(c), 5.0));
+}
+
+#[test]
+fn parking_lot() {
+    // A chain of 3 links of capacity 1; a long flow over all three and one short flow per
+    // link: each link carries 2 flows, so every flow gets 1/2.
+    let mut n = FlowNet::new(vec![1.0; 3]);
+    let long = n.add(vec![0, 1, 2], 1e9);
+    let shorts: Vec<FlowId> = (0..3).map(|l| n.add(vec![l], 1e9)).collect();
+    assert!(close(n.rate(long), 0.5));
+    assert!(shorts.iter().all(|s| close(n.rate(*s), 0.5)));
+    // With two short flows on the middle link, that link is the bottleneck: 1/3 for the
+    // long flow and its two neighbours there; the outer short flows get the rest, 2/3.
+    let extra = n.add(vec![1], 1e9);
+    assert!(close(n.rate(long), 1.0 / 3.0));
+    assert!(close(n.rate(extra), 1.0 / 3.0) && close(n.rate(shorts[1]), 1.0 / 3.0));
+    assert!(close(n.rate(shorts[0]), 2.0 / 3.0) && close(n.rate(shorts[2]), 2.0 / 3.0));
+}
+
+#[test]
+fn multiple_bottlenecks() {
+    // Link 0 (cap 1): A, B. Link 1 (cap 10): B, C. Link 0 saturates first at 1/2 for A and
+    // B; C takes the rest of link 1: 10 − 1/2 = 9.5.
+    let mut n = FlowNet::new(vec![1.0, 10.0]);
+    let a = n.add(vec![0], 1e9);
+    let b = n.add(vec![0, 1], 1e9);
+    let c = n.add(vec![1], 1e9);
+    assert!(close(n.rate(a), 0.5) && close(n.rate(b), 0.5) && close(n.rate(c), 9.5));
+    // Halving link 1 to 5 changes nothing for A and B; C gets 4.5.
+    n.set_capacity(1, 5.0);
+    assert!(close(n.rate(c), 4.5));
+    // Removing A frees link 0: B and C now share link 1 (cap 5): 2.5 each... but B is also
+    // capped by link 0 at 1, so B = 1 and C = 4.
+    n.remove(a);
+    assert!(close(n.rate(b), 1.0) && close(n.rate(c), 4.0));
+}
+
+#[test]
+fn independent_components_do_not_disturb_each_other() {
+    let mut n = FlowNet::new(vec![10.0, 4.0]);
+    let a = n.add(vec![0], 1e9);
+    let b = n.add(vec![1], 1e9);
+    let c = n.add(vec![1], 1e9);
+    assert!(close(n.rate(a), 10.0) && close(n.rate(b), 2.0) && close(n.rate(c), 2.0));
+}
+
+/// xorshift, so the random cases are reproducible.
+fn rng(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn random_networks_satisfy_the_max_min_property() {
+    let mut s = 0x1234_5678_9abc_def0u64;
+    for case in 0..300 {
+        let links = 1 + (rng(&mut s) % 8) as usize;
+        let caps: Vec<f64> = (0..links)
+            .map(|_| 1.0 + (rng(&mut s) % 100) as f64)
+            .collect();
+        let mut n = FlowNet::new(caps.clone());
+        let mut flows = Vec::new();
+        for _ in 0..(1 + rng(&mut s) % 12) {
+            let len = 1 + (rng(&mut s) % 3) as usize;
+            let mut path: Vec<usize> = (0..len)
+                .map(|_| (rng(&mut s) % links as u64) as usize)
+                .collect();
+            path.sort_unstable();
+            path.dedup();
+            flows.push((n.add(path.clone(), 1e9), path));
+            // Sometimes remove one, to exercise incremental updates.
+            if rng(&mut s) % 4 == 0 && flows.len() > 1 {
+                let k = (rng(&mut s) % flows.len() as u64) as usize;
+                let (f, _) = flows.swap_remove(k);
+                n.remove(f);
+            }
+        }
+        // Capacity respected.
+        for (l, cap) in caps.iter().enumerate() {
+            let load: f64 = flows
+                .iter()
+                .filter(|(_, p)| p.contains(&l))
+                .map(|(f, _)| n.rate(*f))
+                .sum();
+            assert!(
+                load <= cap * (1.0 + 1e-9) + 1e-9,
+                "case {case}: link {l} over capacity"
+            );
+        }
+        // Every flow has a bottleneck: a saturated link where its rate is the largest.
+        for (f, path) in &flows {
+            let r = n.rate(*f);
+            let has_bottleneck = path.iter().any(|&l| {
+                let on: Vec<f64> = flows
+                    .iter()
+                    .filter(|(_, p)| p.contains(&l))
+                    .map(|(g, _)| n.rate(*g))
+                    .collect();
+                let load: f64 = on.iter().sum();
+                let saturated = (load - caps[l]).abs() <= 1e-9 * caps[l].max(1.0);
+                saturated && on.iter().all(|x| *x <= r * (1.0 + 1e-9) + 1e-12)
+            });
+            assert!(
+                has_bottleneck,
+                "case {case}: flow {f:?} at {r} has no bottleneck"
+            );
+        }
+    }
+}
