@@ -91,7 +91,7 @@ fn random_networks_satisfy_the_max_min_property() {
             path.dedup();
             flows.push((n.add(path.clone(), 1e9), path));
             // Sometimes remove one, to exercise incremental updates.
-            if rng(&mut s) % 4 == 0 && flows.len() > 1 {
+            if rng(&mut s).is_multiple_of(4) && flows.len() > 1 {
                 let k = (rng(&mut s) % flows.len() as u64) as usize;
                 let (f, _) = flows.swap_remove(k);
                 n.remove(f);

@@ -1,6 +1,9 @@
-//! Data movement over a link graph (issue 4 in progress): flow-level max-min bandwidth
-//! sharing. The link graph built from the Spec, routing and transports come next.
+//! Data movement over a link graph (issue 4 in progress): the cluster's links built from the
+//! Spec with routes over them ([`graph`]), and flow-level max-min bandwidth sharing
+//! ([`flows`]). Transports, collectives as flows and the calibrated models come next.
 
 pub mod flows;
+pub mod graph;
 
 pub use flows::{FlowId, FlowNet, LinkId};
+pub use graph::{Graph, Vertex};

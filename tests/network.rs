@@ -1,0 +1,104 @@
+//! The link graph and routes against hand-worked topologies, and flow-level sharing over it
+//! against the closed-form bisection bandwidth `orrery check` prints.
+
+use orrery::network::{FlowNet, Graph, Vertex};
+use orrery::spec::{Spec, load_str};
+
+fn spec(src: &str) -> Spec {
+    let l = load_str("t.orr", src);
+    assert!(!l.has_errors(), "{}", l.render(false));
+    l.spec.unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6 * b.abs().max(1.0)
+}
+
+#[test]
+fn devices_of_one_node_talk_through_the_nvswitch() {
+    let s = spec("cluster c {\n  node dgx_h100 x 1\n}\n");
+    let g = Graph::build(&s);
+    let p = g.route((0, 0), (0, 1), 0).unwrap();
+    assert_eq!(p.len(), 2);
+    assert_eq!(
+        g.ends[p[0]],
+        (
+            Vertex::Device { node: 0, device: 0 },
+            Vertex::NvSwitch { node: 0 }
+        )
+    );
+    assert!(close(g.capacity[p[0]], 450e9));
+    // Two senders into one receiver share its NVLink: 225 GB/s each.
+    let mut n = FlowNet::new(g.capacity.clone());
+    let a = n.add(p, 1e12);
+    let b = n.add(g.route((0, 2), (0, 1), 0).unwrap(), 1e12);
+    assert!(close(n.rate(a), 225e9) && close(n.rate(b), 225e9));
+}
+
+#[test]
+fn traffic_between_nodes_leaves_through_the_gpu_local_nic() {
+    // dgx_h100: GPUs 0,1 and compute NICs 0,1 under PCIe switch 0. GPU 1 → node 1 GPU 1 goes
+    // GPU → sw0 → NIC (same switch: GPUDirect, no CPU) → leaf → NIC → sw0 → GPU, 400 Gb/s
+    // = 50 GB/s at the NICs.
+    let s = spec("cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\n");
+    let g = Graph::build(&s);
+    let p = g.route((0, 1), (1, 1), 0).unwrap();
+    let hops: Vec<_> = p.iter().map(|l| g.ends[*l]).collect();
+    assert_eq!(
+        hops[0],
+        (
+            Vertex::Device { node: 0, device: 1 },
+            Vertex::Switch { node: 0, switch: 0 }
+        )
+    );
+    assert!(matches!(hops[1].1, Vertex::Nic { node: 0, .. }));
+    assert!(
+        !hops
+            .iter()
+            .any(|(a, b)| matches!(a, Vertex::Root { .. }) || matches!(b, Vertex::Root { .. })),
+        "{hops:?}"
+    );
+    let mut n = FlowNet::new(g.capacity.clone());
+    let f = n.add(p, 1e12);
+    assert!(close(n.rate(f), 50e9));
+}
+
+#[test]
+fn cross_rack_flows_get_exactly_the_closed_form_bisection() {
+    // 2 racks × 2 DGX nodes, leaf-spine 2:1. Each rack injects 2 × 8 × 50 GB/s = 800 GB/s;
+    // its uplink is 400 GB/s, 100 GB/s to each of 4 spines. 16 flows from every GPU of rack 0
+    // to rack 1, spread over the spines by ECMP: 4 per spine link, 25 GB/s each, 400 GB/s in
+    // all — the bisection `orrery check` computes, total / (2 × 2).
+    let s = spec(
+        "cluster c {\n  rack r[0..1] {\n    node dgx_h100 x 2\n  }\n  fabric leaf_spine oversubscription 2:1\n}\n",
+    );
+    let g = Graph::build(&s);
+    let mut n = FlowNet::new(g.capacity.clone());
+    let mut flows = Vec::new();
+    for k in 0..16usize {
+        let (src, dst) = ((k / 8, k % 8), (2 + k / 8, k % 8));
+        flows.push(n.add(g.route(src, dst, k as u64).unwrap(), 1e12));
+    }
+    let total: f64 = flows.iter().map(|f| n.rate(*f)).sum();
+    let bisection = orrery::summary::fabric_bisection(&s, s.cluster.as_ref().unwrap())
+        .unwrap()
+        .0;
+    assert!(close(total, 400e9), "{total}");
+    assert!(close(total, bisection), "{total} vs {bisection}");
+    assert!(flows.iter().all(|f| close(n.rate(*f), 25e9)));
+}
+
+#[test]
+fn gpus_without_a_local_nic_cross_the_socket() {
+    // A node with 2 GPUs on NUMA 1 and its only NIC on NUMA 0: traffic between nodes goes
+    // GPU → root 1 → root 0 (socket link) → NIC.
+    let s = spec(
+        "node split {\n  cpu sockets 2, cores 16\n  memory 256 GiB\n  device L4 x 2 at numa 1\n  nic roce_400g at numa 0\n}\ncluster c {\n  rack r0 {\n    node split x 2\n  }\n}\n",
+    );
+    let g = Graph::build(&s);
+    let p = g.route((0, 0), (1, 0), 0).unwrap();
+    assert!(p.iter().any(|l| matches!(
+        g.ends[*l],
+        (Vertex::Root { numa: 1, .. }, Vertex::Root { numa: 0, .. })
+    )));
+}
