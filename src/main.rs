@@ -30,9 +30,10 @@ enum Command {
         /// Where results go (default outputs/<scenario name>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Place every workload with this policy (ray_default, spread, topology_aware).
+        #[arg(long, value_parser = ["ray_default", "spread", "topology_aware"])]
+        policy: Option<String>,
     },
-    /// Run a failure drill: every named failure block side by side over many seeds, with
-    /// 95% confidence intervals; writes a summary and the recovery timeline.
     /// Run a failure drill over many seeds; several scenarios (recovery policies: checkpoint
     /// intervals, retry settings, spare nodes) run side by side.
     Drill {
@@ -51,6 +52,10 @@ enum Command {
         /// experiment's `horizon`).
         #[arg(long)]
         horizon: Option<String>,
+        /// Run every variant once per placement policy, side by side
+        /// (e.g. `--policies ray_default,topology_aware`).
+        #[arg(long, value_delimiter = ',', value_parser = ["ray_default", "spread", "topology_aware"])]
+        policies: Vec<String>,
     },
     /// Validate scenarios and print what each declares.
     Check {
@@ -104,14 +109,20 @@ fn color() -> bool {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { file, seed, out } => run(file.as_deref(), seed, out),
+        Command::Run {
+            file,
+            seed,
+            out,
+            policy,
+        } => run(file.as_deref(), seed, out, policy.as_deref()),
         Command::Drill {
             files,
             seeds,
             threads,
             out,
             horizon,
-        } => drill(&files, seeds, threads, out, horizon.as_deref()),
+            policies,
+        } => drill(&files, seeds, threads, out, horizon.as_deref(), &policies),
         Command::Check { files, json } => check(&files, json),
         Command::Fmt {
             files,
@@ -194,6 +205,7 @@ fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::report::Header 
             .unwrap_or_else(|| orrery::DEFAULT_SCENARIO.0.to_string()),
         scenario_hash: orrery::scenario_hash(&l.sources),
         seed,
+        policy: None,
     }
 }
 
@@ -257,13 +269,32 @@ fn traces(
     Ok(out)
 }
 
-fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>) -> ExitCode {
+fn policy_named(name: &str) -> orrery::spec::workload::Policy {
+    use orrery::spec::workload::Policy;
+    match name {
+        "spread" => Policy::Spread,
+        "topology_aware" => Policy::TopologyAware,
+        _ => Policy::RayDefault,
+    }
+}
+
+fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>, policy: Option<&str>) -> ExitCode {
     let l = match load(file) {
         Ok(l) => l,
         Err(c) => return c,
     };
-    let spec = l.spec.as_ref().expect("no errors means a spec");
-    let h = header(&l, file, seed);
+    let overridden = policy.map(|p| {
+        l.spec
+            .as_ref()
+            .expect("no errors means a spec")
+            .with_policy(policy_named(p))
+    });
+    let spec = overridden
+        .as_ref()
+        .or(l.spec.as_ref())
+        .expect("no errors means a spec");
+    let mut h = header(&l, file, seed);
+    h.policy = policy.map(str::to_string);
     println!("{}", h.line());
     let inputs = traces(spec, file).and_then(|t| match file {
         Some(f) => Ok((t, empirical(spec, f)?)),
@@ -369,6 +400,7 @@ fn drill(
     threads: Option<usize>,
     out: Option<PathBuf>,
     horizon: Option<&str>,
+    policies: &[String],
 ) -> ExitCode {
     if seeds == Some(0) {
         eprintln!("error: --seeds must be at least 1");
@@ -445,12 +477,15 @@ fn drill(
             .join("+");
     }
     println!("{}", orrery::drill::header_line(&h, &seed_list));
-    let runs: u64 = loaded
-        .iter()
-        .map(|(_, l, _)| {
-            (seed_list.len() * orrery::drill::variants(l.spec.as_ref().expect("spec")).len()) as u64
-        })
-        .sum();
+    let per_policy = policies.len().max(1) as u64;
+    let runs: u64 = per_policy
+        * loaded
+            .iter()
+            .map(|(_, l, _)| {
+                (seed_list.len() * orrery::drill::variants(l.spec.as_ref().expect("spec")).len())
+                    as u64
+            })
+            .sum::<u64>();
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(runs);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
@@ -462,17 +497,34 @@ fn drill(
     });
     let t0 = std::time::Instant::now();
     let mut reports = Vec::new();
+    let several_files = loaded.len() > 1;
     for (file, l, mut cfg) in loaded {
         cfg.progress = bar.clone();
-        let r = orrery::drill::run_drill(l.spec.as_ref().expect("spec"), &cfg);
-        reports.push((stem(&file), r));
+        let spec = l.spec.as_ref().expect("spec");
+        if policies.is_empty() {
+            reports.push((stem(&file), orrery::drill::run_drill(spec, &cfg)));
+        }
+        for p in policies {
+            let label = if several_files {
+                format!("{}@{p}", stem(&file))
+            } else {
+                p.clone()
+            };
+            reports.push((
+                label,
+                orrery::drill::run_drill(&spec.with_policy(policy_named(p)), &cfg),
+            ));
+        }
     }
     let wall = t0.elapsed().as_secs_f64();
-    let dir_name = reports
-        .iter()
-        .map(|(s, _)| s.clone())
-        .collect::<Vec<_>>()
-        .join("-vs-");
+    let dir_name = match files {
+        [one] => stem(one),
+        _ => files
+            .iter()
+            .map(|f| stem(f))
+            .collect::<Vec<_>>()
+            .join("-vs-"),
+    };
     let r = if reports.len() == 1 {
         reports.pop().expect("one").1
     } else {

@@ -14,12 +14,20 @@ pub struct Header {
     pub scenario: String,
     pub scenario_hash: String,
     pub seed: u64,
+    /// A placement policy imposed on every workload from the command line, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 impl Header {
     pub fn line(&self) -> String {
+        let policy = self
+            .policy
+            .as_ref()
+            .map(|p| format!(" · policy {p}"))
+            .unwrap_or_default();
         format!(
-            "orrery {} · scenario {} · hash {} · seed {}",
+            "orrery {} · scenario {} · hash {} · seed {}{policy}",
             self.orrery, self.scenario, self.scenario_hash, self.seed
         )
     }

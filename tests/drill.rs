@@ -156,6 +156,7 @@ fn results_do_not_depend_on_the_thread_count() {
         scenario: "t.orr".into(),
         scenario_hash: "0".into(),
         seed: 1,
+        policy: None,
     };
     let one = drill(&s, 8, 1);
     let four = drill(&s, 8, 4);
@@ -420,4 +421,45 @@ fn scenarios_side_by_side_compare_checkpoint_intervals() {
     let csv = std::fs::read_to_string(out.join("drill.csv")).unwrap();
     assert!(csv.contains("ckpt10,") && csv.contains("ckpt60,"), "{csv}");
     assert!(String::from_utf8_lossy(&o.stdout).contains(" vs "));
+}
+
+/// Ray's DEFAULT and the topology-aware policy on the same work in one run: `--policies`
+/// makes each policy a variant; `run --policy` imposes one and says so in the header.
+#[test]
+fn policies_side_by_side_on_the_same_work() {
+    let dir = tmp_dir("policies");
+    let file = dir.join("quick.orr");
+    std::fs::write(&file, orrery::DEFAULT_SCENARIO.1).unwrap();
+    let out = dir.join("out");
+    let f = file.to_str().unwrap();
+    let o = orrery(&[
+        "drill",
+        f,
+        "--seeds",
+        "2",
+        "--policies",
+        "ray_default,topology_aware",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("drill.csv")).unwrap();
+    assert!(
+        csv.contains("\nray_default,") && csv.contains("\ntopology_aware,"),
+        "{csv}"
+    );
+    let o = orrery(&[
+        "run",
+        f,
+        "--policy",
+        "topology_aware",
+        "--out",
+        dir.join("run").to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("policy topology_aware"));
+    assert_eq!(
+        orrery(&["run", f, "--policy", "fastest"]).status.code(),
+        Some(2)
+    );
 }

@@ -24,6 +24,21 @@ pub use hardware::{Accelerator, Nic, NodeType};
 pub use load::{Loaded, load_file, load_str};
 pub use workload::{Tenant, Workload};
 
+impl Spec {
+    /// The same scenario with every workload (and placement group) placed by `policy`: how
+    /// Ray's DEFAULT and the topology-aware policy are compared on the same work.
+    pub fn with_policy(&self, policy: workload::Policy) -> Spec {
+        let mut s = self.clone();
+        for w in &mut s.workloads {
+            w.policy = policy;
+            for pg in &mut w.placement_groups {
+                pg.policy = Some(policy);
+            }
+        }
+        s
+    }
+}
+
 /// A whole scenario, validated.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Spec {
