@@ -73,11 +73,61 @@ pub fn core_loop(pending: usize, events: u64) -> f64 {
     n as f64 / t0.elapsed().as_secs_f64()
 }
 
+/// Flow-level network throughput: `flows` concurrent transfers (10 MB–1 GB) between GPUs of
+/// different nodes of a `nodes`-node DGX H100 fat-tree (racks of 32, non-blocking), started
+/// together and run to completion; every completion recomputes the max-min rates of the flows
+/// it shared links with. Returns (flow events, seconds).
+pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
+    let racks = nodes.div_ceil(32);
+    let last = nodes - (racks - 1) * 32;
+    let mut text = String::from("cluster fabric {\n");
+    if racks > 1 {
+        text += &format!(
+            "  rack r[0..{}] {{\n    node dgx_h100 x 32\n  }}\n",
+            racks - 2
+        );
+    }
+    text += &format!(
+        "  rack r{} {{\n    node dgx_h100 x {last}\n  }}\n  fabric fat_tree\n}}\n",
+        racks - 1
+    );
+    let loaded = crate::spec::load_str("<flows>", &text);
+    let spec = loaded.spec.ok_or("generated fabric is invalid")?;
+    let g = crate::network::Graph::build(&spec);
+    let mut rng = rng_stream(2, 2);
+    let mut batch = Vec::with_capacity(flows);
+    for k in 0..flows {
+        let a = rng.random_range(0..nodes as usize);
+        let mut b = rng.random_range(0..nodes as usize - 1);
+        if b >= a {
+            b += 1;
+        }
+        let path = g
+            .route(
+                (a, rng.random_range(0..8)),
+                (b, rng.random_range(0..8)),
+                k as u64,
+            )
+            .ok_or("no route")?;
+        batch.push((path, rng.random_range(10e6..1e9)));
+    }
+    let t0 = Instant::now();
+    let mut net = crate::network::FlowNet::new(g.capacity.clone());
+    net.add_batch(batch);
+    let mut events = 1u64;
+    while let Some((f, dt)) = net.next_completion() {
+        net.advance(dt);
+        net.remove(f);
+        events += 1;
+    }
+    Ok((events, t0.elapsed().as_secs_f64()))
+}
+
 pub struct BenchReport {
     pub text: String,
 }
 
-pub fn run(nodes: u64, tasks: u64) -> Result<BenchReport, String> {
+pub fn run(nodes: u64, tasks: u64, flows: usize) -> Result<BenchReport, String> {
     let mut o = String::new();
     for pending in [1_000usize, 1_000_000] {
         let rate = core_loop(pending, 10_000_000);
@@ -85,6 +135,14 @@ pub fn run(nodes: u64, tasks: u64) -> Result<BenchReport, String> {
             o,
             "event core: {:.1} M events/s with {pending} pending events (10 M events)",
             rate / 1e6
+        );
+    }
+    if flows > 0 {
+        let (fe, fs) = flow_network(1000, flows)?;
+        let _ = writeln!(
+            o,
+            "flow network: {flows} flows on a 1000-node fat-tree, {fe} flow events in {fs:.2} s ({:.0} flow events/s)",
+            fe as f64 / fs
         );
     }
     let text = scenario(nodes, tasks);

@@ -90,6 +90,10 @@ enum Command {
         nodes: u64,
         #[arg(long, default_value_t = 1_000_000)]
         tasks: u64,
+        /// Concurrent flows on a 1,000-node fat-tree for the flow-level network benchmark
+        /// (0 skips it; every completion recomputes max-min rates, so cost grows ~ flows²).
+        #[arg(long, default_value_t = 2_000)]
+        flows: usize,
     },
     /// List the built-in catalog of accelerators, NICs and node types.
     Catalog {
@@ -131,7 +135,11 @@ fn main() -> ExitCode {
         } => fmt(&files, check, write),
         Command::Catalog { json, source } => catalog(json, source),
         Command::Explain { file, item, seed } => explain(&file, &item, seed),
-        Command::Bench { nodes, tasks } => match orrery::bench::run(nodes, tasks) {
+        Command::Bench {
+            nodes,
+            tasks,
+            flows,
+        } => match orrery::bench::run(nodes, tasks, flows) {
             Ok(r) => {
                 print!("{}", r.text);
                 ExitCode::SUCCESS

@@ -102,3 +102,33 @@ fn gpus_without_a_local_nic_cross_the_socket() {
         (Vertex::Root { numa: 1, .. }, Vertex::Root { numa: 0, .. })
     )));
 }
+
+#[test]
+fn ring_allreduce_as_flows_equals_the_closed_form_when_uncontended() {
+    // 8 GPUs of one DGX H100 in a ring through the NVSwitch: each step's 8 flows use
+    // distinct links at β = 450 GB/s, so t = 2(p−1)·α + 2(p−1)/p · n/β exactly.
+    use orrery::network::collective::{bandwidths, ring_allreduce_secs};
+    let s = spec("cluster c {\n  node dgx_h100 x 1\n}\n");
+    let g = Graph::build(&s);
+    let net = FlowNet::new(g.capacity.clone());
+    let ranks: Vec<(usize, usize)> = (0..8).map(|d| (0, d)).collect();
+    let (n, alpha, beta) = (1e9, 3.4e-6, 450e9);
+    let t = ring_allreduce_secs(&g, &net, &ranks, n, alpha).unwrap();
+    let closed = 2.0 * 7.0 * alpha + 2.0 * 7.0 / 8.0 * n / beta;
+    assert!((t - closed).abs() < 1e-12, "{t} vs {closed}");
+    // nccl-tests: busbw of an uncontended ring approaches β as α vanishes.
+    let (_, busbw) = bandwidths(
+        "allreduce",
+        8,
+        n,
+        ring_allreduce_secs(&g, &net, &ranks, n, 0.0).unwrap(),
+    );
+    assert!((busbw - beta).abs() / beta < 1e-9);
+    // With a competing 1 TB transfer into GPU 1, the step that sends into GPU 1 halves its
+    // rate there, and every step waits for it: the bandwidth term doubles.
+    let mut busy = FlowNet::new(g.capacity.clone());
+    busy.add(g.route((0, 5), (0, 1), 0).unwrap(), 1e12);
+    let slow = ring_allreduce_secs(&g, &busy, &ranks, n, alpha).unwrap();
+    let expect = 2.0 * 7.0 * alpha + 2.0 * 2.0 * 7.0 / 8.0 * n / beta;
+    assert!((slow - expect).abs() < 1e-9, "{slow} vs {expect}");
+}

@@ -11,7 +11,8 @@
 //! Architecture invariant: no time here beyond the byte accounting the caller drives with
 //! [`FlowNet::advance`]; the engine owns the clock.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Index of a directed link.
 pub type LinkId = usize;
@@ -38,6 +39,8 @@ pub struct FlowNet {
     // Scratch buffers for refilling, kept to avoid allocating per event.
     mark_flow: Vec<u32>,
     mark_link: Vec<u32>,
+    /// Position of each link in the component being refilled.
+    link_pos: Vec<usize>,
     epoch: u32,
 }
 
@@ -51,6 +54,7 @@ impl FlowNet {
             capacity: capacities,
             on_link: vec![Vec::new(); n],
             mark_link: vec![0; n],
+            link_pos: vec![0; n],
             ..FlowNet::default()
         }
     }
@@ -91,6 +95,49 @@ impl FlowNet {
         }
         self.refill(&links, Some(id));
         FlowId(id)
+    }
+
+    /// Start many flows at once with a single recomputation (flows that start together).
+    pub fn add_batch(
+        &mut self,
+        flows: impl IntoIterator<Item = (Vec<LinkId>, f64)>,
+    ) -> Vec<FlowId> {
+        let mut ids = Vec::new();
+        let mut touched: Vec<LinkId> = Vec::new();
+        for (path, bytes) in flows {
+            let f = Flow {
+                path,
+                remaining: bytes.max(0.0),
+                rate: 0.0,
+                alive: true,
+            };
+            let id = match self.free.pop() {
+                Some(i) => {
+                    self.flows[i as usize] = f;
+                    i
+                }
+                None => {
+                    self.flows.push(f);
+                    self.mark_flow.push(0);
+                    (self.flows.len() - 1) as u32
+                }
+            };
+            if self.flows[id as usize].path.is_empty() {
+                self.flows[id as usize].rate = f64::INFINITY;
+            }
+            let mut links = self.flows[id as usize].path.clone();
+            links.sort_unstable();
+            links.dedup();
+            for &l in &links {
+                self.on_link[l].push(id);
+            }
+            touched.extend(links);
+            ids.push(FlowId(id));
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        self.refill(&touched, None);
+        ids
     }
 
     /// Remove a flow (finished or cancelled); its component is recomputed.
@@ -216,47 +263,53 @@ impl FlowNet {
                 }
             }
         }
-        // Progressive filling: raise every unfrozen flow's rate together; the link that
-        // saturates first freezes its flows at the fair share.
+        // Progressive filling: raise every unfrozen flow's rate together; the link whose fair
+        // share is smallest saturates first and freezes its flows at that share. Links wait in
+        // a min-heap keyed by (share, link id) — ties go to the lowest link id — with lazy
+        // deletion: shares only grow as flows freeze, so a popped key below the link's current
+        // share is stale. Each flow freezes once and updates the links of its path:
+        // O(F · P · log L) for F flows of P links over L links.
+        for (i, &l) in comp_links.iter().enumerate() {
+            self.link_pos[l] = i;
+        }
         let mut left: Vec<f64> = comp_links.iter().map(|&l| self.capacity[l]).collect();
         let mut unfrozen: Vec<usize> = comp_links.iter().map(|&l| self.on_link[l].len()).collect();
-        let mut frozen = vec![false; comp_flows.len()];
-        let mut remaining_flows = comp_flows.len();
-        let index: std::collections::HashMap<LinkId, usize> = comp_links
+        let key = |x: f64| x.max(0.0).to_bits();
+        let mut heap: BinaryHeap<Reverse<(u64, LinkId)>> = comp_links
             .iter()
             .enumerate()
-            .map(|(i, l)| (*l, i))
+            .filter(|(i, _)| unfrozen[*i] > 0)
+            .map(|(i, &l)| Reverse((key(left[i] / unfrozen[i] as f64), l)))
             .collect();
-        while remaining_flows > 0 {
-            // The link with the smallest fair share saturates first (ties: lowest link id).
-            let mut bottleneck: Option<(f64, LinkId, usize)> = None;
-            for (i, &l) in comp_links.iter().enumerate() {
-                if unfrozen[i] == 0 {
-                    continue;
-                }
-                let s = left[i] / unfrozen[i] as f64;
-                if bottleneck.is_none_or(|(bs, bl, _)| s < bs || (s == bs && l < bl)) {
-                    bottleneck = Some((s, l, i));
-                }
+        self.epoch = self.epoch.wrapping_add(1).max(1);
+        let frozen = self.epoch;
+        while let Some(Reverse((k, l))) = heap.pop() {
+            let i = self.link_pos[l];
+            if unfrozen[i] == 0 {
+                continue;
             }
-            let Some((share, _, bottleneck)) = bottleneck else {
-                break;
-            };
-            let bl = comp_links[bottleneck];
-            for (k, &f) in comp_flows.iter().enumerate() {
-                if frozen[k] || !self.on_link[bl].contains(&f) {
+            let share = left[i] / unfrozen[i] as f64;
+            if key(share) != k {
+                continue;
+            }
+            for n in 0..self.on_link[l].len() {
+                let f = self.on_link[l][n] as usize;
+                if self.mark_flow[f] == frozen {
                     continue;
                 }
-                frozen[k] = true;
-                remaining_flows -= 1;
-                self.flows[f as usize].rate = share.max(0.0);
-                // A flow crossing a link twice takes two shares of it.
-                let mut path = self.flows[f as usize].path.clone();
-                path.sort_unstable();
-                for w in path.chunk_by(|a, b| a == b) {
-                    let i = index[&w[0]];
-                    left[i] -= share * w.len() as f64;
-                    unfrozen[i] -= 1;
+                self.mark_flow[f] = frozen;
+                self.flows[f].rate = share.max(0.0);
+                for m in 0..self.flows[f].path.len() {
+                    let l2 = self.flows[f].path[m];
+                    let i2 = self.link_pos[l2];
+                    left[i2] -= share;
+                    // A link counts each flow once, however often its path crosses it.
+                    if !self.flows[f].path[..m].contains(&l2) {
+                        unfrozen[i2] -= 1;
+                    }
+                    if unfrozen[i2] > 0 && l2 != l {
+                        heap.push(Reverse((key(left[i2] / unfrozen[i2] as f64), l2)));
+                    }
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! Spec with routes over them ([`graph`]), and flow-level max-min bandwidth sharing
 //! ([`flows`]). Transports, collectives as flows and the calibrated models come next.
 
+pub mod collective;
 pub mod flows;
 pub mod graph;
 
