@@ -70,31 +70,7 @@ impl FlowNet {
     /// Start a flow of `bytes` over `path` (links may repeat; an empty path is unconstrained
     /// and gets an infinite rate). Rates of its component are recomputed.
     pub fn add(&mut self, path: Vec<LinkId>, bytes: f64) -> FlowId {
-        let f = Flow {
-            path,
-            remaining: bytes.max(0.0),
-            rate: 0.0,
-            alive: true,
-        };
-        let id = match self.free.pop() {
-            Some(i) => {
-                self.flows[i as usize] = f;
-                i
-            }
-            None => {
-                self.flows.push(f);
-                self.mark_flow.push(0);
-                (self.flows.len() - 1) as u32
-            }
-        };
-        let mut links = self.flows[id as usize].path.clone();
-        links.sort_unstable();
-        links.dedup();
-        for &l in &links {
-            self.on_link[l].push(id);
-        }
-        self.refill(&links, Some(id));
-        FlowId(id)
+        self.add_batch([(path, bytes)])[0]
     }
 
     /// Start many flows at once with a single recomputation (flows that start together).

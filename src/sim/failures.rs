@@ -315,85 +315,63 @@ impl Sim<'_> {
                 }
             }
             for (k, r) in b.random.iter().enumerate() {
-                let units: Vec<Vec<NodeId>> = match r.class.as_str() {
+                // Failure units: (nodes, device, NIC, stream label). Labels name the unit, so
+                // adding a unit never shifts another unit's randomness.
+                let bn = b.name.as_deref().unwrap_or("");
+                let whole = |units: Vec<Vec<NodeId>>| -> Vec<(Vec<NodeId>, Option<usize>, Option<usize>, String)> {
+                    units.into_iter().enumerate().map(|(u, nodes)| (nodes, None, None, format!("failure/{bn}/{k}/{}/{u}", r.class))).collect()
+                };
+                let units = match r.class.as_str() {
                     // The head has its own class (`random head`): its loss is the cluster's.
-                    "node" => (0..n)
-                        .filter(|&i| i != self.state.head)
-                        .map(|i| vec![i])
+                    "node" => whole(
+                        (0..n)
+                            .filter(|&i| i != self.state.head)
+                            .map(|i| vec![i])
+                            .collect(),
+                    ),
+                    "head" => whole(vec![vec![self.state.head]]),
+                    "rack" => whole(
+                        c.racks
+                            .iter()
+                            .filter(|rk| rk.slice.is_none() && !rk.name.is_empty())
+                            .filter_map(|rk| nodes_of("rack", &rk.name))
+                            .collect(),
+                    ),
+                    "slice" => whole(
+                        c.racks
+                            .iter()
+                            .filter(|rk| rk.slice.is_some())
+                            .filter_map(|rk| nodes_of("slice", &rk.name))
+                            .collect(),
+                    ),
+                    "zone" => whole(c.zones.iter().filter_map(|z| nodes_of("zone", z)).collect()),
+                    "nic" | "link" => (0..n)
+                        .flat_map(|node| {
+                            (0..self.failures.nics[node].len()).map(move |nic| (node, nic))
+                        })
+                        .map(|(node, nic)| {
+                            (
+                                vec![node],
+                                None,
+                                Some(nic),
+                                format!("failure/{bn}/{k}/{}/{node}/{nic}", r.class),
+                            )
+                        })
                         .collect(),
-                    "head" => vec![vec![self.state.head]],
-                    "rack" => c
-                        .racks
-                        .iter()
-                        .filter(|rk| rk.slice.is_none() && !rk.name.is_empty())
-                        .filter_map(|rk| nodes_of("rack", &rk.name))
+                    "device" => (0..n)
+                        .flat_map(|node| {
+                            (0..self.node_types[node].device_count() as usize)
+                                .map(move |dev| (node, dev))
+                        })
+                        .map(|(node, dev)| {
+                            (
+                                vec![node],
+                                Some(dev),
+                                None,
+                                format!("failure/{bn}/{k}/device/{node}/{dev}"),
+                            )
+                        })
                         .collect(),
-                    "slice" => c
-                        .racks
-                        .iter()
-                        .filter(|rk| rk.slice.is_some())
-                        .filter_map(|rk| nodes_of("slice", &rk.name))
-                        .collect(),
-                    "zone" => c.zones.iter().filter_map(|z| nodes_of("zone", z)).collect(),
-                    "nic" | "link" => {
-                        for node in 0..n {
-                            for nic in 0..self.failures.nics[node].len() {
-                                let rng = rng_stream(
-                                    seed,
-                                    stream_id(&format!(
-                                        "failure/{}/{k}/{}/{node}/{nic}",
-                                        b.name.as_deref().unwrap_or(""),
-                                        r.class
-                                    )),
-                                );
-                                let p = self.failures.processes.len();
-                                self.failures.processes.push(Process {
-                                    nodes: vec![node],
-                                    device: None,
-                                    nic: Some(nic),
-                                    mtbf: r.mtbf.0 as f64,
-                                    dist: r.distribution.clone(),
-                                    repair: r.repair.map(|d| d.0 as f64),
-                                    repair_dist: r.repair_distribution.clone(),
-                                    rng,
-                                });
-                                let first = self.next_ttf(p);
-                                self.q.at(first, Ev::RandomFailure(p as u32));
-                            }
-                        }
-                        continue;
-                    }
-                    "device" => {
-                        // One process per device: (node, device) units.
-                        let mut added = 0;
-                        for node in 0..n {
-                            for dev in 0..self.node_types[node].device_count() as usize {
-                                let rng = rng_stream(
-                                    seed,
-                                    stream_id(&format!(
-                                        "failure/{}/{k}/device/{node}/{dev}",
-                                        b.name.as_deref().unwrap_or("")
-                                    )),
-                                );
-                                let p = self.failures.processes.len();
-                                self.failures.processes.push(Process {
-                                    nodes: vec![node],
-                                    device: Some(dev),
-                                    nic: None,
-                                    mtbf: r.mtbf.0 as f64,
-                                    dist: r.distribution.clone(),
-                                    repair: r.repair.map(|d| d.0 as f64),
-                                    repair_dist: r.repair_distribution.clone(),
-                                    rng,
-                                });
-                                let first = self.next_ttf(p);
-                                self.q.at(first, Ev::RandomFailure(p as u32));
-                                added += 1;
-                            }
-                        }
-                        let _ = added;
-                        continue;
-                    }
                     other => {
                         self.failures
                             .unsimulated
@@ -401,25 +379,17 @@ impl Sim<'_> {
                         continue;
                     }
                 };
-                for (u, nodes) in units.into_iter().enumerate() {
-                    let rng = rng_stream(
-                        seed,
-                        stream_id(&format!(
-                            "failure/{}/{k}/{}/{u}",
-                            b.name.as_deref().unwrap_or(""),
-                            r.class
-                        )),
-                    );
+                for (nodes, device, nic, label) in units {
                     let p = self.failures.processes.len();
                     self.failures.processes.push(Process {
                         nodes,
-                        device: None,
-                        nic: None,
+                        device,
+                        nic,
                         mtbf: r.mtbf.0 as f64,
                         dist: r.distribution.clone(),
                         repair: r.repair.map(|d| d.0 as f64),
                         repair_dist: r.repair_distribution.clone(),
-                        rng,
+                        rng: rng_stream(seed, stream_id(&label)),
                     });
                     let first = self.next_ttf(p);
                     self.q.at(first, Ev::RandomFailure(p as u32));
