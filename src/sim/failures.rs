@@ -36,6 +36,10 @@ use crate::spec::workload::{LabelConstraint, LabelOp, PgStrategy};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
 
+/// A unit a random failure process fails: its nodes, the device or NIC when the unit is one,
+/// and the label of its random stream.
+type Unit = (Vec<NodeId>, Option<usize>, Option<usize>, String);
+
 /// A random failure process over one unit (a node, or all nodes of a rack, slice or zone).
 pub(crate) struct Process {
     nodes: Vec<NodeId>,
@@ -318,8 +322,19 @@ impl Sim<'_> {
                 // Failure units: (nodes, device, NIC, stream label). Labels name the unit, so
                 // adding a unit never shifts another unit's randomness.
                 let bn = b.name.as_deref().unwrap_or("");
-                let whole = |units: Vec<Vec<NodeId>>| -> Vec<(Vec<NodeId>, Option<usize>, Option<usize>, String)> {
-                    units.into_iter().enumerate().map(|(u, nodes)| (nodes, None, None, format!("failure/{bn}/{k}/{}/{u}", r.class))).collect()
+                let whole = |units: Vec<Vec<NodeId>>| -> Vec<Unit> {
+                    units
+                        .into_iter()
+                        .enumerate()
+                        .map(|(u, nodes)| {
+                            (
+                                nodes,
+                                None,
+                                None,
+                                format!("failure/{bn}/{k}/{}/{u}", r.class),
+                            )
+                        })
+                        .collect()
                 };
                 let units = match r.class.as_str() {
                     // The head has its own class (`random head`): its loss is the cluster's.
