@@ -1700,11 +1700,16 @@ impl<'s> Sim<'s> {
     fn finish(mut self) -> RunResult {
         self.check_invariants();
         let spec = self.spec;
-        // The window ends at the horizon, else when the last event ran (failures and repairs
-        // included), so availability and utilisation cover the whole run.
+        // The window ends at the horizon; else when the work did (a failure scheduled after it
+        // does not stretch utilisation); else, if no work finished, at the last event, so that
+        // availability still covers the failures.
         let end = self
             .horizon
-            .unwrap_or(self.makespan.max(self.q.now()))
+            .unwrap_or(if self.makespan > 0 {
+                self.makespan
+            } else {
+                self.q.now()
+            })
             .max(self.makespan);
         let mut m = RunMetrics {
             makespan: self.makespan as f64 / 1e9,
