@@ -199,3 +199,70 @@ fn hostile_sizes_are_rejected_not_obeyed() {
     let l = load_str("d.orr", &deep);
     assert!(l.render(false).contains("nesting deeper than 64"));
 }
+
+/// Mutants that still validate must also simulate: no panic, no broken run invariant.
+#[test]
+fn valid_mutants_simulate_cleanly() {
+    let base = orrery::DEFAULT_SCENARIO.1;
+    let mut rng = Rng(0xfeed_beef);
+    let mut simulated = 0;
+    for _ in 0..1500 {
+        let mut chars: Vec<char> = base.chars().collect();
+        let at = rng.below(chars.len());
+        match rng.below(3) {
+            0 => {
+                let end = (at + 1 + rng.below(6)).min(chars.len());
+                chars.drain(at..end);
+            }
+            1 => {
+                let tok = [
+                    "1",
+                    "0",
+                    "9",
+                    "x 2",
+                    "0.5",
+                    "GPU",
+                    "CPU",
+                    "STRICT_PACK",
+                    "SPREAD",
+                    "after extract",
+                    "2 h",
+                    "1 ms",
+                ][rng.below(12)];
+                for (k, c) in tok.chars().enumerate() {
+                    chars.insert((at + k).min(chars.len()), c);
+                }
+            }
+            _ => chars[at] = char::from(b'0' + rng.below(10) as u8),
+        }
+        let text: String = chars.into_iter().collect();
+        let l = load_str("m.orr", &text);
+        let Some(spec) = l.spec else { continue };
+        let tasks: u64 = spec
+            .workloads
+            .iter()
+            .flat_map(|w| &w.tasks)
+            .map(|t| t.count)
+            .sum();
+        let steps: u64 = spec
+            .workloads
+            .iter()
+            .flat_map(|w| &w.training)
+            .map(|t| t.steps)
+            .sum();
+        if tasks > 50_000 || steps > 100_000 {
+            continue;
+        }
+        let r = orrery::sim::simulate(
+            &spec,
+            &orrery::sim::SimConfig {
+                seed: 1,
+                horizon: Some(4 * 3_600_000_000_000),
+                ..Default::default()
+            },
+        );
+        assert!(r.violations.is_empty(), "{:?}\n{text}", r.violations);
+        simulated += 1;
+    }
+    assert!(simulated > 200, "only {simulated} mutants validated");
+}
