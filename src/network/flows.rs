@@ -112,7 +112,7 @@ impl FlowNet {
         }
         touched.sort_unstable();
         touched.dedup();
-        self.refill(&touched, None);
+        self.refill(&touched, None, 0.0);
         ids
     }
 
@@ -130,13 +130,14 @@ impl FlowNet {
             self.on_link[l].retain(|x| *x != f.0);
         }
         self.free.push(f.0);
-        self.refill(&links, None);
+        let level = self.flows[i].rate;
+        self.refill(&links, None, level);
     }
 
     /// Change a link's capacity (failure, degradation, repair).
     pub fn set_capacity(&mut self, l: LinkId, capacity: f64) {
         self.capacity[l] = capacity.max(0.0);
-        self.refill(&[l], None);
+        self.refill(&[l], None, 0.0);
     }
 
     pub fn rate(&self, f: FlowId) -> f64 {
@@ -199,8 +200,15 @@ impl FlowNet {
     }
 
     /// Recompute max-min rates for the flows connected (through shared links, transitively)
-    /// to `links` — the only ones a change there can affect.
-    fn refill(&mut self, links: &[LinkId], seed_flow: Option<u32>) {
+    /// to `links` — the only ones a change there can affect — whose rate is at least `level`.
+    ///
+    /// `level` makes removals cheap and stays exact: progressive filling freezes flows in
+    /// increasing order of rate, and none of a removed flow's links saturated below its rate
+    /// (the flow would have frozen there), so every freeze below that level — and every flow
+    /// rated below it — is unchanged. Those flows stay fixed: their rates are taken off the
+    /// capacities of the links the refill visits, and the refill only walks through flows at
+    /// or above the level. Additions and capacity changes refill from level 0.
+    fn refill(&mut self, links: &[LinkId], seed_flow: Option<u32>, level: f64) {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.mark_flow.iter_mut().for_each(|m| *m = 0);
@@ -208,9 +216,13 @@ impl FlowNet {
             self.epoch = 1;
         }
         let e = self.epoch;
-        // Breadth-first over the flow/link bipartite graph.
+        if let Some(f) = seed_flow
+            && self.flows[f as usize].path.is_empty()
+        {
+            self.flows[f as usize].rate = f64::INFINITY;
+        }
+        // Breadth-first over the flow/link bipartite graph, through unfixed flows only.
         let mut comp_links: Vec<LinkId> = Vec::new();
-        let mut comp_flows: Vec<u32> = Vec::new();
         let mut queue: VecDeque<LinkId> = VecDeque::new();
         for &l in links {
             if self.mark_link[l] != e {
@@ -218,20 +230,16 @@ impl FlowNet {
                 queue.push_back(l);
             }
         }
-        if let Some(f) = seed_flow
-            && self.flows[f as usize].path.is_empty()
-        {
-            self.flows[f as usize].rate = f64::INFINITY;
-        }
         while let Some(l) = queue.pop_front() {
             comp_links.push(l);
             for &f in &self.on_link[l] {
-                if self.mark_flow[f as usize] == e {
+                let fl = &self.flows[f as usize];
+                // Fixed means clearly below the level: rates equal up to rounding are redone.
+                if self.mark_flow[f as usize] == e || fl.rate < level * (1.0 - 1e-9) {
                     continue;
                 }
                 self.mark_flow[f as usize] = e;
-                comp_flows.push(f);
-                for &l2 in &self.flows[f as usize].path {
+                for &l2 in &fl.path {
                     if self.mark_link[l2] != e {
                         self.mark_link[l2] = e;
                         queue.push_back(l2);
@@ -239,17 +247,31 @@ impl FlowNet {
                 }
             }
         }
+        // What fixed flows already use, and how many unfixed flows share each link.
+        for (i, &l) in comp_links.iter().enumerate() {
+            self.link_pos[l] = i;
+        }
+        let mut left: Vec<f64> = Vec::with_capacity(comp_links.len());
+        let mut unfrozen: Vec<usize> = Vec::with_capacity(comp_links.len());
+        for &l in &comp_links {
+            let (mut cap, mut n) = (self.capacity[l], 0);
+            for &f in &self.on_link[l] {
+                if self.mark_flow[f as usize] == e {
+                    n += 1;
+                } else {
+                    let fl = &self.flows[f as usize];
+                    cap -= fl.rate * fl.path.iter().filter(|x| **x == l).count() as f64;
+                }
+            }
+            left.push(cap);
+            unfrozen.push(n);
+        }
         // Progressive filling: raise every unfrozen flow's rate together; the link whose fair
         // share is smallest saturates first and freezes its flows at that share. Links wait in
         // a min-heap keyed by (share, link id) — ties go to the lowest link id — with lazy
         // deletion: shares only grow as flows freeze, so a popped key below the link's current
         // share is stale. Each flow freezes once and updates the links of its path:
         // O(F · P · log L) for F flows of P links over L links.
-        for (i, &l) in comp_links.iter().enumerate() {
-            self.link_pos[l] = i;
-        }
-        let mut left: Vec<f64> = comp_links.iter().map(|&l| self.capacity[l]).collect();
-        let mut unfrozen: Vec<usize> = comp_links.iter().map(|&l| self.on_link[l].len()).collect();
         let key = |x: f64| x.max(0.0).to_bits();
         let mut heap: BinaryHeap<Reverse<(u64, LinkId)>> = comp_links
             .iter()
@@ -270,7 +292,8 @@ impl FlowNet {
             }
             for n in 0..self.on_link[l].len() {
                 let f = self.on_link[l][n] as usize;
-                if self.mark_flow[f] == frozen {
+                // Unfixed flows carry the component mark `e`; frozen ones carry `frozen`.
+                if self.mark_flow[f] != e {
                     continue;
                 }
                 self.mark_flow[f] = frozen;
