@@ -182,48 +182,12 @@ proptest! {
     }
 }
 
-fn strip(stmts: &mut [Stmt]) {
-    for s in stmts {
-        s.leading.clear();
-        s.trailing_comment = None;
-        if let Some(b) = &mut s.block {
-            b.closing.clear();
-            strip(&mut b.stmts);
-        }
-    }
-}
-
 fn structure(f: &File) -> File {
-    let mut f = f.without_spans();
-    f.trailing.clear();
-    strip(&mut f.stmts);
-    f
+    f.structure()
 }
 
 fn comments(f: &File) -> Vec<String> {
-    fn walk(stmts: &[Stmt], out: &mut Vec<String>) {
-        for s in stmts {
-            out.extend(s.leading.iter().filter_map(|t| match t {
-                Trivia::Comment(c) => Some(c.clone()),
-                Trivia::Blank => None,
-            }));
-            if let Some(b) = &s.block {
-                walk(&b.stmts, out);
-                out.extend(b.closing.iter().filter_map(|t| match t {
-                    Trivia::Comment(c) => Some(c.clone()),
-                    Trivia::Blank => None,
-                }));
-            }
-            out.extend(s.trailing_comment.clone());
-        }
-    }
-    let mut out = Vec::new();
-    walk(&f.stmts, &mut out);
-    out.extend(f.trailing.iter().filter_map(|t| match t {
-        Trivia::Comment(c) => Some(c.clone()),
-        Trivia::Blank => None,
-    }));
-    out
+    f.comments()
 }
 
 #[test]

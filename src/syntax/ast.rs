@@ -136,6 +136,51 @@ impl File {
     }
 }
 
+impl File {
+    /// The tree without spans and without comments or blank lines: what `fmt` must preserve
+    /// exactly (it normalises blank lines, so those are compared apart).
+    pub fn structure(&self) -> File {
+        fn strip(stmts: &mut [Stmt]) {
+            for s in stmts {
+                s.leading.clear();
+                s.trailing_comment = None;
+                if let Some(b) = &mut s.block {
+                    b.closing.clear();
+                    strip(&mut b.stmts);
+                }
+            }
+        }
+        let mut f = self.without_spans();
+        f.trailing.clear();
+        strip(&mut f.stmts);
+        f
+    }
+
+    /// Every comment, in the order `fmt` prints them.
+    pub fn comments(&self) -> Vec<String> {
+        fn texts(ts: &[Trivia], out: &mut Vec<String>) {
+            out.extend(ts.iter().filter_map(|t| match t {
+                Trivia::Comment(c) => Some(c.clone()),
+                Trivia::Blank => None,
+            }));
+        }
+        fn walk(stmts: &[Stmt], out: &mut Vec<String>) {
+            for s in stmts {
+                texts(&s.leading, out);
+                if let Some(b) = &s.block {
+                    walk(&b.stmts, out);
+                    texts(&b.closing, out);
+                }
+                out.extend(s.trailing_comment.clone());
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.stmts, &mut out);
+        texts(&self.trailing, &mut out);
+        out
+    }
+}
+
 impl Stmt {
     fn clear_spans(&mut self) {
         self.span = Span::default();
