@@ -542,3 +542,27 @@ fn retries_wait_out_their_delay() {
     assert_eq!(r.metrics.makespan, 155.0);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
+
+#[test]
+fn a_degraded_nic_slows_collectives_across_nodes_without_failing() {
+    let base = "cluster c {\n  node dgx_h100 x 2\n}\nworkload w {\n  placement_group pg strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n  training t on pg steps 50 {\n    compute 7.4175 PFLOP per device bf16\n    allreduce 10 GB algo ring hierarchical\n  }\n}\n";
+    let healthy = simulate(&spec(base), &SimConfig::default())
+        .metrics
+        .training[0]
+        .clone();
+    let s = spec(&format!(
+        "{base}failures {{\n  at 1 s degrade link n0.nic0 to 50% for 1 h\n}}\n"
+    ));
+    let r = simulate(&s, &SimConfig::default());
+    let t = &r.metrics.training[0];
+    assert_eq!(t.restarts, 0);
+    assert!(
+        r.metrics.failures.unsimulated.is_empty(),
+        "{:?}",
+        r.metrics.failures.unsimulated
+    );
+    // n0's compute bandwidth drops to (7 × 50 + 25) / 400 = 93.75 %: every step after the first
+    // pays the inter-node term 1/0.9375 times.
+    assert!(t.finished.unwrap() > healthy.finished.unwrap());
+    assert!(t.step_time > healthy.step_time);
+}

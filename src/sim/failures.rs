@@ -25,8 +25,7 @@
 //!   and is retried, restarted or re-placed. A compute NIC or link down breaks the collectives
 //!   of jobs on the node (they restart from their checkpoint with less bandwidth); losing the
 //!   frontend NICs cuts the node off (silent detection: misses × (timeout + period) ≈ 65 s).
-//!   A degraded NVLink slows collectives. Partial NIC degradation is listed as unsimulated
-//!   rather than silently dropped.
+//!   A degraded NVLink or NIC slows collectives.
 
 use super::{Ev, Sim, TraceEvent, Work, device_units};
 use crate::engine::{Time, rng_stream, stream_id};
@@ -89,6 +88,8 @@ pub(crate) struct Failures {
     pub crash_times: std::collections::BTreeMap<(NodeId, u32), Time>,
     /// Nodes taken down with the head (they come back with it).
     pub cluster_down: Vec<NodeId>,
+    /// NICs running below their speed (a degraded link): (node, NIC) → fraction.
+    pub nic_factor: std::collections::BTreeMap<(NodeId, usize), f64>,
     /// Nodes cut off by NIC failures (they rejoin when a NIC comes back).
     pub cut_off: Vec<bool>,
     /// Empirical samples by file name (seconds), passed in by the caller.
@@ -205,10 +206,11 @@ impl Failures {
             compute
         };
         let total: f64 = pool.iter().map(|&i| nics[i].1).sum();
+        let factor = |i: usize| self.nic_factor.get(&(n, i)).copied().unwrap_or(1.0);
         let up: f64 = pool
             .iter()
             .filter(|i| !self.nics_down[n].contains(i))
-            .map(|&i| nics[i].1)
+            .map(|&i| nics[i].1 * factor(i))
             .sum();
         (nv, if total > 0.0 { up / total } else { 1.0 })
     }
@@ -287,6 +289,14 @@ impl Sim<'_> {
                             (
                                 Ev::NicDown(n as u32, i as u32),
                                 Ev::NicUp(n as u32, i as u32),
+                            )
+                        })
+                    }
+                    ("nic" | "link", "degrade") => {
+                        nic_of(&st, &f.target.name).zip(f.to).map(|((n, i), to)| {
+                            (
+                                Ev::NicDegrade(n as u32, i as u32, (to.0 * 1000.0).round() as u32),
+                                Ev::NicDegrade(n as u32, i as u32, 1000),
                             )
                         })
                     }
@@ -797,6 +807,23 @@ impl Sim<'_> {
                 }
             }
         }
+    }
+
+    /// A NIC or link running at a fraction of its speed (1 restores it): collectives over the
+    /// node slow down from the next step; nothing fails.
+    pub(crate) fn nic_degrade(&mut self, n: NodeId, i: usize, f: f64) {
+        if f >= 1.0 {
+            self.failures.nic_factor.remove(&(n, i));
+        } else {
+            self.failures.nic_factor.insert((n, i), f);
+        }
+        let what = if f < 1.0 {
+            "nic_degraded"
+        } else {
+            "nic_restored"
+        };
+        self.mark(what, format!("{}.nic{i}", self.state.nodes[n].name()));
+        self.refresh_jobs_on(n);
     }
 
     pub(crate) fn nic_up(&mut self, n: NodeId, i: usize) {

@@ -96,6 +96,8 @@ pub(crate) enum Ev {
     /// A NIC (or its link) down / up: (node, NIC index).
     NicDown(u32, u32),
     NicUp(u32, u32),
+    /// A NIC at a fraction (per mille) of its speed: (node, NIC, per mille).
+    NicDegrade(u32, u32, u32),
     /// A node that stops answering without crashing (silent packet loss).
     NodeUnreachable(u32),
     /// Resubmit a task after its retry delay.
@@ -1385,6 +1387,7 @@ impl<'s> Sim<'s> {
                         | Ev::NvlinkRestore(_)
                         | Ev::NicDown(..)
                         | Ev::NicUp(..)
+                        | Ev::NicDegrade(..)
                         | Ev::NodeUnreachable(_)
                 )
                 && self.all_done()
@@ -1569,6 +1572,9 @@ impl<'s> Sim<'s> {
             Ev::NvlinkRestore(n) => self.nvlink_degrade(n as NodeId, 1.0),
             Ev::NicDown(n, i) => self.nic_down(n as NodeId, i as usize),
             Ev::NicUp(n, i) => self.nic_up(n as NodeId, i as usize),
+            Ev::NicDegrade(n, i, f) => {
+                self.nic_degrade(n as NodeId, i as usize, f64::from(f) / 1000.0)
+            }
             Ev::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
             Ev::Retry(t) => {
                 let gi = self.group_of(t);
