@@ -268,10 +268,10 @@ impl FlowNet {
         }
         // Progressive filling: raise every unfrozen flow's rate together; the link whose fair
         // share is smallest saturates first and freezes its flows at that share. Links wait in
-        // a min-heap keyed by (share, link id) — ties go to the lowest link id — with lazy
-        // deletion: shares only grow as flows freeze, so a popped key below the link's current
-        // share is stale. Each flow freezes once and updates the links of its path:
-        // O(F · P · log L) for F flows of P links over L links.
+        // a min-heap keyed by (share, link id) — ties go to the lowest link id. Shares only grow
+        // as flows freeze, so every queued key is at most its link's current share: a popped
+        // key equal to the share is the true minimum, a smaller one is re-queued at the share
+        // (lazy updates: freezing a flow touches its links' counters, not the heap).
         let key = |x: f64| x.max(0.0).to_bits();
         let mut heap: BinaryHeap<Reverse<(u64, LinkId)>> = comp_links
             .iter()
@@ -288,6 +288,9 @@ impl FlowNet {
             }
             let share = left[i] / unfrozen[i] as f64;
             if key(share) != k {
+                // Stale: the link's share grew since it was queued. Every queued key is at
+                // most its link's current share, so re-queue it at its share and go on.
+                heap.push(Reverse((key(share), l)));
                 continue;
             }
             for n in 0..self.on_link[l].len() {
@@ -305,9 +308,6 @@ impl FlowNet {
                     // A link counts each flow once, however often its path crosses it.
                     if !self.flows[f].path[..m].contains(&l2) {
                         unfrozen[i2] -= 1;
-                    }
-                    if unfrozen[i2] > 0 && l2 != l {
-                        heap.push(Reverse((key(left[i2] / unfrozen[i2] as f64), l2)));
                     }
                 }
             }
