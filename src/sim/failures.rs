@@ -475,11 +475,7 @@ impl Sim<'_> {
                 delta: -1,
             });
         }
-        if units > 0.0
-            && let Some(a) = &self.node_accel[node]
-        {
-            self.util.change(a, now, -units);
-        }
+        self.busy(node, -units, now);
     }
 
     pub(crate) fn node_crash(&mut self, n: NodeId) {
@@ -648,11 +644,7 @@ impl Sim<'_> {
             self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;
             let tenant = self.groups[gi].tenant;
             self.free(&a, tenant);
-            if units > 0.0
-                && let Some(acc) = &self.node_accel[n]
-            {
-                self.util.change(acc, now, -units);
-            }
+            self.busy(n, -units, now);
             self.task_epoch[t] += 1;
             if self.task_retries[t] > 0 {
                 self.task_retries[t] -= 1;
@@ -676,11 +668,7 @@ impl Sim<'_> {
             let g = self.actors[a].group;
             let units = device_units(&self.state, &self.unit_ids, &self.actors[a].request);
             self.free(&alloc, self.actor_groups[g].tenant);
-            if units > 0.0
-                && let Some(acc) = &self.node_accel[n]
-            {
-                self.util.change(acc, now, -units);
-            }
+            self.busy(n, -units, now);
             self.lose_actor_call(a);
             let ac = &mut self.actors[a];
             ac.epoch += 1;
@@ -707,11 +695,7 @@ impl Sim<'_> {
             let alloc = self.replicas[r].alloc.take().expect("checked");
             let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
             self.free(&alloc, self.services[s].tenant);
-            if units > 0.0
-                && let Some(acc) = &self.node_accel[n]
-            {
-                self.util.change(acc, now, -units);
-            }
+            self.busy(n, -units, now);
             let rep = &mut self.replicas[r];
             rep.epoch += 1;
             rep.node = None;
@@ -898,11 +882,7 @@ impl Sim<'_> {
             self.free(&a, self.groups[gi].tenant);
         }
         let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
-        if units > 0.0
-            && let Some(acc) = &self.node_accel[node]
-        {
-            self.util.change(acc, now, -units);
-        }
+        self.busy(node, -units, now);
         self.failures.objects_rebuilt += 1;
         self.store_output(t, gi, node);
         self.unblock_dependents(gi);
@@ -971,11 +951,7 @@ impl Sim<'_> {
             .zip(self.pgs[pg].nodes.clone())
         {
             let units = device_units(&self.state, &self.unit_ids, b);
-            if units > 0.0
-                && let Some(a) = &self.node_accel[node]
-            {
-                self.util.change(a, now, -units);
-            }
+            self.busy(node, -units, now);
         }
         let job = &mut self.jobs[j];
         if now < job.ckpt_at {

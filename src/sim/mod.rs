@@ -903,8 +903,9 @@ impl<'s> Sim<'s> {
         true
     }
 
-    fn busy(&mut self, node: NodeId, units: f64, at: Time) {
-        if units > 0.0
+    /// Devices of `node` becoming busy (`units` > 0) or idle (< 0) for utilisation.
+    pub(crate) fn busy(&mut self, node: NodeId, units: f64, at: Time) {
+        if units != 0.0
             && let Some(a) = &self.node_accel[node]
         {
             self.util.change(a, at, units);
@@ -1443,11 +1444,7 @@ impl<'s> Sim<'s> {
                     self.free(&a, self.groups[gi].tenant);
                 }
                 let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
-                if units > 0.0
-                    && let Some(a) = &self.node_accel[node]
-                {
-                    self.util.change(a, now, -units);
-                }
+                self.busy(node, -units, now);
                 let start = self.task_start[t as usize];
                 self.groups[gi].run.push((now - start) as f64 / 1e9);
                 self.store_output(t, gi, node);
@@ -1479,11 +1476,7 @@ impl<'s> Sim<'s> {
                             &self.unit_ids,
                             &self.actors[a as usize].request,
                         );
-                        if let Some(acc) = &self.node_accel[node]
-                            && units > 0.0
-                        {
-                            self.util.change(acc, now, -units);
-                        }
+                        self.busy(node, -units, now);
                         self.dispatch(node);
                     }
                 }
@@ -1600,11 +1593,7 @@ impl<'s> Sim<'s> {
             let Some(a) = a else { continue };
             self.free(a, tenant);
             let units = device_units(&self.state, &self.unit_ids, &b);
-            if let Some(acc) = &self.node_accel[a.node]
-                && units > 0.0
-            {
-                self.util.change(acc, now, -units);
-            }
+            self.busy(a.node, -units, now);
             nodes.push(a.node);
         }
         nodes.dedup();
