@@ -1088,24 +1088,15 @@ impl Sim<'_> {
             return;
         };
         let (tenant, policy) = (pg.tenant, pg.policy);
-        let mut allocs = Vec::new();
-        for (b, n) in bundles.iter().zip(&nodes) {
-            match self.allocate(*n, b, tenant, policy) {
-                Some(a) => allocs.push(Some(a)),
-                None => {
-                    for a in allocs.iter().flatten() {
-                        self.free(a, tenant);
-                    }
-                    return;
-                }
-            }
-        }
+        let Some(allocs) = self.allocate_all(&bundles, &nodes, tenant, policy) else {
+            return;
+        };
         self.failures.bundles_rescheduled += bundles.len() as u64;
         self.mark("bundles_rescheduled", self.pg_name(p));
         let pg = &mut self.pgs[p];
         pg.bundles = bundles;
         pg.nodes = nodes;
-        pg.allocs = allocs;
+        pg.allocs = allocs.into_iter().map(Some).collect();
         pg.lost_since = None;
         self.failures.lost_pgs.retain(|x| *x as usize != p);
         for j in self.pgs[p].jobs.clone() {
@@ -1172,20 +1163,10 @@ impl Sim<'_> {
             return;
         };
         let (tenant, policy) = (pg.tenant, pg.policy);
-        let mut got = Vec::new();
-        for (k, &i) in lost.iter().enumerate() {
-            match self.allocate(nodes[k], &subset[k], tenant, policy) {
-                Some(a) => got.push((i, nodes[k], a)),
-                None => break,
-            }
-        }
-        if got.len() != lost.len() {
-            for (_, _, a) in &got {
-                self.free(a, tenant);
-            }
+        let Some(allocs) = self.allocate_all(&subset, &nodes, tenant, policy) else {
             return;
-        }
-        for (i, node, a) in got {
+        };
+        for ((&i, node), a) in lost.iter().zip(nodes).zip(allocs) {
             self.pgs[p].nodes[i] = node;
             self.pgs[p].allocs[i] = Some(a);
             self.failures.bundles_rescheduled += 1;

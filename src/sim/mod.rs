@@ -815,6 +815,29 @@ impl<'s> Sim<'s> {
         }
     }
 
+    /// Allocate each bundle on its node, all or nothing (placement-group creation is atomic).
+    pub(crate) fn allocate_all(
+        &mut self,
+        bundles: &[Request],
+        nodes: &[NodeId],
+        tenant: Option<usize>,
+        policy: Policy,
+    ) -> Option<Vec<Allocation>> {
+        let mut allocs = Vec::with_capacity(bundles.len());
+        for (b, n) in bundles.iter().zip(nodes) {
+            match self.allocate(*n, b, tenant, policy) {
+                Some(a) => allocs.push(a),
+                None => {
+                    for a in &allocs {
+                        self.free(a, tenant);
+                    }
+                    return None;
+                }
+            }
+        }
+        Some(allocs)
+    }
+
     /// The class of a piece of work and its id within the class's queue.
     fn class_key(&self, w: Work) -> (Work, u32) {
         match w {
@@ -1189,21 +1212,10 @@ impl<'s> Sim<'s> {
         let (tenant, policy) = (pg.tenant, pg.policy);
         match d {
             PgDecision::Placed(nodes) => {
-                let mut allocs = Vec::new();
-                for (b, n) in bundles.iter().zip(&nodes) {
-                    match self.allocate(*n, b, tenant, policy) {
-                        Some(a) => allocs.push(a),
-                        None => break,
-                    }
-                }
-                if allocs.len() != bundles.len() {
-                    // Atomic: undo and retry later.
-                    for a in &allocs {
-                        self.free(a, tenant);
-                    }
+                let Some(allocs) = self.allocate_all(&bundles, &nodes, tenant, policy) else {
                     self.retry_pg(p);
                     return;
-                }
+                };
                 let pg = &mut self.pgs[p as usize];
                 pg.created = Some(now);
                 pg.nodes = nodes;
