@@ -128,6 +128,9 @@ pub struct BenchReport {
 }
 
 pub fn run(nodes: u64, tasks: u64, flows: usize) -> Result<BenchReport, String> {
+    if nodes == 0 || tasks == 0 {
+        return Err("--nodes and --tasks must be at least 1".into());
+    }
     let mut o = String::new();
     for pending in [1_000usize, 1_000_000] {
         let rate = core_loop(pending, 10_000_000);

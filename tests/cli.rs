@@ -175,3 +175,9 @@ fn trace_arrivals_are_read_beside_the_scenario_and_confined_to_its_folder() {
         "{err}"
     );
 }
+
+#[test]
+fn bench_rejects_empty_sizes() {
+    assert_eq!(orrery(&["bench", "--nodes", "0"]).status.code(), Some(2));
+    assert_eq!(orrery(&["bench", "--tasks", "0"]).status.code(), Some(2));
+}
