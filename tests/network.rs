@@ -132,3 +132,79 @@ fn ring_allreduce_as_flows_equals_the_closed_form_when_uncontended() {
     let expect = 2.0 * 7.0 * alpha + 2.0 * 2.0 * 7.0 / 8.0 * n / beta;
     assert!((slow - expect).abs() < 1e-9, "{slow} vs {expect}");
 }
+
+#[test]
+fn slice_chips_form_a_torus_with_dimension_ordered_routes() {
+    // A 4x4x4 v5p slice: 16 hosts of 4 chips. ICI per link = 600 GB/s per direction / 6 links.
+    let s = spec(
+        "cluster c {\n  slice s0 node tpu_v5p_host topology 4x4x4\n  rack ctl {\n    node ray_head_vm x 1\n  }\n}\nnode ray_head_vm {\n  cpu sockets 1, cores 8, numa 1, threads 16\n  memory 64 GB\n}\n",
+    );
+    let g = Graph::build(&s);
+    // Chip 0 (host 0 dev 0, coords 0,0,0) to chip 63 (host 15 dev 3, coords 3,3,3): one hop
+    // back round each dimension's wrap-around: 3 hops.
+    let p = g.route((0, 0), (15, 3), 0).unwrap();
+    assert_eq!(
+        p.len(),
+        3,
+        "{:?}",
+        p.iter().map(|l| g.ends[*l]).collect::<Vec<_>>()
+    );
+    for l in &p {
+        assert!(close(g.capacity[*l], 600e9 / 6.0));
+        assert_eq!(g.kind[*l], orrery::network::LinkKind::Ici);
+    }
+    // Chip 0 to chip 2 (coords 2,0,0): two hops along x, through chip 1 (same host).
+    let p = g.route((0, 0), (0, 2), 0).unwrap();
+    assert_eq!(g.ends[p[0]].1, Vertex::Device { node: 0, device: 1 });
+    assert_eq!(p.len(), 2);
+    // Chip 0 to chip 21 (coords 1,1,1): x then y then z.
+    let p = g.route((0, 0), (5, 1), 0).unwrap();
+    let hops: Vec<_> = p.iter().map(|l| g.ends[*l].1).collect();
+    assert_eq!(
+        hops,
+        vec![
+            Vertex::Device { node: 0, device: 1 },
+            Vertex::Device { node: 1, device: 1 },
+            Vertex::Device { node: 5, device: 1 },
+        ]
+    );
+    // Every chip has 6 ICI neighbours in a 4x4x4 torus.
+    let ici = (0..g.ends.len())
+        .filter(|l| g.kind[*l] == orrery::network::LinkKind::Ici)
+        .count();
+    assert_eq!(ici, 64 * 6);
+}
+
+#[test]
+fn rail_optimized_routes_stay_on_the_destination_rail() {
+    // Two DGX H100 in two racks, one leaf per rail. GPU 0 (rail 0) sends to node 1 GPU 5
+    // (rail 5): it first crosses NVLink to GPU 5 of its own node (PXN), then rail 5.
+    let s = spec(
+        "cluster c {\n  rack r[0..1] {\n    node dgx_h100 x 1\n  }\n  fabric rail_optimized latency 2 us\n}\n",
+    );
+    let g = Graph::build(&s);
+    let p = g.route((0, 0), (1, 5), 0).unwrap();
+    let hops: Vec<_> = p.iter().map(|l| g.ends[*l]).collect();
+    assert_eq!(hops[0].1, Vertex::NvSwitch { node: 0 });
+    assert_eq!(hops[1].1, Vertex::Device { node: 0, device: 5 });
+    let leaves: Vec<_> = hops
+        .iter()
+        .filter_map(|(_, b)| match b {
+            Vertex::Leaf { rack, rail } => Some((*rack, *rail)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(leaves, vec![(0, 5), (1, 5)]);
+    // Latency: 2 NVLink hops, PCIe hops to and from the NICs, 4 fabric hops at 2 us.
+    let fabric: f64 = p
+        .iter()
+        .filter(|l| g.kind[**l] == orrery::network::LinkKind::Network)
+        .map(|l| g.latency[*l])
+        .sum();
+    assert!(close(fabric, 4.0 * 2e-6), "{fabric}");
+    assert!(g.path_latency(&p) > fabric);
+    // Host memory of GPU 5 is its socket's root complex; a host-to-host route exists.
+    let h = g.host_of((0, 5)).unwrap();
+    assert!(matches!(h, Vertex::Root { node: 0, .. }));
+    assert!(g.route_vertices(h, g.host_of((1, 0)).unwrap(), 1).is_some());
+}

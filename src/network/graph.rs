@@ -12,8 +12,24 @@
 //! oversubscription (or `spine_uplink`), split evenly. Routes take the shortest path; between
 //! racks the spine is chosen by ECMP on a flow key.
 //!
-//! Not yet modelled (issue 4, continuing): ICI links between the hosts of a slice, rail-
-//! optimized leaves (one per rail), zones' inter-zone links, link latencies.
+//! Slices: the chips of a TPU-style slice (a rack declared `slice ... topology AxBxC`) form one
+//! torus across its hosts — chip `c` of the slice is device `c mod k` of host `c / k` (k chips per
+//! host), coordinates x fastest — each chip linked to its neighbour in every dimension (with
+//! wrap-around when a dimension has more than two chips) at its per-direction ICI bandwidth
+//! divided by its link count. Routes inside a slice are dimension-ordered (x, then y, then z,
+//! the shorter way round), as TPU ICI routing is.
+//!
+//! Rail-optimized fabrics (`fabric rail_optimized`): one leaf per rail and rack — compute NIC k of
+//! every node of the rack connects to leaf k — and routes are rail-aware: when the destination's
+//! NIC is on another rail, the data first crosses the scale-up fabric to the source-node device
+//! whose NIC is on that rail (NCCL's PXN), so it never leaves the rail.
+//!
+//! Latency per link (seconds, [`Graph::latency`]): the fabric's declared `latency` per switch
+//! hop (NIC↔leaf, leaf↔spine), [`DEFAULT_HOP_LATENCY`] without one; inside a node the constants
+//! below. They are stated assumptions, small next to the software overheads the transport models
+//! carry (and calibration measures).
+//!
+//! Not modelled: separate fabrics per zone (one leaf-spine spans the cluster), switch buffers.
 
 use crate::spec::Spec;
 use crate::spec::hardware::NodeType;
@@ -27,39 +43,146 @@ pub const SPINES: usize = 4;
 pub const SOCKET_BW: f64 = 62e9;
 /// PCIe width assumed for a device or switch that declares none: gen5 x16.
 pub const DEFAULT_PCIE: f64 = 3.94e9 * 16.0;
+/// Switch-hop latency of a fabric that declares none: an InfiniBand/Ethernet switch traversal
+/// plus a few metres of cable, ~0.5 µs (assumption; NDR switch port-to-port is ~0.13 µs).
+pub const DEFAULT_HOP_LATENCY: f64 = 0.5e-6;
+/// One PCIe hop (device↔switch↔root complex, NIC↔host): ~0.15 µs (assumption: a PCIe switch
+/// traversal is 100–150 ns).
+pub const PCIE_HOP_LATENCY: f64 = 0.15e-6;
+/// One scale-up hop (NVLink/NVSwitch, Infinity Fabric, ICI): 0.3 µs (assumption: NVLink P2P is
+/// 1.8–2.3 µs end to end with peer access, cuda-samples #230, almost all of it software).
+pub const SCALE_UP_HOP_LATENCY: f64 = 0.3e-6;
+/// Socket interconnect hop (UPI/xGMI): ~0.1 µs (assumption: remote-socket memory adds ~100 ns).
+pub const SOCKET_HOP_LATENCY: f64 = 0.1e-6;
+
+/// What a link is; transports and collectives price their steps by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LinkKind {
+    /// Device, switch or NIC to the PCIe tree and the host.
+    Pcie,
+    /// Between NUMA domains of a node.
+    Socket,
+    /// NVLink, NVSwitch, Infinity Fabric, NeuronLink inside a node.
+    ScaleUp,
+    /// Chip-to-chip links of a slice torus.
+    Ici,
+    /// NIC↔leaf and leaf↔spine.
+    Network,
+}
 
 /// A vertex of the graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Vertex {
-    Root { node: usize, numa: u32 },
-    Switch { node: usize, switch: usize },
-    Device { node: usize, device: usize },
-    Nic { node: usize, nic: usize },
-    NvSwitch { node: usize },
-    Leaf { rack: usize },
-    Spine { spine: usize },
+    Root {
+        node: usize,
+        numa: u32,
+    },
+    Switch {
+        node: usize,
+        switch: usize,
+    },
+    Device {
+        node: usize,
+        device: usize,
+    },
+    Nic {
+        node: usize,
+        nic: usize,
+    },
+    NvSwitch {
+        node: usize,
+    },
+    /// A leaf switch: one per rack, or one per rack and rail in a rail-optimized fabric.
+    Leaf {
+        rack: usize,
+        rail: usize,
+    },
+    Spine {
+        spine: usize,
+    },
 }
 
-/// The cluster's links: `capacity[l]` per direction, `ends[l]` = (from, to).
+/// A compute NIC of a node: its index, PCIe switch, NUMA domain and rail (its position among
+/// the node's compute NICs).
+#[derive(Debug, Clone, Copy)]
+struct NicAt {
+    nic: usize,
+    switch: Option<usize>,
+    numa: u32,
+    rail: usize,
+}
+
+/// The chips of one slice: torus dimensions, chips per host and the slice's first node.
+#[derive(Debug, Clone)]
+struct SliceLayout {
+    dims: Vec<usize>,
+    per_host: usize,
+    first_node: usize,
+}
+
+/// The cluster's links: `capacity[l]` (bytes/s per direction), `latency[l]` (seconds),
+/// `kind[l]`, `ends[l]` = (from, to).
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     pub capacity: Vec<f64>,
+    pub latency: Vec<f64>,
+    pub kind: Vec<LinkKind>,
     pub ends: Vec<(Vertex, Vertex)>,
     /// Outgoing links per vertex (in insertion order, for deterministic routes).
     out: std::collections::BTreeMap<Vertex, Vec<LinkId>>,
-    /// Per node: its compute NICs (index, switch, numa).
-    nics: Vec<Vec<(usize, Option<usize>, u32)>>,
+    /// Per node: its compute NICs.
+    nics: Vec<Vec<NicAt>>,
     node_rack: Vec<usize>,
+    rail_optimized: bool,
+    /// Per node: (slice, host index in it) when the node is a slice host.
+    slice_of: Vec<Option<(usize, usize)>>,
+    slices: Vec<SliceLayout>,
+    /// Per node: the NUMA domain of each PCIe switch.
+    switch_numa: Vec<Vec<u32>>,
 }
 
 impl Graph {
-    fn link(&mut self, a: Vertex, b: Vertex, capacity: f64) {
+    fn link(&mut self, a: Vertex, b: Vertex, capacity: f64, kind: LinkKind, latency: f64) {
         for (x, y) in [(a, b), (b, a)] {
             let id = self.capacity.len();
             self.capacity.push(capacity);
+            self.latency.push(latency);
+            self.kind.push(kind);
             self.ends.push((x, y));
             self.out.entry(x).or_default().push(id);
         }
+    }
+
+    /// Number of nodes the graph was built for.
+    pub fn nodes(&self) -> usize {
+        self.node_rack.len()
+    }
+
+    /// Sum of the latencies of a path's links, in seconds.
+    pub fn path_latency(&self, path: &[LinkId]) -> f64 {
+        path.iter().map(|l| self.latency[*l]).sum()
+    }
+
+    /// The smallest capacity along a path (infinite for an empty one).
+    pub fn path_bottleneck(&self, path: &[LinkId]) -> f64 {
+        path.iter()
+            .map(|l| self.capacity[*l])
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Every directed link with an end in `node` (to fail or degrade the node's links).
+    pub fn node_links(&self, node: usize) -> Vec<LinkId> {
+        let of = |v: Vertex| match v {
+            Vertex::Root { node, .. }
+            | Vertex::Switch { node, .. }
+            | Vertex::Device { node, .. }
+            | Vertex::Nic { node, .. }
+            | Vertex::NvSwitch { node } => Some(node),
+            _ => None,
+        };
+        (0..self.ends.len())
+            .filter(|l| of(self.ends[*l].0) == Some(node) || of(self.ends[*l].1) == Some(node))
+            .collect()
     }
 
     /// Build the graph of `spec`'s cluster (empty without one).
@@ -70,13 +193,52 @@ impl Graph {
             .nodes()
             .map(|n| (&spec.node_types[n.node_type], n.rack))
             .collect();
-        let mut rack_injection = vec![0.0; c.racks.len()];
+        g.rail_optimized = c
+            .fabric
+            .as_ref()
+            .is_some_and(|f| f.kind == "rail_optimized");
+        let hop = c
+            .fabric
+            .as_ref()
+            .and_then(|f| f.latency)
+            .map(|d| d.0 as f64 * 1e-9)
+            .unwrap_or(DEFAULT_HOP_LATENCY);
+        // Slices: racks with a torus shape; their hosts are numbered in node order.
+        let mut slice_index = vec![None; c.racks.len()];
+        let mut hosts_seen = vec![0usize; c.racks.len()];
+        g.slice_of = vec![None; nodes.len()];
+        for (node, (nt, rack)) in nodes.iter().enumerate() {
+            let Some(shape) = &c.racks[*rack].slice else {
+                continue;
+            };
+            let s = *slice_index[*rack].get_or_insert_with(|| {
+                g.slices.push(SliceLayout {
+                    dims: shape.dims.iter().map(|d| *d as usize).collect(),
+                    per_host: nt.devices.iter().map(|d| d.at.len()).sum(),
+                    first_node: node,
+                });
+                g.slices.len() - 1
+            });
+            g.slice_of[node] = Some((s, hosts_seen[*rack]));
+            hosts_seen[*rack] += 1;
+        }
+        // Injection per leaf: (rack, rail) → bytes/s.
+        let mut leaf_injection: std::collections::BTreeMap<(usize, usize), f64> =
+            std::collections::BTreeMap::new();
         for (node, (nt, rack)) in nodes.iter().enumerate() {
             g.node_rack.push(*rack);
+            g.switch_numa
+                .push(nt.switches.iter().map(|sw| sw.numa).collect());
             let root = |numa: u32| Vertex::Root { node, numa };
             for a in 0..nt.cpu.numa {
                 for b in a + 1..nt.cpu.numa {
-                    g.link(root(a), root(b), SOCKET_BW);
+                    g.link(
+                        root(a),
+                        root(b),
+                        SOCKET_BW,
+                        LinkKind::Socket,
+                        SOCKET_HOP_LATENCY,
+                    );
                 }
             }
             for (k, sw) in nt.switches.iter().enumerate() {
@@ -85,7 +247,13 @@ impl Graph {
                     None => root(sw.numa),
                 };
                 let bw = sw.uplink.map(|u| u.bandwidth().0).unwrap_or(DEFAULT_PCIE);
-                g.link(Vertex::Switch { node, switch: k }, parent, bw);
+                g.link(
+                    Vertex::Switch { node, switch: k },
+                    parent,
+                    bw,
+                    LinkKind::Pcie,
+                    PCIE_HOP_LATENCY,
+                );
             }
             let mut dev = 0;
             for group in &nt.devices {
@@ -100,31 +268,39 @@ impl Graph {
                         Some(s) => Vertex::Switch { node, switch: s },
                         None => root(loc.numa),
                     };
-                    g.link(Vertex::Device { node, device: dev }, up, pcie);
+                    g.link(
+                        Vertex::Device { node, device: dev },
+                        up,
+                        pcie,
+                        LinkKind::Pcie,
+                        PCIE_HOP_LATENCY,
+                    );
                     dev += 1;
                 }
                 let n = dev - first;
-                let per_dir = acc
-                    .and_then(|a| a.interconnect.as_ref())
-                    .map(|i| i.per_direction.0)
-                    .unwrap_or(0.0);
-                if per_dir <= 0.0 || n < 2 {
+                let ic = acc.and_then(|a| a.interconnect.as_ref());
+                let per_dir = ic.map(|i| i.per_direction.0).unwrap_or(0.0);
+                // Slice hosts' chips are linked by the slice torus below, not per host.
+                if per_dir <= 0.0 || n < 2 || g.slice_of[node].is_some() {
                     continue;
                 }
                 let d = |i: usize| Vertex::Device {
                     node,
                     device: first + i,
                 };
+                let up = |g: &mut Graph, a, b, bw| {
+                    g.link(a, b, bw, LinkKind::ScaleUp, SCALE_UP_HOP_LATENCY)
+                };
                 match group.link.as_str() {
                     "switch" => {
                         for i in 0..n {
-                            g.link(d(i), Vertex::NvSwitch { node }, per_dir);
+                            up(&mut g, d(i), Vertex::NvSwitch { node }, per_dir);
                         }
                     }
                     "mesh" | "torus" => {
                         for i in 0..n {
                             for j in i + 1..n {
-                                g.link(d(i), d(j), per_dir / (n - 1) as f64);
+                                up(&mut g, d(i), d(j), per_dir / (n - 1) as f64);
                             }
                         }
                     }
@@ -132,14 +308,14 @@ impl Graph {
                         for i in 0..n {
                             let j = (i + 1) % n;
                             if n > 2 || i == 0 {
-                                g.link(d(i), d(j), per_dir / 2.0);
+                                up(&mut g, d(i), d(j), per_dir / 2.0);
                             }
                         }
                     }
                     _ => {}
                 }
             }
-            // NICs: all attach to the node; compute ones (or all, if none is) to the leaf.
+            // NICs: all attach to the node; compute ones (or all, if none is) to a leaf.
             let mut nic = 0;
             let any_compute = nt.nics.iter().any(|n| n.role == "compute");
             let mut mine = Vec::new();
@@ -150,40 +326,169 @@ impl Graph {
                         Some(s) => Vertex::Switch { node, switch: s },
                         None => root(loc.numa),
                     };
-                    g.link(Vertex::Nic { node, nic }, up, speed);
+                    g.link(
+                        Vertex::Nic { node, nic },
+                        up,
+                        speed,
+                        LinkKind::Pcie,
+                        PCIE_HOP_LATENCY,
+                    );
                     if group.role == "compute" || !any_compute {
+                        let rail = if g.rail_optimized { mine.len() } else { 0 };
                         g.link(
                             Vertex::Nic { node, nic },
-                            Vertex::Leaf { rack: *rack },
+                            Vertex::Leaf { rack: *rack, rail },
                             speed,
+                            LinkKind::Network,
+                            hop,
                         );
-                        rack_injection[*rack] += speed;
-                        mine.push((nic, loc.switch, loc.numa));
+                        *leaf_injection.entry((*rack, rail)).or_default() += speed;
+                        mine.push(NicAt {
+                            nic,
+                            switch: loc.switch,
+                            numa: loc.numa,
+                            rail,
+                        });
                     }
                     nic += 1;
                 }
             }
             g.nics.push(mine);
         }
+        g.build_slices(spec, &nodes);
         if let Some(f) = &c.fabric {
-            for (rack, inj) in rack_injection.iter().enumerate() {
+            let racks_total: f64 = leaf_injection.values().sum();
+            for (&(rack, rail), inj) in &leaf_injection {
                 if *inj <= 0.0 {
                     continue;
                 }
                 let up = match f.spine_uplink {
-                    Some(u) => u.0,
+                    // Declared per rack: split among the rack's leaves by their injection.
+                    Some(u) => {
+                        let rack_inj: f64 = leaf_injection
+                            .range((rack, 0)..(rack + 1, 0))
+                            .map(|(_, v)| v)
+                            .sum();
+                        u.0 * inj / rack_inj.max(f64::MIN_POSITIVE)
+                    }
                     None => inj / f.oversubscription,
                 };
+                debug_assert!(racks_total > 0.0);
                 for s in 0..SPINES {
                     g.link(
-                        Vertex::Leaf { rack },
+                        Vertex::Leaf { rack, rail },
                         Vertex::Spine { spine: s },
                         up / SPINES as f64,
+                        LinkKind::Network,
+                        hop,
                     );
                 }
             }
         }
         g
+    }
+
+    /// The torus links of every slice: chip `c` is device `c % per_host` of host `c / per_host`.
+    fn build_slices(&mut self, spec: &Spec, nodes: &[(&NodeType, usize)]) {
+        for s in 0..self.slices.len() {
+            let layout = self.slices[s].clone();
+            let nt = nodes[layout.first_node].0;
+            let Some(ic) = nt
+                .devices
+                .first()
+                .and_then(|d| spec.accelerators.get(&d.accelerator))
+                .and_then(|a| a.interconnect.as_ref())
+            else {
+                continue;
+            };
+            let links = ic
+                .links
+                .map(|l| l as usize)
+                .unwrap_or(2 * layout.dims.len());
+            let bw = ic.per_direction.0 / links.max(1) as f64;
+            let chips: usize = layout.dims.iter().product();
+            let hosts = self
+                .slice_of
+                .iter()
+                .filter(|x| x.is_some_and(|(k, _)| k == s))
+                .count();
+            let chips = chips.min(hosts * layout.per_host);
+            for c in 0..chips {
+                let coords = self.coords(&layout, c);
+                for (d, &n) in layout.dims.iter().enumerate() {
+                    // Two chips in a dimension share one link; more wrap around.
+                    if n < 2 || (n == 2 && coords[d] == 1) {
+                        continue;
+                    }
+                    let mut next = coords.clone();
+                    next[d] = (coords[d] + 1) % n;
+                    let o = self.chip_index(&layout, &next);
+                    if o < chips {
+                        let (a, b) = (self.chip(&layout, c), self.chip(&layout, o));
+                        self.link(a, b, bw, LinkKind::Ici, SCALE_UP_HOP_LATENCY);
+                    }
+                }
+            }
+        }
+    }
+
+    fn coords(&self, layout: &SliceLayout, mut c: usize) -> Vec<usize> {
+        layout
+            .dims
+            .iter()
+            .map(|n| {
+                let x = c % n;
+                c /= n;
+                x
+            })
+            .collect()
+    }
+
+    fn chip_index(&self, layout: &SliceLayout, coords: &[usize]) -> usize {
+        coords
+            .iter()
+            .zip(&layout.dims)
+            .rev()
+            .fold(0, |acc, (x, n)| acc * n + x)
+    }
+
+    fn chip(&self, layout: &SliceLayout, c: usize) -> Vertex {
+        Vertex::Device {
+            node: layout.first_node + c / layout.per_host.max(1),
+            device: c % layout.per_host.max(1),
+        }
+    }
+
+    /// Dimension-ordered route between two chips of the same slice.
+    fn ici_route(&self, s: usize, src: (usize, usize), dst: (usize, usize)) -> Option<Vec<LinkId>> {
+        let layout = &self.slices[s];
+        let index = |(node, dev): (usize, usize)| {
+            let (_, host) = self.slice_of[node]?;
+            Some(host * layout.per_host + dev)
+        };
+        let (a, b) = (index(src)?, index(dst)?);
+        let mut cur = self.coords(layout, a);
+        let want = self.coords(layout, b);
+        let mut path = Vec::new();
+        for d in 0..layout.dims.len() {
+            let n = layout.dims[d];
+            while cur[d] != want[d] {
+                let fwd = (want[d] + n - cur[d]) % n;
+                let mut next = cur.clone();
+                next[d] = if fwd <= n - fwd || n <= 2 {
+                    (cur[d] + 1) % n
+                } else {
+                    (cur[d] + n - 1) % n
+                };
+                let (u, v) = (
+                    self.chip(layout, self.chip_index(layout, &cur)),
+                    self.chip(layout, self.chip_index(layout, &next)),
+                );
+                path.push(self.link_between(u, v)?);
+                cur = next;
+            }
+        }
+        Some(path)
     }
 
     /// The directed link from `a` to `b`, if they are adjacent.
@@ -195,9 +500,25 @@ impl Graph {
             .find(|l| self.ends[*l].1 == b)
     }
 
-    /// Shortest path (fewest hops) from `a` to `b` avoiding spines other than `spine`,
+    /// The node a vertex belongs to (none for leaves and spines).
+    pub fn node_of(v: Vertex) -> Option<usize> {
+        match v {
+            Vertex::Root { node, .. }
+            | Vertex::Switch { node, .. }
+            | Vertex::Device { node, .. }
+            | Vertex::Nic { node, .. }
+            | Vertex::NvSwitch { node } => Some(node),
+            Vertex::Leaf { .. } | Vertex::Spine { .. } => None,
+        }
+    }
+
+    /// Shortest path (fewest hops) from `a` to `b` through vertices of `a`'s node only,
     /// breadth-first in link order: deterministic.
-    fn bfs(&self, a: Vertex, b: Vertex, spine: usize) -> Option<Vec<LinkId>> {
+    fn bfs(&self, a: Vertex, b: Vertex) -> Option<Vec<LinkId>> {
+        if a == b {
+            return Some(Vec::new());
+        }
+        let node = Self::node_of(a);
         let mut prev: std::collections::BTreeMap<Vertex, LinkId> =
             std::collections::BTreeMap::new();
         let mut queue = std::collections::VecDeque::from([a]);
@@ -216,7 +537,7 @@ impl Graph {
             }
             for &l in self.out.get(&v).map(Vec::as_slice).unwrap_or(&[]) {
                 let w = self.ends[l].1;
-                if matches!(w, Vertex::Spine { spine: s } if s != spine) || !seen.insert(w) {
+                if Self::node_of(w) != node || !seen.insert(w) {
                     continue;
                 }
                 prev.insert(w, l);
@@ -227,23 +548,22 @@ impl Graph {
     }
 
     /// The route of a transfer between two devices (`node`, `device`), the spine picked by
-    /// ECMP on `key`. Between nodes it leaves through the source device's closest compute NIC
-    /// (same PCIe switch, else same NUMA domain, else the first) and enters through the
-    /// destination's.
+    /// ECMP on `key`. Inside a node: the scale-up fabric first (what NCCL picks), else PCIe;
+    /// inside a slice: the ICI torus; between nodes, see [`Graph::route_vertices`].
     pub fn route(&self, src: (usize, usize), dst: (usize, usize), key: u64) -> Option<Vec<LinkId>> {
-        let spine = (key % SPINES as u64) as usize;
-        let (sv, dv) = (
-            Vertex::Device {
-                node: src.0,
-                device: src.1,
-            },
-            Vertex::Device {
-                node: dst.0,
-                device: dst.1,
-            },
-        );
+        let dev = |(node, device): (usize, usize)| Vertex::Device { node, device };
+        let (sv, dv) = (dev(src), dev(dst));
+        if src == dst {
+            return Some(Vec::new());
+        }
+        if let (Some((a, _)), Some((b, _))) = (
+            self.slice_of.get(src.0).copied().flatten(),
+            self.slice_of.get(dst.0).copied().flatten(),
+        ) && a == b
+        {
+            return self.ici_route(a, src, dst);
+        }
         if src.0 == dst.0 {
-            // Scale-up first (what NCCL picks): through the NVSwitch, or a direct link.
             let nvs = Vertex::NvSwitch { node: src.0 };
             if let (Some(a), Some(b)) = (self.link_between(sv, nvs), self.link_between(nvs, dv)) {
                 return Some(vec![a, b]);
@@ -251,73 +571,154 @@ impl Graph {
             if let Some(l) = self.link_between(sv, dv) {
                 return Some(vec![l]);
             }
-            return self.bfs(sv, dv, spine);
+            return self.bfs(sv, dv);
         }
-        let sn = self.closest_nic(src)?;
-        let dn = self.closest_nic(dst)?;
-        let mut path = self.bfs(
-            sv,
+        self.route_vertices(sv, dv, key)
+    }
+
+    /// The route between any two vertices of nodes (devices, host memory `Root`s, NICs, PCIe
+    /// switches). Between nodes it leaves through the compute NIC closest to `a` (same PCIe
+    /// switch, else same NUMA domain, else the first) — or, in a rail-optimized fabric, through
+    /// the NIC on the destination NIC's rail, reached over the scale-up fabric (PXN) — and
+    /// enters through the NIC closest to `b`; leaves meet through the spine ECMP picks by `key`.
+    pub fn route_vertices(&self, a: Vertex, b: Vertex, key: u64) -> Option<Vec<LinkId>> {
+        let (na, nb) = (Self::node_of(a)?, Self::node_of(b)?);
+        if na == nb {
+            if let (Vertex::Device { device: x, .. }, Vertex::Device { device: y, .. }) = (a, b) {
+                return self.route((na, x), (nb, y), key);
+            }
+            return self.bfs(a, b);
+        }
+        let dn = self.nic_near(b)?;
+        let mut sn = self.nic_near(a)?;
+        let mut path = Vec::new();
+        let mut start = a;
+        if self.rail_optimized
+            && sn.rail != dn.rail
+            && let Vertex::Device { device, .. } = a
+            && let Some(on_rail) = self.nics[na].iter().find(|n| n.rail == dn.rail)
+            && let Some(peer) = self.device_near_nic(na, on_rail)
+            && let Some(hop) = self.route((na, device), (na, peer), key)
+            && hop.iter().all(|l| self.kind[*l] == LinkKind::ScaleUp)
+        {
+            path = hop;
+            start = Vertex::Device {
+                node: na,
+                device: peer,
+            };
+            sn = *on_rail;
+        }
+        let (snic, dnic) = (
             Vertex::Nic {
-                node: src.0,
-                nic: sn,
+                node: na,
+                nic: sn.nic,
             },
-            usize::MAX,
-        )?;
-        let (sl, dl) = (
-            Vertex::Leaf {
-                rack: self.node_rack[src.0],
-            },
-            Vertex::Leaf {
-                rack: self.node_rack[dst.0],
+            Vertex::Nic {
+                node: nb,
+                nic: dn.nic,
             },
         );
-        path.push(self.link_between(
-            Vertex::Nic {
-                node: src.0,
-                nic: sn,
+        path.extend(self.bfs(start, snic)?);
+        let (sl, dl) = (
+            Vertex::Leaf {
+                rack: self.node_rack[na],
+                rail: sn.rail,
             },
-            sl,
-        )?);
+            Vertex::Leaf {
+                rack: self.node_rack[nb],
+                rail: dn.rail,
+            },
+        );
+        path.push(self.link_between(snic, sl)?);
         if sl != dl {
-            let s = Vertex::Spine { spine };
+            let s = Vertex::Spine {
+                spine: (key % SPINES as u64) as usize,
+            };
             path.push(self.link_between(sl, s)?);
             path.push(self.link_between(s, dl)?);
         }
-        path.push(self.link_between(
-            dl,
-            Vertex::Nic {
-                node: dst.0,
-                nic: dn,
-            },
-        )?);
-        path.extend(self.bfs(
-            Vertex::Nic {
-                node: dst.0,
-                nic: dn,
-            },
-            dv,
-            usize::MAX,
-        )?);
+        path.push(self.link_between(dl, dnic)?);
+        path.extend(self.bfs(dnic, b)?);
         Some(path)
     }
 
-    fn closest_nic(&self, (node, device): (usize, usize)) -> Option<usize> {
-        let nics = self.nics.get(node)?;
-        let dev_up = self
-            .out
-            .get(&Vertex::Device { node, device })?
-            .first()
-            .map(|l| self.ends[*l].1)?;
-        let by_switch = nics.iter().find(|(_, sw, _)| {
-            sw.is_some() && matches!(dev_up, Vertex::Switch { switch, .. } if Some(switch) == *sw)
-        });
-        let dev_numa = match dev_up {
-            Vertex::Root { numa, .. } => Some(numa),
-            _ => None,
+    /// A device of `node` whose closest NIC is `nic` (the lowest-numbered one).
+    fn device_near_nic(&self, node: usize, nic: &NicAt) -> Option<usize> {
+        (0..)
+            .map_while(|d| {
+                let v = Vertex::Device { node, device: d };
+                self.out.contains_key(&v).then_some(d)
+            })
+            .find(|d| {
+                self.nic_near(Vertex::Device { node, device: *d })
+                    .is_some_and(|n| n.nic == nic.nic)
+            })
+    }
+
+    /// The PCIe switch and NUMA domain a vertex hangs from.
+    fn attachment(&self, v: Vertex) -> (Option<usize>, Option<u32>) {
+        let numa_of = |node: usize, switch: usize| {
+            self.switch_numa
+                .get(node)
+                .and_then(|s| s.get(switch))
+                .copied()
         };
-        by_switch
-            .or_else(|| nics.iter().find(|(_, _, n)| Some(*n) == dev_numa))
+        match v {
+            Vertex::Root { numa, .. } => (None, Some(numa)),
+            Vertex::Switch { node, switch } => (Some(switch), numa_of(node, switch)),
+            _ => {
+                let up = self
+                    .out
+                    .get(&v)
+                    .and_then(|ls| ls.iter().find(|l| self.kind[**l] == LinkKind::Pcie))
+                    .map(|l| self.ends[*l].1);
+                match up {
+                    Some(Vertex::Switch { node, switch }) => (Some(switch), numa_of(node, switch)),
+                    Some(Vertex::Root { numa, .. }) => (None, Some(numa)),
+                    _ => (None, None),
+                }
+            }
+        }
+    }
+
+    /// The compute NIC closest to a vertex of a node: the vertex itself if it is one, else one
+    /// under the same PCIe switch, else in the same NUMA domain, else the node's first.
+    fn nic_near(&self, v: Vertex) -> Option<NicAt> {
+        let node = Self::node_of(v)?;
+        let nics = self.nics.get(node)?;
+        if let Vertex::Nic { nic, .. } = v
+            && let Some(n) = nics.iter().find(|n| n.nic == nic)
+        {
+            return Some(*n);
+        }
+        let (switch, numa) = self.attachment(v);
+        // Several devices and NICs under one switch pair up in order (a DGX's GPU k uses NIC k).
+        let same: Vec<&NicAt> = nics
+            .iter()
+            .filter(|n| switch.is_some() && n.switch == switch)
+            .collect();
+        let rank = match v {
+            Vertex::Device { device, .. } => (0..device)
+                .filter(|d| self.attachment(Vertex::Device { node, device: *d }).0 == switch)
+                .count(),
+            _ => 0,
+        };
+        same.get(rank % same.len().max(1))
+            .copied()
+            .or_else(|| nics.iter().find(|n| numa.is_some() && Some(n.numa) == numa))
             .or(nics.first())
-            .map(|(i, _, _)| *i)
+            .copied()
+    }
+
+    /// The host-memory vertex of a device: the root complex of its NUMA domain.
+    pub fn host_of(&self, (node, device): (usize, usize)) -> Option<Vertex> {
+        let (_, numa) = self.attachment(Vertex::Device { node, device });
+        Some(Vertex::Root { node, numa: numa? })
+    }
+
+    /// The compute NIC a device would use, as a vertex.
+    pub fn nic_of(&self, (node, device): (usize, usize)) -> Option<Vertex> {
+        let n = self.nic_near(Vertex::Device { node, device })?;
+        Some(Vertex::Nic { node, nic: n.nic })
     }
 }

@@ -7,4 +7,4 @@ pub mod flows;
 pub mod graph;
 
 pub use flows::{FlowId, FlowNet, LinkId};
-pub use graph::{Graph, Vertex};
+pub use graph::{Graph, LinkKind, Vertex};
