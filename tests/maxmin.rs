@@ -157,7 +157,7 @@ fn incremental_updates_equal_a_full_recomputation() {
                 }
                 2 => {
                     let l = (rng(&mut s) % links as u64) as usize;
-                    caps[l] = if rng(&mut s) % 8 == 0 {
+                    caps[l] = if rng(&mut s).is_multiple_of(8) {
                         0.0
                     } else {
                         1.0 + (rng(&mut s) % 50) as f64
@@ -169,7 +169,7 @@ fn incremental_updates_equal_a_full_recomputation() {
                     let mut path: Vec<usize> = (0..len)
                         .map(|_| (rng(&mut s) % links as u64) as usize)
                         .collect();
-                    if rng(&mut s) % 10 != 0 {
+                    if !rng(&mut s).is_multiple_of(10) {
                         path.sort_unstable();
                         path.dedup();
                     }
