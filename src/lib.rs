@@ -11,6 +11,7 @@ pub mod drill;
 pub mod engine;
 pub mod network;
 pub mod placement;
+pub mod profile;
 pub mod report;
 pub mod sim;
 pub mod spec;
