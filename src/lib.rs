@@ -6,6 +6,7 @@
 pub mod atomic;
 pub mod bench;
 pub mod catalog;
+pub mod compute;
 pub mod diag;
 pub mod drill;
 pub mod engine;
