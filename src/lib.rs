@@ -6,11 +6,13 @@
 pub mod atomic;
 pub mod bench;
 pub mod catalog;
+pub mod compute;
 pub mod diag;
 pub mod drill;
 pub mod engine;
 pub mod network;
 pub mod placement;
+pub mod profile;
 pub mod report;
 pub mod sim;
 pub mod spec;

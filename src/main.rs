@@ -214,6 +214,11 @@ fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::report::Header 
         scenario_hash: orrery::scenario_hash(&l.sources),
         seed,
         policy: None,
+        model_sources: l
+            .spec
+            .as_ref()
+            .map(orrery::compute::model_sources)
+            .unwrap_or_default(),
     }
 }
 
@@ -335,6 +340,7 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>, policy: Option<&str
         return ExitCode::from(1);
     }
     let wall = t0.elapsed().as_secs_f64();
+    h.model_sources = r.model_sources.clone();
     print!("{}", orrery::report::table(&r.metrics));
     println!(
         "simulated in {wall:.3} s ({:.2} M events/s)",

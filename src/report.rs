@@ -17,6 +17,10 @@ pub struct Header {
     /// A placement policy imposed on every workload from the command line, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// Which compute model each (accelerator, dtype) used: a calibration profile or the
+    /// datasheet defaults (`RunResult::model_sources`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub model_sources: Vec<String>,
 }
 
 impl Header {
@@ -26,10 +30,15 @@ impl Header {
             .as_ref()
             .map(|p| format!(" · policy {p}"))
             .unwrap_or_default();
-        format!(
+        let mut line = format!(
             "orrery {} · scenario {} · hash {} · seed {}{policy}",
             self.orrery, self.scenario, self.scenario_hash, self.seed
-        )
+        );
+        for m in &self.model_sources {
+            line.push_str("\ncompute model: ");
+            line.push_str(m);
+        }
+        line
     }
 }
 

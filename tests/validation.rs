@@ -318,3 +318,22 @@ fn includes_stay_inside_the_scenario_folder_and_do_not_cycle() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn calibration_statements_need_a_profile_name() {
+    let out = errs("calibration\n");
+    assert!(
+        out.contains("s.orr:1:12") && out.contains("needs a calibration profile name"),
+        "{out}"
+    );
+    let out = errs("calibration \"h200_datasheet\"\n");
+    assert!(
+        out.contains("s.orr:1:13: expected a calibration profile name, found a string"),
+        "{out}"
+    );
+    let out = errs("accelerator a from H200 {\n  profile 3\n}\n");
+    assert!(
+        out.contains("s.orr:2:11: expected a calibration profile name"),
+        "{out}"
+    );
+}

@@ -69,6 +69,9 @@ pub struct RunResult {
     pub trace: Vec<TraceEvent>,
     /// Broken invariants; always empty unless the simulation has a bug (the tests check).
     pub violations: Vec<String>,
+    /// Which compute model each (accelerator, dtype) used: a calibration profile or the
+    /// datasheet defaults ([`crate::compute::model_sources`]).
+    pub model_sources: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -254,7 +257,8 @@ struct Service {
     latencies: Vec<f64>,
     waits: Vec<f64>,
     timeout: Option<crate::engine::EventId>,
-    flop_per_request: Option<(f64, String)>,
+    /// FLOP per request; memory traffic and kernels per batch.
+    compute: Option<crate::spec::workload::Compute>,
     service_ns: Option<Time>,
     exponential: bool,
     batch: Option<(u32, Time)>,
@@ -603,7 +607,7 @@ impl<'s> Sim<'s> {
                     latencies: Vec::new(),
                     waits: Vec::new(),
                     timeout: None,
-                    flop_per_request: s.compute.as_ref().map(|(f, d)| (f.0, d.clone())),
+                    compute: s.compute.clone(),
                     service_ns: s.service_time.map(|d| d.0),
                     exponential: s.exponential,
                     batch: s.batch.map(|(m, w)| (m, w.0)),
@@ -947,9 +951,7 @@ impl<'s> Sim<'s> {
         );
         let run = match (&ts.duration, &ts.compute, &self.node_accel[node]) {
             (Some(d), _, _) => d.0 as f64 / 1e9,
-            (None, Some((f, dt)), Some(acc)) => {
-                models::compute_secs(self.spec, acc, dt, f.0, units)
-            }
+            (None, Some(c), Some(acc)) => models::compute_secs(self.spec, acc, c, 1.0, units),
             _ => 0.0,
         };
         secs(fetch + self.restore_secs(gi) + run).max(1)
@@ -1107,10 +1109,10 @@ impl<'s> Sim<'s> {
             &self.services[sid as usize].request,
         );
         let s = &mut self.services[sid as usize];
-        let t = match (&s.flop_per_request, s.service_ns) {
-            (Some((f, dt)), _) => {
+        let t = match (&s.compute, s.service_ns) {
+            (Some(c), _) => {
                 let acc = self.node_accel[node].clone().unwrap_or_default();
-                models::compute_secs(self.spec, &acc, dt, f * f64::from(b), units)
+                models::compute_secs(self.spec, &acc, c, f64::from(b), units)
             }
             (None, Some(ns)) if s.exponential => Exp::new(1e9 / ns as f64)
                 .map(|e| e.sample(&mut s.rng))
@@ -1336,7 +1338,7 @@ impl<'s> Sim<'s> {
             &t.compute,
             per_node.keys().find_map(|n| self.node_accel[*n].clone()),
         ) {
-            (Some((f, dt)), Some(acc)) => models::compute_secs(spec, &acc, dt, f.0, 1.0),
+            (Some(c), Some(acc)) => models::compute_secs(spec, &acc, c, 1.0, 1.0),
             _ => 0.0,
         };
         let comm = self.job_comm_secs(j, &per_node);
@@ -1903,6 +1905,7 @@ impl<'s> Sim<'s> {
             explain: self.explain,
             trace: self.trace.unwrap_or_default(),
             violations: self.violations,
+            model_sources: crate::compute::model_sources(spec),
         }
     }
 }

@@ -2,9 +2,11 @@
 //! transport and roofline models (issue 4) and profiles (issue 6) replace them behind the same
 //! functions. Every figure here is a stated assumption with its source:
 //!
-//! - Compute: time = FLOP / (devices × dense peak(dtype) × efficiency), efficiency 0.75 by
-//!   default: an H200 bf16 GEMM of 8192³ reaches ~770–800 of 989 TFLOPS (PyTorch on one H200,
-//!   shared/reference/hardware-and-models.md), i.e. 0.78–0.81; 0.75 leaves room for non-GEMM work.
+//! - Compute: the roofline of [`crate::compute`]: max(FLOP at the dtype's peak × efficiency,
+//!   bytes at the memory bandwidth × efficiency) + launch overhead × kernels, with the
+//!   efficiencies of the accelerator's calibration profile or stated defaults (compute 0.75:
+//!   an H200 bf16 GEMM of 8192³ reaches ~770–800 of 989 TFLOPS, hardware-and-models.md).
+//!   Work that declares no memory traffic or kernels takes FLOP / (devices × peak × 0.75).
 //! - Collectives: the α–β costs of hardware-and-models.md ("Collective cost"): ring allreduce
 //!   2(p−1)α + 2(p−1)/p·n/β; reduce-scatter, allgather and all-to-all (p−1)α + (p−1)/p·n/β;
 //!   broadcast (p−1)α + n/β (pipelined). α per step from NCCL's tuning model (src/graph/tuning.cc):
@@ -20,8 +22,10 @@
 use crate::engine::Time;
 use crate::spec::Spec;
 use crate::spec::hardware::NodeType;
+use crate::spec::workload::Compute;
 
-pub const DEFAULT_EFFICIENCY: f64 = 0.75;
+/// The default compute efficiency (see [`crate::compute::roofline`] for its source).
+pub const DEFAULT_EFFICIENCY: f64 = crate::compute::DEFAULT_COMPUTE_EFFICIENCY;
 pub const ALPHA_NVLINK: f64 = 3.4e-6;
 pub const ALPHA_PCIE: f64 = 5.7e-6;
 pub const ALPHA_NET: f64 = 14e-6;
@@ -41,21 +45,15 @@ pub fn secs(t: f64) -> Time {
 /// Dense peak of an accelerator for `dtype`; falls back to the widest dtype it lists at or
 /// above in precision (bf16 → fp16 → tf32 → fp32), so a part without fp8 runs fp8 work at bf16.
 pub fn peak(spec: &Spec, accelerator: &str, dtype: &str) -> Option<f64> {
-    let a = spec.accelerators.get(accelerator)?;
-    const LADDER: [&str; 8] = ["fp4", "fp8", "int8", "bf16", "fp16", "tf32", "fp32", "fp64"];
-    let start = LADDER.iter().position(|d| *d == dtype).unwrap_or(0);
-    a.flops
-        .get(dtype)
-        .or_else(|| LADDER[start..].iter().find_map(|d| a.flops.get(*d)))
-        .map(|r| r.0)
+    crate::compute::peak(spec.accelerators.get(accelerator)?, dtype).map(|(_, p)| p)
 }
 
-/// Seconds for `flop` of `dtype` on `devices` devices of `accelerator`.
-pub fn compute_secs(spec: &Spec, accelerator: &str, dtype: &str, flop: f64, devices: f64) -> f64 {
-    match peak(spec, accelerator, dtype) {
-        Some(p) if p > 0.0 && devices > 0.0 => flop / (p * DEFAULT_EFFICIENCY * devices),
-        _ => 0.0,
-    }
+/// Seconds for the work of `c` (its FLOP times `batch`) on `devices` devices of
+/// `accelerator`: the roofline model with the accelerator's profile or the defaults.
+pub fn compute_secs(spec: &Spec, accelerator: &str, c: &Compute, batch: f64, devices: f64) -> f64 {
+    crate::compute::roofline(spec, accelerator, &c.dtype).map_or(0.0, |r| {
+        r.secs(&crate::compute::Work::of(c, batch), devices)
+    })
 }
 
 /// Compute-NIC bandwidth of a node (all NICs if none is marked compute).
@@ -165,7 +163,13 @@ mod tests {
     fn compute_uses_peak_and_efficiency() {
         let s = spec();
         // 989 TFLOPS bf16 × 0.75 on one H100: 1 PFLOP takes 1e15 / 7.4175e14 s.
-        let t = compute_secs(&s, "H100_SXM", "bf16", 1e15, 1.0);
+        let c = Compute {
+            flop: crate::units::Flop(1e15),
+            dtype: "bf16".into(),
+            memory: None,
+            kernels: 0,
+        };
+        let t = compute_secs(&s, "H100_SXM", &c, 1.0, 1.0);
         assert!((t - 1e15 / (989e12 * 0.75)).abs() < 1e-12);
         // MI250X lists no fp8: fp8 work runs at its bf16 rate.
         assert_eq!(peak(&s, "MI250X", "fp8"), peak(&s, "MI250X", "bf16"));

@@ -63,6 +63,12 @@ pub struct Accelerator {
     pub tier: Tier,
     pub source: Option<String>,
     pub sources: Sources,
+    /// Calibration profile (`calibration/NAME.toml`) whose figures the compute model uses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Where the profile was named (a `profile` statement or a top-level `calibration`).
+    #[serde(skip)]
+    pub profile_span: Span,
     #[serde(skip)]
     pub span: Span,
     #[serde(skip)]
@@ -243,6 +249,8 @@ pub fn accelerator(
             tier: Tier::Estimated,
             source: None,
             sources: Sources::new(),
+            profile: None,
+            profile_span: span,
             span,
             given: BTreeSet::new(),
         },
@@ -316,6 +324,11 @@ pub fn accelerator(
                     }
                 }
                 "source" => acc.source = Some(rd::string(cx, a.req("a source string")?)?.to_string()),
+                "profile" => {
+                    let v = a.req("a calibration profile name such as `h200_datasheet`")?;
+                    acc.profile = Some(rd::ident(cx, v, "a calibration profile name")?.to_string());
+                    acc.profile_span = v.span;
+                }
                 _ => {}
             }
             Some(())

@@ -1,6 +1,7 @@
 //! Loading a scenario: the catalog, the root file and its includes, parsed and resolved into a
 //! [`Spec`]. Includes are confined to the root file's folder tree, at most [`MAX_INCLUDE_DEPTH`]
-//! deep, and cycles are reported.
+//! deep, and cycles are reported. Calibration profiles named by the scenario are found and
+//! read here too ([`profile_dirs`]); their text is parsed by [`crate::profile`].
 
 use super::reader::{self as rd, Args, Cx};
 use super::workload::ResourceScope;
@@ -91,11 +92,17 @@ fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf
     l.items
         .extend(catalog.iter().map(|s| (s.clone(), Origin::Catalog)));
     let root = l.sources.add(name, text);
+    let dirs = profile_dirs(l.root_dir.as_deref());
     l.file(root, text, canon, 0);
     let mut cx = Cx {
         diags: std::mem::take(&mut l.diags),
     };
-    let spec = resolve(&mut cx, l.items);
+    let mut profiles = ProfileFinder {
+        sources: &mut l.sources,
+        dirs,
+        cache: BTreeMap::new(),
+    };
+    let spec = resolve(&mut cx, l.items, &mut profiles);
     // Report in file order, as a reader meets the problems.
     cx.diags.sort_by_key(|d| (d.span.file, d.span.start));
     let has_errors = cx.diags.iter().any(Diagnostic::is_error);
@@ -317,13 +324,17 @@ impl<T: Clone> Registry<T> {
     }
 }
 
-fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>) -> Spec {
+fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder) -> Spec {
     // Sort declarations by kind, reporting unknown top-level keywords.
     let mut by_kind: BTreeMap<&'static str, Vec<Decl>> = BTreeMap::new();
+    let mut calibrations: Vec<(String, Span)> = Vec::new();
     for (s, origin) in &items {
-        if let Some(def) = cx.find_def(s, schema::TOP, "a scenario")
-            && let Some(d) = decl(cx, s, def, *origin, def.key == "failures")
-        {
+        let Some(def) = cx.find_def(s, schema::TOP, "a scenario") else {
+            continue;
+        };
+        if def.key == "calibration" {
+            calibrations.extend(calibration_stmt(cx, s, def));
+        } else if let Some(d) = decl(cx, s, def, *origin, def.key == "failures") {
             by_kind.entry(def.key).or_default().push(d);
         }
     }
@@ -349,6 +360,7 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>) -> Spec {
     }
     spec.accelerators = accs.into_map();
     spec.nics = nics.into_map();
+    attach_profiles(cx, &mut spec, &calibrations, profiles);
     let mut nodes = Registry::new();
     for d in by_kind.remove("node").unwrap_or_default() {
         let Ok(base) = nodes.base(cx, "node type", &d) else {
@@ -492,4 +504,245 @@ pub fn node_resources(spec: &Spec, nt: &hardware::NodeType) -> BTreeMap<String, 
         *r.entry(k.clone()).or_insert(0.0) += v;
     }
     r
+}
+
+// ---- calibration profiles ------------------------------------------------------------------
+
+/// Largest profile file read (the scenario limit).
+pub const MAX_PROFILE_BYTES: u64 = 16 << 20;
+
+/// Folders searched for `NAME.toml`, nearest first: the `calibration/` folder of the
+/// scenario's folder or of the nearest folder above it that has one (the search stops there,
+/// and at a folder holding `.git`: the repository root), then `./calibration/` of the current
+/// directory. In-memory scenarios search only the current directory.
+pub fn profile_dirs(scenario_dir: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(start) = scenario_dir {
+        for d in start.ancestors() {
+            let c = d.join("calibration");
+            if c.is_dir() {
+                dirs.push(c);
+                break;
+            }
+            if d.join(".git").exists() {
+                break;
+            }
+        }
+    }
+    let cwd = Path::new("calibration");
+    if cwd.is_dir() {
+        let same = |p: &PathBuf| match (p.canonicalize(), cwd.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if !dirs.iter().any(same) {
+            dirs.push(cwd.to_path_buf());
+        }
+    }
+    dirs
+}
+
+/// Profile names (file stems of `*.toml`) available in `dirs`, sorted.
+pub fn available_profiles(dirs: &[PathBuf]) -> Vec<String> {
+    let mut names: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let p = e.path();
+            (p.extension()? == "toml")
+                .then(|| p.file_stem()?.to_str().map(str::to_string))
+                .flatten()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Finds, reads and parses the profiles a scenario names, once each. A profile's text joins
+/// the scenario's sources, so its errors are located like any other and the scenario hash
+/// covers the figures a run used.
+struct ProfileFinder<'a> {
+    sources: &'a mut SourceMap,
+    dirs: Vec<PathBuf>,
+    /// `None`: looked for and reported already.
+    cache: BTreeMap<String, Option<crate::profile::Profile>>,
+}
+
+impl ProfileFinder<'_> {
+    fn get(&mut self, cx: &mut Cx, name: &str, at: Span) -> Option<&crate::profile::Profile> {
+        if !self.cache.contains_key(name) {
+            let p = self.load(cx, name, at);
+            self.cache.insert(name.to_string(), p);
+        }
+        self.cache.get(name).and_then(Option::as_ref)
+    }
+
+    fn load(&mut self, cx: &mut Cx, name: &str, at: Span) -> Option<crate::profile::Profile> {
+        let file = format!("{name}.toml");
+        let Some(path) = self
+            .dirs
+            .iter()
+            .map(|d| d.join(&file))
+            .find(|p| p.is_file())
+        else {
+            let available = available_profiles(&self.dirs);
+            let help = crate::diag::did_you_mean(name, available.iter().map(String::as_str))
+                .unwrap_or_else(|| {
+                    if self.dirs.is_empty() {
+                        "no `calibration/` folder next to the scenario, above it or in the current directory".to_string()
+                    } else if available.is_empty() {
+                        format!("no profiles in {}", self.shown_dirs())
+                    } else {
+                        format!("profiles in {}: {}", self.shown_dirs(), available.join(", "))
+                    }
+                });
+            cx.push(
+                Diagnostic::error(at, format!("unknown calibration profile `{name}`"))
+                    .with_label(format!("no `{file}` found"))
+                    .with_help(help),
+            );
+            return None;
+        };
+        let shown = shown_path(&path);
+        let text = match std::fs::metadata(&path) {
+            Ok(m) if m.len() > MAX_PROFILE_BYTES => {
+                Err(format!("is larger than {} MiB", MAX_PROFILE_BYTES >> 20))
+            }
+            _ => match std::fs::read(&path).map(String::from_utf8) {
+                Ok(Ok(t)) => Ok(t),
+                Ok(Err(_)) => Err("is not UTF-8 text".to_string()),
+                Err(e) => Err(format!("cannot be read: {e}")),
+            },
+        };
+        let text = match text {
+            Ok(t) => t,
+            Err(e) => {
+                cx.error(at, format!("calibration profile {shown} {e}"));
+                return None;
+            }
+        };
+        let id = self.sources.add(shown, text.clone());
+        match crate::profile::parse(&text) {
+            Ok(p) => Some(p),
+            Err(errs) => {
+                for e in errs {
+                    cx.push(
+                        Diagnostic::error(Span::new(id, e.span.start, e.span.end), e.message)
+                            .with_help_opt(e.help)
+                            .with_secondary(at, format!("profile `{name}` used here")),
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    fn shown_dirs(&self) -> String {
+        self.dirs
+            .iter()
+            .map(|d| shown_path(d))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A path as errors show it: relative to the current directory when inside it.
+fn shown_path(p: &Path) -> String {
+    let abs = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    std::env::current_dir()
+        .ok()
+        .and_then(|c| c.canonicalize().ok())
+        .and_then(|c| abs.strip_prefix(c).ok().map(Path::to_path_buf))
+        .unwrap_or(abs)
+        .display()
+        .to_string()
+}
+
+/// `calibration NAME`: the profile applies to the accelerator it describes.
+fn calibration_stmt(cx: &mut Cx, s: &Stmt, def: &schema::StmtDef) -> Option<(String, Span)> {
+    let mut a = Args::new(s, def);
+    let r = a
+        .req("a calibration profile name such as `h200_datasheet`")
+        .and_then(|v| {
+            rd::ident(cx, v, "a calibration profile name").map(|n| (n.to_string(), v.span))
+        });
+    cx.no_block(s);
+    a.finish(cx);
+    r
+}
+
+/// Load every profile the scenario names and attach each to its accelerator.
+fn attach_profiles(
+    cx: &mut Cx,
+    spec: &mut Spec,
+    calibrations: &[(String, Span)],
+    profiles: &mut ProfileFinder,
+) {
+    // `profile NAME` inside accelerator blocks.
+    for acc in spec.accelerators.values() {
+        let Some(name) = &acc.profile else { continue };
+        let Some(p) = profiles.get(cx, name, acc.profile_span) else {
+            continue;
+        };
+        let described = &p.provenance.accelerator;
+        if described != &acc.name && described != &acc.accelerator_type {
+            cx.push(
+                Diagnostic::warning(
+                    acc.profile_span,
+                    format!(
+                        "profile `{name}` describes accelerator `{described}`, not `{}`",
+                        acc.name
+                    ),
+                )
+                .with_help("check that the profile was measured on this device"),
+            );
+        }
+        spec.profiles.insert(name.clone(), p.clone());
+    }
+    // Top-level `calibration NAME`: the accelerator the profile describes.
+    for (name, at) in calibrations {
+        let Some(p) = profiles.get(cx, name, *at) else {
+            continue;
+        };
+        let target = p.provenance.accelerator.clone();
+        let p = p.clone();
+        let Some(acc) = spec.accelerators.get_mut(&target) else {
+            let help =
+                crate::diag::did_you_mean(&target, spec.accelerators.keys().map(String::as_str))
+                    .map(|h| format!("{h} (fix `provenance.accelerator` in the profile)"))
+                    .unwrap_or_else(|| {
+                        "use `profile NAME` inside the accelerator's block instead".to_string()
+                    });
+            cx.push(
+                Diagnostic::error(
+                    *at,
+                    format!("profile `{name}` describes accelerator `{target}`, which this scenario does not have"),
+                )
+                .with_help(help),
+            );
+            continue;
+        };
+        match &acc.profile {
+            Some(other) if other != name => {
+                cx.push(
+                    Diagnostic::error(
+                        *at,
+                        format!(
+                            "accelerator `{target}` already uses calibration profile `{other}`"
+                        ),
+                    )
+                    .with_secondary(acc.profile_span, "named here"),
+                );
+                continue;
+            }
+            _ => {
+                acc.profile = Some(name.clone());
+                acc.profile_span = *at;
+            }
+        }
+        spec.profiles.insert(name.clone(), p);
+    }
 }

@@ -52,4 +52,6 @@ pub struct Spec {
     pub experiments: Vec<Experiment>,
     /// Names of catalog entries the scenario replaced.
     pub overridden: Vec<String>,
+    /// Calibration profiles the accelerators use, by name (`calibration/NAME.toml`).
+    pub profiles: BTreeMap<String, crate::profile::Profile>,
 }

@@ -34,6 +34,7 @@ pub const FIGURE_WORDS: &[&str] = &["source"];
 
 pub const TOP: &[StmtDef] = &[
     many("include", &[]),
+    many("calibration", &[]),
     many("accelerator", &["from"]),
     many("nic", &["from"]),
     many("node", &["from"]),
@@ -72,6 +73,7 @@ pub const ACCELERATOR: &[StmtDef] = &[
     one("price", &[]),
     one("tier", TIERS),
     one("source", &[]),
+    one("profile", &[]),
 ];
 
 pub const NIC_PROTOCOLS: &[&str] = &["infiniband", "roce", "ethernet", "efa"];
@@ -156,7 +158,7 @@ pub const WORKLOAD: &[StmtDef] = &[
 pub const TASK: &[StmtDef] = &[
     one("resources", &[]),
     one("duration", &[]),
-    one("compute", DTYPES),
+    one("compute", &["memory", "kernels"]),
     one("output", &[]),
     one("strategy", TASK_STRATEGIES),
     one("label_selector", &[]),
@@ -174,7 +176,7 @@ pub const ACTOR: &[StmtDef] = &[
 ];
 pub const PLACEMENT_GROUP: &[StmtDef] = &[many("bundle", &["x"])];
 pub const TRAINING: &[StmtDef] = &[
-    one("compute", &["per", "device"]),
+    one("compute", &["per", "device", "memory", "kernels"]),
     many("allreduce", &["algo", "hierarchical"]),
     many("allgather", &["algo", "hierarchical"]),
     many("reduce_scatter", &["algo", "hierarchical"]),
@@ -186,7 +188,7 @@ pub const SERVICE: &[StmtDef] = &[
     one("replicas", &[]),
     one("resources", &[]),
     one("arrival", ARRIVALS),
-    one("compute", &["per", "request"]),
+    one("compute", &["per", "request", "memory", "kernels"]),
     one("service_time", &["exponential"]),
     one("batch", &["max", "wait"]),
     many("slo", PERCENTILES),

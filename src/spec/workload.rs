@@ -88,7 +88,7 @@ pub struct TaskGroup {
     pub after: Vec<String>,
     pub resources: Resources,
     pub duration: Option<Duration>,
-    pub compute: Option<(Flop, String)>,
+    pub compute: Option<Compute>,
     pub output: Bytes,
     pub strategy: Strategy,
     pub label_selector: Vec<LabelConstraint>,
@@ -130,6 +130,22 @@ pub struct PlacementGroup {
     pub slice: bool,
 }
 
+/// Work on a device: `compute 40 TFLOP bf16 memory 200 GB kernels 12`. Its time is the
+/// roofline of `crate::compute`: the larger of the FLOP at the dtype's compute rate and the
+/// bytes at the memory bandwidth, plus a launch overhead per kernel.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compute {
+    pub flop: Flop,
+    pub dtype: String,
+    /// Bytes read from and written to device memory; none declared counts as 0.
+    pub memory: Option<Bytes>,
+    /// Kernels launched; 0 when not declared (no launch overhead).
+    pub kernels: u64,
+}
+
+/// Most kernels one `compute` statement may declare.
+pub const MAX_KERNELS: u64 = 1_000_000_000_000;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Collective {
     pub op: String,
@@ -149,8 +165,8 @@ pub struct Training {
     pub name: String,
     pub placement_group: String,
     pub steps: u64,
-    /// FLOP per device per step, and the dtype.
-    pub compute: Option<(Flop, String)>,
+    /// Work per device per step.
+    pub compute: Option<Compute>,
     pub collectives: Vec<Collective>,
     pub checkpoint: Option<Checkpoint>,
 }
@@ -168,7 +184,8 @@ pub struct Service {
     pub replicas: u32,
     pub resources: Resources,
     pub arrival: Arrival,
-    pub compute: Option<(Flop, String)>,
+    /// FLOP per request; `memory` and `kernels` per batch.
+    pub compute: Option<Compute>,
     pub service_time: Option<Duration>,
     /// Service times are exponentially distributed with mean `service_time` (an M/M/c
     /// server) instead of fixed.
@@ -411,8 +428,17 @@ fn policy(cx: &mut Cx, v: &Value) -> Option<Policy> {
     )
 }
 
-/// `compute 1.2 PFLOP per device bf16` (or `per request`).
-fn compute(cx: &mut Cx, a: &mut Args, per: &str) -> Option<(Flop, String)> {
+/// `compute 1.2 PFLOP per device bf16 [memory 3 TB] [kernels 2000]` (or `per request`, or
+/// no `per` in a task group). `memory` and `kernels` may come in any order after the amount.
+fn compute(cx: &mut Cx, a: &mut Args, per: &str) -> Option<Compute> {
+    let memory = match a.opt("memory") {
+        Some(v) => Some(rd::bytes(cx, v)?),
+        None => None,
+    };
+    let kernels = match a.opt("kernels") {
+        Some(v) => rd::count(cx, v, 0, MAX_KERNELS)?,
+        None => 0,
+    };
     let f = rd::flop(cx, a.req("an amount of work such as `1.2 PFLOP`")?)?;
     if !per.is_empty() {
         let ok = a.peek_word("per") && a.peek_word(per);
@@ -430,7 +456,12 @@ fn compute(cx: &mut Cx, a: &mut Args, per: &str) -> Option<(Flop, String)> {
         schema::DTYPES,
         "dtype",
     )?;
-    Some((f, dt.to_string()))
+    Some(Compute {
+        flop: f,
+        dtype: dt.to_string(),
+        memory,
+        kernels,
+    })
 }
 
 pub fn tenant(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Tenant {

@@ -1,0 +1,392 @@
+//! Reading a profile's text: TOML syntax, the schema version (checked first, so a newer
+//! profile is reported as newer rather than as a pile of unknown fields), the typed schema,
+//! then the figures themselves (ranges, intervals that hold their value, contiguous size
+//! segments). Every problem carries the byte range it is about; `spec::load`, which found and
+//! read the file, turns them into located diagnostics. No file system access here.
+
+use super::schema::{Profile, SCHEMA_VERSION, Source, TRANSFER_PATHS};
+use crate::spec::schema::DTYPES;
+use std::ops::Range;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+/// One problem in a profile, located by byte range in its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileError {
+    pub span: Range<usize>,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl ProfileError {
+    fn new(span: Range<usize>, message: impl Into<String>) -> Self {
+        ProfileError {
+            span,
+            message: message.into(),
+            help: None,
+        }
+    }
+    fn help(mut self, h: impl Into<String>) -> Self {
+        self.help = Some(h.into());
+        self
+    }
+}
+
+/// Parse and validate a profile. All semantic problems are reported, not only the first.
+pub fn parse(text: &str) -> Result<Profile, Vec<ProfileError>> {
+    let root = DeTable::parse(text).map_err(|e| vec![toml_error(&e, text)])?;
+    check_version(&root, text.len())?;
+    let profile: Profile = toml::from_str(text).map_err(|e| vec![toml_error(&e, text)])?;
+    let errs = validate(&profile, &root);
+    if errs.is_empty() {
+        Ok(profile)
+    } else {
+        Err(errs)
+    }
+}
+
+fn toml_error(e: &toml::de::Error, text: &str) -> ProfileError {
+    let span = e.span().unwrap_or(0..0);
+    let span = span.start.min(text.len())..span.end.min(text.len());
+    // The message sometimes ends with a newline and repeats the location; keep the first line.
+    let msg = e
+        .message()
+        .lines()
+        .next()
+        .unwrap_or("invalid profile")
+        .trim();
+    let mut err = ProfileError::new(span, msg.to_string());
+    if msg.starts_with("missing field") {
+        err = err.help("calibration/README.md lists every field of the profile format");
+    } else if msg.starts_with("unknown field") {
+        err = err.help("a misspelt field, or a field of a newer schema version");
+    }
+    err
+}
+
+fn check_version(root: &Spanned<DeTable>, len: usize) -> Result<(), Vec<ProfileError>> {
+    let Some(v) = get(root.get_ref(), "schema_version") else {
+        return Err(vec![
+            ProfileError::new(0..len.min(1), "missing field `schema_version`").help(format!(
+                "the first line of a profile is `schema_version = {SCHEMA_VERSION}`"
+            )),
+        ]);
+    };
+    let n = match v.get_ref() {
+        // Too many digits for i128 is still a (very) newer version.
+        DeValue::Integer(i) => {
+            Some(i128::from_str_radix(i.as_str(), i.radix()).unwrap_or(i128::MAX))
+        }
+        _ => None,
+    };
+    let err = |m: String| Err(vec![ProfileError::new(v.span(), m)]);
+    match n {
+        None => err(format!(
+            "`schema_version` must be a whole number, found {}",
+            v.get_ref().type_str()
+        )),
+        Some(n) if n > i128::from(SCHEMA_VERSION) => Err(vec![
+            ProfileError::new(
+                v.span(),
+                format!(
+                    "profile schema version {n} is newer than this orrery supports (version {SCHEMA_VERSION})"
+                ),
+            )
+            .help("upgrade orrery, or regenerate the profile with this version's `orrery calibrate`"),
+        ]),
+        Some(n) if n < 1 => err(format!("profile schema version {n} does not exist (versions start at 1)")),
+        Some(_) => Ok(()),
+    }
+}
+
+fn get<'a, 'i>(t: &'a DeTable<'i>, key: &str) -> Option<&'a Spanned<DeValue<'i>>> {
+    t.iter().find(|(k, _)| k.get_ref() == key).map(|(_, v)| v)
+}
+
+/// A step into the TOML tree.
+#[derive(Clone, Copy)]
+enum Key<'a> {
+    Name(&'a str),
+    Index(usize),
+}
+
+/// Span of the deepest value along `path` (the parent's when the last step is missing).
+fn span_at(root: &Spanned<DeTable>, path: &[Key]) -> Range<usize> {
+    let mut span = root.span();
+    let Some((first, rest)) = path.split_first() else {
+        return span;
+    };
+    let Key::Name(n) = first else { return span };
+    let Some(mut cur) = get(root.get_ref(), n) else {
+        return span;
+    };
+    span = cur.span();
+    for k in rest {
+        let next = match (k, cur.get_ref()) {
+            (Key::Name(n), DeValue::Table(t)) => get(t, n),
+            (Key::Index(i), DeValue::Array(a)) => a.get(*i),
+            _ => None,
+        };
+        match next {
+            Some(v) => {
+                cur = v;
+                span = v.span();
+            }
+            None => break,
+        }
+    }
+    span
+}
+
+struct Checker<'a, 'i> {
+    root: &'a Spanned<DeTable<'i>>,
+    errs: Vec<ProfileError>,
+}
+
+impl Checker<'_, '_> {
+    fn err(&mut self, path: &[Key], msg: impl Into<String>) {
+        let span = span_at(self.root, path);
+        self.errs.push(ProfileError::new(span, msg));
+    }
+
+    fn finite(&mut self, path: &[Key], what: &str, x: f64) -> bool {
+        if x.is_finite() {
+            true
+        } else {
+            self.err(path, format!("{what} must be a finite number, found {x}"));
+            false
+        }
+    }
+
+    fn positive(&mut self, path: &[Key], what: &str, x: f64) {
+        if self.finite(path, what, x) && x <= 0.0 {
+            self.err(
+                path,
+                format!("{what} must be greater than zero, found {}", num(x)),
+            );
+        }
+    }
+
+    fn efficiency(&mut self, path: &[Key], x: f64) {
+        if self.finite(path, "an efficiency", x) && !(x > 0.0 && x <= 1.0) {
+            self.err(
+                path,
+                format!("an efficiency is a fraction of the peak in (0, 1], found {x}"),
+            );
+        }
+    }
+
+    /// `[low, high]` must hold the value it is the interval of.
+    fn interval(&mut self, path: &[Key], value: f64, ci: [f64; 2]) {
+        if !(ci[0].is_finite() && ci[1].is_finite()) {
+            self.err(path, "a confidence interval must be two finite numbers");
+        } else if !(ci[0] <= value && value <= ci[1]) {
+            self.err(
+                path,
+                format!(
+                    "the 95% interval [{}, {}] does not contain its value {}",
+                    num(ci[0]),
+                    num(ci[1]),
+                    num(value)
+                ),
+            );
+        }
+    }
+
+    fn text(&mut self, path: &[Key], what: &str, s: &str) {
+        if s.trim().is_empty() {
+            self.err(path, format!("{what} must not be empty"));
+        }
+    }
+}
+
+/// A figure as errors show it: `2.5e-6` rather than `0.0000025`.
+fn num(x: f64) -> String {
+    if x != 0.0 && !(1e-3..1e6).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+fn validate(p: &Profile, root: &Spanned<DeTable>) -> Vec<ProfileError> {
+    use Key::{Index as I, Name as N};
+    let mut c = Checker {
+        root,
+        errs: Vec::new(),
+    };
+    let pv = &p.provenance;
+    for (k, v) in [
+        ("accelerator", &pv.accelerator),
+        ("device", &pv.device),
+        ("date", &pv.date),
+        ("command", &pv.command),
+    ] {
+        c.text(&[N("provenance"), N(k)], &format!("`provenance.{k}`"), v);
+    }
+
+    if p.compute.is_empty() {
+        c.err(
+            &[N("compute")],
+            "`compute` needs at least one dtype, such as `[compute.bf16]`",
+        );
+    }
+    for (dt, f) in &p.compute {
+        let at = |k| [N("compute"), N(dt), N(k)];
+        if !DTYPES.contains(&dt.as_str()) {
+            let help = crate::diag::did_you_mean(dt, DTYPES.iter().copied())
+                .unwrap_or_else(|| format!("dtypes: {}", DTYPES.join(", ")));
+            c.errs.push(
+                ProfileError::new(
+                    span_at(root, &[N("compute"), N(dt)]),
+                    format!("unknown dtype `{dt}` in `compute`"),
+                )
+                .help(help),
+            );
+        }
+        c.positive(&at("peak_flops"), "`peak_flops`", f.peak_flops);
+        c.efficiency(&at("efficiency"), f.efficiency);
+        c.interval(&at("efficiency_ci95"), f.efficiency, f.efficiency_ci95);
+        if let Some(a) = f.achieved_flops {
+            c.positive(&at("achieved_flops"), "`achieved_flops`", a);
+            let expect = f.efficiency * f.peak_flops;
+            if a.is_finite() && expect > 0.0 && ((a - expect) / expect).abs() > 0.02 {
+                c.err(
+                    &at("achieved_flops"),
+                    format!(
+                        "`achieved_flops` {a:e} is not `efficiency` × `peak_flops` ({expect:e}) within 2%"
+                    ),
+                );
+            }
+        }
+        c.text(&at("source"), "`source`", &f.source);
+    }
+
+    let m = &p.memory;
+    let at = |k| [N("memory"), N(k)];
+    c.positive(
+        &at("peak_bytes_per_s"),
+        "`peak_bytes_per_s`",
+        m.peak_bytes_per_s,
+    );
+    c.efficiency(&at("efficiency"), m.efficiency);
+    c.interval(&at("efficiency_ci95"), m.efficiency, m.efficiency_ci95);
+    if let Some(a) = m.achieved_bytes_per_s {
+        c.positive(&at("achieved_bytes_per_s"), "`achieved_bytes_per_s`", a);
+    }
+    c.text(&at("source"), "`source`", &m.source);
+
+    let l = &p.launch;
+    let at = |k| [N("launch"), N(k)];
+    if c.finite(&at("overhead_s"), "`overhead_s`", l.overhead_s)
+        && !(0.0..1.0).contains(&l.overhead_s)
+    {
+        c.err(
+            &at("overhead_s"),
+            format!(
+                "a launch overhead is seconds in [0, 1), found {}",
+                l.overhead_s
+            ),
+        );
+    }
+    c.interval(&at("overhead_ci95"), l.overhead_s, l.overhead_ci95);
+    c.text(&at("source"), "`source`", &l.source);
+
+    let measured = pv.source == Source::Measured;
+    for (ti, t) in p.transfer.iter().enumerate() {
+        let at = |k| [N("transfer"), I(ti), N(k)];
+        if !TRANSFER_PATHS.contains(&t.path.as_str()) {
+            let help = crate::diag::did_you_mean(&t.path, TRANSFER_PATHS.iter().copied())
+                .unwrap_or_else(|| format!("paths: {}", TRANSFER_PATHS.join(", ")));
+            c.errs.push(
+                ProfileError::new(
+                    span_at(root, &at("path")),
+                    format!("unknown transfer path `{}`", t.path),
+                )
+                .help(help),
+            );
+        }
+        if p.transfer[..ti].iter().any(|o| o.path == t.path) {
+            c.err(
+                &at("path"),
+                format!("transfer path `{}` is given twice", t.path),
+            );
+        }
+        c.text(&at("source"), "`source`", &t.source);
+        if t.segments.is_empty() {
+            c.err(
+                &at("path"),
+                format!("transfer path `{}` has no segments", t.path),
+            );
+        }
+        let mut expect_min = 0u64;
+        for (si, s) in t.segments.iter().enumerate() {
+            let at = |k| [N("transfer"), I(ti), N("segments"), I(si), N(k)];
+            if s.min_bytes != expect_min {
+                c.err(
+                    &at("min_bytes"),
+                    format!(
+                        "segments must be contiguous from 0: expected `min_bytes = {expect_min}`, found {}",
+                        s.min_bytes
+                    ),
+                );
+            }
+            match s.max_bytes {
+                Some(mx) if mx <= s.min_bytes => c.err(
+                    &at("max_bytes"),
+                    format!("`max_bytes` {mx} is not above `min_bytes` {}", s.min_bytes),
+                ),
+                Some(mx) => expect_min = mx,
+                None if si + 1 < t.segments.len() => c.err(
+                    &at("min_bytes"),
+                    "only the last segment may leave out `max_bytes`",
+                ),
+                None => {}
+            }
+            if c.finite(&at("latency_s"), "`latency_s`", s.latency_s) && s.latency_s < 0.0 {
+                c.err(&at("latency_s"), "`latency_s` must not be negative");
+            }
+            c.interval(&at("latency_ci95"), s.latency_s, s.latency_ci95);
+            c.positive(
+                &at("bandwidth_bytes_per_s"),
+                "`bandwidth_bytes_per_s`",
+                s.bandwidth_bytes_per_s,
+            );
+            c.interval(
+                &at("bandwidth_ci95"),
+                s.bandwidth_bytes_per_s,
+                s.bandwidth_ci95,
+            );
+            match s.r2 {
+                Some(r) if !(0.0..=1.0).contains(&r) => {
+                    c.err(&at("r2"), format!("`r2` must be in [0, 1], found {r}"))
+                }
+                None if measured => c.err(
+                    &[N("transfer"), I(ti), N("segments"), I(si)],
+                    "a measured profile needs `r2` for every segment",
+                ),
+                _ => {}
+            }
+        }
+        if measured && t.medians.is_empty() {
+            c.err(
+                &at("path"),
+                "a measured profile needs the raw `medians` of each path",
+            );
+        }
+        let mut last = 0.0;
+        for (mi, md) in t.medians.iter().enumerate() {
+            let path = [N("transfer"), I(ti), N("medians"), I(mi)];
+            if !(md[0].is_finite() && md[1].is_finite() && md[0] > 0.0 && md[1] > 0.0) {
+                c.err(
+                    &path,
+                    "a median is `[bytes, seconds]`, both greater than zero",
+                );
+            } else if md[0] <= last {
+                c.err(&path, "medians must be in order of increasing size");
+            }
+            last = md[0];
+        }
+    }
+    c.errs
+}

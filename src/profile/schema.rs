@@ -1,0 +1,176 @@
+//! The calibration profile format (version [`SCHEMA_VERSION`]): what `orrery calibrate` writes
+//! and scenarios reference by name (`calibration/NAME.toml`). Plain serde types: TOML in, TOML
+//! out, so a profile survives serialize → parse unchanged. Units are in the field names
+//! (`_s` seconds, `_bytes`, `_bytes_per_s`, `_flops` FLOP per second); a `_ci95` field is the
+//! 95 % confidence interval `[low, high]` of the figure it follows. calibration/README.md
+//! documents the format with an example.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The newest profile schema this build reads. A profile with a higher `schema_version` is
+/// rejected with an error, never half-read.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Transfer paths a profile may describe.
+pub const TRANSFER_PATHS: &[&str] = &[
+    "h2d_pinned",
+    "h2d_pageable",
+    "d2h_pinned",
+    "d2h_pageable",
+    "d2d",
+    "p2p",
+    "p2p_no_peer",
+    "memcpy",
+    "nic_rdma",
+];
+
+/// A calibration profile of one accelerator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub schema_version: u32,
+    pub provenance: Provenance,
+    /// Dense matrix-multiply throughput per dtype (`bf16`, `fp8`, ...).
+    pub compute: BTreeMap<String, ComputeFit>,
+    pub memory: MemoryFit,
+    pub launch: LaunchFit,
+    /// Data-movement paths, each a piecewise α–β fit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transfer: Vec<TransferPath>,
+}
+
+/// Whether the figures were measured on a device or derived from datasheets and published
+/// measurements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Measured,
+    Datasheet,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Measured => "measured",
+            Source::Datasheet => "datasheet",
+        }
+    }
+}
+
+/// Where a profile came from: enough to reproduce the measurement or check the derivation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    pub source: Source,
+    /// The accelerator (catalog or scenario name) the profile describes, e.g. `H200`.
+    pub accelerator: String,
+    /// The device as the driver names it, e.g. `NVIDIA H200`.
+    pub device: String,
+    pub driver: String,
+    pub host: String,
+    /// When it was measured or written (ISO 8601).
+    pub date: String,
+    pub orrery_version: String,
+    /// The command that produced it.
+    pub command: String,
+    pub seed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
+/// Achieved dense throughput for one dtype, as a fraction of the peak it was measured against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeFit {
+    /// The dense peak the efficiency is relative to (FLOP/s).
+    pub peak_flops: f64,
+    /// Achieved / peak, in (0, 1].
+    pub efficiency: f64,
+    pub efficiency_ci95: [f64; 2],
+    /// Median achieved throughput (FLOP/s), when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_flops: Option<f64>,
+    pub source: String,
+}
+
+/// Achieved device-memory bandwidth as a fraction of the peak.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryFit {
+    pub peak_bytes_per_s: f64,
+    pub efficiency: f64,
+    pub efficiency_ci95: [f64; 2],
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_bytes_per_s: Option<f64>,
+    pub source: String,
+}
+
+/// Fixed cost of launching one kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchFit {
+    pub overhead_s: f64,
+    pub overhead_ci95: [f64; 2],
+    pub source: String,
+}
+
+/// One data-movement path (`h2d_pinned`, `p2p`, ...): seconds = latency + bytes / bandwidth,
+/// with one (latency, bandwidth) pair per size segment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferPath {
+    pub path: String,
+    pub source: String,
+    /// Contiguous size ranges from 0 up, in order.
+    pub segments: Vec<Segment>,
+    /// Raw medians the fit was made from: `[bytes, seconds]` pairs, by increasing size.
+    #[serde(default)]
+    pub medians: Vec<[f64; 2]>,
+}
+
+/// An α–β fit over `[min_bytes, max_bytes)`; the last segment may be unbounded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Segment {
+    pub min_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    pub latency_s: f64,
+    pub latency_ci95: [f64; 2],
+    pub bandwidth_bytes_per_s: f64,
+    pub bandwidth_ci95: [f64; 2],
+    /// Goodness of the fit; required for measured profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r2: Option<f64>,
+}
+
+impl Segment {
+    pub fn secs(&self, bytes: f64) -> f64 {
+        self.latency_s + bytes / self.bandwidth_bytes_per_s
+    }
+}
+
+impl TransferPath {
+    /// Seconds to move `bytes` over this path: the segment whose range holds the size (the
+    /// last one beyond the end of the fitted range).
+    pub fn secs(&self, bytes: f64) -> Option<f64> {
+        let seg = self
+            .segments
+            .iter()
+            .find(|s| s.max_bytes.is_none_or(|m| bytes < m as f64))
+            .or(self.segments.last())?;
+        Some(seg.secs(bytes))
+    }
+}
+
+impl Profile {
+    /// The profile as TOML, the way `orrery calibrate` writes it.
+    pub fn to_toml(&self) -> Result<String, String> {
+        toml::to_string_pretty(self).map_err(|e| e.to_string())
+    }
+
+    pub fn transfer(&self, path: &str) -> Option<&TransferPath> {
+        self.transfer.iter().find(|t| t.path == path)
+    }
+}
