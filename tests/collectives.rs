@@ -512,3 +512,16 @@ fn one_rank_costs_nothing() {
     // Two ranks do cost something (the check above can fail).
     assert!(run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &gpus(2), 1e9).secs > 0.0);
 }
+
+#[test]
+fn bench_allreduce_reports_events_and_the_simulated_time() {
+    use orrery::network::collective::bench_allreduce;
+    // 512 GPUs, 1 GiB: one simulated step of 512 flows (1 start event, 512 completions) and
+    // the NIC-bound closed form of the fat-tree test.
+    let (events, wall, secs) = bench_allreduce(512).unwrap();
+    let (p, n) = (512.0, (1u64 << 30) as f64);
+    assert_eq!(events, 513);
+    assert!(wall > 0.0);
+    assert_close(secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / p / NIC));
+    assert!(bench_allreduce(0).is_err());
+}

@@ -48,11 +48,14 @@
 //! exact, not an approximation ([`Options::reuse`] turns it off to check). A ring allreduce of
 //! 8,192 ranks is one simulated step.
 
+mod bench;
 mod in_switch;
 mod pipeline;
 mod ring;
 mod run;
 mod tree;
+
+pub use bench::bench_allreduce;
 
 use super::{FlowNet, Graph};
 use run::Runner;
