@@ -1,0 +1,113 @@
+//! In-switch reduction: the switch adds up what the ranks send and multicasts the result.
+//!
+//! NVLS (ranks on one node, through its NVSwitch), as NCCL implements it: a reduce-scatter in
+//! the switch (each rank's multimem load pulls its n/p slice reduced from every rank, so each
+//! rank sends n up and receives n/p) then a multicast allgather (each rank stores its n/p once,
+//! the switch delivers n to every rank). Per chunk: stage 0 sends c up and c/p down, stage 1
+//! c/p up and c down, overlapped across chunks; uncontended
+//! 25 µs + 2α + (n + n/p + c − c/p)/β.
+//!
+//! SHARP-style (ranks on several nodes under one leaf switch): each rank streams n up to the
+//! leaf, which reduces and multicasts n back; stage 0 up, stage 1 down; uncontended
+//! 2α + (n + c)/β. No base latency: the reference gives none for it.
+
+use super::super::{Graph, LinkId, Vertex};
+use super::pipeline::{self, Stage};
+use super::run::{End, Runner};
+use super::{NVLS_BASE, Rank};
+
+/// A rank's path up to the reducing switch and back down.
+type UpDown = (Vec<LinkId>, Vec<LinkId>);
+
+pub(super) fn allreduce(
+    run: &mut Runner,
+    graph: &Graph,
+    ranks: &[Rank],
+    bytes: f64,
+) -> Result<(), String> {
+    let p = ranks.len() as f64;
+    let one_node = ranks.iter().all(|r| r.0 == ranks[0].0);
+    let paths = if one_node {
+        ranks
+            .iter()
+            .map(|r| nvswitch_paths(graph, *r))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        leaf_paths(graph, ranks)?
+    };
+    for (&r, (up, down)) in ranks.iter().zip(paths) {
+        run.set_path(End::Rank(r), End::Switch, up);
+        run.set_path(End::Switch, End::Rank(r), down);
+    }
+    let stage = |offset: u64, up: bool, r: Rank, scale: f64| {
+        let (src, dst) = if up {
+            (End::Rank(r), End::Switch)
+        } else {
+            (End::Switch, End::Rank(r))
+        };
+        Stage {
+            offset,
+            src,
+            dst,
+            scale,
+        }
+    };
+    let mut stages = Vec::with_capacity(4 * ranks.len());
+    for &r in ranks {
+        if one_node {
+            stages.extend([
+                stage(0, true, r, 1.0),
+                stage(0, false, r, 1.0 / p),
+                stage(1, true, r, 1.0 / p),
+                stage(1, false, r, 1.0),
+            ]);
+        } else {
+            stages.extend([stage(0, true, r, 1.0), stage(1, false, r, 1.0)]);
+        }
+    }
+    let base = if one_node { NVLS_BASE } else { 0.0 };
+    pipeline::run(run, &stages, bytes, base)
+}
+
+fn nvswitch_paths(graph: &Graph, (node, device): Rank) -> Result<UpDown, String> {
+    let (d, s) = (Vertex::Device { node, device }, Vertex::NvSwitch { node });
+    match (graph.link_between(d, s), graph.link_between(s, d)) {
+        (Some(up), Some(down)) => Ok((vec![up], vec![down])),
+        _ => Err(format!(
+            "in-switch reduction on one node needs an NVSwitch: device {device} of node {node} has no link to one"
+        )),
+    }
+}
+
+/// Every rank's route up to its leaf switch and back: the graph's route to a rank of another
+/// node, cut at the leaf. All must reach the same leaf (SHARP reduces in one switch).
+fn leaf_paths(graph: &Graph, ranks: &[Rank]) -> Result<Vec<UpDown>, String> {
+    let is_leaf = |v: Vertex| matches!(v, Vertex::Leaf { .. });
+    let mut first: Option<(Vertex, Rank)> = None;
+    let mut paths = Vec::with_capacity(ranks.len());
+    for &r in ranks {
+        let Some(&q) = ranks.iter().find(|q| q.0 != r.0) else {
+            return Err("in-switch reduction across nodes needs ranks on several nodes".into());
+        };
+        let no_route = || format!("no route between ranks {r:?} and {q:?}");
+        let out = graph.route(r, q, 0).ok_or_else(no_route)?;
+        let back = graph.route(q, r, 0).ok_or_else(no_route)?;
+        let up_end = out.iter().position(|l| is_leaf(graph.ends[*l].1));
+        let down_start = back.iter().rposition(|l| is_leaf(graph.ends[*l].0));
+        let (Some(u), Some(d)) = (up_end, down_start) else {
+            return Err(format!("rank {r:?} reaches no leaf switch"));
+        };
+        let leaf = graph.ends[out[u]].1;
+        match first {
+            None => first = Some((leaf, r)),
+            Some((l, r0)) if l != leaf => {
+                return Err(format!(
+                    "in-switch reduction across nodes needs every rank under one leaf switch (SHARP in the leaf): rank {r0:?} is under {l:?}, rank {r:?} under {leaf:?}"
+                ));
+            }
+            _ => {}
+        }
+        paths.push((out[..=u].to_vec(), back[d..].to_vec()));
+    }
+    Ok(paths)
+}

@@ -1,0 +1,310 @@
+//! Collectives decomposed into flows on the link graph, so they contend with other traffic.
+//!
+//! A collective is a sequence of steps. Each step's flows start together on a copy of the
+//! caller's [`FlowNet`] — the flows already there keep competing — and the step lasts until its
+//! slowest flow finishes at max-min rates. Every step starts from the same snapshot of that
+//! background (a steady load: the traffic the caller sees now), which is what makes two steps
+//! with the same flows take exactly the same time (see "Reuse" below).
+//!
+//! Ops and the algorithms each has (any other pair is an error, never a panic):
+//!
+//! | op | ring | tree | in-switch | hierarchical | pairwise |
+//! |---|---|---|---|---|---|
+//! | allreduce | yes | yes | yes | yes | – |
+//! | allgather, reduce_scatter | yes | – | – | yes | – |
+//! | broadcast | yes (pipelined chain) | – | – | – | – |
+//! | alltoall, sendrecv | – | – | – | – | yes |
+//!
+//! NCCL has no tree or NVLS allgather/broadcast in this model's scope, all-to-all is a set of
+//! point-to-point exchanges, and send/recv is point to point by definition.
+//!
+//! Cost of a step, α: the NCCL per-step latency of the slowest link kind any of its flows
+//! crosses — network (a path through a leaf switch) 14 µs, else PCIe 5.7 µs when a path uses
+//! neither the NVSwitch nor a direct device-device link, else NVLink 3.4 µs (NCCL
+//! src/graph/tuning.cc hwLat, in shared/reference/hardware-and-models.md and
+//! [`crate::sim::models`]). Pipelined algorithms (tree, broadcast, in-switch) overlap the α of
+//! successive chunks, as NCCL's own model does (latency = stage count × hwLat, not chunk count):
+//! they pay α once per pipeline stage and the bandwidth time of every chunk step; NVLS adds its
+//! 25 µs base latency ([`NVLS_BASE`]).
+//!
+//! Closed forms on an uncontended topology (p ranks, n bytes as nccl-tests counts them, β the
+//! bottleneck bandwidth per rank and direction, c the chunk, k = ⌈n'/c⌉ chunks of the n' bytes
+//! a pipeline carries):
+//! - ring allreduce 2(p−1)·α + 2(p−1)/p·n/β; ring allgather and reduce-scatter (p−1)·α +
+//!   (p−1)/p·n/β; pairwise all-to-all the same; send/recv α + n/β.
+//! - broadcast, a chain from the root: (p−1)·α + (k + p − 2)·c/β, n' = n.
+//! - hierarchical allreduce: intra-node reduce-scatter + inter-node allreduce of n/g on g
+//!   parallel rings (one per local rank, NCCL's rails) + intra-node allgather:
+//!   2[(g−1)α + (g−1)/g·n/β_intra] + 2(m−1)α_net + 2(m−1)/m·(n/g)/β_net over m nodes.
+//! - tree: NCCL's double binary tree (two complementary trees, n/2 each, reduce up then
+//!   broadcast down, pipelined); on an NVSwitch node of 4 ranks: 4α + (4k + 2)·c/β, n' = n/2
+//!   (derived in `tests/collectives.rs`).
+//! - in-switch: NVLS 25 µs + 2α + (n + n/p + c − c/p)/β; SHARP in the leaf 2α + (n + c)/β.
+//!
+//! Reuse: the ECMP key of a flow is a hash of its (source, destination) pair — NCCL keeps one
+//! connection per peer for the collective's life, so its packets stay on one path — not of the
+//! step. With the static background, steps with the same flows therefore have the same
+//! duration; each distinct step pattern is simulated once and its duration reused. That is
+//! exact, not an approximation ([`Options::reuse`] turns it off to check). A ring allreduce of
+//! 8,192 ranks is one simulated step.
+
+mod bench;
+mod in_switch;
+mod pipeline;
+mod ring;
+mod run;
+mod tree;
+
+pub use bench::bench_allreduce;
+
+use super::{FlowNet, Graph};
+use run::Runner;
+
+/// A rank: (node, device) in the graph's numbering.
+pub type Rank = (usize, usize);
+
+/// NVLS base latency: NCCL's tuning model (src/graph/tuning.cc) charges in-switch reduction
+/// 25 µs on top of its steps (shared/reference/hardware-and-models.md).
+pub const NVLS_BASE: f64 = 25e-6;
+
+/// Pipeline chunk: NCCL's Simple-protocol step, NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8 = 512 KiB.
+pub const DEFAULT_CHUNK: f64 = 512.0 * 1024.0;
+
+/// A collective operation; `n` (the `bytes` argument) is the size nccl-tests reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// n bytes in and out on every rank.
+    AllReduce,
+    /// n bytes out on every rank (n/p in).
+    AllGather,
+    /// n bytes in on every rank (n/p out).
+    ReduceScatter,
+    /// n bytes from `ranks[root]` to every rank.
+    Broadcast { root: usize },
+    /// n bytes per rank, n/p to each peer.
+    AllToAll,
+    /// nccl-tests' sendrecv: every rank sends n to the next and receives n from the previous.
+    SendRecv,
+}
+
+impl Op {
+    /// The name the scenario language and [`busbw_factor`] use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::AllReduce => "allreduce",
+            Op::AllGather => "allgather",
+            Op::ReduceScatter => "reduce_scatter",
+            Op::Broadcast { .. } => "broadcast",
+            Op::AllToAll => "alltoall",
+            Op::SendRecv => "sendrecv",
+        }
+    }
+}
+
+/// How an op is decomposed into flows (the table in the module docs says which op has which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Ranks in the given order form a ring; broadcast is the pipelined chain from the root.
+    Ring,
+    /// NCCL's double binary tree over the ranks in the given order, pipelined.
+    Tree,
+    /// The switch reduces: NVLS through the NVSwitch (ranks on one node), SHARP-style in the
+    /// leaf switch (ranks on several nodes of one rack).
+    InSwitch,
+    /// Reduce-scatter inside nodes, g parallel inter-node rings on n/g, allgather inside nodes.
+    Hierarchical,
+    /// Direct point-to-point exchanges (all-to-all in p − 1 shifts, send/recv).
+    Pairwise,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::Tree => "tree",
+            Algorithm::InSwitch => "nvls",
+            Algorithm::Hierarchical => "hierarchical",
+            Algorithm::Pairwise => "pairwise",
+        }
+    }
+}
+
+/// Whether `op` has `algorithm` in this model (the table in the module docs).
+pub fn supported(op: Op, algorithm: Algorithm) -> bool {
+    use Algorithm::*;
+    match op {
+        Op::AllReduce => matches!(algorithm, Ring | Tree | InSwitch | Hierarchical),
+        Op::AllGather | Op::ReduceScatter => matches!(algorithm, Ring | Hierarchical),
+        Op::Broadcast { .. } => algorithm == Ring,
+        Op::AllToAll | Op::SendRecv => algorithm == Pairwise,
+    }
+}
+
+/// Model parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Pipeline chunk in bytes (tree, broadcast, in-switch); [`DEFAULT_CHUNK`].
+    pub chunk: f64,
+    /// A fixed α per step (or per pipeline stage) instead of the link-kind one: for
+    /// calibration and for tests that isolate the bandwidth term. [`NVLS_BASE`] still applies.
+    pub alpha: Option<f64>,
+    /// Simulate each distinct step pattern once and reuse its duration (exact; see the module
+    /// docs). Off simulates every step, to check that.
+    pub reuse: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            chunk: DEFAULT_CHUNK,
+            alpha: None,
+            reuse: true,
+        }
+    }
+}
+
+/// What a collective cost, with the bandwidths nccl-tests would report.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CollectiveResult {
+    pub secs: f64,
+    /// n / secs (0 when it took no time).
+    pub algbw: f64,
+    /// algbw × [`busbw_factor`].
+    pub busbw: f64,
+    /// Steps of the algorithm (chunk steps for pipelined ones).
+    pub steps: u64,
+    /// Flows those steps comprise.
+    pub flows: u64,
+    /// Steps actually run through the flow model (the rest reused a pattern's duration).
+    pub simulated_steps: u64,
+    /// Flow starts (one per batch) and completions the flow model processed.
+    pub flow_events: u64,
+}
+
+/// Cost of `op` over `ranks` with `algorithm`, `bytes` as nccl-tests counts them, on a copy of
+/// `net` (its flows keep competing; every step sees them as they are now).
+pub fn simulate(
+    graph: &Graph,
+    net: &FlowNet,
+    op: Op,
+    algorithm: Algorithm,
+    ranks: &[Rank],
+    bytes: f64,
+    opts: &Options,
+) -> Result<CollectiveResult, String> {
+    if !supported(op, algorithm) {
+        let have: Vec<&str> = [
+            Algorithm::Ring,
+            Algorithm::Tree,
+            Algorithm::InSwitch,
+            Algorithm::Hierarchical,
+            Algorithm::Pairwise,
+        ]
+        .into_iter()
+        .filter(|a| supported(op, *a))
+        .map(Algorithm::name)
+        .collect();
+        return Err(format!(
+            "{} has no {} algorithm (it has: {})",
+            op.name(),
+            algorithm.name(),
+            have.join(", ")
+        ));
+    }
+    if !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(format!(
+            "message size must be a finite byte count, got {bytes}"
+        ));
+    }
+    if !(opts.chunk.is_finite() && opts.chunk > 0.0) {
+        return Err(format!(
+            "chunk must be a positive byte count, got {}",
+            opts.chunk
+        ));
+    }
+    if let Some(a) = opts.alpha
+        && !(a.is_finite() && a >= 0.0)
+    {
+        return Err(format!("alpha must be a non-negative time, got {a}"));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(ranks.len());
+    if let Some(r) = ranks.iter().find(|r| !seen.insert(**r)) {
+        return Err(format!("rank {r:?} appears twice in the group"));
+    }
+    let p = ranks.len();
+    if let Op::Broadcast { root } = op
+        && root >= p.max(1)
+    {
+        return Err(format!("broadcast root {root} is not one of the {p} ranks"));
+    }
+    let mut run = Runner::new(graph, net, opts);
+    if p >= 2 {
+        match (op, algorithm) {
+            (Op::Broadcast { root }, _) => pipeline::broadcast(&mut run, ranks, root, bytes)?,
+            (_, Algorithm::Ring) => ring::ring(&mut run, op, ranks, bytes)?,
+            (_, Algorithm::Hierarchical) => ring::hierarchical(&mut run, op, ranks, bytes)?,
+            (Op::AllToAll, _) => ring::all_to_all(&mut run, ranks, bytes)?,
+            (Op::SendRecv, _) => ring::send_recv(&mut run, ranks, bytes)?,
+            (_, Algorithm::Tree) => tree::allreduce(&mut run, ranks, bytes)?,
+            (_, Algorithm::InSwitch) => in_switch::allreduce(&mut run, graph, ranks, bytes)?,
+            _ => unreachable!("supported() admitted {op:?} with {algorithm:?}"),
+        }
+    }
+    let (algbw, busbw) = bandwidths(op.name(), p, bytes, run.secs);
+    Ok(CollectiveResult {
+        secs: run.secs,
+        algbw,
+        busbw,
+        steps: run.steps,
+        flows: run.flows,
+        simulated_steps: run.simulated,
+        flow_events: run.events,
+    })
+}
+
+/// Seconds for a ring allreduce of `bytes` per rank over `ranks` (in ring order), each step
+/// paying `alpha` seconds, on a copy of `net`; `None` when a route is missing or a flow can
+/// never finish. Shorthand for [`simulate`] with a fixed α.
+pub fn ring_allreduce_secs(
+    graph: &Graph,
+    net: &FlowNet,
+    ranks: &[Rank],
+    bytes: f64,
+    alpha: f64,
+) -> Option<f64> {
+    let opts = Options {
+        alpha: Some(alpha),
+        ..Options::default()
+    };
+    simulate(
+        graph,
+        net,
+        Op::AllReduce,
+        Algorithm::Ring,
+        ranks,
+        bytes,
+        &opts,
+    )
+    .ok()
+    .map(|r| r.secs)
+}
+
+/// nccl-tests bus-bandwidth factor of a collective over `p` ranks: 2(p−1)/p for allreduce, 1
+/// for broadcast, reduce and sendrecv, (p−1)/p otherwise (allgather, reduce-scatter, alltoall).
+pub fn busbw_factor(op: &str, p: usize) -> f64 {
+    if p == 0 {
+        return 0.0;
+    }
+    let p = p as f64;
+    match op {
+        "allreduce" => 2.0 * (p - 1.0) / p,
+        "broadcast" | "reduce" | "sendrecv" => 1.0,
+        _ => (p - 1.0) / p,
+    }
+}
+
+/// (algbw, busbw) in bytes per second for `bytes` moved in `secs`, as nccl-tests reports them.
+pub fn bandwidths(op: &str, p: usize, bytes: f64, secs: f64) -> (f64, f64) {
+    let algbw = if secs > 0.0 { bytes / secs } else { 0.0 };
+    (algbw, algbw * busbw_factor(op, p))
+}

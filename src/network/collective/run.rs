@@ -1,0 +1,225 @@
+//! Running a collective's steps on copies of the background flow network: routes (ECMP keyed
+//! by the pair), the per-step α from the link kinds crossed, and reuse of repeated patterns.
+
+use std::collections::HashMap;
+
+use super::super::{FlowNet, Graph, LinkId, Vertex};
+use super::{Options, Rank};
+use crate::sim::models::{ALPHA_NET, ALPHA_NVLINK, ALPHA_PCIE};
+
+/// One end of a flow: a rank, or the switch that reduces in the network (in-switch only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum End {
+    Rank(Rank),
+    Switch,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Flow {
+    pub src: End,
+    pub dst: End,
+    pub bytes: f64,
+}
+
+impl Flow {
+    pub fn new(src: Rank, dst: Rank, bytes: f64) -> Flow {
+        Flow {
+            src: End::Rank(src),
+            dst: End::Rank(dst),
+            bytes,
+        }
+    }
+}
+
+/// Patterns remembered for reuse: the repeats of a collective are adjacent or one phase
+/// apart (hierarchical reduce-scatter … allgather), so a few suffice.
+const MEMO: usize = 4;
+/// Routes kept at most (an all-to-all over p ranks has p² pairs, each used once).
+const ROUTE_CACHE: usize = 1 << 18;
+
+/// Steps of one collective and what they cost so far.
+pub(super) struct Runner<'a> {
+    graph: &'a Graph,
+    net: &'a FlowNet,
+    pub opts: &'a Options,
+    routes: HashMap<(End, End), Vec<LinkId>>,
+    /// Paths between ranks and the reducing switch, set by the algorithm (never evicted).
+    fixed: HashMap<(End, End), Vec<LinkId>>,
+    memo: Vec<(Vec<Flow>, f64)>,
+    pub secs: f64,
+    pub steps: u64,
+    pub flows: u64,
+    pub simulated: u64,
+    pub events: u64,
+}
+
+impl<'a> Runner<'a> {
+    pub fn new(graph: &'a Graph, net: &'a FlowNet, opts: &'a Options) -> Self {
+        Runner {
+            graph,
+            net,
+            opts,
+            routes: HashMap::new(),
+            fixed: HashMap::new(),
+            memo: Vec::new(),
+            secs: 0.0,
+            steps: 0,
+            flows: 0,
+            simulated: 0,
+            events: 0,
+        }
+    }
+
+    /// Fix the path between a rank and the reducing switch (in-switch algorithms).
+    pub fn set_path(&mut self, src: End, dst: End, path: Vec<LinkId>) {
+        self.fixed.insert((src, dst), path);
+    }
+
+    /// The path of a flow: the graph's route, the spine picked by a hash of the pair.
+    pub fn path(&mut self, src: End, dst: End) -> Result<&[LinkId], String> {
+        if let Some(p) = self.fixed.get(&(src, dst)) {
+            return Ok(p);
+        }
+        if !self.routes.contains_key(&(src, dst)) {
+            let (End::Rank(a), End::Rank(b)) = (src, dst) else {
+                return Err(format!("no path set between {src:?} and {dst:?}"));
+            };
+            let p = self
+                .graph
+                .route(a, b, pair_key(a, b))
+                .ok_or_else(|| format!("no route from rank {a:?} to rank {b:?}"))?;
+            if self.routes.len() >= ROUTE_CACHE {
+                self.routes.clear();
+            }
+            self.routes.insert((src, dst), p);
+        }
+        Ok(&self.routes[&(src, dst)])
+    }
+
+    /// NCCL's per-step latency for a path: network if it crosses a leaf switch, NVLink if it
+    /// goes through the NVSwitch or a direct device-device link, else PCIe (0 if empty).
+    fn path_alpha(graph: &Graph, path: &[LinkId]) -> f64 {
+        let mut alpha: f64 = if path.is_empty() { 0.0 } else { ALPHA_PCIE };
+        for &l in path {
+            match graph.ends[l] {
+                (Vertex::Leaf { .. }, _) | (_, Vertex::Leaf { .. }) => return ALPHA_NET,
+                (Vertex::NvSwitch { .. }, _)
+                | (_, Vertex::NvSwitch { .. })
+                | (Vertex::Device { .. }, Vertex::Device { .. }) => alpha = ALPHA_NVLINK,
+                _ => {}
+            }
+        }
+        alpha
+    }
+
+    /// α of a step (or pipeline stage): that of the slowest link kind its flows cross, unless
+    /// the options fix it.
+    pub fn alpha(&mut self, flows: &[Flow]) -> Result<f64, String> {
+        if let Some(a) = self.opts.alpha {
+            return Ok(a);
+        }
+        let mut alpha: f64 = 0.0;
+        for f in flows {
+            let a = Self::path_alpha(self.graph, self.path(f.src, f.dst)?);
+            alpha = alpha.max(a);
+            if alpha >= ALPHA_NET {
+                break;
+            }
+        }
+        Ok(alpha)
+    }
+
+    /// `repeat` identical steps of `flows`, each paying its α (a data-dependent sequence: the
+    /// next step forwards what this one received).
+    pub fn step(&mut self, flows: &[Flow], repeat: u64) -> Result<(), String> {
+        if repeat == 0 {
+            return Ok(());
+        }
+        let alpha = self.alpha(flows)?;
+        self.secs += repeat as f64 * alpha;
+        self.transfer(flows, repeat)
+    }
+
+    /// `repeat` identical steps of `flows` without α (pipeline steps: the caller pays its
+    /// stages' α once).
+    pub fn transfer(&mut self, flows: &[Flow], repeat: u64) -> Result<(), String> {
+        if repeat == 0 {
+            return Ok(());
+        }
+        self.steps += repeat;
+        self.flows += repeat * flows.len() as u64;
+        if !self.opts.reuse {
+            for _ in 0..repeat {
+                self.secs += self.simulate(flows)?;
+            }
+            return Ok(());
+        }
+        let secs = match self.memo.iter().find(|(f, _)| f.as_slice() == flows) {
+            Some((_, s)) => *s,
+            None => {
+                let s = self.simulate(flows)?;
+                if self.memo.len() == MEMO {
+                    self.memo.remove(0);
+                }
+                self.memo.push((flows.to_vec(), s));
+                s
+            }
+        };
+        self.secs += repeat as f64 * secs;
+        Ok(())
+    }
+
+    /// Seconds until the last of `flows` finishes, all started together on a copy of the
+    /// background (whose flows compete, and leave the copy when they finish).
+    fn simulate(&mut self, flows: &[Flow]) -> Result<f64, String> {
+        let mut batch = Vec::with_capacity(flows.len());
+        for f in flows {
+            batch.push((self.path(f.src, f.dst)?.to_vec(), f.bytes));
+        }
+        let mut net = self.net.clone();
+        let ids = net.add_batch(batch);
+        self.simulated += 1;
+        self.events += 1 + ids.len() as u64;
+        // Flows finish in no particular order and often all at once: `done` counts the leading
+        // flows known finished (bytes only decrease), so checking costs O(flows) per step.
+        let finished =
+            |net: &FlowNet, i: usize| net.remaining(ids[i]) <= 1e-6 + 1e-12 * flows[i].bytes;
+        let mut mine = vec![false; ids.iter().map(|f| f.0 as usize + 1).max().unwrap_or(0)];
+        for f in &ids {
+            mine[f.0 as usize] = true;
+        }
+        let (mut done, mut elapsed) = (0, 0.0);
+        loop {
+            while done < ids.len() && finished(&net, done) {
+                done += 1;
+            }
+            if done == ids.len() {
+                return Ok(elapsed);
+            }
+            let Some((f, dt)) = net.next_completion() else {
+                let (src, dst) = (flows[done].src, flows[done].dst);
+                return Err(format!(
+                    "the flow from {src:?} to {dst:?} cannot progress: a link on its path has no capacity"
+                ));
+            };
+            net.advance(dt);
+            elapsed += dt;
+            if !mine.get(f.0 as usize).copied().unwrap_or(false) {
+                self.events += 1;
+            }
+            net.remove(f);
+        }
+    }
+}
+
+/// ECMP key of a pair: a connection keeps its path for the whole collective.
+fn pair_key(a: Rank, b: Rank) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for v in [a.0, a.1, b.0, b.1] {
+        h = (h ^ v as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    // splitmix64 finaliser: spread FNV's low bits, which pick the spine.
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}

@@ -1,0 +1,107 @@
+//! NCCL's double binary tree allreduce (src/graph/trees.cc): two binary trees over the ranks,
+//! the second the mirror of the first (p even) or the first shifted by one rank (p odd), so a
+//! rank that is inner in one tree is a leaf in the other. Each tree carries half the message:
+//! chunks are reduced up to the root and broadcast back down, pipelined. A rank of height h
+//! (leaves 0) sends chunk i up in step i + h, as soon as its children's parts arrived; the root
+//! (height H) sends it down in step i + H, a rank of depth d in step i + H + d. So the pipeline
+//! has 2H stages and k + 2H − 1 steps, k = ⌈(n/2)/c⌉.
+
+use super::Rank;
+use super::pipeline::{self, Stage};
+use super::run::Runner;
+
+/// Parent of `r` in NCCL's binary tree rooted at 0 (ncclGetBtree): clear the lowest set bit
+/// and set the next one up, or only clear it if that leaves the ranks.
+fn btree_parent(r: usize, p: usize) -> Option<usize> {
+    if r == 0 {
+        return None;
+    }
+    let bit = r & r.wrapping_neg();
+    let up = (r ^ bit) | (bit << 1);
+    Some(if up >= p { r ^ bit } else { up })
+}
+
+/// Parents of both trees of ncclGetDtree, by rank index.
+fn dtree(p: usize) -> [Vec<Option<usize>>; 2] {
+    let first = (0..p).map(|r| btree_parent(r, p)).collect();
+    let second = (0..p)
+        .map(|r| {
+            if p % 2 == 1 {
+                btree_parent((r + p - 1) % p, p).map(|u| (u + 1) % p)
+            } else {
+                btree_parent(p - 1 - r, p).map(|u| p - 1 - u)
+            }
+        })
+        .collect();
+    [first, second]
+}
+
+/// Pipeline stages of one tree given its parents: up then down along every edge.
+fn stages(parent: &[Option<usize>], ranks: &[Rank], out: &mut Vec<Stage>) {
+    let p = parent.len();
+    // Depth by walking up (a binary tree of p ranks is ⌈log2 p⌉ + 1 deep).
+    let depth: Vec<u64> = (0..p)
+        .map(|mut r| {
+            let mut d = 0;
+            while let Some(u) = parent[r] {
+                r = u;
+                d += 1;
+            }
+            d
+        })
+        .collect();
+    // Height: deepest ranks first, each raising its parent.
+    let mut order: Vec<usize> = (0..p).collect();
+    order.sort_unstable_by_key(|r| std::cmp::Reverse(depth[*r]));
+    let mut height = vec![0u64; p];
+    for &r in &order {
+        if let Some(u) = parent[r] {
+            height[u] = height[u].max(height[r] + 1);
+        }
+    }
+    let root_height = height.iter().copied().max().unwrap_or(0);
+    for v in 0..p {
+        if let Some(u) = parent[v] {
+            out.push(Stage::new(height[v], ranks[v], ranks[u]));
+            out.push(Stage::new(root_height + depth[u], ranks[u], ranks[v]));
+        }
+    }
+}
+
+/// Double binary tree allreduce over `ranks` (tree positions are indices in `ranks`).
+pub(super) fn allreduce(run: &mut Runner, ranks: &[Rank], bytes: f64) -> Result<(), String> {
+    let mut all = Vec::with_capacity(4 * ranks.len());
+    for parent in dtree(ranks.len()) {
+        stages(&parent, ranks, &mut all);
+    }
+    // Both trees run at once on their halves: one pipeline over n/2 carries both.
+    pipeline::run(run, &all, bytes / 2.0, 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trees_match_ncclgetdtree() {
+        // trees.cc's pictures: 14 ranks (0 → 8 → 4, 12; 13 under 12) and the mirror for 12.
+        let [a, _] = dtree(14);
+        assert_eq!(a[8], Some(0));
+        assert_eq!(a[12], Some(8));
+        assert_eq!(a[13], Some(12));
+        assert_eq!(a[10], Some(12));
+        assert_eq!(a[5], Some(6));
+        let [_, b] = dtree(12);
+        // Mirror of 12: root 11, 3 → 11, 7 → 3, 1 → 3, 0 → 1.
+        assert_eq!(b[11], None);
+        assert_eq!(b[3], Some(11));
+        assert_eq!(b[7], Some(3));
+        assert_eq!(b[0], Some(1));
+        // 13 ranks (odd): the first tree shifted by one, root 1; 8 → 0 becomes 9 → 1, 12 → 8
+        // becomes 0 → 9.
+        let [_, c] = dtree(13);
+        assert_eq!(c[1], None);
+        assert_eq!(c[9], Some(1));
+        assert_eq!(c[0], Some(9));
+    }
+}

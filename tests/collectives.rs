@@ -1,0 +1,527 @@
+//! Collectives as flows against their closed forms on uncontended topologies, contention from
+//! background traffic, nccl-tests bandwidths, and the errors of unsupported requests.
+//!
+//! β: an H100's NVLink is 450 GB/s per direction (one link to the NVSwitch each way); an NDR
+//! NIC 50 GB/s. The `box` node pairs every GPU with its own NIC under one PCIe switch (gen5
+//! x16, wider than the NIC), so the NIC is each rank's bottleneck across nodes.
+
+use orrery::network::collective::{
+    Algorithm, CollectiveResult, DEFAULT_CHUNK, NVLS_BASE, Op, Options, Rank, bandwidths,
+    busbw_factor, simulate, supported,
+};
+use orrery::network::{FlowNet, Graph};
+use orrery::sim::models::{ALPHA_NET, ALPHA_NVLINK};
+use orrery::spec::{Spec, load_str};
+
+const NVLINK: f64 = 450e9;
+const NIC: f64 = 50e9;
+
+const BOX: &str = "node box {\n  cpu sockets 1, cores 16\n  memory 256 GiB\n  pcie gen5\n  switch sw[0..1] numa 0 uplink gen5 x16\n  device H100_SXM x 2 at sw[0..1] link switch\n  nic ib_ndr_400g x 2 at sw[0..1] role compute\n}\n";
+
+fn spec(src: &str) -> Spec {
+    let l = load_str("t.orr", src);
+    assert!(!l.has_errors(), "{}", l.render(false));
+    l.spec.unwrap()
+}
+
+/// One DGX H100: 8 GPUs on an NVSwitch.
+fn dgx() -> Graph {
+    Graph::build(&spec("cluster c {\n  node dgx_h100 x 1\n}\n"))
+}
+
+/// `nodes` box nodes in one rack.
+fn boxes(nodes: usize) -> Graph {
+    Graph::build(&spec(&format!(
+        "{BOX}cluster c {{\n  rack r0 {{\n    node box x {nodes}\n  }}\n}}\n"
+    )))
+}
+
+fn gpus(p: usize) -> Vec<Rank> {
+    (0..p).map(|d| (0, d)).collect()
+}
+
+fn run(g: &Graph, net: &FlowNet, op: Op, a: Algorithm, ranks: &[Rank], n: f64) -> CollectiveResult {
+    run_with(g, net, op, a, ranks, n, &Options::default())
+}
+
+fn run_with(
+    g: &Graph,
+    net: &FlowNet,
+    op: Op,
+    a: Algorithm,
+    ranks: &[Rank],
+    n: f64,
+    o: &Options,
+) -> CollectiveResult {
+    simulate(g, net, op, a, ranks, n, o).unwrap_or_else(|e| panic!("{op:?} {a:?}: {e}"))
+}
+
+fn idle(g: &Graph) -> FlowNet {
+    FlowNet::new(g.capacity.clone())
+}
+
+#[track_caller]
+fn assert_close(got: f64, want: f64) {
+    assert!(
+        (got - want).abs() <= 1e-9 * want.abs(),
+        "got {got:e}, want {want:e} (relative error {:e})",
+        (got - want).abs() / want.abs()
+    );
+}
+
+#[test]
+fn ring_allreduce_is_the_closed_form_and_one_simulated_step() {
+    let g = dgx();
+    let (p, n) = (8.0, 1e9);
+    let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &gpus(8), n);
+    assert_close(
+        r.secs,
+        2.0 * (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / NVLINK,
+    );
+    assert_eq!((r.steps, r.flows, r.simulated_steps), (14, 14 * 8, 1));
+}
+
+#[test]
+fn ring_allgather_and_reduce_scatter_are_half_an_allreduce() {
+    let g = dgx();
+    let (p, n) = (8.0, 3e8);
+    let want = (p - 1.0) * ALPHA_NVLINK + (p - 1.0) / p * n / NVLINK;
+    for op in [Op::AllGather, Op::ReduceScatter] {
+        let r = run(&g, &idle(&g), op, Algorithm::Ring, &gpus(8), n);
+        assert_close(r.secs, want);
+        assert_eq!(r.steps, 7);
+    }
+}
+
+#[test]
+fn pairwise_all_to_all_is_p_minus_one_permutations() {
+    // Every shift is a permutation: one flow out of and into each GPU's NVLink per step.
+    let g = dgx();
+    let (p, n) = (8.0, 8e8);
+    let r = run(
+        &g,
+        &idle(&g),
+        Op::AllToAll,
+        Algorithm::Pairwise,
+        &gpus(8),
+        n,
+    );
+    assert_close(
+        r.secs,
+        (p - 1.0) * ALPHA_NVLINK + (p - 1.0) / p * n / NVLINK,
+    );
+    assert_eq!((r.steps, r.simulated_steps), (7, 7));
+}
+
+#[test]
+fn send_recv_is_one_step_inside_and_across_nodes() {
+    let g = dgx();
+    let n = 2e9;
+    let r = run(
+        &g,
+        &idle(&g),
+        Op::SendRecv,
+        Algorithm::Pairwise,
+        &gpus(2),
+        n,
+    );
+    assert_close(r.secs, ALPHA_NVLINK + n / NVLINK);
+    let b = boxes(2);
+    let r = run(
+        &b,
+        &idle(&b),
+        Op::SendRecv,
+        Algorithm::Pairwise,
+        &[(0, 0), (1, 0)],
+        n,
+    );
+    assert_close(r.secs, ALPHA_NET + n / NIC);
+}
+
+#[test]
+fn broadcast_is_a_pipelined_chain_from_the_root() {
+    // p − 1 hops pay α once each; k + p − 2 chunk steps of c/β (every GPU sends and receives at
+    // most one chunk per step).
+    let g = dgx();
+    let (p, c) = (8.0, DEFAULT_CHUNK);
+    let k = 16.0;
+    let r = run(
+        &g,
+        &idle(&g),
+        Op::Broadcast { root: 3 },
+        Algorithm::Ring,
+        &gpus(8),
+        k * c,
+    );
+    assert_close(
+        r.secs,
+        (p - 1.0) * ALPHA_NVLINK + (k + p - 2.0) * c / NVLINK,
+    );
+    assert_eq!(r.steps, 16 + 6);
+    // A short last chunk: only the final step, the last hop alone, moves it.
+    let tail = 1000.0;
+    let r = run(
+        &g,
+        &idle(&g),
+        Op::Broadcast { root: 0 },
+        Algorithm::Ring,
+        &gpus(8),
+        k * c + tail,
+    );
+    let want = (p - 1.0) * ALPHA_NVLINK + ((k + 1.0 + p - 3.0) * c + tail) / NVLINK;
+    assert_close(r.secs, want);
+}
+
+#[test]
+fn tree_allreduce_matches_its_derived_closed_form() {
+    // 2 ranks: each tree is one edge, 1 → 0 and 0 → 1. Step 0 sends both trees' chunk 0 up
+    // (one flow each way), steps 1..k−1 add the previous chunk coming down (two each way),
+    // step k only the last one down: 2 stages of α and 2c/β + (k−1)·2c/β = n/β.
+    let g = dgx();
+    let c = DEFAULT_CHUNK;
+    let k = 8.0;
+    let n = 2.0 * k * c;
+    let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Tree, &gpus(2), n);
+    assert_close(r.secs, 2.0 * ALPHA_NVLINK + n / NVLINK);
+    // 4 ranks: tree A 1,3 → 2 → 0, its mirror B 2,0 → 1 → 3 (H = 2, 4 stages). On the NVSwitch
+    // a step lasts L·c/β, L the most flows on one GPU's link in either direction. Counting the
+    // flows active in each of the k + 3 steps gives L = 2, 2, 3, then 4 for k − 3 steady steps
+    // (ranks 1 and 2 are inner in one tree and the parent's neighbour in the other), then 3, 2,
+    // 2: T = 4α + (4k + 2)·c/β.
+    let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Tree, &gpus(4), n);
+    assert_close(r.secs, 4.0 * ALPHA_NVLINK + (4.0 * k + 2.0) * c / NVLINK);
+    assert_eq!(r.steps, 8 + 3);
+}
+
+#[test]
+fn nvls_reduces_in_the_nvswitch() {
+    // Per chunk: stage 0 sends c up and c/p down, stage 1 c/p up and c down. Steps 0 and k
+    // take c/β, the k − 1 overlapped ones (c + c/p)/β: (n + n/p + c − c/p)/β in all.
+    let g = dgx();
+    let (p, c) = (8.0, DEFAULT_CHUNK);
+    let n = 64.0 * c;
+    let r = run(
+        &g,
+        &idle(&g),
+        Op::AllReduce,
+        Algorithm::InSwitch,
+        &gpus(8),
+        n,
+    );
+    let want = NVLS_BASE + 2.0 * ALPHA_NVLINK + (n + n / p + c - c / p) / NVLINK;
+    assert_close(r.secs, want);
+    // busbw above the link rate, as measured NVLS is (nccl-tests #212: ~480 GB/s on 8 H100s).
+    assert!(r.busbw > NVLINK, "{}", r.busbw);
+}
+
+#[test]
+fn sharp_reduces_in_the_leaf_switch() {
+    // One rank on each of 4 nodes: up the NIC to the leaf, the result multicast back down.
+    let b = boxes(4);
+    let c = DEFAULT_CHUNK;
+    let n = 32.0 * c;
+    let ranks: Vec<Rank> = (0..4).map(|i| (i, 0)).collect();
+    let r = run(&b, &idle(&b), Op::AllReduce, Algorithm::InSwitch, &ranks, n);
+    assert_close(r.secs, 2.0 * ALPHA_NET + (n + c) / NIC);
+}
+
+#[test]
+fn hierarchical_is_intra_reduce_scatter_inter_rails_intra_allgather() {
+    // 4 nodes × 2 GPUs: NVSwitch rings of g = 2 inside, 2 rails of m = 4 nodes across, each
+    // rank on its own NIC.
+    let b = boxes(4);
+    let (g, m, n) = (2.0, 4.0, 1e9);
+    let ranks: Vec<Rank> = (0..4).flat_map(|i| [(i, 0), (i, 1)]).collect();
+    let half = (g - 1.0) * ALPHA_NVLINK + (g - 1.0) / g * n / NVLINK;
+    let inter = |f: f64| f * (m - 1.0) * ALPHA_NET + f * (m - 1.0) / m * (n / g) / NIC;
+    let r = run(
+        &b,
+        &idle(&b),
+        Op::AllReduce,
+        Algorithm::Hierarchical,
+        &ranks,
+        n,
+    );
+    assert_close(r.secs, 2.0 * half + inter(2.0));
+    assert_eq!(r.steps, 1 + 6 + 1);
+    // The intra-node allgather repeats the reduce-scatter's pattern: reused, not re-run.
+    assert_eq!(r.simulated_steps, 2);
+    for op in [Op::ReduceScatter, Op::AllGather] {
+        let r = run(&b, &idle(&b), op, Algorithm::Hierarchical, &ranks, n);
+        assert_close(r.secs, half + inter(1.0));
+    }
+    // Flat, the same ring crosses the network every step at each NIC's full rate.
+    let flat = run(&b, &idle(&b), Op::AllReduce, Algorithm::Ring, &ranks, n);
+    assert_close(flat.secs, 2.0 * 7.0 * ALPHA_NET + 2.0 * 7.0 / 8.0 * n / NIC);
+    assert!(r.secs < flat.secs);
+}
+
+#[test]
+fn a_background_flow_slows_a_collective_by_the_max_min_amount() {
+    let g = dgx();
+    let (p, n) = (8.0, 8e8);
+    let c = n / p;
+    // A 1 TB transfer 5 → 1 outlasts the collective: every step's flow into GPU 1 shares that
+    // GPU's NVLink with it at half rate, so the bandwidth term doubles.
+    let mut busy = idle(&g);
+    busy.add(g.route((0, 5), (0, 1), 0).unwrap(), 1e12);
+    let r = run(&g, &busy, Op::AllGather, Algorithm::Ring, &gpus(8), n);
+    assert_close(
+        r.secs,
+        (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / NVLINK,
+    );
+    // A short one (b < c) shares the link until it ends: the link moves c + b per step. Every
+    // step sees the background as given (a steady load), so each pays it again.
+    let b = c / 4.0;
+    let mut short = idle(&g);
+    short.add(g.route((0, 5), (0, 1), 0).unwrap(), b);
+    let r = run(&g, &short, Op::AllGather, Algorithm::Ring, &gpus(8), n);
+    assert_close(
+        r.secs,
+        (p - 1.0) * ALPHA_NVLINK + (p - 1.0) * (c + b) / NVLINK,
+    );
+    // Across nodes: a transfer into node 1's NIC halves a send/recv pair's inbound share.
+    let bx = boxes(3);
+    let mut net = idle(&bx);
+    net.add(bx.route((2, 0), (1, 0), 0).unwrap(), 1e12);
+    let r = run(
+        &bx,
+        &net,
+        Op::SendRecv,
+        Algorithm::Pairwise,
+        &[(0, 0), (1, 0)],
+        n,
+    );
+    assert_close(r.secs, ALPHA_NET + n / (NIC / 2.0));
+}
+
+#[test]
+fn reusing_identical_steps_is_exact() {
+    // Two racks of two DGX nodes on a 2:1 leaf-spine, loaded by a background flow on a spine
+    // path: reuse must give exactly what simulating every step does.
+    let s = spec(
+        "cluster c {\n  rack r[0..1] {\n    node dgx_h100 x 2\n  }\n  fabric leaf_spine oversubscription 2:1\n}\n",
+    );
+    let g = Graph::build(&s);
+    let mut net = idle(&g);
+    for k in 0..4 {
+        net.add(g.route((0, 7), (2, 0), k).unwrap(), 1e12);
+    }
+    let ranks: Vec<Rank> = (0..32).map(|d| (d / 8, d % 8)).collect();
+    let all = Options {
+        reuse: false,
+        ..Options::default()
+    };
+    for (op, a) in [
+        (Op::AllReduce, Algorithm::Ring),
+        (Op::AllReduce, Algorithm::Hierarchical),
+        (Op::AllReduce, Algorithm::Tree),
+        (Op::Broadcast { root: 5 }, Algorithm::Ring),
+    ] {
+        let fast = run(&g, &net, op, a, &ranks, 1e8);
+        let slow = run_with(&g, &net, op, a, &ranks, 1e8, &all);
+        // Equal up to summation order (k·t against t + … + t).
+        assert!(
+            (fast.secs - slow.secs).abs() <= 1e-12 * slow.secs,
+            "{op:?} {a:?}: {} vs {}",
+            fast.secs,
+            slow.secs
+        );
+        assert_eq!((fast.steps, fast.flows), (slow.steps, slow.flows));
+        assert_eq!(slow.simulated_steps, slow.steps);
+        assert!(fast.simulated_steps < slow.simulated_steps);
+    }
+}
+
+#[test]
+fn a_ring_across_a_fat_tree_is_bound_by_the_nics() {
+    // 512 GPUs on 64 DGX nodes: the hop between nodes (one per node) goes NIC to NIC at
+    // 50 GB/s, so every step pays the network α and n/p at the NIC rate; one simulated step.
+    let s =
+        spec("cluster c {\n  rack r[0..1] {\n    node dgx_h100 x 32\n  }\n  fabric fat_tree\n}\n");
+    let g = Graph::build(&s);
+    let ranks: Vec<Rank> = (0..512).map(|d| (d / 8, d % 8)).collect();
+    let (p, n) = (512.0, 1e9);
+    let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &ranks, n);
+    assert_close(r.secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / p / NIC));
+    assert_eq!((r.steps, r.simulated_steps), (1022, 1));
+}
+
+#[test]
+fn bandwidths_are_nccl_tests() {
+    let g = dgx();
+    let n = 1e9;
+    for (op, a, factor) in [
+        (Op::AllReduce, Algorithm::Ring, 1.75),
+        (Op::AllGather, Algorithm::Ring, 0.875),
+        (Op::ReduceScatter, Algorithm::Ring, 0.875),
+        (Op::AllToAll, Algorithm::Pairwise, 0.875),
+        (Op::Broadcast { root: 0 }, Algorithm::Ring, 1.0),
+        (Op::SendRecv, Algorithm::Pairwise, 1.0),
+    ] {
+        assert_eq!(busbw_factor(op.name(), 8), factor, "{op:?}");
+        let r = run(&g, &idle(&g), op, a, &gpus(8), n);
+        assert_close(r.algbw, n / r.secs);
+        assert_close(r.busbw, r.algbw * factor);
+        assert_eq!(bandwidths(op.name(), 8, n, r.secs), (r.algbw, r.busbw));
+    }
+    // An uncontended ring allreduce without α reports busbw = the link rate.
+    let zero = Options {
+        alpha: Some(0.0),
+        ..Options::default()
+    };
+    let r = run_with(
+        &g,
+        &idle(&g),
+        Op::AllReduce,
+        Algorithm::Ring,
+        &gpus(8),
+        n,
+        &zero,
+    );
+    assert_close(r.busbw, NVLINK);
+}
+
+const OPS: [Op; 6] = [
+    Op::AllReduce,
+    Op::AllGather,
+    Op::ReduceScatter,
+    Op::Broadcast { root: 0 },
+    Op::AllToAll,
+    Op::SendRecv,
+];
+const ALGOS: [Algorithm; 5] = [
+    Algorithm::Ring,
+    Algorithm::Tree,
+    Algorithm::InSwitch,
+    Algorithm::Hierarchical,
+    Algorithm::Pairwise,
+];
+
+#[test]
+fn unsupported_combinations_are_errors() {
+    let g = dgx();
+    let mut have = Vec::new();
+    for op in OPS {
+        for a in ALGOS {
+            let r = simulate(&g, &idle(&g), op, a, &gpus(4), 1e6, &Options::default());
+            assert_eq!(r.is_ok(), supported(op, a), "{op:?} {a:?}: {r:?}");
+            match r {
+                Ok(_) => have.push((op.name(), a.name())),
+                Err(e) => assert!(
+                    e.contains(op.name()) && e.contains("has no") && e.contains(a.name()),
+                    "{e}"
+                ),
+            }
+        }
+    }
+    assert_eq!(
+        have,
+        [
+            ("allreduce", "ring"),
+            ("allreduce", "tree"),
+            ("allreduce", "nvls"),
+            ("allreduce", "hierarchical"),
+            ("allgather", "ring"),
+            ("allgather", "hierarchical"),
+            ("reduce_scatter", "ring"),
+            ("reduce_scatter", "hierarchical"),
+            ("broadcast", "ring"),
+            ("alltoall", "pairwise"),
+            ("sendrecv", "pairwise"),
+        ]
+    );
+}
+
+#[test]
+fn impossible_groups_are_errors() {
+    let g = dgx();
+    let o = Options::default();
+    let err = |g: &Graph, op: Op, a: Algorithm, ranks: &[Rank]| {
+        simulate(g, &idle(g), op, a, ranks, 1e6, &o).unwrap_err()
+    };
+    assert!(err(&g, Op::AllReduce, Algorithm::Ring, &[(0, 1), (0, 1)]).contains("twice"));
+    assert!(err(&g, Op::Broadcast { root: 4 }, Algorithm::Ring, &gpus(4)).contains("root"));
+    assert!(err(&g, Op::AllReduce, Algorithm::Ring, &[(0, 0), (0, 9)]).contains("no route"));
+    let uneven = [(0, 0), (0, 1), (1, 0)];
+    let b = boxes(2);
+    assert!(err(&b, Op::AllReduce, Algorithm::Hierarchical, &uneven).contains("same number"));
+    // In-switch needs an NVSwitch on one node, one leaf across nodes.
+    let pcie = Graph::build(&spec(
+        "node plain {\n  cpu sockets 1, cores 16\n  memory 64 GiB\n  device L4 x 2 link none\n  nic roce_400g\n}\ncluster c {\n  rack r[0..1] {\n    node plain x 1\n  }\n  fabric leaf_spine oversubscription 1:1\n}\n",
+    ));
+    assert!(err(&pcie, Op::AllReduce, Algorithm::InSwitch, &[(0, 0), (0, 1)]).contains("NVSwitch"));
+    assert!(err(&pcie, Op::AllReduce, Algorithm::InSwitch, &[(0, 0), (1, 0)]).contains("one leaf"));
+    // A dead link on the path: the step can never finish.
+    let mut dead = idle(&g);
+    dead.set_capacity(g.route((0, 0), (0, 1), 0).unwrap()[0], 0.0);
+    let e = simulate(
+        &g,
+        &dead,
+        Op::SendRecv,
+        Algorithm::Pairwise,
+        &gpus(2),
+        1e6,
+        &o,
+    )
+    .unwrap_err();
+    assert!(e.contains("cannot progress"), "{e}");
+    let bad = Options {
+        chunk: 0.0,
+        ..Options::default()
+    };
+    assert!(
+        simulate(
+            &g,
+            &idle(&g),
+            Op::AllReduce,
+            Algorithm::Tree,
+            &gpus(2),
+            1e6,
+            &bad
+        )
+        .is_err()
+    );
+    assert!(
+        simulate(
+            &g,
+            &idle(&g),
+            Op::AllReduce,
+            Algorithm::Ring,
+            &gpus(2),
+            f64::NAN,
+            &o
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn one_rank_costs_nothing() {
+    let g = dgx();
+    for op in OPS {
+        for a in ALGOS.into_iter().filter(|a| supported(op, *a)) {
+            let r = run(&g, &idle(&g), op, a, &gpus(1), 1e9);
+            assert_eq!(
+                (r.secs, r.algbw, r.busbw, r.steps, r.flows),
+                (0.0, 0.0, 0.0, 0, 0),
+                "{op:?} {a:?}"
+            );
+        }
+    }
+    // Two ranks do cost something (the check above can fail).
+    assert!(run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &gpus(2), 1e9).secs > 0.0);
+}
+
+#[test]
+fn bench_allreduce_reports_events_and_the_simulated_time() {
+    use orrery::network::collective::bench_allreduce;
+    // 512 GPUs, 1 GiB: one simulated step of 512 flows (1 start event, 512 completions) and
+    // the NIC-bound closed form of the fat-tree test.
+    let (events, wall, secs) = bench_allreduce(512).unwrap();
+    let (p, n) = (512.0, (1u64 << 30) as f64);
+    assert_eq!(events, 513);
+    assert!(wall > 0.0);
+    assert_close(secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / p / NIC));
+    assert!(bench_allreduce(0).is_err());
+}
