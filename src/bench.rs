@@ -127,7 +127,7 @@ pub struct BenchReport {
     pub text: String,
 }
 
-pub fn run(nodes: u64, tasks: u64, flows: usize) -> Result<BenchReport, String> {
+pub fn run(nodes: u64, tasks: u64, flows: usize, allreduce: usize) -> Result<BenchReport, String> {
     if nodes == 0 || tasks == 0 {
         return Err("--nodes and --tasks must be at least 1".into());
     }
@@ -146,6 +146,16 @@ pub fn run(nodes: u64, tasks: u64, flows: usize) -> Result<BenchReport, String> 
             o,
             "flow network: {flows} flows on a 1000-node fat-tree, {fe} flow events in {fs:.2} s ({:.0} flow events/s)",
             fe as f64 / fs
+        );
+    }
+    if allreduce > 0 {
+        let (fe, wall, sim) = crate::network::collective::bench_allreduce(allreduce)?;
+        let bytes = crate::network::collective::BENCH_BYTES;
+        let (_, busbw) = crate::network::collective::bandwidths("allreduce", allreduce, bytes, sim);
+        let _ = writeln!(
+            o,
+            "allreduce: ring over {allreduce} GPUs, 1 GiB per rank: {sim:.4} s simulated (busbw {:.1} GB/s), {fe} flow events in {wall:.2} s",
+            busbw / 1e9
         );
     }
     let text = scenario(nodes, tasks);

@@ -91,9 +91,12 @@ enum Command {
         #[arg(long, default_value_t = 1_000_000)]
         tasks: u64,
         /// Concurrent flows on a 1,000-node fat-tree for the flow-level network benchmark
-        /// (0 skips it; every completion recomputes max-min rates, so cost grows ~ flows²).
-        #[arg(long, default_value_t = 2_000)]
+        /// (0 skips it; every completion updates the max-min rates it disturbs).
+        #[arg(long, default_value_t = 10_000)]
         flows: usize,
+        /// GPUs of the ring allreduce benchmark (1 GiB per rank on a DGX H100 fat-tree; 0 skips).
+        #[arg(long, default_value_t = 8_192)]
+        allreduce: usize,
     },
     /// List the built-in catalog of accelerators, NICs and node types.
     Catalog {
@@ -139,7 +142,8 @@ fn main() -> ExitCode {
             nodes,
             tasks,
             flows,
-        } => match orrery::bench::run(nodes, tasks, flows) {
+            allreduce,
+        } => match orrery::bench::run(nodes, tasks, flows, allreduce) {
             Ok(r) => {
                 print!("{}", r.text);
                 ExitCode::SUCCESS

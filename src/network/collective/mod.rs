@@ -55,7 +55,7 @@ mod ring;
 mod run;
 mod tree;
 
-pub use bench::bench_allreduce;
+pub use bench::{BENCH_BYTES, bench_allreduce};
 
 use super::{FlowNet, Graph};
 use run::Runner;
