@@ -345,6 +345,14 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>, policy: Option<&str
     }
     let wall = t0.elapsed().as_secs_f64();
     h.model_sources = r.model_sources.clone();
+    // How collectives were priced is known only after the run (it depends on placement).
+    for m in r
+        .model_sources
+        .iter()
+        .filter(|m| m.starts_with("collective "))
+    {
+        println!("network model: {m}");
+    }
     print!("{}", orrery::report::table(&r.metrics));
     println!(
         "simulated in {wall:.3} s ({:.2} M events/s)",

@@ -17,8 +17,9 @@ pub struct Header {
     /// A placement policy imposed on every workload from the command line, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
-    /// Which compute model each (accelerator, dtype) used: a calibration profile or the
-    /// datasheet defaults (`RunResult::model_sources`).
+    /// Which compute model each (accelerator, dtype) used — a calibration profile or the
+    /// datasheet defaults — and how each training collective was priced: the flow model on
+    /// the link graph or, where it cannot, the closed form and why (`RunResult::model_sources`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub model_sources: Vec<String>,
 }
@@ -35,8 +36,13 @@ impl Header {
             self.orrery, self.scenario, self.scenario_hash, self.seed
         );
         for m in &self.model_sources {
-            line.push_str("\ncompute model: ");
-            line.push_str(m);
+            // Network notes name what they price ("collective ..."); the rest are compute.
+            let kind = if m.starts_with("collective ") {
+                "network"
+            } else {
+                "compute"
+            };
+            line.push_str(&format!("\n{kind} model: {m}"));
         }
         line
     }

@@ -566,3 +566,33 @@ fn a_degraded_nic_slows_collectives_across_nodes_without_failing() {
     assert!(t.finished.unwrap() > healthy.finished.unwrap());
     assert!(t.step_time > healthy.step_time);
 }
+
+#[test]
+fn an_oversubscribed_spine_slows_a_cross_rack_ring_by_its_share() {
+    // Two DGX H100 nodes, a flat ring allreduce of 1 GB over their 16 GPUs. In one rack the
+    // two inter-node hops run at a NIC's 50 GB/s; across two racks behind an 8:1 spine each
+    // leaf has 8 × 50 / 8 = 50 GB/s up, split over 4 spines: the hop crossing a spine gets
+    // 12.5 GB/s. The flow model prices the ring by its slowest hop: 2(p−1)α + 2(p−1)/p·n/β,
+    // α = 14 µs (a network step), p = 16.
+    let run = |racks: &str| {
+        let s = spec(&format!(
+            "cluster c {{\n{racks}  fabric leaf_spine oversubscription 8:1\n}}\nworkload w {{\n  placement_group pg strategy STRICT_SPREAD {{\n    bundle {{ GPU: 8 }} x 2\n  }}\n  training t on pg steps 10 {{\n    compute 1 TFLOP per device bf16\n    allreduce 1 GB algo ring\n  }}\n}}\n"
+        ));
+        let r = simulate(&s, &SimConfig::default());
+        assert!(
+            r.model_sources
+                .iter()
+                .any(|m| m == "collective allreduce ring: flow model on the link graph"),
+            "{:?}",
+            r.model_sources
+        );
+        r.metrics.training[0].step_time
+    };
+    let compute = 1e12 / (989e12 * 0.75);
+    let comm = |beta: f64| 2.0 * 15.0 * 14e-6 + 2.0 * 15.0 / 16.0 * 1e9 / beta;
+    let same = run("  rack r0 {\n    node dgx_h100 x 2\n  }\n");
+    let split =
+        run("  rack r0 {\n    node dgx_h100 x 1\n  }\n  rack r1 {\n    node dgx_h100 x 1\n  }\n");
+    assert!((same - compute - comm(50e9)).abs() < 1e-8, "{same}");
+    assert!((split - compute - comm(12.5e9)).abs() < 1e-8, "{split}");
+}

@@ -716,6 +716,22 @@ impl Graph {
         Some(Vertex::Root { node, numa: numa? })
     }
 
+    /// Take NIC `nic` of `node` out of routing (a failed port): routes pick among the node's
+    /// other compute NICs. Its links stay; give them capacity 0 in the flow network.
+    pub fn disable_nic(&mut self, node: usize, nic: usize) {
+        if let Some(n) = self.nics.get_mut(node) {
+            n.retain(|x| x.nic != nic);
+        }
+    }
+
+    /// The links of NIC `nic` of `node` (to its host and its leaf, both directions).
+    pub fn nic_links(&self, node: usize, nic: usize) -> Vec<LinkId> {
+        let v = Vertex::Nic { node, nic };
+        (0..self.ends.len())
+            .filter(|l| self.ends[*l].0 == v || self.ends[*l].1 == v)
+            .collect()
+    }
+
     /// The compute NIC a device would use, as a vertex.
     pub fn nic_of(&self, (node, device): (usize, usize)) -> Option<Vertex> {
         let n = self.nic_near(Vertex::Device { node, device })?;

@@ -23,6 +23,7 @@
 pub mod failures;
 pub mod metrics;
 pub mod models;
+pub mod network;
 mod objects;
 
 use crate::engine::{EventQueue, Time, rng_stream, stream_id};
@@ -304,6 +305,7 @@ struct Sim<'s> {
     trace: Option<Vec<TraceEvent>>,
     failures: failures::Failures,
     store: objects::Store,
+    net: network::NetState,
 }
 
 /// One allocation or free, for checking invariants over a whole run.
@@ -387,6 +389,7 @@ impl<'s> Sim<'s> {
             trace: cfg.record.then(Vec::new),
             failures: failures::Failures::default(),
             store: objects::Store::default(),
+            net: network::NetState::default(),
         }
     }
 
@@ -397,6 +400,7 @@ impl<'s> Sim<'s> {
     /// Workloads first (they size the task arrays), then the object stores.
     fn start_store_and(&mut self, cfg: &SimConfig) {
         self.init_store_nodes();
+        self.init_network();
         self.start(cfg);
     }
 
@@ -1283,7 +1287,7 @@ impl<'s> Sim<'s> {
 
     /// Seconds of the job's collectives per step over its current group, with the current
     /// bandwidth of each node (degraded NVLink or NICs slow them down).
-    fn job_comm_secs(&self, j: u32, per_node: &BTreeMap<NodeId, u32>) -> f64 {
+    fn job_comm_secs(&mut self, j: u32, per_node: &BTreeMap<NodeId, u32>) -> f64 {
         let job = &self.jobs[j as usize];
         let t = &self.spec.workloads[job.workload].training[job.index];
         let linked: Vec<(NodeId, u32)> = per_node
@@ -1301,12 +1305,34 @@ impl<'s> Sim<'s> {
                 .map(|(n, _)| self.failures.bandwidth_factors(*n))
                 .collect(),
         };
-        t.collectives
-            .iter()
-            .map(|c| {
-                models::collective_secs(self.spec, &c.op, c.bytes.0 as f64, c.hierarchical, &group)
-            })
-            .sum()
+        let mut total = 0.0;
+        for c in &t.collectives {
+            let what = format!(
+                "collective {} {}{}",
+                c.op,
+                c.algo.as_deref().unwrap_or("ring"),
+                if c.hierarchical { " hierarchical" } else { "" }
+            );
+            total += match self.flow_collective_secs(c, per_node) {
+                Ok(s) => {
+                    self.net
+                        .notes
+                        .insert(format!("{what}: flow model on the link graph"));
+                    s
+                }
+                Err(e) => {
+                    self.net.notes.insert(format!("{what}: closed form ({e})"));
+                    models::collective_secs(
+                        self.spec,
+                        &c.op,
+                        c.bytes.0 as f64,
+                        c.hierarchical,
+                        &group,
+                    )
+                }
+            };
+        }
+        total
     }
 
     /// A node's bandwidth changed: running jobs on it take the new collective time from
@@ -1905,7 +1931,10 @@ impl<'s> Sim<'s> {
             explain: self.explain,
             trace: self.trace.unwrap_or_default(),
             violations: self.violations,
-            model_sources: crate::compute::model_sources(spec),
+            model_sources: crate::compute::model_sources(spec)
+                .into_iter()
+                .chain(std::mem::take(&mut self.net.notes))
+                .collect(),
         }
     }
 }

@@ -1,0 +1,163 @@
+//! The simulation's view of the network: training collectives priced by the flow-level model
+//! on the cluster's link graph ([`crate::network::collective`]) instead of closed forms, so
+//! where a job is placed — one rack or four, which NICs, an oversubscribed spine, a degraded
+//! NVLink or a NIC down — changes its step time the way the topology says.
+//!
+//! Model: when a job starts, and whenever a node of its group changes bandwidth, each of its
+//! collectives is simulated once on the graph as flows (ranks node-major in the job's node
+//! order, the first `d` devices of a node holding `d` of its devices), with the job's own flows
+//! contending; the step time is reused until the group or its bandwidth changes. Degraded
+//! scale-up links and NICs scale those links' capacities; a NIC that is down is taken out of
+//! routing and its links carry nothing. Other jobs' traffic is not on the graph while a job's
+//! collectives are priced (each job sees an otherwise idle network).
+//!
+//! When the flow model cannot price a collective — an algorithm the op does not have, uneven
+//! devices per node under `hierarchical`, no NVSwitch for `nvls`, a node with every NIC down,
+//! or an O(p²) pattern (all-to-all, broadcast) over more than [`MAX_QUADRATIC_RANKS`] ranks —
+//! the closed form of [`super::models`] is used and the run says so in its model sources.
+
+use std::collections::BTreeMap;
+
+use super::Sim;
+use crate::network::collective::{self, Algorithm, Op, Options};
+use crate::network::{FlowNet, Graph, LinkKind};
+use crate::placement::NodeId;
+use crate::spec::workload::Collective;
+
+/// All-to-all and broadcast move O(p²) flows: beyond this many ranks they are priced in
+/// closed form.
+pub const MAX_QUADRATIC_RANKS: usize = 1024;
+
+/// What a collective's price depends on: ranks, op, algorithm, bytes, per-node bandwidth state.
+type Key = (Vec<(usize, usize)>, String, String, u64, Vec<NodeState>);
+/// A node's bandwidth state: (node, scale-up factor bits, (NIC, factor bits) of NICs not at 1).
+type NodeState = (usize, u64, Vec<(usize, u64)>);
+
+#[derive(Default)]
+pub(crate) struct NetState {
+    pub graph: Option<Graph>,
+    cache: BTreeMap<Key, Result<f64, String>>,
+    /// How collectives were priced, for the run's model sources.
+    pub notes: std::collections::BTreeSet<String>,
+}
+
+/// The flow model's op and algorithm for a declared collective.
+pub fn op_and_algorithm(c: &Collective) -> Result<(Op, Algorithm), String> {
+    let op = match c.op.as_str() {
+        "allreduce" => Op::AllReduce,
+        "allgather" => Op::AllGather,
+        "reduce_scatter" => Op::ReduceScatter,
+        "broadcast" => Op::Broadcast { root: 0 },
+        "alltoall" => Op::AllToAll,
+        other => return Err(format!("no flow model for `{other}`")),
+    };
+    let algo = if c.hierarchical {
+        Algorithm::Hierarchical
+    } else {
+        match (op, c.algo.as_deref()) {
+            (Op::AllToAll, _) => Algorithm::Pairwise,
+            (_, Some("tree")) => Algorithm::Tree,
+            (_, Some("nvls")) => Algorithm::InSwitch,
+            _ => Algorithm::Ring,
+        }
+    };
+    Ok((op, algo))
+}
+
+impl Sim<'_> {
+    pub(crate) fn init_network(&mut self) {
+        if self.spec.cluster.is_some() {
+            self.net.graph = Some(Graph::build(self.spec));
+        }
+    }
+
+    /// Seconds of one collective over the job's group by the flow model, or why it cannot.
+    pub(crate) fn flow_collective_secs(
+        &mut self,
+        c: &Collective,
+        per_node: &BTreeMap<NodeId, u32>,
+    ) -> Result<f64, String> {
+        let Some(graph) = &self.net.graph else {
+            return Err("no cluster graph".into());
+        };
+        let (op, algo) = op_and_algorithm(c)?;
+        let ranks: Vec<(usize, usize)> = per_node
+            .iter()
+            .flat_map(|(n, d)| (0..*d as usize).map(move |k| (*n, k)))
+            .collect();
+        if matches!(op, Op::AllToAll | Op::Broadcast { .. }) && ranks.len() > MAX_QUADRATIC_RANKS {
+            return Err(format!(
+                "{} over {} ranks exceeds the flow model's {MAX_QUADRATIC_RANKS}",
+                c.op,
+                ranks.len()
+            ));
+        }
+        let state: Vec<NodeState> = per_node
+            .keys()
+            .map(|&n| {
+                let nv = self.failures.nvlink_factor.get(n).copied().unwrap_or(1.0);
+                let nics = (0..self.failures.nics.get(n).map_or(0, Vec::len))
+                    .filter_map(|i| {
+                        let f = if self.failures.nics_down[n].contains(&i) {
+                            0.0
+                        } else {
+                            self.failures
+                                .nic_factor
+                                .get(&(n, i))
+                                .copied()
+                                .unwrap_or(1.0)
+                        };
+                        (f != 1.0).then_some((i, f.to_bits()))
+                    })
+                    .collect();
+                (n, nv.to_bits(), nics)
+            })
+            .collect();
+        let key: Key = (
+            ranks.clone(),
+            c.op.clone(),
+            algo.name().to_string(),
+            c.bytes.0,
+            state.clone(),
+        );
+        if let Some(r) = self.net.cache.get(&key) {
+            return r.clone();
+        }
+        // Apply the group's bandwidth state to a copy of the graph's capacities.
+        let mut g2: Option<Graph> = None;
+        let mut caps = graph.capacity.clone();
+        for (n, nv, nics) in &state {
+            let nv = f64::from_bits(*nv);
+            if nv != 1.0 {
+                for l in graph.node_links(*n) {
+                    if graph.kind[l] == LinkKind::ScaleUp {
+                        caps[l] *= nv;
+                    }
+                }
+            }
+            for (i, f) in nics {
+                let f = f64::from_bits(*f);
+                for l in graph.nic_links(*n, *i) {
+                    caps[l] *= f;
+                }
+                if f == 0.0 {
+                    g2.get_or_insert_with(|| graph.clone()).disable_nic(*n, *i);
+                }
+            }
+        }
+        let g = g2.as_ref().unwrap_or(graph);
+        let net = FlowNet::new(caps);
+        let r = collective::simulate(
+            g,
+            &net,
+            op,
+            algo,
+            &ranks,
+            c.bytes.0 as f64,
+            &Options::default(),
+        )
+        .map(|r| r.secs);
+        self.net.cache.insert(key, r.clone());
+        r
+    }
+}
