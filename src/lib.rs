@@ -18,6 +18,7 @@ pub mod sim;
 pub mod spec;
 pub mod summary;
 pub mod syntax;
+pub mod transport;
 pub mod units;
 
 /// The built-in default scenario (`orrery run` with no file).

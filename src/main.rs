@@ -98,6 +98,21 @@ enum Command {
         #[arg(long, default_value_t = 8_192)]
         allreduce: usize,
     },
+    /// Compare transports (object store, NVLink P2P, NCCL, Gloo, NIXL, RDMA, GPUDirect RDMA,
+    /// host-staged RDMA, TCP) on the same transfers over a scenario's cluster.
+    Transports {
+        file: PathBuf,
+        /// Transfer sizes (default 4KiB,64KiB,1MiB,64MiB,1GiB).
+        #[arg(long)]
+        sizes: Option<String>,
+        /// Device pairs `SRC:DST,...` by name, e.g. `r0.n0.d0:r1.n0.d0` (default: one pair on
+        /// a node and one across nodes).
+        #[arg(long)]
+        pairs: Option<String>,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the built-in catalog of accelerators, NICs and node types.
     Catalog {
         /// Print the catalog as JSON.
@@ -137,6 +152,12 @@ fn main() -> ExitCode {
             write,
         } => fmt(&files, check, write),
         Command::Catalog { json, source } => catalog(json, source),
+        Command::Transports {
+            file,
+            sizes,
+            pairs,
+            json,
+        } => transports(&file, sizes.as_deref(), pairs.as_deref(), json),
         Command::Explain { file, item, seed } => explain(&file, &item, seed),
         Command::Bench {
             nodes,
@@ -679,6 +700,40 @@ fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
         }
     }
     code
+}
+
+fn transports(file: &Path, sizes: Option<&str>, pairs: Option<&str>, json: bool) -> ExitCode {
+    use orrery::transport::compare as tc;
+    let l = match load(Some(file)) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    let spec = l.spec.as_ref().expect("no errors means a spec");
+    let r = (|| {
+        let sizes = match sizes {
+            Some(s) => tc::parse_sizes(s)?,
+            None => tc::DEFAULT_SIZES.to_vec(),
+        };
+        let pairs = match pairs {
+            Some(p) => tc::parse_pairs(spec, p)?,
+            None => Vec::new(),
+        };
+        tc::compare(spec, &sizes, &pairs)
+    })();
+    match r {
+        Ok(c) if json => {
+            println!("{}", serde_json::to_string_pretty(&c).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Ok(c) => {
+            print!("{c}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn catalog(json: bool, source: bool) -> ExitCode {

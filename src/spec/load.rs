@@ -5,7 +5,7 @@
 
 use super::reader::{self as rd, Args, Cx};
 use super::workload::ResourceScope;
-use super::{Spec, cluster, experiment, failure, hardware, schema, workload};
+use super::{Spec, cluster, experiment, failure, hardware, schema, transport, workload};
 use crate::diag::{Diagnostic, FileId, SourceMap, Span};
 use crate::syntax::{self, Stmt};
 use std::collections::BTreeMap;
@@ -376,6 +376,20 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder
     }
     spec.node_types = nodes.into_map();
 
+    let mut transport_names: BTreeMap<String, Span> = BTreeMap::new();
+    for d in by_kind.remove("transport").unwrap_or_default() {
+        if let Some(&first) = transport_names.get(&d.name) {
+            cx.push(
+                Diagnostic::error(d.span, format!("transport `{}` is declared twice", d.name))
+                    .with_secondary(first, "first declared here"),
+            );
+            continue;
+        }
+        transport_names.insert(d.name.clone(), d.span);
+        spec.transports
+            .extend(transport::transport(cx, &d.name, d.span, d.body()));
+    }
+
     let clusters = by_kind.remove("cluster").unwrap_or_default();
     if let Some(second) = clusters.get(1) {
         cx.push(
@@ -482,7 +496,16 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
             bump(k, v);
         }
     }
-    ResourceScope { max_per_node: max }
+    let transports = spec
+        .transports
+        .iter()
+        .map(|t| t.name.clone())
+        .chain(schema::TRANSPORT_KINDS.iter().map(|k| k.to_string()))
+        .collect();
+    ResourceScope {
+        max_per_node: max,
+        transports,
+    }
 }
 
 /// The Ray resources one node of this type offers.

@@ -12,6 +12,7 @@ pub mod hardware;
 pub mod load;
 pub mod reader;
 pub mod schema;
+pub mod transport;
 pub mod workload;
 
 use serde::Serialize;
@@ -50,6 +51,8 @@ pub struct Spec {
     pub workloads: Vec<Workload>,
     pub failures: Vec<Failures>,
     pub experiments: Vec<Experiment>,
+    /// Declared transports (`transport NAME { kind ... }`), in declaration order.
+    pub transports: Vec<transport::Transport>,
     /// Names of catalog entries the scenario replaced.
     pub overridden: Vec<String>,
     /// Calibration profiles the accelerators use, by name (`calibration/NAME.toml`).

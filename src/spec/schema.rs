@@ -43,6 +43,7 @@ pub const TOP: &[StmtDef] = &[
     many("workload", &["tenant"]),
     many("failures", &[]),
     many("experiment", &[]),
+    many("transport", &[]),
 ];
 
 pub const DTYPES: &[&str] = &["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"];
@@ -154,6 +155,7 @@ pub const WORKLOAD: &[StmtDef] = &[
     many("placement_group", &["strategy", "policy", "slice"]),
     many("training", &["on", "steps"]),
     many("service", &[]),
+    one("transport", &[]),
 ];
 pub const TASK: &[StmtDef] = &[
     one("resources", &[]),
@@ -164,6 +166,7 @@ pub const TASK: &[StmtDef] = &[
     one("label_selector", &[]),
     one("retries", &[]),
     one("retry_delay", &[]),
+    one("transport", &[]),
 ];
 pub const ACTOR: &[StmtDef] = &[
     one("resources", &[]),
@@ -173,6 +176,7 @@ pub const ACTOR: &[StmtDef] = &[
     one("max_task_retries", &[]),
     one("strategy", TASK_STRATEGIES),
     one("label_selector", &[]),
+    one("transport", &[]),
 ];
 pub const PLACEMENT_GROUP: &[StmtDef] = &[many("bundle", &["x"])];
 pub const TRAINING: &[StmtDef] = &[
@@ -216,6 +220,35 @@ pub const DETECTION: &[StmtDef] = &[
 
 pub const PLOT_KINDS: &[&str] = &["timeline", "utilization", "cdf", "bars", "heatmap"];
 
+/// Transport models (`src/transport/`); a `transport` block or a `transport NAME` selection
+/// names one of these or a declared transport.
+pub const TRANSPORT_KINDS: &[&str] = &[
+    "object_store",
+    "nvlink_p2p",
+    "nccl",
+    "gloo",
+    "nixl",
+    "rdma",
+    "gpudirect_rdma",
+    "host_staged_rdma",
+    "tcp",
+];
+
+pub const TRANSPORT: &[StmtDef] = &[
+    one("kind", &[]),
+    one("latency", &[]),
+    one("overhead", &[]),
+    one("efficiency", &[]),
+    one("scale_up_efficiency", &[]),
+    one("copy_efficiency", &[]),
+    one("cross_socket", &[]),
+    one("chunk", &[]),
+    one("inline", &[]),
+    one("staging", &[]),
+    one("memcpy", &[]),
+    one("source", &[]),
+];
+
 pub const EXPERIMENT: &[StmtDef] = &[
     one("seeds", &[]),
     many("sweep", &["in"]),
@@ -243,6 +276,7 @@ pub const ALL: &[(&str, &[StmtDef])] = &[
     ("failures", FAILURES),
     ("detection", DETECTION),
     ("experiment", EXPERIMENT),
+    ("transport", TRANSPORT),
 ];
 
 /// Enumerated words that appear as values, for documentation checks.
@@ -268,4 +302,5 @@ pub const VALUE_WORDS: &[&[&str]] = &[
     DISTRIBUTIONS,
     DISTRIBUTION_PARAMS,
     PLOT_KINDS,
+    TRANSPORT_KINDS,
 ];

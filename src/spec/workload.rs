@@ -95,6 +95,9 @@ pub struct TaskGroup {
     pub retries: u32,
     /// Wait before a retry (Ray `task_retry_delay_ms`, default 0).
     pub retry_delay: Duration,
+    /// Transport for the group's outputs (a declared `transport` or a built-in kind); `None`:
+    /// the workload's.
+    pub transport: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -109,6 +112,9 @@ pub struct Actor {
     pub max_task_retries: i64,
     pub strategy: Strategy,
     pub label_selector: Vec<LabelConstraint>,
+    /// Transport for the actor's results (Ray Direct Transport's `tensor_transport`); `None`:
+    /// the workload's.
+    pub transport: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -204,14 +210,19 @@ pub struct Workload {
     pub placement_groups: Vec<PlacementGroup>,
     pub training: Vec<Training>,
     pub services: Vec<Service>,
+    /// Transport for object transfers of the workload (default: Ray's object store).
+    pub transport: Option<String>,
     #[serde(skip)]
     pub span: Span,
 }
 
-/// What resource requests may name, and what the biggest node offers of each.
+/// What resource requests may name, and what the biggest node offers of each; which
+/// transports a `transport` selection may name.
 pub struct ResourceScope {
     /// Largest amount of each resource on any one node type in scope.
     pub max_per_node: BTreeMap<String, f64>,
+    /// Declared transports and the built-in kinds.
+    pub transports: BTreeSet<String>,
 }
 
 impl ResourceScope {
@@ -418,6 +429,20 @@ fn strategy(cx: &mut Cx, v: &Value) -> Option<Strategy> {
     }
 }
 
+/// `transport NAME`: a declared transport or a built-in kind.
+fn transport_ref(cx: &mut Cx, scope: &ResourceScope, v: &Value) -> Option<String> {
+    let n = rd::ident(cx, v, "a transport name")?;
+    if !scope.transports.contains(n) {
+        let help =
+            did_you_mean(n, scope.transports.iter().map(String::as_str)).unwrap_or_else(|| {
+                "declare it with `transport NAME { kind KIND ... }` or name a built-in kind".into()
+            });
+        cx.push(Diagnostic::error(v.span, format!("unknown transport `{n}`")).with_help(help));
+        return None;
+    }
+    Some(n.to_string())
+}
+
 fn policy(cx: &mut Cx, v: &Value) -> Option<Policy> {
     Some(
         match rd::choice(cx, v, schema::POLICIES, "placement policy")? {
@@ -532,6 +557,7 @@ pub fn workload(
         placement_groups: Vec::new(),
         training: Vec::new(),
         services: Vec::new(),
+        transport: None,
         span,
     };
     let mut names: BTreeMap<String, Span> = BTreeMap::new();
@@ -543,6 +569,11 @@ pub fn workload(
             if def.key == "policy" {
                 cx.no_block(s);
                 w.policy = policy(cx, a.req("a policy")?)?;
+                return Some(());
+            }
+            if def.key == "transport" {
+                cx.no_block(s);
+                w.transport = Some(transport_ref(cx, scope, a.req("a transport name")?)?);
                 return Some(());
             }
             let nv = a.req("a name")?;
@@ -578,6 +609,7 @@ pub fn workload(
                         label_selector: Vec::new(),
                                                 retries: 3,
                         retry_delay: Duration(0),
+                        transport: None,
                     };
                     cx.each(&blk.stmts, schema::TASK, "a task group", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -601,6 +633,10 @@ pub fn workload(
                                     g.retries = rd::count(cx, b.req("a count")?, 0, 1000)? as u32
                                 }
                                 "retry_delay" => g.retry_delay = rd::duration(cx, b.req("a time")?)?,
+                                "transport" => {
+                                    g.transport =
+                                        Some(transport_ref(cx, scope, b.req("a transport name")?)?)
+                                }
                                 _ => {}
                             }
                             Some(())
@@ -637,6 +673,7 @@ pub fn workload(
                         max_task_retries: 0,
                         strategy: Strategy::Default,
                         label_selector: Vec::new(),
+                        transport: None,
                     };
                     cx.each(&blk.stmts, schema::ACTOR, "an actor", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -657,6 +694,10 @@ pub fn workload(
                                     ac.max_task_retries = restarts(cx, b.req("a count or -1")?)?
                                 }
                                 "strategy" => ac.strategy = strategy(cx, b.req("a strategy")?)?,
+                                "transport" => {
+                                    ac.transport =
+                                        Some(transport_ref(cx, scope, b.req("a transport name")?)?)
+                                }
                                 "label_selector" => {
                                     ac.label_selector =
                                         label_selector(cx, b.req("a label selector")?)?

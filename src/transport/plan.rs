@@ -1,0 +1,531 @@
+//! A transfer as a plan: phases run one after another; a phase pipelines `chunks` equal chunks
+//! through its stages; a stage moves each chunk with one flow over a graph path (sharing links
+//! max-min with everything else on the network) or with an off-graph copy at a fixed rate
+//! (host memcpy), after a fixed latency, paying a per-chunk overhead.
+//!
+//! Stages of each kind (S, T the devices; H(S), H(T) their hosts' memory, the NUMA root
+//! complex; N(S), N(T) their GPU-local NICs; "wire" is the network stage, which pays the
+//! transport's `latency` once and `overhead` per chunk):
+//!
+//! | kind | phases (chunks) |
+//! |---|---|
+//! | `object_store` | D2H S→H(S) (1) · serialize: `staging` memcpys (1) · push (⌈n/chunk⌉): send copy, wire H(S)→H(T), receive copy · H2D H(T)→T (1). Same node: no push (the store is shared memory). n ≤ `inline`: the push is one wire message, no chunks, no pull protocol. |
+//! | `nvlink_p2p` | wire S→T on the node's route (NVSwitch, else PCIe); one node only |
+//! | `nccl` | wire S→T on the graph's route (scale-up first, GPU-local NIC, PXN) |
+//! | `gloo` | D2H (1) · wire H(S)→H(T) over TCP (⌈n/chunk⌉) · H2D (1) |
+//! | `nixl` | wire S→N(S)→N(T)→T (one-sided RDMA); same node: S→T over the scale-up route |
+//! | `rdma` | wire H(S)→H(T) through the NICs; same node: loopback through N(S) |
+//! | `gpudirect_rdma` | wire S→N(S)→N(T)→T; same node: loopback through N(S) |
+//! | `host_staged_rdma` | one pipeline (⌈n/chunk⌉): D2H · wire H(S)→H(T) · H2D |
+//! | `tcp` | wire H(S)→H(T); same node: a loopback copy at `memcpy` |
+//!
+//! The pull protocol of a non-inline object costs [`PULL_MESSAGES`] messages (each the path
+//! latency plus `overhead`) before the first chunk. A D2H or H2D copy costs
+//! [`COPY_OVERHEAD`] per chunk (launch and completion). Efficiency: D2H/H2D copies move
+//! payload / `copy_efficiency` bytes; a wire flow payload / e bytes, e = `scale_up_efficiency`
+//! on a path of scale-up links without network links, else `efficiency`; when a path that
+//! reads or writes device memory (`nvlink_p2p`, `nccl`, `nixl`, `gpudirect_rdma`) crosses a
+//! socket link, e is multiplied by `cross_socket`. Modelling efficiency as extra wire bytes
+//! makes a transport's overhead compete for the link like the payload does.
+
+use super::params::{COPY_OVERHEAD, PULL_MESSAGES, TransportKind, TransportParams};
+use crate::network::{Graph, LinkId, LinkKind, Vertex};
+use serde::Serialize;
+use std::fmt;
+use std::ops::Range;
+
+/// Most chunks one phase may have (a 1 TiB transfer in 1 MiB chunks).
+pub const MAX_CHUNKS: u64 = 1 << 20;
+
+/// What a stage does; the breakdown counts every kind but `Wire` as staging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageKind {
+    /// Device to host memory over PCIe (copy engine).
+    D2h,
+    /// Serialization into a buffer or store: host memcpy.
+    Serialize,
+    /// The sender copies a chunk into its message (object store push).
+    SendCopy,
+    /// Over the network or scale-up fabric.
+    Wire,
+    /// The receiver copies a chunk out of its message into the store.
+    RecvCopy,
+    /// Host to device memory over PCIe.
+    H2d,
+    /// Host to host on one node (TCP loopback): a memcpy.
+    Loopback,
+}
+
+impl StageKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StageKind::D2h => "d2h",
+            StageKind::Serialize => "serialize",
+            StageKind::SendCopy => "send_copy",
+            StageKind::Wire => "wire",
+            StageKind::RecvCopy => "recv_copy",
+            StageKind::H2d => "h2d",
+            StageKind::Loopback => "loopback",
+        }
+    }
+
+    /// Time spent here is bandwidth-bound network time, not staging.
+    pub fn is_wire(self) -> bool {
+        self == StageKind::Wire
+    }
+}
+
+/// How a stage moves a chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mover {
+    /// One flow over `Plan::links[links]` of chunk × `inflation` bytes (inflation = 1 /
+    /// efficiency). An empty path costs nothing.
+    Flow { links: Range<usize>, inflation: f64 },
+    /// A copy off the graph at `rate` bytes per second.
+    Copy { rate: f64 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage {
+    pub kind: StageKind,
+    /// Seconds between a chunk leaving the previous stage and reaching this one (path latency,
+    /// software latency); it delays chunks but does not occupy the stage.
+    pub latency: f64,
+    /// Seconds per chunk, occupying the stage (per-message overhead).
+    pub overhead: f64,
+    pub mover: Mover,
+}
+
+/// Stages `stages` of the plan pipelined over `chunks` equal chunks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub chunks: u32,
+    pub stages: Range<usize>,
+}
+
+/// One transfer, ready to run on a [`crate::network::FlowNet`] ([`super::run_plan`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub kind: TransportKind,
+    /// Payload bytes.
+    pub bytes: f64,
+    /// Sent inline (object store, at most `inline` bytes).
+    pub inline: bool,
+    pub phases: Vec<Phase>,
+    pub stages: Vec<Stage>,
+    /// Every flow's path, concatenated; stages index into it.
+    pub links: Vec<LinkId>,
+}
+
+impl Plan {
+    /// The links of a stage's flow (empty for copies).
+    pub fn path(&self, s: &Stage) -> &[LinkId] {
+        match &s.mover {
+            Mover::Flow { links, .. } => &self.links[links.clone()],
+            Mover::Copy { .. } => &[],
+        }
+    }
+
+    /// Chunks of the most chunked phase.
+    pub fn chunks(&self) -> u32 {
+        self.phases.iter().map(|p| p.chunks).max().unwrap_or(0)
+    }
+
+    /// The NICs the plan's wire stages cross, as (node, NIC index).
+    pub fn nics(&self, graph: &Graph) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for s in self.stages.iter().filter(|s| s.kind.is_wire()) {
+            for l in self.path(s) {
+                let (a, b) = graph.ends[*l];
+                for v in [a, b] {
+                    if let Vertex::Nic { node, nic } = v
+                        && !out.contains(&(node, nic))
+                    {
+                        out.push((node, nic));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Why a transfer cannot be planned or run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransportError {
+    /// No such (node, device) in the graph.
+    NoDevice((usize, usize)),
+    NoRoute {
+        from: Vertex,
+        to: Vertex,
+    },
+    /// The transport cannot connect these endpoints (CUDA IPC across nodes, RDMA without an
+    /// RDMA NIC, ...).
+    Unsupported {
+        transport: String,
+        reason: String,
+    },
+    BadParams(String),
+    BadSize(f64),
+    TooManyChunks(u64),
+    /// A plan's links are not in the network it was given.
+    WrongNetwork,
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::NoDevice((n, d)) => write!(f, "no device {d} on node {n}"),
+            TransportError::NoRoute { from, to } => write!(f, "no route from {from:?} to {to:?}"),
+            TransportError::Unsupported { transport, reason } => {
+                write!(f, "{transport}: {reason}")
+            }
+            TransportError::BadParams(m) => write!(f, "bad transport parameters: {m}"),
+            TransportError::BadSize(b) => write!(f, "bad transfer size {b}"),
+            TransportError::TooManyChunks(k) => {
+                write!(f, "{k} chunks in one transfer; the limit is {MAX_CHUNKS}")
+            }
+            TransportError::WrongNetwork => {
+                write!(f, "the plan's links are not in the given network")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TransportError {}
+
+struct Builder<'a> {
+    g: &'a Graph,
+    p: &'a TransportParams,
+    key: u64,
+    plan: Plan,
+    latency_paid: bool,
+}
+
+fn dev((node, device): (usize, usize)) -> Vertex {
+    Vertex::Device { node, device }
+}
+
+fn has(g: &Graph, path: &[LinkId], k: LinkKind) -> bool {
+    path.iter().any(|l| g.kind[*l] == k)
+}
+
+impl Builder<'_> {
+    fn route(&self, a: Vertex, b: Vertex) -> Result<Vec<LinkId>, TransportError> {
+        self.g
+            .route_vertices(a, b, self.key)
+            .ok_or(TransportError::NoRoute { from: a, to: b })
+    }
+
+    /// Device-to-device route as the graph picks it (scale-up first, PXN).
+    fn dev_route(
+        &self,
+        s: (usize, usize),
+        t: (usize, usize),
+    ) -> Result<Vec<LinkId>, TransportError> {
+        self.g.route(s, t, self.key).ok_or(TransportError::NoRoute {
+            from: dev(s),
+            to: dev(t),
+        })
+    }
+
+    /// A PCIe path between a device and a NIC of its node, never through another device's
+    /// scale-up links: the direct route if it has none, else up to the device's root complex
+    /// and over to the NIC.
+    fn pcie(
+        &self,
+        d: (usize, usize),
+        nic: Vertex,
+        to_nic: bool,
+    ) -> Result<Vec<LinkId>, TransportError> {
+        let (a, b) = if to_nic { (dev(d), nic) } else { (nic, dev(d)) };
+        let direct = self.route(a, b)?;
+        let up = |p: &[LinkId]| has(self.g, p, LinkKind::ScaleUp) || has(self.g, p, LinkKind::Ici);
+        if !up(&direct) {
+            return Ok(direct);
+        }
+        let host = self.g.host_of(d).ok_or(TransportError::NoDevice(d))?;
+        let mut p = if to_nic {
+            self.route(dev(d), host)?
+        } else {
+            self.route(nic, host)?
+        };
+        p.extend(if to_nic {
+            self.route(host, nic)?
+        } else {
+            self.route(host, dev(d))?
+        });
+        if up(&p) {
+            return Err(TransportError::NoRoute { from: a, to: b });
+        }
+        Ok(p)
+    }
+
+    fn nic(&self, d: (usize, usize)) -> Result<Vertex, TransportError> {
+        self.g.nic_of(d).ok_or_else(|| TransportError::Unsupported {
+            transport: self.p.name.clone(),
+            reason: format!("node {} has no compute NIC", d.0),
+        })
+    }
+
+    /// GPUDirect path S → N(S) → N(T) → T (a NIC loopback on one node).
+    fn gdr_path(
+        &self,
+        s: (usize, usize),
+        t: (usize, usize),
+    ) -> Result<Vec<LinkId>, TransportError> {
+        let (ns, nt) = (self.nic(s)?, self.nic(t)?);
+        let mut p = self.pcie(s, ns, true)?;
+        p.extend(self.route(ns, nt)?);
+        p.extend(self.pcie(t, nt, false)?);
+        Ok(p)
+    }
+
+    /// Host memory to host memory through the NICs (a loopback through N(S) on one node).
+    fn host_path(
+        &self,
+        s: (usize, usize),
+        t: (usize, usize),
+        hs: Vertex,
+        ht: Vertex,
+    ) -> Result<Vec<LinkId>, TransportError> {
+        if s.0 != t.0 {
+            return self.route(hs, ht);
+        }
+        let n = self.nic(s)?;
+        let mut p = self.route(hs, n)?;
+        p.extend(self.route(n, ht)?);
+        Ok(p)
+    }
+
+    fn phase(&mut self, chunks: u32) {
+        let n = self.plan.stages.len();
+        self.plan.phases.push(Phase {
+            chunks,
+            stages: n..n,
+        });
+    }
+
+    fn push(&mut self, stage: Stage) {
+        self.plan.stages.push(stage);
+        if let Some(ph) = self.plan.phases.last_mut() {
+            ph.stages.end = self.plan.stages.len();
+        }
+    }
+
+    fn flow(
+        &mut self,
+        kind: StageKind,
+        path: Vec<LinkId>,
+        inflation: f64,
+        latency: f64,
+        overhead: f64,
+    ) {
+        let start = self.plan.links.len();
+        let latency = latency + self.g.path_latency(&path);
+        self.plan.links.extend(path);
+        let links = start..self.plan.links.len();
+        self.push(Stage {
+            kind,
+            latency,
+            overhead,
+            mover: Mover::Flow { links, inflation },
+        });
+    }
+
+    /// A PCIe copy between device and host memory.
+    fn copy_engine(&mut self, kind: StageKind, path: Vec<LinkId>) {
+        self.flow(kind, path, 1.0 / self.p.copy_efficiency, 0.0, COPY_OVERHEAD);
+    }
+
+    fn memcpy(&mut self, kind: StageKind, rate: f64) {
+        self.push(Stage {
+            kind,
+            latency: 0.0,
+            overhead: 0.0,
+            mover: Mover::Copy { rate },
+        });
+    }
+
+    /// The transport's software latency, paid once, at its first network stage.
+    fn software_latency(&mut self) -> f64 {
+        if std::mem::replace(&mut self.latency_paid, true) {
+            0.0
+        } else {
+            self.p.latency
+        }
+    }
+
+    /// A network stage: `device` when it reads or writes device memory (socket penalty).
+    fn wire(&mut self, path: Vec<LinkId>, device: bool, extra: f64) {
+        let g = self.g;
+        let mut e = if !has(g, &path, LinkKind::Network)
+            && (has(g, &path, LinkKind::ScaleUp) || has(g, &path, LinkKind::Ici))
+        {
+            self.p.scale_up_efficiency
+        } else {
+            self.p.efficiency
+        };
+        if device && has(g, &path, LinkKind::Socket) {
+            e *= self.p.cross_socket;
+        }
+        let latency = self.software_latency() + extra;
+        self.flow(StageKind::Wire, path, 1.0 / e, latency, self.p.overhead);
+    }
+
+    /// A TCP loopback on one node: a memcpy that is the transport's network stage.
+    fn loopback(&mut self) {
+        let latency = self.software_latency();
+        self.push(Stage {
+            kind: StageKind::Loopback,
+            latency,
+            overhead: self.p.overhead,
+            mover: Mover::Copy {
+                rate: self.p.memcpy,
+            },
+        });
+    }
+
+    fn finish(mut self) -> Plan {
+        if !self.latency_paid
+            && let Some(s) = self.plan.stages.first_mut()
+        {
+            s.latency += self.p.latency;
+        }
+        self.plan
+    }
+}
+
+/// Chunks of a pipelined phase: ⌈bytes / chunk⌉ (1 without chunking or bytes).
+pub fn chunk_count(bytes: f64, chunk: f64) -> Result<u32, TransportError> {
+    if chunk <= 0.0 || bytes <= 0.0 {
+        return Ok(1);
+    }
+    let k = (bytes / chunk).ceil();
+    if k > MAX_CHUNKS as f64 {
+        return Err(TransportError::TooManyChunks(k.min(u64::MAX as f64) as u64));
+    }
+    Ok(k as u32)
+}
+
+/// Plan a transfer of `bytes` from device `src` to device `dst` ((node, device) in the graph's
+/// numbering); `key` picks among equal routes (ECMP). Host-endpoint kinds (`rdma`, `tcp`)
+/// move the bytes between the hosts' memories of those devices.
+pub fn plan(
+    graph: &Graph,
+    params: &TransportParams,
+    src: (usize, usize),
+    dst: (usize, usize),
+    bytes: f64,
+    key: u64,
+) -> Result<Plan, TransportError> {
+    params.validate().map_err(TransportError::BadParams)?;
+    if !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(TransportError::BadSize(bytes));
+    }
+    let hs = graph.host_of(src).ok_or(TransportError::NoDevice(src))?;
+    let ht = graph.host_of(dst).ok_or(TransportError::NoDevice(dst))?;
+    let same = src.0 == dst.0;
+    let k = chunk_count(bytes, params.chunk)?;
+    let mut b = Builder {
+        g: graph,
+        p: params,
+        key,
+        plan: Plan {
+            kind: params.kind,
+            bytes,
+            inline: false,
+            phases: Vec::new(),
+            stages: Vec::new(),
+            links: Vec::new(),
+        },
+        latency_paid: false,
+    };
+    match params.kind {
+        TransportKind::ObjectStore => {
+            let inline = bytes <= params.inline;
+            b.plan.inline = inline;
+            b.phase(1);
+            b.copy_engine(StageKind::D2h, b.route(dev(src), hs)?);
+            if params.staging > 0 {
+                b.phase(1);
+                b.memcpy(
+                    StageKind::Serialize,
+                    params.memcpy / f64::from(params.staging),
+                );
+            }
+            if inline {
+                b.phase(1);
+                b.wire(b.route(hs, ht)?, false, 0.0);
+            } else if !same {
+                b.phase(k);
+                b.memcpy(StageKind::SendCopy, params.memcpy);
+                let path = b.route(hs, ht)?;
+                let pull = PULL_MESSAGES * (graph.path_latency(&path) + params.overhead);
+                b.wire(path, false, pull);
+                b.memcpy(StageKind::RecvCopy, params.memcpy);
+            }
+            b.phase(1);
+            b.copy_engine(StageKind::H2d, b.route(ht, dev(dst))?);
+        }
+        TransportKind::NvlinkP2p => {
+            if !same {
+                return Err(TransportError::Unsupported {
+                    transport: params.name.clone(),
+                    reason: "CUDA IPC / NVLink P2P reaches devices of one node only".into(),
+                });
+            }
+            b.phase(k);
+            b.wire(b.dev_route(src, dst)?, true, 0.0);
+        }
+        TransportKind::Nccl => {
+            b.phase(k);
+            b.wire(b.dev_route(src, dst)?, true, 0.0);
+        }
+        TransportKind::Gloo => {
+            b.phase(1);
+            b.copy_engine(StageKind::D2h, b.route(dev(src), hs)?);
+            b.phase(k);
+            if same {
+                b.loopback();
+            } else {
+                b.wire(b.route(hs, ht)?, false, 0.0);
+            }
+            b.phase(1);
+            b.copy_engine(StageKind::H2d, b.route(ht, dev(dst))?);
+        }
+        TransportKind::Nixl => {
+            let path = if same {
+                b.dev_route(src, dst)?
+            } else {
+                b.gdr_path(src, dst)?
+            };
+            b.phase(k);
+            b.wire(path, true, 0.0);
+        }
+        TransportKind::Rdma => {
+            b.phase(k);
+            b.wire(b.host_path(src, dst, hs, ht)?, false, 0.0);
+        }
+        TransportKind::GpudirectRdma => {
+            b.phase(k);
+            b.wire(b.gdr_path(src, dst)?, true, 0.0);
+        }
+        TransportKind::HostStagedRdma => {
+            b.phase(k);
+            b.copy_engine(StageKind::D2h, b.route(dev(src), hs)?);
+            b.wire(b.host_path(src, dst, hs, ht)?, false, 0.0);
+            b.copy_engine(StageKind::H2d, b.route(ht, dev(dst))?);
+        }
+        TransportKind::Tcp => {
+            b.phase(k);
+            if same {
+                b.loopback();
+            } else {
+                b.wire(b.route(hs, ht)?, false, 0.0);
+            }
+        }
+    }
+    Ok(b.finish())
+}

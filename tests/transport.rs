@@ -1,0 +1,567 @@
+//! Transports against closed forms worked out by hand from the link graph: one flow, the object
+//! store's staged and chunked pipeline, the inline threshold, GPUDirect locality, max-min
+//! sharing of a NIC; the DSL's located errors; `orrery transports`.
+
+use orrery::network::graph::{DEFAULT_HOP_LATENCY, PCIE_HOP_LATENCY, SOCKET_HOP_LATENCY};
+use orrery::network::{FlowNet, Graph, Vertex};
+use orrery::spec::{Spec, load_str};
+use orrery::transport::params::{
+    COPY_EFFICIENCY, COPY_OVERHEAD, CROSS_SOCKET, GPUDIRECT_LATENCY, MEMCPY, OBJECT_CHUNK,
+    OBJECT_STORE_LATENCY, OBJECT_STORE_OVERHEAD, PULL_MESSAGES, RDMA_EFFICIENCY, RDMA_LATENCY,
+    STAGED_CHUNK, TCP_EFFICIENCY,
+};
+use orrery::transport::{
+    Plan, StageKind, TransportError, TransportKind, TransportParams, closed_form, compare, plan,
+    run_plan, run_plans,
+};
+use std::process::{Command, Output};
+
+const KIB: f64 = 1024.0;
+const MIB: f64 = KIB * KIB;
+const GIB: f64 = MIB * KIB;
+/// ConnectX-7 NDR: 400 Gb/s.
+const NDR: f64 = 400e9 / 8.0;
+/// H100 PCIe gen5 x16 as the catalog declares it (0.985 GB/s per lane × 4 × 16).
+const GEN5: f64 = 0.985e9 * 4.0 * 16.0;
+
+/// `near`: two GPUs and one NDR NIC under the same PCIe switch; `far`: the NIC under the other
+/// socket's switch. No NVLink, so every path is PCIe.
+const NODES: &str = "
+node near {
+  cpu sockets 2, cores 32, numa 2
+  memory 512 GiB
+  switch sw[0..1] numa [0, 1] uplink gen5 x16
+  device H100_SXM x 2 at sw0 link none
+  nic ib_ndr_400g x 1 at sw0 role compute
+}
+node far from near {
+  nic ib_ndr_400g x 1 at sw1 role compute
+}
+";
+
+fn spec(src: &str) -> Spec {
+    let l = load_str("t.orr", src);
+    assert!(!l.has_errors(), "{}", l.render(false));
+    l.spec.unwrap()
+}
+
+fn cluster(node: &str, n: u32) -> Spec {
+    spec(&format!(
+        "{NODES}cluster c {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n}}\n"
+    ))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-9)
+}
+
+fn builtin(kind: TransportKind) -> TransportParams {
+    TransportParams::defaults(kind)
+}
+
+fn idle(g: &Graph) -> FlowNet {
+    FlowNet::new(g.capacity.clone())
+}
+
+/// Run a plan and check the closed form agrees and the breakdown adds up.
+fn secs(g: &Graph, p: &Plan) -> f64 {
+    let b = run_plan(&idle(g), p).unwrap();
+    let c = closed_form(p, &g.capacity);
+    assert!(
+        close(b.secs, c.secs),
+        "engine {} vs closed form {}",
+        b.secs,
+        c.secs
+    );
+    let parts = b.latency_secs + b.overhead_secs + b.staging_secs + b.bandwidth_secs;
+    assert!(close(parts, b.secs), "{b:?}");
+    b.secs
+}
+
+#[test]
+fn a_single_flow_transport_is_latency_plus_bytes_over_bottleneck_times_efficiency() {
+    // GPU → switch → NIC → leaf → NIC → switch → GPU: 4 PCIe hops, 2 switch hops, the NIC the
+    // bottleneck. The DSL sets latency 3 us and efficiency 0.9.
+    let s = spec(&format!(
+        "{NODES}cluster c {{\n  rack r0 {{\n    node near x 2\n  }}\n}}\n\
+         transport fast {{\n  kind gpudirect_rdma\n  latency 3 us\n  efficiency 0.9\n}}\n"
+    ));
+    let g = Graph::build(&s);
+    let p = TransportParams::named(&s, "fast").unwrap();
+    assert_eq!((p.latency, p.efficiency), (3e-6, 0.9));
+    for n in [4.0 * KIB, MIB, GIB] {
+        let pl = plan(&g, &p, (0, 0), (1, 0), n, 0).unwrap();
+        assert_eq!(pl.stages.len(), 1);
+        let want = 3e-6 + 4.0 * PCIE_HOP_LATENCY + 2.0 * DEFAULT_HOP_LATENCY + n / (NDR * 0.9);
+        assert!(
+            close(secs(&g, &pl), want),
+            "{n}: {} vs {want}",
+            secs(&g, &pl)
+        );
+    }
+}
+
+/// The pieces of the object store's closed form on two `dgx_h100` in one rack: host path
+/// root → switch → NIC → leaf → NIC → switch → root, 1.6 µs and NDR-bound; D2H/H2D over the
+/// GPU's switch (2 PCIe hops, gen5-bound).
+fn object_store_parts(n: f64) -> (f64, f64, f64, f64) {
+    let copy = 2.0 * PCIE_HOP_LATENCY + COPY_OVERHEAD + n / (GEN5 * COPY_EFFICIENCY);
+    let serialize = n / MEMCPY;
+    let path = 4.0 * PCIE_HOP_LATENCY + 2.0 * DEFAULT_HOP_LATENCY;
+    (copy, serialize, path, copy)
+}
+
+#[test]
+fn the_object_store_moves_one_gib_through_d2h_serialize_a_chunk_pipeline_and_h2d() {
+    let s = spec("cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\n");
+    let g = Graph::build(&s);
+    let n = GIB;
+    let pl = plan(
+        &g,
+        &builtin(TransportKind::ObjectStore),
+        (0, 0),
+        (1, 0),
+        n,
+        0,
+    )
+    .unwrap();
+    assert!(!pl.inline);
+    // ⌈1 GiB / 5 MiB⌉ = 205 equal chunks through send copy → TCP → receive copy.
+    assert_eq!(pl.chunks(), 205);
+    let (d2h, serialize, path, h2d) = object_store_parts(n);
+    let k = 205.0;
+    let c = n / k;
+    let latency = path + OBJECT_STORE_LATENCY + PULL_MESSAGES * (path + OBJECT_STORE_OVERHEAD);
+    let t = [
+        c / MEMCPY,
+        OBJECT_STORE_OVERHEAD + c / (NDR * TCP_EFFICIENCY),
+        c / MEMCPY,
+    ];
+    let slowest = t.iter().copied().fold(0.0, f64::max);
+    let push = latency + t.iter().sum::<f64>() + (k - 1.0) * slowest;
+    let want = d2h + serialize + push + h2d;
+    let got = secs(&g, &pl);
+    assert!(close(got, want), "{got} vs {want}");
+    // The memcpy, not the 400G NIC, bounds the push (11.6 GB/s against 45 GB/s).
+    assert_eq!(slowest, c / MEMCPY);
+    assert_eq!((n / OBJECT_CHUNK).ceil(), k);
+}
+
+#[test]
+fn objects_up_to_100_kib_travel_inline_and_one_byte_more_does_not() {
+    let s = spec("cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\n");
+    let g = Graph::build(&s);
+    let os = builtin(TransportKind::ObjectStore);
+    let n = 100.0 * KIB;
+    let inline = plan(&g, &os, (0, 0), (1, 0), n, 0).unwrap();
+    assert!(inline.inline);
+    assert!(!inline.stages.iter().any(|s| s.kind == StageKind::SendCopy));
+    let (d2h, serialize, path, h2d) = object_store_parts(n);
+    // One RPC message: no chunks, no pull protocol.
+    let rpc = OBJECT_STORE_LATENCY + path + OBJECT_STORE_OVERHEAD + n / (NDR * TCP_EFFICIENCY);
+    let want = d2h + serialize + rpc + h2d;
+    assert!(close(secs(&g, &inline), want));
+
+    let m = n + 1.0;
+    let pushed = plan(&g, &os, (0, 0), (1, 0), m, 0).unwrap();
+    assert!(!pushed.inline);
+    assert_eq!(pushed.chunks(), 1);
+    let (d2h, serialize, path, h2d) = object_store_parts(m);
+    let push = OBJECT_STORE_LATENCY
+        + path
+        + PULL_MESSAGES * (path + OBJECT_STORE_OVERHEAD)
+        + 2.0 * m / MEMCPY
+        + OBJECT_STORE_OVERHEAD
+        + m / (NDR * TCP_EFFICIENCY);
+    let want = d2h + serialize + push + h2d;
+    assert!(close(secs(&g, &pushed), want));
+}
+
+#[test]
+fn the_pipeline_closed_form_holds_for_host_staged_rdma() {
+    // k = 256 chunks of 4 MiB through D2H → RDMA → H2D:
+    // T = Σ L + Σ t + (k − 1) · max t, at most Σ L + (k + s − 1) · max t.
+    let s = spec("cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\n");
+    let g = Graph::build(&s);
+    let n = GIB;
+    let pl = plan(
+        &g,
+        &builtin(TransportKind::HostStagedRdma),
+        (0, 0),
+        (1, 0),
+        n,
+        0,
+    )
+    .unwrap();
+    let k = (n / STAGED_CHUNK).ceil();
+    assert_eq!(f64::from(pl.chunks()), k);
+    let c = n / k;
+    let copy = COPY_OVERHEAD + c / (GEN5 * COPY_EFFICIENCY);
+    let wire = c / (NDR * RDMA_EFFICIENCY);
+    let t = [copy, wire, copy];
+    let latency = 2.0 * PCIE_HOP_LATENCY
+        + RDMA_LATENCY
+        + 4.0 * PCIE_HOP_LATENCY
+        + 2.0 * DEFAULT_HOP_LATENCY
+        + 2.0 * PCIE_HOP_LATENCY;
+    let max = t.iter().copied().fold(0.0, f64::max);
+    let want = latency + t.iter().sum::<f64>() + (k - 1.0) * max;
+    let got = secs(&g, &pl);
+    assert!(close(got, want), "{got} vs {want}");
+    assert!(got <= latency + (k + 3.0 - 1.0) * max);
+    // The NIC, not the copies, is the slowest stage here.
+    assert_eq!(max, wire);
+}
+
+#[test]
+fn gpudirect_across_sockets_is_slower_than_under_one_switch() {
+    let n = GIB;
+    let p = builtin(TransportKind::GpudirectRdma);
+    let near = cluster("near", 2);
+    let gn = Graph::build(&near);
+    let t_near = secs(&gn, &plan(&gn, &p, (0, 0), (1, 0), n, 0).unwrap());
+    let want_near = GPUDIRECT_LATENCY
+        + 4.0 * PCIE_HOP_LATENCY
+        + 2.0 * DEFAULT_HOP_LATENCY
+        + n / (NDR * RDMA_EFFICIENCY);
+    assert!(close(t_near, want_near));
+    // far: GPU → sw0 → root0 → root1 → sw1 → NIC on both ends; the socket link is on the route
+    // and the efficiency takes the cross-socket factor (11 vs 23 GB/s, perftest #241).
+    let far = cluster("far", 2);
+    let gf = Graph::build(&far);
+    let pl = plan(&gf, &p, (0, 0), (1, 0), n, 0).unwrap();
+    let crosses = pl.links.iter().any(|l| {
+        matches!(
+            gf.ends[*l],
+            (Vertex::Root { numa: 0, .. }, Vertex::Root { numa: 1, .. })
+        )
+    });
+    assert!(crosses, "the route must cross the socket link");
+    let t_far = secs(&gf, &pl);
+    let want_far = GPUDIRECT_LATENCY
+        + 8.0 * PCIE_HOP_LATENCY
+        + 2.0 * SOCKET_HOP_LATENCY
+        + 2.0 * DEFAULT_HOP_LATENCY
+        + n / (NDR * RDMA_EFFICIENCY * CROSS_SOCKET);
+    assert!(close(t_far, want_far), "{t_far} vs {want_far}");
+    assert!(t_far > 2.0 * t_near);
+}
+
+#[test]
+fn host_staging_loses_to_gpudirect_under_one_switch_and_wins_across_sockets() {
+    let gdr = builtin(TransportKind::GpudirectRdma);
+    let staged = builtin(TransportKind::HostStagedRdma);
+    let os = builtin(TransportKind::ObjectStore);
+    for (node, big_winner) in [("near", "gdr"), ("far", "staged")] {
+        let s = cluster(node, 2);
+        let g = Graph::build(&s);
+        let t = |p: &TransportParams, n: f64| secs(&g, &plan(&g, p, (0, 0), (1, 0), n, 0).unwrap());
+        // Small transfers: the copies' latency and launches make staging slower everywhere.
+        assert!(t(&gdr, 4.0 * KIB) < t(&staged, 4.0 * KIB), "{node}");
+        // Large: staging pipelines at the NIC's rate; GPUDirect across sockets cannot.
+        let (a, b) = (t(&gdr, GIB), t(&staged, GIB));
+        match big_winner {
+            "gdr" => assert!(a < b, "{node}: {a} vs {b}"),
+            _ => assert!(b < a, "{node}: {a} vs {b}"),
+        }
+        // Both beat the object store.
+        assert!(a.max(b) < t(&os, GIB));
+    }
+}
+
+#[test]
+fn nvlink_p2p_within_a_node_beats_every_other_transport_at_every_size() {
+    let s = spec("cluster c {\n  node dgx_h100 x 1\n}\n");
+    let c = compare(
+        &s,
+        &orrery::transport::compare::DEFAULT_SIZES,
+        &[((0, 0), (0, 1))],
+    )
+    .unwrap();
+    let cells = &c.pairs[0].cells;
+    for &n in &c.sizes {
+        let row: Vec<_> = cells.iter().filter(|x| x.bytes == n).collect();
+        assert_eq!(row.len(), TransportKind::ALL.len());
+        let p2p = row.iter().find(|x| x.transport == "nvlink_p2p").unwrap();
+        let t = p2p.breakdown.unwrap().secs;
+        for other in row.iter().filter(|x| x.transport != "nvlink_p2p") {
+            let o = other.breakdown.unwrap().secs;
+            assert!(t < o, "{n} B: nvlink_p2p {t} vs {} {o}", other.transport);
+        }
+        // NVLink 450 GB/s × 0.82 for the bandwidth part.
+        let b = p2p.breakdown.unwrap();
+        assert!(close(b.bandwidth_secs, n / (450e9 * 0.82)));
+    }
+}
+
+#[test]
+fn nvlink_p2p_does_not_cross_nodes() {
+    let s = cluster("near", 2);
+    let g = Graph::build(&s);
+    let r = plan(
+        &g,
+        &builtin(TransportKind::NvlinkP2p),
+        (0, 0),
+        (1, 0),
+        MIB,
+        0,
+    );
+    assert!(
+        matches!(r, Err(TransportError::Unsupported { .. })),
+        "{r:?}"
+    );
+    let r = plan(&g, &builtin(TransportKind::Nccl), (0, 0), (9, 0), MIB, 0);
+    assert_eq!(r, Err(TransportError::NoDevice((9, 0))));
+}
+
+#[test]
+fn two_transfers_through_one_nic_each_get_half_of_it() {
+    // Both GPUs of `near` use its single NIC: max-min gives each flow 25 GB/s.
+    let s = cluster("near", 2);
+    let g = Graph::build(&s);
+    let p = builtin(TransportKind::GpudirectRdma);
+    let n = GIB;
+    let a = plan(&g, &p, (0, 0), (1, 0), n, 0).unwrap();
+    let b = plan(&g, &p, (0, 1), (1, 1), n, 1).unwrap();
+    let lat = GPUDIRECT_LATENCY + 4.0 * PCIE_HOP_LATENCY + 2.0 * DEFAULT_HOP_LATENCY;
+    let both = run_plans(&idle(&g), &[(0.0, &a), (0.0, &b)]).unwrap();
+    let half = lat + n / (RDMA_EFFICIENCY * NDR / 2.0);
+    for r in &both {
+        assert!(close(r.secs, half), "{} vs {half}", r.secs);
+    }
+    // The same with the other transfer as a long background flow on its path.
+    let mut bg = idle(&g);
+    bg.add(b.links.clone(), 1e15);
+    assert!(close(run_plan(&bg, &a).unwrap().secs, half));
+    // Alone it has the whole NIC.
+    assert!(close(
+        run_plan(&idle(&g), &a).unwrap().secs,
+        lat + n / (RDMA_EFFICIENCY * NDR)
+    ));
+    // On a dgx_h100 each GPU has its own NIC: no sharing.
+    let s = spec("cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\n");
+    let g = Graph::build(&s);
+    let a = plan(&g, &p, (0, 0), (1, 0), n, 0).unwrap();
+    let b = plan(&g, &p, (0, 1), (1, 1), n, 1).unwrap();
+    let both = run_plans(&idle(&g), &[(0.0, &a), (0.0, &b)]).unwrap();
+    assert!(close(both[0].secs, lat + n / (RDMA_EFFICIENCY * NDR)));
+}
+
+#[test]
+fn a_background_flow_that_ends_mid_transfer_gives_its_share_back() {
+    // Background of w0 wire bytes alone on the path until the transfer's data starts at L;
+    // then both at C/2 until it ends; then the transfer alone at C.
+    let s = cluster("near", 2);
+    let g = Graph::build(&s);
+    let p = builtin(TransportKind::GpudirectRdma);
+    let n = GIB;
+    let a = plan(&g, &p, (0, 0), (1, 0), n, 0).unwrap();
+    let lat = GPUDIRECT_LATENCY + 4.0 * PCIE_HOP_LATENCY + 2.0 * DEFAULT_HOP_LATENCY;
+    let cap = NDR;
+    let w0 = 2e8;
+    let mut bg = idle(&g);
+    bg.add(a.links.clone(), w0);
+    let left = w0 - cap * lat;
+    let shared = left / (cap / 2.0);
+    let wire = n / RDMA_EFFICIENCY;
+    let want = lat + shared + (wire - cap / 2.0 * shared) / cap;
+    let got = run_plan(&bg, &a).unwrap().secs;
+    assert!(close(got, want), "{got} vs {want}");
+    // A transfer over a dead link never finishes.
+    let mut dead = idle(&g);
+    dead.set_capacity(a.links[2], 0.0);
+    assert!(run_plan(&dead, &a).unwrap().secs.is_infinite());
+}
+
+#[test]
+fn rdma_transports_need_rdma_nics() {
+    // The same node with a 100G Ethernet NIC without RDMA.
+    let s = spec(&format!(
+        "{NODES}node eth from near {{\n  nic eth_100g x 1 at sw0 role compute\n}}\n\
+         cluster c {{\n  rack r0 {{\n    node eth x 2\n  }}\n}}\n"
+    ));
+    let c = compare(&s, &[MIB], &[]).unwrap();
+    let cross = c.pairs.iter().find(|p| p.label == "cross node").unwrap();
+    for cell in cross
+        .cells
+        .iter()
+        .filter(|c| c.kind != TransportKind::NvlinkP2p)
+    {
+        let rdma = matches!(
+            cell.kind,
+            TransportKind::Rdma
+                | TransportKind::GpudirectRdma
+                | TransportKind::HostStagedRdma
+                | TransportKind::Nixl
+        );
+        assert_eq!(
+            cell.breakdown.is_none(),
+            rdma,
+            "{}: {:?}",
+            cell.transport,
+            cell.error
+        );
+        if rdma {
+            assert!(cell.error.as_deref().unwrap().contains("has no RDMA"));
+        }
+    }
+}
+
+#[test]
+fn declared_transports_override_and_are_selected_by_name() {
+    let s = spec(
+        "transport object_store {\n  kind object_store\n  chunk 1 MiB\n  memcpy 20 GB/s\n}\n\
+         transport wan {\n  kind tcp\n  efficiency 50 %\n  overhead 20 us\n  chunk 64 KiB\n}\n\
+         workload w {\n  transport wan\n  tasks t x 1 {\n    duration 1 s\n    transport nccl\n  }\n  actor a {\n    transport object_store\n  }\n}\n",
+    );
+    let all = TransportParams::of_spec(&s);
+    assert_eq!(all.len(), TransportKind::ALL.len() + 1);
+    let os = TransportParams::named(&s, "object_store").unwrap();
+    assert_eq!((os.chunk, os.memcpy, os.inline), (MIB, 20e9, 100.0 * KIB));
+    let wan = TransportParams::named(&s, "wan").unwrap();
+    assert_eq!(
+        (wan.kind, wan.efficiency, wan.overhead, wan.chunk),
+        (TransportKind::Tcp, 0.5, 20e-6, 64.0 * KIB)
+    );
+    let w = &s.workloads[0];
+    assert_eq!(w.transport.as_deref(), Some("wan"));
+    assert_eq!(w.tasks[0].transport.as_deref(), Some("nccl"));
+    assert_eq!(w.actors[0].transport.as_deref(), Some("object_store"));
+    // A chunked TCP transfer pays the overhead per message: 16 × (20 us + 64 KiB / (C × 0.5)).
+    let s2 = spec(&format!(
+        "{NODES}cluster c {{\n  rack r0 {{\n    node near x 2\n  }}\n}}\n\
+         transport wan {{\n  kind tcp\n  efficiency 50 %\n  overhead 20 us\n  chunk 64 KiB\n}}\n"
+    ));
+    let g = Graph::build(&s2);
+    let wan = TransportParams::named(&s2, "wan").unwrap();
+    let pl = plan(&g, &wan, (0, 0), (1, 0), MIB, 0).unwrap();
+    let path = 4.0 * PCIE_HOP_LATENCY + 2.0 * DEFAULT_HOP_LATENCY;
+    let want = 25e-6 + path + 16.0 * (20e-6 + 64.0 * KIB / (NDR * 0.5));
+    assert!(close(secs(&g, &pl), want));
+}
+
+/// Errors of `src` rendered without color.
+fn errors(src: &str) -> String {
+    let l = load_str("t.orr", src);
+    assert!(l.has_errors(), "expected errors in:\n{src}");
+    l.render(false)
+}
+
+#[test]
+fn bad_transport_parameters_are_located_errors() {
+    let e = errors("transport t {\n  kind gpudirect_rdma\n  efficiency -0.5\n}\n");
+    assert!(
+        e.contains("t.orr:3:14") && e.contains("efficiency must be greater than 0"),
+        "{e}"
+    );
+    let e = errors("transport t {\n  kind gpudirect_rdma\n  efficiency 1.5\n}\n");
+    assert!(e.contains("t.orr:3:14") && e.contains("at most 1"), "{e}");
+    let e = errors("transport t {\n  kind gpudirect_rdam\n}\n");
+    assert!(
+        e.contains("t.orr:2:8")
+            && e.contains("unknown transport kind `gpudirect_rdam`")
+            && e.contains("gpudirect_rdma"),
+        "{e}"
+    );
+    let e = errors("transport t {\n  latency 3 us\n}\n");
+    assert!(
+        e.contains("t.orr:1:11") && e.contains("needs a `kind`"),
+        "{e}"
+    );
+    let e = errors("transport t {\n  kind tcp\n  chunk 100 B\n}\n");
+    assert!(
+        e.contains("t.orr:3:9") && e.contains("at least 1 KiB"),
+        "{e}"
+    );
+    let e = errors("transport t {\n  kind tcp\n  latency 3 GB\n}\n");
+    assert!(
+        e.contains("t.orr:3:11") && e.contains("expected time"),
+        "{e}"
+    );
+    let e = errors("transport t {\n  kind tcp\n}\ntransport t {\n  kind rdma\n}\n");
+    assert!(
+        e.contains("t.orr:4:11") && e.contains("declared twice"),
+        "{e}"
+    );
+    let e = errors(
+        "workload w {\n  tasks a x 1 {\n    duration 1 s\n    transport nvlink_p2\n  }\n}\n",
+    );
+    assert!(
+        e.contains("t.orr:4:15")
+            && e.contains("unknown transport `nvlink_p2`")
+            && e.contains("nvlink_p2p"),
+        "{e}"
+    );
+}
+
+fn orrery(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_transports_command_prints_the_comparison() {
+    let o = orrery(&["transports", "scenarios/quickstart.orr"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for w in [
+        "same node",
+        "cross node",
+        "object_store",
+        "nvlink_p2p",
+        "host_staged_rdma",
+        "1 GiB",
+        "speedup",
+    ] {
+        assert!(out.contains(w), "missing {w}:\n{out}");
+    }
+    let o = orrery(&[
+        "transports",
+        "scenarios/quickstart.orr",
+        "--json",
+        "--sizes",
+        "1MiB, 2 GiB",
+        "--pairs",
+        "r0.n0.d0:r1.n0.d7",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sizes"], serde_json::json!([1048576.0, 2147483648.0]));
+    let pair = &v["pairs"][0];
+    assert_eq!(pair["dst"]["name"], "r1.n0.d7");
+    assert_eq!(
+        pair["cells"].as_array().unwrap().len(),
+        2 * TransportKind::ALL.len()
+    );
+}
+
+#[test]
+fn the_transports_command_rejects_bad_input_with_exit_2() {
+    let dir = std::env::temp_dir().join(format!("orrery-transport-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.orr");
+    std::fs::write(&bad, "transport t {\n  kind tcp\n  efficiency 2\n}\n").unwrap();
+    let o = orrery(&["transports", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bad.orr:3:14"));
+    let nocluster = dir.join("nocluster.orr");
+    std::fs::write(&nocluster, "transport t {\n  kind tcp\n}\n").unwrap();
+    let o = orrery(&["transports", nocluster.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no cluster"));
+    for args in [
+        ["--sizes", "12 parsecs"],
+        ["--sizes", "-4KiB"],
+        ["--pairs", "r0.n0.d0:r9.n0.d0"],
+        ["--pairs", "r0.n0.d9:r0.n0.d0"],
+    ] {
+        let o = orrery(&["transports", "scenarios/quickstart.orr", args[0], args[1]]);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: "));
+    }
+    let o = orrery(&["transports", "no/such/file.orr"]);
+    assert_eq!(o.status.code(), Some(2));
+}
