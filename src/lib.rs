@@ -19,6 +19,7 @@ pub mod spec;
 pub mod summary;
 pub mod syntax;
 pub mod transport;
+pub mod transport_workload;
 pub mod units;
 
 /// The built-in default scenario (`orrery run` with no file).

@@ -112,6 +112,13 @@ enum Command {
         /// Print the comparison as JSON.
         #[arg(long)]
         json: bool,
+        /// Also simulate the scenario's workload once per transport (task inputs moved by it)
+        /// and compare makespans and task run times with the object store.
+        #[arg(long)]
+        workload: bool,
+        /// Seed of the workload runs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// List the built-in catalog of accelerators, NICs and node types.
     Catalog {
@@ -157,7 +164,15 @@ fn main() -> ExitCode {
             sizes,
             pairs,
             json,
-        } => transports(&file, sizes.as_deref(), pairs.as_deref(), json),
+            workload,
+            seed,
+        } => transports(
+            &file,
+            sizes.as_deref(),
+            pairs.as_deref(),
+            json,
+            workload.then_some(seed),
+        ),
         Command::Explain { file, item, seed } => explain(&file, &item, seed),
         Command::Bench {
             nodes,
@@ -370,7 +385,7 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>, policy: Option<&str
     for m in r
         .model_sources
         .iter()
-        .filter(|m| m.starts_with("collective "))
+        .filter(|m| orrery::report::is_network_note(m))
     {
         println!("network model: {m}");
     }
@@ -702,7 +717,13 @@ fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
     code
 }
 
-fn transports(file: &Path, sizes: Option<&str>, pairs: Option<&str>, json: bool) -> ExitCode {
+fn transports(
+    file: &Path,
+    sizes: Option<&str>,
+    pairs: Option<&str>,
+    json: bool,
+    workload: Option<u64>,
+) -> ExitCode {
     use orrery::transport::compare as tc;
     let l = match load(Some(file)) {
         Ok(l) => l,
@@ -720,13 +741,22 @@ fn transports(file: &Path, sizes: Option<&str>, pairs: Option<&str>, json: bool)
         };
         tc::compare(spec, &sizes, &pairs)
     })();
+    let w = workload.map(|seed| orrery::transport_workload::compare_workload(spec, seed));
     match r {
         Ok(c) if json => {
-            println!("{}", serde_json::to_string_pretty(&c).unwrap_or_default());
+            // Without --workload the transfer comparison alone, as before.
+            let v = match w {
+                Some(w) => serde_json::json!({ "transfers": c, "workload": w }),
+                None => serde_json::json!(c),
+            };
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             ExitCode::SUCCESS
         }
         Ok(c) => {
             print!("{c}");
+            if let Some(w) = w {
+                print!("\n{w}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

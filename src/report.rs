@@ -24,6 +24,12 @@ pub struct Header {
     pub model_sources: Vec<String>,
 }
 
+/// Whether a model-source line is about the network (how a collective or a task's input
+/// fetch was priced) rather than compute.
+pub fn is_network_note(m: &str) -> bool {
+    m.starts_with("collective ") || m.starts_with("object fetch ")
+}
+
 impl Header {
     pub fn line(&self) -> String {
         let policy = self
@@ -36,8 +42,7 @@ impl Header {
             self.orrery, self.scenario, self.scenario_hash, self.seed
         );
         for m in &self.model_sources {
-            // Network notes name what they price ("collective ..."); the rest are compute.
-            let kind = if m.starts_with("collective ") {
+            let kind = if is_network_note(m) {
                 "network"
             } else {
                 "compute"

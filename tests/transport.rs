@@ -565,3 +565,34 @@ fn the_transports_command_rejects_bad_input_with_exit_2() {
     let o = orrery(&["transports", "no/such/file.orr"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn the_same_workload_runs_under_each_transport_against_the_object_store() {
+    // 16 producers write 256 MB each from GPUs; 8 consumers read 512 MB each, half of it
+    // from the other node. Direct GPU transports skip the object store's copies and
+    // serialisation, so the consumers run faster; NVLink P2P cannot cross nodes and falls
+    // back to the closed form, which the comparison names.
+    let s = orrery::spec::load_str(
+        "t.orr",
+        "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\nworkload w {\n  tasks make x 16 {\n    resources { GPU: 1 }\n    duration 1 s\n    output 256 MB\n  }\n  tasks use x 8 after make {\n    resources { GPU: 1 }\n    duration 1 s\n  }\n}\n",
+    )
+    .spec
+    .unwrap();
+    let c = orrery::transport_workload::compare_workload(&s, 1);
+    let row = |n: &str| c.rows.iter().find(|r| r.transport == n).unwrap();
+    let run = |n: &str| row(n).run_mean[1].1;
+    assert_eq!(row("object_store").speedup, Some(1.0));
+    assert!(
+        run("nccl") < run("object_store"),
+        "{} vs {}",
+        run("nccl"),
+        run("object_store")
+    );
+    assert!(run("gpudirect_rdma") < run("host_staged_rdma") + 1e-9);
+    // 256 MB through D2H, serialisation, a 5 MiB-chunk push and H2D: tens of ms.
+    assert!(run("object_store") > 1.02, "{}", run("object_store"));
+    assert!(row("object_store").fallbacks.is_empty());
+    assert_eq!(row("nvlink_p2p").fallbacks.len(), 1);
+    // The producers read nothing: their run time is their duration under every transport.
+    assert!(c.rows.iter().all(|r| (r.run_mean[0].1 - 1.0).abs() < 1e-9));
+}

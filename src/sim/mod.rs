@@ -59,6 +59,9 @@ pub struct SimConfig {
     pub failure_block: Option<String>,
     /// Samples (seconds) of `empirical("FILE")` distributions, by file name as written.
     pub empirical: BTreeMap<String, Vec<f64>>,
+    /// Move every task's inputs with this transport instead of the one each workload selects
+    /// (a built-in kind or a declared `transport` block; `orrery transports --workload`).
+    pub transport: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -306,6 +309,7 @@ struct Sim<'s> {
     failures: failures::Failures,
     store: objects::Store,
     net: network::NetState,
+    transport_override: Option<String>,
 }
 
 /// One allocation or free, for checking invariants over a whole run.
@@ -383,6 +387,7 @@ impl<'s> Sim<'s> {
             rng: rng_stream(cfg.seed, stream_id("placement")),
             horizon,
             explain_target: cfg.explain.clone(),
+            transport_override: cfg.transport.clone(),
             explain: None,
             makespan: 0,
             unit_ids,
@@ -943,16 +948,10 @@ impl<'s> Sim<'s> {
         }
     }
 
-    fn task_duration(&self, gi: usize, node: NodeId, units: f64) -> Time {
+    fn task_duration(&mut self, gi: usize, node: NodeId, units: f64) -> Time {
+        let fetch = self.fetch_secs(gi, node, units > 0.0);
         let g = &self.groups[gi];
         let ts = &self.spec.workloads[g.workload].tasks[g.index];
-        let nt = self.node_types[node];
-        let fetch = models::transfer_secs(
-            self.spec,
-            self.node_types.len() <= 1,
-            nt,
-            g.input_bytes * (1.0 - 1.0 / self.node_types.len().max(1) as f64),
-        );
         let run = match (&ts.duration, &ts.compute, &self.node_accel[node]) {
             (Some(d), _, _) => d.0 as f64 / 1e9,
             (None, Some(c), Some(acc)) => models::compute_secs(self.spec, acc, c, 1.0, units),

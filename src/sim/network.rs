@@ -11,6 +11,16 @@
 //! routing and its links carry nothing. Other jobs' traffic is not on the graph while a job's
 //! collectives are priced (each job sees an otherwise idle network).
 //!
+//! Task inputs: a task fetches the share of its input that lives on other nodes — (1 − 1/n) of
+//! it on n nodes, the expected remote share when producers spread evenly — with its transport
+//! (the task group's `transport`, else its workload's, else Ray's object store), priced on the
+//! link graph by [`crate::transport`] without contention from other transfers: the mean over
+//! up to [`FETCH_SOURCES`] source nodes spread evenly through the cluster, cached per (group,
+//! node). The data sits in device memory at both ends when the task uses devices and both
+//! nodes have them, else in host memory ([`crate::transport::plan_host`]). Where a transport
+//! cannot move it (NVLink P2P across nodes, a device transport for host data, a node without
+//! a NIC), the closed form of [`super::models::transfer_secs`] is used and the run says so.
+//!
 //! When the flow model cannot price a collective — an algorithm the op does not have, uneven
 //! devices per node under `hierarchical`, no NVSwitch for `nvls`, a node with every NIC down,
 //! or an O(p²) pattern (all-to-all, broadcast) over more than [`MAX_QUADRATIC_RANKS`] ranks —
@@ -33,9 +43,13 @@ type Key = (Vec<(usize, usize)>, String, String, u64, Vec<NodeState>);
 /// A node's bandwidth state: (node, scale-up factor bits, (NIC, factor bits) of NICs not at 1).
 type NodeState = (usize, u64, Vec<(usize, u64)>);
 
+/// Source nodes a task's remote input is averaged over.
+pub const FETCH_SOURCES: usize = 4;
+
 #[derive(Default)]
 pub(crate) struct NetState {
     pub graph: Option<Graph>,
+    fetch_cache: BTreeMap<(usize, NodeId), f64>,
     cache: BTreeMap<Key, Result<f64, String>>,
     /// How collectives were priced, for the run's model sources.
     pub notes: std::collections::BTreeSet<String>,
@@ -159,5 +173,70 @@ impl Sim<'_> {
         .map(|r| r.secs);
         self.net.cache.insert(key, r.clone());
         r
+    }
+
+    /// Seconds for a task of group `gi` on `node` to fetch its remote input (module docs).
+    pub(crate) fn fetch_secs(&mut self, gi: usize, node: NodeId, on_device: bool) -> f64 {
+        let n = self.node_types.len();
+        let g = &self.groups[gi];
+        let bytes = g.input_bytes * (1.0 - 1.0 / n.max(1) as f64);
+        if n <= 1 || bytes <= 0.0 {
+            return 0.0;
+        }
+        if let Some(&s) = self.net.fetch_cache.get(&(gi, node)) {
+            return s;
+        }
+        let spec = self.spec;
+        let w = &spec.workloads[g.workload];
+        let ts = &w.tasks[g.index];
+        let name = self
+            .transport_override
+            .clone()
+            .or_else(|| ts.transport.clone())
+            .or_else(|| w.transport.clone())
+            .unwrap_or_else(|| "object_store".to_string());
+        let what = format!("object fetch {}.{}: transport {name}", w.name, ts.name);
+        let priced = (|| -> Result<f64, String> {
+            let graph = self.net.graph.as_ref().ok_or("no cluster graph")?;
+            let params = crate::transport::TransportParams::named(spec, &name)
+                .ok_or_else(|| format!("unknown transport `{name}`"))?;
+            let step = (n / FETCH_SOURCES).max(1);
+            let mut total = 0.0;
+            let mut count = 0;
+            for k in 1..=FETCH_SOURCES {
+                let src = (node + k * step) % n;
+                if src == node || (k > 1 && (node + (k - 1) * step) % n == src) {
+                    continue;
+                }
+                let device =
+                    on_device && self.node_accel[src].is_some() && self.node_accel[node].is_some();
+                let plan = if device {
+                    crate::transport::plan(graph, &params, (src, 0), (node, 0), bytes, k as u64)
+                } else {
+                    crate::transport::plan_host(graph, &params, src, node, bytes, k as u64)
+                }
+                .map_err(|e| e.to_string())?;
+                total += crate::transport::closed_form(&plan, &graph.capacity).secs;
+                count += 1;
+            }
+            if count == 0 || !total.is_finite() {
+                return Err("no source could reach the node".into());
+            }
+            Ok(total / count as f64)
+        })();
+        let secs = match priced {
+            Ok(s) => {
+                self.net
+                    .notes
+                    .insert(format!("{what} on the link graph (uncontended)"));
+                s
+            }
+            Err(e) => {
+                self.net.notes.insert(format!("{what}: closed form ({e})"));
+                super::models::transfer_secs(spec, false, self.node_types[node], bytes)
+            }
+        };
+        self.net.fetch_cache.insert((gi, node), secs);
+        secs
     }
 }

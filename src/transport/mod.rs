@@ -26,4 +26,4 @@ pub use compare::{Comparison, compare};
 pub use exec::{Breakdown, closed_form, run_plan, run_plans};
 pub use nics::NicTable;
 pub use params::{TransportKind, TransportParams};
-pub use plan::{Mover, Phase, Plan, Stage, StageKind, TransportError, plan};
+pub use plan::{Mover, Phase, Plan, Stage, StageKind, TransportError, plan, plan_host};

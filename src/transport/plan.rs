@@ -529,3 +529,93 @@ pub fn plan(
     }
     Ok(b.finish())
 }
+
+/// Plan a transfer of `bytes` that lives in host memory — a CPU task's output in the object
+/// store — from `src_node` to `dst_node` (host memory of NUMA domain 0 at both ends). The
+/// object store serializes and pushes without device copies; TCP and Gloo go host to host;
+/// RDMA kinds go host to host through the NICs (a loopback memcpy on one node). Kinds that
+/// only move device memory (NVLink P2P, NCCL, NIXL, GPUDirect RDMA) are `Unsupported`.
+pub fn plan_host(
+    graph: &Graph,
+    params: &TransportParams,
+    src_node: usize,
+    dst_node: usize,
+    bytes: f64,
+    key: u64,
+) -> Result<Plan, TransportError> {
+    params.validate().map_err(TransportError::BadParams)?;
+    if !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(TransportError::BadSize(bytes));
+    }
+    let (hs, ht) = (
+        Vertex::Root {
+            node: src_node,
+            numa: 0,
+        },
+        Vertex::Root {
+            node: dst_node,
+            numa: 0,
+        },
+    );
+    let same = src_node == dst_node;
+    let k = chunk_count(bytes, params.chunk)?;
+    let mut b = Builder {
+        g: graph,
+        p: params,
+        key,
+        plan: Plan {
+            kind: params.kind,
+            bytes,
+            inline: false,
+            phases: Vec::new(),
+            stages: Vec::new(),
+            links: Vec::new(),
+        },
+        latency_paid: false,
+    };
+    match params.kind {
+        TransportKind::ObjectStore => {
+            let inline = bytes <= params.inline;
+            b.plan.inline = inline;
+            if params.staging > 0 {
+                b.phase(1);
+                b.memcpy(
+                    StageKind::Serialize,
+                    params.memcpy / f64::from(params.staging),
+                );
+            }
+            if inline {
+                b.phase(1);
+                b.wire(b.route(hs, ht)?, false, 0.0);
+            } else if !same {
+                b.phase(k);
+                b.memcpy(StageKind::SendCopy, params.memcpy);
+                let path = b.route(hs, ht)?;
+                let pull = PULL_MESSAGES * (graph.path_latency(&path) + params.overhead);
+                b.wire(path, false, pull);
+                b.memcpy(StageKind::RecvCopy, params.memcpy);
+            }
+        }
+        TransportKind::Gloo
+        | TransportKind::Tcp
+        | TransportKind::Rdma
+        | TransportKind::HostStagedRdma => {
+            b.phase(k);
+            if same {
+                b.loopback();
+            } else {
+                b.wire(b.route(hs, ht)?, false, 0.0);
+            }
+        }
+        TransportKind::NvlinkP2p
+        | TransportKind::Nccl
+        | TransportKind::Nixl
+        | TransportKind::GpudirectRdma => {
+            return Err(TransportError::Unsupported {
+                transport: params.name.clone(),
+                reason: "it moves device memory; this object is in host memory".into(),
+            });
+        }
+    }
+    Ok(b.finish())
+}

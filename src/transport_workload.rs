@@ -1,0 +1,123 @@
+//! The same workload under each transport: the scenario simulated once per transport it knows
+//! (built-in kinds and its `transport` blocks), every task's input fetches moved by that
+//! transport ([`crate::sim::SimConfig::transport`]), against Ray's object store as the
+//! baseline — the "measure it against a simpler baseline first" question, answered before any
+//! code is written. Runs are independent and run in parallel; rows keep the transports' order.
+
+use std::fmt;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::sim::{SimConfig, simulate};
+use crate::spec::Spec;
+use crate::transport::TransportParams;
+use crate::transport::compare::{BASELINE, fmt_secs};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub transport: String,
+    pub makespan: f64,
+    /// Baseline makespan / this makespan.
+    pub speedup: Option<f64>,
+    /// Mean run time (fetch + compute) per task group, in the scenario's order.
+    pub run_mean: Vec<(String, f64)>,
+    /// Fetches this transport could not move, priced in closed form instead (with why).
+    pub fallbacks: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadComparison {
+    pub seed: u64,
+    pub rows: Vec<Row>,
+}
+
+/// Simulate `spec` once per transport with seed `seed`.
+pub fn compare_workload(spec: &Spec, seed: u64) -> WorkloadComparison {
+    let names: Vec<String> = TransportParams::of_spec(spec)
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    let mut rows: Vec<Row> = names
+        .par_iter()
+        .map(|name| {
+            let r = simulate(
+                spec,
+                &SimConfig {
+                    seed,
+                    transport: Some(name.clone()),
+                    ..Default::default()
+                },
+            );
+            Row {
+                transport: name.clone(),
+                makespan: r.metrics.makespan,
+                speedup: None,
+                run_mean: r
+                    .metrics
+                    .tasks
+                    .iter()
+                    .map(|t| (format!("{}.{}", t.workload, t.name), t.run_time.mean))
+                    .collect(),
+                fallbacks: r
+                    .model_sources
+                    .into_iter()
+                    .filter(|m| m.starts_with("object fetch ") && m.contains(": closed form"))
+                    .collect(),
+            }
+        })
+        .collect();
+    let base = rows
+        .iter()
+        .find(|r| r.transport == BASELINE)
+        .map(|r| r.makespan);
+    for r in &mut rows {
+        r.speedup = base.filter(|_| r.makespan > 0.0).map(|b| b / r.makespan);
+    }
+    WorkloadComparison { seed, rows }
+}
+
+impl fmt::Display for WorkloadComparison {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "the workload under each transport (seed {}; task inputs moved by it):",
+            self.seed
+        )?;
+        let groups: Vec<&str> = self
+            .rows
+            .first()
+            .map(|r| r.run_mean.iter().map(|(g, _)| g.as_str()).collect())
+            .unwrap_or_default();
+        write!(
+            f,
+            "  {:<20} {:>10} {:>8}",
+            "transport", "makespan", "speedup"
+        )?;
+        for g in &groups {
+            write!(f, " {:>18}", format!("{g} run"))?;
+        }
+        writeln!(f)?;
+        for r in &self.rows {
+            let speedup = match r.speedup {
+                Some(s) => format!("{}×", crate::units::sig3(s)),
+                None => "-".into(),
+            };
+            write!(
+                f,
+                "  {:<20} {:>10} {:>8}",
+                r.transport,
+                fmt_secs(r.makespan),
+                speedup
+            )?;
+            for (_, m) in &r.run_mean {
+                write!(f, " {:>18}", fmt_secs(*m))?;
+            }
+            writeln!(f)?;
+            for fb in &r.fallbacks {
+                writeln!(f, "      {fb}")?;
+            }
+        }
+        Ok(())
+    }
+}
