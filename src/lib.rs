@@ -18,6 +18,7 @@ pub mod sim;
 pub mod spec;
 pub mod summary;
 pub mod syntax;
+pub mod trace;
 pub mod transport;
 pub mod transport_workload;
 pub mod units;

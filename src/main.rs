@@ -33,6 +33,10 @@ enum Command {
         /// Place every workload with this policy (ray_default, spread, topology_aware).
         #[arg(long, value_parser = ["ray_default", "spread", "topology_aware"])]
         policy: Option<String>,
+        /// Also write trace.json: what every device did when, as a Perfetto / Chrome trace
+        /// (pid = node, tid = device).
+        #[arg(long)]
+        trace: bool,
     },
     /// Run a failure drill over many seeds; several scenarios (recovery policies: checkpoint
     /// intervals, retry settings, spare nodes) run side by side.
@@ -143,7 +147,8 @@ fn main() -> ExitCode {
             seed,
             out,
             policy,
-        } => run(file.as_deref(), seed, out, policy.as_deref()),
+            trace,
+        } => run(file.as_deref(), seed, out, policy.as_deref(), trace),
         Command::Drill {
             files,
             seeds,
@@ -331,7 +336,13 @@ fn policy_named(name: &str) -> orrery::spec::workload::Policy {
     }
 }
 
-fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>, policy: Option<&str>) -> ExitCode {
+fn run(
+    file: Option<&Path>,
+    seed: u64,
+    out: Option<PathBuf>,
+    policy: Option<&str>,
+    trace: bool,
+) -> ExitCode {
     let l = match load(file) {
         Ok(l) => l,
         Err(c) => return c,
@@ -367,6 +378,7 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>, policy: Option<&str
             seed,
             traces,
             empirical,
+            timeline: true,
             ..Default::default()
         },
     );
@@ -402,7 +414,15 @@ fn run(file: Option<&Path>, seed: u64, out: Option<PathBuf>, policy: Option<&str
         .trim_end_matches(".orr")
         .to_string();
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(stem));
-    match orrery::report::write(&dir, &h, &r.metrics) {
+    let written = orrery::report::write(&dir, &h, &r.metrics).and_then(|mut files| {
+        if trace {
+            let t = orrery::trace::perfetto(&r.timeline, &h.line());
+            orrery::atomic::write_atomic(&dir.join("trace.json"), t.as_bytes())?;
+            files.push("trace.json".into());
+        }
+        Ok(files)
+    });
+    match written {
         Ok(files) => {
             println!("wrote {} in {}", files.join(", "), dir.display());
             ExitCode::SUCCESS

@@ -508,6 +508,8 @@ impl Sim<'_> {
 
     fn node_crash_one(&mut self, n: NodeId, silent: bool) {
         let now = self.now();
+        let devs = self.tl.node_devices(n);
+        self.tl.fail(&devs, now);
         self.state.set_alive(n, false);
         self.mark("crash", self.state.nodes[n].name().to_string());
         self.failures.crashes += 1;
@@ -520,6 +522,7 @@ impl Sim<'_> {
             if self.task_node[t] as usize != n || self.task_alloc[t].is_none() {
                 continue;
             }
+            self.record_task(t, now);
             self.task_alloc[t] = None;
             self.task_epoch[t] += 1;
             let gi = self.group_of(t as u32);
@@ -627,6 +630,9 @@ impl Sim<'_> {
         let Some((rid, k)) = self.state.fail_device(n, dev) else {
             return;
         };
+        if let Some(d) = self.tl.device(n, dev) {
+            self.tl.fail(&[d], now);
+        }
         self.mark("xid", format!("{}.d{dev}", self.state.nodes[n].name()));
         let uses = |a: &crate::placement::Allocation| {
             a.node == n
@@ -638,6 +644,7 @@ impl Sim<'_> {
             if !self.task_alloc[t].as_ref().is_some_and(uses) {
                 continue;
             }
+            self.record_task(t, now);
             let a = self.task_alloc[t].take().expect("checked");
             let gi = self.group_of(t as u32);
             let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
@@ -829,6 +836,10 @@ impl Sim<'_> {
     }
 
     pub(crate) fn device_repair(&mut self, n: NodeId, dev: usize) {
+        if let Some(d) = self.tl.device(n, dev) {
+            let now = self.now();
+            self.tl.repair(&[d], now);
+        }
         if self.state.repair_device(n, dev) {
             self.mark(
                 "device_repaired",
@@ -1059,6 +1070,8 @@ impl Sim<'_> {
         if self.state.nodes[n].alive() {
             return;
         }
+        let devs = self.tl.node_devices(n);
+        self.tl.repair(&devs, now);
         if let Some(since) = self.failures.down_since[n].take() {
             self.failures.node_down_ns += (now - since) as f64;
         }

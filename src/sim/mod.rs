@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod models;
 pub mod network;
 mod objects;
+pub mod timeline;
 
 use crate::engine::{EventQueue, Time, rng_stream, stream_id};
 use crate::placement::{
@@ -62,6 +63,8 @@ pub struct SimConfig {
     /// Move every task's inputs with this transport instead of the one each workload selects
     /// (a built-in kind or a declared `transport` block; `orrery transports --workload`).
     pub transport: Option<String>,
+    /// Record what each device did when ([`RunResult::timeline`]).
+    pub timeline: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -76,6 +79,8 @@ pub struct RunResult {
     /// Which compute model each (accelerator, dtype) used: a calibration profile or the
     /// datasheet defaults ([`crate::compute::model_sources`]).
     pub model_sources: Vec<String>,
+    /// Device activity, when [`SimConfig::timeline`] is set (else empty).
+    pub timeline: timeline::Timeline,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -228,6 +233,11 @@ struct Job {
     lost_device_ns: f64,
     /// Since when the current run of steps has been making progress.
     progress_from: Time,
+    /// Timeline: start of the step interval in progress and the checkpoint it begins with.
+    span_from: Time,
+    span_ckpt: Time,
+    /// Timeline: the job's devices.
+    dev_set: Vec<u32>,
     /// The checkpoint before the last one (the fallback while the last is being written).
     prev_ckpt_steps: u64,
     prev_ckpt_at: Time,
@@ -243,6 +253,8 @@ struct Replica {
     epoch: u32,
     /// Requests of the batch in progress (arrival times).
     inflight: Vec<Time>,
+    /// When the batch in progress started (timeline).
+    batch_start: Time,
 }
 
 struct Service {
@@ -309,6 +321,7 @@ struct Sim<'s> {
     failures: failures::Failures,
     store: objects::Store,
     net: network::NetState,
+    tl: timeline::Recorder,
     transport_override: Option<String>,
 }
 
@@ -325,6 +338,13 @@ pub struct TraceEvent {
 /// Run `spec` to completion (or to the horizon) and return its metrics.
 pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
     let mut sim = Sim::new(spec, cfg);
+    let nodes: Vec<(String, usize)> = (0..sim.node_types.len())
+        .map(|n| {
+            let devices = sim.node_types[n].devices.iter().map(|g| g.at.len()).sum();
+            (sim.state.nodes[n].name().to_string(), devices)
+        })
+        .collect();
+    sim.tl.init(cfg.timeline, &nodes);
     sim.schedule_failures(cfg.seed, cfg.failure_block.as_deref(), &cfg.empirical);
     sim.start_store_and(cfg);
     sim.run();
@@ -395,6 +415,7 @@ impl<'s> Sim<'s> {
             failures: failures::Failures::default(),
             store: objects::Store::default(),
             net: network::NetState::default(),
+            tl: timeline::Recorder::default(),
         }
     }
 
@@ -574,6 +595,9 @@ impl<'s> Sim<'s> {
                     restarts: 0,
                     lost_device_ns: 0.0,
                     progress_from: 0,
+                    span_from: 0,
+                    span_ckpt: 0,
+                    dev_set: Vec::new(),
                     prev_ckpt_steps: 0,
                     prev_ckpt_at: 0,
                     recovering_from: None,
@@ -634,6 +658,7 @@ impl<'s> Sim<'s> {
                         batch: 0,
                         epoch: 0,
                         inflight: Vec::new(),
+                        batch_start: 0,
                     });
                     self.services[sid as usize].replicas.push(rid);
                     self.submit(Work::Replica(rid));
@@ -948,6 +973,65 @@ impl<'s> Sim<'s> {
         }
     }
 
+    /// Timeline ids of the device instances an allocation holds on `node`.
+    fn alloc_devices(&self, node: NodeId, alloc: Option<&Allocation>) -> Vec<u32> {
+        let Some(a) = alloc else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (rid, amounts) in &a.instances {
+            if self.unit_ids.contains(rid) {
+                out.extend(
+                    amounts
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, x)| **x > 0)
+                        .filter_map(|(d, _)| self.tl.device(node, d)),
+                );
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Timeline: task `t` ran on its devices from its start until `now` (done or killed).
+    pub(crate) fn record_task(&mut self, t: usize, now: Time) {
+        if !self.tl.on {
+            return;
+        }
+        let node = self.task_node[t] as usize;
+        let devs = self.alloc_devices(node, self.task_alloc[t].as_ref());
+        let g = &self.groups[self.group_of(t as u32)];
+        let w = &self.spec.workloads[g.workload];
+        let label = format!("{}.{}", w.name, w.tasks[g.index].name);
+        let from = self.task_start[t];
+        self.tl
+            .span(devs, from, now, timeline::SpanKind::Compute, &label);
+    }
+
+    /// Timeline: the step interval of job `j` that ends now — its checkpoint (if it began
+    /// with one), compute, then communication.
+    fn record_step(&mut self, j: usize, now: Time) {
+        let job = &self.jobs[j];
+        let w = &self.spec.workloads[job.workload];
+        let label = format!("{}.{}", w.name, w.training[job.index].name);
+        let (from, ck, c, devs) = (
+            job.span_from,
+            job.span_ckpt,
+            job.compute_ns,
+            job.dev_set.clone(),
+        );
+        let a = from + ck;
+        let b = (a + c).min(now);
+        use timeline::SpanKind as K;
+        self.tl
+            .span(devs.clone(), from, a.min(now), K::Checkpoint, &label);
+        self.tl.span(devs.clone(), a, b, K::Compute, &label);
+        self.tl.span(devs, b, now, K::Communication, &label);
+        self.jobs[j].span_from = now;
+    }
+
     fn task_duration(&mut self, gi: usize, node: NodeId, units: f64) -> Time {
         let fetch = self.fetch_secs(gi, node, units > 0.0);
         let g = &self.groups[gi];
@@ -1100,6 +1184,7 @@ impl<'s> Sim<'s> {
             let rep = &mut self.replicas[r as usize];
             rep.batch = take;
             rep.inflight = waited;
+            rep.batch_start = now;
             self.q.after(dur, Ev::BatchDone(r, rep.epoch));
         }
     }
@@ -1374,8 +1459,10 @@ impl<'s> Sim<'s> {
                 c.size.0 as f64 / (models::CHECKPOINT_BW_PER_NODE * per_node.len().max(1) as f64)
             })
             .unwrap_or(0.0);
+        let mut dev_set = Vec::new();
         for (n, d) in &per_node {
             self.busy(*n, f64::from(*d), now);
+            dev_set.extend((0..*d as usize).filter_map(|k| self.tl.device(*n, k)));
         }
         let job = &mut self.jobs[j as usize];
         job.compute_ns = secs(compute);
@@ -1386,9 +1473,12 @@ impl<'s> Sim<'s> {
         job.devices = devices;
         job.nodes = per_node.len();
         job.started.get_or_insert(now);
+        job.dev_set = dev_set;
         match job.stopped_at.take() {
             None => {
                 job.progress_from = now;
+                job.span_from = now;
+                job.span_ckpt = 0;
                 job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
                 self.q.after(
                     (job.compute_ns + job.comm_ns).max(1),
@@ -1466,6 +1556,7 @@ impl<'s> Sim<'s> {
                 }
                 let gi = self.group_of(t);
                 let node = self.task_node[t as usize] as usize;
+                self.record_task(t as usize, now);
                 if self.task_rebuild[t as usize] {
                     self.rebuilt(t, gi, node);
                     return;
@@ -1527,7 +1618,12 @@ impl<'s> Sim<'s> {
                 }
                 job.steps_left -= 1;
                 job.steps_done += 1;
+                if self.tl.on {
+                    self.record_step(j as usize, now);
+                }
+                let job = &mut self.jobs[j as usize];
                 let mut next = job.compute_ns + job.comm_ns;
+                job.span_ckpt = 0;
                 if now >= job.next_ckpt {
                     // Write a checkpoint after this step; it counts once written.
                     next += job.ckpt_ns;
@@ -1536,6 +1632,7 @@ impl<'s> Sim<'s> {
                     job.prev_ckpt_at = job.ckpt_at;
                     job.ckpt_steps = job.steps_done;
                     job.ckpt_at = now + job.ckpt_ns;
+                    job.span_ckpt = job.ckpt_ns;
                     job.next_ckpt = job
                         .next_ckpt
                         .saturating_add(job.ckpt_every.unwrap_or(Time::MAX));
@@ -1563,6 +1660,16 @@ impl<'s> Sim<'s> {
                     return;
                 }
                 let s = self.replicas[r as usize].service;
+                if self.tl.on {
+                    let rep = &self.replicas[r as usize];
+                    let devs = self.alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
+                    let svc = &self.services[s as usize];
+                    let w = &self.spec.workloads[svc.workload];
+                    let label = format!("{}.{}", w.name, w.services[svc.index].name);
+                    let from = rep.batch_start;
+                    self.tl
+                        .span(devs, from, now, timeline::SpanKind::Compute, &label);
+                }
                 let done = std::mem::take(&mut self.replicas[r as usize].inflight);
                 let svc = &mut self.services[s as usize];
                 svc.latencies
@@ -1574,6 +1681,8 @@ impl<'s> Sim<'s> {
                 let job = &mut self.jobs[j as usize];
                 if epoch == job.epoch {
                     job.progress_from = now;
+                    job.span_from = now;
+                    job.span_ckpt = 0;
                     if let Some(from) = job.recovering_from.take() {
                         self.failures.recovery.push((now - from) as f64 / 1e9);
                     }
@@ -1745,6 +1854,7 @@ impl<'s> Sim<'s> {
                 self.q.now()
             })
             .max(self.makespan);
+        let tl = std::mem::take(&mut self.tl).finish(end);
         let mut m = RunMetrics {
             makespan: self.makespan as f64 / 1e9,
             horizon: end as f64 / 1e9,
@@ -1929,6 +2039,7 @@ impl<'s> Sim<'s> {
             metrics: m,
             explain: self.explain,
             trace: self.trace.unwrap_or_default(),
+            timeline: tl,
             violations: self.violations,
             model_sources: crate::compute::model_sources(spec)
                 .into_iter()

@@ -413,10 +413,15 @@ fn strategy(cx: &mut Cx, v: &Value) -> Option<Strategy> {
                 ValueKind::Ident(n) | ValueKind::Call { name: n, .. } => n.as_str(),
                 _ => "",
             };
-            let help =
+            let help = if n == "node_affinity" {
+                "node affinity names its node in parentheses: `node_affinity(NODE)` or \
+                 `node_affinity(NODE soft)`"
+                    .into()
+            } else {
                 did_you_mean(n, ["DEFAULT", "SPREAD", "node_affinity"]).unwrap_or_else(|| {
                     "expected `DEFAULT`, `SPREAD` or `node_affinity(NODE [soft])`".into()
-                });
+                })
+            };
             cx.push(
                 Diagnostic::error(
                     v.span,
