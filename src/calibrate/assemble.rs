@@ -33,12 +33,13 @@ pub fn median_ci(reps: &[f64], rng: &mut ChaCha8Rng, rounds: usize) -> (f64, [f6
     )
 }
 
-/// Achieved figure as a fraction of the best repetition (outliers dropped first):
-/// (peak, median, efficiency, efficiency interval).
-fn efficiency(reps: &[f64], rng: &mut ChaCha8Rng) -> (f64, f64, f64, [f64; 2]) {
+/// Achieved figure as a fraction of the datasheet peak, or of the best repetition where there
+/// is none or it is beaten (outliers dropped first): (peak, median, efficiency, interval).
+fn efficiency(reps: &[f64], peak: Option<f64>, rng: &mut ChaCha8Rng) -> (f64, f64, f64, [f64; 2]) {
     let kept = stats::reject_outliers(reps, 3.5);
     let (m, ci) = median_ci(&kept, rng, 1000);
-    let peak = kept.iter().copied().fold(0.0, f64::max).max(m);
+    let best = kept.iter().copied().fold(0.0, f64::max).max(m);
+    let peak = peak.filter(|p| *p >= best).unwrap_or(best);
     let eff = (m / peak).min(1.0);
     (
         peak,
@@ -48,6 +49,14 @@ fn efficiency(reps: &[f64], rng: &mut ChaCha8Rng) -> (f64, f64, f64, [f64; 2]) {
     )
 }
 
+fn peak_note(source: &str, datasheet: Option<f64>, used: f64) -> String {
+    if datasheet == Some(used) {
+        format!("{source}; peak from the catalog accelerator's datasheet figure")
+    } else {
+        format!("{source}; peak = best repetition")
+    }
+}
+
 pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Options) -> Profile {
     let mut rng = ChaCha8Rng::seed_from_u64(o.seed ^ 0x6361_6c69_6272_6174);
     let mut compute = BTreeMap::new();
@@ -55,7 +64,7 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
         if c.reps.is_empty() {
             continue;
         }
-        let (peak, achieved, eff, ci) = efficiency(&c.reps, &mut rng);
+        let (peak, achieved, eff, ci) = efficiency(&c.reps, c.peak, &mut rng);
         compute.insert(
             c.dtype.clone(),
             ComputeFit {
@@ -63,17 +72,17 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
                 efficiency: eff,
                 efficiency_ci95: ci,
                 achieved_flops: Some(achieved),
-                source: format!("{}; peak = best repetition", c.source),
+                source: peak_note(&c.source, c.peak, peak),
             },
         );
     }
-    let (peak, achieved, eff, ci) = efficiency(&m.memory.reps, &mut rng);
+    let (peak, achieved, eff, ci) = efficiency(&m.memory.reps, m.memory.peak, &mut rng);
     let memory = MemoryFit {
         peak_bytes_per_s: peak,
         efficiency: eff,
         efficiency_ci95: ci,
         achieved_bytes_per_s: Some(achieved),
-        source: format!("{}; peak = best repetition", m.memory.source),
+        source: peak_note(&m.memory.source, m.memory.peak, peak),
     };
     let kept = stats::reject_outliers(&m.launch.reps, 3.5);
     let (overhead, oci) = median_ci(&kept, &mut rng, 1000);

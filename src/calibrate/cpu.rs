@@ -217,9 +217,10 @@ fn triad(o: &Options) -> MemoryMeasure {
         }
     }
     o.tick("memory-bound triad");
-    let mib = 8 * n >> 20;
+    let mib = (8 * n) >> 20;
     MemoryMeasure {
         reps: out,
+        peak: None,
         source: format!(
             "STREAM triad a = b + s·c, 3 × {mib} MiB f64 arrays, rayon on {} threads, median of {reps}",
             rayon::current_num_threads()
@@ -275,6 +276,7 @@ fn compute(o: &Options, dtype: &str) -> ComputeMeasure {
     ComputeMeasure {
         dtype: dtype.into(),
         reps: out,
+        peak: None,
         source: format!(
             "{lanes} independent multiply-add chains per task in registers, {tasks} rayon tasks \
              on {} threads, median of {reps}",

@@ -254,7 +254,8 @@ pub fn fit_path(points: &[Point], o: &FitOptions) -> Result<PathFit, String> {
 
     // Choose breakpoints by BIC over the relative residuals.
     let min_pts = o.min_points.clamp(2, n);
-    let mut best: Option<(f64, Vec<std::ops::Range<usize>>, Vec<(f64, f64)>)> = None;
+    type Choice = (f64, Vec<std::ops::Range<usize>>, Vec<(f64, f64)>);
+    let mut best: Option<Choice> = None;
     for cuts in splits(n, o.max_segments.max(1), min_pts) {
         let rs = ranges(n, &cuts);
         let Some(lines) = fit_ranges(&xs, &ys, &rs) else {

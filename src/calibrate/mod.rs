@@ -111,12 +111,13 @@ pub struct PathMeasure {
     pub points: Vec<fit::Point>,
 }
 
-/// Achieved FLOP/s per repetition of a compute-bound kernel, with the peak it is relative to
-/// when a datasheet gives one (else the best repetition).
+/// Achieved FLOP/s per repetition of a compute-bound kernel.
 #[derive(Debug, Clone)]
 pub struct ComputeMeasure {
     pub dtype: String,
     pub reps: Vec<f64>,
+    /// The datasheet peak the efficiency is relative to (None: the best repetition).
+    pub peak: Option<f64>,
     pub source: String,
 }
 
@@ -124,6 +125,8 @@ pub struct ComputeMeasure {
 #[derive(Debug, Clone)]
 pub struct MemoryMeasure {
     pub reps: Vec<f64>,
+    /// The datasheet peak (None: the best repetition).
+    pub peak: Option<f64>,
     pub source: String,
 }
 
@@ -211,10 +214,7 @@ pub fn write(cal: &Calibration, out: &Path) -> Result<Vec<PathBuf>, String> {
         env!("CARGO_PKG_VERSION")
     );
     if let Err(errs) = crate::profile::parse(&text) {
-        let msg = errs
-            .first()
-            .map(|e| e.message.clone())
-            .unwrap_or_default();
+        let msg = errs.first().map(|e| e.message.clone()).unwrap_or_default();
         return Err(format!("the measured profile does not validate: {msg}"));
     }
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -316,7 +316,9 @@ impl Calibration {
         let _ = writeln!(
             s,
             "memory: {:.2} GB/s (efficiency {:.3} of {:.2} GB/s)",
-            m.achieved_bytes_per_s.unwrap_or(m.efficiency * m.peak_bytes_per_s) / 1e9,
+            m.achieved_bytes_per_s
+                .unwrap_or(m.efficiency * m.peak_bytes_per_s)
+                / 1e9,
             m.efficiency,
             m.peak_bytes_per_s / 1e9
         );
