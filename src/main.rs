@@ -772,7 +772,6 @@ fn calibrate(
             return ExitCode::from(2);
         }
     };
-    print!("{}", cal.summary());
     let out = out.unwrap_or_else(|| {
         let host: String = cal
             .host
@@ -789,9 +788,11 @@ fn calibrate(
         let dev = device.to_string().replace(':', "");
         PathBuf::from("calibration").join(format!("{dev}_{host}.toml"))
     });
+    // Write first: a closed stdout must not lose a measurement.
     match calibrate::write(&cal, &out) {
         Ok(files) => {
             let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            print!("{}", cal.summary());
             println!("wrote {}", names.join(", "));
             ExitCode::SUCCESS
         }
