@@ -58,7 +58,11 @@ fn shipped_profiles_parse_and_source_every_figure() {
         // Each says what it is, in the data and at the top of the file: measured ones (written
         // by `orrery calibrate`) keep their raw medians; the others are datasheet-derived.
         if prof.provenance.source == Source::Measured {
-            assert!(text.starts_with("# Measured by `orrery calibrate"), "{}", p.display());
+            assert!(
+                text.starts_with("# Measured by `orrery calibrate"),
+                "{}",
+                p.display()
+            );
             assert!(prof.transfer.iter().all(|t| !t.medians.is_empty()));
             continue;
         }
@@ -72,7 +76,11 @@ fn shipped_profiles_parse_and_source_every_figure() {
         accelerators.push(prof.provenance.accelerator.clone());
     }
     accelerators.sort();
-    assert_eq!(accelerators, ["H100_SXM", "H200"], "the datasheet-derived profiles");
+    assert_eq!(
+        accelerators,
+        ["H100_SXM", "H200"],
+        "the datasheet-derived profiles"
+    );
     // The H200 bf16 efficiency is the published 770-800 of 989 TFLOPS.
     let h200 = parse(&shipped("h200_datasheet")).unwrap();
     let bf16 = &h200.compute["bf16"];
