@@ -5,6 +5,7 @@
 
 pub mod atomic;
 pub mod bench;
+pub mod calibrate;
 pub mod catalog;
 pub mod compute;
 pub mod diag;

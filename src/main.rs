@@ -124,6 +124,31 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Measure this machine (memcpy, hand-off latency, memory- and compute-bound kernels; with
+    /// `--features cuda` the GPUs) and write a calibration profile with its plot.
+    Calibrate {
+        /// `cpu` or `cuda:N` (CUDA needs a build with `--features cuda`).
+        #[arg(long, default_value = "cpu", value_parser = parse_device)]
+        device: orrery::calibrate::Device,
+        /// Profile to write (default calibration/<device>_<host>.toml); the plot goes beside
+        /// it as .svg.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Fewer sizes and repetitions: seconds instead of minutes.
+        #[arg(long)]
+        quick: bool,
+        /// Seed of the bootstrap intervals.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Compare a node type declared in a scenario with the hardware detected here; exit 1 on a
+    /// mismatch.
+    Validate {
+        file: PathBuf,
+        /// The node type (declared in the scenario or the built-in catalog).
+        #[arg(long)]
+        node: String,
+    },
     /// List the built-in catalog of accelerators, NICs and node types.
     Catalog {
         /// Print the catalog as JSON.
@@ -178,6 +203,13 @@ fn main() -> ExitCode {
             json,
             workload.then_some(seed),
         ),
+        Command::Calibrate {
+            device,
+            out,
+            quick,
+            seed,
+        } => calibrate(device, out, quick, seed),
+        Command::Validate { file, node } => validate(&file, &node),
         Command::Explain { file, item, seed } => explain(&file, &item, seed),
         Command::Bench {
             nodes,
@@ -807,4 +839,140 @@ fn catalog(json: bool, source: bool) -> ExitCode {
     }
     print!("{}", orrery::catalog::table::render(&s));
     ExitCode::SUCCESS
+}
+
+fn parse_device(s: &str) -> Result<orrery::calibrate::Device, String> {
+    s.parse()
+}
+
+fn calibrate(
+    device: orrery::calibrate::Device,
+    out: Option<PathBuf>,
+    quick: bool,
+    seed: u64,
+) -> ExitCode {
+    use orrery::calibrate;
+    let mut o = calibrate::Options::new(device, quick, seed);
+    o.command = std::iter::once("orrery".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(calibrate::steps(&o));
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} · {elapsed}")
+        {
+            bar.set_style(style);
+        }
+        o.progress = Some(bar);
+    }
+    let result = calibrate::calibrate(&o);
+    if let Some(bar) = &o.progress {
+        bar.finish_and_clear();
+    }
+    let cal = match result {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = out.unwrap_or_else(|| {
+        let host: String = cal
+            .host
+            .hostname
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dev = device.to_string().replace(':', "");
+        PathBuf::from("calibration").join(format!("{dev}_{host}.toml"))
+    });
+    // Write first: a closed stdout must not lose a measurement.
+    match calibrate::write(&cal, &out) {
+        Ok(files) => {
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            print!("{}", cal.summary());
+            println!("wrote {}", names.join(", "));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn validate(file: &Path, node: &str) -> ExitCode {
+    use orrery::calibrate::{detect, validate::Verdict};
+    let l = match load(Some(file)) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    let spec = l.spec.as_ref().expect("no errors means a spec");
+    let Some(nt) = spec.node_types.get(node) else {
+        let hint = diag::did_you_mean(node, spec.node_types.keys().map(String::as_str))
+            .unwrap_or_else(|| {
+                format!(
+                    "node types: {}",
+                    spec.node_types
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            });
+        eprintln!(
+            "error: no node type `{node}` in {} or the catalog\n  help: {hint}",
+            file.display()
+        );
+        return ExitCode::from(2);
+    };
+    let host = detect::detect();
+    let gpus = gpu_inventory();
+    println!(
+        "node type `{node}` against {} ({}{})",
+        host.hostname,
+        host.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        match &gpus {
+            Some(g) => format!(", {} GPU(s), driver {}", g.gpus.len(), g.driver),
+            None => String::new(),
+        }
+    );
+    let checks = orrery::calibrate::validate::compare(spec, nt, &host, gpus.as_ref());
+    for c in &checks {
+        println!("{c}");
+    }
+    let bad = checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Mismatch)
+        .count();
+    if bad > 0 {
+        println!("{bad} mismatch{}", if bad == 1 { "" } else { "es" });
+        ExitCode::from(1)
+    } else {
+        println!("node type `{node}` agrees with this machine");
+        ExitCode::SUCCESS
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_inventory() -> Option<orrery::calibrate::detect::GpuInventory> {
+    match orrery::calibrate::cuda::inventory() {
+        Ok(inv) => Some(inv),
+        Err(e) => {
+            eprintln!("note: {e}; GPU names, memory and P2P are not checked");
+            None
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_inventory() -> Option<orrery::calibrate::detect::GpuInventory> {
+    None
 }

@@ -1,0 +1,622 @@
+//! The CUDA backend (feature `cuda`): cudarc with the driver, NVRTC and cuBLAS loaded at run
+//! time, so building needs no CUDA toolkit. Before the first driver call, [`probe`] checks that
+//! libcuda can be loaded (libloading), so a machine without a driver gets a one-line error.
+//!
+//! Measured on `cuda:N`, every time taken between CUDA events on one stream after a warm-up,
+//! median of repetitions (nvbandwidth / nccl-tests style):
+//! - inventory: name, memory, SM count, compute capability, PCI bus id, NUMA node (from
+//!   /sys/bus/pci/devices/<bus id>/numa_node), the P2P matrix of every pair;
+//! - H2D and D2H from pinned (page-locked, not write-combined) and pageable host memory, D2D,
+//!   and P2P to the next device (peer access enabled; `p2p_no_peer` where it cannot be),
+//!   4 KiB … 1 GiB, with 1.5 × 2^k sizes held out of the fit; a 256 MiB copy per pair;
+//! - launch latency: events around 1,000 back-to-back empty kernels;
+//! - a memory-bound triad and a compute-bound multiply–add kernel (fp32, fp64), compiled with
+//!   NVRTC; cuBLAS GEMM bf16 and fp16 (8192³; 4096³ quick).
+//!   Peaks are the catalog accelerator's datasheet figures when the device is in the catalog.
+
+use super::detect::{Gpu, GpuInventory, pci_numa_node};
+use super::fit::Point;
+use super::{ComputeMeasure, LaunchMeasure, Measurement, MemoryMeasure, Options, PathMeasure};
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys as blas_sys};
+use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg, sys};
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// Check that the CUDA driver library can be loaded, without calling into it.
+pub fn probe() -> Result<(), String> {
+    // SAFETY: loading libcuda runs its initialisers only; nothing is called through it here.
+    let lib = unsafe { libloading::Library::new("libcuda.so.1") }.map_err(|_| {
+        "CUDA driver not found (cannot load libcuda.so.1): is the NVIDIA driver installed?"
+            .to_string()
+    })?;
+    drop(lib);
+    // SAFETY: cudarc's own check that the library it loads lazily is there.
+    if !unsafe { sys::is_culib_present() } {
+        return Err("CUDA driver not found by cudarc (libcuda)".into());
+    }
+    Ok(())
+}
+
+fn err<E: Debug>(what: &'static str) -> impl Fn(E) -> String {
+    move |e| format!("{what}: {e:?}")
+}
+
+/// The NVIDIA kernel driver's version (`580.65.06`), else the CUDA driver API version.
+fn driver_version() -> String {
+    if let Ok(v) = std::fs::read_to_string("/sys/module/nvidia/version") {
+        return v.trim().to_string();
+    }
+    let mut v = 0i32;
+    // SAFETY: plain out-parameter call; the library was probed.
+    let r = unsafe { sys::cuDriverGetVersion(&mut v) };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        format!("CUDA {}.{}", v / 1000, v % 1000 / 10)
+    } else {
+        "unknown".into()
+    }
+}
+
+fn attr(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Option<i32> {
+    ctx.attribute(a).ok()
+}
+
+fn gpu(ctx: &CudaContext) -> Result<Gpu, String> {
+    use sys::CUdevice_attribute as A;
+    let bus = match (
+        attr(ctx, A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        attr(ctx, A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        attr(ctx, A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+    ) {
+        (Some(d), Some(b), Some(v)) => Some(format!("{d:04x}:{b:02x}:{v:02x}.0")),
+        _ => None,
+    };
+    let cc = ctx.compute_capability().ok();
+    Ok(Gpu {
+        name: ctx.name().map_err(err("cannot read the device name"))?,
+        memory_bytes: ctx.total_mem().map_err(err("cannot read device memory"))? as u64,
+        sm_count: attr(ctx, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map(|n| n as u32),
+        compute_capability: cc.map(|(a, b)| (a as u32, b as u32)),
+        numa_node: bus.as_deref().and_then(pci_numa_node),
+        pci_bus_id: bus,
+    })
+}
+
+fn contexts() -> Result<Vec<Arc<CudaContext>>, String> {
+    probe()?;
+    let n = CudaContext::device_count().map_err(err("cannot count CUDA devices"))?;
+    if n <= 0 {
+        return Err("no CUDA device found".into());
+    }
+    (0..n as usize)
+        .map(|i| CudaContext::new(i).map_err(err("cannot open a CUDA device")))
+        .collect()
+}
+
+fn can_access_peer(a: &CudaContext, b: &CudaContext) -> bool {
+    let mut can = 0i32;
+    // SAFETY: out-parameter call on two valid device handles.
+    let r = unsafe { sys::cuDeviceCanAccessPeer(&mut can, a.cu_device(), b.cu_device()) };
+    r == sys::CUresult::CUDA_SUCCESS && can != 0
+}
+
+/// Every GPU and the P2P matrix.
+pub fn inventory() -> Result<GpuInventory, String> {
+    let ctxs = contexts()?;
+    inventory_of(&ctxs)
+}
+
+fn inventory_of(ctxs: &[Arc<CudaContext>]) -> Result<GpuInventory, String> {
+    let gpus = ctxs.iter().map(|c| gpu(c)).collect::<Result<Vec<_>, _>>()?;
+    let p2p = ctxs
+        .iter()
+        .map(|a| {
+            ctxs.iter()
+                .map(|b| Arc::ptr_eq(a, b) || can_access_peer(a, b))
+                .collect()
+        })
+        .collect();
+    Ok(GpuInventory {
+        driver: driver_version(),
+        gpus,
+        p2p,
+    })
+}
+
+/// Times `inner` calls of `f` between two events on `stream`, in seconds per call.
+struct Timer {
+    stream: Arc<CudaStream>,
+    start: cudarc::driver::CudaEvent,
+    end: cudarc::driver::CudaEvent,
+}
+
+impl Timer {
+    fn new(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>) -> Result<Timer, String> {
+        let ev = || {
+            ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(err("cannot create a CUDA event"))
+        };
+        Ok(Timer {
+            stream: stream.clone(),
+            start: ev()?,
+            end: ev()?,
+        })
+    }
+
+    fn time(&self, inner: usize, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+        self.start
+            .record(&self.stream)
+            .map_err(err("event record"))?;
+        for _ in 0..inner {
+            f()?;
+        }
+        self.end.record(&self.stream).map_err(err("event record"))?;
+        self.end.synchronize().map_err(err("event synchronize"))?;
+        let ms = self
+            .start
+            .elapsed_ms(&self.end)
+            .map_err(err("event elapsed"))?;
+        Ok(f64::from(ms) * 1e-3 / inner as f64)
+    }
+
+    /// One warm-up, then `reps` timed repetitions, each of enough calls to last `min_rep_s`.
+    fn reps(
+        &self,
+        reps: usize,
+        min_rep_s: f64,
+        mut f: impl FnMut() -> Result<(), String>,
+    ) -> Result<Vec<f64>, String> {
+        let one = self.time(1, &mut f)?.max(1e-7);
+        let inner = ((min_rep_s / one).ceil() as usize).clamp(1, 1000);
+        (0..reps).map(|_| self.time(inner, &mut f)).collect()
+    }
+}
+
+struct Plan {
+    max_bytes: usize,
+    reps: usize,
+    min_rep_s: f64,
+    gemm_n: usize,
+}
+
+fn plan(quick: bool) -> Plan {
+    if quick {
+        Plan {
+            max_bytes: 64 << 20,
+            reps: 7,
+            min_rep_s: 2e-4,
+            gemm_n: 4096,
+        }
+    } else {
+        Plan {
+            max_bytes: 1 << 30,
+            reps: 15,
+            min_rep_s: 2e-3,
+            gemm_n: 8192,
+        }
+    }
+}
+
+pub fn steps(quick: bool) -> u64 {
+    6 * super::cpu::sizes(plan(quick).max_bytes as u64).len() as u64 + 6
+}
+
+const KERNELS: &str = r#"
+extern "C" __global__ void empty() {}
+
+extern "C" __global__ void triad(float* a, const float* b, const float* c, float s,
+                                 unsigned long long n) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < n; i += stride)
+        a[i] = b[i] + s * c[i];
+}
+
+#define FMA_KERNEL(NAME, T, FMA)                                                  \
+extern "C" __global__ void NAME(T* out, int iters, T a, T b) {                    \
+    T x0 = threadIdx.x * (T)1e-3, x1 = x0 + 1, x2 = x0 + 2, x3 = x0 + 3;          \
+    T x4 = x0 + 4, x5 = x0 + 5, x6 = x0 + 6, x7 = x0 + 7;                         \
+    for (int i = 0; i < iters; ++i) {                                             \
+        x0 = FMA(x0, a, b); x1 = FMA(x1, a, b); x2 = FMA(x2, a, b);               \
+        x3 = FMA(x3, a, b); x4 = FMA(x4, a, b); x5 = FMA(x5, a, b);               \
+        x6 = FMA(x6, a, b); x7 = FMA(x7, a, b);                                   \
+    }                                                                             \
+    out[blockIdx.x * blockDim.x + threadIdx.x] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7; \
+}
+FMA_KERNEL(fma32, float, fmaf)
+FMA_KERNEL(fma64, double, fma)
+"#;
+
+/// The catalog accelerator this device is: name matches, closest memory wins.
+fn catalog_match(name: &str, memory: u64) -> Option<crate::spec::hardware::Accelerator> {
+    let l = crate::spec::load_str("<catalog>", "");
+    let spec = l.spec?;
+    spec.accelerators
+        .into_values()
+        .filter(|a| super::validate::gpu_is(&a.name, name))
+        .min_by_key(|a| a.memory.0.abs_diff(memory))
+}
+
+#[allow(clippy::too_many_lines)]
+pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
+    let ctxs = contexts()?;
+    let inv = inventory_of(&ctxs)?;
+    let i = idx as usize;
+    let Some(ctx) = ctxs.get(i).cloned() else {
+        return Err(format!(
+            "no CUDA device cuda:{idx}: {} device(s) found",
+            ctxs.len()
+        ));
+    };
+    let me = inv.gpus[i].clone();
+    let cat = catalog_match(&me.name, me.memory_bytes);
+    let stream = ctx.new_stream().map_err(err("cannot create a stream"))?;
+    let timer = Timer::new(&ctx, &stream)?;
+    let p = plan(o.quick);
+    let sizes = super::cpu::sizes(p.max_bytes as u64);
+    let mut notes = vec![format!(
+        "{} {} ({} SMs, compute capability {}, {:.1} GiB, PCI {}, NUMA node {}); {} device(s) on the host",
+        format_args!("cuda:{idx}"),
+        me.name,
+        me.sm_count.map_or("?".into(), |n| n.to_string()),
+        me.compute_capability
+            .map_or("?".into(), |(a, b)| format!("{a}.{b}")),
+        me.memory_bytes as f64 / (1u64 << 30) as f64,
+        me.pci_bus_id.as_deref().unwrap_or("?"),
+        me.numa_node.map_or("?".into(), |n| n.to_string()),
+        inv.gpus.len()
+    )];
+
+    // Buffers: device src/dst, pinned (not write-combined) and pageable host.
+    let n = p.max_bytes;
+    let mut d_a = stream.alloc_zeros::<u8>(n).map_err(err("device alloc"))?;
+    let mut d_b = stream.alloc_zeros::<u8>(n).map_err(err("device alloc"))?;
+    // SAFETY: the pinned buffer is written (filled) before any copy reads it.
+    let mut pinned =
+        unsafe { ctx.alloc_pinned_with_flags::<u8>(n, 0) }.map_err(err("pinned host alloc"))?;
+    pinned
+        .as_mut_slice()
+        .map_err(err("pinned host slice"))?
+        .fill(0x5a);
+    let mut pageable = vec![0x5au8; n];
+
+    let mut transfers = Vec::new();
+    let mut sweep = |path: &str,
+                     source: String,
+                     f: &mut dyn FnMut(usize) -> Result<(), String>|
+     -> Result<(), String> {
+        let mut points = Vec::new();
+        for &(bytes, held_out) in &sizes {
+            let reps = timer.reps(p.reps, p.min_rep_s, || f(bytes as usize))?;
+            points.push(Point {
+                bytes,
+                reps,
+                held_out,
+            });
+            o.tick(&format!("{path} {}", super::human_bytes(bytes)));
+        }
+        transfers.push(PathMeasure {
+            path: path.into(),
+            source,
+            points,
+        });
+        Ok(())
+    };
+    let src = |what: &str| {
+        format!(
+            "cuMemcpyAsync {what}, events around back-to-back copies on one stream, warm-up then medians; 1.5×2^k sizes held out"
+        )
+    };
+    {
+        let host = pinned.as_slice().map_err(err("pinned host slice"))?;
+        sweep("h2d_pinned", src("host (pinned) to device"), &mut |b| {
+            stream
+                .memcpy_htod(&host[..b], &mut d_a.slice_mut(..b))
+                .map_err(err("H2D copy"))
+        })?;
+    }
+    sweep("h2d_pageable", src("host (pageable) to device"), &mut |b| {
+        stream
+            .memcpy_htod(&pageable[..b], &mut d_a.slice_mut(..b))
+            .map_err(err("H2D copy"))
+    })?;
+    {
+        let host = pinned.as_mut_slice().map_err(err("pinned host slice"))?;
+        sweep("d2h_pinned", src("device to host (pinned)"), &mut |b| {
+            stream
+                .memcpy_dtoh(&d_a.slice(..b), &mut host[..b])
+                .map_err(err("D2H copy"))
+        })?;
+    }
+    sweep("d2h_pageable", src("device to host (pageable)"), &mut |b| {
+        stream
+            .memcpy_dtoh(&d_a.slice(..b), &mut pageable[..b])
+            .map_err(err("D2H copy"))
+    })?;
+    sweep("d2d", src("device to device (same GPU)"), &mut |b| {
+        stream
+            .memcpy_dtod(&d_a.slice(..b), &mut d_b.slice_mut(..b))
+            .map_err(err("D2D copy"))
+    })?;
+
+    // P2P: the full sweep to the next device; one 256 MiB copy for every pair.
+    if ctxs.len() >= 2 {
+        let j = (i + 1) % ctxs.len();
+        let peer = can_access_peer(&ctx, &ctxs[j]);
+        if peer {
+            enable_peer(&ctx, &ctxs[j]);
+            enable_peer(&ctxs[j], &ctx);
+        }
+        let mut d_peer = ctxs[j]
+            .default_stream()
+            .alloc_zeros::<u8>(n)
+            .map_err(err("peer device alloc"))?;
+        let (path, what) = if peer {
+            ("p2p", format!("cuda:{i} to cuda:{j}, peer access enabled"))
+        } else {
+            (
+                "p2p_no_peer",
+                format!("cuda:{i} to cuda:{j}, no peer access (staged)"),
+            )
+        };
+        sweep(path, src(&what), &mut |b| {
+            stream
+                .memcpy_dtod(&d_a.slice(..b), &mut d_peer.slice_mut(..b))
+                .map_err(err("P2P copy"))
+        })?;
+        drop(d_peer);
+        let pair_bytes = (256usize << 20).min(n);
+        let mut row = Vec::new();
+        for a in 0..ctxs.len() {
+            for b in 0..ctxs.len() {
+                if a == b {
+                    continue;
+                }
+                if inv.p2p[a][b] {
+                    enable_peer(&ctxs[a], &ctxs[b]);
+                }
+                let s = ctxs[a].new_stream().map_err(err("stream"))?;
+                let t = Timer::new(&ctxs[a], &s)?;
+                let x = s.alloc_zeros::<u8>(pair_bytes).map_err(err("alloc"))?;
+                let mut y = ctxs[b]
+                    .default_stream()
+                    .alloc_zeros::<u8>(pair_bytes)
+                    .map_err(err("alloc"))?;
+                let secs = t.reps(3, 0.0, || {
+                    s.memcpy_dtod(&x, &mut y).map_err(err("P2P copy"))
+                })?;
+                row.push(format!(
+                    "{a}→{b} {:.0} GB/s{}",
+                    pair_bytes as f64 / super::stats::median(&secs) / 1e9,
+                    if inv.p2p[a][b] { "" } else { " (no peer)" }
+                ));
+            }
+        }
+        notes.push(format!("P2P 256 MiB copies: {}", row.join(", ")));
+    }
+    drop(d_b);
+    drop(pinned);
+    drop(pageable);
+
+    // Kernels.
+    let ptx =
+        cudarc::nvrtc::compile_ptx(KERNELS).map_err(err("NVRTC cannot compile the kernels"))?;
+    let module = ctx
+        .load_module(ptx)
+        .map_err(err("cannot load the kernels"))?;
+    let f = |name: &'static str| {
+        module
+            .load_function(name)
+            .map_err(err("cannot load a kernel"))
+    };
+    let (empty, triad, fma32, fma64) = (f("empty")?, f("triad")?, f("fma32")?, f("fma64")?);
+
+    let launch = || {
+        let mut l = stream.launch_builder(&empty);
+        // SAFETY: the kernel takes no arguments.
+        unsafe { l.launch(LaunchConfig::for_num_elems(1)) }
+            .map(|_| ())
+            .map_err(err("kernel launch"))
+    };
+    timer.time(100, launch)?; // warm-up
+    let launch_reps = (0..p.reps)
+        .map(|_| timer.time(1000, launch))
+        .collect::<Result<Vec<f64>, String>>()?;
+    o.tick("launch latency");
+
+    let sms = me.sm_count.unwrap_or(132);
+    let elems = if o.quick {
+        16usize << 20
+    } else {
+        256usize << 20
+    };
+    let mut a = stream
+        .alloc_zeros::<f32>(elems)
+        .map_err(err("device alloc"))?;
+    let b = stream
+        .alloc_zeros::<f32>(elems)
+        .map_err(err("device alloc"))?;
+    let c = stream
+        .alloc_zeros::<f32>(elems)
+        .map_err(err("device alloc"))?;
+    let (s, nn) = (3.0f32, elems as u64);
+    let grid = LaunchConfig {
+        grid_dim: (sms * 8, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let triad_s = timer.reps(p.reps, p.min_rep_s, || {
+        let mut l = stream.launch_builder(&triad);
+        l.arg(&mut a).arg(&b).arg(&c).arg(&s).arg(&nn);
+        // SAFETY: argument types and order match the kernel; every array holds `elems` floats.
+        unsafe { l.launch(grid) }
+            .map(|_| ())
+            .map_err(err("kernel launch"))
+    })?;
+    drop((a, b, c));
+    let memory = MemoryMeasure {
+        reps: triad_s.iter().map(|t| 12.0 * elems as f64 / t).collect(),
+        peak: cat.as_ref().map(|a| a.memory_bw.0),
+        source: format!(
+            "triad a = b + s·c (NVRTC), 3 × {} MiB f32 arrays, grid-stride, {} blocks × 256, events, median of {}",
+            (elems * 4) >> 20,
+            sms * 8,
+            p.reps
+        ),
+    };
+    o.tick("memory-bound triad");
+
+    let mut compute = Vec::new();
+    let threads = (sms * 16 * 256) as usize;
+    let iters: i32 = if o.quick { 4096 } else { 65536 };
+    for (dtype, func) in [("fp32", &fma32), ("fp64", &fma64)] {
+        let cfg = LaunchConfig {
+            grid_dim: (sms * 16, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let secs = if dtype == "fp32" {
+            let mut out = stream.alloc_zeros::<f32>(threads).map_err(err("alloc"))?;
+            let (x, y) = (0.9999f32, 1e-4f32);
+            timer.reps(p.reps, 0.0, || {
+                let mut l = stream.launch_builder(func);
+                l.arg(&mut out).arg(&iters).arg(&x).arg(&y);
+                // SAFETY: argument types and order match the kernel; `out` has a slot per thread.
+                unsafe { l.launch(cfg) }
+                    .map(|_| ())
+                    .map_err(err("kernel launch"))
+            })?
+        } else {
+            let mut out = stream.alloc_zeros::<f64>(threads).map_err(err("alloc"))?;
+            let (x, y) = (0.9999f64, 1e-4f64);
+            timer.reps(p.reps, 0.0, || {
+                let mut l = stream.launch_builder(func);
+                l.arg(&mut out).arg(&iters).arg(&x).arg(&y);
+                // SAFETY: as above, with doubles.
+                unsafe { l.launch(cfg) }
+                    .map(|_| ())
+                    .map_err(err("kernel launch"))
+            })?
+        };
+        let flop = 2.0 * 8.0 * f64::from(iters) * threads as f64;
+        compute.push(ComputeMeasure {
+            dtype: dtype.into(),
+            reps: secs.iter().map(|t| flop / t).collect(),
+            peak: cat.as_ref().and_then(|a| a.flops.get(dtype)).map(|f| f.0),
+            source: format!(
+                "8 independent FMA chains per thread (NVRTC), {threads} threads × {iters} iterations, events, median of {}",
+                p.reps
+            ),
+        });
+        o.tick(&format!("compute {dtype}"));
+    }
+
+    // cuBLAS GEMM, bf16 and fp16 (fp32 accumulate), where cuBLAS loads and supports them.
+    match CudaBlas::new(stream.clone()) {
+        Ok(blas) => {
+            let g = p.gemm_n;
+            let flop = 2.0 * (g as f64).powi(3);
+            let bf = gemm::<half::bf16>(
+                &stream,
+                &timer,
+                &blas,
+                g,
+                p.reps,
+                gemm_cfg(g, half::bf16::ONE, half::bf16::ZERO),
+            );
+            let fp = gemm::<half::f16>(
+                &stream,
+                &timer,
+                &blas,
+                g,
+                p.reps,
+                gemm_cfg(g, half::f16::ONE, half::f16::ZERO),
+            );
+            for (dtype, r) in [("bf16", bf), ("fp16", fp)] {
+                match r {
+                    Ok(secs) => compute.push(ComputeMeasure {
+                        dtype: dtype.into(),
+                        reps: secs.iter().map(|t| flop / t).collect(),
+                        peak: cat.as_ref().and_then(|a| a.flops.get(dtype)).map(|f| f.0),
+                        source: format!("cuBLAS GEMM {g}³ {dtype}, events, median of {}", p.reps),
+                    }),
+                    Err(e) => notes.push(format!("{dtype} GEMM not measured: {e}")),
+                }
+                o.tick(&format!("GEMM {dtype}"));
+            }
+        }
+        Err(e) => notes.push(format!("cuBLAS not available ({e:?}): no GEMM figures")),
+    }
+
+    let accelerator = cat
+        .as_ref()
+        .map_or_else(|| me.name.replace(' ', "_"), |a| a.name.clone());
+    if cat.is_none() {
+        notes.push("device not in the catalog: peaks are the best repetition".into());
+    }
+    Ok(Measurement {
+        accelerator,
+        device: me.name.clone(),
+        driver: inv.driver.clone(),
+        transfers,
+        compute,
+        memory,
+        launch: LaunchMeasure {
+            reps: launch_reps,
+            source: format!(
+                "empty kernel: events around 1,000 back-to-back launches on one stream, median of {}",
+                p.reps
+            ),
+        },
+        notes,
+    })
+}
+
+fn enable_peer(from: &CudaContext, to: &CudaContext) {
+    if from.bind_to_thread().is_ok() {
+        // SAFETY: both contexts are valid; "already enabled" is an error we ignore.
+        let _ = unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) };
+    }
+}
+
+/// Square column-major `g`³ GEMM, no transposes.
+fn gemm_cfg<T>(g: usize, one: T, zero: T) -> GemmConfig<T> {
+    GemmConfig {
+        transa: blas_sys::cublasOperation_t::CUBLAS_OP_N,
+        transb: blas_sys::cublasOperation_t::CUBLAS_OP_N,
+        m: g as i32,
+        n: g as i32,
+        k: g as i32,
+        alpha: one,
+        lda: g as i32,
+        ldb: g as i32,
+        beta: zero,
+        ldc: g as i32,
+    }
+}
+
+fn gemm<T>(
+    stream: &Arc<CudaStream>,
+    timer: &Timer,
+    blas: &CudaBlas,
+    g: usize,
+    reps: usize,
+    cfg: GemmConfig<T>,
+) -> Result<Vec<f64>, String>
+where
+    T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy,
+    CudaBlas: Gemm<T>,
+{
+    let a = stream
+        .alloc_zeros::<T>(g * g)
+        .map_err(err("device alloc"))?;
+    let b = stream
+        .alloc_zeros::<T>(g * g)
+        .map_err(err("device alloc"))?;
+    let mut c = stream
+        .alloc_zeros::<T>(g * g)
+        .map_err(err("device alloc"))?;
+    timer.reps(reps, 0.0, || {
+        // SAFETY: every matrix holds g × g elements and the leading dimensions are g.
+        unsafe { blas.gemm(cfg, &a, &b, &mut c) }.map_err(err("cuBLAS GEMM"))
+    })
+}

@@ -1,0 +1,359 @@
+//! `orrery calibrate` and `orrery validate`: measure this machine, fit the measurements and
+//! write a calibration profile ([`crate::profile`]'s schema), or compare a declared node type
+//! with the hardware found here.
+//!
+//! One job per file: [`detect`] reads what the machine is (/proc, /sys); [`cpu`] measures the
+//! CPU backend and `cuda` (feature `cuda`) the GPUs; [`stats`] holds medians, MAD and outlier
+//! rejection; [`fit`] the piecewise α–β fit with bootstrap intervals and held-out error;
+//! [`assemble`] turns measurements and fits into a [`Profile`]; [`plot`] draws measured vs
+//! fitted as SVG; [`validate`] compares a node type with [`detect`]'s findings.
+//!
+//! Like the rest of the library this does no printing: the binary owns stdout and stderr (the
+//! progress bar it hands in draws on stderr). Besides `atomic` (writing the profile), these
+//! are the only modules that read the machine (/proc, /sys, the CUDA driver).
+
+pub mod assemble;
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod detect;
+pub mod fit;
+pub mod plot;
+pub mod stats;
+pub mod validate;
+
+use crate::profile::Profile;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// What to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    Cpu,
+    Cuda(u32),
+}
+
+impl FromStr for Device {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            "cuda" => Ok(Device::Cuda(0)),
+            _ => s
+                .strip_prefix("cuda:")
+                .and_then(|n| n.parse().ok())
+                .map(Device::Cuda)
+                .ok_or_else(|| format!("unknown device `{s}`: expected `cpu` or `cuda:N`")),
+        }
+    }
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Cpu => write!(f, "cpu"),
+            Device::Cuda(i) => write!(f, "cuda:{i}"),
+        }
+    }
+}
+
+pub struct Options {
+    pub device: Device,
+    /// Smaller sizes and fewer repetitions: seconds rather than minutes (tests, smoke runs).
+    pub quick: bool,
+    /// Seeds the bootstrap (the measurements themselves are not random).
+    pub seed: u64,
+    /// The command line, recorded in the profile's provenance.
+    pub command: String,
+    /// Advanced once per measurement step ([`steps`]); the binary hides it when stderr is not
+    /// a terminal.
+    pub progress: Option<indicatif::ProgressBar>,
+}
+
+impl Options {
+    pub fn new(device: Device, quick: bool, seed: u64) -> Options {
+        Options {
+            device,
+            quick,
+            seed,
+            command: format!(
+                "orrery calibrate --device {device}{} --seed {seed}",
+                if quick { " --quick" } else { "" }
+            ),
+            progress: None,
+        }
+    }
+
+    pub(crate) fn tick(&self, what: &str) {
+        if let Some(p) = &self.progress {
+            p.set_message(what.to_string());
+            p.inc(1);
+        }
+    }
+}
+
+/// How many steps the progress bar of a calibration counts.
+pub fn steps(o: &Options) -> u64 {
+    match o.device {
+        Device::Cpu => cpu::steps(o.quick),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(_) => cuda::steps(o.quick),
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(_) => 1,
+    }
+}
+
+/// Repetitions of one transfer path over sizes.
+#[derive(Debug, Clone)]
+pub struct PathMeasure {
+    pub path: String,
+    pub source: String,
+    pub points: Vec<fit::Point>,
+}
+
+/// Achieved FLOP/s per repetition of a compute-bound kernel.
+#[derive(Debug, Clone)]
+pub struct ComputeMeasure {
+    pub dtype: String,
+    pub reps: Vec<f64>,
+    /// The datasheet peak the efficiency is relative to (None: the best repetition).
+    pub peak: Option<f64>,
+    pub source: String,
+}
+
+/// Achieved bytes/s per repetition of a memory-bound kernel.
+#[derive(Debug, Clone)]
+pub struct MemoryMeasure {
+    pub reps: Vec<f64>,
+    /// The datasheet peak (None: the best repetition).
+    pub peak: Option<f64>,
+    pub source: String,
+}
+
+/// Seconds per repetition of the fixed per-launch (or per-hand-off) cost.
+#[derive(Debug, Clone)]
+pub struct LaunchMeasure {
+    pub reps: Vec<f64>,
+    pub source: String,
+}
+
+/// Everything one backend measured.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    /// The accelerator name the profile describes (`cpu`, `H200`, ...).
+    pub accelerator: String,
+    pub device: String,
+    pub driver: String,
+    pub transfers: Vec<PathMeasure>,
+    pub compute: Vec<ComputeMeasure>,
+    pub memory: MemoryMeasure,
+    pub launch: LaunchMeasure,
+    /// Extra findings (inventory, P2P matrix, ...), kept in the profile's notes.
+    pub notes: Vec<String>,
+}
+
+/// A finished calibration: the profile and what it was made from.
+pub struct Calibration {
+    pub profile: Profile,
+    pub fits: Vec<(String, fit::PathFit)>,
+    pub measurement: Measurement,
+    pub host: detect::Host,
+}
+
+/// Measure and fit. Errors are one line (no device, no driver, a path that cannot be fitted).
+pub fn calibrate(o: &Options) -> Result<Calibration, String> {
+    let host = detect::detect();
+    let measurement = match o.device {
+        Device::Cpu => cpu::measure(o, &host),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(i) => cuda::measure(o, i)?,
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(_) => {
+            return Err(
+                "this orrery was built without CUDA support; rebuild with `cargo build --release --features cuda`"
+                    .into(),
+            );
+        }
+    };
+    let fits = fit_all(&measurement, o)?;
+    let profile = assemble::profile(&measurement, &fits, &host, o);
+    Ok(Calibration {
+        profile,
+        fits,
+        measurement,
+        host,
+    })
+}
+
+/// Fit every transfer path of a measurement (bootstrap seeded by the options' seed and the
+/// path's position, so paths do not share a stream).
+pub fn fit_all(m: &Measurement, o: &Options) -> Result<Vec<(String, fit::PathFit)>, String> {
+    m.transfers
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let opts = fit::FitOptions {
+                seed: o.seed.wrapping_mul(1000).wrapping_add(i as u64),
+                bootstrap: if o.quick { 100 } else { 400 },
+                ..Default::default()
+            };
+            fit::fit_path(&t.points, &opts)
+                .map(|f| (t.path.clone(), f))
+                .map_err(|e| format!("cannot fit transfer path `{}`: {e}", t.path))
+        })
+        .collect()
+}
+
+/// Write the profile (checked by reading it back with [`crate::profile::parse`] first) and its
+/// plot beside it (`NAME.svg`), each atomically. Returns the files written.
+pub fn write(cal: &Calibration, out: &Path) -> Result<Vec<PathBuf>, String> {
+    let text = cal.profile.to_toml()?;
+    let text = format!(
+        "# Measured by `{}` (orrery {}); see calibration/README.md for the format.\n{text}",
+        cal.profile.provenance.command,
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Err(errs) = crate::profile::parse(&text) {
+        let msg = errs.first().map(|e| e.message.clone()).unwrap_or_default();
+        return Err(format!("the measured profile does not validate: {msg}"));
+    }
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    crate::atomic::write_atomic(out, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    let mut files = vec![out.to_path_buf()];
+    if !cal.fits.is_empty() {
+        let svg = out.with_extension("svg");
+        let title = format!(
+            "{} on {}: measured vs fitted",
+            cal.measurement.device, cal.host.hostname
+        );
+        let drawing = plot::svg(&cal.fits, &title)?;
+        crate::atomic::write_atomic(&svg, drawing.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", svg.display()))?;
+        files.push(svg);
+    }
+    Ok(files)
+}
+
+/// `4 KiB`, `1.5 MiB`, `1 GiB`.
+pub fn human_bytes(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u + 1 < units.len() {
+        x /= 1024.0;
+        u += 1;
+    }
+    if x.fract() == 0.0 {
+        format!("{x} {}", units[u])
+    } else {
+        format!("{x:.1} {}", units[u])
+    }
+}
+
+impl Calibration {
+    /// What the binary prints after a calibration: per path the segments with intervals,
+    /// residuals and held-out error; then compute, memory and launch figures.
+    pub fn summary(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let p = &self.profile;
+        let _ = writeln!(
+            s,
+            "{} ({}) on {}, {}",
+            p.provenance.device, p.provenance.accelerator, p.provenance.host, p.provenance.driver
+        );
+        for (path, f) in &self.fits {
+            let _ = writeln!(
+                s,
+                "transfer {path}: {} segment(s), {} outlier repetition(s) dropped, residual rms {:.1}%",
+                f.segments.len(),
+                f.rejected,
+                100.0 * f.residual_rms()
+            );
+            for g in &f.segments {
+                let range = match g.max_bytes {
+                    Some(m) => format!("[{}, {})", human_bytes(g.min_bytes), human_bytes(m)),
+                    None => format!("[{}, ∞)", human_bytes(g.min_bytes)),
+                };
+                let _ = writeln!(
+                    s,
+                    "  {range:<24} latency {:.3} µs [{:.3}, {:.3}]  bandwidth {:.2} GB/s [{:.2}, {:.2}]  R² {:.4}",
+                    g.latency_s * 1e6,
+                    g.latency_ci95[0] * 1e6,
+                    g.latency_ci95[1] * 1e6,
+                    g.bandwidth_bytes_per_s / 1e9,
+                    g.bandwidth_ci95[0] / 1e9,
+                    g.bandwidth_ci95[1] / 1e9,
+                    g.r2
+                );
+            }
+            if let Some((med, max)) = f.holdout_error() {
+                let _ = writeln!(
+                    s,
+                    "  held-out sizes ({}): prediction error median {:.1}%, max {:.1}%",
+                    f.holdout.len(),
+                    100.0 * med,
+                    100.0 * max
+                );
+            }
+        }
+        for (dt, c) in &p.compute {
+            let _ = writeln!(
+                s,
+                "compute {dt}: {:.2} GFLOP/s (efficiency {:.3} of {:.2} GFLOP/s, 95% [{:.3}, {:.3}])",
+                c.achieved_flops.unwrap_or(c.efficiency * c.peak_flops) / 1e9,
+                c.efficiency,
+                c.peak_flops / 1e9,
+                c.efficiency_ci95[0],
+                c.efficiency_ci95[1]
+            );
+        }
+        let m = &p.memory;
+        let _ = writeln!(
+            s,
+            "memory: {:.2} GB/s (efficiency {:.3} of {:.2} GB/s)",
+            m.achieved_bytes_per_s
+                .unwrap_or(m.efficiency * m.peak_bytes_per_s)
+                / 1e9,
+            m.efficiency,
+            m.peak_bytes_per_s / 1e9
+        );
+        let l = &p.launch;
+        let _ = writeln!(
+            s,
+            "launch: {:.3} µs [{:.3}, {:.3}]",
+            l.overhead_s * 1e6,
+            l.overhead_ci95[0] * 1e6,
+            l.overhead_ci95[1] * 1e6
+        );
+        for n in &self.measurement.notes {
+            let _ = writeln!(s, "note: {n}");
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_parse() {
+        assert_eq!("cpu".parse::<Device>(), Ok(Device::Cpu));
+        assert_eq!("cuda:3".parse::<Device>(), Ok(Device::Cuda(3)));
+        assert_eq!("cuda".parse::<Device>(), Ok(Device::Cuda(0)));
+        assert!("gpu".parse::<Device>().is_err());
+        assert!("cuda:x".parse::<Device>().is_err());
+    }
+
+    #[test]
+    fn bytes_read_well() {
+        assert_eq!(human_bytes(4096), "4 KiB");
+        assert_eq!(human_bytes(6144), "6 KiB");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+    }
+}
