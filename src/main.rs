@@ -61,6 +61,48 @@ enum Command {
         #[arg(long, value_delimiter = ',', value_parser = ["ray_default", "spread", "topology_aware"])]
         policies: Vec<String>,
     },
+    /// Run an experiment's sweeps: every combination of swept values × every seed, in
+    /// parallel; writes runs.csv, summary.csv and summary.json (or a shard file with --shard).
+    Sweep {
+        file: PathBuf,
+        /// Experiment to run (default: the first).
+        #[arg(long)]
+        experiment: Option<String>,
+        /// Seeds `N..M` (inclusive) or `N` (default: the experiment's).
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Worker threads (default: one per CPU). Results do not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// `i/n`: run only runs whose number mod n = i and write shard-i-of-n.json.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Where results go (default outputs/<scenario>-<experiment>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Merge the shard files of one sweep (folders or files) into the unsharded outputs.
+    Merge {
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Compare scenarios (the same workload on different hardware): makespan, throughput,
+    /// cost, energy, perf/$ and perf/W over seeds.
+    Compare {
+        #[arg(required = true, num_args = 2..)]
+        files: Vec<PathBuf>,
+        /// Seeds `N..M` (inclusive) or `N` (default 1..5).
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Worker threads (default: one per CPU). Results do not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Where compare.csv and compare.json go (default outputs/compare-<A>-<B>...).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Validate scenarios and print what each declares.
     Check {
         #[arg(required = true)]
@@ -182,6 +224,28 @@ fn main() -> ExitCode {
             horizon,
             policies,
         } => drill(&files, seeds, threads, out, horizon.as_deref(), &policies),
+        Command::Sweep {
+            file,
+            experiment,
+            seeds,
+            threads,
+            shard,
+            out,
+        } => sweep(
+            &file,
+            experiment,
+            seeds.as_deref(),
+            threads,
+            shard.as_deref(),
+            out,
+        ),
+        Command::Merge { shards, out } => merge(&shards, &out),
+        Command::Compare {
+            files,
+            seeds,
+            threads,
+            out,
+        } => compare(&files, seeds.as_deref(), threads, out),
         Command::Check { files, json } => check(&files, json),
         Command::Fmt {
             files,
@@ -975,4 +1039,288 @@ fn gpu_inventory() -> Option<orrery::calibrate::detect::GpuInventory> {
 #[cfg(not(feature = "cuda"))]
 fn gpu_inventory() -> Option<orrery::calibrate::detect::GpuInventory> {
     None
+}
+
+/// `N..M` (inclusive) or `N`.
+fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("--seeds: expected `N..M` or `N`, found `{s}`");
+    let (lo, hi) = match s.split_once("..") {
+        Some((a, b)) => (a.trim(), b.trim()),
+        None => (s.trim(), s.trim()),
+    };
+    let lo: u64 = lo.parse().map_err(|_| bad())?;
+    let hi: u64 = hi.parse().map_err(|_| bad())?;
+    if hi < lo {
+        return Err(bad());
+    }
+    if hi - lo >= orrery::spec::experiment::MAX_SEEDS {
+        return Err(format!(
+            "--seeds: at most {} seeds",
+            orrery::spec::experiment::MAX_SEEDS
+        ));
+    }
+    Ok((lo..=hi).collect())
+}
+
+fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(len);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs · {elapsed} (eta {eta})",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    })
+}
+
+fn file_stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into())
+}
+
+fn sweep(
+    file: &Path,
+    experiment: Option<String>,
+    seeds: Option<&str>,
+    threads: Option<usize>,
+    shard: Option<&str>,
+    out: Option<PathBuf>,
+) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    if threads == Some(0) {
+        return fail("--threads must be at least 1".into());
+    }
+    let seeds = match seeds.map(parse_seeds).transpose() {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let shard = match shard
+        .map(|s| {
+            let bad = || format!("--shard: expected `i/n` with i < n, found `{s}`");
+            let (i, n) = s.split_once('/').ok_or_else(bad)?;
+            let (i, n): (usize, usize) = (
+                i.trim().parse().map_err(|_| bad())?,
+                n.trim().parse().map_err(|_| bad())?,
+            );
+            if n == 0 || i >= n {
+                return Err(bad());
+            }
+            Ok((i, n))
+        })
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let l = match load(Some(file)) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    let spec = l.spec.as_ref().expect("no errors means a spec");
+    let (traces, empirical) =
+        match traces(spec, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?))) {
+            Ok(x) => x,
+            Err(e) => return fail(e),
+        };
+    let mut cfg = orrery::sweep::SweepConfig {
+        experiment,
+        seeds,
+        threads: threads.unwrap_or(0),
+        shard,
+        traces,
+        empirical,
+        progress: None,
+    };
+    let plan = match orrery::sweep::plan(&l, &file.display().to_string(), &cfg) {
+        Ok(p) => p,
+        Err(orrery::sweep::PlanError::Message(m)) => return fail(m),
+        Err(orrery::sweep::PlanError::Invalid(v)) => {
+            eprint!("{}", v.render(color()));
+            return fail(format!(
+                "a sweep of {} makes an invalid scenario",
+                file.display()
+            ));
+        }
+    };
+    let h = &plan.header;
+    let runs = match shard {
+        Some((i, n)) => (i..h.runs()).step_by(n).count(),
+        None => h.runs(),
+    };
+    println!(
+        "orrery {} · scenario {} · hash {} · experiment {} · {} cells × seeds {} = {} runs{}",
+        h.orrery,
+        h.scenario,
+        h.scenario_hash,
+        h.experiment,
+        h.cells.len(),
+        h.seeds_label(),
+        h.runs(),
+        shard
+            .map(|(i, n)| format!(" · shard {i}/{n}: {runs} runs"))
+            .unwrap_or_default()
+    );
+    cfg.progress = progress_bar(runs as u64);
+    let dir = out.unwrap_or_else(|| {
+        PathBuf::from("outputs").join(format!("{}-{}", file_stem(file), h.experiment))
+    });
+    let t0 = std::time::Instant::now();
+    let written = match shard {
+        Some((i, n)) => {
+            let rows = orrery::sweep::run(&plan, &cfg);
+            let s = orrery::sweep::Shard {
+                header: plan.header.clone(),
+                shard: i,
+                shards: n,
+                runs: rows,
+            };
+            orrery::sweep::write_shard(&dir, &s).map(|f| vec![f])
+        }
+        None => {
+            let r = orrery::sweep::run_sweep(&plan, &cfg);
+            print!("{}", sweep_table(&r));
+            orrery::sweep::write(&dir, &r)
+        }
+    };
+    eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
+    match written {
+        Ok(f) => {
+            println!("wrote {} in {}", f.join(", "), dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("cannot write results to {}: {e}", dir.display())),
+    }
+}
+
+fn sweep_table(r: &orrery::sweep::SweepResult) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let h = &r.header;
+    let _ = write!(out, "{}", h.params.join("  "));
+    for m in &h.metrics {
+        let _ = write!(out, "  {}", orrery::measure::column(m));
+    }
+    out.push('\n');
+    for c in &r.cells {
+        let vals: Vec<&str> = c.params.iter().map(|(_, v)| v.as_str()).collect();
+        let _ = write!(out, "{}", vals.join("  "));
+        for a in &c.metrics {
+            let cell = match (a.mean, a.half_width()) {
+                (Some(m), Some(hw)) => {
+                    format!("{} ± {}", orrery::units::sig3(m), orrery::units::sig3(hw))
+                }
+                (Some(m), None) => orrery::units::sig3(m),
+                _ => "-".into(),
+            };
+            let _ = write!(out, "  {cell}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn merge(shards: &[PathBuf], out: &Path) -> ExitCode {
+    let r = orrery::sweep::shard_files(shards)
+        .and_then(|f| orrery::sweep::read_shards(&f))
+        .and_then(orrery::sweep::merge);
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match orrery::sweep::write(out, &r) {
+        Ok(f) => {
+            println!(
+                "merged {} runs of {} · experiment {} · hash {}; wrote {} in {}",
+                r.runs.len(),
+                r.header.scenario,
+                r.header.experiment,
+                r.header.scenario_hash,
+                f.join(", "),
+                out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write results to {}: {e}", out.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn compare(
+    files: &[PathBuf],
+    seeds: Option<&str>,
+    threads: Option<usize>,
+    out: Option<PathBuf>,
+) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    if threads == Some(0) {
+        return fail("--threads must be at least 1".into());
+    }
+    let seeds = match parse_seeds(seeds.unwrap_or("1..5")) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let mut entries = Vec::new();
+    for f in files {
+        let l = match load(Some(f)) {
+            Ok(l) => l,
+            Err(c) => return c,
+        };
+        let spec = l.spec.clone().expect("no errors means a spec");
+        let (traces, empirical) =
+            match traces(&spec, Some(f)).and_then(|t| Ok((t, empirical(&spec, f)?))) {
+                Ok(x) => x,
+                Err(e) => return fail(e),
+            };
+        entries.push(orrery::compare::Entry {
+            name: file_stem(f),
+            file: f.display().to_string(),
+            scenario_hash: orrery::scenario_hash(&l.sources),
+            spec,
+            traces,
+            empirical,
+        });
+    }
+    println!(
+        "orrery {} · compare {} · seeds {}",
+        env!("CARGO_PKG_VERSION"),
+        entries
+            .iter()
+            .map(|e| format!("{} (hash {})", e.file, e.scenario_hash))
+            .collect::<Vec<_>>()
+            .join(" vs "),
+        orrery::drill::seeds_label(&seeds)
+    );
+    let bar = progress_bar((entries.len() * seeds.len()) as u64);
+    let r = orrery::compare::compare(&entries, &seeds, threads.unwrap_or(0), bar);
+    print!("{}", orrery::compare::table(&r));
+    let dir = out.unwrap_or_else(|| {
+        PathBuf::from("outputs").join(format!(
+            "compare-{}",
+            entries
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join("-")
+        ))
+    });
+    match orrery::compare::write(&dir, &r) {
+        Ok(f) => {
+            println!("wrote {} in {}", f.join(", "), dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("cannot write results to {}: {e}", dir.display())),
+    }
 }

@@ -27,9 +27,17 @@ pub const METRICS: &[&str] = &[
     "energy",
 ];
 
-/// Parameters an experiment can sweep. Each has a defined meaning for every scenario; more
-/// arrive with the sweep engine rather than being accepted unchecked now.
+/// Named parameters an experiment can sweep, with a defined meaning for every scenario
+/// (`policy`: every workload and placement group placed by that policy, as `run --policy`).
+/// Any other swept parameter is a dotted *path* to a statement's value
+/// (`cluster.pod.fabric.oversubscription`), applied to the syntax tree before resolving
+/// ([`super::path`]), so every swept value is validated like a hand-written scenario.
 pub const SWEEP_PARAMS: &[&str] = &["policy"];
+
+/// Whether a swept parameter is a path (rather than one of [`SWEEP_PARAMS`]).
+pub fn is_path(param: &str) -> bool {
+    param.contains('.')
+}
 
 /// Most seeds one experiment may ask for.
 pub const MAX_SEEDS: u64 = 100_000;
@@ -39,6 +47,12 @@ pub struct Sweep {
     pub param: String,
     /// Values as written (`fmt` spelling), resolved when the sweep runs.
     pub values: Vec<String>,
+    /// The values as parsed (their spans point into the `sweep` line).
+    #[serde(skip)]
+    pub items: Vec<Value>,
+    /// Span of the parameter name.
+    #[serde(skip)]
+    pub span: Span,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -135,9 +149,13 @@ pub fn experiment(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Experi
                         cx.error(lv.span, "a sweep needs at least one value");
                         return None;
                     }
-                    if !SWEEP_PARAMS.contains(&param.as_str()) {
-                        let help = did_you_mean(&param, SWEEP_PARAMS.iter().copied())
-                            .unwrap_or_else(|| format!("parameters that can be swept: {}", SWEEP_PARAMS.join(", ")));
+                    if !SWEEP_PARAMS.contains(&param.as_str()) && !is_path(&param) {
+                        let help = did_you_mean(&param, SWEEP_PARAMS.iter().copied()).unwrap_or_else(|| {
+                            format!(
+                                "sweep {} or a dotted path to a statement's value, such as `cluster.pod.fabric.oversubscription`",
+                                SWEEP_PARAMS.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+                            )
+                        });
                         cx.push(Diagnostic::error(pv.span, format!("`{param}` cannot be swept")).with_help(help));
                         return None;
                     }
@@ -151,7 +169,7 @@ pub fn experiment(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Experi
                         return None;
                     }
                     let values = items.iter().map(crate::syntax::fmt::inline).collect();
-                    e.sweeps.push(Sweep { param, values });
+                    e.sweeps.push(Sweep { param, values, items: items.clone(), span: pv.span });
                 }
                 "metrics" => {
                     while let Some(v) = a.next_value() {

@@ -19,6 +19,27 @@ pub struct Loaded {
     pub sources: SourceMap,
     pub diags: Vec<Diagnostic>,
     pub root: FileId,
+    /// The parsed statements before resolving, kept so that sweeps can rewrite and resolve
+    /// them again ([`Loaded::with_overrides`]).
+    parsed: std::sync::Arc<Parsed>,
+}
+
+/// A scenario parsed but not resolved.
+struct Parsed {
+    items: Vec<(Stmt, Origin)>,
+    sources: SourceMap,
+    diags: Vec<Diagnostic>,
+    dirs: Vec<PathBuf>,
+}
+
+/// One swept value to apply: a parameter (`policy` or a path, see [`super::path`]) and the
+/// value as written in the `sweep` line (its span points there).
+#[derive(Debug, Clone)]
+pub struct Override {
+    pub param: String,
+    pub value: syntax::Value,
+    /// The parameter's span in the `sweep` line.
+    pub span: Span,
 }
 
 impl Loaded {
@@ -30,6 +51,117 @@ impl Loaded {
     }
     pub fn render(&self, color: bool) -> String {
         crate::diag::render(&self.sources, &self.diags, color)
+    }
+
+    /// The scenario with `overrides` applied to its syntax tree, resolved again: a sweep's
+    /// variant, validated like a hand-written scenario. `policy` is applied to the resolved
+    /// spec (as `run --policy`); paths rewrite the tree first. An error in the variant is
+    /// reported at the `sweep` line: where the resolver's error is elsewhere, it is restated
+    /// at the swept value with the other place as a secondary label.
+    pub fn with_overrides(&self, overrides: &[Override]) -> Loaded {
+        let p = &*self.parsed;
+        let mut items = p.items.clone();
+        let mut cx = Cx {
+            diags: p.diags.clone(),
+        };
+        let mut policy = None;
+        for o in overrides {
+            if !super::experiment::is_path(&o.param) {
+                if o.param == "policy" {
+                    policy = Some(o.value.clone());
+                }
+                continue;
+            }
+            let mut top: Vec<&mut Stmt> = items.iter_mut().map(|(s, _)| s).collect();
+            if let Err(e) = super::path::apply(&mut top, &o.param, &o.value) {
+                cx.push(Diagnostic::error(
+                    o.span,
+                    format!("cannot sweep `{}`: {e}", o.param),
+                ));
+            }
+        }
+        let mut sources = p.sources.clone();
+        let mut profiles = ProfileFinder {
+            sources: &mut sources,
+            dirs: p.dirs.clone(),
+            cache: BTreeMap::new(),
+        };
+        let before = cx.diags.len();
+        let mut spec = if cx.diags.iter().any(Diagnostic::is_error) {
+            Spec::default()
+        } else {
+            resolve(&mut cx, items, &mut profiles)
+        };
+        let new: Vec<Diagnostic> = cx.diags.drain(before..).collect();
+        for d in new {
+            if !d.is_error() || overrides.iter().any(|o| o.value.span == d.span) {
+                cx.diags.push(d);
+                continue;
+            }
+            let at = overrides
+                .iter()
+                .find(|o| super::experiment::is_path(&o.param))
+                .map(|o| o.value.span)
+                .unwrap_or(d.span);
+            let cell = overrides
+                .iter()
+                .map(|o| format!("{} = {}", o.param, syntax::fmt::inline(&o.value)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let label = if d.label.is_empty() {
+                d.message.clone()
+            } else {
+                d.label.clone()
+            };
+            cx.push(
+                Diagnostic::error(at, format!("with {cell}: {}", d.message))
+                    .with_secondary(d.span, label)
+                    .with_help_opt(d.help),
+            );
+        }
+        if let Some(v) = policy
+            && let syntax::ValueKind::Ident(n) = &v.kind
+        {
+            use super::workload::Policy;
+            spec = spec.with_policy(match n.as_str() {
+                "spread" => Policy::Spread,
+                "topology_aware" => Policy::TopologyAware,
+                _ => Policy::RayDefault,
+            });
+        }
+        cx.diags.sort_by_key(|d| (d.span.file, d.span.start));
+        let has_errors = cx.diags.iter().any(Diagnostic::is_error);
+        Loaded {
+            spec: (!has_errors).then_some(spec),
+            sources,
+            diags: cx.diags,
+            root: self.root,
+            parsed: self.parsed.clone(),
+        }
+    }
+}
+
+/// Check every path sweep of every experiment: the path must lead somewhere, and each value,
+/// applied alone, must give a valid scenario. Errors are located at the `sweep` line.
+fn check_sweeps(loaded: &mut Loaded, experiments: &[experiment::Experiment]) {
+    for e in experiments {
+        for sw in e.sweeps.iter().filter(|s| experiment::is_path(&s.param)) {
+            for v in &sw.items {
+                let o = Override {
+                    param: sw.param.clone(),
+                    value: v.clone(),
+                    span: sw.span,
+                };
+                let variant = loaded.with_overrides(std::slice::from_ref(&o));
+                let mut errs: Vec<Diagnostic> = variant.errors().cloned().collect();
+                // A path that leads nowhere fails for every value: say it once.
+                let path_error = errs.iter().any(|d| d.span == sw.span);
+                loaded.diags.append(&mut errs);
+                if path_error {
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -102,16 +234,31 @@ fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf
         dirs,
         cache: BTreeMap::new(),
     };
+    let parsed = Parsed {
+        items: l.items.clone(),
+        sources: profiles.sources.clone(),
+        diags: cx.diags.clone(),
+        dirs: profiles.dirs.clone(),
+    };
     let spec = resolve(&mut cx, l.items, &mut profiles);
-    // Report in file order, as a reader meets the problems.
-    cx.diags.sort_by_key(|d| (d.span.file, d.span.start));
     let has_errors = cx.diags.iter().any(Diagnostic::is_error);
-    Loaded {
+    let experiments = spec.experiments.clone();
+    let mut loaded = Loaded {
         spec: (!has_errors).then_some(spec),
         sources: l.sources,
         diags: cx.diags,
         root,
+        parsed: std::sync::Arc::new(parsed),
+    };
+    if !has_errors {
+        check_sweeps(&mut loaded, &experiments);
+        if loaded.has_errors() {
+            loaded.spec = None;
+        }
     }
+    // Report in file order, as a reader meets the problems.
+    loaded.diags.sort_by_key(|d| (d.span.file, d.span.start));
+    loaded
 }
 
 /// The catalog's statements, parsed once per process. Catalog files always take the first

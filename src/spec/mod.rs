@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod failure;
 pub mod hardware;
 pub mod load;
+pub mod path;
 pub mod reader;
 pub mod schema;
 pub mod transport;
@@ -22,7 +23,7 @@ pub use cluster::Cluster;
 pub use experiment::Experiment;
 pub use failure::Failures;
 pub use hardware::{Accelerator, Nic, NodeType};
-pub use load::{Loaded, load_file, load_str};
+pub use load::{Loaded, Override, load_file, load_str};
 pub use workload::{Tenant, Workload};
 
 impl Spec {

@@ -1,0 +1,142 @@
+//! One number per experiment metric from a run's results, and the cost and energy formulas
+//! shared by `orrery sweep` and `orrery compare`.
+//!
+//! Definitions (T = the simulated window in hours: the experiment's `horizon` when it has one,
+//! else until the last work finished; `RunMetrics::horizon`):
+//!
+//! * **work units** = completed tasks + training steps done + served requests;
+//! * **throughput** = work units / T (units per hour);
+//! * **cost** ($) = cluster price ($/h) × T, the cluster price being the sum over nodes of the
+//!   node type's `price`, else its devices' `price` × count (the catalog figures,
+//!   [`crate::summary::Summary::price`]); the whole cluster is paid for the whole window;
+//! * **energy** (kWh) = cluster power (kW) × T, the power being the sum over nodes of the
+//!   node type's `power`, else its devices' `tdp` × count ([`crate::summary::Summary::power`]):
+//!   **TDP × time**, not TDP × utilisation — idle power is not modelled, so this is an upper
+//!   bound that is the same for every seed of a scenario;
+//! * **perf/$** = work units / cost; **perf/W** = throughput / power (W) = work units per Wh.
+
+use crate::sim::metrics::RunMetrics;
+use crate::spec::Spec;
+
+/// Price ($/h) and power (W) of a scenario's cluster from the catalog figures; `None` where a
+/// node or device lacks the figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ClusterFigures {
+    pub price_per_hour: Option<f64>,
+    pub power_watts: Option<f64>,
+}
+
+impl ClusterFigures {
+    pub fn of(spec: &Spec) -> ClusterFigures {
+        let s = crate::summary::summarize(spec);
+        ClusterFigures {
+            price_per_hour: s.price.map(|p| p.0),
+            power_watts: s.power.map(|p| p.0),
+        }
+    }
+}
+
+/// Simulated window in hours.
+pub fn hours(m: &RunMetrics) -> f64 {
+    m.horizon / 3600.0
+}
+
+/// Completed tasks, training steps done and served requests.
+pub fn work_units(m: &RunMetrics) -> (u64, u64, u64) {
+    (
+        m.tasks.iter().map(|t| t.completed).sum(),
+        m.training.iter().map(|t| t.steps_done).sum(),
+        m.services.iter().map(|s| s.served).sum(),
+    )
+}
+
+/// Work units per hour of simulated window.
+pub fn throughput(m: &RunMetrics) -> Option<f64> {
+    let (t, s, r) = work_units(m);
+    let h = hours(m);
+    (h > 0.0).then(|| (t + s + r) as f64 / h)
+}
+
+/// $ = price ($/h) × T (h).
+pub fn cost(fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
+    fig.price_per_hour.map(|p| p * hours(m))
+}
+
+/// kWh = power (W) / 1000 × T (h).
+pub fn energy(fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
+    fig.power_watts.map(|w| w / 1000.0 * hours(m))
+}
+
+fn weighted(xs: impl Iterator<Item = (f64, u64)>) -> Option<f64> {
+    let (s, n) = xs.fold((0.0, 0u64), |(s, n), (x, k)| (s + x * k as f64, n + k));
+    (n > 0).then(|| s / n as f64)
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = xs.collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Column name of an experiment metric, with its unit.
+pub fn column(metric: &str) -> String {
+    match metric {
+        "makespan" | "queueing_delay" | "placement_delay" | "latency" | "step_time"
+        | "pg_pending_time" | "recovery_time" | "time_to_detect" => format!("{metric}_s"),
+        "throughput" => "throughput_per_h".into(),
+        "cost" => "cost_usd".into(),
+        "energy" => "energy_kwh".into(),
+        _ => metric.to_string(),
+    }
+}
+
+/// The value of an experiment metric (one of [`crate::spec::experiment::METRICS`]) in one
+/// run; `None` where the run has none (no service, so no latency). Means over items are
+/// weighted by their counts (tasks, requests, calls); fractions are in [0, 1].
+///
+/// makespan (s, none if nothing finished) · throughput (work units/h) · goodput (mean over
+/// training jobs) · utilization (device-weighted mean busy fraction) · queueing_delay (mean
+/// task queueing, s) · placement_delay (mean actor placement delay, s) · latency (mean request
+/// latency, s) · step_time (mean over training jobs, s) · pg_pending_time (mean over placement
+/// groups, s) · lost_device_hours · recovery_time / time_to_detect (mean, s) · availability
+/// (node availability) · slo_violations (mean violation fraction over services with an SLO) ·
+/// cost ($) · energy (kWh).
+pub fn metric(name: &str, fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
+    let f = &m.failures;
+    match name {
+        "makespan" => (m.makespan > 0.0).then_some(m.makespan),
+        "throughput" => throughput(m),
+        "goodput" => mean(m.training.iter().map(|t| t.goodput)),
+        "utilization" => weighted(m.utilization.values().map(|u| (u.mean, u.devices))),
+        "queueing_delay" => weighted(
+            m.tasks
+                .iter()
+                .map(|t| (t.queueing_delay.mean, t.queueing_delay.count)),
+        ),
+        "placement_delay" => weighted(
+            m.actors
+                .iter()
+                .map(|a| (a.placement_delay.mean, a.placement_delay.count)),
+        ),
+        "latency" => weighted(m.services.iter().map(|s| (s.latency.mean, s.latency.count))),
+        "step_time" => mean(
+            m.training
+                .iter()
+                .filter(|t| t.steps_done > 0)
+                .map(|t| t.step_time),
+        ),
+        "pg_pending_time" => mean(m.placement_groups.iter().map(|p| p.pending_time)),
+        "lost_device_hours" => Some(f.lost_device_hours),
+        "recovery_time" => (f.time_to_recover.count > 0).then_some(f.time_to_recover.mean),
+        "time_to_detect" => (f.time_to_detect.count > 0).then_some(f.time_to_detect.mean),
+        "availability" => Some(f.node_availability),
+        "slo_violations" => mean(
+            m.services
+                .iter()
+                .filter(|s| !s.slo.is_empty())
+                .map(|s| s.slo_violation_fraction),
+        ),
+        "cost" => cost(fig, m),
+        "energy" => energy(fig, m),
+        _ => None,
+    }
+}
