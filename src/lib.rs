@@ -12,6 +12,7 @@ pub mod drill;
 pub mod engine;
 pub mod network;
 pub mod placement;
+pub mod plot;
 pub mod profile;
 pub mod report;
 pub mod sim;
