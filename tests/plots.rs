@@ -537,12 +537,12 @@ fn transports_speedup_and_breakdown() {
         &stem,
         &[
             "Transports vs object store",
-            "transfer size (bytes, log scale)",
+            "transfer size (bytes, log scale",
             "speedup over object_store (×)",
             "nccl",
             "gpudirect_rdma",
-            "KiB",
-            "GiB",
+            "10 kB",
+            "1 GB",
         ],
     );
     assert!(has_colour(&img, [230, 159, 0]));

@@ -249,7 +249,8 @@ pub(crate) fn legend<DB: DrawingBackend>(
     let (w, _) = area.dim_in_pixel();
     let avail = w as i32 - 20;
     // Lay the items out in lines: (width of the line, items with their text widths).
-    let mut lines: Vec<(i32, Vec<(&String, RGBColor, i32)>)> = vec![(0, vec![])];
+    type Line<'a> = (i32, Vec<(&'a String, RGBColor, i32)>);
+    let mut lines: Vec<Line> = vec![(0, vec![])];
     for (label, c) in items {
         let tw = area
             .estimate_text_size(label, &font)

@@ -105,9 +105,9 @@ impl Speedup {
             .map_err(&e)?;
         chart
             .configure_mesh()
-            .x_desc("transfer size (bytes, log scale)")
+            .x_desc("transfer size (bytes, log scale; 1 kB = 1000 B)")
             .y_desc(format!("speedup over {} (×)", self.baseline))
-            .x_label_formatter(&|v| fmt_bytes(*v))
+            .x_label_formatter(&|v| fmt_si_bytes(*v))
             .y_label_formatter(&|v| fmt_num(*v))
             .axis_desc_style(label_font())
             .label_style(tick_font())
@@ -118,7 +118,7 @@ impl Speedup {
                 [(self.x.0, 1.0), (self.x.1, 1.0)],
                 10,
                 6,
-                BLACK.stroke_width(2).into(),
+                BLACK.stroke_width(2),
             ))
             .map_err(&e)?;
         for (i, (_, p)) in self.curves.iter().enumerate() {
@@ -188,6 +188,18 @@ pub fn transport_breakdown(
         title.to_string()
     };
     render(stem, &Breakdown { title, rows })
+}
+
+/// A byte count in decimal units (`1 kB`, `10 MB`), matching decimal log ticks.
+fn fmt_si_bytes(b: f64) -> String {
+    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = b;
+    let mut i = 0;
+    while v.abs() >= 1000.0 && i + 1 < UNITS.len() {
+        v /= 1000.0;
+        i += 1;
+    }
+    format!("{} {}", fmt_num(v), UNITS[i])
 }
 
 fn parts(r: &TransportBreakdown) -> [(&'static str, f64); 4] {
