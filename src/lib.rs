@@ -15,6 +15,7 @@ pub mod engine;
 pub mod measure;
 pub mod network;
 pub mod placement;
+pub mod plot;
 pub mod profile;
 pub mod report;
 pub mod sim;

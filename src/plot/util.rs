@@ -1,0 +1,119 @@
+//! Utilisation over time: for each device class, the busy fraction (0..1) as a step line.
+
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{
+    Figure, colour, err, fmt_num, label_font, legend, render, tick_font, time_unit, title_font,
+};
+
+/// One device class's utilisation: `(t, busy)` points, `t` in seconds and `busy` the fraction of
+/// the class's devices busy from `t` until the next point (0..1). Points may come in any order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UtilSeries {
+    /// The device class (e.g. `H100_SXM`).
+    pub label: String,
+    /// `(time s, busy fraction)` points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Draws each series as a step line over time (held from each point to the next, the last one to
+/// the end of the longest series). Errors: no series with any point, a non-finite number, or a
+/// busy fraction outside 0..1.
+pub fn utilisation(
+    stem: &Path,
+    title: &str,
+    series: &[UtilSeries],
+) -> Result<Vec<PathBuf>, String> {
+    let mut sorted = Vec::with_capacity(series.len());
+    let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
+    for s in series {
+        let mut pts = s.points.clone();
+        for &(t, b) in &pts {
+            if !t.is_finite() || !b.is_finite() {
+                return Err(format!(
+                    "utilisation: series {} has a non-finite point ({t}, {b})",
+                    s.label
+                ));
+            }
+            if !(-1e-9..=1.0 + 1e-9).contains(&b) {
+                return Err(format!(
+                    "utilisation: series {} has busy fraction {b} at t = {t} s, outside 0..1",
+                    s.label
+                ));
+            }
+            t0 = t0.min(t);
+            t1 = t1.max(t);
+        }
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        sorted.push((s.label.clone(), pts));
+    }
+    if !t0.is_finite() {
+        return Err("utilisation: no data points to plot".into());
+    }
+    let (t0, t1) = if t1 > t0 { (t0, t1) } else { (t0, t0 + 1.0) };
+    render(
+        stem,
+        &Util {
+            title: title.to_string(),
+            series: sorted,
+            t0,
+            t1,
+        },
+    )
+}
+
+struct Util {
+    title: String,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+    t0: f64,
+    t1: f64,
+}
+
+impl Figure for Util {
+    const NAME: &'static str = "utilisation";
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = err::<DrawingAreaErrorKind<DB::ErrorType>>(Self::NAME);
+        let area = root.titled(&self.title, title_font()).map_err(&e)?;
+        let items: Vec<_> = self
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, (l, _))| (l.clone(), colour(i)))
+            .collect();
+        let area = legend(&area, Self::NAME, &items)?;
+        let (unit, scale) = time_unit(self.t1);
+        let mut chart = ChartBuilder::on(&area)
+            .margin(10)
+            .margin_right(30)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(self.t0 / scale..self.t1 / scale, 0.0..1.05)
+            .map_err(&e)?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|v| fmt_num(*v))
+            .x_desc(format!("time ({unit})"))
+            .y_desc("busy fraction (%)")
+            .y_label_formatter(&|v| format!("{:.0}", v * 100.0))
+            .axis_desc_style(label_font())
+            .label_style(tick_font())
+            .draw()
+            .map_err(&e)?;
+        for (i, (_, pts)) in self.series.iter().enumerate() {
+            let mut step = Vec::with_capacity(pts.len() * 2 + 1);
+            for (j, &(t, b)) in pts.iter().enumerate() {
+                step.push((t / scale, b));
+                let next = pts.get(j + 1).map_or(self.t1, |p| p.0);
+                step.push((next / scale, b));
+            }
+            chart
+                .draw_series(LineSeries::new(step, colour(i).stroke_width(3)))
+                .map_err(&e)?;
+        }
+        Ok(())
+    }
+}
