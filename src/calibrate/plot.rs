@@ -16,6 +16,8 @@ const COLORS: [RGBColor; 6] = [
 ];
 
 pub fn svg(fits: &[(String, PathFit)], title: &str) -> Result<String, String> {
+    // Text is measured with the embedded font (plotters' ab_glyph backend has no system fonts).
+    crate::plot::font::ensure()?;
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (900, 600)).into_drawing_area();
