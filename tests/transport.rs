@@ -596,3 +596,71 @@ fn the_same_workload_runs_under_each_transport_against_the_object_store() {
     // The producers read nothing: their run time is their duration under every transport.
     assert!(c.rows.iter().all(|r| (r.run_mean[0].1 - 1.0).abs() < 1e-9));
 }
+
+#[test]
+fn calibration_profiles_replace_the_copy_and_memcpy_models() {
+    // H200 nodes with the datasheet-derived H200 profile (D2H/H2D: 10 µs + bytes / 52 GB/s)
+    // and this machine's measured host profile (memcpy): the object store's device copies
+    // take the fitted latency per chunk and run at the fitted bandwidth, its host copies at
+    // the measured memcpy rate.
+    let s = spec(
+        "calibration h200_datasheet\ncalibration cpu_epyc_2vcpu\ncluster c {\n  rack r0 {\n    node hgx_h200 x 2\n  }\n}\n",
+    );
+    let g = Graph::build(&s);
+    let base = TransportParams::named(&s, "object_store").unwrap();
+    let p = base.clone().calibrated(&s, 0, 1);
+    assert_eq!(
+        p.fits.sources,
+        [
+            "d2h_pinned from h200_datasheet",
+            "p2p from h200_datasheet",
+            "h2d_pinned from h200_datasheet",
+            "memcpy from cpu_epyc_2vcpu"
+        ]
+    );
+    let bytes = 1e9;
+    let pl = orrery::transport::plan(&g, &p, (0, 0), (1, 0), bytes, 1).unwrap();
+    let d2h = pl
+        .stages
+        .iter()
+        .find(|st| st.kind == orrery::transport::StageKind::D2h)
+        .unwrap();
+    let path = pl.path(d2h);
+    let cap = g.path_bottleneck(path);
+    match d2h.mover {
+        orrery::transport::Mover::Flow { inflation, .. } => {
+            assert!((inflation - cap / 52e9).abs() < 1e-12, "{inflation}")
+        }
+        _ => panic!("a device copy is a flow"),
+    }
+    assert!((d2h.overhead - (10e-6 - g.path_latency(path))).abs() < 1e-15);
+    // On an idle network the whole D2H stage takes latency + 1 GB / 52 GB/s.
+    let one = orrery::transport::closed_form(&pl, &g.capacity);
+    let plain = orrery::transport::plan(&g, &base, (0, 0), (1, 0), bytes, 1).unwrap();
+    let plain = orrery::transport::closed_form(&plain, &g.capacity);
+    assert!(one.secs != plain.secs);
+    // Host copies: the measured memcpy, not the default 11.6 GB/s.
+    let ser = pl
+        .stages
+        .iter()
+        .find(|st| st.kind == orrery::transport::StageKind::Serialize)
+        .unwrap();
+    let cpu = &s.profiles["cpu_epyc_2vcpu"];
+    let fit = cpu.transfer("memcpy").unwrap();
+    let top = fit.segments.last().unwrap();
+    match ser.mover {
+        orrery::transport::Mover::Copy { rate } => {
+            assert!((rate - top.bandwidth_bytes_per_s).abs() < 1.0, "{rate}")
+        }
+        _ => panic!("serialisation is a memory copy"),
+    }
+    // Without profiles nothing changes.
+    let none = spec("cluster c {\n  rack r0 {\n    node hgx_h200 x 2\n  }\n}\n");
+    assert!(
+        TransportParams::named(&none, "object_store")
+            .unwrap()
+            .calibrated(&none, 0, 1)
+            .fits
+            .is_empty()
+    );
+}

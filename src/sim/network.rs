@@ -196,11 +196,13 @@ impl Sim<'_> {
             .or_else(|| w.transport.clone())
             .unwrap_or_else(|| "object_store".to_string());
         let what = format!("object fetch {}.{}: transport {name}", w.name, ts.name);
-        let priced = (|| -> Result<f64, String> {
+        type Priced = (f64, std::collections::BTreeSet<String>);
+        let priced = (|| -> Result<Priced, String> {
             let graph = self.net.graph.as_ref().ok_or("no cluster graph")?;
-            let params = crate::transport::TransportParams::named(spec, &name)
+            let base = crate::transport::TransportParams::named(spec, &name)
                 .ok_or_else(|| format!("unknown transport `{name}`"))?;
             let step = (n / FETCH_SOURCES).max(1);
+            let mut calibrated = std::collections::BTreeSet::new();
             let mut total = 0.0;
             let mut count = 0;
             for k in 1..=FETCH_SOURCES {
@@ -208,6 +210,8 @@ impl Sim<'_> {
                 if src == node || (k > 1 && (node + (k - 1) * step) % n == src) {
                     continue;
                 }
+                let params = base.clone().calibrated(spec, src, node);
+                calibrated.extend(params.fits.sources.iter().cloned());
                 let device =
                     on_device && self.node_accel[src].is_some() && self.node_accel[node].is_some();
                 let plan = if device {
@@ -222,13 +226,21 @@ impl Sim<'_> {
             if count == 0 || !total.is_finite() {
                 return Err("no source could reach the node".into());
             }
-            Ok(total / count as f64)
+            Ok((total / count as f64, calibrated))
         })();
         let secs = match priced {
-            Ok(s) => {
+            Ok((s, calibrated)) => {
+                let cal = if calibrated.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; {}",
+                        calibrated.into_iter().collect::<Vec<_>>().join(", ")
+                    )
+                };
                 self.net
                     .notes
-                    .insert(format!("{what} on the link graph (uncontended)"));
+                    .insert(format!("{what} on the link graph (uncontended{cal})"));
                 s
             }
             Err(e) => {

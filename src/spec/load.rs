@@ -879,6 +879,21 @@ fn attach_profiles(
         };
         let target = p.provenance.accelerator.clone();
         let p = p.clone();
+        // A host profile (measured with `--device cpu`) calibrates host memory copies.
+        if target == "cpu" && !spec.accelerators.contains_key("cpu") {
+            if let Some(other) = &spec.host_profile
+                && other != name
+            {
+                cx.push(Diagnostic::error(
+                    *at,
+                    format!("the host already uses calibration profile `{other}`"),
+                ));
+                continue;
+            }
+            spec.host_profile = Some(name.clone());
+            spec.profiles.insert(name.clone(), p);
+            continue;
+        }
         let Some(acc) = spec.accelerators.get_mut(&target) else {
             let help =
                 crate::diag::did_you_mean(&target, spec.accelerators.keys().map(String::as_str))

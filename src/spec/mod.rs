@@ -58,4 +58,8 @@ pub struct Spec {
     pub overridden: Vec<String>,
     /// Calibration profiles the accelerators use, by name (`calibration/NAME.toml`).
     pub profiles: BTreeMap<String, crate::profile::Profile>,
+    /// The host profile (`calibration NAME` of a profile measured with `--device cpu`): its
+    /// `memcpy` fit prices host memory copies in the transports (object store serialisation
+    /// and copies, loopbacks). Its name is a key of `profiles`.
+    pub host_profile: Option<String>,
 }

@@ -210,6 +210,8 @@ pub fn compare(spec: &Spec, sizes: &[f64], pairs: &[Pair]) -> Result<Comparison,
             let mut row: Vec<Cell> = transports
                 .iter()
                 .map(|p| {
+                    // With the scenario's calibration profiles, where it names any.
+                    let p = &p.clone().calibrated(spec, s.0, d.0);
                     let r = plan(&graph, p, s, d, bytes, k as u64).and_then(|pl| {
                         nics.check(&graph, p, &pl)?;
                         Ok((run_plan(&idle, &pl)?, pl.chunks(), pl.inline))

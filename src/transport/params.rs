@@ -169,6 +169,33 @@ pub struct TransportParams {
     pub staging: u32,
     /// Host memcpy rate of staging and loopback copies.
     pub memcpy: f64,
+    /// Measured fits that replace the models above where a scenario names calibration
+    /// profiles ([`TransportParams::calibrated`]).
+    #[serde(skip_serializing_if = "Fits::is_empty")]
+    pub fits: Fits,
+}
+
+/// Calibrated α–β fits of copy paths (from `calibration/*.toml`): a stage they cover costs
+/// the fit's latency per chunk and moves at the fit's bandwidth for that chunk size (never
+/// above the links' capacity) instead of PCIe × `copy_efficiency` or `memcpy`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Fits {
+    /// Device → host copies of the source device (`d2h_pinned`).
+    pub d2h: Option<crate::profile::schema::TransferPath>,
+    /// Host → device copies of the destination device (`h2d_pinned`).
+    pub h2d: Option<crate::profile::schema::TransferPath>,
+    /// Peer copies between devices of one node (`p2p`), for NVLink P2P.
+    pub p2p: Option<crate::profile::schema::TransferPath>,
+    /// Host memory copies (`memcpy` of the host profile).
+    pub memcpy: Option<crate::profile::schema::TransferPath>,
+    /// Which profiles were used (`d2h_pinned from h200_datasheet`, ...).
+    pub sources: Vec<String>,
+}
+
+impl Fits {
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
 }
 
 impl TransportParams {
@@ -187,6 +214,7 @@ impl TransportParams {
             inline: 0.0,
             staging: 0,
             memcpy: MEMCPY,
+            fits: Fits::default(),
         };
         match kind {
             TransportKind::ObjectStore => TransportParams {
@@ -331,6 +359,47 @@ impl TransportParams {
             }
         }
         out
+    }
+
+    /// These parameters with the measured fits of the scenario's calibration profiles: the
+    /// source device's accelerator profile for D2H and peer copies, the destination's for
+    /// H2D, the host profile for memory copies. Nodes are in the cluster's order.
+    pub fn calibrated(
+        mut self,
+        spec: &crate::spec::Spec,
+        src_node: usize,
+        dst_node: usize,
+    ) -> Self {
+        let profile_of = |node: usize| {
+            let c = spec.cluster.as_ref()?;
+            let n = c.nodes().nth(node)?;
+            let nt = spec.node_types.get(n.node_type)?;
+            let acc = spec.accelerators.get(&nt.devices.first()?.accelerator)?;
+            let name = acc.profile.as_ref()?;
+            Some((name.as_str(), spec.profiles.get(name)?))
+        };
+        let mut fits = Fits::default();
+        let mut take = |name: &str, p: &crate::profile::Profile, path: &str| {
+            let t = p.transfer(path).cloned();
+            if t.is_some() {
+                fits.sources.push(format!("{path} from {name}"));
+            }
+            t
+        };
+        if let Some((name, p)) = profile_of(src_node) {
+            fits.d2h = take(name, p, "d2h_pinned");
+            fits.p2p = take(name, p, "p2p");
+        }
+        if let Some((name, p)) = profile_of(dst_node) {
+            fits.h2d = take(name, p, "h2d_pinned");
+        }
+        if let Some(name) = &spec.host_profile
+            && let Some(p) = spec.profiles.get(name)
+        {
+            fits.memcpy = take(name, p, "memcpy");
+        }
+        self.fits = fits;
+        self
     }
 
     /// The parameters `name` selects in a scenario (a declared transport or a built-in kind).

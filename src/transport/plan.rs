@@ -334,16 +334,59 @@ impl Builder<'_> {
         });
     }
 
-    /// A PCIe copy between device and host memory.
-    fn copy_engine(&mut self, kind: StageKind, path: Vec<LinkId>) {
-        self.flow(kind, path, 1.0 / self.p.copy_efficiency, 0.0, COPY_OVERHEAD);
+    /// Bytes each chunk of the current phase carries.
+    fn chunk_bytes(&self) -> f64 {
+        let k = self.plan.phases.last().map_or(1, |p| p.chunks.max(1));
+        self.plan.bytes / f64::from(k)
     }
 
+    /// A measured fit's (per-chunk latency, bandwidth) at the current chunk size.
+    fn fit(&self, f: Option<&crate::profile::schema::TransferPath>) -> Option<(f64, f64)> {
+        let c = self.chunk_bytes();
+        let f = f?;
+        let seg = f
+            .segments
+            .iter()
+            .find(|s| s.max_bytes.is_none_or(|m| c < m as f64))
+            .or(f.segments.last())?;
+        (seg.bandwidth_bytes_per_s > 0.0).then_some((seg.latency_s, seg.bandwidth_bytes_per_s))
+    }
+
+    /// A PCIe copy between device and host memory: the calibrated fit of its direction when
+    /// there is one, else PCIe × `copy_efficiency` plus [`COPY_OVERHEAD`] per chunk.
+    fn copy_engine(&mut self, kind: StageKind, path: Vec<LinkId>) {
+        let fit = match kind {
+            StageKind::D2h => self.fit(self.p.fits.d2h.as_ref()),
+            StageKind::H2d => self.fit(self.p.fits.h2d.as_ref()),
+            _ => None,
+        };
+        match fit {
+            // Inflating the bytes by capacity / β makes an idle path take exactly c / β; a
+            // measured β above the links' capacity is held to it.
+            Some((alpha, beta)) => {
+                let cap = self.g.path_bottleneck(&path);
+                let inflation = if cap.is_finite() {
+                    (cap / beta).max(1.0)
+                } else {
+                    1.0
+                };
+                let alpha = (alpha - self.g.path_latency(&path)).max(0.0);
+                self.flow(kind, path, inflation, 0.0, alpha);
+            }
+            None => self.flow(kind, path, 1.0 / self.p.copy_efficiency, 0.0, COPY_OVERHEAD),
+        }
+    }
+
+    /// A host memory copy: the host profile's `memcpy` fit when there is one, else `rate`.
     fn memcpy(&mut self, kind: StageKind, rate: f64) {
+        let (overhead, rate) = match self.fit(self.p.fits.memcpy.as_ref()) {
+            Some((alpha, beta)) => (alpha, beta * rate / self.p.memcpy),
+            None => (0.0, rate),
+        };
         self.push(Stage {
             kind,
             latency: 0.0,
-            overhead: 0.0,
+            overhead,
             mover: Mover::Copy { rate },
         });
     }
@@ -369,6 +412,28 @@ impl Builder<'_> {
         };
         if device && has(g, &path, LinkKind::Socket) {
             e *= self.p.cross_socket;
+        }
+        // NVLink P2P with a measured peer-copy fit: its latency and bandwidth, end to end.
+        if self.p.kind == TransportKind::NvlinkP2p
+            && let Some((alpha, beta)) = self.fit(self.p.fits.p2p.as_ref())
+        {
+            self.latency_paid = true;
+            let cap = g.path_bottleneck(&path);
+            let inflation = if cap.is_finite() {
+                (cap / beta).max(1.0)
+            } else {
+                1.0
+            };
+            // α was measured end to end: the graph's hop latencies are part of it.
+            let alpha = (alpha - g.path_latency(&path)).max(0.0);
+            self.flow(
+                StageKind::Wire,
+                path,
+                inflation,
+                alpha + extra,
+                self.p.overhead,
+            );
+            return;
         }
         let latency = self.software_latency() + extra;
         self.flow(StageKind::Wire, path, 1.0 / e, latency, self.p.overhead);
