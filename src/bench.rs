@@ -77,9 +77,11 @@ pub fn core_loop(pending: usize, events: u64) -> f64 {
 /// different nodes of a `nodes`-node DGX H100 fat-tree (racks of 32, non-blocking), started
 /// together and run to completion; every completion recomputes the max-min rates of the flows
 /// it shared links with. Returns (flow events, seconds).
-pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
-    let racks = nodes.div_ceil(32);
-    let last = nodes - (racks - 1) * 32;
+/// A non-blocking fat-tree of `nodes` DGX H100 nodes in racks of 32, as scenario text (the
+/// benchmarks' cluster).
+pub fn fat_tree_text(nodes: u64) -> String {
+    let racks = nodes.max(1).div_ceil(32);
+    let last = nodes.max(1) - (racks - 1) * 32;
     let mut text = String::from("cluster fabric {\n");
     if racks > 1 {
         text += &format!(
@@ -91,6 +93,11 @@ pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
         "  rack r{} {{\n    node dgx_h100 x {last}\n  }}\n  fabric fat_tree\n}}\n",
         racks - 1
     );
+    text
+}
+
+pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
+    let text = fat_tree_text(nodes);
     let loaded = crate::spec::load_str("<flows>", &text);
     let spec = loaded.spec.ok_or("generated fabric is invalid")?;
     let g = crate::network::Graph::build(&spec);

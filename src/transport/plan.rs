@@ -211,7 +211,56 @@ fn has(g: &Graph, path: &[LinkId], k: LinkKind) -> bool {
     path.iter().any(|l| g.kind[*l] == k)
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(g: &'a Graph, p: &'a TransportParams, bytes: f64, key: u64) -> Self {
+        Builder {
+            g,
+            p,
+            key,
+            plan: Plan {
+                kind: p.kind,
+                bytes,
+                inline: false,
+                phases: Vec::new(),
+                stages: Vec::new(),
+                links: Vec::new(),
+            },
+            latency_paid: false,
+        }
+    }
+
+    /// The object store between host memories: serialisation, then the object inline (at
+    /// most `inline` bytes) or, across nodes, pushed in `k` chunks (send copy, TCP with the
+    /// pull messages, receive copy). Device copies, if any, are the caller's.
+    fn object_store_push(
+        &mut self,
+        hs: Vertex,
+        ht: Vertex,
+        same: bool,
+        k: u32,
+    ) -> Result<(), TransportError> {
+        let p = self.p;
+        let inline = self.plan.bytes <= p.inline;
+        self.plan.inline = inline;
+        if p.staging > 0 {
+            self.phase(1);
+            self.memcpy(StageKind::Serialize, p.memcpy / f64::from(p.staging));
+        }
+        if inline {
+            self.phase(1);
+            let path = self.route(hs, ht)?;
+            self.wire(path, false, 0.0);
+        } else if !same {
+            self.phase(k);
+            self.memcpy(StageKind::SendCopy, p.memcpy);
+            let path = self.route(hs, ht)?;
+            let pull = PULL_MESSAGES * (self.g.path_latency(&path) + p.overhead);
+            self.wire(path, false, pull);
+            self.memcpy(StageKind::RecvCopy, p.memcpy);
+        }
+        Ok(())
+    }
+
     fn route(&self, a: Vertex, b: Vertex) -> Result<Vec<LinkId>, TransportError> {
         self.g
             .route_vertices(a, b, self.key)
@@ -493,44 +542,12 @@ pub fn plan(
     let ht = graph.host_of(dst).ok_or(TransportError::NoDevice(dst))?;
     let same = src.0 == dst.0;
     let k = chunk_count(bytes, params.chunk)?;
-    let mut b = Builder {
-        g: graph,
-        p: params,
-        key,
-        plan: Plan {
-            kind: params.kind,
-            bytes,
-            inline: false,
-            phases: Vec::new(),
-            stages: Vec::new(),
-            links: Vec::new(),
-        },
-        latency_paid: false,
-    };
+    let mut b = Builder::new(graph, params, bytes, key);
     match params.kind {
         TransportKind::ObjectStore => {
-            let inline = bytes <= params.inline;
-            b.plan.inline = inline;
             b.phase(1);
             b.copy_engine(StageKind::D2h, b.route(dev(src), hs)?);
-            if params.staging > 0 {
-                b.phase(1);
-                b.memcpy(
-                    StageKind::Serialize,
-                    params.memcpy / f64::from(params.staging),
-                );
-            }
-            if inline {
-                b.phase(1);
-                b.wire(b.route(hs, ht)?, false, 0.0);
-            } else if !same {
-                b.phase(k);
-                b.memcpy(StageKind::SendCopy, params.memcpy);
-                let path = b.route(hs, ht)?;
-                let pull = PULL_MESSAGES * (graph.path_latency(&path) + params.overhead);
-                b.wire(path, false, pull);
-                b.memcpy(StageKind::RecvCopy, params.memcpy);
-            }
+            b.object_store_push(hs, ht, same, k)?;
             b.phase(1);
             b.copy_engine(StageKind::H2d, b.route(ht, dev(dst))?);
         }
@@ -624,42 +641,10 @@ pub fn plan_host(
     );
     let same = src_node == dst_node;
     let k = chunk_count(bytes, params.chunk)?;
-    let mut b = Builder {
-        g: graph,
-        p: params,
-        key,
-        plan: Plan {
-            kind: params.kind,
-            bytes,
-            inline: false,
-            phases: Vec::new(),
-            stages: Vec::new(),
-            links: Vec::new(),
-        },
-        latency_paid: false,
-    };
+    let mut b = Builder::new(graph, params, bytes, key);
     match params.kind {
         TransportKind::ObjectStore => {
-            let inline = bytes <= params.inline;
-            b.plan.inline = inline;
-            if params.staging > 0 {
-                b.phase(1);
-                b.memcpy(
-                    StageKind::Serialize,
-                    params.memcpy / f64::from(params.staging),
-                );
-            }
-            if inline {
-                b.phase(1);
-                b.wire(b.route(hs, ht)?, false, 0.0);
-            } else if !same {
-                b.phase(k);
-                b.memcpy(StageKind::SendCopy, params.memcpy);
-                let path = b.route(hs, ht)?;
-                let pull = PULL_MESSAGES * (graph.path_latency(&path) + params.overhead);
-                b.wire(path, false, pull);
-                b.memcpy(StageKind::RecvCopy, params.memcpy);
-            }
+            b.object_store_push(hs, ht, same, k)?;
         }
         TransportKind::Gloo
         | TransportKind::Tcp

@@ -16,20 +16,7 @@ pub fn bench_allreduce(devices: usize) -> Result<(u64, f64, f64), String> {
     if devices == 0 {
         return Err("the allreduce needs at least one device".into());
     }
-    let nodes = devices.div_ceil(8);
-    let racks = nodes.div_ceil(32);
-    let last = nodes - (racks - 1) * 32;
-    let mut text = String::from("cluster fabric {\n");
-    if racks > 1 {
-        text += &format!(
-            "  rack r[0..{}] {{\n    node dgx_h100 x 32\n  }}\n",
-            racks - 2
-        );
-    }
-    text += &format!(
-        "  rack r{} {{\n    node dgx_h100 x {last}\n  }}\n  fabric fat_tree\n}}\n",
-        racks - 1
-    );
+    let text = crate::bench::fat_tree_text(devices.div_ceil(8) as u64);
     let spec = crate::spec::load_str("<collective>", &text)
         .spec
         .ok_or("generated fabric is invalid")?;
