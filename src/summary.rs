@@ -61,6 +61,9 @@ pub struct Summary {
     pub failure_blocks: usize,
     pub experiments: usize,
     pub overridden: Vec<String>,
+    /// Which calibration profile prices what: `H200: h200_datasheet (datasheet)`,
+    /// `host: cpu_epyc_2vcpu (measured)`.
+    pub calibration: Vec<String>,
 }
 
 /// Injection bandwidth of one node: its compute NICs, or all NICs if none is marked compute.
@@ -203,6 +206,30 @@ pub fn summarize(spec: &Spec) -> Summary {
         failure_blocks: spec.failures.len(),
         experiments: spec.experiments.len(),
         overridden: spec.overridden.clone(),
+        calibration: {
+            let kind = |name: &str| {
+                spec.profiles
+                    .get(name)
+                    .map(|p| {
+                        format!(
+                            "{name} ({})",
+                            format!("{:?}", p.provenance.source).to_lowercase()
+                        )
+                    })
+                    .unwrap_or_else(|| name.to_string())
+            };
+            let mut c: Vec<String> = spec
+                .accelerators
+                .values()
+                .filter_map(|a| Some(format!("{}: {}", a.name, kind(a.profile.as_ref()?))))
+                .collect();
+            c.extend(
+                spec.host_profile
+                    .as_deref()
+                    .map(|h| format!("host: {}", kind(h))),
+            );
+            c
+        },
     };
     let Some(c) = &spec.cluster else {
         s.price = None;
@@ -396,6 +423,9 @@ impl std::fmt::Display for Summary {
             plural(self.failure_blocks, "failure block"),
             plural(self.experiments, "experiment")
         );
+        if !self.calibration.is_empty() {
+            let _ = writeln!(o, "calibration  {}", self.calibration.join(", "));
+        }
         if !self.overridden.is_empty() {
             let _ = writeln!(
                 o,

@@ -482,3 +482,28 @@ fn the_documented_example_is_a_valid_profile() {
     assert_eq!(p.transfer[0].segments.len(), 2);
     assert_eq!(parse(&p.to_toml().unwrap()).unwrap(), p);
 }
+
+#[test]
+fn check_says_which_profile_calibrates_what() {
+    let d = std::env::temp_dir().join(format!("orrery-check-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("c.orr");
+    std::fs::write(
+        &f,
+        "calibration h200_datasheet\ncalibration cpu_epyc_2vcpu\ncluster c {\n  node hgx_h200 x 1\n}\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .arg("check")
+        .arg(&f)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("calibration  H200: h200_datasheet (datasheet), host: cpu_epyc_2vcpu (measured)"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
