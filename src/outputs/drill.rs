@@ -14,7 +14,8 @@ use crate::sim::metrics::TimelineEvent;
 /// Failures and their recoveries from one run's failure timeline. A `crash` of a node is
 /// detected at the first later `detected` of that node; it is recovered when the first
 /// `job_resumed` follows a `job_stopped` the crash caused (stopped between the crash and its
-/// detection), else when the node is `repaired`. Unmatched steps stay `None`.
+/// detection), else when the node is `repaired` (at the detection if it was back earlier).
+/// Unmatched steps stay `None`; an undetected failure has no recovery.
 pub fn recoveries(events: &[TimelineEvent]) -> Vec<Recovery> {
     let first_after = |kind: &str, subject: Option<&str>, t: f64| {
         events
@@ -34,11 +35,11 @@ pub fn recoveries(events: &[TimelineEvent]) -> Vec<Recovery> {
                 Some(s) => first_after("job_resumed", Some(&s.subject), s.time),
                 None => first_after("repaired", Some(&c.subject), c.time),
             };
-            let detected = detected.or(recovered.map(|_| c.time));
+            // A node back before its loss was noticed counts as recovered at the detection.
             Recovery {
                 failure: c.time,
                 detected,
-                recovered: recovered.filter(|r| detected.is_some_and(|d| *r >= d)),
+                recovered: recovered.zip(detected).map(|(r, d)| r.max(d)),
             }
         })
         .collect()
@@ -194,6 +195,9 @@ mod tests {
             ev(130.0, "detected", "r0.n2"),
             ev(200.0, "repaired", "r0.n2"),
             ev(300.0, "crash", "r0.n3"),
+            ev(400.0, "crash", "r0.n4"),
+            ev(410.0, "repaired", "r0.n4"),
+            ev(430.0, "detected", "r0.n4"),
         ];
         let r = recoveries(&events);
         assert_eq!(
@@ -213,6 +217,11 @@ mod tests {
                     failure: 300.0,
                     detected: None,
                     recovered: None
+                },
+                Recovery {
+                    failure: 400.0,
+                    detected: Some(430.0),
+                    recovered: Some(430.0)
                 },
             ]
         );
