@@ -14,6 +14,7 @@ pub mod drill;
 pub mod engine;
 pub mod measure;
 pub mod network;
+pub mod outputs;
 pub mod placement;
 pub mod plot;
 pub mod profile;

@@ -37,6 +37,9 @@ enum Command {
         /// (pid = node, tid = device).
         #[arg(long)]
         trace: bool,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
     },
     /// Run a failure drill over many seeds; several scenarios (recovery policies: checkpoint
     /// intervals, retry settings, spare nodes) run side by side.
@@ -60,6 +63,9 @@ enum Command {
         /// (e.g. `--policies ray_default,topology_aware`).
         #[arg(long, value_delimiter = ',', value_parser = ["ray_default", "spread", "topology_aware"])]
         policies: Vec<String>,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
     },
     /// Run an experiment's sweeps: every combination of swept values × every seed, in
     /// parallel; writes runs.csv, summary.csv and summary.json (or a shard file with --shard).
@@ -80,6 +86,9 @@ enum Command {
         /// Where results go (default outputs/<scenario>-<experiment>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
     },
     /// Merge the shard files of one sweep (folders or files) into the unsharded outputs.
     Merge {
@@ -87,6 +96,9 @@ enum Command {
         shards: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
     },
     /// Compare scenarios (the same workload on different hardware): makespan, throughput,
     /// cost, energy, perf/$ and perf/W over seeds.
@@ -102,6 +114,9 @@ enum Command {
         /// Where compare.csv and compare.json go (default outputs/compare-<A>-<B>...).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
     },
     /// Validate scenarios and print what each declares.
     Check {
@@ -165,6 +180,13 @@ enum Command {
         /// Seed of the workload runs.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Where transports.csv, transports.json, the plots and report.md go (default
+        /// outputs/<scenario>-transports).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
     },
     /// Measure this machine (memcpy, hand-off latency, memory- and compute-bound kernels; with
     /// `--features cuda` the GPUs) and write a calibration profile with its plot.
@@ -215,7 +237,15 @@ fn main() -> ExitCode {
             out,
             policy,
             trace,
-        } => run(file.as_deref(), seed, out, policy.as_deref(), trace),
+            no_plots,
+        } => run(
+            file.as_deref(),
+            seed,
+            out,
+            policy.as_deref(),
+            trace,
+            !no_plots,
+        ),
         Command::Drill {
             files,
             seeds,
@@ -223,7 +253,16 @@ fn main() -> ExitCode {
             out,
             horizon,
             policies,
-        } => drill(&files, seeds, threads, out, horizon.as_deref(), &policies),
+            no_plots,
+        } => drill(
+            &files,
+            seeds,
+            threads,
+            out,
+            horizon.as_deref(),
+            &policies,
+            !no_plots,
+        ),
         Command::Sweep {
             file,
             experiment,
@@ -231,6 +270,7 @@ fn main() -> ExitCode {
             threads,
             shard,
             out,
+            no_plots,
         } => sweep(
             &file,
             experiment,
@@ -238,14 +278,20 @@ fn main() -> ExitCode {
             threads,
             shard.as_deref(),
             out,
+            !no_plots,
         ),
-        Command::Merge { shards, out } => merge(&shards, &out),
+        Command::Merge {
+            shards,
+            out,
+            no_plots,
+        } => merge(&shards, &out, !no_plots),
         Command::Compare {
             files,
             seeds,
             threads,
             out,
-        } => compare(&files, seeds.as_deref(), threads, out),
+            no_plots,
+        } => compare(&files, seeds.as_deref(), threads, out, !no_plots),
         Command::Check { files, json } => check(&files, json),
         Command::Fmt {
             files,
@@ -260,12 +306,16 @@ fn main() -> ExitCode {
             json,
             workload,
             seed,
+            out,
+            no_plots,
         } => transports(
             &file,
             sizes.as_deref(),
             pairs.as_deref(),
             json,
             workload.then_some(seed),
+            out,
+            !no_plots,
         ),
         Command::Calibrate {
             device,
@@ -438,6 +488,7 @@ fn run(
     out: Option<PathBuf>,
     policy: Option<&str>,
     trace: bool,
+    plots: bool,
 ) -> ExitCode {
     let l = match load(file) {
         Ok(l) => l,
@@ -518,9 +569,14 @@ fn run(
         }
         Ok(files)
     });
+    let t1 = std::time::Instant::now();
+    let written = written.map_err(|e| e.to_string()).and_then(|files| {
+        orrery::outputs::run::write(&dir, &h, &r, &files, plots).map(|w| (files, w))
+    });
     match written {
-        Ok(files) => {
+        Ok((files, w)) => {
             println!("wrote {} in {}", files.join(", "), dir.display());
+            outputs_done(&w, t1);
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -579,6 +635,7 @@ fn drill(
     out: Option<PathBuf>,
     horizon: Option<&str>,
     policies: &[String],
+    plots: bool,
 ) -> ExitCode {
     if seeds == Some(0) {
         eprintln!("error: --seeds must be at least 1");
@@ -632,6 +689,12 @@ fn drill(
         return ExitCode::from(2);
     }
     let seed_list = seed_lists[0].clone();
+    let window = horizon
+        .or_else(|| {
+            let spec = loaded[0].1.spec.as_ref()?;
+            spec.experiments.first()?.horizon.map(|d| d.0)
+        })
+        .map(|ns| ns as f64 / 1e9);
     let stem = |p: &Path| {
         p.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -708,12 +771,21 @@ fn drill(
     } else {
         orrery::drill::merge(reports)
     };
-    print!("{}", orrery::drill::table(&r));
+    let table = orrery::drill::table(&r);
+    print!("{table}");
     println!("{runs} runs in {wall:.2} s");
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(format!("{dir_name}-drill")));
-    match orrery::drill::write(&dir, &h, &r) {
-        Ok(files) => {
+    let t1 = std::time::Instant::now();
+    let written = orrery::drill::write(&dir, &h, &r)
+        .map_err(|e| e.to_string())
+        .and_then(|files| {
+            orrery::outputs::drill::write(&dir, &h, &r, window, &table, &files, plots)
+                .map(|w| (files, w))
+        });
+    match written {
+        Ok((files, w)) => {
             println!("wrote {} in {}", files.join(", "), dir.display());
+            outputs_done(&w, t1);
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -839,6 +911,8 @@ fn transports(
     pairs: Option<&str>,
     json: bool,
     workload: Option<u64>,
+    out: Option<PathBuf>,
+    plots: bool,
 ) -> ExitCode {
     use orrery::transport::compare as tc;
     let l = match load(Some(file)) {
@@ -858,6 +932,37 @@ fn transports(
         tc::compare(spec, &sizes, &pairs)
     })();
     let w = workload.map(|seed| orrery::transport_workload::compare_workload(spec, seed));
+    let dir = out.unwrap_or_else(|| {
+        PathBuf::from("outputs").join(format!("{}-transports", file_stem(file)))
+    });
+    if let Ok(c) = &r {
+        let mut printed = c.to_string();
+        if let Some(w) = &w {
+            printed.push_str(&format!("\n{w}"));
+        }
+        let head = [
+            ("orrery", env!("CARGO_PKG_VERSION").to_string()),
+            ("scenario", file.display().to_string()),
+            ("scenario hash", orrery::scenario_hash(&l.sources)),
+        ];
+        let t1 = std::time::Instant::now();
+        match orrery::outputs::transports::write(&dir, &head, c, &printed, plots) {
+            // With --json stdout is the JSON alone.
+            Ok(w) if json => {
+                for n in &w.notes {
+                    eprintln!("note: {n}");
+                }
+            }
+            Ok(w) => {
+                println!("wrote {} in {}", w.files.join(", "), dir.display());
+                outputs_done(&w, t1);
+            }
+            Err(e) => {
+                eprintln!("error: cannot write results to {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
     match r {
         Ok(c) if json => {
             // Without --workload the transfer comparison alone, as before.
@@ -1087,6 +1192,7 @@ fn sweep(
     threads: Option<usize>,
     shard: Option<&str>,
     out: Option<PathBuf>,
+    plots: bool,
 ) -> ExitCode {
     let fail = |e: String| {
         eprintln!("error: {e}");
@@ -1183,8 +1289,42 @@ fn sweep(
         }
         None => {
             let r = orrery::sweep::run_sweep(&plan, &cfg);
-            print!("{}", sweep_table(&r));
-            orrery::sweep::write(&dir, &r)
+            let table = sweep_table(&r);
+            print!("{table}");
+            eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
+            let t1 = std::time::Instant::now();
+            let lines = experiment_plots(&l, &r.header.experiment);
+            // Timeline and utilisation plots show one run: the first cell's first seed.
+            let representative = (plots
+                && lines
+                    .iter()
+                    .any(|p| p.kind == "timeline" || p.kind == "utilization"))
+            .then(|| {
+                plan.specs.first().map(|s| {
+                    orrery::sim::simulate(
+                        s,
+                        &orrery::sim::SimConfig {
+                            seed: r.header.seeds.first().copied().unwrap_or(1),
+                            traces: cfg.traces.clone(),
+                            empirical: cfg.empirical.clone(),
+                            timeline: true,
+                            ..Default::default()
+                        },
+                    )
+                })
+            })
+            .flatten();
+            let written = orrery::sweep::write(&dir, &r);
+            return sweep_outputs(
+                &dir,
+                &r,
+                written,
+                &lines,
+                representative.as_ref(),
+                &table,
+                plots,
+                t1,
+            );
         }
     };
     eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
@@ -1224,7 +1364,57 @@ fn sweep_table(r: &orrery::sweep::SweepResult) -> String {
     out
 }
 
-fn merge(shards: &[PathBuf], out: &Path) -> ExitCode {
+/// The `plot` lines of the named experiment of a loaded scenario.
+fn experiment_plots(l: &Loaded, name: &str) -> Vec<orrery::spec::experiment::Plot> {
+    l.spec
+        .as_ref()
+        .and_then(|s| s.experiments.iter().find(|e| e.name == name))
+        .map(|e| e.plots.clone())
+        .unwrap_or_default()
+}
+
+/// Plots and report.md of a whole sweep, after its data files.
+#[allow(clippy::too_many_arguments)]
+fn sweep_outputs(
+    dir: &Path,
+    r: &orrery::sweep::SweepResult,
+    written: std::io::Result<Vec<String>>,
+    lines: &[orrery::spec::experiment::Plot],
+    representative: Option<&orrery::sim::RunResult>,
+    table: &str,
+    plots: bool,
+    t1: std::time::Instant,
+) -> ExitCode {
+    let written = written.map_err(|e| e.to_string()).and_then(|files| {
+        orrery::outputs::sweep::write(dir, r, lines, representative, table, &files, plots)
+            .map(|w| (files, w))
+    });
+    match written {
+        Ok((files, w)) => {
+            println!("wrote {} in {}", files.join(", "), dir.display());
+            outputs_done(&w, t1);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write results to {}: {e}", dir.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints what the outputs step wrote, its notes and its time.
+fn outputs_done(w: &orrery::outputs::Written, t1: std::time::Instant) {
+    for n in &w.notes {
+        eprintln!("note: {n}");
+    }
+    println!(
+        "plots and report: {} ({:.2} s)",
+        w.files.join(", "),
+        t1.elapsed().as_secs_f64()
+    );
+}
+
+fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
     let r = orrery::sweep::shard_files(shards)
         .and_then(|f| orrery::sweep::read_shards(&f))
         .and_then(orrery::sweep::merge);
@@ -1235,24 +1425,22 @@ fn merge(shards: &[PathBuf], out: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match orrery::sweep::write(out, &r) {
-        Ok(f) => {
-            println!(
-                "merged {} runs of {} · experiment {} · hash {}; wrote {} in {}",
-                r.runs.len(),
-                r.header.scenario,
-                r.header.experiment,
-                r.header.scenario_hash,
-                f.join(", "),
-                out.display()
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: cannot write results to {}: {e}", out.display());
-            ExitCode::from(2)
-        }
-    }
+    println!(
+        "merged {} runs of {} · experiment {} · hash {}",
+        r.runs.len(),
+        r.header.scenario,
+        r.header.experiment,
+        r.header.scenario_hash,
+    );
+    // The experiment's plot lines, when its scenario can still be read (and is unchanged).
+    let lines = spec::load_file(Path::new(&r.header.scenario))
+        .ok()
+        .filter(|l| l.spec.is_some() && orrery::scenario_hash(&l.sources) == r.header.scenario_hash)
+        .map(|l| experiment_plots(&l, &r.header.experiment))
+        .unwrap_or_default();
+    let t1 = std::time::Instant::now();
+    let written = orrery::sweep::write(out, &r);
+    sweep_outputs(out, &r, written, &lines, None, &sweep_table(&r), plots, t1)
 }
 
 fn compare(
@@ -1260,6 +1448,7 @@ fn compare(
     seeds: Option<&str>,
     threads: Option<usize>,
     out: Option<PathBuf>,
+    plots: bool,
 ) -> ExitCode {
     let fail = |e: String| {
         eprintln!("error: {e}");
@@ -1305,7 +1494,8 @@ fn compare(
     );
     let bar = progress_bar((entries.len() * seeds.len()) as u64);
     let r = orrery::compare::compare(&entries, &seeds, threads.unwrap_or(0), bar);
-    print!("{}", orrery::compare::table(&r));
+    let table = orrery::compare::table(&r);
+    print!("{table}");
     let dir = out.unwrap_or_else(|| {
         PathBuf::from("outputs").join(format!(
             "compare-{}",
@@ -1316,9 +1506,16 @@ fn compare(
                 .join("-")
         ))
     });
-    match orrery::compare::write(&dir, &r) {
-        Ok(f) => {
+    let t1 = std::time::Instant::now();
+    let written = orrery::compare::write(&dir, &r)
+        .map_err(|e| e.to_string())
+        .and_then(|files| {
+            orrery::outputs::compare::write(&dir, &r, &table, &files, plots).map(|w| (files, w))
+        });
+    match written {
+        Ok((f, w)) => {
             println!("wrote {} in {}", f.join(", "), dir.display());
+            outputs_done(&w, t1);
             ExitCode::SUCCESS
         }
         Err(e) => fail(format!("cannot write results to {}: {e}", dir.display())),

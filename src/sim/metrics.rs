@@ -17,6 +17,21 @@ pub struct Stats {
     pub max: f64,
 }
 
+/// Most raw samples a metric keeps for plots.
+pub const MAX_SAMPLES: usize = 4096;
+
+/// At most [`MAX_SAMPLES`] of ascending `sorted`: all of them, or evenly spaced ranks with the
+/// first and last kept (deterministic: a function of the sorted values only).
+pub fn bounded_samples(sorted: &[f64]) -> Vec<f64> {
+    let n = sorted.len();
+    if n <= MAX_SAMPLES {
+        return sorted.to_vec();
+    }
+    (0..MAX_SAMPLES)
+        .map(|i| sorted[i * (n - 1) / (MAX_SAMPLES - 1)])
+        .collect()
+}
+
 impl Stats {
     /// Exact order statistics (nearest rank) of `xs` in seconds.
     pub fn of(xs: &mut [f64]) -> Stats {
@@ -49,6 +64,10 @@ pub struct TaskGroupMetrics {
     pub queueing_delay: Stats,
     /// Running → done, seconds (input fetch included).
     pub run_time: Stats,
+    /// Queueing delays (s) for the CDF plot: all of them, or [`MAX_SAMPLES`] evenly spaced
+    /// order statistics (the extremes kept), in ascending order. Not in `run.json`.
+    #[serde(skip)]
+    pub queueing_samples: Vec<f64>,
     pub first_start: f64,
     pub last_end: f64,
 }
@@ -98,6 +117,10 @@ pub struct ServiceMetrics {
     pub throughput: f64,
     pub latency: Stats,
     pub waiting: Stats,
+    /// Request latencies (s) for the CDF plot, bounded as
+    /// [`TaskGroupMetrics::queueing_samples`]. Not in `run.json`.
+    #[serde(skip)]
+    pub latency_samples: Vec<f64>,
     /// Per SLO: (percentile, target seconds, measured seconds, met).
     pub slo: Vec<(String, f64, f64, bool)>,
     /// Fraction of requests slower than the tightest SLO target.
@@ -256,6 +279,16 @@ mod tests {
         assert_eq!((s.p50, s.p90, s.p99, s.max), (50.0, 90.0, 99.0, 100.0));
         assert_eq!(s.mean, 50.5);
         assert_eq!(Stats::of(&mut []).count, 0);
+    }
+
+    #[test]
+    fn bounded_samples_keep_extremes_and_order() {
+        let xs: Vec<f64> = (0..10_000).map(f64::from).collect();
+        let b = bounded_samples(&xs);
+        assert_eq!(b.len(), MAX_SAMPLES);
+        assert_eq!((b[0], b[MAX_SAMPLES - 1]), (0.0, 9_999.0));
+        assert!(b.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(bounded_samples(&xs[..10]), xs[..10].to_vec());
     }
 
     #[test]

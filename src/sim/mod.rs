@@ -1871,6 +1871,8 @@ impl<'s> Sim<'s> {
                 infeasible: g.infeasible,
                 queueing_delay: Stats::of(&mut g.queueing),
                 run_time: Stats::of(&mut g.run),
+                // Stats::of sorted the delays.
+                queueing_samples: metrics::bounded_samples(&g.queueing),
                 first_start: g.first_start.map(|t| t as f64 / 1e9).unwrap_or(0.0),
                 last_end: g.last_end as f64 / 1e9,
             });
@@ -1971,6 +1973,8 @@ impl<'s> Sim<'s> {
                     0.0
                 },
                 waiting: Stats::of(&mut s.waits),
+                // Stats::of sorted the latencies.
+                latency_samples: metrics::bounded_samples(&s.latencies),
                 latency: lat,
                 slo,
                 slo_violation_fraction: if s.latencies.is_empty() {

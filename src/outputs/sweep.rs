@@ -1,0 +1,298 @@
+//! `orrery sweep` and `orrery merge`: the plots an experiment's `plot` lines name, else the
+//! defaults (a heatmap of each metric's mean over the first two swept parameters, or bars with
+//! 95% intervals when one parameter is swept), and `report.md`.
+//!
+//! `heatmap(a, b)`: one heatmap per metric over `a` (x) and `b` (y), each square the mean over
+//! seeds — and over the other swept parameters' values when there are more than two
+//! (`heatmap-<metric>.{png,svg}`). `bars(m)`: the mean of `m` per cell with its interval
+//! (`bars-<m>`). `cdf(m)`: the distribution of `m` over seeds, a line per cell (`cdf-<m>`).
+//! `timeline` and `utilization`: of one representative run (the first cell's first seed), when
+//! the caller simulated it (`orrery sweep`; `orrery merge` has no scenario and says so).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{Report, Written, ci, slug};
+use crate::measure;
+use crate::plot::{self, Bar, Heatmap, MetricBars, SampleSet};
+use crate::sim::RunResult;
+use crate::spec::experiment::Plot;
+use crate::sweep::SweepResult;
+
+/// The last segment of a dotted parameter path (`cluster.pod.fabric.oversubscription` →
+/// `oversubscription`).
+fn short(param: &str) -> &str {
+    param.rsplit('.').next().unwrap_or(param)
+}
+
+/// A cell's label: `oversubscription=2:1 allreduce=8 GB`.
+pub fn cell_label(params: &[(String, String)]) -> String {
+    params
+        .iter()
+        .map(|(p, v)| format!("{}={v}", short(p)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The heatmap of metric number `k` over parameters `x` and `y` (indices into the header's
+/// params): each square the mean of the cells' means with those two values (NaN where none has
+/// a value).
+pub fn heatmap_data(r: &SweepResult, k: usize, x: usize, y: usize) -> Heatmap {
+    let h = &r.header;
+    let values_of = |p: usize| {
+        let mut vs: Vec<String> = Vec::new();
+        for c in &h.cells {
+            if !vs.contains(&c[p]) {
+                vs.push(c[p].clone());
+            }
+        }
+        vs
+    };
+    let (xs, ys) = (values_of(x), values_of(y));
+    let mut sums: BTreeMap<(usize, usize), (f64, usize)> = BTreeMap::new();
+    for c in &r.cells {
+        let (Some(ix), Some(iy)) = (
+            xs.iter().position(|v| *v == c.params[x].1),
+            ys.iter().position(|v| *v == c.params[y].1),
+        ) else {
+            continue;
+        };
+        if let Some(m) = c
+            .metrics
+            .get(k)
+            .and_then(|a| a.mean)
+            .filter(|m| m.is_finite())
+        {
+            let e = sums.entry((ix, iy)).or_insert((0.0, 0));
+            e.0 += m;
+            e.1 += 1;
+        }
+    }
+    let values = (0..ys.len())
+        .map(|iy| {
+            (0..xs.len())
+                .map(|ix| {
+                    sums.get(&(ix, iy))
+                        .map(|(s, n)| s / *n as f64)
+                        .unwrap_or(f64::NAN)
+                })
+                .collect()
+        })
+        .collect();
+    Heatmap {
+        x_name: short(&h.params[x]).to_string(),
+        x_values: xs,
+        y_name: short(&h.params[y]).to_string(),
+        y_values: ys,
+        values,
+        value_name: measure::column(&h.metrics[k]),
+    }
+}
+
+/// Bars of metric number `k`: one per cell, its mean and 95% interval.
+pub fn bars_data(r: &SweepResult, k: usize) -> MetricBars {
+    let (name, unit) = super::name_unit(&measure::column(&r.header.metrics[k]));
+    MetricBars {
+        name,
+        unit,
+        bars: r
+            .cells
+            .iter()
+            .filter_map(|c| {
+                let a = c.metrics.get(k)?;
+                let mean = a.mean.filter(|m| m.is_finite())?;
+                Some(Bar {
+                    group: cell_label(&c.params),
+                    value: mean,
+                    ci: ci(mean, a.ci_low, a.ci_high),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// Per cell, the per-seed values of metric number `k` (cells without any left out).
+pub fn cdf_data(r: &SweepResult, k: usize) -> Vec<SampleSet> {
+    r.cells
+        .iter()
+        .map(|c| SampleSet {
+            label: cell_label(&c.params),
+            values: r
+                .runs
+                .iter()
+                .filter(|run| run.cell == c.cell)
+                .filter_map(|run| run.values.get(k).copied().flatten())
+                .filter(|v| v.is_finite())
+                .collect(),
+        })
+        .filter(|s| !s.values.is_empty())
+        .collect()
+}
+
+/// The plots to draw: the experiment's `plot` lines, else the defaults.
+pub fn plan_plots(r: &SweepResult, lines: &[Plot]) -> Vec<Plot> {
+    if !lines.is_empty() {
+        return lines.to_vec();
+    }
+    let h = &r.header;
+    match h.params.len() {
+        0 => Vec::new(),
+        1 => h
+            .metrics
+            .iter()
+            .map(|m| Plot {
+                kind: "bars".into(),
+                args: vec![m.clone()],
+            })
+            .collect(),
+        _ => vec![Plot {
+            kind: "heatmap".into(),
+            args: vec![h.params[0].clone(), h.params[1].clone()],
+        }],
+    }
+}
+
+/// Writes the sweep's plots (unless `plots` is false) and `report.md` into `dir`, which
+/// already holds `data`. `lines`: the experiment's `plot` lines (empty: defaults);
+/// `representative`: the first cell's first seed, simulated with a timeline, for `timeline`
+/// and `utilization` plots. `table`: the printed table.
+pub fn write(
+    dir: &Path,
+    r: &SweepResult,
+    lines: &[Plot],
+    representative: Option<&RunResult>,
+    table: &str,
+    data: &[String],
+    plots: bool,
+) -> Result<Written, String> {
+    let h = &r.header;
+    let mut rep = Report::new(
+        dir,
+        &format!("orrery sweep: {} · experiment {}", h.scenario, h.experiment),
+    );
+    rep.facts(&[
+        ("orrery", h.orrery.clone()),
+        ("scenario", h.scenario.clone()),
+        ("scenario hash", h.scenario_hash.clone()),
+        ("experiment", h.experiment.clone()),
+        ("swept", h.params.join(", ")),
+        ("cells", h.cells.len().to_string()),
+        ("seeds", h.seeds_label()),
+    ]);
+    let ci_note = format!("mean, whiskers: 95% CI over seeds {}", h.seeds_label());
+    let metric = |m: &str| h.metrics.iter().position(|x| x == m);
+    if plots {
+        rep.section("Plots");
+        for p in plan_plots(r, lines) {
+            match p.kind.as_str() {
+                "heatmap" => {
+                    let idx = |name: &str| h.params.iter().position(|x| x == name);
+                    let (Some(x), Some(y)) = (
+                        p.args.first().and_then(|a| idx(a)),
+                        p.args.get(1).and_then(|a| idx(a)),
+                    ) else {
+                        rep.note(format!(
+                            "heatmap({}): needs two swept parameters",
+                            p.args.join(", ")
+                        ));
+                        continue;
+                    };
+                    let others = if h.params.len() > 2 {
+                        " (mean over the other swept values)"
+                    } else {
+                        ""
+                    };
+                    for k in 0..h.metrics.len() {
+                        let map = heatmap_data(r, k, x, y);
+                        let col = measure::column(&h.metrics[k]);
+                        let drawn = plot::heatmap(
+                            &rep.stem(&format!("heatmap-{}", slug(&col))),
+                            &format!("{}: mean {col}{others}", h.experiment),
+                            &map,
+                        );
+                        rep.plot(
+                            &format!("Mean {col} over {} and {}", map.x_name, map.y_name),
+                            drawn,
+                        );
+                    }
+                }
+                "bars" | "cdf" => {
+                    let m = p.args.first().map(String::as_str).unwrap_or("");
+                    let Some(k) = metric(m) else {
+                        rep.note(format!(
+                            "{}({m}): `{m}` is not among the experiment's metrics ({})",
+                            p.kind,
+                            h.metrics.join(", ")
+                        ));
+                        continue;
+                    };
+                    let col = measure::column(m);
+                    if p.kind == "bars" {
+                        let drawn = plot::comparison(
+                            &rep.stem(&format!("bars-{}", slug(&col))),
+                            &format!("{}: {col} per cell", h.experiment),
+                            &ci_note,
+                            &[bars_data(r, k)],
+                        );
+                        rep.plot(&format!("{col} per cell with 95% intervals"), drawn);
+                    } else {
+                        let (name, unit) = super::name_unit(&col);
+                        let drawn = plot::cdf(
+                            &rep.stem(&format!("cdf-{}", slug(&col))),
+                            &format!("{}: {col} over seeds, per cell", h.experiment),
+                            &name,
+                            &unit,
+                            &cdf_data(r, k),
+                        );
+                        rep.plot(&format!("CDF of {col} over seeds per cell"), drawn);
+                    }
+                }
+                "timeline" | "utilization" => match representative {
+                    None => rep.note(format!(
+                        "{}: drawn from a simulated run; `orrery merge` has none \
+                         (`orrery run` a cell's scenario to see it)",
+                        p.kind
+                    )),
+                    Some(run) => {
+                        let first = r
+                            .cells
+                            .first()
+                            .map(|c| cell_label(&c.params))
+                            .unwrap_or_default();
+                        let seed = h.seeds.first().copied().unwrap_or(1);
+                        let title = format!("{}: {first}, seed {seed}", h.experiment);
+                        if p.kind == "timeline" {
+                            let rows =
+                                super::run::timeline_rows(&run.timeline, run.metrics.horizon);
+                            let drawn = plot::timeline(
+                                &rep.stem("timeline"),
+                                &title,
+                                &rows,
+                                run.metrics.horizon,
+                            );
+                            rep.plot(&format!("Device timeline of {first}, seed {seed}"), drawn);
+                        } else {
+                            let drawn = plot::utilisation(
+                                &rep.stem("utilisation"),
+                                &title,
+                                &super::run::util_series(run),
+                            );
+                            rep.plot(&format!("Utilisation of {first}, seed {seed}"), drawn);
+                        }
+                    }
+                },
+                other => rep.note(format!("plot {other}: not drawn by sweeps")),
+            }
+        }
+    }
+    rep.section("Summary");
+    rep.pre(table);
+    let what = |f: &str| match f {
+        "runs.csv" => "one row per cell and seed",
+        "summary.csv" => "per cell: runs, and per metric mean and 95% interval",
+        "summary.json" => "the header and per cell every aggregate",
+        _ => "data",
+    };
+    let listed: Vec<(String, &str)> = data.iter().map(|f| (f.clone(), what(f))).collect();
+    rep.finish(&listed)
+}

@@ -1,0 +1,153 @@
+//! `orrery transports --out DIR`: `transports.csv` and `transports.json` (every transport,
+//! size and pair), `speedup.{png,svg}` (speedup over the object store against size, on the
+//! cross-node pair), `breakdown.{png,svg}` (latency / overhead / staging / bandwidth of the
+//! largest size on that pair) and `report.md`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::{Report, Written};
+use crate::plot::{self, TransportBreakdown, TransportCurve};
+use crate::transport::compare::{Comparison, PairResult};
+
+/// The pair the plots show: the first cross-node pair, else the first pair.
+pub fn plotted_pair(c: &Comparison) -> Option<&PairResult> {
+    c.pairs
+        .iter()
+        .find(|p| p.src.node != p.dst.node)
+        .or(c.pairs.first())
+}
+
+/// One speedup curve per transport that made any transfer of `pair`.
+pub fn speedup_curves(c: &Comparison, pair: &PairResult) -> Vec<TransportCurve> {
+    c.transports
+        .iter()
+        .map(|t| TransportCurve {
+            transport: t.name.clone(),
+            points: pair
+                .cells
+                .iter()
+                .filter(|x| x.transport == t.name)
+                .filter_map(|x| {
+                    let s = x.speedup.filter(|s| s.is_finite() && *s > 0.0)?;
+                    (x.bytes > 0.0).then_some((x.bytes, s))
+                })
+                .collect(),
+        })
+        .filter(|c| !c.points.is_empty())
+        .collect()
+}
+
+/// The breakdown of the largest size of `pair`, per transport that made it: (size, rows).
+pub fn largest_breakdown(pair: &PairResult) -> (f64, Vec<TransportBreakdown>) {
+    let size = pair.cells.iter().map(|x| x.bytes).fold(0.0, f64::max);
+    let rows = pair
+        .cells
+        .iter()
+        .filter(|x| x.bytes == size)
+        .filter_map(|x| {
+            let b = x.breakdown?;
+            Some(TransportBreakdown {
+                transport: x.transport.clone(),
+                latency: b.latency_secs,
+                overhead: b.overhead_secs,
+                staging: b.staging_secs,
+                bandwidth: b.bandwidth_secs,
+            })
+        })
+        .collect();
+    (size, rows)
+}
+
+/// `transports.csv`: `pair,src,dst,transport,bytes,secs,speedup,latency_s,overhead_s,
+/// staging_s,bandwidth_s,chunks,error` per cell.
+pub fn csv(c: &Comparison) -> String {
+    let mut o = String::from(
+        "pair,src,dst,transport,bytes,secs,speedup,latency_s,overhead_s,staging_s,bandwidth_s,chunks,error\n",
+    );
+    let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
+    for p in &c.pairs {
+        for x in &p.cells {
+            let b = x.breakdown;
+            let _ = writeln!(
+                o,
+                "{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+                p.label,
+                p.src.name,
+                p.dst.name,
+                x.transport,
+                x.bytes,
+                opt(b.map(|b| b.secs)),
+                opt(x.speedup),
+                opt(b.map(|b| b.latency_secs)),
+                opt(b.map(|b| b.overhead_secs)),
+                opt(b.map(|b| b.staging_secs)),
+                opt(b.map(|b| b.bandwidth_secs)),
+                x.chunks,
+                x.error.as_deref().unwrap_or("").replace('"', "\"\"")
+            );
+        }
+    }
+    o
+}
+
+/// Writes `transports.csv`, `transports.json`, the plots (unless `plots` is false) and
+/// `report.md` into `dir` (created). `header`: the orrery version, scenario and hash line;
+/// `printed`: the printed comparison (and workload comparison, if any).
+pub fn write(
+    dir: &Path,
+    header: &[(&str, String)],
+    c: &Comparison,
+    printed: &str,
+    plots: bool,
+) -> Result<Written, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let json = serde_json::to_string_pretty(c).map_err(|e| e.to_string())? + "\n";
+    let mut data = Vec::new();
+    for (name, text) in [("transports.csv", csv(c)), ("transports.json", json)] {
+        let path = dir.join(name);
+        crate::atomic::write_atomic(&path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        data.push(name.to_string());
+    }
+    let mut rep = Report::new(dir, &format!("orrery transports: {}", c.cluster));
+    rep.facts(header);
+    if plots {
+        match plotted_pair(c) {
+            None => rep.note("no device pair to plot".into()),
+            Some(pair) => {
+                let on = format!("{} ({} → {})", pair.label, pair.src.name, pair.dst.name);
+                rep.section("Speedup over the object store");
+                let drawn = plot::transport_speedup(
+                    &rep.stem("speedup"),
+                    &format!("Transports, {on}"),
+                    &c.baseline,
+                    &speedup_curves(c, pair),
+                );
+                rep.plot(&format!("Speedup against transfer size, {on}"), drawn);
+                rep.section("Where the time goes");
+                let (size, rows) = largest_breakdown(pair);
+                let drawn = plot::transport_breakdown(
+                    &rep.stem("breakdown"),
+                    &format!("Time of one transfer, {on}"),
+                    size,
+                    &rows,
+                );
+                rep.plot(&format!("Time breakdown of the largest size, {on}"), drawn);
+            }
+        }
+    }
+    rep.section("Summary");
+    rep.pre(printed);
+    let listed = vec![
+        (
+            data[0].clone(),
+            "per pair, transport and size: time, speedup and its breakdown",
+        ),
+        (data[1].clone(), "the whole comparison"),
+    ];
+    let mut w = rep.finish(&listed)?;
+    data.append(&mut w.files);
+    w.files = data;
+    Ok(w)
+}
