@@ -50,3 +50,9 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Create an output folder (and its parents) if missing: with [`write_atomic`], the only way
+/// the library writes to the file system.
+pub fn create_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}

@@ -212,7 +212,7 @@ pub fn files(r: &CompareReport) -> Vec<(&'static str, String)> {
 }
 
 pub fn write(dir: &Path, r: &CompareReport) -> std::io::Result<Vec<String>> {
-    std::fs::create_dir_all(dir)?;
+    crate::atomic::create_dir(dir)?;
     let mut out = Vec::new();
     for (name, text) in files(r) {
         crate::atomic::write_atomic(&dir.join(name), text.as_bytes())?;

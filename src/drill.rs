@@ -529,7 +529,7 @@ pub fn csv_files(r: &DrillReport) -> Vec<(&'static str, String)> {
 /// Write `drill.json`, `drill.csv`, `per_seed.csv` and `timeline.csv` into `dir`, each
 /// atomically; the names written, in order.
 pub fn write(dir: &Path, h: &Header, r: &DrillReport) -> std::io::Result<Vec<String>> {
-    std::fs::create_dir_all(dir)?;
+    crate::atomic::create_dir(dir)?;
     let mut written = vec!["drill.json".to_string()];
     crate::atomic::write_atomic(&dir.join("drill.json"), to_json(h, r).as_bytes())?;
     for (name, text) in csv_files(r) {

@@ -162,7 +162,7 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
 
 /// Write `run.json` and the CSV files into `dir`, each atomically.
 pub fn write(dir: &Path, h: &Header, m: &RunMetrics) -> std::io::Result<Vec<String>> {
-    std::fs::create_dir_all(dir)?;
+    crate::atomic::create_dir(dir)?;
     let mut written = Vec::new();
     let json = serde_json::to_string_pretty(&serde_json::json!({ "header": h, "metrics": m }))
         .map_err(std::io::Error::other)?;

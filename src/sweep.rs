@@ -397,7 +397,7 @@ pub fn files(r: &SweepResult) -> Vec<(&'static str, String)> {
 
 /// Write [`files`] into `dir`, each atomically.
 pub fn write(dir: &Path, r: &SweepResult) -> std::io::Result<Vec<String>> {
-    std::fs::create_dir_all(dir)?;
+    crate::atomic::create_dir(dir)?;
     let mut out = Vec::new();
     for (name, text) in files(r) {
         crate::atomic::write_atomic(&dir.join(name), text.as_bytes())?;
@@ -413,7 +413,7 @@ pub fn shard_name(i: usize, n: usize) -> String {
 
 /// Write a shard file into `dir` (atomically); returns its name.
 pub fn write_shard(dir: &Path, s: &Shard) -> std::io::Result<String> {
-    std::fs::create_dir_all(dir)?;
+    crate::atomic::create_dir(dir)?;
     let name = shard_name(s.shard, s.shards);
     let json = serde_json::to_string(s).map_err(std::io::Error::other)? + "\n";
     crate::atomic::write_atomic(&dir.join(&name), json.as_bytes())?;

@@ -218,7 +218,7 @@ pub fn write(cal: &Calibration, out: &Path) -> Result<Vec<PathBuf>, String> {
         return Err(format!("the measured profile does not validate: {msg}"));
     }
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
+        crate::atomic::create_dir(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     crate::atomic::write_atomic(out, text.as_bytes())

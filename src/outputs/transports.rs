@@ -101,7 +101,7 @@ pub fn write(
     printed: &str,
     plots: bool,
 ) -> Result<Written, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    crate::atomic::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let json = serde_json::to_string_pretty(c).map_err(|e| e.to_string())? + "\n";
     let mut data = Vec::new();
     for (name, text) in [("transports.csv", csv(c)), ("transports.json", json)] {

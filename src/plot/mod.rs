@@ -130,7 +130,7 @@ pub(crate) fn render<F: Figure>(stem: &Path, fig: &F) -> Result<Vec<PathBuf>, St
     }
 
     if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
+        crate::atomic::create_dir(dir)
             .map_err(|e| format!("{name}: cannot create folder {}: {e}", dir.display()))?;
     }
     let png_path = with_ext(stem, "png");
