@@ -26,6 +26,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// Create an output folder (and its parents) if missing: with [`write_atomic`], the only way
+/// the library writes to the file system.
+pub fn create_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -49,10 +55,4 @@ mod tests {
         assert_eq!(leftovers, 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
-}
-
-/// Create an output folder (and its parents) if missing: with [`write_atomic`], the only way
-/// the library writes to the file system.
-pub fn create_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
 }
