@@ -179,8 +179,13 @@ impl Aggregate {
     }
 
     /// Half-width of the (unclipped) confidence interval.
+    /// Half-width of the interval; rounding noise of identical samples (below 1e-9 of the
+    /// mean) reads as 0.
     pub fn half_width(&self) -> Option<f64> {
-        self.mean.zip(self.ci_high).map(|(m, h)| h - m)
+        self.mean.zip(self.ci_high).map(|(m, h)| {
+            let w = h - m;
+            if w.abs() <= 1e-9 * m.abs() { 0.0 } else { w }
+        })
     }
 }
 

@@ -69,7 +69,7 @@ pub fn write(
         let drawn = plot::comparison(
             &rep.stem("comparison"),
             &format!("{}: per scenario", names.join(" vs ")),
-            &format!("mean, whiskers: 95% CI over seeds {seeds}"),
+            &format!("95% CI of the mean over seeds {seeds}"),
             &metric_bars(r),
         );
         rep.plot(

@@ -128,7 +128,7 @@ pub fn write(
             let drawn = plot::comparison(
                 &rep.stem("comparison"),
                 "Failure drill: metrics per variant",
-                &format!("mean, whiskers: 95% CI over seeds {seeds}"),
+                &format!("95% CI of the mean over seeds {seeds}"),
                 &bars,
             );
             rep.plot(

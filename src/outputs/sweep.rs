@@ -179,7 +179,7 @@ pub fn write(
         ("cells", h.cells.len().to_string()),
         ("seeds", h.seeds_label()),
     ]);
-    let ci_note = format!("mean, whiskers: 95% CI over seeds {}", h.seeds_label());
+    let ci_note = format!("95% CI of the mean over seeds {}", h.seeds_label());
     let metric = |m: &str| h.metrics.iter().position(|x| x == m);
     if plots {
         rep.section("Plots");

@@ -105,7 +105,7 @@ impl Figure for Comparison<'_> {
         let area = root.titled(&self.title, title_font()).map_err(&e)?;
         let (note, area) = area.split_vertically(30);
         let (w, _) = note.dim_in_pixel();
-        let note_text = format!("bars: value; whiskers: {}", self.note);
+        let note_text = format!("bars: mean; whiskers: {}", self.note);
         let note_style = label_font().pos(plotters::style::text_anchor::Pos::new(
             plotters::style::text_anchor::HPos::Center,
             plotters::style::text_anchor::VPos::Top,
