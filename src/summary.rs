@@ -7,7 +7,9 @@
 //!   capacity = its nodes' injection / oversubscription (or `spine_uplink` when given). With
 //!   oversubscription ≥ 1 the weakest cut is rack-aligned, so the figure is the smaller side's
 //!   uplink capacity of a balanced split of racks (total / (2 · oversubscription) for equal
-//!   racks); a single rack falls back to the leaf's non-blocking half.
+//!   racks); a single rack falls back to the leaf's non-blocking half. With two zones or more,
+//!   the smaller of that and the zone-aligned cut: a balanced split of the zones' uplinks to
+//!   the core (`zone_uplink`, else each zone's leaf uplinks).
 //! - A TPU-style slice's torus: the cut across its longest dimension D crosses
 //!   chips/D links, twice when D > 2 (wrap-around links) (Dally & Towles, "Principles and
 //!   Practices of Interconnection Networks", §3.3); each link carries the device's
@@ -162,7 +164,26 @@ pub fn fabric_bisection(spec: &Spec, c: &Cluster) -> Option<Bandwidth> {
     if uplinks.len() <= 1 {
         return Some(Bandwidth(balanced_half(node_caps())));
     }
-    Some(Bandwidth(balanced_half(uplinks)))
+    let racks = balanced_half(uplinks);
+    // With zones, a cut along zone boundaries crosses only the zones' uplinks to the core.
+    let mut zone_up: BTreeMap<usize, f64> = BTreeMap::new();
+    for (r, i) in rack_inj.iter().enumerate().filter(|(_, i)| **i > 0.0) {
+        let up = match f.spine_uplink {
+            Some(u) => u.0.min(*i),
+            None => i / f.oversubscription,
+        };
+        *zone_up
+            .entry(c.racks[r].zone.map_or(0, |z| z + 1))
+            .or_default() += up;
+    }
+    if zone_up.len() > 1 {
+        let zones: Vec<f64> = zone_up
+            .values()
+            .map(|u| f.zone_uplink.map_or(*u, |z| z.0))
+            .collect();
+        return Some(Bandwidth(racks.min(balanced_half(zones))));
+    }
+    Some(Bandwidth(racks))
 }
 
 /// Bisection of a slice's ICI torus per direction (see the module docs).

@@ -208,3 +208,45 @@ fn rail_optimized_routes_stay_on_the_destination_rail() {
     assert!(matches!(h, Vertex::Root { node: 0, .. }));
     assert!(g.route_vertices(h, g.host_of((1, 0)).unwrap(), 1).is_some());
 }
+
+#[test]
+fn zones_meet_in_a_core_at_their_uplink() {
+    // Two zones of one rack each (2 DGX nodes, non-blocking leaves: 800 GB/s up per rack),
+    // joined at `zone_uplink 1.6 Tbps` = 200 GB/s per zone, 50 GB/s per spine. 16 flows from
+    // every GPU of zone west to zone east cross the core: 4 per spine, 12.5 GB/s each, 200 GB/s
+    // in all — the zone-aligned bisection `orrery check` computes.
+    let s = spec(
+        "cluster c {\n  zone west {\n    rack w0 {\n      node dgx_h100 x 2\n    }\n  }\n  zone east {\n    rack e0 {\n      node dgx_h100 x 2\n    }\n  }\n  fabric leaf_spine zone_uplink 1.6 Tbps\n}\n",
+    );
+    let g = Graph::build(&s);
+    let p = g.route((0, 0), (2, 0), 1).unwrap();
+    let hops: Vec<_> = p.iter().map(|l| g.ends[*l].1).collect();
+    assert!(hops.contains(&Vertex::Core), "{hops:?}");
+    assert!(hops.contains(&Vertex::Spine { zone: 1, spine: 1 }));
+    assert!(hops.contains(&Vertex::Spine { zone: 2, spine: 1 }));
+    // Inside a zone no traffic reaches the core.
+    let inside = g.route((0, 0), (1, 0), 1).unwrap();
+    assert!(!inside.iter().any(|l| g.ends[*l].1 == Vertex::Core));
+    let mut n = FlowNet::new(g.capacity.clone());
+    let flows: Vec<_> = (0..16usize)
+        .map(|k| {
+            let (src, dst) = ((k / 8, k % 8), (2 + k / 8, k % 8));
+            n.add(g.route(src, dst, k as u64).unwrap(), 1e12)
+        })
+        .collect();
+    let total: f64 = flows.iter().map(|f| n.rate(*f)).sum();
+    assert!(close(total, 200e9), "{total}");
+    assert!(flows.iter().all(|f| close(n.rate(*f), 12.5e9)));
+    let bisection = orrery::summary::fabric_bisection(&s, s.cluster.as_ref().unwrap())
+        .unwrap()
+        .0;
+    assert!(close(bisection, 200e9), "{bisection}");
+    // Without zone_uplink the zones are joined without further oversubscription.
+    let open = spec(
+        "cluster c {\n  zone west {\n    rack w0 {\n      node dgx_h100 x 2\n    }\n  }\n  zone east {\n    rack e0 {\n      node dgx_h100 x 2\n    }\n  }\n  fabric leaf_spine\n}\n",
+    );
+    let b = orrery::summary::fabric_bisection(&open, open.cluster.as_ref().unwrap())
+        .unwrap()
+        .0;
+    assert!(close(b, 800e9), "{b}");
+}

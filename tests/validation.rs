@@ -337,3 +337,17 @@ fn calibration_statements_need_a_profile_name() {
         "{out}"
     );
 }
+
+#[test]
+fn zone_uplink_without_zones_is_a_warning() {
+    let l = orrery::spec::load_str(
+        "t.orr",
+        "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n  fabric leaf_spine zone_uplink 800 Gbps\n}\n",
+    );
+    assert!(!l.has_errors());
+    let text = l.render(false);
+    assert!(
+        text.contains("t.orr:5:3") && text.contains("`zone_uplink` has no effect"),
+        "{text}"
+    );
+}

@@ -29,7 +29,12 @@
 //! below. They are stated assumptions, small next to the software overheads the transport models
 //! carry (and calibration measures).
 //!
-//! Not modelled: separate fabrics per zone (one leaf-spine spans the cluster), switch buffers.
+//! Zones: each zone has its own [`SPINES`] spines; with two zones or more the zones' spines
+//! meet in a core, each zone's uplink to it being the fabric's `zone_uplink` (else the zone's
+//! whole leaf uplink capacity), split over its spines. Traffic between zones goes leaf → spine
+//! → core → spine → leaf on the same ECMP spine index.
+//!
+//! Not modelled: switch buffers and packet-level effects (flows share links max-min fairly).
 
 use crate::spec::Spec;
 use crate::spec::hardware::NodeType;
@@ -97,9 +102,13 @@ pub enum Vertex {
         rack: usize,
         rail: usize,
     },
+    /// A spine switch of a zone (zone 0 holds racks declared outside any zone).
     Spine {
+        zone: usize,
         spine: usize,
     },
+    /// The inter-zone core joining the zones' spines (only with two zones or more).
+    Core,
 }
 
 /// A compute NIC of a node: its index, PCIe switch, NUMA domain and rail (its position among
@@ -133,6 +142,8 @@ pub struct Graph {
     /// Per node: its compute NICs.
     nics: Vec<Vec<NicAt>>,
     node_rack: Vec<usize>,
+    /// Zone of each rack (0: outside any zone, else declared zone + 1).
+    rack_zone: Vec<usize>,
     rail_optimized: bool,
     /// Per node: (slice, host index in it) when the node is a slice host.
     slice_of: Vec<Option<(usize, usize)>>,
@@ -356,8 +367,15 @@ impl Graph {
             g.nics.push(mine);
         }
         g.build_slices(spec, &nodes);
+        g.rack_zone = c
+            .racks
+            .iter()
+            .map(|r| r.zone.map_or(0, |z| z + 1))
+            .collect();
         if let Some(f) = &c.fabric {
             let racks_total: f64 = leaf_injection.values().sum();
+            // Each zone's total leaf uplink: its default uplink to the core.
+            let mut zone_up: std::collections::BTreeMap<usize, f64> = Default::default();
             for (&(rack, rail), inj) in &leaf_injection {
                 if *inj <= 0.0 {
                     continue;
@@ -374,14 +392,32 @@ impl Graph {
                     None => inj / f.oversubscription,
                 };
                 debug_assert!(racks_total > 0.0);
+                let zone = g.rack_zone[rack];
+                *zone_up.entry(zone).or_default() += up;
                 for s in 0..SPINES {
                     g.link(
                         Vertex::Leaf { rack, rail },
-                        Vertex::Spine { spine: s },
+                        Vertex::Spine { zone, spine: s },
                         up / SPINES as f64,
                         LinkKind::Network,
                         hop,
                     );
+                }
+            }
+            // Zones meet in a core: each zone's spines up to it at `zone_uplink` (or, without
+            // one, the zone's whole leaf uplink: no further oversubscription).
+            if zone_up.len() > 1 {
+                for (&zone, &up) in &zone_up {
+                    let up = f.zone_uplink.map_or(up, |u| u.0);
+                    for s in 0..SPINES {
+                        g.link(
+                            Vertex::Spine { zone, spine: s },
+                            Vertex::Core,
+                            up / SPINES as f64,
+                            LinkKind::Network,
+                            hop,
+                        );
+                    }
                 }
             }
         }
@@ -508,7 +544,7 @@ impl Graph {
             | Vertex::Device { node, .. }
             | Vertex::Nic { node, .. }
             | Vertex::NvSwitch { node } => Some(node),
-            Vertex::Leaf { .. } | Vertex::Spine { .. } => None,
+            Vertex::Leaf { .. } | Vertex::Spine { .. } | Vertex::Core => None,
         }
     }
 
@@ -631,11 +667,21 @@ impl Graph {
         );
         path.push(self.link_between(snic, sl)?);
         if sl != dl {
-            let s = Vertex::Spine {
-                spine: (key % SPINES as u64) as usize,
-            };
-            path.push(self.link_between(sl, s)?);
-            path.push(self.link_between(s, dl)?);
+            let spine = (key % SPINES as u64) as usize;
+            let (za, zb) = (
+                self.rack_zone[self.node_rack[na]],
+                self.rack_zone[self.node_rack[nb]],
+            );
+            let (sa, sb) = (
+                Vertex::Spine { zone: za, spine },
+                Vertex::Spine { zone: zb, spine },
+            );
+            path.push(self.link_between(sl, sa)?);
+            if za != zb {
+                path.push(self.link_between(sa, Vertex::Core)?);
+                path.push(self.link_between(Vertex::Core, sb)?);
+            }
+            path.push(self.link_between(sb, dl)?);
         }
         path.push(self.link_between(dl, dnic)?);
         path.extend(self.bfs(dnic, b)?);

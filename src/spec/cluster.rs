@@ -63,6 +63,9 @@ pub struct Fabric {
     pub oversubscription: f64,
     pub latency: Option<Duration>,
     pub spine_uplink: Option<Bandwidth>,
+    /// Each zone's uplink capacity to the inter-zone core (per direction); without it zones
+    /// are joined without further oversubscription.
+    pub zone_uplink: Option<Bandwidth>,
 }
 
 /// One expanded node.
@@ -162,6 +165,7 @@ pub fn cluster(
         rack_spans: BTreeMap::new(),
     };
     let mut head: Option<(String, Span)> = None;
+    let mut fabric_span: Option<Span> = None;
     cx.each(stmts, schema::CLUSTER, "a cluster", |cx, s, def| {
         let mut a = Args::new(s, def);
         match def.key {
@@ -233,6 +237,10 @@ pub fn cluster(
                         Some(v) => Some(rd::bandwidth(cx, v)?),
                         None => None,
                     };
+                    let zone_uplink = match a.opt("zone_uplink") {
+                        Some(v) => Some(rd::bandwidth(cx, v)?),
+                        None => None,
+                    };
                     if spine_uplink.is_some() && oversubscription != 1.0 {
                         cx.push(
                             Diagnostic::error(s.head_span(), "give either `oversubscription` or `spine_uplink`, not both")
@@ -245,9 +253,11 @@ pub fn cluster(
                         oversubscription,
                         latency,
                         spine_uplink,
+                        zone_uplink,
                     })
                 })();
                 b.c.fabric = f;
+                fabric_span = Some(s.head_span());
             }
             "head" => {
                 cx.no_block(s);
@@ -277,6 +287,24 @@ pub fn cluster(
             span,
             format!("cluster `{name}` has no nodes"),
         ));
+    }
+    if let (Some(f), Some(at)) = (&b.c.fabric, fabric_span)
+        && f.zone_uplink.is_some()
+        && b.c
+            .racks
+            .iter()
+            .map(|r| r.zone)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            < 2
+    {
+        cx.push(
+            Diagnostic::warning(
+                at,
+                "`zone_uplink` has no effect: every rack is in the same zone",
+            )
+            .with_help("declare racks inside `zone NAME { ... }` blocks"),
+        );
     }
     b.c
 }
