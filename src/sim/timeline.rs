@@ -6,8 +6,11 @@
 //! serving batch on its replica's devices — and a device is `failed` from a crash or fault to
 //! its repair. Work cut short by a failure is clipped at the failure when the timeline is
 //! built. Gaps are idle. One record covers all devices of a step (a set), so a 2,000-step job
-//! on 64 GPUs costs 6,000 records, not 384,000; recording stops at [`MAX_SPANS`] (the
-//! timeline says it is truncated).
+//! on 64 GPUs costs 6,000 records, not 384,000, and work that directly follows the same work
+//! extends its span. A set with more than [`EXACT_PER_SET`] spans (a busy serving replica's
+//! batches) is then recorded per [`WINDOW_NS`] window: one span per window of each kind, as long
+//! as the busy time in it, at the window's start — exact totals, coarser placement. Recording
+//! of work stops at [`MAX_SPANS`] (the timeline says it is truncated); failures are always kept.
 
 use std::collections::HashMap;
 
@@ -15,6 +18,10 @@ use serde::Serialize;
 
 /// Most span records one run keeps.
 pub const MAX_SPANS: usize = 1_000_000;
+/// Spans a device set records exactly before its work is recorded per window.
+pub const EXACT_PER_SET: u32 = 10_000;
+/// Window of the per-window recording (1 s).
+pub const WINDOW_NS: u64 = 1_000_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -81,6 +88,9 @@ impl Timeline {
     }
 }
 
+/// A window being accumulated: its index and busy ns per (kind, label).
+type Window = (u64, Vec<(SpanKind, u32, u64)>);
+
 /// The recorder the simulation drives.
 #[derive(Default)]
 pub(crate) struct Recorder {
@@ -92,6 +102,12 @@ pub(crate) struct Recorder {
     label_index: HashMap<String, u32>,
     /// Open failures: device → since (ns).
     pub failed_since: HashMap<u32, u64>,
+    /// The last span recorded on each set, to extend when the next one follows it directly.
+    last_of_set: HashMap<u32, usize>,
+    /// Spans recorded per set.
+    count_of_set: HashMap<u32, u32>,
+    /// Per set in window mode: (window index, busy ns per (kind, label)) being accumulated.
+    window: HashMap<u32, Window>,
 }
 
 impl Recorder {
@@ -133,12 +149,14 @@ impl Recorder {
         (first..end).collect()
     }
 
-    /// Record `kind` work on `devices` between two instants (ns).
+    /// Record `kind` work on `devices` between two instants (ns). Work that directly follows
+    /// the same work on the same devices (a replica's back-to-back batches) extends its span.
+    /// Failures are always kept; work stops being recorded at [`MAX_SPANS`].
     pub fn span(&mut self, devices: Vec<u32>, start: u64, end: u64, kind: SpanKind, label: &str) {
         if !self.on || devices.is_empty() || end <= start {
             return;
         }
-        if self.t.spans.len() >= MAX_SPANS {
+        if self.t.spans.len() >= MAX_SPANS && kind != SpanKind::Failed {
             self.t.truncated = true;
             return;
         }
@@ -160,13 +178,72 @@ impl Recorder {
                 next
             }
         };
+        let n = self.count_of_set.entry(set).or_insert(0);
+        if *n >= EXACT_PER_SET && kind != SpanKind::Failed {
+            self.accumulate(set, start, end, kind, label);
+            return;
+        }
+        self.push(set, start, end, kind, label);
+    }
+
+    fn push(&mut self, set: u32, start: u64, end: u64, kind: SpanKind, label: u32) {
+        if self.t.spans.len() >= MAX_SPANS && kind != SpanKind::Failed {
+            self.t.truncated = true;
+            return;
+        }
+        let (start, end) = (start as f64 / 1e9, end as f64 / 1e9);
+        if let Some(&i) = self.last_of_set.get(&set) {
+            let last = &mut self.t.spans[i];
+            if last.kind == kind && last.label == label && last.end == start {
+                last.end = end;
+                return;
+            }
+        }
+        self.last_of_set.insert(set, self.t.spans.len());
+        *self.count_of_set.entry(set).or_insert(0) += 1;
         self.t.spans.push(Span {
             set,
-            start: start as f64 / 1e9,
-            end: end as f64 / 1e9,
+            start,
+            end,
             kind,
             label,
         });
+    }
+
+    /// Window mode: add `[start, end)` to the busy time of the windows it covers, flushing a
+    /// set's window when work reaches a later one.
+    fn accumulate(&mut self, set: u32, start: u64, end: u64, kind: SpanKind, label: u32) {
+        let mut at = start;
+        while at < end {
+            let w = at / WINDOW_NS;
+            let until = end.min((w + 1) * WINDOW_NS);
+            let cur = self.window.get(&set).map(|x| x.0);
+            if cur.is_some_and(|c| c != w) {
+                self.flush(set);
+            }
+            let entry = self.window.entry(set).or_insert((w, Vec::new()));
+            match entry
+                .1
+                .iter_mut()
+                .find(|(k, l, _)| *k == kind && *l == label)
+            {
+                Some(x) => x.2 += until - at,
+                None => entry.1.push((kind, label, until - at)),
+            }
+            at = until;
+        }
+    }
+
+    /// Write a set's accumulated window as spans from the window's start, kind after kind.
+    fn flush(&mut self, set: u32) {
+        let Some((w, parts)) = self.window.remove(&set) else {
+            return;
+        };
+        let mut at = w * WINDOW_NS;
+        for (kind, label, busy) in parts {
+            self.push(set, at, at + busy, kind, label);
+            at += busy;
+        }
     }
 
     pub fn fail(&mut self, devices: &[u32], now: u64) {
@@ -193,6 +270,11 @@ impl Recorder {
     pub fn finish(mut self, end: u64) -> Timeline {
         if !self.on {
             return Timeline::default();
+        }
+        let mut sets: Vec<u32> = self.window.keys().copied().collect();
+        sets.sort_unstable();
+        for set in sets {
+            self.flush(set);
         }
         let mut open: Vec<(u32, u64)> = self.failed_since.drain().collect();
         open.sort_unstable();
@@ -231,5 +313,64 @@ impl Recorder {
                 .then(a.end.total_cmp(&b.end))
         });
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorder() -> Recorder {
+        let mut r = Recorder::default();
+        r.init(true, &[("n0".into(), 2)]);
+        r
+    }
+
+    #[test]
+    fn back_to_back_work_extends_one_span() {
+        let mut r = recorder();
+        for i in 0..5u64 {
+            r.span(vec![0], i * 10, (i + 1) * 10, SpanKind::Compute, "svc");
+        }
+        r.span(vec![0], 60, 70, SpanKind::Compute, "svc");
+        let t = r.finish(100);
+        let spans: Vec<_> = t.of_device(0).iter().map(|s| (s.1, s.2)).collect();
+        assert_eq!(spans, vec![(0.0, 50e-9), (60e-9, 70e-9)]);
+    }
+
+    #[test]
+    fn busy_sets_switch_to_windows_with_exact_totals() {
+        // 30,000 batches of 0.3 s every 0.5 s on device 0: the first EXACT_PER_SET are kept
+        // as they are, the rest per 1 s window; busy time is exact either way, and a failure
+        // is still recorded.
+        let mut r = recorder();
+        let (n, busy, every) = (30_000u64, 300_000_000u64, 500_000_000u64);
+        for i in 0..n {
+            r.span(
+                vec![0],
+                i * every,
+                i * every + busy,
+                SpanKind::Compute,
+                "svc",
+            );
+        }
+        r.fail(&[1], 0);
+        let t = r.finish(n * every);
+        let d0 = t.of_device(0);
+        let total: f64 = d0.iter().map(|s| s.2 - s.1).sum();
+        assert!((total - n as f64 * 0.3).abs() < 1e-6, "{total}");
+        assert!(
+            d0.len() < 10_000 + (n * every / WINDOW_NS) as usize + 1,
+            "{}",
+            d0.len()
+        );
+        assert!(!t.truncated);
+        let d1 = t.of_device(1);
+        assert_eq!(d1.len(), 1);
+        assert_eq!(d1[0].0, SpanKind::Failed);
+        // Spans never overlap.
+        for w in d0.windows(2) {
+            assert!(w[0].2 <= w[1].1 + 1e-12, "{:?} then {:?}", w[0], w[1]);
+        }
     }
 }
