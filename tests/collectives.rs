@@ -525,3 +525,54 @@ fn bench_allreduce_reports_events_and_the_simulated_time() {
     assert_close(secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / p / NIC));
     assert!(bench_allreduce(0).is_err());
 }
+
+#[test]
+fn hierarchical_over_slices_reduces_on_ici_before_the_data_centre_network() {
+    // Two 2x2x2 TPU v5p slices (2 hosts of 4 chips each, 2 NICs per host, chips alternating
+    // over them) on a leaf-spine whose spines are never the bottleneck (ECMP could otherwise
+    // put 3 of the 8 cross-slice flows on one spine). A slice is one scale-up domain: the allreduce
+    // reduce-scatters over ICI inside each slice, then runs g = 8 parallel rings (one per chip
+    // index) across the m = 2 slices on n/8, then all-gathers over ICI. Only that middle phase
+    // touches the NICs: 2(m − 1) steps of n/(g·m) bytes at S/2 (two chips share a NIC of speed
+    // S). Halving the NICs' speed therefore adds exactly 2 · n/16 · (2/S' − 2/S).
+    let run = |nic: &str| {
+        let s = spec(&format!(
+            "nic dcn {{\n  speed {nic}\n  protocol ethernet\n  rdma false\n  gpudirect false\n}}\nnode host {{\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  device TPU_v5p x 4 link torus\n  nic dcn x 2 role compute\n}}\ncluster c {{\n  slice s[0..1] node host topology 2x2x2\n  fabric leaf_spine spine_uplink 10 Tbps\n}}\n"
+        ));
+        let g = Graph::build(&s);
+        let ranks: Vec<Rank> = (0..4).flat_map(|h| (0..4).map(move |d| (h, d))).collect();
+        let net = FlowNet::new(g.capacity.clone());
+        let n = 16e9;
+        let hier = simulate(
+            &g,
+            &net,
+            Op::AllReduce,
+            Algorithm::Hierarchical,
+            &ranks,
+            n,
+            &Options::default(),
+        )
+        .unwrap();
+        let flat = simulate(
+            &g,
+            &net,
+            Op::AllReduce,
+            Algorithm::Ring,
+            &ranks,
+            n,
+            &Options::default(),
+        )
+        .unwrap();
+        (hier.secs, flat.secs)
+    };
+    let (h100, f100) = run("100 Gbps");
+    let (h50, _) = run("50 Gbps");
+    assert!(h100 < f100, "hierarchical {h100} vs flat {f100}");
+    let n = 16e9;
+    let expect = 2.0 * n / 16.0 * (2.0 / 6.25e9 - 2.0 / 12.5e9);
+    assert!(
+        ((h50 - h100) - expect).abs() < 1e-9 * expect,
+        "{} vs {expect}",
+        h50 - h100
+    );
+}

@@ -169,6 +169,15 @@ impl Graph {
         self.node_rack.len()
     }
 
+    /// The scale-up domain of a node: the slice it is a host of (all the slice's chips share
+    /// one ICI torus), else the node itself. Ids of slices follow the node ids.
+    pub fn scale_up_domain(&self, node: usize) -> usize {
+        match self.slice_of.get(node).copied().flatten() {
+            Some((s, _)) => self.node_rack.len() + s,
+            None => node,
+        }
+    }
+
     /// Sum of the latencies of a path's links, in seconds.
     pub fn path_latency(&self, path: &[LinkId]) -> f64 {
         path.iter().map(|l| self.latency[*l]).sum()
@@ -738,22 +747,41 @@ impl Graph {
             return Some(*n);
         }
         let (switch, numa) = self.attachment(v);
-        // Several devices and NICs under one switch pair up in order (a DGX's GPU k uses NIC k).
-        let same: Vec<&NicAt> = nics
+        // The nearest NICs: under the same PCIe switch, else in the same NUMA domain, else all.
+        // Several devices share them in turn (a DGX's GPU k uses NIC k; a TPU host's 4 chips
+        // alternate over its 2 NICs), as NCCL spreads ranks over the NICs closest to them.
+        let under_switch: Vec<&NicAt> = nics
             .iter()
             .filter(|n| switch.is_some() && n.switch == switch)
             .collect();
+        let (near, by_switch): (Vec<&NicAt>, bool) = if !under_switch.is_empty() {
+            (under_switch, true)
+        } else {
+            let in_numa: Vec<&NicAt> = nics
+                .iter()
+                .filter(|n| numa.is_some() && Some(n.numa) == numa)
+                .collect();
+            if in_numa.is_empty() {
+                (nics.iter().collect(), false)
+            } else {
+                (in_numa, false)
+            }
+        };
+        // The device's rank among the node's devices attached the same way.
         let rank = match v {
             Vertex::Device { device, .. } => (0..device)
-                .filter(|d| self.attachment(Vertex::Device { node, device: *d }).0 == switch)
+                .filter(|d| {
+                    let (sw, nu) = self.attachment(Vertex::Device { node, device: *d });
+                    if by_switch {
+                        sw == switch
+                    } else {
+                        nu == numa && sw.is_none() == switch.is_none()
+                    }
+                })
                 .count(),
             _ => 0,
         };
-        same.get(rank % same.len().max(1))
-            .copied()
-            .or_else(|| nics.iter().find(|n| numa.is_some() && Some(n.numa) == numa))
-            .or(nics.first())
-            .copied()
+        near.get(rank % near.len().max(1)).copied().copied()
     }
 
     /// The host-memory vertex of a device: the root complex of its NUMA domain.

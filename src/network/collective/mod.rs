@@ -34,7 +34,9 @@
 //!   (p−1)/p·n/β; pairwise all-to-all the same; send/recv α + n/β.
 //! - broadcast, a chain from the root: (p−1)·α + (k + p − 2)·c/β, n' = n.
 //! - hierarchical allreduce: intra-node reduce-scatter + inter-node allreduce of n/g on g
-//!   parallel rings (one per local rank, NCCL's rails) + intra-node allgather:
+//!   parallel rings (one per local rank, NCCL's rails) + intra-node allgather — where "node"
+//!   is the scale-up domain: a node, or a whole TPU-style slice (its chips share one ICI torus;
+//!   XLA reduces over ICI before the data-centre network), [`Graph::scale_up_domain`]:
 //!   2[(g−1)α + (g−1)/g·n/β_intra] + 2(m−1)α_net + 2(m−1)/m·(n/g)/β_net over m nodes.
 //! - tree: NCCL's double binary tree (two complementary trees, n/2 each, reduce up then
 //!   broadcast down, pipelined); on an NVSwitch node of 4 ranks: 4α + (4k + 2)·c/β, n' = n/2

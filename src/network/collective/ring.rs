@@ -56,10 +56,13 @@ pub(super) fn hierarchical(
     ranks: &[Rank],
     bytes: f64,
 ) -> Result<(), String> {
-    // Nodes in order of first appearance, ranks in the given order within each.
+    // Scale-up domains (a node, or a whole slice: its chips share one ICI torus, so XLA reduces
+    // there before crossing the data-centre network) in order of first appearance, ranks in
+    // the given order within each.
+    let domain = |r: Rank| run.graph.scale_up_domain(r.0);
     let mut nodes: Vec<Vec<Rank>> = Vec::new();
     for &r in ranks {
-        match nodes.iter_mut().find(|n| n[0].0 == r.0) {
+        match nodes.iter_mut().find(|n| domain(n[0]) == domain(r)) {
             Some(n) => n.push(r),
             None => nodes.push(vec![r]),
         }
@@ -67,7 +70,7 @@ pub(super) fn hierarchical(
     let g = nodes[0].len();
     if let Some(n) = nodes.iter().find(|n| n.len() != g) {
         return Err(format!(
-            "hierarchical needs the same number of ranks on every node: node {} has {g}, node {} has {}",
+            "hierarchical needs the same number of ranks on every node (or slice): node {} has {g}, node {} has {}",
             nodes[0][0].0,
             n[0].0,
             n.len()

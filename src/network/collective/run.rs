@@ -39,7 +39,7 @@ const ROUTE_CACHE: usize = 1 << 18;
 
 /// Steps of one collective and what they cost so far.
 pub(super) struct Runner<'a> {
-    graph: &'a Graph,
+    pub graph: &'a Graph,
     net: &'a FlowNet,
     pub opts: &'a Options,
     routes: HashMap<(End, End), Vec<LinkId>>,
