@@ -14,7 +14,7 @@
 //!
 //! See [`crate::measure`] for the price and power sums. Runs go to a rayon pool and are
 //! sorted by (scenario, seed) before anything is summed: the thread count never changes the
-//! result. No printing here; [`write`] writes atomically.
+//! result. No printing here; [`write`](fn@write) writes atomically.
 
 use crate::drill::Aggregate;
 use crate::measure::{self, ClusterFigures};

@@ -12,7 +12,7 @@
 //!
 //! Architecture invariant: no printing here. The caller may pass an `indicatif` progress bar
 //! (the binary draws one only when stderr is a terminal); files are written only by
-//! [`write`], atomically.
+//! [`write`](fn@write), atomically.
 
 use crate::engine::Time;
 use crate::report::Header;

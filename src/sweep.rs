@@ -10,7 +10,7 @@
 //! unsharded sweep, so the files written are byte-identical. Results are sorted by (cell,
 //! seed) before anything is summed: the thread count never changes them.
 //!
-//! Architecture invariant: no printing here; files are written only by [`write`] and
+//! Architecture invariant: no printing here; files are written only by [`write`](fn@write) and
 //! [`write_shard`], atomically.
 
 use crate::drill::Aggregate;
@@ -327,8 +327,9 @@ fn num(x: Option<f64>) -> String {
 /// `runs.csv`, `summary.csv` and `summary.json`: (file name, contents).
 ///
 /// runs.csv: `orrery,scenario_hash,experiment,seeds,cell,<param>...,seed,<metric column>...`
-/// (one row per cell × seed). summary.csv: `orrery,scenario_hash,experiment,seeds,cell,
-/// <param>...,runs,<metric>_mean,<metric>_lo,<metric>_hi...` (lo/hi: the 95% Student-t
+/// (one row per cell × seed). summary.csv:
+/// `orrery,scenario_hash,experiment,seeds,cell,<param>...,runs,<metric>_mean,<metric>_lo,<metric>_hi...`
+/// (lo/hi: the 95% Student-t
 /// interval of the mean, empty below 2 runs). Metric columns carry their unit
 /// ([`measure::column`]); an empty field is a run without that metric.
 pub fn files(r: &SweepResult) -> Vec<(&'static str, String)> {

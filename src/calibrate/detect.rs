@@ -3,7 +3,7 @@
 //! memory, NUMA nodes, network interfaces (physical ones: those backed by a device), RDMA
 //! devices and NVIDIA PCI functions. `orrery calibrate` records it as provenance and
 //! `orrery validate` compares it with a declared node type. With the `cuda` feature the GPU
-//! inventory comes from the driver instead ([`super::cuda`]).
+//! inventory comes from the driver instead (`cuda.rs`).
 
 use serde::Serialize;
 use std::collections::BTreeSet;

@@ -1,4 +1,4 @@
-//! Compute models: how long work takes on an accelerator. [`roofline`] is the model the
+//! Compute models: how long work takes on an accelerator. [`roofline`](mod@roofline) is the model the
 //! simulation uses; its parameters come from the accelerator's calibration profile when the
 //! scenario names one, and from stated datasheet defaults otherwise, and every model says
 //! which ([`ModelSource`]), so that results can too.

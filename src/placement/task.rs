@@ -152,7 +152,7 @@ pub fn place_task(
 ///
 /// With `scheduler_avoid_gpu_nodes`, a request without GPU first looks only at non-GPU nodes
 /// and only at available ones; if none is available it falls back to all nodes. Each pass is
-/// [`hybrid_pass`].
+/// `hybrid_pass`.
 pub fn hybrid(
     st: &mut ClusterState,
     t: &TaskRequest,

@@ -8,9 +8,9 @@
 //! name the plot and the problem; no input panics: empty data, non-finite numbers, zero-length
 //! ranges and single points give a sensible plot or a clear error.
 //!
-//! One file per plot: [`timeline`] (per-device Gantt chart), [`util`] (utilisation over time per
-//! device class), [`cdf`] (latency CDFs), [`bars`] (comparison bars with confidence intervals),
-//! [`drill`] (failure-drill recovery), [`transports`] (speedup and time breakdown), [`heatmap`]
+//! One file per plot: [`timeline`](mod@timeline) (per-device Gantt chart), [`util`] (utilisation over time per
+//! device class), [`cdf`](mod@cdf) (latency CDFs), [`bars`] (comparison bars with confidence intervals),
+//! [`drill`](mod@drill) (failure-drill recovery), [`transports`] (speedup and time breakdown), [`heatmap`](mod@heatmap)
 //! (a sweep over two parameters). [`font`] embeds the one font text is drawn with; this file holds
 //! the shared styling and the rendering to files.
 

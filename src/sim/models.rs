@@ -24,7 +24,7 @@ use crate::spec::Spec;
 use crate::spec::hardware::NodeType;
 use crate::spec::workload::Compute;
 
-/// The default compute efficiency (see [`crate::compute::roofline`] for its source).
+/// The default compute efficiency (see [`crate::compute::roofline`](mod@crate::compute::roofline) for its source).
 pub const DEFAULT_EFFICIENCY: f64 = crate::compute::DEFAULT_COMPUTE_EFFICIENCY;
 pub const ALPHA_NVLINK: f64 = 3.4e-6;
 pub const ALPHA_PCIE: f64 = 5.7e-6;

@@ -5,11 +5,11 @@
 //! every default with its source), selectable per workload, task group or actor in the DSL
 //! (`transport NAME { kind ... }`, `transport NAME`).
 //!
-//! A transfer is a [`Plan`] of stages over the link graph ([`plan`], which documents each
+//! A transfer is a [`Plan`] of stages over the link graph ([`plan`](mod@plan), which documents each
 //! kind's stages); [`run_plan`] / [`run_plans`] run plans on a copy of a [`FlowNet`] so they
 //! share bandwidth max-min with each other and with background traffic, and
 //! [`closed_form`] is the same pipeline on an idle network ([`exec`] derives it).
-//! [`compare`] puts transports side by side on a scenario's cluster (`orrery transports`).
+//! [`compare`](mod@compare) puts transports side by side on a scenario's cluster (`orrery transports`).
 //!
 //! Architecture invariant: no IO and no time beyond the seconds a plan takes; the simulation
 //! owns the clock and decides when transfers start.

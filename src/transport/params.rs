@@ -80,7 +80,7 @@ pub const NIXL_LATENCY: f64 = 5e-6;
 /// through host memory.
 pub const STAGED_CHUNK: f64 = 4.0 * MIB;
 
-/// How a transport moves data; each kind's stages are described in [`super::plan`].
+/// How a transport moves data; each kind's stages are described in [`super::plan`](mod@super::plan).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TransportKind {
