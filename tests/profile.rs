@@ -502,7 +502,9 @@ fn check_says_which_profile_calibrates_what() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        out.contains("calibration  H200: h200_datasheet (datasheet), host: cpu_epyc_2vcpu (measured)"),
+        out.contains(
+            "calibration  H200: h200_datasheet (datasheet), host: cpu_epyc_2vcpu (measured)"
+        ),
         "{out}"
     );
     let _ = std::fs::remove_dir_all(&d);

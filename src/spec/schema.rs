@@ -116,7 +116,10 @@ pub const CLUSTER: &[StmtDef] = &[
     many("rack", &[]),
     many("slice", &["node", "topology"]),
     many("node", &["x", "name"]),
-    one("fabric", &["oversubscription", "latency", "spine_uplink", "zone_uplink"]),
+    one(
+        "fabric",
+        &["oversubscription", "latency", "spine_uplink", "zone_uplink"],
+    ),
     one("head", &[]),
 ];
 pub const ZONE: &[StmtDef] = &[
