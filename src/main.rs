@@ -946,7 +946,7 @@ fn transports(
             ("scenario hash", orrery::scenario_hash(&l.sources)),
         ];
         let t1 = std::time::Instant::now();
-        match orrery::outputs::transports::write(&dir, &head, c, &printed, plots) {
+        match orrery::outputs::transports::write(&dir, &head, c, w.as_ref(), &printed, plots) {
             // With --json stdout is the JSON alone.
             Ok(w) if json => {
                 for n in &w.notes {

@@ -489,5 +489,28 @@ fn transports_write_speedup_and_breakdown_plots() {
     }
     let md = read(&out, "report.md");
     assert!(md.contains("cross node (r0.n0.d0 → r1.n0.d0)"), "{md}");
+    // With --workload the whole scenario per transport is drawn too (GPU tasks whose outputs
+    // the next group reads across the two nodes).
+    let file = write(
+        &d,
+        "trw.orr",
+        &format!(
+            "{TRANSPORTS}workload w {{\n  tasks make x 4 {{\n    resources {{ GPU: 1 }}\n    duration 1 s\n    output 256 MB\n  }}\n  tasks use x 2 after make {{\n    resources {{ GPU: 1 }}\n    duration 1 s\n  }}\n}}\n"
+        ),
+    );
+    let out2 = d.join("out2");
+    orrery(&[
+        "transports",
+        &file,
+        "--sizes",
+        "1MiB",
+        "--workload",
+        "--out",
+        &out2.display().to_string(),
+    ]);
+    assert!(names(&out2).contains("workload.png"), "{:?}", names(&out2));
+    check_folder(&out2);
+    let md = read(&out2, "report.md");
+    assert!(md.contains("## The workload under each transport"), "{md}");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{Report, Written};
-use crate::plot::{self, TransportBreakdown, TransportCurve};
+use crate::plot::{self, Bar, MetricBars, TransportBreakdown, TransportCurve};
 use crate::transport::compare::{Comparison, PairResult};
 
 /// The pair the plots show: the first cross-node pair, else the first pair.
@@ -91,6 +91,41 @@ pub fn csv(c: &Comparison) -> String {
     o
 }
 
+/// Bars of the workload comparison: makespan and each task group's mean run time, one bar per
+/// transport that could move every input (a transport that could not — NVLink P2P across
+/// nodes — was priced in closed form for those fetches, which would mislead here).
+pub fn workload_bars(w: &crate::transport_workload::WorkloadComparison) -> Vec<MetricBars> {
+    let bar = |group: &str, value: f64| Bar {
+        group: group.to_string(),
+        value,
+        ci: None,
+    };
+    let mut out = vec![MetricBars {
+        name: "makespan".into(),
+        unit: "s".into(),
+        bars: w
+            .rows
+            .iter()
+            .filter(|r| r.makespan > 0.0 && r.fallbacks.is_empty())
+            .map(|r| bar(&r.transport, r.makespan))
+            .collect(),
+    }];
+    let groups = w.rows.first().map(|r| r.run_mean.len()).unwrap_or(0);
+    for g in 0..groups {
+        out.push(MetricBars {
+            name: format!("{} run time", w.rows[0].run_mean[g].0),
+            unit: "s".into(),
+            bars: w
+                .rows
+                .iter()
+                .filter(|r| r.fallbacks.is_empty())
+                .filter_map(|r| r.run_mean.get(g).map(|(_, v)| bar(&r.transport, *v)))
+                .collect(),
+        });
+    }
+    out
+}
+
 /// Writes `transports.csv`, `transports.json`, the plots (unless `plots` is false) and
 /// `report.md` into `dir` (created). `header`: the orrery version, scenario and hash line;
 /// `printed`: the printed comparison (and workload comparison, if any).
@@ -98,6 +133,7 @@ pub fn write(
     dir: &Path,
     header: &[(&str, String)],
     c: &Comparison,
+    workload: Option<&crate::transport_workload::WorkloadComparison>,
     printed: &str,
     plots: bool,
 ) -> Result<Written, String> {
@@ -136,6 +172,31 @@ pub fn write(
                 rep.plot(&format!("Time breakdown of the largest size, {on}"), drawn);
             }
         }
+    }
+    if plots && let Some(w) = workload {
+        rep.section("The workload under each transport");
+        let drawn = plot::comparison(
+            &rep.stem("workload"),
+            &format!("The workload under each transport, seed {}", w.seed),
+            &{
+                let left: Vec<&str> = w
+                    .rows
+                    .iter()
+                    .filter(|r| !r.fallbacks.is_empty())
+                    .map(|r| r.transport.as_str())
+                    .collect();
+                if left.is_empty() {
+                    "none (one seed); task inputs moved by each transport".to_string()
+                } else {
+                    format!(
+                        "none (one seed); left out, cannot move these inputs: {}",
+                        left.join(", ")
+                    )
+                }
+            },
+            &workload_bars(w),
+        );
+        rep.plot("Makespan and task run time per transport", drawn);
     }
     rep.section("Summary");
     rep.pre(printed);

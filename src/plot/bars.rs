@@ -86,8 +86,16 @@ struct Comparison<'a> {
 }
 
 impl Comparison<'_> {
+    /// Panels per row: up to three, fewer when many groups need room for their names (about
+    /// 110 pixels a bar: one panel a row past six groups, two past four).
     fn cols(&self) -> usize {
-        self.metrics.len().clamp(1, 3)
+        let groups = self.metrics.iter().map(|m| m.bars.len()).max().unwrap_or(0);
+        let most = match groups {
+            0..=4 => 3,
+            5..=6 => 2,
+            _ => 1,
+        };
+        self.metrics.len().clamp(1, most)
     }
 }
 
@@ -96,7 +104,12 @@ impl Figure for Comparison<'_> {
 
     fn size(&self) -> (u32, u32) {
         let rows = self.metrics.len().div_ceil(self.cols()) as u32;
-        let w = if self.cols() == 1 { 1000 } else { 1500 };
+        let groups = self.metrics.iter().map(|m| m.bars.len()).max().unwrap_or(0);
+        let w = if self.cols() == 1 {
+            (110 * groups as u32 + 150).clamp(1000, 1600)
+        } else {
+            1500
+        };
         (w, 110 + 460 * rows)
     }
 
