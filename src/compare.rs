@@ -20,8 +20,7 @@ use crate::drill::Aggregate;
 use crate::measure::{self, ClusterFigures};
 use crate::sim::{SimConfig, simulate};
 use crate::spec::Spec;
-use indicatif::{ParallelProgressIterator, ProgressBar};
-use rayon::prelude::*;
+use indicatif::ProgressBar;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -128,16 +127,7 @@ pub fn compare(
         (e, seed, values(&figs[e], &r.metrics))
     };
     let mut results: Vec<(usize, u64, Vec<Option<f64>>)> =
-        match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-            Ok(pool) => pool.install(|| {
-                jobs.par_iter()
-                    .progress_with(bar.clone())
-                    .map(one)
-                    .collect()
-            }),
-            Err(_) => jobs.iter().map(one).collect(),
-        };
-    bar.finish_and_clear();
+        crate::parallel::map(&jobs, threads, &bar, one);
     results.sort_by_key(|(e, s, _)| (*e, *s));
     let rows = entries
         .iter()

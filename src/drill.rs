@@ -19,8 +19,7 @@ use crate::report::Header;
 use crate::sim::metrics::{RunMetrics, TimelineEvent};
 use crate::sim::{SimConfig, simulate};
 use crate::spec::Spec;
-use indicatif::{ParallelProgressIterator, ProgressBar};
-use rayon::prelude::*;
+use indicatif::ProgressBar;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::collections::BTreeMap;
@@ -371,27 +370,8 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
         };
         (v, run, m.failures.unsimulated)
     };
-    let mut results: Vec<(usize, SeedRun, Vec<String>)> = match rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.threads)
-        .build()
-    {
-        Ok(pool) => pool.install(|| {
-            jobs.par_iter()
-                .progress_with(bar.clone())
-                .map(one)
-                .collect()
-        }),
-        // No threads to be had: run them here, one after another (same results).
-        Err(_) => jobs
-            .iter()
-            .map(|j| {
-                let r = one(j);
-                bar.inc(1);
-                r
-            })
-            .collect(),
-    };
-    bar.finish_and_clear();
+    let mut results: Vec<(usize, SeedRun, Vec<String>)> =
+        crate::parallel::map(&jobs, cfg.threads, &bar, one);
     // Whatever order the pool finished in, aggregate in (variant, seed) order.
     results.sort_by_key(|(v, r, _)| (*v, r.seed));
     let keys: Vec<String> = metrics.iter().map(|m| m.key().to_string()).collect();

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod measure;
 pub mod network;
 pub mod outputs;
+pub mod parallel;
 pub mod placement;
 pub mod plot;
 pub mod profile;

@@ -573,17 +573,7 @@ fn run(
     let written = written.map_err(|e| e.to_string()).and_then(|files| {
         orrery::outputs::run::write(&dir, &h, &r, &files, plots).map(|w| (files, w))
     });
-    match written {
-        Ok((files, w)) => {
-            println!("wrote {} in {}", files.join(", "), dir.display());
-            outputs_done(&w, t1);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: cannot write results to {}: {e}", dir.display());
-            ExitCode::from(2)
-        }
-    }
+    written_or_fail(&dir, written, t1)
 }
 
 /// Samples of `empirical("FILE")` distributions (one duration per line).
@@ -782,17 +772,7 @@ fn drill(
             orrery::outputs::drill::write(&dir, &h, &r, window, &table, &files, plots)
                 .map(|w| (files, w))
         });
-    match written {
-        Ok((files, w)) => {
-            println!("wrote {} in {}", files.join(", "), dir.display());
-            outputs_done(&w, t1);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: cannot write results to {}: {e}", dir.display());
-            ExitCode::from(2)
-        }
-    }
+    written_or_fail(&dir, written, t1)
 }
 
 fn explain(file: &Path, item: &str, seed: u64) -> ExitCode {
@@ -1389,6 +1369,15 @@ fn sweep_outputs(
         orrery::outputs::sweep::write(dir, r, lines, representative, table, &files, plots)
             .map(|w| (files, w))
     });
+    written_or_fail(dir, written, t1)
+}
+
+/// Reports a command's written data files and its plots and report, or fails with exit 2.
+fn written_or_fail(
+    dir: &Path,
+    written: Result<(Vec<String>, orrery::outputs::Written), String>,
+    t1: std::time::Instant,
+) -> ExitCode {
     match written {
         Ok((files, w)) => {
             println!("wrote {} in {}", files.join(", "), dir.display());
@@ -1512,12 +1501,5 @@ fn compare(
         .and_then(|files| {
             orrery::outputs::compare::write(&dir, &r, &table, &files, plots).map(|w| (files, w))
         });
-    match written {
-        Ok((f, w)) => {
-            println!("wrote {} in {}", f.join(", "), dir.display());
-            outputs_done(&w, t1);
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(format!("cannot write results to {}: {e}", dir.display())),
-    }
+    written_or_fail(&dir, written, t1)
 }

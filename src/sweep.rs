@@ -17,8 +17,7 @@ use crate::drill::Aggregate;
 use crate::measure::{self, ClusterFigures};
 use crate::sim::{SimConfig, simulate};
 use crate::spec::{Loaded, Override, Spec};
-use indicatif::{ParallelProgressIterator, ProgressBar};
-use rayon::prelude::*;
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -245,26 +244,7 @@ pub fn run(plan: &Plan, cfg: &SweepConfig) -> Vec<RunRow> {
             values,
         }
     };
-    let mut rows: Vec<RunRow> = match rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.threads)
-        .build()
-    {
-        Ok(pool) => pool.install(|| {
-            jobs.par_iter()
-                .progress_with(bar.clone())
-                .map(one)
-                .collect()
-        }),
-        Err(_) => jobs
-            .iter()
-            .map(|j| {
-                let r = one(j);
-                bar.inc(1);
-                r
-            })
-            .collect(),
-    };
-    bar.finish_and_clear();
+    let mut rows: Vec<RunRow> = crate::parallel::map(&jobs, cfg.threads, &bar, one);
     rows.sort_by_key(|r| (r.cell, r.seed, r.run));
     rows
 }
