@@ -156,14 +156,7 @@ impl Figure for Drill<'_> {
             .iter()
             .map(|s| format!("seed {}", s.seed))
             .collect();
-        let fmt_y = |v: &f64| {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                labels[n - 1 - i as usize].clone()
-            } else {
-                String::new()
-            }
-        };
+        let fmt_y = |v: &f64| super::category(&labels, *v, true);
         chart
             .configure_mesh()
             .disable_y_mesh()
@@ -227,14 +220,7 @@ impl Figure for Drill<'_> {
             .build_cartesian_2d(-0.6..(n as f64 - 0.4), y0..y1)
             .map_err(&e)?;
         let xl: Vec<String> = self.seeds.iter().map(|s| s.seed.to_string()).collect();
-        let fmt_x = |v: &f64| {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                xl[i as usize].clone()
-            } else {
-                String::new()
-            }
-        };
+        let fmt_x = |v: &f64| super::category(&xl, *v, false);
         chart
             .configure_mesh()
             .disable_x_mesh()

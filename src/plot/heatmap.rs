@@ -133,21 +133,13 @@ impl Figure for Heat<'_> {
             .y_label_area_size(110)
             .build_cartesian_2d(-0.5..(nx as f64 - 0.5), -0.5..(ny as f64 - 0.5))
             .map_err(&e)?;
-        let at = |v: f64, n: usize, labels: &[String]| {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                labels[i as usize].clone()
-            } else {
-                String::new()
-            }
-        };
         chart
             .configure_mesh()
             .disable_mesh()
             .x_labels(nx)
             .y_labels(ny)
-            .x_label_formatter(&|v| at(*v, nx, &m.x_values))
-            .y_label_formatter(&|v| at(*v, ny, &m.y_values))
+            .x_label_formatter(&|v| super::category(&m.x_values, *v, false))
+            .y_label_formatter(&|v| super::category(&m.y_values, *v, false))
             .x_desc(m.x_name.as_str())
             .y_desc(m.y_name.as_str())
             .axis_desc_style(label_font())

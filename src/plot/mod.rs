@@ -43,6 +43,23 @@ pub const SIZE: (u32, u32) = (1200, 750);
 /// The font family every text is drawn with (registered by [`font::ensure`]).
 pub(crate) const FONT: &str = "sans-serif";
 
+/// The label of the category at an integer axis position (bars, rows, seeds), empty between
+/// positions and outside the range; `reversed` counts from the top (row 0 drawn highest).
+pub(crate) fn category<S: AsRef<str>>(labels: &[S], v: f64, reversed: bool) -> String {
+    let n = labels.len();
+    let i = v.round();
+    if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+        let k = if reversed {
+            n - 1 - i as usize
+        } else {
+            i as usize
+        };
+        labels[k].as_ref().to_string()
+    } else {
+        String::new()
+    }
+}
+
 /// Title font size in pixels.
 pub(crate) const TITLE_PX: u32 = 26;
 /// Axis description font size in pixels.

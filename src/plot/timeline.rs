@@ -162,14 +162,7 @@ impl Figure for Gantt<'_> {
             .build_cartesian_2d(0.0..x_max, -0.5..(n as f64 - 0.5))
             .map_err(&e)?;
         let labels: Vec<&str> = self.rows.iter().map(|r| r.label.as_str()).collect();
-        let fmt_y = |v: &f64| {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                labels[n - 1 - i as usize].to_string()
-            } else {
-                String::new()
-            }
-        };
+        let fmt_y = |v: &f64| super::category(&labels, *v, true);
         chart
             .configure_mesh()
             .disable_y_mesh()

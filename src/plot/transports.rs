@@ -244,14 +244,7 @@ impl Figure for Breakdown<'_> {
             .build_cartesian_2d(-0.6..(n as f64 - 0.4), 0.0..y1)
             .map_err(&e)?;
         let names: Vec<&str> = self.rows.iter().map(|r| r.transport.as_str()).collect();
-        let fmt_x = |v: &f64| {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                names[i as usize].to_string()
-            } else {
-                String::new()
-            }
-        };
+        let fmt_x = |v: &f64| super::category(&names, *v, false);
         chart
             .configure_mesh()
             .disable_x_mesh()
