@@ -410,6 +410,7 @@ fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::report::Header 
             .as_ref()
             .map(orrery::compute::model_sources)
             .unwrap_or_default(),
+        network_models: Vec::new(),
     }
 }
 
@@ -540,12 +541,9 @@ fn run(
     }
     let wall = t0.elapsed().as_secs_f64();
     h.model_sources = r.model_sources.clone();
-    // How collectives were priced is known only after the run (it depends on placement).
-    for m in r
-        .model_sources
-        .iter()
-        .filter(|m| orrery::report::is_network_note(m))
-    {
+    // How data movement was priced is known only after the run (it depends on placement).
+    h.network_models = r.network_models.iter().map(|m| m.to_string()).collect();
+    for m in &h.network_models {
         println!("network model: {m}");
     }
     print!("{}", orrery::report::table(&r.metrics));

@@ -17,17 +17,14 @@ pub struct Header {
     /// A placement policy imposed on every workload from the command line, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
-    /// Which compute model each (accelerator, dtype) used — a calibration profile or the
-    /// datasheet defaults — and how each training collective was priced: the flow model on
-    /// the link graph or, where it cannot, the closed form and why (`RunResult::model_sources`).
+    /// Which compute model each (accelerator, dtype) used: a calibration profile or the
+    /// datasheet defaults (`RunResult::model_sources`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub model_sources: Vec<String>,
-}
-
-/// Whether a model-source line is about the network (how a collective or a task's input
-/// fetch was priced) rather than compute.
-pub fn is_network_note(m: &str) -> bool {
-    m.starts_with("collective ") || m.starts_with("object fetch ")
+    /// How each training collective and input fetch was priced: on the link graph or, where
+    /// that cannot apply, in closed form and why (`RunResult::network_models`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub network_models: Vec<String>,
 }
 
 impl Header {
@@ -42,12 +39,10 @@ impl Header {
             self.orrery, self.scenario, self.scenario_hash, self.seed
         );
         for m in &self.model_sources {
-            let kind = if is_network_note(m) {
-                "network"
-            } else {
-                "compute"
-            };
-            line.push_str(&format!("\n{kind} model: {m}"));
+            line.push_str(&format!("\ncompute model: {m}"));
+        }
+        for m in &self.network_models {
+            line.push_str(&format!("\nnetwork model: {m}"));
         }
         line
     }

@@ -9,6 +9,7 @@ use std::fmt;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::sim::network::MovementKind;
 use crate::sim::{SimConfig, simulate};
 use crate::spec::Spec;
 use crate::transport::TransportParams;
@@ -60,9 +61,10 @@ pub fn compare_workload(spec: &Spec, seed: u64) -> WorkloadComparison {
                     .map(|t| (format!("{}.{}", t.workload, t.name), t.run_time.mean))
                     .collect(),
                 fallbacks: r
-                    .model_sources
+                    .network_models
                     .into_iter()
-                    .filter(|m| m.starts_with("object fetch ") && m.contains(": closed form"))
+                    .filter(|m| m.kind == MovementKind::Fetch && !m.on_graph)
+                    .map(|m| m.text)
                     .collect(),
             }
         })

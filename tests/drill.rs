@@ -158,6 +158,7 @@ fn results_do_not_depend_on_the_thread_count() {
         seed: 1,
         policy: None,
         model_sources: Vec::new(),
+        network_models: Vec::new(),
     };
     let one = drill(&s, 8, 1);
     let four = drill(&s, 8, 4);

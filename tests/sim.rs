@@ -532,11 +532,11 @@ fn outputs_beyond_the_spilling_threshold_go_to_disk_and_cost_a_restore() {
     // Serialising and pushing 0.8 GB at the object store's ~11.6 GB/s memcpy: ~0.14 s.
     assert!(fetch > 0.1 && fetch < 0.2, "{fetch}");
     assert!(
-        r.model_sources.iter().any(
-            |m| m == "object fetch w.b: transport object_store on the link graph (uncontended)"
-        ),
+        r.network_models.iter().any(|m| m.on_graph
+            && m.text
+                == "object fetch w.b: transport object_store on the link graph (uncontended)"),
         "{:?}",
-        r.model_sources
+        r.network_models
     );
     let b = r.metrics.tasks[1].run_time.mean;
     assert!((b - (10.0 + fetch + 0.3)).abs() < 1e-6, "{b}");
@@ -594,11 +594,10 @@ fn an_oversubscribed_spine_slows_a_cross_rack_ring_by_its_share() {
         ));
         let r = simulate(&s, &SimConfig::default());
         assert!(
-            r.model_sources
-                .iter()
-                .any(|m| m == "collective allreduce ring: flow model on the link graph"),
+            r.network_models.iter().any(|m| m.on_graph
+                && m.text == "collective allreduce ring: flow model on the link graph"),
             "{:?}",
-            r.model_sources
+            r.network_models
         );
         r.metrics.training[0].step_time
     };

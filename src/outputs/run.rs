@@ -198,12 +198,10 @@ pub fn write(
         facts.push(("policy", p.clone()));
     }
     for m in &h.model_sources {
-        let k = if crate::report::is_network_note(m) {
-            "network model"
-        } else {
-            "compute model"
-        };
-        facts.push((k, m.clone()));
+        facts.push(("compute model", m.clone()));
+    }
+    for m in &h.network_models {
+        facts.push(("network model", m.clone()));
     }
     rep.facts(&facts);
     rep.md.push_str(&format!(

@@ -79,6 +79,9 @@ pub struct RunResult {
     /// Which compute model each (accelerator, dtype) used: a calibration profile or the
     /// datasheet defaults ([`crate::compute::model_sources`]).
     pub model_sources: Vec<String>,
+    /// How each training collective and each task group's input fetch was priced: on the link
+    /// graph, or in closed form and why.
+    pub network_models: Vec<network::NetworkModel>,
     /// Device activity, when [`SimConfig::timeline`] is set (else empty).
     pub timeline: timeline::Timeline,
 }
@@ -1399,13 +1402,19 @@ impl<'s> Sim<'s> {
             );
             total += match self.flow_collective_secs(c, per_node) {
                 Ok(s) => {
-                    self.net
-                        .notes
-                        .insert(format!("{what}: flow model on the link graph"));
+                    self.net.note(
+                        network::MovementKind::Collective,
+                        true,
+                        format!("{what}: flow model on the link graph"),
+                    );
                     s
                 }
                 Err(e) => {
-                    self.net.notes.insert(format!("{what}: closed form ({e})"));
+                    self.net.note(
+                        network::MovementKind::Collective,
+                        false,
+                        format!("{what}: closed form ({e})"),
+                    );
                     models::collective_secs(
                         self.spec,
                         &c.op,
@@ -2045,10 +2054,8 @@ impl<'s> Sim<'s> {
             trace: self.trace.unwrap_or_default(),
             timeline: tl,
             violations: self.violations,
-            model_sources: crate::compute::model_sources(spec)
-                .into_iter()
-                .chain(std::mem::take(&mut self.net.notes))
-                .collect(),
+            model_sources: crate::compute::model_sources(spec),
+            network_models: std::mem::take(&mut self.net.notes).into_iter().collect(),
         }
     }
 }

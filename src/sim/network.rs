@@ -43,6 +43,39 @@ type Key = (Vec<(usize, usize)>, String, String, u64, Vec<NodeState>);
 /// A node's bandwidth state: (node, scale-up factor bits, (NIC, factor bits) of NICs not at 1).
 type NodeState = (usize, u64, Vec<(usize, u64)>);
 
+/// How one kind of data movement of a run was priced.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct NetworkModel {
+    pub kind: MovementKind,
+    /// By the flow or transport model on the link graph (false: the closed-form fallback).
+    pub on_graph: bool,
+    /// What was priced and how, e.g. `collective allreduce ring: flow model on the link graph`.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MovementKind {
+    Collective,
+    Fetch,
+}
+
+impl std::fmt::Display for NetworkModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl NetState {
+    pub(crate) fn note(&mut self, kind: MovementKind, on_graph: bool, text: String) {
+        self.notes.insert(NetworkModel {
+            kind,
+            on_graph,
+            text,
+        });
+    }
+}
+
 /// Source nodes a task's remote input is averaged over.
 pub const FETCH_SOURCES: usize = 4;
 
@@ -51,8 +84,10 @@ pub(crate) struct NetState {
     pub graph: Option<Graph>,
     fetch_cache: BTreeMap<(usize, NodeId), f64>,
     cache: BTreeMap<Key, Result<f64, String>>,
-    /// How collectives were priced, for the run's model sources.
-    pub notes: std::collections::BTreeSet<String>,
+    /// How collectives and input fetches were priced ([`RunResult::network_models`]).
+    ///
+    /// [`RunResult::network_models`]: super::RunResult::network_models
+    pub notes: std::collections::BTreeSet<NetworkModel>,
 }
 
 /// The flow model's op and algorithm for a declared collective.
@@ -238,13 +273,19 @@ impl Sim<'_> {
                         calibrated.into_iter().collect::<Vec<_>>().join(", ")
                     )
                 };
-                self.net
-                    .notes
-                    .insert(format!("{what} on the link graph (uncontended{cal})"));
+                self.net.note(
+                    MovementKind::Fetch,
+                    true,
+                    format!("{what} on the link graph (uncontended{cal})"),
+                );
                 s
             }
             Err(e) => {
-                self.net.notes.insert(format!("{what}: closed form ({e})"));
+                self.net.note(
+                    MovementKind::Fetch,
+                    false,
+                    format!("{what}: closed form ({e})"),
+                );
                 super::models::transfer_secs(spec, false, self.node_types[node], bytes)
             }
         };
