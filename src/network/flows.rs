@@ -73,6 +73,9 @@ pub struct FlowNet {
     unfrozen: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, LinkId)>>,
     froze_at: Vec<(LinkId, f64)>,
+    seeds: Vec<u32>,
+    inside: Vec<u32>,
+    violators: Vec<u32>,
     /// The network's clock (seconds of [`FlowNet::advance`]).
     now: f64,
     /// Queued finish times: (seconds as bits, flow, flow version).
@@ -150,7 +153,9 @@ impl FlowNet {
             }
             ids.push(FlowId(id));
         }
-        let seeds: Vec<u32> = ids.iter().map(|f| f.0).collect();
+        let mut seeds = std::mem::take(&mut self.seeds);
+        seeds.clear();
+        seeds.extend(ids.iter().map(|f| f.0));
         self.refill(seeds);
         ids
     }
@@ -172,7 +177,8 @@ impl FlowNet {
         self.free.push(f.0);
         // Only flows bottlenecked where the removed one ran can gain directly; the refill's
         // checks pull in whoever else its changes reach.
-        let mut seeds = Vec::new();
+        let mut seeds = std::mem::take(&mut self.seeds);
+        seeds.clear();
         for &l in &links {
             for &g in &self.on_link[l] {
                 if self.flows[g as usize].bottleneck == l as u32 {
@@ -186,7 +192,9 @@ impl FlowNet {
     /// Change a link's capacity (failure, degradation, repair).
     pub fn set_capacity(&mut self, l: LinkId, capacity: f64) {
         self.capacity[l] = capacity.max(0.0);
-        let seeds = self.on_link[l].clone();
+        let mut seeds = std::mem::take(&mut self.seeds);
+        seeds.clear();
+        seeds.extend_from_slice(&self.on_link[l]);
         self.refill(seeds);
     }
 
@@ -300,34 +308,37 @@ impl FlowNet {
     /// shared links) is refilled at once, which has no outside flow to check.
     fn refill(&mut self, seeds: Vec<u32>) {
         let set = self.next_epoch();
-        let mut inside = Vec::with_capacity(seeds.len());
-        for f in seeds {
+        let mut inside = std::mem::take(&mut self.inside);
+        inside.clear();
+        for &f in &seeds {
             let fl = &self.flows[f as usize];
             if fl.alive && !fl.path.is_empty() && self.mark_flow[f as usize] != set {
                 self.mark_flow[f as usize] = set;
                 inside.push(f);
             }
         }
+        self.seeds = seeds;
         for round in 1.. {
             if inside.is_empty() {
-                return;
+                break;
             }
             if round > MAX_ROUNDS {
                 self.close_component(&mut inside, set);
                 self.fill(&inside, set);
-                return;
+                break;
             }
-            let violators = self.fill(&inside, set);
-            if violators.is_empty() {
-                return;
+            self.fill(&inside, set);
+            if self.violators.is_empty() {
+                break;
             }
-            for g in violators {
+            for &g in &self.violators {
                 if self.mark_flow[g as usize] != set {
                     self.mark_flow[g as usize] = set;
                     inside.push(g);
                 }
             }
         }
+        self.inside = inside;
     }
 
     /// Grow `inside` to every flow connected to it through shared links.
@@ -354,13 +365,14 @@ impl FlowNet {
     }
 
     /// Progressive filling of the flows in `inside` (marked `set`), every other flow's rate
-    /// fixed. Returns the outside flows whose bottleneck the new rates broke (see [`refill`]).
+    /// fixed. Leaves in `self.violators` the outside flows whose bottleneck the new rates broke
+    /// (see [`refill`]).
     ///
     /// Links wait in a min-heap keyed by (fair share, link id) — ties go to the lowest link id.
     /// Shares only grow as flows freeze, so every queued key is at most its link's current
     /// share: a popped key equal to the share is the true minimum, a smaller one is re-queued
     /// at the share (lazy updates: freezing a flow touches its links' counters, not the heap).
-    fn fill(&mut self, inside: &[u32], set: u64) -> Vec<u32> {
+    fn fill(&mut self, inside: &[u32], set: u64) {
         let lk = self.next_epoch();
         let mut comp_links = std::mem::take(&mut self.comp_links);
         comp_links.clear();
@@ -440,7 +452,8 @@ impl FlowNet {
         }
         // The checks.
         let flagged = self.next_epoch();
-        let mut violators = Vec::new();
+        let mut violators = std::mem::take(&mut self.violators);
+        violators.clear();
         let tol = |x: f64| x * (1.0 + 1e-9) + 1e-300;
         for &(l, share) in &froze_at {
             for &g in &self.on_link[l] {
@@ -482,7 +495,7 @@ impl FlowNet {
         self.unfrozen = unfrozen;
         self.heap = heap;
         self.froze_at = froze_at;
-        violators
+        self.violators = violators;
     }
 }
 
