@@ -1010,7 +1010,7 @@ impl<'s> Sim<'s> {
         let label = format!("{}.{}", w.name, w.tasks[g.index].name);
         let from = self.task_start[t];
         self.tl
-            .span(devs, from, now, timeline::SpanKind::Compute, &label);
+            .span(&devs, from, now, timeline::SpanKind::Compute, &label);
     }
 
     /// Timeline: the step interval of job `j` that ends now — its checkpoint (if it began
@@ -1019,18 +1019,13 @@ impl<'s> Sim<'s> {
         let job = &self.jobs[j];
         let w = &self.spec.workloads[job.workload];
         let label = format!("{}.{}", w.name, w.training[job.index].name);
-        let (from, ck, c, devs) = (
-            job.span_from,
-            job.span_ckpt,
-            job.compute_ns,
-            job.dev_set.clone(),
-        );
+        let (from, ck, c) = (job.span_from, job.span_ckpt, job.compute_ns);
         let a = from + ck;
         let b = (a + c).min(now);
         use timeline::SpanKind as K;
-        self.tl
-            .span(devs.clone(), from, a.min(now), K::Checkpoint, &label);
-        self.tl.span(devs.clone(), a, b, K::Compute, &label);
+        let devs = &self.jobs[j].dev_set;
+        self.tl.span(devs, from, a.min(now), K::Checkpoint, &label);
+        self.tl.span(devs, a, b, K::Compute, &label);
         self.tl.span(devs, b, now, K::Communication, &label);
         self.jobs[j].span_from = now;
     }
@@ -1677,7 +1672,7 @@ impl<'s> Sim<'s> {
                     let label = format!("{}.{}", w.name, w.services[svc.index].name);
                     let from = rep.batch_start;
                     self.tl
-                        .span(devs, from, now, timeline::SpanKind::Compute, &label);
+                        .span(&devs, from, now, timeline::SpanKind::Compute, &label);
                 }
                 let done = std::mem::take(&mut self.replicas[r as usize].inflight);
                 let svc = &mut self.services[s as usize];

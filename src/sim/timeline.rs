@@ -152,7 +152,7 @@ impl Recorder {
     /// Record `kind` work on `devices` between two instants (ns). Work that directly follows
     /// the same work on the same devices (a replica's back-to-back batches) extends its span.
     /// Failures are always kept; work stops being recorded at [`MAX_SPANS`].
-    pub fn span(&mut self, devices: Vec<u32>, start: u64, end: u64, kind: SpanKind, label: &str) {
+    pub fn span(&mut self, devices: &[u32], start: u64, end: u64, kind: SpanKind, label: &str) {
         if !self.on || devices.is_empty() || end <= start {
             return;
         }
@@ -161,11 +161,11 @@ impl Recorder {
             return;
         }
         let next = self.t.sets.len() as u32;
-        let set = match self.set_index.get(&devices) {
+        let set = match self.set_index.get(devices) {
             Some(s) => *s,
             None => {
-                self.set_index.insert(devices.clone(), next);
-                self.t.sets.push(devices);
+                self.set_index.insert(devices.to_vec(), next);
+                self.t.sets.push(devices.to_vec());
                 next
             }
         };
@@ -261,7 +261,7 @@ impl Recorder {
         }
         for d in devices {
             if let Some(since) = self.failed_since.remove(d) {
-                self.span(vec![*d], since, now, SpanKind::Failed, "failed");
+                self.span(&[*d], since, now, SpanKind::Failed, "failed");
             }
         }
     }
@@ -279,13 +279,7 @@ impl Recorder {
         let mut open: Vec<(u32, u64)> = self.failed_since.drain().collect();
         open.sort_unstable();
         for (d, since) in open {
-            self.span(
-                vec![d],
-                since,
-                end.max(since + 1),
-                SpanKind::Failed,
-                "failed",
-            );
+            self.span(&[d], since, end.max(since + 1), SpanKind::Failed, "failed");
         }
         let mut t = self.t;
         // Failure intervals per device, to clip work that was cut short.
@@ -330,9 +324,9 @@ mod tests {
     fn back_to_back_work_extends_one_span() {
         let mut r = recorder();
         for i in 0..5u64 {
-            r.span(vec![0], i * 10, (i + 1) * 10, SpanKind::Compute, "svc");
+            r.span(&[0], i * 10, (i + 1) * 10, SpanKind::Compute, "svc");
         }
-        r.span(vec![0], 60, 70, SpanKind::Compute, "svc");
+        r.span(&[0], 60, 70, SpanKind::Compute, "svc");
         let t = r.finish(100);
         let spans: Vec<_> = t.of_device(0).iter().map(|s| (s.1, s.2)).collect();
         assert_eq!(spans, vec![(0.0, 50e-9), (60e-9, 70e-9)]);
@@ -346,13 +340,7 @@ mod tests {
         let mut r = recorder();
         let (n, busy, every) = (30_000u64, 300_000_000u64, 500_000_000u64);
         for i in 0..n {
-            r.span(
-                vec![0],
-                i * every,
-                i * every + busy,
-                SpanKind::Compute,
-                "svc",
-            );
+            r.span(&[0], i * every, i * every + busy, SpanKind::Compute, "svc");
         }
         r.fail(&[1], 0);
         let t = r.finish(n * every);
