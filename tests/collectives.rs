@@ -250,9 +250,13 @@ fn hierarchical_is_intra_reduce_scatter_inter_rails_intra_allgather() {
         let r = run(&b, &idle(&b), op, Algorithm::Hierarchical, &ranks, n);
         assert_close(r.secs, half + inter(1.0));
     }
-    // Flat, the same ring crosses the network every step at each NIC's full rate.
+    // Flat: two channels (one per NIC, as NCCL's rings), each a ring with half the bytes that
+    // crosses the network every step on its own NIC at the NIC's full rate.
     let flat = run(&b, &idle(&b), Op::AllReduce, Algorithm::Ring, &ranks, n);
-    assert_close(flat.secs, 2.0 * 7.0 * ALPHA_NET + 2.0 * 7.0 / 8.0 * n / NIC);
+    assert_close(
+        flat.secs,
+        2.0 * 7.0 * ALPHA_NET + 2.0 * 7.0 / 8.0 * (n / 2.0) / NIC,
+    );
     assert!(r.secs < flat.secs);
 }
 
@@ -335,15 +339,16 @@ fn reusing_identical_steps_is_exact() {
 
 #[test]
 fn a_ring_across_a_fat_tree_is_bound_by_the_nics() {
-    // 512 GPUs on 64 DGX nodes: the hop between nodes (one per node) goes NIC to NIC at
-    // 50 GB/s, so every step pays the network α and n/p at the NIC rate; one simulated step.
+    // 512 GPUs on 64 DGX nodes: 8 channels, one per NIC (NCCL's rings over all of a node's
+    // NICs); each channel's hop between nodes goes NIC to NIC at 50 GB/s with n/(8p), so every
+    // step pays the network α and n/(8p) at the NIC rate; one simulated step.
     let s =
         spec("cluster c {\n  rack r[0..1] {\n    node dgx_h100 x 32\n  }\n  fabric fat_tree\n}\n");
     let g = Graph::build(&s);
     let ranks: Vec<Rank> = (0..512).map(|d| (d / 8, d % 8)).collect();
     let (p, n) = (512.0, 1e9);
     let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &ranks, n);
-    assert_close(r.secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / p / NIC));
+    assert_close(r.secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / (8.0 * p) / NIC));
     assert_eq!((r.steps, r.simulated_steps), (1022, 1));
 }
 
@@ -516,13 +521,13 @@ fn one_rank_costs_nothing() {
 #[test]
 fn bench_allreduce_reports_events_and_the_simulated_time() {
     use orrery::network::collective::bench_allreduce;
-    // 512 GPUs, 1 GiB: one simulated step of 512 flows (1 start event, 512 completions) and
-    // the NIC-bound closed form of the fat-tree test.
+    // 512 GPUs, 1 GiB: one simulated step of 8 channels × 512 flows (1 start event, 4,096
+    // completions) and the NIC-bound closed form of the fat-tree test.
     let (events, wall, secs) = bench_allreduce(512).unwrap();
     let (p, n) = (512.0, (1u64 << 30) as f64);
-    assert_eq!(events, 513);
+    assert_eq!(events, 1 + 8 * 512);
     assert!(wall > 0.0);
-    assert_close(secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / p / NIC));
+    assert_close(secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / (8.0 * p) / NIC));
     assert!(bench_allreduce(0).is_err());
 }
 
@@ -575,4 +580,44 @@ fn hierarchical_over_slices_reduces_on_ici_before_the_data_centre_network() {
         "{} vs {expect}",
         h50 - h100
     );
+}
+
+#[test]
+fn shared_network_rounds_take_what_the_private_simulation_gives_on_an_idle_network() {
+    // The schedule the simulation runs on its one network (merged repeats, a ring as one
+    // chain over its hops) against the step-by-step simulation, for every algorithm on the
+    // fabrics the other tests use.
+    use orrery::network::collective::{run_rounds, schedule};
+    let b = boxes(4);
+    let fat = Graph::build(&spec(
+        "cluster c {\n  rack r[0..1] {\n    node dgx_h100 x 4\n  }\n  fabric fat_tree\n}\n",
+    ));
+    let two: Vec<Rank> = (0..4).flat_map(|i| [(i, 0), (i, 1)]).collect();
+    let dgx: Vec<Rank> = (0..32).map(|d| (d / 8, d % 8)).collect();
+    let cases: Vec<(&Graph, Op, Algorithm, &[Rank])> = vec![
+        (&b, Op::AllReduce, Algorithm::Ring, &two),
+        (&b, Op::AllReduce, Algorithm::Hierarchical, &two),
+        (&b, Op::AllGather, Algorithm::Hierarchical, &two),
+        (&b, Op::ReduceScatter, Algorithm::Ring, &two),
+        (&b, Op::AllReduce, Algorithm::Tree, &two),
+        (&b, Op::AllToAll, Algorithm::Pairwise, &two),
+        (&fat, Op::AllReduce, Algorithm::Ring, &dgx),
+        (&fat, Op::AllReduce, Algorithm::Hierarchical, &dgx),
+        (&fat, Op::AllGather, Algorithm::Ring, &dgx),
+    ];
+    for (g, op, a, ranks) in cases {
+        let net = idle(g);
+        let want = run(g, &net, op, a, ranks, 1e9).secs;
+        let rounds = schedule(g, op, a, ranks, 1e9, &Options::default()).unwrap();
+        let got = run_rounds(&net, &rounds).unwrap();
+        assert!(
+            (got - want).abs() <= 1e-9 * want,
+            "{op:?} {a:?} over {} ranks: rounds {got} vs steps {want}",
+            ranks.len()
+        );
+        // A ring round is one chain per ring (channel), not one flow per hop.
+        if a == Algorithm::Ring {
+            assert!(rounds.iter().all(|r| r.chains.len() <= 8), "{op:?}");
+        }
+    }
 }

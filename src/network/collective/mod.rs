@@ -61,6 +61,7 @@ pub use bench::{BENCH_BYTES, bench_allreduce};
 
 use super::{FlowNet, Graph};
 use run::Runner;
+pub use run::{Chain, Round};
 
 /// A rank: (node, device) in the graph's numbering.
 pub type Rank = (usize, usize);
@@ -194,6 +195,81 @@ pub fn simulate(
     bytes: f64,
     opts: &Options,
 ) -> Result<CollectiveResult, String> {
+    validate(op, algorithm, ranks, bytes, opts)?;
+    let mut run = Runner::new(graph, net, opts);
+    decompose(&mut run, graph, op, algorithm, ranks, bytes)?;
+    let p = ranks.len();
+    let (algbw, busbw) = bandwidths(op.name(), p, bytes, run.secs);
+    Ok(CollectiveResult {
+        secs: run.secs,
+        algbw,
+        busbw,
+        steps: run.steps,
+        flows: run.flows,
+        simulated_steps: run.simulated,
+        flow_events: run.events,
+    })
+}
+
+/// The rounds of `op` over `ranks` for a network shared with other traffic, to be run as
+/// events by the caller (the simulation's one network): each round waits its α, then starts
+/// its chains together; the next round starts when the last chain of this one has finished.
+/// The same decomposition as [`simulate`], with `repeat` identical steps merged into one round
+/// (their bytes summed, their α summed) and each ring one chain over all its hops (a ring is a
+/// pipeline that moves at its slowest hop's rate). On an idle network the rounds take what
+/// [`simulate`] gives wherever a round's flows do not trade bandwidth among themselves (rings,
+/// hierarchical rings, pairwise steps, pipelines on disjoint links: every shipped case).
+pub fn schedule(
+    graph: &Graph,
+    op: Op,
+    algorithm: Algorithm,
+    ranks: &[Rank],
+    bytes: f64,
+    opts: &Options,
+) -> Result<Vec<Round>, String> {
+    validate(op, algorithm, ranks, bytes, opts)?;
+    let idle = FlowNet::default();
+    let mut run = Runner::recording(graph, &idle, opts);
+    decompose(&mut run, graph, op, algorithm, ranks, bytes)?;
+    Ok(run.into_rounds())
+}
+
+/// Seconds for `rounds` run one after another from time 0 on a copy of `background` (its
+/// flows keep competing and leave when they finish): how the simulation runs a schedule,
+/// without the engine. Errors if a chain can never finish.
+pub fn run_rounds(background: &FlowNet, rounds: &[Round]) -> Result<f64, String> {
+    let mut net = background.clone();
+    let mut elapsed = 0.0;
+    for r in rounds {
+        net.advance(r.alpha);
+        elapsed += r.alpha;
+        let ids = net.add_batch(
+            r.chains
+                .iter()
+                .filter(|c| c.bytes > 0.0)
+                .map(|c| (c.path.clone(), c.bytes)),
+        );
+        let mut mine = std::collections::BTreeSet::from_iter(ids.iter().map(|f| f.0));
+        while !mine.is_empty() {
+            let Some((f, dt)) = net.next_completion() else {
+                return Err("a chain cannot progress: a link on its path has no capacity".into());
+            };
+            net.advance(dt);
+            elapsed += dt;
+            net.remove(f);
+            mine.remove(&f.0);
+        }
+    }
+    Ok(elapsed)
+}
+
+fn validate(
+    op: Op,
+    algorithm: Algorithm,
+    ranks: &[Rank],
+    bytes: f64,
+    opts: &Options,
+) -> Result<(), String> {
     if !supported(op, algorithm) {
         let have: Vec<&str> = [
             Algorithm::Ring,
@@ -239,29 +315,31 @@ pub fn simulate(
     {
         return Err(format!("broadcast root {root} is not one of the {p} ranks"));
     }
-    let mut run = Runner::new(graph, net, opts);
-    if p >= 2 {
-        match (op, algorithm) {
-            (Op::Broadcast { root }, _) => pipeline::broadcast(&mut run, ranks, root, bytes)?,
-            (_, Algorithm::Ring) => ring::ring(&mut run, op, ranks, bytes)?,
-            (_, Algorithm::Hierarchical) => ring::hierarchical(&mut run, op, ranks, bytes)?,
-            (Op::AllToAll, _) => ring::all_to_all(&mut run, ranks, bytes)?,
-            (Op::SendRecv, _) => ring::send_recv(&mut run, ranks, bytes)?,
-            (_, Algorithm::Tree) => tree::allreduce(&mut run, ranks, bytes)?,
-            (_, Algorithm::InSwitch) => in_switch::allreduce(&mut run, graph, ranks, bytes)?,
-            _ => unreachable!("supported() admitted {op:?} with {algorithm:?}"),
-        }
+    Ok(())
+}
+
+/// Run (or record) the algorithm's steps.
+fn decompose(
+    run: &mut Runner,
+    graph: &Graph,
+    op: Op,
+    algorithm: Algorithm,
+    ranks: &[Rank],
+    bytes: f64,
+) -> Result<(), String> {
+    if ranks.len() < 2 {
+        return Ok(());
     }
-    let (algbw, busbw) = bandwidths(op.name(), p, bytes, run.secs);
-    Ok(CollectiveResult {
-        secs: run.secs,
-        algbw,
-        busbw,
-        steps: run.steps,
-        flows: run.flows,
-        simulated_steps: run.simulated,
-        flow_events: run.events,
-    })
+    match (op, algorithm) {
+        (Op::Broadcast { root }, _) => pipeline::broadcast(run, ranks, root, bytes),
+        (_, Algorithm::Ring) => ring::ring(run, op, ranks, bytes),
+        (_, Algorithm::Hierarchical) => ring::hierarchical(run, op, ranks, bytes),
+        (Op::AllToAll, _) => ring::all_to_all(run, ranks, bytes),
+        (Op::SendRecv, _) => ring::send_recv(run, ranks, bytes),
+        (_, Algorithm::Tree) => tree::allreduce(run, ranks, bytes),
+        (_, Algorithm::InSwitch) => in_switch::allreduce(run, graph, ranks, bytes),
+        _ => unreachable!("supported() admitted {op:?} with {algorithm:?}"),
+    }
 }
 
 /// Seconds for a ring allreduce of `bytes` per rank over `ranks` (in ring order), each step

@@ -17,13 +17,73 @@ fn ring_steps(op: Op, p: usize) -> u64 {
     if op == Op::AllReduce { 2 * s } else { s }
 }
 
-/// Ring allreduce, allgather or reduce-scatter over `ranks` in the given order.
+/// Ring allreduce, allgather or reduce-scatter over `ranks` in the given order, split over
+/// NCCL-style channels ([`channels`]), each channel a ring carrying its share of the bytes.
 pub(super) fn ring(run: &mut Runner, op: Op, ranks: &[Rank], bytes: f64) -> Result<(), String> {
     let p = ranks.len();
-    let mut flows = Vec::with_capacity(p);
-    shifted(ranks, 1, bytes / p as f64, &mut flows);
+    let orders = channels(run.graph, ranks);
+    let share = bytes / (p * orders.len()) as f64;
+    let rings: Vec<Vec<Flow>> = orders
+        .iter()
+        .map(|order| {
+            let mut flows = Vec::with_capacity(p);
+            shifted(order, 1, share, &mut flows);
+            flows
+        })
+        .collect();
     // All steps send the same chunk size to the same peer: one pattern, repeated.
-    run.step(&flows, ring_steps(op, p))
+    run.step_rings(&rings, ring_steps(op, p))
+}
+
+/// The ring orders of a flat ring's channels. NCCL runs a ring collective over several
+/// channels, each a ring on its own NICs (src/graph/search.cc builds one ring per NIC pair and
+/// rail-optimized systems get one per rail), so a flat ring between nodes uses every NIC
+/// near the group's devices, not one. Model: with ranks on several nodes, each node's NICs
+/// nearest its ranks (one representative rank per distinct NIC) give C channels, C the fewest
+/// over the nodes; channel c visits each node's ranks (in the given order, grouped by node
+/// in order of first appearance) rotated to leave the node from its c-th representative, so
+/// channel c crosses the network on NIC c of every node, with 1/C of the bytes. One node, or
+/// one NIC per node: the single ring in the given order.
+pub(super) fn channels(graph: &crate::network::Graph, ranks: &[Rank]) -> Vec<Vec<Rank>> {
+    let mut nodes: Vec<Vec<Rank>> = Vec::new();
+    for &r in ranks {
+        match nodes.iter_mut().find(|n| n[0].0 == r.0) {
+            Some(n) => n.push(r),
+            None => nodes.push(vec![r]),
+        }
+    }
+    if nodes.len() < 2 {
+        return vec![ranks.to_vec()];
+    }
+    let reps: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|local| {
+            let mut seen = Vec::new();
+            let mut out = Vec::new();
+            for (i, r) in local.iter().enumerate() {
+                let nic = graph.nic_of(*r);
+                if nic.is_some() && !seen.contains(&nic) {
+                    seen.push(nic);
+                    out.push(i);
+                }
+            }
+            out
+        })
+        .collect();
+    let c = reps.iter().map(Vec::len).min().unwrap_or(0);
+    if c < 2 {
+        return vec![ranks.to_vec()];
+    }
+    (0..c)
+        .map(|ch| {
+            let mut order = Vec::with_capacity(ranks.len());
+            for (local, reps) in nodes.iter().zip(&reps) {
+                let start = reps[ch] + 1;
+                order.extend((0..local.len()).map(|k| local[(start + k) % local.len()]));
+            }
+            order
+        })
+        .collect()
 }
 
 /// Pairwise all-to-all: in step s every rank sends n/p to the rank s places after it.
@@ -77,31 +137,36 @@ pub(super) fn hierarchical(
         ));
     }
     let m = nodes.len();
-    let mut intra = Vec::with_capacity(ranks.len());
-    for n in &nodes {
-        shifted(n, 1, bytes / g as f64, &mut intra);
-    }
-    let mut inter = Vec::with_capacity(ranks.len());
-    let mut rail = Vec::with_capacity(m);
-    for l in 0..g {
-        rail.clear();
-        rail.extend(nodes.iter().map(|n| n[l]));
-        shifted(&rail, 1, bytes / (g * m) as f64, &mut inter);
-    }
+    let intra: Vec<Vec<Flow>> = nodes
+        .iter()
+        .map(|n| {
+            let mut ring = Vec::with_capacity(g);
+            shifted(n, 1, bytes / g as f64, &mut ring);
+            ring
+        })
+        .collect();
+    let inter: Vec<Vec<Flow>> = (0..g)
+        .map(|l| {
+            let rail: Vec<Rank> = nodes.iter().map(|n| n[l]).collect();
+            let mut ring = Vec::with_capacity(m);
+            shifted(&rail, 1, bytes / (g * m) as f64, &mut ring);
+            ring
+        })
+        .collect();
     let (intra_steps, inter_steps) = (g as u64 - 1, ring_steps(op, m));
     match op {
         Op::AllReduce => {
-            run.step(&intra, intra_steps)?;
-            run.step(&inter, inter_steps)?;
-            run.step(&intra, intra_steps)
+            run.step_rings(&intra, intra_steps)?;
+            run.step_rings(&inter, inter_steps)?;
+            run.step_rings(&intra, intra_steps)
         }
         Op::ReduceScatter => {
-            run.step(&intra, intra_steps)?;
-            run.step(&inter, inter_steps)
+            run.step_rings(&intra, intra_steps)?;
+            run.step_rings(&inter, inter_steps)
         }
         Op::AllGather => {
-            run.step(&inter, inter_steps)?;
-            run.step(&intra, intra_steps)
+            run.step_rings(&inter, inter_steps)?;
+            run.step_rings(&intra, intra_steps)
         }
         _ => Err(format!("{} has no hierarchical algorithm", op.name())),
     }

@@ -31,6 +31,21 @@ impl Flow {
     }
 }
 
+/// One round of a collective on a shared network: after `alpha` seconds its chains start
+/// together, and the round ends when the last of them has moved its bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    pub alpha: f64,
+    pub chains: Vec<Chain>,
+}
+
+/// Bytes moved as one flow over `path` (one hop, or a whole ring's hops end to end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain {
+    pub path: Vec<LinkId>,
+    pub bytes: f64,
+}
+
 /// Patterns remembered for reuse: the repeats of a collective are adjacent or one phase
 /// apart (hierarchical reduce-scatter … allgather), so a few suffice.
 const MEMO: usize = 4;
@@ -46,6 +61,11 @@ pub(super) struct Runner<'a> {
     /// Paths between ranks and the reducing switch, set by the algorithm (never evicted).
     fixed: HashMap<(End, End), Vec<LinkId>>,
     memo: Vec<(Vec<Flow>, f64)>,
+    /// When set, steps are recorded as rounds for a shared network instead of simulated
+    /// ([`super::schedule`]); `secs` then only accumulates α.
+    record: Option<Vec<Round>>,
+    /// Seconds of `secs` already assigned to recorded rounds.
+    assigned: f64,
     pub secs: f64,
     pub steps: u64,
     pub flows: u64,
@@ -62,6 +82,8 @@ impl<'a> Runner<'a> {
             routes: HashMap::new(),
             fixed: HashMap::new(),
             memo: Vec::new(),
+            record: None,
+            assigned: 0.0,
             secs: 0.0,
             steps: 0,
             flows: 0,
@@ -129,6 +151,35 @@ impl<'a> Runner<'a> {
         Ok(alpha)
     }
 
+    /// A runner that records rounds instead of simulating them ([`super::schedule`]).
+    pub fn recording(graph: &'a Graph, net: &'a FlowNet, opts: &'a Options) -> Self {
+        let mut r = Runner::new(graph, net, opts);
+        r.record = Some(Vec::new());
+        r
+    }
+
+    /// The recorded rounds, the α left over after the last one as a final empty round.
+    pub fn into_rounds(mut self) -> Vec<Round> {
+        let mut rounds = self.record.take().unwrap_or_default();
+        let tail = self.secs - self.assigned;
+        if tail > 0.0 {
+            rounds.push(Round {
+                alpha: tail,
+                chains: Vec::new(),
+            });
+        }
+        rounds
+    }
+
+    /// Record one round: the α accumulated since the last round, then `chains`.
+    fn push_round(&mut self, chains: Vec<Chain>) {
+        let alpha = self.secs - self.assigned;
+        self.assigned = self.secs;
+        if let Some(r) = &mut self.record {
+            r.push(Round { alpha, chains });
+        }
+    }
+
     /// `repeat` identical steps of `flows`, each paying its α (a data-dependent sequence: the
     /// next step forwards what this one received).
     pub fn step(&mut self, flows: &[Flow], repeat: u64) -> Result<(), String> {
@@ -140,6 +191,42 @@ impl<'a> Runner<'a> {
         self.transfer(flows, repeat)
     }
 
+    /// `repeat` identical steps of rings (each ring's flows in ring order, every hop moving the
+    /// same bytes), each step paying its α. Simulated like [`Runner::step`] over all their
+    /// flows; recorded as one chain per ring: a ring forwards what it received, so in steady
+    /// state every hop moves at the rate of its slowest (NCCL's ring is a pipeline over
+    /// its connections), which one flow over all the hops' links is under max-min.
+    pub fn step_rings(&mut self, rings: &[Vec<Flow>], repeat: u64) -> Result<(), String> {
+        if self.record.is_none() {
+            let all: Vec<Flow> = rings.iter().flatten().copied().collect();
+            return self.step(&all, repeat);
+        }
+        if repeat == 0 {
+            return Ok(());
+        }
+        let mut alpha: f64 = 0.0;
+        for r in rings {
+            alpha = alpha.max(self.alpha(r)?);
+        }
+        self.secs += repeat as f64 * alpha;
+        self.steps += repeat;
+        let mut chains = Vec::with_capacity(rings.len());
+        for r in rings {
+            let Some(first) = r.first() else { continue };
+            let mut path = Vec::new();
+            for f in r {
+                path.extend_from_slice(self.path(f.src, f.dst)?);
+            }
+            self.flows += repeat * r.len() as u64;
+            chains.push(Chain {
+                path,
+                bytes: first.bytes * repeat as f64,
+            });
+        }
+        self.push_round(chains);
+        Ok(())
+    }
+
     /// `repeat` identical steps of `flows` without α (pipeline steps: the caller pays its
     /// stages' α once).
     pub fn transfer(&mut self, flows: &[Flow], repeat: u64) -> Result<(), String> {
@@ -148,6 +235,20 @@ impl<'a> Runner<'a> {
         }
         self.steps += repeat;
         self.flows += repeat * flows.len() as u64;
+        if self.record.is_some() {
+            // Identical steps merge into one round of flows carrying all their bytes: under a
+            // steady background the same as `repeat` lock-step rounds whenever a round's
+            // slowest flow stays slowest (the flows of one pattern do not trade bandwidth).
+            let mut chains = Vec::with_capacity(flows.len());
+            for f in flows {
+                chains.push(Chain {
+                    path: self.path(f.src, f.dst)?.to_vec(),
+                    bytes: f.bytes * repeat as f64,
+                });
+            }
+            self.push_round(chains);
+            return Ok(());
+        }
         if !self.opts.reuse {
             for _ in 0..repeat {
                 self.secs += self.simulate(flows)?;
