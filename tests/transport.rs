@@ -664,3 +664,49 @@ fn calibration_profiles_replace_the_copy_and_memcpy_models() {
             .is_empty()
     );
 }
+
+#[test]
+fn on_the_shared_network_a_plan_is_its_fixed_part_then_its_wire_bytes_as_one_flow() {
+    // Idle: fixed + wire flow = the closed form, for a wire-bound (RDMA) and a staging-bound
+    // (object store) transfer. Against a background flow on the same NIC the wire share takes
+    // exactly twice as long (max-min halves the NIC), the fixed part does not change.
+    use orrery::transport::shared;
+    let s = spec("cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\n");
+    let g = Graph::build(&s);
+    for kind in [TransportKind::Rdma, TransportKind::ObjectStore] {
+        let pl = plan(&g, &builtin(kind), (0, 0), (1, 0), GIB, 0).unwrap();
+        let sp = shared(&pl, &g.capacity);
+        let (path, bytes) = sp.wire.clone().expect("crosses the network");
+        let alone = {
+            let mut net = idle(&g);
+            let f = net.add(path.clone(), bytes);
+            net.next_completion().map(|(id, dt)| {
+                assert_eq!(id, f);
+                dt
+            })
+        }
+        .unwrap();
+        assert!(
+            close(sp.fixed_secs + alone, closed_form(&pl, &g.capacity).secs),
+            "{kind:?}"
+        );
+        let mut net = idle(&g);
+        let bottleneck = path
+            .iter()
+            .copied()
+            .min_by(|a, b| g.capacity[*a].total_cmp(&g.capacity[*b]))
+            .unwrap();
+        net.add(vec![bottleneck], f64::INFINITY);
+        let f = net.add(path, bytes);
+        let shared_dt = loop {
+            let (id, dt) = net.next_completion().unwrap();
+            if id == f {
+                break dt;
+            }
+        };
+        assert!(
+            close(shared_dt, 2.0 * alone),
+            "{kind:?}: {shared_dt} vs {alone}"
+        );
+    }
+}

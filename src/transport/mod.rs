@@ -21,9 +21,11 @@ pub mod exec;
 pub mod nics;
 pub mod params;
 pub mod plan;
+pub mod shared;
 
 pub use compare::{Comparison, compare};
 pub use exec::{Breakdown, closed_form, run_plan, run_plans};
 pub use nics::NicTable;
 pub use params::{TransportKind, TransportParams};
 pub use plan::{Mover, Phase, Plan, Stage, StageKind, TransportError, plan, plan_host};
+pub use shared::{SharedPlan, shared};
