@@ -1,0 +1,242 @@
+//! Device-level faults: GPU faults (Xid) that take one device out of service, degraded
+//! NVLink, NICs or links down or degraded, and their repair.
+//!
+//! Architecture invariant: the only place in the simulation where devices leave or re-enter
+//! service (`fail_device`, `repair_device`); bandwidth changes are recorded in `Failures`
+//! and reach running jobs when their collectives are repriced (`refresh_jobs_on`, or a
+//! restart through `start_job`).
+
+use crate::placement::NodeId;
+use crate::sim::{Sim, Work, device_units};
+
+impl Sim<'_> {
+    /// A GPU-level fault: the device leaves service; whatever used it fails at once (the
+    /// process dies on the CUDA error, so the owner sees it without a health check) and is
+    /// retried, restarted or re-placed right away; the node stays up.
+    pub(crate) fn device_fault(&mut self, n: NodeId, dev: usize) {
+        let now = self.now();
+        if !self.state.nodes[n].alive() {
+            return;
+        }
+        let Some((rid, k)) = self.state.fail_device(n, dev) else {
+            return;
+        };
+        if let Some(d) = self.tl.device(n, dev) {
+            self.tl.fail(&[d], now);
+        }
+        self.mark("xid", format!("{}.d{dev}", self.state.nodes[n].name()));
+        let uses = |a: &crate::placement::Allocation| {
+            a.node == n
+                && a.instances
+                    .iter()
+                    .any(|(id, per)| *id == rid && per.get(k).is_some_and(|x| *x > 0))
+        };
+        for t in 0..self.task_alloc.len() {
+            if !self.task_alloc[t].as_ref().is_some_and(uses) {
+                continue;
+            }
+            self.record_task(t, now);
+            let a = self.task_alloc[t].take().expect("checked");
+            let gi = self.group_of(t as u32);
+            let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+            self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;
+            let tenant = self.groups[gi].tenant;
+            self.free(&a, tenant);
+            self.busy(n, -units, now);
+            self.task_epoch[t] += 1;
+            if self.task_retries[t] > 0 {
+                self.task_retries[t] -= 1;
+                self.failures.tasks_retried += 1;
+                self.retry_task(t as u32);
+            } else if self.task_rebuild[t] {
+                self.task_rebuild[t] = false;
+                self.failures.objects_lost += 1;
+                self.unblock_dependents(gi);
+            } else {
+                self.failures.tasks_failed += 1;
+                self.groups[gi].failed += 1;
+                self.task_done_bookkeeping(gi);
+            }
+        }
+        for a in 0..self.actors.len() {
+            if !self.actors[a].alloc.as_ref().is_some_and(uses) {
+                continue;
+            }
+            let alloc = self.actors[a].alloc.take().expect("checked");
+            let g = self.actors[a].group;
+            let units = device_units(&self.state, &self.unit_ids, &self.actors[a].request);
+            self.free(&alloc, self.actor_groups[g].tenant);
+            self.busy(n, -units, now);
+            self.lose_actor_call(a);
+            let ac = &mut self.actors[a];
+            ac.epoch += 1;
+            ac.node = None;
+            if ac.restarts_left != 0 {
+                if ac.restarts_left > 0 {
+                    ac.restarts_left -= 1;
+                }
+                ac.submitted = now;
+                self.failures.actors_restarted += 1;
+                self.submit(Work::Actor(a as u32));
+            } else {
+                ac.dead = true;
+                let left = std::mem::take(&mut ac.calls_left);
+                self.actor_groups[ac.group].calls_failed += left;
+                self.failures.actors_lost += 1;
+            }
+        }
+        for r in 0..self.replicas.len() {
+            if !self.replicas[r].alloc.as_ref().is_some_and(uses) {
+                continue;
+            }
+            let s = self.replicas[r].service as usize;
+            let alloc = self.replicas[r].alloc.take().expect("checked");
+            let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
+            self.free(&alloc, self.services[s].tenant);
+            self.busy(n, -units, now);
+            let rep = &mut self.replicas[r];
+            rep.epoch += 1;
+            rep.node = None;
+            self.failures.requests_lost += rep.inflight.len() as u64;
+            rep.inflight.clear();
+            self.services[s].idle.retain(|x| *x as usize != r);
+            self.failures.replicas_restarted += 1;
+            self.submit(Work::Replica(r as u32));
+        }
+        for p in 0..self.pgs.len() {
+            let hit: Vec<usize> = (0..self.pgs[p].allocs.len())
+                .filter(|&i| self.pgs[p].allocs[i].as_ref().is_some_and(uses))
+                .collect();
+            if hit.is_empty() {
+                continue;
+            }
+            let tenant = self.pgs[p].tenant;
+            for j in self.pgs[p].jobs.clone() {
+                self.stop_job(j as usize);
+            }
+            for i in hit {
+                let a = self.pgs[p].allocs[i].take().expect("checked");
+                self.free(&a, tenant);
+            }
+            if self.pgs[p].slice {
+                for i in 0..self.pgs[p].allocs.len() {
+                    if let Some(a) = self.pgs[p].allocs[i].take() {
+                        self.free(&a, tenant);
+                    }
+                }
+            }
+            self.pgs[p].lost_since.get_or_insert(now);
+            if !self.failures.lost_pgs.contains(&(p as u32)) {
+                self.failures.lost_pgs.push(p as u32);
+            }
+        }
+        self.dispatch(n);
+    }
+
+    pub(crate) fn device_repair(&mut self, n: NodeId, dev: usize) {
+        if let Some(d) = self.tl.device(n, dev) {
+            let now = self.now();
+            self.tl.repair(&[d], now);
+        }
+        if self.state.repair_device(n, dev) {
+            self.mark(
+                "device_repaired",
+                format!("{}.d{dev}", self.state.nodes[n].name()),
+            );
+            self.dispatch(n);
+        }
+    }
+
+    /// NVLink on a node degraded to `f` of its bandwidth (1 restores it): collectives slow
+    /// down from the next step; nothing fails.
+    pub(crate) fn nvlink_degrade(&mut self, n: NodeId, f: f64) {
+        if let Some(x) = self.failures.nvlink_factor.get_mut(n) {
+            *x = f;
+        }
+        let what = if f < 1.0 {
+            "nvlink_degraded"
+        } else {
+            "nvlink_restored"
+        };
+        self.mark(what, self.state.nodes[n].name().to_string());
+        self.refresh_jobs_on(n);
+    }
+
+    /// A NIC or its link goes down. Losing the node's frontend NICs (or every NIC when it
+    /// has no frontend one) cuts it off: the GCS sees silent health-check timeouts and
+    /// declares it dead. Losing a compute NIC breaks the collectives of jobs on the node
+    /// (NCCL errors out): they restart from their checkpoint on the same group, now with
+    /// less network bandwidth. A storage NIC changes nothing the simulation models.
+    pub(crate) fn nic_down(&mut self, n: NodeId, i: usize) {
+        if !self.state.nodes[n].alive()
+            || self.failures.nics[n].len() <= i
+            || self.failures.nics_down[n].contains(&i)
+        {
+            return;
+        }
+        self.failures.nics_down[n].push(i);
+        self.mark("nic_down", format!("{}.nic{i}", self.state.nodes[n].name()));
+        let nics = &self.failures.nics[n];
+        let frontend: Vec<usize> = (0..nics.len())
+            .filter(|&k| nics[k].0 == "frontend")
+            .collect();
+        let down = &self.failures.nics_down[n];
+        let cut_off = if frontend.is_empty() {
+            (0..nics.len()).all(|k| down.contains(&k))
+        } else {
+            frontend.iter().all(|k| down.contains(k))
+        };
+        let compute = nics[i].0 == "compute";
+        if cut_off {
+            self.failures.cut_off[n] = true;
+            self.node_crash_with(n, true);
+        } else if compute {
+            for j in 0..self.jobs.len() {
+                let job = &self.jobs[j];
+                if job.started.is_some()
+                    && job.finished.is_none()
+                    && job.stopped_at.is_none()
+                    && self.pgs[job.pg as usize].nodes.contains(&n)
+                {
+                    self.stop_job(j);
+                    self.start_job(j as u32);
+                }
+            }
+        }
+    }
+
+    /// A NIC or link running at a fraction of its speed (1 restores it): collectives over the
+    /// node slow down from the next step; nothing fails.
+    pub(crate) fn nic_degrade(&mut self, n: NodeId, i: usize, f: f64) {
+        if f >= 1.0 {
+            self.failures.nic_factor.remove(&(n, i));
+        } else {
+            self.failures.nic_factor.insert((n, i), f);
+        }
+        let what = if f < 1.0 {
+            "nic_degraded"
+        } else {
+            "nic_restored"
+        };
+        self.mark(what, format!("{}.nic{i}", self.state.nodes[n].name()));
+        self.refresh_jobs_on(n);
+    }
+
+    pub(crate) fn nic_up(&mut self, n: NodeId, i: usize) {
+        let Some(pos) = self
+            .failures
+            .nics_down
+            .get(n)
+            .and_then(|d| d.iter().position(|x| *x == i))
+        else {
+            return;
+        };
+        self.failures.nics_down[n].swap_remove(pos);
+        self.mark("nic_up", format!("{}.nic{i}", self.state.nodes[n].name()));
+        if std::mem::take(&mut self.failures.cut_off[n]) {
+            self.node_repair(n);
+        } else {
+            self.refresh_jobs_on(n);
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Failures in the simulation: scheduled and random node-level failures, Ray's health-check
+//! detection, and recovery (task retries, actor restarts, placement-group bundle rescheduling
+//! with priority, training restart from the last checkpoint, replica restarts).
+//!
+//! Model (Ray semantics from shared/reference/ray-semantics.md):
+//! - A crash stops everything on the node at once; the node leaves the scheduler's view at
+//!   that moment (no new work lands there).
+//! - The GCS declares it dead after `misses × period` of failed health checks (Ray defaults
+//!   5 × 3 s = 15 s for a crash, `gcs_health_check_manager.cc`). Recovery starts then: tasks
+//!   are retried while `retries` last (default 3), actors restart while `max_restarts` allows,
+//!   lost bundles are rescheduled ahead of everything else, replicas are restarted elsewhere.
+//!   Requests in flight on a lost replica are lost.
+//! - A training job stops at the crash; the work since its last completed checkpoint is lost
+//!   (devices × time); when its group is whole again it loads the checkpoint (at the write
+//!   rate) and continues from that step.
+//! - Random failures form an alternating renewal process per unit (node, rack, slice, zone):
+//!   time to failure from the distribution with mean `mtbf`, then repair from the repair
+//!   distribution with mean `repair` (none: the unit never comes back). Weibull and lognormal
+//!   are parameterised by their mean (scale = mtbf / Γ(1 + 1/shape); μ = ln(mtbf) − σ²/2);
+//!   empirical samples are rescaled to mean `mtbf`.
+//! - The head node holds the GCS (in memory, Ray's default) and the driver: losing it takes
+//!   the whole cluster down until the head comes back, when every node rejoins empty and
+//!   waiting work is placed again. GCS fault tolerance with Redis is not modelled.
+//! - A GPU-level fault (Xid) takes one device out of service; whatever used it fails at once
+//!   and is retried, restarted or re-placed. A compute NIC or link down breaks the collectives
+//!   of jobs on the node (they restart from their checkpoint with less bandwidth); losing the
+//!   frontend NICs cuts the node off (silent detection: misses × (timeout + period) ≈ 65 s).
+//!   A degraded NVLink or NIC slows collectives.
+//!
+//! Files: `schedule.rs` turns the scenario's failure blocks into events (scheduled
+//! failures and random failure processes); `nodes.rs` crashes, detection and repair of
+//! nodes; `devices.rs` GPU, NVLink and NIC faults; `recovery.rs` what is lost and how it is
+//! recovered (lost outputs and lineage reconstruction, lost actor calls, stopped jobs,
+//! placement-group bundle rescheduling).
+
+mod devices;
+mod nodes;
+mod recovery;
+mod schedule;
+
+use super::{Sim, Work};
+use crate::engine::Time;
+use crate::placement::NodeId;
+use crate::spec::failure::Detection;
+
+#[derive(Default)]
+pub(crate) struct Failures {
+    pub detection: Detection,
+    pub down_since: Vec<Option<Time>>,
+    pub crash_epoch: Vec<u32>,
+    /// Work lost with a node, recovered when the crash is detected: (node, crash epoch, work).
+    pub lost: Vec<(NodeId, u32, Work)>,
+    /// Placement groups with bundles waiting to be re-placed, in the order they lost them.
+    pub lost_pgs: Vec<u32>,
+    pub processes: Vec<schedule::Process>,
+    pub crashes: u64,
+    pub detect_times: Vec<f64>,
+    pub recovery: Vec<f64>,
+    pub tasks_retried: u64,
+    pub tasks_failed: u64,
+    pub actors_restarted: u64,
+    pub actors_lost: u64,
+    pub replicas_restarted: u64,
+    pub requests_lost: u64,
+    pub objects_rebuilt: u64,
+    pub objects_lost: u64,
+    pub bundles_rescheduled: u64,
+    pub lost_device_ns: f64,
+    pub node_down_ns: f64,
+    pub unsimulated: Vec<String>,
+    pub timeline: Vec<crate::sim::metrics::TimelineEvent>,
+    /// Per node: fraction of scale-up bandwidth working (degraded NVLink).
+    pub nvlink_factor: Vec<f64>,
+    /// Per node: its NICs (role, speed) in `<node>.nic<i>` order, and which are down.
+    pub nics: Vec<Vec<(String, f64)>>,
+    pub nics_down: Vec<Vec<usize>>,
+    /// When each (node, crash epoch) went down, until its detection.
+    pub crash_times: std::collections::BTreeMap<(NodeId, u32), Time>,
+    /// Nodes taken down with the head (they come back with it).
+    pub cluster_down: Vec<NodeId>,
+    /// NICs running below their speed (a degraded link): (node, NIC) → fraction.
+    pub nic_factor: std::collections::BTreeMap<(NodeId, usize), f64>,
+    /// Nodes cut off by NIC failures (they rejoin when a NIC comes back).
+    pub cut_off: Vec<bool>,
+    /// Empirical samples by file name (seconds), passed in by the caller.
+    pub empirical: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
+impl Failures {
+    /// (scale-up, network) bandwidth fractions still working on a node.
+    pub(crate) fn bandwidth_factors(&self, n: NodeId) -> (f64, f64) {
+        let nv = self.nvlink_factor.get(n).copied().unwrap_or(1.0);
+        let Some(nics) = self.nics.get(n) else {
+            return (nv, 1.0);
+        };
+        let compute: Vec<usize> = (0..nics.len())
+            .filter(|&i| nics[i].0 == "compute")
+            .collect();
+        let pool: Vec<usize> = if compute.is_empty() {
+            (0..nics.len()).collect()
+        } else {
+            compute
+        };
+        let total: f64 = pool.iter().map(|&i| nics[i].1).sum();
+        let factor = |i: usize| self.nic_factor.get(&(n, i)).copied().unwrap_or(1.0);
+        let up: f64 = pool
+            .iter()
+            .filter(|i| !self.nics_down[n].contains(i))
+            .map(|&i| nics[i].1 * factor(i))
+            .sum();
+        (nv, if total > 0.0 { up / total } else { 1.0 })
+    }
+}
+
+impl Sim<'_> {
+    pub(super) fn mark(&mut self, kind: &str, subject: String) {
+        let time = self.now() as f64 / 1e9;
+        self.failures
+            .timeline
+            .push(crate::sim::metrics::TimelineEvent {
+                time,
+                kind: kind.to_string(),
+                subject,
+            });
+    }
+}

@@ -1,0 +1,259 @@
+//! Node failures: crashes (and silent loss), the head taking the cluster down with it,
+//! Ray's health-check detection, and repair.
+//!
+//! Architecture invariant: the only place in the simulation where a node's liveness changes
+//! (`set_alive`, `reset`); lost work is re-placed only through `submit`, `retry_task`,
+//! `dispatch` and `repair_pgs`.
+
+use crate::placement::NodeId;
+use crate::sim::{Ev, Sim, TraceEvent, Work, device_units};
+
+impl Sim<'_> {
+    pub(super) fn drop_alloc(&mut self, node: NodeId, tenant: Option<usize>, units: f64) {
+        let now = self.now();
+        if let Some(t) = &mut self.trace {
+            t.push(TraceEvent {
+                time: now,
+                node,
+                tenant,
+                delta: -1,
+            });
+        }
+        self.busy(node, -units, now);
+    }
+
+    pub(crate) fn node_crash(&mut self, n: NodeId) {
+        self.node_crash_with(n, false);
+    }
+
+    /// A node stops: `silent` when it does not crash but stops answering (packets dropped),
+    /// which the health checks only notice by timing out.
+    pub(crate) fn node_crash_with(&mut self, n: NodeId, silent: bool) {
+        if !self.state.nodes[n].alive() {
+            return;
+        }
+        if n == self.state.head && self.failures.cluster_down.is_empty() {
+            // The head holds the GCS (in memory: Ray's default, no Redis) and the driver:
+            // losing it takes the whole cluster down; raylets exit without their GCS.
+            self.mark("cluster_loss", self.state.nodes[n].name().to_string());
+            let others: Vec<NodeId> = (0..self.state.nodes.len())
+                .filter(|&m| m != n && self.state.nodes[m].alive())
+                .collect();
+            self.failures.cluster_down = others.clone();
+            self.failures.cluster_down.push(n);
+            self.node_crash_one(n, silent);
+            for m in others {
+                self.node_crash_one(m, false);
+            }
+            return;
+        }
+        self.node_crash_one(n, silent);
+    }
+
+    pub(super) fn node_crash_one(&mut self, n: NodeId, silent: bool) {
+        let now = self.now();
+        let devs = self.tl.node_devices(n);
+        self.tl.fail(&devs, now);
+        self.state.set_alive(n, false);
+        self.mark("crash", self.state.nodes[n].name().to_string());
+        self.failures.crashes += 1;
+        self.failures.down_since[n] = Some(now);
+        self.failures.crash_epoch[n] += 1;
+        let epoch = self.failures.crash_epoch[n];
+        self.failures.crash_times.insert((n, epoch), now);
+        // Tasks running there.
+        for t in 0..self.task_node.len() {
+            if self.task_node[t] as usize != n || self.task_alloc[t].is_none() {
+                continue;
+            }
+            self.record_task(t, now);
+            self.task_alloc[t] = None;
+            self.task_epoch[t] += 1;
+            let gi = self.group_of(t as u32);
+            let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+            self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;
+            self.drop_alloc(n, self.groups[gi].tenant, units);
+            self.failures.lost.push((n, epoch, Work::Task(t as u32)));
+        }
+        self.lose_outputs(n, epoch);
+        self.store_lost(n);
+        // Actors.
+        for a in 0..self.actors.len() {
+            let ac = &self.actors[a];
+            if ac.node != Some(n) || ac.dead {
+                continue;
+            }
+            let (tenant, holds) = (self.actor_groups[ac.group].tenant, ac.alloc.is_some());
+            let units = if holds {
+                device_units(&self.state, &self.unit_ids, &ac.request)
+            } else {
+                0.0
+            };
+            self.lose_actor_call(a);
+            let ac = &mut self.actors[a];
+            ac.epoch += 1;
+            ac.node = None;
+            if ac.alloc.take().is_some() {
+                self.drop_alloc(n, tenant, units);
+            }
+            self.failures.lost.push((n, epoch, Work::Actor(a as u32)));
+        }
+        // Service replicas.
+        for r in 0..self.replicas.len() {
+            if self.replicas[r].node != Some(n) {
+                continue;
+            }
+            let s = self.replicas[r].service as usize;
+            let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
+            let rep = &mut self.replicas[r];
+            rep.epoch += 1;
+            rep.node = None;
+            self.failures.requests_lost += rep.inflight.len() as u64;
+            rep.inflight.clear();
+            if rep.alloc.take().is_some() {
+                let tenant = self.services[s].tenant;
+                self.drop_alloc(n, tenant, units);
+            }
+            self.services[s].idle.retain(|x| *x as usize != r);
+            self.failures.lost.push((n, epoch, Work::Replica(r as u32)));
+        }
+        // Placement-group bundles, and the jobs that run on them.
+        for p in 0..self.pgs.len() {
+            let hit: Vec<usize> = (0..self.pgs[p].allocs.len())
+                .filter(|&i| {
+                    self.pgs[p].nodes.get(i) == Some(&n) && self.pgs[p].allocs[i].is_some()
+                })
+                .collect();
+            if hit.is_empty() {
+                continue;
+            }
+            let tenant = self.pgs[p].tenant;
+            for i in hit {
+                self.pgs[p].allocs[i] = None;
+                self.drop_alloc(n, tenant, 0.0);
+            }
+            if self.pgs[p].slice {
+                // A slice is lost as a unit: give back what the group holds on the other hosts.
+                for i in 0..self.pgs[p].allocs.len() {
+                    if let Some(a) = self.pgs[p].allocs[i].take() {
+                        self.free(&a, tenant);
+                    }
+                }
+            }
+            if self.pgs[p].lost_since.is_none() {
+                self.pgs[p].lost_since = Some(now);
+            }
+            for j in self.pgs[p].jobs.clone() {
+                self.stop_job(j as usize);
+            }
+        }
+        // A crashed raylet refuses health checks at once: dead after `misses` checks, one
+        // per `period` (Ray: 5 × 3 s ≈ 15 s).
+        // Silent loss: each check waits its full timeout before counting as missed
+        // (Ray: 5 × (10 s + 3 s) ≈ 65 s).
+        let d = self.failures.detection;
+        let per_miss = if silent {
+            d.period.0 + d.timeout.0
+        } else {
+            d.period.0
+        };
+        self.q.after(
+            per_miss.saturating_mul(u64::from(d.misses)),
+            Ev::NodeDetected(n as u32, epoch),
+        );
+    }
+
+    pub(crate) fn node_detected(&mut self, n: NodeId, epoch: u32) {
+        let now = self.now();
+        if let Some(since) = self.failures.crash_times.remove(&(n, epoch)) {
+            self.failures.detect_times.push((now - since) as f64 / 1e9);
+        }
+        self.mark("detected", self.state.nodes[n].name().to_string());
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failures.lost)
+            .into_iter()
+            .partition(|(node, e, _)| *node == n && *e == epoch);
+        self.failures.lost = rest;
+        for (_, _, w) in mine {
+            match w {
+                Work::Task(t) => {
+                    if self.task_retries[t as usize] > 0 {
+                        self.task_retries[t as usize] -= 1;
+                        self.failures.tasks_retried += 1;
+                        self.retry_task(t);
+                    } else if self.task_rebuild[t as usize] {
+                        // Ray raises ObjectLostError in the consumers; the simulation lets
+                        // them run and counts the object as lost.
+                        self.task_rebuild[t as usize] = false;
+                        self.failures.objects_lost += 1;
+                        let gi = self.group_of(t);
+                        self.unblock_dependents(gi);
+                    } else {
+                        self.failures.tasks_failed += 1;
+                        let gi = self.group_of(t);
+                        self.groups[gi].failed += 1;
+                        self.task_done_bookkeeping(gi);
+                    }
+                }
+                Work::Actor(a) => {
+                    let ac = &mut self.actors[a as usize];
+                    if ac.restarts_left != 0 {
+                        if ac.restarts_left > 0 {
+                            ac.restarts_left -= 1;
+                        }
+                        ac.submitted = now;
+                        self.failures.actors_restarted += 1;
+                        self.submit(Work::Actor(a));
+                    } else {
+                        ac.dead = true;
+                        let left = std::mem::take(&mut ac.calls_left);
+                        self.actor_groups[ac.group].calls_failed += left;
+                        self.failures.actors_lost += 1;
+                    }
+                }
+                Work::Replica(r) => {
+                    self.failures.replicas_restarted += 1;
+                    self.submit(Work::Replica(r));
+                }
+            }
+        }
+        // Lost bundles are rescheduled when the node is declared dead, ahead of other work.
+        for p in 0..self.pgs.len() {
+            if self.pgs[p].lost_since.is_some()
+                && !self.failures.lost_pgs.contains(&(p as u32))
+                && self.pgs[p].nodes.contains(&n)
+            {
+                self.failures.lost_pgs.push(p as u32);
+            }
+        }
+        self.repair_pgs();
+    }
+
+    pub(crate) fn node_repair(&mut self, n: NodeId) {
+        if n == self.state.head && !self.failures.cluster_down.is_empty() {
+            // The cluster comes back with its head: every node rejoins.
+            for m in std::mem::take(&mut self.failures.cluster_down) {
+                self.node_repair_one(m);
+            }
+            return;
+        }
+        self.node_repair_one(n);
+    }
+
+    pub(super) fn node_repair_one(&mut self, n: NodeId) {
+        let now = self.now();
+        if self.state.nodes[n].alive() {
+            return;
+        }
+        let devs = self.tl.node_devices(n);
+        self.tl.repair(&devs, now);
+        if let Some(since) = self.failures.down_since[n].take() {
+            self.failures.node_down_ns += (now - since) as f64;
+        }
+        self.mark("repaired", self.state.nodes[n].name().to_string());
+        self.state.reset(n);
+        self.state.set_alive(n, true);
+        // Only this node became available: `dispatch` re-places lost bundles first, then
+        // every waiting class (see the module docs of `sim`).
+        self.dispatch(n);
+    }
+}

@@ -1,0 +1,363 @@
+//! Failure schedules: scheduled failures of the scenario's `failures` blocks as events, and
+//! random failures as alternating renewal processes per unit, each on its own random stream.
+//!
+//! Architecture invariant: changes no cluster state itself: it schedules events and hands
+//! each random failure to `nodes` or `devices`.
+
+use crate::engine::{Time, rng_stream, stream_id};
+use crate::placement::NodeId;
+use crate::sim::{Ev, Sim};
+use crate::spec::failure::Distribution;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
+
+/// A unit a random failure process fails: its nodes, the device or NIC when the unit is one,
+/// and the label of its random stream.
+type Unit = (Vec<NodeId>, Option<usize>, Option<usize>, String);
+
+/// A random failure process over one unit (a node, or all nodes of a rack, slice or zone).
+pub(crate) struct Process {
+    nodes: Vec<NodeId>,
+    /// For device failures: which device of `nodes[0]`.
+    device: Option<usize>,
+    /// For NIC and link failures: which NIC of `nodes[0]`.
+    nic: Option<usize>,
+    mtbf: f64,
+    dist: Distribution,
+    repair: Option<f64>,
+    repair_dist: Distribution,
+    rng: ChaCha8Rng,
+}
+
+/// The nodes a failure target names.
+fn nodes_of(
+    st: &NodeIndex,
+    c: &crate::spec::Cluster,
+    class: &str,
+    name: &str,
+) -> Option<Vec<NodeId>> {
+    match class {
+        "node" => st.by_name.get(name).map(|x| vec![*x]),
+        "head" => Some(vec![st.head]),
+        "rack" | "slice" => {
+            let r = c.rack_index(name)?;
+            Some((0..st.racks.len()).filter(|&i| st.racks[i] == r).collect())
+        }
+        "zone" => {
+            let z = c.zones.iter().position(|x| x == name)?;
+            Some(
+                (0..st.racks.len())
+                    .filter(|&i| c.racks[st.racks[i]].zone == Some(z))
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// `<node>.nic<i>` → (node, NIC index).
+fn nic_of(st: &NodeIndex, name: &str) -> Option<(NodeId, usize)> {
+    let (node, part) = name.rsplit_once('.')?;
+    let nic = part.strip_prefix("nic")?.parse().ok()?;
+    Some((*st.by_name.get(node)?, nic))
+}
+
+/// `<node>.d<i>` → (node, device index).
+fn device_of(st: &NodeIndex, name: &str) -> Option<(NodeId, usize)> {
+    let (node, part) = name.rsplit_once('.')?;
+    let dev = part.strip_prefix('d')?.parse().ok()?;
+    Some((*st.by_name.get(node)?, dev))
+}
+
+/// What failure targets need of the cluster state: names, racks and the head.
+pub(crate) struct NodeIndex {
+    by_name: std::collections::HashMap<String, NodeId>,
+    racks: Vec<usize>,
+    head: NodeId,
+}
+
+impl crate::placement::ClusterState {
+    fn node_index(&self) -> NodeIndex {
+        NodeIndex {
+            by_name: self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name().to_string(), i))
+                .collect(),
+            racks: self.nodes.iter().map(|n| n.rack()).collect(),
+            head: self.head,
+        }
+    }
+}
+
+fn sample(
+    d: &Distribution,
+    mean: f64,
+    rng: &mut ChaCha8Rng,
+    empirical: &std::collections::BTreeMap<String, Vec<f64>>,
+) -> f64 {
+    match d {
+        Distribution::Exponential => Exp::new(1.0 / mean).map(|e| e.sample(rng)).unwrap_or(mean),
+        Distribution::Weibull { shape } => {
+            let scale = mean / libm::tgamma(1.0 + 1.0 / shape);
+            Weibull::new(scale, *shape)
+                .map(|w| w.sample(rng))
+                .unwrap_or(mean)
+        }
+        Distribution::LogNormal { sigma } => {
+            let mu = mean.ln() - sigma * sigma / 2.0;
+            LogNormal::new(mu, *sigma)
+                .map(|l| l.sample(rng))
+                .unwrap_or(mean)
+        }
+        Distribution::Empirical { path } => match empirical.get(path) {
+            Some(xs) if !xs.is_empty() => {
+                use rand::RngExt;
+                let m = xs.iter().sum::<f64>() / xs.len() as f64;
+                let x = xs[rng.random_range(0..xs.len())];
+                if m > 0.0 { x * mean / m } else { mean }
+            }
+            _ => mean,
+        },
+    }
+}
+
+impl Sim<'_> {
+    /// Schedule the scenario's failures (every `failures` block, or only `only` when given).
+    pub(crate) fn schedule_failures(
+        &mut self,
+        seed: u64,
+        only: Option<&str>,
+        empirical: &std::collections::BTreeMap<String, Vec<f64>>,
+    ) {
+        let spec = self.spec;
+        let n = self.node_types.len();
+        self.failures.down_since = vec![None; n];
+        self.failures.crash_epoch = vec![0; n];
+        self.failures.nvlink_factor = vec![1.0; n];
+        self.failures.nics_down = vec![Vec::new(); n];
+        self.failures.cut_off = vec![false; n];
+        self.failures.nics = self
+            .node_types
+            .iter()
+            .map(|nt| {
+                nt.nics
+                    .iter()
+                    .flat_map(|g| {
+                        let speed = spec.nics.get(&g.nic).map(|x| x.speed.0).unwrap_or(0.0);
+                        std::iter::repeat_n((g.role.clone(), speed), g.count as usize)
+                    })
+                    .collect()
+            })
+            .collect();
+        self.failures.empirical = empirical.clone();
+        let Some(c) = &spec.cluster else { return };
+        let blocks: Vec<&crate::spec::Failures> = spec
+            .failures
+            .iter()
+            .filter(|f| only.is_none_or(|o| f.name.as_deref() == Some(o)))
+            .collect();
+        if let Some(b) = blocks.first() {
+            self.failures.detection = b.detection;
+        }
+        let st = self.state.node_index();
+        let nodes_of = |class: &str, name: &str| nodes_of(&st, c, class, name);
+        for b in &blocks {
+            for f in &b.scheduled {
+                // Each failure kind: the event that starts it and the one that ends it.
+                let named = |name: &str| st.by_name.get(name).copied();
+                let pair = match (f.target.class.as_str(), f.action.as_str()) {
+                    ("device", "xid" | "kill") => device_of(&st, &f.target.name).map(|(n, d)| {
+                        (
+                            Ev::DeviceFault(n as u32, d as u32),
+                            Ev::DeviceRepair(n as u32, d as u32),
+                        )
+                    }),
+                    ("nvlink", "degrade") => named(&f.target.name).zip(f.to).map(|(n, to)| {
+                        (
+                            Ev::NvlinkDegrade(n as u32, (to.0 * 1000.0).round() as u32),
+                            Ev::NvlinkRestore(n as u32),
+                        )
+                    }),
+                    ("nic" | "link", "down" | "kill") => {
+                        nic_of(&st, &f.target.name).map(|(n, i)| {
+                            (
+                                Ev::NicDown(n as u32, i as u32),
+                                Ev::NicUp(n as u32, i as u32),
+                            )
+                        })
+                    }
+                    ("nic" | "link", "degrade") => {
+                        nic_of(&st, &f.target.name).zip(f.to).map(|((n, i), to)| {
+                            (
+                                Ev::NicDegrade(n as u32, i as u32, (to.0 * 1000.0).round() as u32),
+                                Ev::NicDegrade(n as u32, i as u32, 1000),
+                            )
+                        })
+                    }
+                    ("node", "down") => named(&f.target.name)
+                        .map(|n| (Ev::NodeUnreachable(n as u32), Ev::NodeRepair(n as u32))),
+                    _ => None,
+                };
+                if let Some((down, up)) = pair {
+                    self.q.at(f.at.0, down);
+                    if let Some(d) = f.duration {
+                        self.q.at(f.at.0.saturating_add(d.0), up);
+                    }
+                    continue;
+                }
+                let simulated = matches!(f.action.as_str(), "kill" | "power_loss");
+                match (simulated, nodes_of(&f.target.class, &f.target.name)) {
+                    (true, Some(nodes)) => {
+                        for node in nodes {
+                            self.q.at(f.at.0, Ev::NodeCrash(node as u32));
+                            if let Some(d) = f.duration {
+                                self.q
+                                    .at(f.at.0.saturating_add(d.0), Ev::NodeRepair(node as u32));
+                            }
+                        }
+                    }
+                    _ => self.failures.unsimulated.push(format!(
+                        "at {}: {} {} {}",
+                        f.at, f.action, f.target.class, f.target.name
+                    )),
+                }
+            }
+            for (k, r) in b.random.iter().enumerate() {
+                // Failure units: (nodes, device, NIC, stream label). Labels name the unit, so
+                // adding a unit never shifts another unit's randomness.
+                let bn = b.name.as_deref().unwrap_or("");
+                let whole = |units: Vec<Vec<NodeId>>| -> Vec<Unit> {
+                    units
+                        .into_iter()
+                        .enumerate()
+                        .map(|(u, nodes)| {
+                            (
+                                nodes,
+                                None,
+                                None,
+                                format!("failure/{bn}/{k}/{}/{u}", r.class),
+                            )
+                        })
+                        .collect()
+                };
+                let units = match r.class.as_str() {
+                    // The head has its own class (`random head`): its loss is the cluster's.
+                    "node" => whole(
+                        (0..n)
+                            .filter(|&i| i != self.state.head)
+                            .map(|i| vec![i])
+                            .collect(),
+                    ),
+                    "head" => whole(vec![vec![self.state.head]]),
+                    "rack" => whole(
+                        c.racks
+                            .iter()
+                            .filter(|rk| rk.slice.is_none() && !rk.name.is_empty())
+                            .filter_map(|rk| nodes_of("rack", &rk.name))
+                            .collect(),
+                    ),
+                    "slice" => whole(
+                        c.racks
+                            .iter()
+                            .filter(|rk| rk.slice.is_some())
+                            .filter_map(|rk| nodes_of("slice", &rk.name))
+                            .collect(),
+                    ),
+                    "zone" => whole(c.zones.iter().filter_map(|z| nodes_of("zone", z)).collect()),
+                    "nic" | "link" => (0..n)
+                        .flat_map(|node| {
+                            (0..self.failures.nics[node].len()).map(move |nic| (node, nic))
+                        })
+                        .map(|(node, nic)| {
+                            (
+                                vec![node],
+                                None,
+                                Some(nic),
+                                format!("failure/{bn}/{k}/{}/{node}/{nic}", r.class),
+                            )
+                        })
+                        .collect(),
+                    "device" => (0..n)
+                        .flat_map(|node| {
+                            (0..self.node_types[node].device_count() as usize)
+                                .map(move |dev| (node, dev))
+                        })
+                        .map(|(node, dev)| {
+                            (
+                                vec![node],
+                                Some(dev),
+                                None,
+                                format!("failure/{bn}/{k}/device/{node}/{dev}"),
+                            )
+                        })
+                        .collect(),
+                    other => {
+                        self.failures
+                            .unsimulated
+                            .push(format!("random {other} failures (mtbf {})", r.mtbf));
+                        continue;
+                    }
+                };
+                for (nodes, device, nic, label) in units {
+                    let p = self.failures.processes.len();
+                    self.failures.processes.push(Process {
+                        nodes,
+                        device,
+                        nic,
+                        mtbf: r.mtbf.0 as f64,
+                        dist: r.distribution.clone(),
+                        repair: r.repair.map(|d| d.0 as f64),
+                        repair_dist: r.repair_distribution.clone(),
+                        rng: rng_stream(seed, stream_id(&label)),
+                    });
+                    let first = self.next_ttf(p);
+                    self.q.at(first, Ev::RandomFailure(p as u32));
+                }
+            }
+        }
+    }
+
+    pub(super) fn next_ttf(&mut self, p: usize) -> Time {
+        let f = &mut self.failures;
+        let pr = &mut f.processes[p];
+        let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical);
+        self.q.now().saturating_add(x.max(1.0) as Time)
+    }
+
+    pub(crate) fn random_failure(&mut self, p: usize) {
+        let nodes = self.failures.processes[p].nodes.clone();
+        let device = self.failures.processes[p].device;
+        let nic = self.failures.processes[p].nic;
+        match (device, nic) {
+            (Some(d), _) => self.device_fault(nodes[0], d),
+            (None, Some(i)) => self.nic_down(nodes[0], i),
+            (None, None) => {
+                for &n in &nodes {
+                    self.node_crash(n);
+                }
+            }
+        }
+        let f = &mut self.failures;
+        let pr = &mut f.processes[p];
+        if let Some(mean) = pr.repair {
+            let d = sample(&pr.repair_dist, mean, &mut pr.rng, &f.empirical).max(1.0) as Time;
+            let back = self.q.now().saturating_add(d);
+            for &n in &nodes {
+                self.q.at(
+                    back,
+                    match (device, nic) {
+                        (Some(d), _) => Ev::DeviceRepair(n as u32, d as u32),
+                        (None, Some(i)) => Ev::NicUp(n as u32, i as u32),
+                        (None, None) => Ev::NodeRepair(n as u32),
+                    },
+                );
+            }
+            // The next failure is measured from the repair (alternating renewal process).
+            let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical).max(1.0) as Time;
+            self.q
+                .at(back.saturating_add(x), Ev::RandomFailure(p as u32));
+        }
+    }
+}

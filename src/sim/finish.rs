@@ -1,0 +1,311 @@
+//! The end of a run: the invariant checks (conservation of tasks, nothing held on a dead
+//! node) and the metrics of every workload kind, failure and utilisation in a [`RunResult`].
+//!
+//! Architecture invariant: schedules no events and changes no cluster state.
+
+use super::{RunResult, Sim, Work, metrics};
+use crate::placement::NodeId;
+use metrics::*;
+use std::collections::BTreeMap;
+
+impl Sim<'_> {
+    /// Conservation and liveness checks at the end of a run: every task is exactly one of
+    /// completed, failed, infeasible, running, waiting, awaiting retry or not yet submitted;
+    /// nothing holds resources on a dead node.
+    pub(super) fn check_invariants(&mut self) {
+        let mut v = Vec::new();
+        for (gi, g) in self.groups.iter().enumerate() {
+            let range = g.first as usize..(g.first + g.count) as usize;
+            let completed = g.run.len() as u64;
+            let running = range
+                .clone()
+                .filter(|&t| self.task_alloc[t].is_some() && !self.task_rebuild[t])
+                .count() as u64;
+            let waiting = self
+                .pending
+                .iter()
+                .filter(|(k, _)| *k == Work::Task(gi as u32))
+                .map(|(_, q)| {
+                    q.iter()
+                        .filter(|t| !self.task_rebuild[**t as usize])
+                        .count() as u64
+                })
+                .sum::<u64>();
+            let retrying = self
+                .failures
+                .lost
+                .iter()
+                .filter(|(_, _, w)| matches!(w, Work::Task(t) if range.contains(&(*t as usize)) && !self.task_rebuild[*t as usize]))
+                .count() as u64;
+            let unsubmitted = (if g.deps_left > 0 {
+                u64::from(g.count)
+            } else {
+                0
+            }) + u64::from(g.delayed);
+            let total =
+                completed + g.failed + g.infeasible + running + waiting + retrying + unsubmitted;
+            if total != u64::from(g.count) {
+                v.push(format!("task group {gi}: {completed} completed + {} failed + {} infeasible + {running} running + {waiting} waiting + {retrying} retrying + {unsubmitted} unsubmitted != {} submitted", g.failed, g.infeasible, g.count));
+            }
+            if u64::from(g.done) != completed + g.failed + g.infeasible {
+                v.push(format!(
+                    "task group {gi}: done counter {} != completed + failed + infeasible",
+                    g.done
+                ));
+            }
+            let flagged = self.task_completed[range].iter().filter(|c| **c).count() as u64;
+            if flagged != completed {
+                v.push(format!("task group {gi}: {flagged} tasks flagged complete but {completed} completions counted"));
+            }
+        }
+        let dead = |n: NodeId| !self.state.nodes[n].alive();
+        for (t, a) in self.task_alloc.iter().enumerate() {
+            if let Some(a) = a
+                && dead(a.node)
+            {
+                v.push(format!("task {t} holds resources on dead node {}", a.node));
+            }
+        }
+        for (i, a) in self.actors.iter().enumerate() {
+            if let Some(al) = &a.alloc
+                && dead(al.node)
+            {
+                v.push(format!(
+                    "actor {i} holds resources on dead node {}",
+                    al.node
+                ));
+            }
+        }
+        for (i, r) in self.replicas.iter().enumerate() {
+            if let Some(al) = &r.alloc
+                && dead(al.node)
+            {
+                v.push(format!(
+                    "replica {i} holds resources on dead node {}",
+                    al.node
+                ));
+            }
+        }
+        for (i, p) in self.pgs.iter().enumerate() {
+            for al in p.allocs.iter().flatten() {
+                if dead(al.node) {
+                    v.push(format!(
+                        "placement group {i} holds a bundle on dead node {}",
+                        al.node
+                    ));
+                }
+            }
+        }
+        self.violations.extend(v);
+    }
+
+    pub(super) fn finish(mut self) -> RunResult {
+        self.check_invariants();
+        let spec = self.spec;
+        // The window ends at the horizon; else when the work did (a failure scheduled after it
+        // does not stretch utilisation); else, if no work finished, at the last event, so that
+        // availability still covers the failures.
+        let end = self
+            .horizon
+            .unwrap_or(if self.makespan > 0 {
+                self.makespan
+            } else {
+                self.q.now()
+            })
+            .max(self.makespan);
+        let tl = std::mem::take(&mut self.tl).finish(end);
+        let mut m = RunMetrics {
+            makespan: self.makespan as f64 / 1e9,
+            horizon: end as f64 / 1e9,
+            events: self.q.processed(),
+            ..RunMetrics::default()
+        };
+        for g in &mut self.groups {
+            let w = &spec.workloads[g.workload];
+            m.tasks.push(TaskGroupMetrics {
+                workload: w.name.clone(),
+                name: w.tasks[g.index].name.clone(),
+                submitted: u64::from(g.count),
+                completed: (g.run.len()) as u64,
+                infeasible: g.infeasible,
+                queueing_delay: Stats::of(&mut g.queueing),
+                run_time: Stats::of(&mut g.run),
+                // Stats::of sorted the delays.
+                queueing_samples: metrics::bounded_samples(&g.queueing),
+                first_start: g.first_start.map(|t| t as f64 / 1e9).unwrap_or(0.0),
+                last_end: g.last_end as f64 / 1e9,
+            });
+        }
+        for pg in &self.pgs {
+            let w = &spec.workloads[pg.workload];
+            let mut racks: Vec<usize> = pg
+                .nodes
+                .iter()
+                .map(|n| self.state.nodes[*n].rack())
+                .collect();
+            racks.sort_unstable();
+            racks.dedup();
+            m.placement_groups.push(PgMetrics {
+                workload: w.name.clone(),
+                name: w.placement_groups[pg.index].name.clone(),
+                bundles: pg.bundles.len(),
+                state: if pg.created.is_some() {
+                    "created"
+                } else if pg.infeasible {
+                    "infeasible"
+                } else {
+                    "pending"
+                }
+                .into(),
+                pending_time: (pg.created.unwrap_or(end) - pg.requested) as f64 / 1e9,
+                attempts: pg.attempts,
+                nodes: pg
+                    .nodes
+                    .iter()
+                    .map(|n| self.state.nodes[*n].name().to_string())
+                    .collect(),
+                racks: racks.len(),
+            });
+        }
+        for job in &self.jobs {
+            let w = &spec.workloads[job.workload];
+            let step = (job.compute_ns + job.comm_ns) as f64 / 1e9;
+            let wall = job
+                .started
+                .map(|s| (job.finished.unwrap_or(end) - s) as f64 / 1e9)
+                .unwrap_or(0.0);
+            let compute = job.compute_ns as f64 * job.steps_done as f64 / 1e9;
+            m.training.push(TrainingMetrics {
+                workload: w.name.clone(),
+                name: w.training[job.index].name.clone(),
+                devices: job.devices,
+                nodes: job.nodes,
+                steps_done: job.steps_done,
+                step_time: step,
+                compute_time: compute,
+                communication_time: job.comm_ns as f64 * job.steps_done as f64 / 1e9,
+                checkpoint_time: job.ckpt_total as f64 / 1e9,
+                started: job.started.map(|s| s as f64 / 1e9).unwrap_or(0.0),
+                finished: job.finished.map(|f| f as f64 / 1e9),
+                goodput: if wall > 0.0 { compute / wall } else { 0.0 },
+                restarts: job.restarts,
+                lost_device_hours: job.lost_device_ns / 3.6e12,
+            });
+        }
+        for s in &mut self.services {
+            let w = &spec.workloads[s.workload];
+            let sv = &w.services[s.index];
+            let lat = Stats::of(&mut s.latencies);
+            let slo: Vec<(String, f64, f64, bool)> = sv
+                .slo
+                .iter()
+                .map(|(p, d)| {
+                    let measured = match p.as_str() {
+                        "p50" => lat.p50,
+                        "p90" => lat.p90,
+                        "p99" => lat.p99,
+                        _ => lat.p999,
+                    };
+                    let target = d.0 as f64 / 1e9;
+                    (p.clone(), target, measured, measured <= target)
+                })
+                .collect();
+            let tightest = sv
+                .slo
+                .iter()
+                .map(|(_, d)| d.0 as f64 / 1e9)
+                .fold(f64::INFINITY, f64::min);
+            let over = s.latencies.iter().filter(|l| **l > tightest).count();
+            m.services.push(ServiceMetrics {
+                workload: w.name.clone(),
+                name: sv.name.clone(),
+                replicas_placed: s
+                    .replicas
+                    .iter()
+                    .filter(|r| self.replicas[**r as usize].node.is_some())
+                    .count() as u32,
+                arrived: s.arrived,
+                served: lat.count,
+                throughput: if end > 0 {
+                    lat.count as f64 / (end as f64 / 1e9)
+                } else {
+                    0.0
+                },
+                waiting: Stats::of(&mut s.waits),
+                // Stats::of sorted the latencies.
+                latency_samples: metrics::bounded_samples(&s.latencies),
+                latency: lat,
+                slo,
+                slo_violation_fraction: if s.latencies.is_empty() {
+                    0.0
+                } else {
+                    over as f64 / s.latencies.len() as f64
+                },
+            });
+        }
+        for g in &mut self.actor_groups {
+            let w = &spec.workloads[g.workload];
+            m.actors.push(ActorMetrics {
+                workload: w.name.clone(),
+                name: w.actors[g.index].name.clone(),
+                placed: g.placed,
+                infeasible: g.infeasible,
+                calls_done: g.calls_done,
+                calls_failed: g.calls_failed,
+                placement_delay: Stats::of(&mut g.delays),
+            });
+        }
+        let mut devices: BTreeMap<String, u64> = BTreeMap::new();
+        for a in self.node_accel.iter().zip(&self.node_types) {
+            if let (Some(acc), nt) = a {
+                *devices.entry(acc.clone()).or_insert(0) += u64::from(nt.device_count());
+            }
+        }
+        m.utilization = std::mem::take(&mut self.util).finish(&devices, end);
+        m.objects = ObjectMetrics {
+            spilled_objects: self.store.spilled_objects,
+            spilled_bytes: self.store.spilled_bytes,
+            peak_store_fraction: self.store.peak_fraction,
+        };
+        let f = &mut self.failures;
+        let nodes = self.node_types.len() as f64;
+        let still_down: f64 = f
+            .down_since
+            .iter()
+            .flatten()
+            .map(|s| end.saturating_sub(*s) as f64)
+            .sum();
+        let node_time = nodes * end as f64;
+        m.failures = FailureMetrics {
+            node_failures: f.crashes,
+            time_to_detect: Stats::of(&mut f.detect_times),
+            time_to_recover: Stats::of(&mut f.recovery),
+            tasks_retried: f.tasks_retried,
+            tasks_failed: f.tasks_failed,
+            actors_restarted: f.actors_restarted,
+            actors_lost: f.actors_lost,
+            replicas_restarted: f.replicas_restarted,
+            requests_lost: f.requests_lost,
+            objects_rebuilt: f.objects_rebuilt,
+            objects_lost: f.objects_lost,
+            bundles_rescheduled: f.bundles_rescheduled,
+            lost_device_hours: f.lost_device_ns / 3.6e12,
+            node_availability: if node_time > 0.0 {
+                1.0 - (f.node_down_ns + still_down) / node_time
+            } else {
+                1.0
+            },
+            unsimulated: f.unsimulated.clone(),
+            timeline: std::mem::take(&mut f.timeline),
+        };
+        RunResult {
+            metrics: m,
+            explain: self.explain,
+            trace: self.trace.unwrap_or_default(),
+            timeline: tl,
+            violations: self.violations,
+            model_sources: crate::compute::model_sources(spec),
+            network_models: std::mem::take(&mut self.net.notes).into_iter().collect(),
+        }
+    }
+}

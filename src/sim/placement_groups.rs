@@ -1,0 +1,201 @@
+//! Placement groups: atomic creation of bundle sets (Ray's retry backoff while they wait),
+//! TPU slice gangs, and release when their training job ends.
+//!
+//! Architecture invariant: bundles are placed by `crate::placement::place_bundles` and
+//! allocated through `allocate_all` (all or nothing).
+
+use super::{Ev, Sim, device_units};
+use crate::engine::Time;
+use crate::placement::{self, Allocation, BundleRequest, Explain, NodeId, PgDecision, Request};
+use crate::spec::workload::{PgStrategy, Policy};
+
+pub(super) struct Pg {
+    pub(super) workload: usize,
+    pub(super) index: usize,
+    pub(super) bundles: Vec<Request>,
+    pub(super) strategy: PgStrategy,
+    pub(super) policy: Policy,
+    pub(super) tenant: Option<usize>,
+    pub(super) requested: Time,
+    pub(super) created: Option<Time>,
+    pub(super) infeasible: bool,
+    pub(super) attempts: u64,
+    pub(super) backoff: Time,
+    pub(super) nodes: Vec<NodeId>,
+    /// One per bundle once created; `None` while a bundle lost with its node is re-placed.
+    pub(super) allocs: Vec<Option<Allocation>>,
+    pub(super) jobs: Vec<u32>,
+    pub(super) lost_since: Option<Time>,
+    /// Reserves a whole slice; `bundles` are filled in from the slice it gets.
+    pub(super) slice: bool,
+}
+
+impl Sim<'_> {
+    /// The placement groups of workload `wi` (created by `try_pg` once their jobs are known).
+    pub(super) fn start_pgs(
+        &mut self,
+        wi: usize,
+        w: &crate::spec::workload::Workload,
+        tenant: Option<usize>,
+    ) {
+        // Placement groups, then training jobs on them.
+        for (pi, p) in w.placement_groups.iter().enumerate() {
+            let bundles = p.bundles.iter().map(|b| self.state.request(b)).collect();
+            self.pgs.push(Pg {
+                workload: wi,
+                index: pi,
+                bundles,
+                strategy: p.strategy,
+                policy: p.policy.unwrap_or(w.policy),
+                tenant,
+                requested: 0,
+                created: None,
+                infeasible: false,
+                attempts: 0,
+                backoff: 100 * crate::engine::MS,
+                nodes: Vec::new(),
+                allocs: Vec::new(),
+                jobs: Vec::new(),
+                lost_since: None,
+                slice: p.slice,
+            });
+        }
+    }
+
+    pub(super) fn try_pg(&mut self, p: u32) {
+        let now = self.now();
+        let spec = self.spec;
+        let pg = &self.pgs[p as usize];
+        if pg.created.is_some() || pg.infeasible {
+            return;
+        }
+        let name = format!(
+            "{}.{}",
+            spec.workloads[pg.workload].name,
+            spec.workloads[pg.workload].placement_groups[pg.index].name
+        );
+        let want_explain =
+            self.explain.is_none() && self.explain_target.as_deref() == Some(name.as_str());
+        let mut ex = Explain {
+            candidates: Vec::new(),
+        };
+        // A slice group takes its bundles from the first intact slice that can hold them.
+        let (bundles, selector) = if pg.slice {
+            match self.slice_gang(p) {
+                Some(x) => x,
+                None => {
+                    self.pgs[p as usize].attempts += 1;
+                    if self.state.slices() == 0 {
+                        self.pgs[p as usize].infeasible = true;
+                    } else {
+                        self.retry_pg(p);
+                    }
+                    return;
+                }
+            }
+        } else {
+            (pg.bundles.clone(), Vec::new())
+        };
+        let pg = &self.pgs[p as usize];
+        let br = BundleRequest {
+            bundles: &bundles,
+            strategy: pg.strategy,
+            tenant: pg.tenant,
+            policy: pg.policy,
+            label_selector: &selector,
+        };
+        let d = placement::place_bundles(
+            &self.state,
+            &br,
+            if want_explain { Some(&mut ex) } else { None },
+        );
+        if want_explain {
+            self.explain = Some(format!(
+                "{name} at t={:.6} s: {:?}\n{}",
+                now as f64 / 1e9,
+                d,
+                ex.render(&self.state)
+            ));
+        }
+        let pg = &mut self.pgs[p as usize];
+        pg.attempts += 1;
+        pg.bundles.clone_from(&bundles);
+        let (tenant, policy) = (pg.tenant, pg.policy);
+        match d {
+            PgDecision::Placed(nodes) => {
+                let Some(allocs) = self.allocate_all(&bundles, &nodes, tenant, policy) else {
+                    self.retry_pg(p);
+                    return;
+                };
+                let pg = &mut self.pgs[p as usize];
+                pg.created = Some(now);
+                pg.nodes = nodes;
+                pg.allocs = allocs.into_iter().map(Some).collect();
+                for j in pg.jobs.clone() {
+                    self.start_job(j);
+                }
+            }
+            PgDecision::Wait => self.retry_pg(p),
+            PgDecision::Infeasible => self.pgs[p as usize].infeasible = true,
+        }
+    }
+
+    /// The bundles and label selector of the first intact slice whose gang fits now.
+    pub(crate) fn slice_gang(
+        &self,
+        p: u32,
+    ) -> Option<(Vec<Request>, Vec<crate::spec::workload::LabelConstraint>)> {
+        let pg = &self.pgs[p as usize];
+        (0..self.state.slices())
+            .filter(|&s| self.state.slice_intact(s))
+            .find_map(|s| {
+                let bundles = self.state.slice_bundles(s);
+                let selector = self.state.slice_selector(s);
+                let br = BundleRequest {
+                    bundles: &bundles,
+                    strategy: PgStrategy::Pack,
+                    tenant: pg.tenant,
+                    policy: pg.policy,
+                    label_selector: &selector,
+                };
+                matches!(
+                    placement::place_bundles(&self.state, &br, None),
+                    PgDecision::Placed(_)
+                )
+                .then_some((bundles, selector))
+            })
+    }
+
+    /// Ray retries pending groups with backoff: 100 ms × 1.5 up to 1 s
+    /// (`gcs_create_placement_group_retry_*` in ray_config_def.h).
+    pub(super) fn retry_pg(&mut self, p: u32) {
+        let pg = &mut self.pgs[p as usize];
+        let delay = pg.backoff;
+        pg.backoff = ((pg.backoff as f64 * 1.5) as Time).min(crate::engine::SEC);
+        if self.q.is_empty() && self.horizon.is_none() {
+            // Nothing else will ever free resources: the group stays pending.
+            return;
+        }
+        self.q.after(delay, Ev::PgTry(p));
+    }
+
+    /// A training job finished: its placement group's bundles are freed (Ray removes the
+    /// group when the job ends).
+    pub(super) fn release_pg(&mut self, p: usize) {
+        let now = self.now();
+        let allocs = std::mem::take(&mut self.pgs[p].allocs);
+        let tenant = self.pgs[p].tenant;
+        let mut nodes = Vec::new();
+        for (a, b) in allocs.iter().zip(self.pgs[p].bundles.clone()) {
+            let Some(a) = a else { continue };
+            self.free(a, tenant);
+            let units = device_units(&self.state, &self.unit_ids, &b);
+            self.busy(a.node, -units, now);
+            nodes.push(a.node);
+        }
+        nodes.dedup();
+        for n in nodes {
+            self.dispatch(n);
+        }
+    }
+}

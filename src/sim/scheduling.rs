@@ -1,0 +1,418 @@
+//! Scheduling: submitting work (tasks, actors, replicas) to the placement policy, starting
+//! it where it fits, FIFO queues per class for work that waits, re-placement when resources
+//! are freed on a node, and every allocation and free (with the run's trace and the
+//! dead-node invariant).
+//!
+//! Architecture invariant: the only caller in the simulation of `crate::placement::place_task`
+//! and of `ClusterState::allocate` / `ClusterState::free`.
+
+use super::{Ev, Sim, TraceEvent, Work, device_units};
+use crate::engine::Time;
+use crate::placement::{self, Allocation, Decision, Explain, NodeId, Request, TaskRequest};
+use crate::spec::workload::{Policy, Strategy};
+use std::collections::VecDeque;
+
+impl Sim<'_> {
+    pub(super) fn item_name(&self, w: Work) -> String {
+        let spec = self.spec;
+        match w {
+            Work::Task(t) => {
+                let g = &self.groups[self.group_of(t)];
+                format!(
+                    "{}.{}",
+                    spec.workloads[g.workload].name, spec.workloads[g.workload].tasks[g.index].name
+                )
+            }
+            Work::Actor(a) => {
+                let g = &self.actor_groups[self.actors[a as usize].group];
+                format!(
+                    "{}.{}",
+                    spec.workloads[g.workload].name,
+                    spec.workloads[g.workload].actors[g.index].name
+                )
+            }
+            Work::Replica(r) => {
+                let s = &self.services[self.replicas[r as usize].service as usize];
+                format!(
+                    "{}.{}",
+                    spec.workloads[s.workload].name,
+                    spec.workloads[s.workload].services[s.index].name
+                )
+            }
+        }
+    }
+
+    /// Ask the policy where `w` goes and start it, queue it there, or record it infeasible.
+    pub(super) fn submit(&mut self, w: Work) {
+        let spec = self.spec;
+        let default_strategy = Strategy::Default;
+        let spread = Strategy::Spread;
+        let (request, strategy, selector, tenant, policy) = match w {
+            Work::Task(t) => {
+                let g = &self.groups[self.group_of(t)];
+                let ts = &spec.workloads[g.workload].tasks[g.index];
+                (
+                    g.request.clone(),
+                    &ts.strategy,
+                    ts.label_selector.as_slice(),
+                    g.tenant,
+                    g.policy,
+                )
+            }
+            Work::Actor(a) => {
+                let ac = &self.actors[a as usize];
+                let g = &self.actor_groups[ac.group];
+                let sa = &spec.workloads[g.workload].actors[g.index];
+                (
+                    ac.request.clone(),
+                    &sa.strategy,
+                    sa.label_selector.as_slice(),
+                    g.tenant,
+                    g.policy,
+                )
+            }
+            Work::Replica(r) => {
+                let s = &self.services[self.replicas[r as usize].service as usize];
+                let policy = spec.workloads[s.workload].policy;
+                (
+                    s.request.clone(),
+                    if policy == Policy::TopologyAware {
+                        &default_strategy
+                    } else {
+                        &spread
+                    },
+                    &[][..],
+                    s.tenant,
+                    policy,
+                )
+            }
+        };
+        let key = self.class_key(w).0;
+        let blocked = matches!(key, Work::Task(g) if self.groups[g as usize].blocked > 0);
+        if blocked || self.pending.iter().any(|(k, q)| *k == key && !q.is_empty()) {
+            // Earlier work of the same class is waiting, so no node is available for it.
+            self.enqueue(w);
+            return;
+        }
+        let mut ex = Explain {
+            candidates: Vec::new(),
+        };
+        let want_explain = self.explain.is_none()
+            && self.explain_target.as_deref() == Some(self.item_name(w).as_str());
+        let tr = TaskRequest {
+            request: &request,
+            strategy,
+            label_selector: selector,
+            preferred: self.state.head,
+            tenant,
+            policy,
+        };
+        let d = placement::place_task(
+            &mut self.state,
+            &tr,
+            &mut self.rng,
+            if want_explain { Some(&mut ex) } else { None },
+        );
+        if want_explain {
+            self.explain = Some(format!(
+                "{} at t={:.6} s: {:?}\n{}",
+                self.item_name(w),
+                self.now() as f64 / 1e9,
+                d,
+                ex.render(&self.state)
+            ));
+        }
+        match d {
+            Decision::Run(node) => {
+                if !self.try_start(w, node, &request, tenant, policy) {
+                    self.enqueue(w);
+                }
+            }
+            Decision::Queue(_) => self.enqueue(w),
+            // While some node is down, "infeasible" may only mean "not until it returns":
+            // Ray keeps such work queued, and so does the simulation (a repaired node is
+            // offered to every waiting class). Rebuilding a lost output always waits.
+            Decision::Infeasible
+                if self.state.alive_count() < self.state.nodes.len()
+                    || matches!(w, Work::Task(t) if self.task_rebuild[t as usize]) =>
+            {
+                self.enqueue(w)
+            }
+            Decision::Infeasible => match w {
+                Work::Task(t) => {
+                    let g = self.group_of(t);
+                    self.groups[g].infeasible += 1;
+                    self.task_done_bookkeeping(g);
+                }
+                Work::Actor(a) => {
+                    let g = self.actors[a as usize].group;
+                    self.actor_groups[g].infeasible += 1;
+                }
+                Work::Replica(_) => {}
+            },
+        }
+    }
+
+    pub(super) fn allocate(
+        &mut self,
+        node: NodeId,
+        r: &Request,
+        tenant: Option<usize>,
+        policy: Policy,
+    ) -> Option<Allocation> {
+        if !self.state.nodes[node].alive() {
+            // Invariant: a dead node's resources are never assigned.
+            self.violations.push(format!(
+                "allocation on dead node {} at {} ns",
+                self.state.nodes[node].name(),
+                self.now()
+            ));
+        }
+        let a = self.state.allocate(node, r, tenant, policy)?;
+        let time = self.now();
+        if let Some(t) = &mut self.trace {
+            t.push(TraceEvent {
+                time,
+                node,
+                tenant,
+                delta: 1,
+            });
+        }
+        Some(a)
+    }
+
+    pub(super) fn free(&mut self, a: &Allocation, tenant: Option<usize>) {
+        self.state.free(a, tenant);
+        let time = self.now();
+        if let Some(t) = &mut self.trace {
+            t.push(TraceEvent {
+                time,
+                node: a.node,
+                tenant,
+                delta: -1,
+            });
+        }
+    }
+
+    /// Allocate each bundle on its node, all or nothing (placement-group creation is atomic).
+    pub(crate) fn allocate_all(
+        &mut self,
+        bundles: &[Request],
+        nodes: &[NodeId],
+        tenant: Option<usize>,
+        policy: Policy,
+    ) -> Option<Vec<Allocation>> {
+        let mut allocs = Vec::with_capacity(bundles.len());
+        for (b, n) in bundles.iter().zip(nodes) {
+            match self.allocate(*n, b, tenant, policy) {
+                Some(a) => allocs.push(a),
+                None => {
+                    for a in &allocs {
+                        self.free(a, tenant);
+                    }
+                    return None;
+                }
+            }
+        }
+        Some(allocs)
+    }
+
+    /// The class of a piece of work and its id within the class's queue.
+    pub(super) fn class_key(&self, w: Work) -> (Work, u32) {
+        match w {
+            Work::Task(t) => (Work::Task(self.group_of(t) as u32), t),
+            Work::Actor(a) => (Work::Actor(self.actors[a as usize].group as u32), a),
+            Work::Replica(r) => (Work::Replica(self.replicas[r as usize].service), r),
+        }
+    }
+
+    pub(super) fn enqueue(&mut self, w: Work) {
+        let (key, id) = self.class_key(w);
+        match self.pending.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, q)) => q.push_back(id),
+            None => self.pending.push((key, VecDeque::from([id]))),
+        }
+    }
+
+    /// Allocate on `node` and start `w`; false if it does not fit there now.
+    pub(super) fn try_start(
+        &mut self,
+        w: Work,
+        node: NodeId,
+        request: &Request,
+        tenant: Option<usize>,
+        policy: Policy,
+    ) -> bool {
+        let now = self.now();
+        let Some(alloc) = self.allocate(node, request, tenant, policy) else {
+            return false;
+        };
+        let units = device_units(&self.state, &self.unit_ids, request);
+        match w {
+            Work::Task(t) => {
+                let gi = self.group_of(t);
+                self.busy(node, units, now);
+                let first = !std::mem::replace(&mut self.task_started[t as usize], true);
+                let g = &mut self.groups[gi];
+                if first {
+                    g.queueing.push((now - g.ready_at) as f64 / 1e9);
+                    g.started += 1;
+                }
+                g.first_start.get_or_insert(now);
+                if first {
+                    self.consumer_started(gi);
+                }
+                let dur = self.task_duration(gi, node, units);
+                self.task_start[t as usize] = now;
+                self.task_node[t as usize] = node as u32;
+                self.task_alloc[t as usize] = Some(alloc);
+                self.q
+                    .after(dur, Ev::TaskDone(t, self.task_epoch[t as usize]));
+            }
+            Work::Actor(a) => {
+                let ac = &mut self.actors[a as usize];
+                ac.node = Some(node);
+                let g = &mut self.actor_groups[ac.group];
+                g.placed += 1;
+                g.delays.push((now - ac.submitted) as f64 / 1e9);
+                if ac.holds {
+                    ac.alloc = Some(alloc);
+                    self.busy(node, units, now);
+                } else {
+                    // Ray's default actor: 1 CPU to be placed, 0 while running.
+                    self.free(&alloc, tenant);
+                }
+                let ac = &self.actors[a as usize];
+                if ac.calls_left > 0 {
+                    self.q.after(ac.call_ns, Ev::ActorCall(a, ac.epoch));
+                } else if ac.holds && ac.call_ns == 0 {
+                    // Long-lived actor with no calls: holds its resources for the whole run.
+                }
+                if !self.actors[a as usize].holds {
+                    self.dispatch(node);
+                }
+            }
+            Work::Replica(r) => {
+                self.busy(node, units, now);
+                let rep = &mut self.replicas[r as usize];
+                rep.node = Some(node);
+                rep.alloc = Some(alloc);
+                let s = rep.service;
+                self.services[s as usize].idle.push(r);
+                self.serve(s);
+            }
+        }
+        true
+    }
+
+    /// Devices of `node` becoming busy (`units` > 0) or idle (< 0) for utilisation.
+    pub(crate) fn busy(&mut self, node: NodeId, units: f64, at: Time) {
+        if units != 0.0
+            && let Some(a) = &self.node_accel[node]
+        {
+            self.util.change(a, at, units);
+        }
+    }
+
+    /// Timeline ids of the device instances an allocation holds on `node`.
+    pub(super) fn alloc_devices(&self, node: NodeId, alloc: Option<&Allocation>) -> Vec<u32> {
+        let Some(a) = alloc else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (rid, amounts) in &a.instances {
+            if self.unit_ids.contains(rid) {
+                out.extend(
+                    amounts
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, x)| **x > 0)
+                        .filter_map(|(d, _)| self.tl.device(node, d)),
+                );
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Resources were freed on `node`: start waiting work that now fits there, FIFO within
+    /// each class, classes in order. Checking `node` alone is exact: nothing was available
+    /// for a waiting class before this free (see the module docs).
+    pub(super) fn dispatch(&mut self, node: NodeId) {
+        if !self.failures.lost_pgs.is_empty() {
+            // Bundles lost with a node are rescheduled ahead of other work (Ray GCS).
+            self.repair_pgs();
+        }
+        let spec = self.spec;
+        for k in 0..self.pending.len() {
+            if matches!(self.pending[k].0, Work::Task(g) if self.groups[g as usize].blocked > 0) {
+                continue;
+            }
+            while let Some(&id) = self.pending[k].1.front() {
+                let w = match self.pending[k].0 {
+                    Work::Task(_) => Work::Task(id),
+                    Work::Actor(_) => Work::Actor(id),
+                    Work::Replica(_) => Work::Replica(id),
+                };
+                let (request, tenant, policy, strategy, selector) = match w {
+                    Work::Task(t) => {
+                        let g = &self.groups[self.group_of(t)];
+                        let ts = &spec.workloads[g.workload].tasks[g.index];
+                        (
+                            g.request.clone(),
+                            g.tenant,
+                            g.policy,
+                            Some(&ts.strategy),
+                            ts.label_selector.as_slice(),
+                        )
+                    }
+                    Work::Actor(a) => {
+                        let ac = &self.actors[a as usize];
+                        let g = &self.actor_groups[ac.group];
+                        let sa = &spec.workloads[g.workload].actors[g.index];
+                        (
+                            ac.request.clone(),
+                            g.tenant,
+                            g.policy,
+                            Some(&sa.strategy),
+                            sa.label_selector.as_slice(),
+                        )
+                    }
+                    Work::Replica(r) => {
+                        let s = &self.services[self.replicas[r as usize].service as usize];
+                        (
+                            s.request.clone(),
+                            s.tenant,
+                            spec.workloads[s.workload].policy,
+                            None,
+                            &[][..],
+                        )
+                    }
+                };
+                let st = &self.state;
+                let fits = st.is_alive_and_allowed(node, tenant)
+                    && st.is_available(node, &request)
+                    && selector.iter().all(|c| c.matches(st.nodes[node].labels()))
+                    && match strategy {
+                        Some(Strategy::NodeAffinity { node: target, soft }) => {
+                            match st.node_id(target) {
+                                Some(t) if t == node => true,
+                                Some(t) => *soft && !st.is_feasible(t, &request),
+                                None => *soft,
+                            }
+                        }
+                        _ => true,
+                    };
+                if !fits {
+                    break;
+                }
+                self.pending[k].1.pop_front();
+                if !self.try_start(w, node, &request, tenant, policy) {
+                    self.pending[k].1.push_front(id);
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Inference services: replicas (placed with SPREAD) serving a shared FIFO queue fed by
+//! Poisson, bursty or trace arrivals, with optional batching, and their latencies.
+//!
+//! Architecture invariant: never calls `crate::placement`; replicas are placed through
+//! `scheduling` (`submit`, `dispatch`).
+
+use super::{Ev, Sim, SimConfig, Work, device_units, models, timeline};
+use crate::engine::{Time, rng_stream, stream_id};
+use crate::placement::{Allocation, NodeId, Request};
+use crate::spec::workload::Arrival;
+use models::secs;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp};
+use std::collections::VecDeque;
+
+pub(super) struct Replica {
+    pub(super) service: u32,
+    pub(super) node: Option<NodeId>,
+    pub(super) alloc: Option<Allocation>,
+    pub(super) batch: u32,
+    pub(super) epoch: u32,
+    /// Requests of the batch in progress (arrival times).
+    pub(super) inflight: Vec<Time>,
+    /// When the batch in progress started (timeline).
+    pub(super) batch_start: Time,
+}
+
+pub(super) struct Service {
+    pub(super) workload: usize,
+    pub(super) index: usize,
+    pub(super) request: Request,
+    pub(super) tenant: Option<usize>,
+    pub(super) queue: VecDeque<Time>,
+    pub(super) idle: Vec<u32>,
+    pub(super) replicas: Vec<u32>,
+    pub(super) rate: f64,
+    pub(super) burst: u64,
+    pub(super) trace: Vec<Time>,
+    pub(super) trace_next: usize,
+    pub(super) arrived: u64,
+    pub(super) latencies: Vec<f64>,
+    pub(super) waits: Vec<f64>,
+    pub(super) timeout: Option<crate::engine::EventId>,
+    /// FLOP per request; memory traffic and kernels per batch.
+    pub(super) compute: Option<crate::spec::workload::Compute>,
+    pub(super) service_ns: Option<Time>,
+    pub(super) exponential: bool,
+    pub(super) batch: Option<(u32, Time)>,
+    pub(super) rng: ChaCha8Rng,
+}
+
+impl Sim<'_> {
+    /// The services of workload `wi`: replicas submitted now, arrivals from time zero.
+    pub(super) fn start_services(
+        &mut self,
+        wi: usize,
+        w: &crate::spec::workload::Workload,
+        tenant: Option<usize>,
+        cfg: &SimConfig,
+    ) {
+        // Services: replicas now, arrivals from time zero.
+        for (si, s) in w.services.iter().enumerate() {
+            let sid = self.services.len() as u32;
+            let (rate, burst, trace) = match &s.arrival {
+                Arrival::Poisson(r) => (r.0, 1, Vec::new()),
+                Arrival::Bursty { rate, burst } => (rate.0, *burst, Vec::new()),
+                Arrival::Trace(path) => {
+                    let mut t: Vec<Time> = cfg
+                        .traces
+                        .get(path)
+                        .map(|v| v.iter().map(|x| secs(*x)).collect())
+                        .unwrap_or_default();
+                    t.sort_unstable();
+                    (0.0, 1, t)
+                }
+            };
+            let request = self.state.request(&s.resources);
+            self.services.push(Service {
+                workload: wi,
+                index: si,
+                request,
+                tenant,
+                queue: VecDeque::new(),
+                idle: Vec::new(),
+                replicas: Vec::new(),
+                rate,
+                burst,
+                trace,
+                trace_next: 0,
+                arrived: 0,
+                latencies: Vec::new(),
+                waits: Vec::new(),
+                timeout: None,
+                compute: s.compute.clone(),
+                service_ns: s.service_time.map(|d| d.0),
+                exponential: s.exponential,
+                batch: s.batch.map(|(m, w)| (m, w.0)),
+                rng: rng_stream(
+                    cfg.seed,
+                    stream_id(&format!("service/{}/{}", w.name, s.name)),
+                ),
+            });
+            for _ in 0..s.replicas {
+                let rid = self.replicas.len() as u32;
+                self.replicas.push(Replica {
+                    service: sid,
+                    node: None,
+                    alloc: None,
+                    batch: 0,
+                    epoch: 0,
+                    inflight: Vec::new(),
+                    batch_start: 0,
+                });
+                self.services[sid as usize].replicas.push(rid);
+                self.submit(Work::Replica(rid));
+            }
+            self.schedule_arrival(sid);
+        }
+    }
+
+    pub(super) fn schedule_arrival(&mut self, sid: u32) {
+        let now = self.now();
+        let s = &mut self.services[sid as usize];
+        let next = if !s.trace.is_empty() || s.rate == 0.0 {
+            let t = s.trace.get(s.trace_next).copied();
+            s.trace_next += 1;
+            t
+        } else {
+            // Bursts arrive as a Poisson process of rate/burst; each brings `burst` requests.
+            let epoch_rate = s.rate / s.burst as f64;
+            let gap: f64 = Exp::new(epoch_rate)
+                .map(|e| e.sample(&mut s.rng))
+                .unwrap_or(f64::INFINITY);
+            Some(now.saturating_add(secs(gap)))
+        };
+        if let Some(t) = next
+            && self.horizon.is_none_or(|h| t <= h)
+        {
+            self.q.at(t, Ev::Arrival(sid));
+        }
+    }
+
+    /// Hand queued requests to idle replicas, honouring batching.
+    pub(super) fn serve(&mut self, sid: u32) {
+        let now = self.now();
+        loop {
+            let s = &mut self.services[sid as usize];
+            if s.queue.is_empty() || s.idle.is_empty() {
+                return;
+            }
+            let take = match s.batch {
+                None => 1,
+                Some((max, wait)) => {
+                    let oldest = *s.queue.front().expect("non-empty");
+                    if (s.queue.len() as u32) < max && now < oldest + wait {
+                        if s.timeout.is_none() {
+                            s.timeout = Some(self.q.at(oldest + wait, Ev::BatchTimeout(sid)));
+                        }
+                        return;
+                    }
+                    s.queue.len().min(max as usize) as u32
+                }
+            };
+            if let Some(t) = s.timeout.take() {
+                self.q.cancel(t);
+            }
+            let r = s.idle.pop().expect("non-empty");
+            let mut waited = Vec::with_capacity(take as usize);
+            for _ in 0..take {
+                let a = s.queue.pop_front().expect("non-empty");
+                waited.push(a);
+            }
+            let dur = self.batch_duration(sid, r, take);
+            let s = &mut self.services[sid as usize];
+            for a in &waited {
+                s.waits.push((now - a) as f64 / 1e9);
+            }
+            let rep = &mut self.replicas[r as usize];
+            rep.batch = take;
+            rep.inflight = waited;
+            rep.batch_start = now;
+            self.q.after(dur, Ev::BatchDone(r, rep.epoch));
+        }
+    }
+
+    pub(super) fn batch_duration(&mut self, sid: u32, r: u32, b: u32) -> Time {
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let units = device_units(
+            &self.state,
+            &self.unit_ids,
+            &self.services[sid as usize].request,
+        );
+        let s = &mut self.services[sid as usize];
+        let t = match (&s.compute, s.service_ns) {
+            (Some(c), _) => {
+                let acc = self.node_accel[node].clone().unwrap_or_default();
+                models::compute_secs(self.spec, &acc, c, f64::from(b), units)
+            }
+            (None, Some(ns)) if s.exponential => Exp::new(1e9 / ns as f64)
+                .map(|e| e.sample(&mut s.rng))
+                .unwrap_or(0.0),
+            (None, Some(ns)) => ns as f64 / 1e9,
+            _ => 0.0,
+        };
+        secs(t).max(1)
+    }
+
+    /// Requests arrive at service `s` (one, or a burst).
+    pub(super) fn on_arrival(&mut self, s: u32) {
+        let now = self.now();
+        let svc = &mut self.services[s as usize];
+        for _ in 0..svc.burst.max(1) {
+            svc.queue.push_back(now);
+            svc.arrived += 1;
+        }
+        self.schedule_arrival(s);
+        self.serve(s);
+    }
+
+    /// Replica `r` finished a batch; stale batches (the replica was lost) are ignored.
+    pub(super) fn on_batch_done(&mut self, r: u32, epoch: u32) {
+        let now = self.now();
+        if epoch != self.replicas[r as usize].epoch {
+            return;
+        }
+        let s = self.replicas[r as usize].service;
+        if self.tl.on {
+            let rep = &self.replicas[r as usize];
+            let devs = self.alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
+            let svc = &self.services[s as usize];
+            let w = &self.spec.workloads[svc.workload];
+            let label = format!("{}.{}", w.name, w.services[svc.index].name);
+            let from = rep.batch_start;
+            self.tl
+                .span(&devs, from, now, timeline::SpanKind::Compute, &label);
+        }
+        let done = std::mem::take(&mut self.replicas[r as usize].inflight);
+        let svc = &mut self.services[s as usize];
+        svc.latencies
+            .extend(done.iter().map(|a| (now - a) as f64 / 1e9));
+        svc.idle.push(r);
+        self.serve(s);
+    }
+
+    /// The oldest request of service `s` has waited its batch window.
+    pub(super) fn on_batch_timeout(&mut self, s: u32) {
+        self.services[s as usize].timeout = None;
+        self.serve(s);
+    }
+}

@@ -1,0 +1,231 @@
+//! Task groups: a DAG at group granularity (a group is submitted when every group it runs
+//! `after` has finished), filling the per-task arrays of `Sim` (start, node, allocation,
+//! attempt, retries), task durations, completion bookkeeping and retries.
+//!
+//! Architecture invariant: never calls `crate::placement`; tasks are placed through
+//! `scheduling` (`submit`, `dispatch`).
+
+use super::{Ev, Sim, Work, device_units, models, timeline};
+use crate::engine::Time;
+use crate::placement::{NodeId, Request};
+use crate::spec::workload::Policy;
+use models::secs;
+
+pub(super) struct Group {
+    pub(super) workload: usize,
+    pub(super) index: usize,
+    pub(super) request: Request,
+    pub(super) tenant: Option<usize>,
+    pub(super) policy: Policy,
+    pub(super) first: u32,
+    pub(super) count: u32,
+    pub(super) deps_left: u32,
+    pub(super) dependents: Vec<u32>,
+    pub(super) done: u32,
+    pub(super) ready_at: Time,
+    pub(super) input_bytes: f64,
+    pub(super) queueing: Vec<f64>,
+    pub(super) run: Vec<f64>,
+    pub(super) infeasible: u64,
+    /// Tasks that ran out of retries after their node died.
+    pub(super) failed: u64,
+    /// Tasks that have started at least once (reconstruction runs aside).
+    pub(super) started: u32,
+    /// Lost input objects being rebuilt (lineage reconstruction): the group's tasks that
+    /// have not started wait until this is back to 0.
+    pub(super) blocked: u32,
+    /// Bytes of this group's outputs spilled to disk, and whether its outputs were released.
+    pub(super) spilled_bytes: f64,
+    pub(super) released: bool,
+    /// Tasks waiting out their retry delay.
+    pub(super) delayed: u32,
+    pub(super) first_start: Option<Time>,
+    pub(super) last_end: Time,
+}
+
+impl Sim<'_> {
+    /// Task groups of workload `wi`, then their dependency edges; groups with no `after`
+    /// are submitted now.
+    pub(super) fn start_tasks(
+        &mut self,
+        wi: usize,
+        w: &crate::spec::workload::Workload,
+        tenant: Option<usize>,
+    ) {
+        // Task groups, then their dependency edges.
+        let base = self.groups.len() as u32;
+        for (gi, g) in w.tasks.iter().enumerate() {
+            let request = self.state.request(&g.resources);
+            let first = self.task_start.len() as u32;
+            self.task_start
+                .extend(std::iter::repeat_n(0, g.count as usize));
+            self.task_node
+                .extend(std::iter::repeat_n(u32::MAX, g.count as usize));
+            self.task_alloc
+                .extend(std::iter::repeat_with(|| None).take(g.count as usize));
+            self.task_epoch
+                .extend(std::iter::repeat_n(0, g.count as usize));
+            self.task_completed
+                .extend(std::iter::repeat_n(false, g.count as usize));
+            self.task_started
+                .extend(std::iter::repeat_n(false, g.count as usize));
+            self.task_rebuild
+                .extend(std::iter::repeat_n(false, g.count as usize));
+            self.task_retries
+                .extend(std::iter::repeat_n(g.retries, g.count as usize));
+            self.groups.push(Group {
+                workload: wi,
+                index: gi,
+                request,
+                tenant,
+                policy: w.policy,
+                first,
+                count: g.count as u32,
+                deps_left: g.after.len() as u32,
+                dependents: Vec::new(),
+                done: 0,
+                ready_at: 0,
+                input_bytes: 0.0,
+                queueing: Vec::new(),
+                run: Vec::new(),
+                infeasible: 0,
+                failed: 0,
+                started: 0,
+                blocked: 0,
+                spilled_bytes: 0.0,
+                released: false,
+                delayed: 0,
+                first_start: None,
+                last_end: 0,
+            });
+        }
+        for (gi, g) in w.tasks.iter().enumerate() {
+            let me = base + gi as u32;
+            let mut input = 0.0;
+            for dep in &g.after {
+                if let Some(di) = w.tasks.iter().position(|t| &t.name == dep) {
+                    self.groups[(base + di as u32) as usize].dependents.push(me);
+                    input += w.tasks[di].count as f64 * w.tasks[di].output.0 as f64;
+                }
+            }
+            self.groups[me as usize].input_bytes = input / g.count.max(1) as f64;
+            if g.after.is_empty() {
+                // Work at time zero is submitted in declaration order.
+                self.handle(Ev::GroupReady(me));
+            }
+        }
+    }
+
+    pub(super) fn group_of(&self, task: u32) -> usize {
+        self.groups.partition_point(|g| g.first + g.count <= task)
+    }
+
+    /// Every group this one runs `after` has finished: submit its tasks.
+    pub(super) fn on_group_ready(&mut self, g: u32) {
+        let now = self.now();
+        let grp = &mut self.groups[g as usize];
+        grp.ready_at = now;
+        let (first, count) = (grp.first, grp.count);
+        for t in first..first + count {
+            self.submit(Work::Task(t));
+        }
+    }
+
+    /// A task attempt finished; stale attempts (its node died) are ignored.
+    pub(super) fn on_task_done(&mut self, t: u32, epoch: u32) {
+        let now = self.now();
+        if epoch != self.task_epoch[t as usize] {
+            return; // its node died; the task was retried or failed
+        }
+        let gi = self.group_of(t);
+        let node = self.task_node[t as usize] as usize;
+        self.record_task(t as usize, now);
+        if self.task_rebuild[t as usize] {
+            self.rebuilt(t, gi, node);
+            return;
+        }
+        if !self.state.nodes[node].alive() {
+            self.violations.push(format!(
+                "task {t} finished on dead node {}",
+                self.state.nodes[node].name()
+            ));
+        }
+        if std::mem::replace(&mut self.task_completed[t as usize], true) {
+            self.violations.push(format!("task {t} completed twice"));
+        }
+        if let Some(a) = self.task_alloc[t as usize].take() {
+            self.free(&a, self.groups[gi].tenant);
+        }
+        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+        self.busy(node, -units, now);
+        let start = self.task_start[t as usize];
+        self.groups[gi].run.push((now - start) as f64 / 1e9);
+        self.store_output(t, gi, node);
+        self.task_done_bookkeeping(gi);
+        self.dispatch(node);
+    }
+
+    /// A task's retry delay is over: submit it again.
+    pub(super) fn on_retry(&mut self, t: u32) {
+        let gi = self.group_of(t);
+        self.groups[gi].delayed -= 1;
+        self.submit(Work::Task(t));
+    }
+
+    pub(super) fn task_duration(&mut self, gi: usize, node: NodeId, units: f64) -> Time {
+        let fetch = self.fetch_secs(gi, node, units > 0.0);
+        let g = &self.groups[gi];
+        let ts = &self.spec.workloads[g.workload].tasks[g.index];
+        let run = match (&ts.duration, &ts.compute, &self.node_accel[node]) {
+            (Some(d), _, _) => d.0 as f64 / 1e9,
+            (None, Some(c), Some(acc)) => models::compute_secs(self.spec, acc, c, 1.0, units),
+            _ => 0.0,
+        };
+        secs(fetch + self.restore_secs(gi) + run).max(1)
+    }
+
+    /// Timeline: task `t` ran on its devices from its start until `now` (done or killed).
+    pub(crate) fn record_task(&mut self, t: usize, now: Time) {
+        if !self.tl.on {
+            return;
+        }
+        let node = self.task_node[t] as usize;
+        let devs = self.alloc_devices(node, self.task_alloc[t].as_ref());
+        let g = &self.groups[self.group_of(t as u32)];
+        let w = &self.spec.workloads[g.workload];
+        let label = format!("{}.{}", w.name, w.tasks[g.index].name);
+        let from = self.task_start[t];
+        self.tl
+            .span(&devs, from, now, timeline::SpanKind::Compute, &label);
+    }
+
+    /// Submit a task again, after its group's retry delay.
+    pub(crate) fn retry_task(&mut self, t: u32) {
+        let gi = self.group_of(t);
+        let g = &self.groups[gi];
+        let delay = self.spec.workloads[g.workload].tasks[g.index].retry_delay.0;
+        if delay == 0 {
+            self.submit(Work::Task(t));
+        } else {
+            self.groups[gi].delayed += 1;
+            self.q.after(delay, Ev::Retry(t));
+        }
+    }
+
+    pub(super) fn task_done_bookkeeping(&mut self, gi: usize) {
+        let now = self.now();
+        let g = &mut self.groups[gi];
+        g.done += 1;
+        if g.done == g.count {
+            g.last_end = now;
+            self.makespan = self.makespan.max(now);
+            for d in g.dependents.clone() {
+                let dg = &mut self.groups[d as usize];
+                dg.deps_left -= 1;
+                if dg.deps_left == 0 {
+                    self.q.at(now, Ev::GroupReady(d));
+                }
+            }
+        }
+    }
+}

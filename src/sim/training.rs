@@ -1,0 +1,336 @@
+//! Training jobs on placement groups: steps of compute then collectives (priced by
+//! `network` over the group's current placement), periodic checkpoints, restarts from the
+//! last checkpoint, and the timeline of each step.
+//!
+//! Architecture invariant: never calls `crate::placement` (a job's group is placed by
+//! `placement_groups`); collectives are priced by `network`, falling back to the closed
+//! forms of `models`.
+
+use super::{Ev, Sim, device_units, metrics, models, network, timeline};
+use crate::engine::Time;
+use crate::placement::NodeId;
+use models::secs;
+use std::collections::BTreeMap;
+
+pub(super) struct Job {
+    pub(super) workload: usize,
+    pub(super) index: usize,
+    pub(super) pg: u32,
+    pub(super) steps_left: u64,
+    pub(super) steps_done: u64,
+    pub(super) compute_ns: Time,
+    pub(super) comm_ns: Time,
+    pub(super) ckpt_every: Option<Time>,
+    pub(super) ckpt_ns: Time,
+    pub(super) next_ckpt: Time,
+    pub(super) started: Option<Time>,
+    pub(super) finished: Option<Time>,
+    pub(super) ckpt_total: Time,
+    pub(super) devices: u32,
+    pub(super) nodes: usize,
+    pub(super) epoch: u32,
+    /// Steps done at the last completed checkpoint, and when it completed.
+    pub(super) ckpt_steps: u64,
+    pub(super) ckpt_at: Time,
+    /// When a failure stopped the job (it resumes when its group is whole again).
+    pub(super) stopped_at: Option<Time>,
+    pub(super) load_ns: Time,
+    pub(super) restarts: u64,
+    pub(super) lost_device_ns: f64,
+    /// Since when the current run of steps has been making progress.
+    pub(super) progress_from: Time,
+    /// Timeline: start of the step interval in progress and the checkpoint it begins with.
+    pub(super) span_from: Time,
+    pub(super) span_ckpt: Time,
+    /// Timeline: the job's devices.
+    pub(super) dev_set: Vec<u32>,
+    /// The checkpoint before the last one (the fallback while the last is being written).
+    pub(super) prev_ckpt_steps: u64,
+    pub(super) prev_ckpt_at: Time,
+    /// When the failure that stopped the job happened, until it computes again.
+    pub(super) recovering_from: Option<Time>,
+}
+
+impl Sim<'_> {
+    /// The training jobs of workload `wi`, each on its placement group (`pg_base` + index).
+    pub(super) fn start_jobs(
+        &mut self,
+        wi: usize,
+        w: &crate::spec::workload::Workload,
+        pg_base: u32,
+    ) {
+        for (ti, t) in w.training.iter().enumerate() {
+            let Some(pi) = w
+                .placement_groups
+                .iter()
+                .position(|p| p.name == t.placement_group)
+            else {
+                continue;
+            };
+            let pg = pg_base + pi as u32;
+            let id = self.jobs.len() as u32;
+            self.jobs.push(Job {
+                workload: wi,
+                index: ti,
+                pg,
+                steps_left: t.steps,
+                steps_done: 0,
+                compute_ns: 0,
+                comm_ns: 0,
+                ckpt_every: t.checkpoint.as_ref().map(|c| c.every.0),
+                ckpt_ns: 0,
+                next_ckpt: 0,
+                started: None,
+                finished: None,
+                ckpt_total: 0,
+                devices: 0,
+                nodes: 0,
+                epoch: 0,
+                ckpt_steps: 0,
+                ckpt_at: 0,
+                stopped_at: None,
+                load_ns: 0,
+                restarts: 0,
+                lost_device_ns: 0.0,
+                progress_from: 0,
+                span_from: 0,
+                span_ckpt: 0,
+                dev_set: Vec::new(),
+                prev_ckpt_steps: 0,
+                prev_ckpt_at: 0,
+                recovering_from: None,
+            });
+            self.pgs[pg as usize].jobs.push(id);
+        }
+    }
+
+    pub(super) fn start_job(&mut self, j: u32) {
+        let now = self.now();
+        let spec = self.spec;
+        let job = &self.jobs[j as usize];
+        let t = &spec.workloads[job.workload].training[job.index];
+        let per_node = self.job_nodes(j);
+        let devices: u32 = per_node.values().sum();
+        let compute = match (
+            &t.compute,
+            per_node.keys().find_map(|n| self.node_accel[*n].clone()),
+        ) {
+            (Some(c), Some(acc)) => models::compute_secs(spec, &acc, c, 1.0, 1.0),
+            _ => 0.0,
+        };
+        let comm = self.job_comm_secs(j, &per_node);
+        let ckpt = t
+            .checkpoint
+            .as_ref()
+            .map(|c| {
+                c.size.0 as f64 / (models::CHECKPOINT_BW_PER_NODE * per_node.len().max(1) as f64)
+            })
+            .unwrap_or(0.0);
+        let mut dev_set = Vec::new();
+        for (n, d) in &per_node {
+            self.busy(*n, f64::from(*d), now);
+            dev_set.extend((0..*d as usize).filter_map(|k| self.tl.device(*n, k)));
+        }
+        let job = &mut self.jobs[j as usize];
+        job.compute_ns = secs(compute);
+        job.comm_ns = secs(comm);
+        job.ckpt_ns = secs(ckpt);
+        // Loading the checkpoint after a restart reads it back at the same rate.
+        job.load_ns = job.ckpt_ns;
+        job.devices = devices;
+        job.nodes = per_node.len();
+        job.started.get_or_insert(now);
+        job.dev_set = dev_set;
+        match job.stopped_at.take() {
+            None => {
+                job.progress_from = now;
+                job.span_from = now;
+                job.span_ckpt = 0;
+                job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
+                self.q.after(
+                    (job.compute_ns + job.comm_ns).max(1),
+                    Ev::StepDone(j, job.epoch),
+                );
+            }
+            Some(stopped) => {
+                // Restart from the last checkpoint: load it, then continue. Recovery is
+                // measured when it computes again (a crash during the load extends it).
+                job.restarts += 1;
+                job.recovering_from.get_or_insert(stopped);
+                job.progress_from = now + job.load_ns;
+                self.q
+                    .after(job.load_ns.max(1), Ev::JobResume(j, job.epoch));
+            }
+        }
+    }
+
+    /// Devices of a job's group per node.
+    pub(super) fn job_nodes(&self, j: u32) -> BTreeMap<NodeId, u32> {
+        let pg = &self.pgs[self.jobs[j as usize].pg as usize];
+        let mut per_node: BTreeMap<NodeId, u32> = BTreeMap::new();
+        for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
+            *per_node.entry(*n).or_insert(0) +=
+                device_units(&self.state, &self.unit_ids, b).round() as u32;
+        }
+        per_node
+    }
+
+    /// Seconds of the job's collectives per step over its current group, with the current
+    /// bandwidth of each node (degraded NVLink or NICs slow them down).
+    pub(super) fn job_comm_secs(&mut self, j: u32, per_node: &BTreeMap<NodeId, u32>) -> f64 {
+        let job = &self.jobs[j as usize];
+        let t = &self.spec.workloads[job.workload].training[job.index];
+        let linked: Vec<(NodeId, u32)> = per_node
+            .iter()
+            .filter(|(_, d)| **d > 0)
+            .map(|(n, d)| (*n, *d))
+            .collect();
+        let group = models::Group {
+            nodes: linked
+                .iter()
+                .map(|(n, d)| (self.node_types[*n], *d))
+                .collect(),
+            factors: linked
+                .iter()
+                .map(|(n, _)| self.failures.bandwidth_factors(*n))
+                .collect(),
+        };
+        let mut total = 0.0;
+        for c in &t.collectives {
+            let what = format!(
+                "collective {} {}{}",
+                c.op,
+                c.algo.as_deref().unwrap_or("ring"),
+                if c.hierarchical { " hierarchical" } else { "" }
+            );
+            total += match self.flow_collective_secs(c, per_node) {
+                Ok(s) => {
+                    self.net.note(
+                        network::MovementKind::Collective,
+                        true,
+                        format!("{what}: flow model on the link graph"),
+                    );
+                    s
+                }
+                Err(e) => {
+                    self.net.note(
+                        network::MovementKind::Collective,
+                        false,
+                        format!("{what}: closed form ({e})"),
+                    );
+                    models::collective_secs(
+                        self.spec,
+                        &c.op,
+                        c.bytes.0 as f64,
+                        c.hierarchical,
+                        &group,
+                    )
+                }
+            };
+        }
+        total
+    }
+
+    /// A node's bandwidth changed: running jobs on it take the new collective time from
+    /// their next step.
+    pub(crate) fn refresh_jobs_on(&mut self, n: NodeId) {
+        for j in 0..self.jobs.len() as u32 {
+            let job = &self.jobs[j as usize];
+            if job.started.is_none()
+                || job.finished.is_some()
+                || job.stopped_at.is_some()
+                || !self.pgs[job.pg as usize].nodes.contains(&n)
+            {
+                continue;
+            }
+            let per_node = self.job_nodes(j);
+            let comm = secs(self.job_comm_secs(j, &per_node));
+            self.jobs[j as usize].comm_ns = comm;
+        }
+    }
+
+    /// A step of job `j` finished: maybe write a checkpoint, then the next step or done.
+    pub(super) fn on_step_done(&mut self, j: u32, epoch: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        job.steps_left -= 1;
+        job.steps_done += 1;
+        if self.tl.on {
+            self.record_step(j as usize, now);
+        }
+        let job = &mut self.jobs[j as usize];
+        let mut next = job.compute_ns + job.comm_ns;
+        job.span_ckpt = 0;
+        if now >= job.next_ckpt {
+            // Write a checkpoint after this step; it counts once written.
+            next += job.ckpt_ns;
+            job.ckpt_total += job.ckpt_ns;
+            job.prev_ckpt_steps = job.ckpt_steps;
+            job.prev_ckpt_at = job.ckpt_at;
+            job.ckpt_steps = job.steps_done;
+            job.ckpt_at = now + job.ckpt_ns;
+            job.span_ckpt = job.ckpt_ns;
+            job.next_ckpt = job
+                .next_ckpt
+                .saturating_add(job.ckpt_every.unwrap_or(Time::MAX));
+        }
+        if job.steps_left > 0 {
+            self.q.after(next.max(1), Ev::StepDone(j, epoch));
+        } else {
+            job.finished = Some(now);
+            self.makespan = self.makespan.max(now);
+            let pg = job.pg as usize;
+            self.release_pg(pg);
+        }
+    }
+
+    /// Job `j` finished loading its checkpoint after a restart: it computes again.
+    pub(super) fn on_job_resume(&mut self, j: u32, epoch: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        if epoch == job.epoch {
+            job.progress_from = now;
+            job.span_from = now;
+            job.span_ckpt = 0;
+            if let Some(from) = job.recovering_from.take() {
+                self.failures.recovery.push((now - from) as f64 / 1e9);
+            }
+            let job = &mut self.jobs[j as usize];
+            let (w, i) = (job.workload, job.index);
+            self.failures.timeline.push(metrics::TimelineEvent {
+                time: now as f64 / 1e9,
+                kind: "job_resumed".into(),
+                subject: format!(
+                    "{}.{}",
+                    self.spec.workloads[w].name, self.spec.workloads[w].training[i].name
+                ),
+            });
+            let job = &mut self.jobs[j as usize];
+            job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
+            self.q.after(
+                (job.compute_ns + job.comm_ns).max(1),
+                Ev::StepDone(j, epoch),
+            );
+        }
+    }
+
+    /// Timeline: the step interval of job `j` that ends now — its checkpoint (if it began
+    /// with one), compute, then communication.
+    pub(super) fn record_step(&mut self, j: usize, now: Time) {
+        let job = &self.jobs[j];
+        let w = &self.spec.workloads[job.workload];
+        let label = format!("{}.{}", w.name, w.training[job.index].name);
+        let (from, ck, c) = (job.span_from, job.span_ckpt, job.compute_ns);
+        let a = from + ck;
+        let b = (a + c).min(now);
+        use timeline::SpanKind as K;
+        let devs = &self.jobs[j].dev_set;
+        self.tl.span(devs, from, a.min(now), K::Checkpoint, &label);
+        self.tl.span(devs, a, b, K::Compute, &label);
+        self.tl.span(devs, b, now, K::Communication, &label);
+        self.jobs[j].span_from = now;
+    }
+}
