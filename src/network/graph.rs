@@ -141,6 +141,8 @@ pub struct Graph {
     out: std::collections::BTreeMap<Vertex, Vec<LinkId>>,
     /// Per node: its compute NICs.
     nics: Vec<Vec<NicAt>>,
+    /// NICs taken out of routing by [`Graph::disable_nic`], to put back by [`Graph::enable_nic`].
+    parked: Vec<(usize, NicAt)>,
     node_rack: Vec<usize>,
     /// Zone of each rack (0: outside any zone, else declared zone + 1).
     rack_zone: Vec<usize>,
@@ -793,8 +795,25 @@ impl Graph {
     /// Take NIC `nic` of `node` out of routing (a failed port): routes pick among the node's
     /// other compute NICs. Its links stay; give them capacity 0 in the flow network.
     pub fn disable_nic(&mut self, node: usize, nic: usize) {
-        if let Some(n) = self.nics.get_mut(node) {
-            n.retain(|x| x.nic != nic);
+        if let Some(n) = self.nics.get_mut(node)
+            && let Some(pos) = n.iter().position(|x| x.nic == nic)
+        {
+            let at = n.remove(pos);
+            self.parked.push((node, at));
+        }
+    }
+
+    /// Put a NIC taken out by [`Graph::disable_nic`] back into routing (repaired).
+    pub fn enable_nic(&mut self, node: usize, nic: usize) {
+        if let Some(pos) = self
+            .parked
+            .iter()
+            .position(|(n, at)| *n == node && at.nic == nic)
+        {
+            let (_, at) = self.parked.swap_remove(pos);
+            let list = &mut self.nics[node];
+            let i = list.partition_point(|x| x.nic < nic);
+            list.insert(i, at);
         }
     }
 

@@ -33,6 +33,7 @@ mod services;
 mod tasks;
 pub mod timeline;
 mod training;
+mod wire;
 
 use crate::engine::{EventQueue, Time, rng_stream, stream_id};
 use crate::placement::{self, Allocation, ClusterState, NodeId, Request};
@@ -120,6 +121,14 @@ pub(crate) enum Ev {
     Retry(u32),
     /// Next failure of a random failure process (process index).
     RandomFailure(u32),
+    /// The next flow completion on the run's network.
+    Wire,
+    /// A job's step finished computing: its collectives start (job, epoch).
+    CommStart(u32, u32),
+    /// A round of a job's collectives has paid its α: its flows start (job, epoch).
+    RoundGo(u32, u32),
+    /// A task's input fetch has paid its fixed part: its flows start (task, epoch).
+    FetchGo(u32, u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +178,8 @@ struct Sim<'s> {
     failures: failures::Failures,
     store: objects::Store,
     net: network::NetState,
+    /// The run's one network: every transfer's flows share it.
+    wire: wire::Wire,
     tl: timeline::Recorder,
     transport_override: Option<String>,
 }
@@ -263,6 +274,7 @@ impl<'s> Sim<'s> {
             failures: failures::Failures::default(),
             store: objects::Store::default(),
             net: network::NetState::default(),
+            wire: wire::Wire::default(),
             tl: timeline::Recorder::default(),
         }
     }
@@ -365,6 +377,10 @@ impl<'s> Sim<'s> {
             }
             Ev::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
             Ev::RandomFailure(p) => self.random_failure(p as usize),
+            Ev::Wire => self.on_wire(),
+            Ev::CommStart(j, epoch) => self.on_comm_start(j, epoch),
+            Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
+            Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
         }
     }
 }

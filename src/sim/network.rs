@@ -1,47 +1,45 @@
-//! The simulation's view of the network: training collectives priced by the flow-level model
-//! on the cluster's link graph ([`crate::network::collective`]) instead of closed forms, so
-//! where a job is placed — one rack or four, which NICs, an oversubscribed spine, a degraded
-//! NVLink or a NIC down — changes its step time the way the topology says.
+//! The simulation's view of the network: what each transfer is on the run's one network
+//! ([`super::wire`]), where the data comes from, and how each was priced.
 //!
-//! Model: when a job starts, and whenever a node of its group changes bandwidth, each of its
-//! collectives is simulated once on the graph as flows (ranks node-major in the job's node
-//! order, the first `d` devices of a node holding `d` of its devices), with the job's own flows
-//! contending; the step time is reused until the group or its bandwidth changes. Degraded
-//! scale-up links and NICs scale those links' capacities; a NIC that is down is taken out of
-//! routing and its links carry nothing. Other jobs' traffic is not on the graph while a job's
-//! collectives are priced (each job sees an otherwise idle network).
+//! Training collectives. When a job starts (and whenever its group or routes change), each of
+//! its collectives is decomposed into rounds by [`collective::schedule`] over the ranks of the
+//! device instances its placement group actually holds — node-major in the group's node order,
+//! devices ascending — so which GPUs (and so which PCIe switch, NUMA node and nearest NICs) the
+//! policy chose is what the flows cross. Every step runs those rounds as flows on the shared
+//! network after its compute: each round's chains start when the previous round's finish, and
+//! the step ends when the last round does, so jobs sharing a spine, and checkpoint or fetch
+//! traffic on their NICs, slow each other by exactly the max-min shares.
 //!
-//! Task inputs: a task fetches the share of its input that lives on other nodes — (1 − 1/n) of
-//! it on n nodes, the expected remote share when producers spread evenly — with its transport
-//! (the task group's `transport`, else its workload's, else Ray's object store), priced on the
-//! link graph by [`crate::transport`] without contention from other transfers: the mean over
-//! up to [`FETCH_SOURCES`] source nodes spread evenly through the cluster, cached per (group,
-//! node). The data sits in device memory at both ends when the task uses devices and both
-//! nodes have them, else in host memory ([`crate::transport::plan_host`]). Where a transport
-//! cannot move it (NVLink P2P across nodes, a device transport for host data, a node without
-//! a NIC), the closed form of [`super::models::transfer_secs`] is used and the run says so.
+//! Task inputs come from the object directory: consumer i of a group of C tasks reads, from
+//! each producer group of P tasks, the outputs of producers [i·P/C, (i+1)·P/C) (fractions at
+//! the ends) from the nodes that hold them (`task_node` of the producer; local ones cost no
+//! transfer). Each holder's share moves with the consumer's transport (the task group's
+//! `transport`, else its workload's, else Ray's object store) as [`crate::transport::shared`]
+//! splits it: the fixed part of its critical path (the slowest holder's) as a delay, then the
+//! wire bytes of every holder as flows on the shared network. The data sits in device memory
+//! at both ends when the task uses devices and both nodes have them, else in host memory.
 //!
-//! When the flow model cannot price a collective — an algorithm the op does not have, uneven
-//! devices per node under `hierarchical`, no NVSwitch for `nvls`, a node with every NIC down,
-//! or an O(p²) pattern (all-to-all, broadcast) over more than [`MAX_QUADRATIC_RANKS`] ranks —
-//! the closed form of [`super::models`] is used and the run says so in its model sources.
+//! When the flow model cannot price something — an algorithm the op does not have, uneven
+//! devices per node under `hierarchical`, no NVSwitch for `nvls`, an O(p²) pattern (all-to-all,
+//! broadcast) over more than [`MAX_QUADRATIC_RANKS`] ranks, a transport that cannot move the
+//! data (NVLink P2P across nodes, a node without a NIC) — the closed form of [`super::models`]
+//! is used and the run says so in its model sources.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::Sim;
-use crate::network::collective::{self, Algorithm, Op, Options};
-use crate::network::{FlowNet, Graph, LinkKind};
+use super::wire::{Owner, Wire};
+use crate::engine::Time;
+use crate::network::collective::{self, Algorithm, Op, Options, Round};
+use crate::network::{Graph, LinkId, LinkKind};
 use crate::placement::NodeId;
 use crate::spec::workload::Collective;
 
 /// All-to-all and broadcast move O(p²) flows: beyond this many ranks they are priced in
 /// closed form.
 pub const MAX_QUADRATIC_RANKS: usize = 1024;
-
-/// What a collective's price depends on: ranks, op, algorithm, bytes, per-node bandwidth state.
-type Key = (Vec<(usize, usize)>, String, String, u64, Vec<NodeState>);
-/// A node's bandwidth state: (node, scale-up factor bits, (NIC, factor bits) of NICs not at 1).
-type NodeState = (usize, u64, Vec<(usize, u64)>);
+/// Fetch plans kept for reuse (keyed by transport, holder, consumer node, bytes).
+const FETCH_CACHE: usize = 1 << 16;
 
 /// How one kind of data movement of a run was priced.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -76,18 +74,26 @@ impl NetState {
     }
 }
 
-/// Source nodes a task's remote input is averaged over.
-pub const FETCH_SOURCES: usize = 4;
+/// One holder's share of a fetch on the shared network: the fixed part of its critical path
+/// in seconds, and its wire flow (route, bytes), if any.
+type FetchPart = Result<(f64, Option<(Vec<LinkId>, f64)>), String>;
 
 #[derive(Default)]
 pub(crate) struct NetState {
-    pub graph: Option<Graph>,
-    fetch_cache: BTreeMap<(usize, NodeId), f64>,
-    cache: BTreeMap<Key, Result<f64, String>>,
+    /// (transport, holder, consumer, on device, bytes bits) → its share on the shared network.
+    fetch_cache: HashMap<(String, NodeId, NodeId, bool, u64), FetchPart>,
     /// How collectives and input fetches were priced ([`RunResult::network_models`]).
     ///
     /// [`RunResult::network_models`]: super::RunResult::network_models
     pub notes: std::collections::BTreeSet<NetworkModel>,
+    /// Transfers of fetches in flight, by task.
+    pub fetch_xfer: HashMap<u32, super::wire::TransferId>,
+    /// Flows waiting for their fetch's fixed part to pass, by task.
+    pub pending_fetch: HashMap<u32, Vec<(Vec<LinkId>, f64)>>,
+    /// The wake-up event at the next flow completion, and its time.
+    pub wake: Option<(crate::engine::EventId, Time)>,
+    /// Owners of transfers completed at the last wake (reused buffer).
+    done: Vec<Owner>,
 }
 
 /// The flow model's op and algorithm for a declared collective.
@@ -113,183 +119,237 @@ pub fn op_and_algorithm(c: &Collective) -> Result<(Op, Algorithm), String> {
     Ok((op, algo))
 }
 
+/// The rounds of `c` over `ranks` on `graph`, or why the flow model cannot price it.
+pub fn collective_rounds(
+    graph: &Graph,
+    c: &Collective,
+    ranks: &[(usize, usize)],
+) -> Result<Vec<Round>, String> {
+    let (op, algo) = op_and_algorithm(c)?;
+    if matches!(op, Op::AllToAll | Op::Broadcast { .. }) && ranks.len() > MAX_QUADRATIC_RANKS {
+        return Err(format!(
+            "{} over {} ranks exceeds the flow model's {MAX_QUADRATIC_RANKS}",
+            c.op,
+            ranks.len()
+        ));
+    }
+    collective::schedule(
+        graph,
+        op,
+        algo,
+        ranks,
+        c.bytes.0 as f64,
+        &Options::default(),
+    )
+}
+
 impl Sim<'_> {
     pub(crate) fn init_network(&mut self) {
-        if self.spec.cluster.is_some() {
-            self.net.graph = Some(Graph::build(self.spec));
+        let graph = self.spec.cluster.as_ref().map(|_| Graph::build(self.spec));
+        self.wire = Wire::new(graph);
+    }
+
+    /// Keep one wake-up event at the next flow completion (call after any change).
+    pub(crate) fn rearm_wire(&mut self) {
+        let next = self.wire.next_wake();
+        if self.net.wake.map(|(_, t)| t) == next {
+            return;
+        }
+        if let Some((id, _)) = self.net.wake.take() {
+            self.q.cancel(id);
+        }
+        if let Some(t) = next {
+            let id = self.q.at(t, super::Ev::Wire);
+            self.net.wake = Some((id, t));
         }
     }
 
-    /// Seconds of one collective over the job's group by the flow model, or why it cannot.
-    pub(crate) fn flow_collective_secs(
-        &mut self,
-        c: &Collective,
-        per_node: &BTreeMap<NodeId, u32>,
-    ) -> Result<f64, String> {
-        let Some(graph) = &self.net.graph else {
-            return Err("no cluster graph".into());
+    /// Flows finished: tell their transfers' owners.
+    pub(crate) fn on_wire(&mut self) {
+        self.net.wake = None;
+        let now = self.now();
+        let mut done = std::mem::take(&mut self.net.done);
+        done.clear();
+        self.wire.complete(now, &mut done);
+        for o in &done {
+            match *o {
+                Owner::Round { job, epoch } => self.on_round_done(job, epoch),
+                Owner::Fetch { task, epoch } => self.on_fetch_done(task, epoch),
+            }
+        }
+        self.net.done = done;
+        self.rearm_wire();
+    }
+
+    /// Capacities of node `n`'s links on the shared network from its failure state: scale-up
+    /// links at the NVLink factor, each NIC's links at its factor (0 when down).
+    pub(crate) fn apply_node_bandwidth(&mut self, n: NodeId) {
+        let now = self.now();
+        let Some(graph) = &self.wire.graph else {
+            return;
         };
-        let (op, algo) = op_and_algorithm(c)?;
-        let ranks: Vec<(usize, usize)> = per_node
-            .iter()
-            .flat_map(|(n, d)| (0..*d as usize).map(move |k| (*n, k)))
+        let nv = self.failures.nvlink_factor.get(n).copied().unwrap_or(1.0);
+        let mut changes: Vec<(LinkId, f64)> = graph
+            .node_links(n)
+            .into_iter()
+            .filter(|l| graph.kind[*l] == LinkKind::ScaleUp)
+            .map(|l| (l, graph.capacity[l] * nv))
             .collect();
-        if matches!(op, Op::AllToAll | Op::Broadcast { .. }) && ranks.len() > MAX_QUADRATIC_RANKS {
-            return Err(format!(
-                "{} over {} ranks exceeds the flow model's {MAX_QUADRATIC_RANKS}",
-                c.op,
-                ranks.len()
-            ));
+        for i in 0..self.failures.nics.get(n).map_or(0, Vec::len) {
+            let f = if self.failures.nics_down[n].contains(&i) {
+                0.0
+            } else {
+                self.failures
+                    .nic_factor
+                    .get(&(n, i))
+                    .copied()
+                    .unwrap_or(1.0)
+            };
+            changes.extend(
+                graph
+                    .nic_links(n, i)
+                    .into_iter()
+                    .map(|l| (l, graph.capacity[l] * f)),
+            );
         }
-        let state: Vec<NodeState> = per_node
-            .keys()
-            .map(|&n| {
-                let nv = self.failures.nvlink_factor.get(n).copied().unwrap_or(1.0);
-                let nics = (0..self.failures.nics.get(n).map_or(0, Vec::len))
-                    .filter_map(|i| {
-                        let f = if self.failures.nics_down[n].contains(&i) {
-                            0.0
-                        } else {
-                            self.failures
-                                .nic_factor
-                                .get(&(n, i))
-                                .copied()
-                                .unwrap_or(1.0)
-                        };
-                        (f != 1.0).then_some((i, f.to_bits()))
-                    })
-                    .collect();
-                (n, nv.to_bits(), nics)
-            })
-            .collect();
-        let key: Key = (
-            ranks.clone(),
-            c.op.clone(),
-            algo.name().to_string(),
-            c.bytes.0,
-            state.clone(),
-        );
-        if let Some(r) = self.net.cache.get(&key) {
-            return r.clone();
-        }
-        // Apply the group's bandwidth state to a copy of the graph's capacities.
-        let mut g2: Option<Graph> = None;
-        let mut caps = graph.capacity.clone();
-        for (n, nv, nics) in &state {
-            let nv = f64::from_bits(*nv);
-            if nv != 1.0 {
-                for l in graph.node_links(*n) {
-                    if graph.kind[l] == LinkKind::ScaleUp {
-                        caps[l] *= nv;
-                    }
-                }
-            }
-            for (i, f) in nics {
-                let f = f64::from_bits(*f);
-                for l in graph.nic_links(*n, *i) {
-                    caps[l] *= f;
-                }
-                if f == 0.0 {
-                    g2.get_or_insert_with(|| graph.clone()).disable_nic(*n, *i);
-                }
+        for (l, c) in changes {
+            if self.wire.capacity(l) != c {
+                self.wire.set_capacity(now, l, c);
             }
         }
-        let g = g2.as_ref().unwrap_or(graph);
-        let net = FlowNet::new(caps);
-        let r = collective::simulate(
-            g,
-            &net,
-            op,
-            algo,
-            &ranks,
-            c.bytes.0 as f64,
-            &Options::default(),
-        )
-        .map(|r| r.secs);
-        self.net.cache.insert(key, r.clone());
-        r
+        self.rearm_wire();
     }
 
-    /// Seconds for a task of group `gi` on `node` to fetch its remote input (module docs).
-    pub(crate) fn fetch_secs(&mut self, gi: usize, node: NodeId, on_device: bool) -> f64 {
-        let n = self.node_types.len();
+    /// The transport a task of group `gi` moves its inputs with.
+    pub(crate) fn fetch_transport(&self, gi: usize) -> String {
         let g = &self.groups[gi];
-        let bytes = g.input_bytes * (1.0 - 1.0 / n.max(1) as f64);
-        if n <= 1 || bytes <= 0.0 {
-            return 0.0;
-        }
-        if let Some(&s) = self.net.fetch_cache.get(&(gi, node)) {
-            return s;
-        }
-        let spec = self.spec;
-        let w = &spec.workloads[g.workload];
+        let w = &self.spec.workloads[g.workload];
         let ts = &w.tasks[g.index];
-        let name = self
-            .transport_override
+        self.transport_override
             .clone()
             .or_else(|| ts.transport.clone())
             .or_else(|| w.transport.clone())
-            .unwrap_or_else(|| "object_store".to_string());
-        let what = format!("object fetch {}.{}: transport {name}", w.name, ts.name);
-        type Priced = (f64, std::collections::BTreeSet<String>);
-        let priced = (|| -> Result<Priced, String> {
-            let graph = self.net.graph.as_ref().ok_or("no cluster graph")?;
-            let base = crate::transport::TransportParams::named(spec, &name)
-                .ok_or_else(|| format!("unknown transport `{name}`"))?;
-            let step = (n / FETCH_SOURCES).max(1);
-            let mut calibrated = std::collections::BTreeSet::new();
-            let mut total = 0.0;
-            let mut count = 0;
-            for k in 1..=FETCH_SOURCES {
-                let src = (node + k * step) % n;
-                if src == node || (k > 1 && (node + (k - 1) * step) % n == src) {
+            .unwrap_or_else(|| "object_store".to_string())
+    }
+
+    /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the
+    /// object directory (module docs).
+    pub(crate) fn input_holders(&self, t: u32, gi: usize, node: NodeId) -> BTreeMap<NodeId, f64> {
+        let g = &self.groups[gi];
+        let c = f64::from(g.count.max(1));
+        let i = f64::from(t - g.first);
+        let mut out: BTreeMap<NodeId, f64> = BTreeMap::new();
+        for (a, p) in self.groups.iter().enumerate() {
+            if !p.dependents.contains(&(gi as u32)) {
+                continue;
+            }
+            let o = self.spec.workloads[p.workload].tasks[p.index].output.0 as f64;
+            if o <= 0.0 {
+                continue;
+            }
+            let pc = f64::from(p.count);
+            let (lo, hi) = (i * pc / c, (i + 1.0) * pc / c);
+            let first = lo.floor() as u32;
+            let last = (hi.ceil() as u32).min(p.count);
+            for k in first..last {
+                let share = (hi.min(f64::from(k + 1)) - lo.max(f64::from(k))).max(0.0);
+                let pt = (self.groups[a].first + k) as usize;
+                let holder = self.task_node[pt];
+                if share <= 0.0 || holder == u32::MAX || holder as usize == node {
                     continue;
                 }
-                let params = base.clone().calibrated(spec, src, node);
-                calibrated.extend(params.fits.sources.iter().cloned());
-                let device =
-                    on_device && self.node_accel[src].is_some() && self.node_accel[node].is_some();
-                let plan = if device {
-                    crate::transport::plan(graph, &params, (src, 0), (node, 0), bytes, k as u64)
-                } else {
-                    crate::transport::plan_host(graph, &params, src, node, bytes, k as u64)
-                }
-                .map_err(|e| e.to_string())?;
-                total += crate::transport::closed_form(&plan, &graph.capacity).secs;
-                count += 1;
+                *out.entry(holder as usize).or_insert(0.0) += share * o;
             }
-            if count == 0 || !total.is_finite() {
-                return Err("no source could reach the node".into());
-            }
-            Ok((total / count as f64, calibrated))
-        })();
-        let secs = match priced {
-            Ok((s, calibrated)) => {
-                let cal = if calibrated.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; {}",
-                        calibrated.into_iter().collect::<Vec<_>>().join(", ")
-                    )
-                };
-                self.net.note(
-                    MovementKind::Fetch,
-                    true,
-                    format!("{what} on the link graph (uncontended{cal})"),
-                );
-                s
-            }
-            Err(e) => {
-                self.net.note(
-                    MovementKind::Fetch,
-                    false,
-                    format!("{what}: closed form ({e})"),
-                );
-                super::models::transfer_secs(spec, false, self.node_types[node], bytes)
-            }
+        }
+        out
+    }
+
+    /// Task `t` of group `gi` on `node`: the fixed seconds of its input fetch and the flows it
+    /// then moves on the shared network (module docs); closed forms where no plan applies.
+    pub(crate) fn fetch_plan(
+        &mut self,
+        t: u32,
+        gi: usize,
+        node: NodeId,
+        on_device: bool,
+    ) -> (f64, Vec<(Vec<LinkId>, f64)>) {
+        let holders = self.input_holders(t, gi, node);
+        if holders.is_empty() {
+            return (0.0, Vec::new());
+        }
+        let spec = self.spec;
+        let name = self.fetch_transport(gi);
+        let (w, ts) = {
+            let g = &self.groups[gi];
+            let w = &spec.workloads[g.workload];
+            (w, &w.tasks[g.index])
         };
-        self.net.fetch_cache.insert((gi, node), secs);
-        secs
+        let what = format!("object fetch {}.{}: transport {name}", w.name, ts.name);
+        let (mut fixed, mut flows) = (0.0f64, Vec::with_capacity(holders.len()));
+        for (&src, &bytes) in &holders {
+            let device =
+                on_device && self.node_accel[src].is_some() && self.node_accel[node].is_some();
+            let key = (name.clone(), src, node, device, bytes.to_bits());
+            let part = match self.net.fetch_cache.get(&key) {
+                Some(p) => p.clone(),
+                None => {
+                    let p = self.price_part(&name, src, node, device, bytes, t);
+                    if self.net.fetch_cache.len() >= FETCH_CACHE {
+                        self.net.fetch_cache.clear();
+                    }
+                    self.net.fetch_cache.insert(key, p.clone());
+                    p
+                }
+            };
+            match part {
+                Ok((f, wire)) => {
+                    self.net.note(
+                        MovementKind::Fetch,
+                        true,
+                        format!("{what} on the shared network, from the producers' nodes"),
+                    );
+                    fixed = fixed.max(f);
+                    flows.extend(wire);
+                }
+                Err(e) => {
+                    self.net.note(
+                        MovementKind::Fetch,
+                        false,
+                        format!("{what}: closed form ({e})"),
+                    );
+                    let s = super::models::transfer_secs(spec, false, self.node_types[node], bytes);
+                    fixed = fixed.max(s);
+                }
+            }
+        }
+        (fixed, flows)
+    }
+
+    /// One holder's share: a transport plan split for the shared network.
+    fn price_part(
+        &self,
+        name: &str,
+        src: NodeId,
+        dst: NodeId,
+        device: bool,
+        bytes: f64,
+        key: u32,
+    ) -> FetchPart {
+        let spec = self.spec;
+        let graph = self.wire.graph.as_ref().ok_or("no cluster graph")?;
+        let params = crate::transport::TransportParams::named(spec, name)
+            .ok_or_else(|| format!("unknown transport `{name}`"))?
+            .calibrated(spec, src, dst);
+        let plan = if device {
+            crate::transport::plan(graph, &params, (src, 0), (dst, 0), bytes, u64::from(key))
+        } else {
+            crate::transport::plan_host(graph, &params, src, dst, bytes, u64::from(key))
+        }
+        .map_err(|e| e.to_string())?;
+        let sp = crate::transport::shared(&plan, &graph.capacity);
+        if !sp.idle.secs.is_finite() {
+            return Err("no route from the holder".into());
+        }
+        Ok((sp.fixed_secs, sp.wire))
     }
 }

@@ -262,12 +262,10 @@ impl Sim<'_> {
                 if first {
                     self.consumer_started(gi);
                 }
-                let dur = self.task_duration(gi, node, units);
                 self.task_start[t as usize] = now;
                 self.task_node[t as usize] = node as u32;
                 self.task_alloc[t as usize] = Some(alloc);
-                self.q
-                    .after(dur, Ev::TaskDone(t, self.task_epoch[t as usize]));
+                self.start_task_work(t, gi, node, units);
             }
             Work::Actor(a) => {
                 let ac = &mut self.actors[a as usize];

@@ -172,16 +172,77 @@ impl Sim<'_> {
         self.submit(Work::Task(t));
     }
 
-    pub(super) fn task_duration(&mut self, gi: usize, node: NodeId, units: f64) -> Time {
-        let fetch = self.fetch_secs(gi, node, units > 0.0);
+    /// Nanoseconds task `t` of `gi` runs on `node` once its inputs are there: reading its
+    /// spilled inputs back from disk, then its compute.
+    fn task_run_ns(&self, gi: usize, node: NodeId) -> Time {
         let g = &self.groups[gi];
+        let units = device_units(&self.state, &self.unit_ids, &g.request);
         let ts = &self.spec.workloads[g.workload].tasks[g.index];
         let run = match (&ts.duration, &ts.compute, &self.node_accel[node]) {
             (Some(d), _, _) => d.0 as f64 / 1e9,
             (None, Some(c), Some(acc)) => models::compute_secs(self.spec, acc, c, 1.0, units),
             _ => 0.0,
         };
-        secs(fetch + self.restore_secs(gi) + run).max(1)
+        secs(self.restore_secs(gi) + run).max(1)
+    }
+
+    /// Task `t` of `gi` was placed on `node`: fetch its inputs from their holders (the fixed
+    /// part as a delay, then flows on the run's network), then run.
+    pub(super) fn start_task_work(&mut self, t: u32, gi: usize, node: NodeId, units: f64) {
+        let epoch = self.task_epoch[t as usize];
+        let (fixed, flows) = if self.groups[gi].input_bytes > 0.0 {
+            self.fetch_plan(t, gi, node, units > 0.0)
+        } else {
+            (0.0, Vec::new())
+        };
+        if flows.is_empty() {
+            let d = secs(fixed) + self.task_run_ns(gi, node);
+            self.q.after(d.max(1), Ev::TaskDone(t, epoch));
+            return;
+        }
+        self.net.pending_fetch.insert(t, flows);
+        self.q.after(secs(fixed), Ev::FetchGo(t, epoch));
+    }
+
+    /// A fetch's fixed part is over: its flows start on the run's network.
+    pub(super) fn on_fetch_go(&mut self, t: u32, epoch: u32) {
+        let Some(flows) = self.net.pending_fetch.remove(&t) else {
+            return;
+        };
+        if epoch != self.task_epoch[t as usize] {
+            return;
+        }
+        let now = self.now();
+        let owner = super::wire::Owner::Fetch { task: t, epoch };
+        match self.wire.start(now, flows, owner) {
+            Some(x) => {
+                self.net.fetch_xfer.insert(t, x);
+                self.rearm_wire();
+            }
+            None => self.on_fetch_done(t, epoch),
+        }
+    }
+
+    /// Task `t`'s inputs have arrived: it runs.
+    pub(super) fn on_fetch_done(&mut self, t: u32, epoch: u32) {
+        self.net.fetch_xfer.remove(&t);
+        if epoch != self.task_epoch[t as usize] {
+            return;
+        }
+        let gi = self.group_of(t);
+        let node = self.task_node[t as usize] as usize;
+        let d = self.task_run_ns(gi, node);
+        self.q.after(d, Ev::TaskDone(t, epoch));
+    }
+
+    /// Task `t` was killed: its fetch leaves the network.
+    pub(crate) fn cancel_fetch(&mut self, t: u32) {
+        self.net.pending_fetch.remove(&t);
+        if let Some(x) = self.net.fetch_xfer.remove(&t) {
+            let now = self.now();
+            self.wire.cancel(now, x);
+            self.rearm_wire();
+        }
     }
 
     /// Timeline: task `t` ran on its devices from its start until `now` (done or killed).

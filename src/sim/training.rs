@@ -49,6 +49,17 @@ pub(super) struct Job {
     pub(super) prev_ckpt_at: Time,
     /// When the failure that stopped the job happened, until it computes again.
     pub(super) recovering_from: Option<Time>,
+    /// Its collectives' rounds on the run's network (empty: priced in closed form, `comm_ns`).
+    pub(super) rounds: Vec<crate::network::collective::Round>,
+    pub(super) on_wire: bool,
+    /// The round in progress, when the step's communication began, and its transfer.
+    pub(super) round: usize,
+    pub(super) comm_from: Time,
+    pub(super) xfer: Option<super::wire::TransferId>,
+    /// Communication time over every step that finished (including steps redone after a
+    /// restart), and how many.
+    pub(super) comm_total: Time,
+    pub(super) comm_steps: u64,
 }
 
 impl Sim<'_> {
@@ -99,6 +110,13 @@ impl Sim<'_> {
                 prev_ckpt_steps: 0,
                 prev_ckpt_at: 0,
                 recovering_from: None,
+                rounds: Vec::new(),
+                on_wire: false,
+                round: 0,
+                comm_from: 0,
+                xfer: None,
+                comm_total: 0,
+                comm_steps: 0,
             });
             self.pgs[pg as usize].jobs.push(id);
         }
@@ -119,6 +137,7 @@ impl Sim<'_> {
             _ => 0.0,
         };
         let comm = self.job_comm_secs(j, &per_node);
+        let rounds = self.job_rounds(j);
         let ckpt = t
             .checkpoint
             .as_ref()
@@ -126,11 +145,14 @@ impl Sim<'_> {
                 c.size.0 as f64 / (models::CHECKPOINT_BW_PER_NODE * per_node.len().max(1) as f64)
             })
             .unwrap_or(0.0);
-        let mut dev_set = Vec::new();
         for (n, d) in &per_node {
             self.busy(*n, f64::from(*d), now);
-            dev_set.extend((0..*d as usize).filter_map(|k| self.tl.device(*n, k)));
         }
+        let dev_set = self
+            .job_ranks(j)
+            .into_iter()
+            .filter_map(|(n, k)| self.tl.device(n, k))
+            .collect();
         let job = &mut self.jobs[j as usize];
         job.compute_ns = secs(compute);
         job.comm_ns = secs(comm);
@@ -141,16 +163,15 @@ impl Sim<'_> {
         job.nodes = per_node.len();
         job.started.get_or_insert(now);
         job.dev_set = dev_set;
+        job.on_wire = rounds.is_some();
+        job.rounds = rounds.unwrap_or_default();
         match job.stopped_at.take() {
             None => {
                 job.progress_from = now;
                 job.span_from = now;
                 job.span_ckpt = 0;
                 job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
-                self.q.after(
-                    (job.compute_ns + job.comm_ns).max(1),
-                    Ev::StepDone(j, job.epoch),
-                );
+                self.begin_step(j, 0);
             }
             Some(stopped) => {
                 // Restart from the last checkpoint: load it, then continue. Recovery is
@@ -197,20 +218,72 @@ impl Sim<'_> {
         };
         let mut total = 0.0;
         for c in &t.collectives {
+            total +=
+                models::collective_secs(self.spec, &c.op, c.bytes.0 as f64, c.hierarchical, &group);
+        }
+        total
+    }
+
+    /// The (node, device) of every device instance job `j`'s group holds: node-major in the
+    /// group's node order, devices ascending (the ranks of its collectives).
+    pub(super) fn job_ranks(&self, j: u32) -> Vec<(usize, usize)> {
+        let pg = &self.pgs[self.jobs[j as usize].pg as usize];
+        let mut order: Vec<NodeId> = Vec::new();
+        let mut per: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
+        for a in pg.allocs.iter().flatten() {
+            if !order.contains(&a.node) {
+                order.push(a.node);
+            }
+            for (rid, amounts) in &a.instances {
+                if self.unit_ids.contains(rid) {
+                    let devs = per.entry(a.node).or_default();
+                    devs.extend(
+                        amounts
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, x)| **x > 0)
+                            .map(|(d, _)| d),
+                    );
+                }
+            }
+        }
+        let mut ranks = Vec::new();
+        for n in order {
+            let mut devs = per.remove(&n).unwrap_or_default();
+            devs.sort_unstable();
+            devs.dedup();
+            ranks.extend(devs.into_iter().map(|d| (n, d)));
+        }
+        ranks
+    }
+
+    /// Job `j`'s collectives as rounds on the run's network over its ranks, or `None` (priced
+    /// in closed form) when the flow model cannot take one of them; the run notes which.
+    fn job_rounds(&mut self, j: u32) -> Option<Vec<crate::network::collective::Round>> {
+        let job = &self.jobs[j as usize];
+        let t = &self.spec.workloads[job.workload].training[job.index];
+        let ranks = self.job_ranks(j);
+        let mut all = Vec::new();
+        let mut ok = true;
+        for c in &t.collectives {
             let what = format!(
                 "collective {} {}{}",
                 c.op,
                 c.algo.as_deref().unwrap_or("ring"),
                 if c.hierarchical { " hierarchical" } else { "" }
             );
-            total += match self.flow_collective_secs(c, per_node) {
-                Ok(s) => {
+            let r = match &self.wire.graph {
+                Some(g) => network::collective_rounds(g, c, &ranks),
+                None => Err("no cluster graph".into()),
+            };
+            match r {
+                Ok(r) => {
                     self.net.note(
                         network::MovementKind::Collective,
                         true,
-                        format!("{what}: flow model on the link graph"),
+                        format!("{what}: flow model on the run's shared network"),
                     );
-                    s
+                    all.extend(r);
                 }
                 Err(e) => {
                     self.net.note(
@@ -218,22 +291,109 @@ impl Sim<'_> {
                         false,
                         format!("{what}: closed form ({e})"),
                     );
-                    models::collective_secs(
-                        self.spec,
-                        &c.op,
-                        c.bytes.0 as f64,
-                        c.hierarchical,
-                        &group,
-                    )
+                    ok = false;
                 }
-            };
+            }
         }
-        total
+        ok.then_some(all)
+    }
+
+    /// Start a step of job `j` after `lead` (a checkpoint write before it): compute, then its
+    /// collectives — on the run's network, or for the closed-form `comm_ns`.
+    fn begin_step(&mut self, j: u32, lead: Time) {
+        let job = &self.jobs[j as usize];
+        let epoch = job.epoch;
+        if job.on_wire {
+            self.q.after(lead + job.compute_ns, Ev::CommStart(j, epoch));
+        } else {
+            let d = (lead + job.compute_ns + job.comm_ns).max(1);
+            self.q.after(d, Ev::StepDone(j, epoch));
+        }
+    }
+
+    /// Job `j`'s step finished computing: its first round.
+    pub(super) fn on_comm_start(&mut self, j: u32, epoch: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        job.comm_from = now;
+        job.round = 0;
+        self.next_round(j);
+    }
+
+    /// The next round of the step's collectives after its α, or the step is done.
+    fn next_round(&mut self, j: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        let epoch = job.epoch;
+        let Some(r) = job.rounds.get(job.round) else {
+            let comm = now - job.comm_from;
+            job.comm_ns = comm;
+            job.comm_total += comm;
+            job.comm_steps += 1;
+            if comm == 0 && job.compute_ns == 0 {
+                // Nothing takes time: keep the clock moving as the closed-form path does.
+                self.q.after(1, Ev::StepDone(j, epoch));
+            } else {
+                self.on_step_done(j, epoch);
+            }
+            return;
+        };
+        let alpha = secs(r.alpha);
+        if alpha > 0 {
+            self.q.after(alpha, Ev::RoundGo(j, epoch));
+        } else {
+            self.on_round_go(j, epoch);
+        }
+    }
+
+    /// A round paid its α: its chains start on the run's network.
+    pub(super) fn on_round_go(&mut self, j: u32, epoch: u32) {
+        let now = self.now();
+        let job = &self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        let flows = job.rounds[job.round]
+            .chains
+            .iter()
+            .map(|c| (c.path.clone(), c.bytes));
+        let owner = super::wire::Owner::Round { job: j, epoch };
+        match self.wire.start(now, flows, owner) {
+            Some(x) => {
+                self.jobs[j as usize].xfer = Some(x);
+                self.rearm_wire();
+            }
+            None => self.on_round_done(j, epoch),
+        }
+    }
+
+    /// A round's flows all finished.
+    pub(super) fn on_round_done(&mut self, j: u32, epoch: u32) {
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        job.xfer = None;
+        job.round += 1;
+        self.next_round(j);
+    }
+
+    /// A failure stopped job `j`: its flows leave the network.
+    pub(crate) fn cancel_job_transfer(&mut self, j: usize) {
+        if let Some(x) = self.jobs[j].xfer.take() {
+            let now = self.now();
+            self.wire.cancel(now, x);
+            self.rearm_wire();
+        }
     }
 
     /// A node's bandwidth changed: running jobs on it take the new collective time from
     /// their next step.
     pub(crate) fn refresh_jobs_on(&mut self, n: NodeId) {
+        self.apply_node_bandwidth(n);
         for j in 0..self.jobs.len() as u32 {
             let job = &self.jobs[j as usize];
             if job.started.is_none()
@@ -242,6 +402,9 @@ impl Sim<'_> {
                 || !self.pgs[job.pg as usize].nodes.contains(&n)
             {
                 continue;
+            }
+            if self.jobs[j as usize].on_wire {
+                continue; // the run's network carries the new capacities
             }
             let per_node = self.job_nodes(j);
             let comm = secs(self.job_comm_secs(j, &per_node));
@@ -262,11 +425,15 @@ impl Sim<'_> {
             self.record_step(j as usize, now);
         }
         let job = &mut self.jobs[j as usize];
-        let mut next = job.compute_ns + job.comm_ns;
+        if !job.on_wire {
+            job.comm_total += job.comm_ns;
+            job.comm_steps += 1;
+        }
+        let mut lead = 0;
         job.span_ckpt = 0;
         if now >= job.next_ckpt {
             // Write a checkpoint after this step; it counts once written.
-            next += job.ckpt_ns;
+            lead += job.ckpt_ns;
             job.ckpt_total += job.ckpt_ns;
             job.prev_ckpt_steps = job.ckpt_steps;
             job.prev_ckpt_at = job.ckpt_at;
@@ -278,7 +445,7 @@ impl Sim<'_> {
                 .saturating_add(job.ckpt_every.unwrap_or(Time::MAX));
         }
         if job.steps_left > 0 {
-            self.q.after(next.max(1), Ev::StepDone(j, epoch));
+            self.begin_step(j, lead);
         } else {
             job.finished = Some(now);
             self.makespan = self.makespan.max(now);
@@ -310,10 +477,7 @@ impl Sim<'_> {
             });
             let job = &mut self.jobs[j as usize];
             job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
-            self.q.after(
-                (job.compute_ns + job.comm_ns).max(1),
-                Ev::StepDone(j, epoch),
-            );
+            self.begin_step(j, 0);
         }
     }
 

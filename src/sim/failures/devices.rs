@@ -44,6 +44,7 @@ impl Sim<'_> {
             self.free(&a, tenant);
             self.busy(n, -units, now);
             self.task_epoch[t] += 1;
+            self.cancel_fetch(t as u32);
             if self.task_retries[t] > 0 {
                 self.task_retries[t] -= 1;
                 self.failures.tasks_retried += 1;
@@ -175,6 +176,10 @@ impl Sim<'_> {
             return;
         }
         self.failures.nics_down[n].push(i);
+        if let Some(g) = &mut self.wire.graph {
+            g.disable_nic(n, i);
+        }
+        self.apply_node_bandwidth(n);
         self.mark("nic_down", format!("{}.nic{i}", self.state.nodes[n].name()));
         let nics = &self.failures.nics[n];
         let frontend: Vec<usize> = (0..nics.len())
@@ -232,6 +237,10 @@ impl Sim<'_> {
             return;
         };
         self.failures.nics_down[n].swap_remove(pos);
+        if let Some(g) = &mut self.wire.graph {
+            g.enable_nic(n, i);
+        }
+        self.apply_node_bandwidth(n);
         self.mark("nic_up", format!("{}.nic{i}", self.state.nodes[n].name()));
         if std::mem::take(&mut self.failures.cut_off[n]) {
             self.node_repair(n);

@@ -69,6 +69,7 @@ impl Sim<'_> {
             self.record_task(t, now);
             self.task_alloc[t] = None;
             self.task_epoch[t] += 1;
+            self.cancel_fetch(t as u32);
             let gi = self.group_of(t as u32);
             let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
             self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;

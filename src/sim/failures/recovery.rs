@@ -115,6 +115,7 @@ impl Sim<'_> {
             return;
         }
         let pg = job.pg as usize;
+        self.cancel_job_transfer(j);
         // Devices of the group stop being busy (the lost ones already were dropped).
         for (b, node) in self.pgs[pg]
             .bundles

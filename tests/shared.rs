@@ -1,0 +1,98 @@
+//! One network per run: every training job's collectives and every task's input fetch share
+//! the cluster's links max-min, checked against closed forms on hand-built clusters.
+
+use orrery::sim::{SimConfig, simulate};
+use orrery::spec::{Spec, load_str};
+
+/// NCCL's per-step network α (tuning.cc hwLat, `orrery::sim::models::ALPHA_NET`).
+const ALPHA: f64 = 14e-6;
+/// ConnectX-7 NDR and a 100 GbE NIC, per direction.
+const NDR: f64 = 50e9;
+const ETH: f64 = 12.5e9;
+
+fn spec(src: &str) -> Spec {
+    let l = load_str("t.orr", src);
+    assert!(!l.has_errors(), "{}", l.render(false));
+    l.spec.unwrap()
+}
+
+/// A node type with two H100s and one NIC under one PCIe switch, custom resources `res`.
+fn node(name: &str, nic: &str, res: &str) -> String {
+    format!(
+        "node {name} {{\n  cpu sockets 1, cores 32\n  memory 512 GiB\n  switch sw0 uplink gen5 x16\n  device H100_SXM x 2 at sw0 link none\n  nic {nic} at sw0 role compute\n  resources {{ {res} }}\n}}\n"
+    )
+}
+
+/// A training job on two nodes holding resource `r`, `steps` steps of a 1 GB ring allreduce.
+fn job(name: &str, r: &str, steps: u32) -> String {
+    format!(
+        "workload {name} {{\n  placement_group pg strategy STRICT_SPREAD {{\n    bundle {{ GPU: 1, {r}: 1 }} x 2\n  }}\n  training t on pg steps {steps} {{\n    compute 1 TFLOP per device bf16\n    allreduce 1 GB algo ring\n  }}\n}}\n"
+    )
+}
+
+/// Seconds of communication per step of each training job.
+fn comm(s: &Spec) -> Vec<f64> {
+    let r = simulate(s, &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(
+        r.network_models.iter().all(|m| m.on_graph),
+        "{:?}",
+        r.network_models
+    );
+    r.metrics
+        .training
+        .iter()
+        .map(|t| t.communication_time / t.steps_done as f64)
+        .collect()
+}
+
+#[test]
+fn two_equal_jobs_on_one_bottleneck_get_half_of_it_each() {
+    // Two nodes, one NDR NIC each; each job holds one GPU on both nodes, so both rings
+    // (p = 2: one hop each way) cross the same two NICs. Alone a ring moves n at 50 GB/s:
+    // 2α + n/β; together, in lock step, each gets half: 2α + n/(β/2).
+    let nodes = node("box", "ib_ndr_400g", "ra: 1, rb: 1");
+    let cluster = "cluster c {\n  rack r0 {\n    node box x 2\n  }\n}\n";
+    let alone = comm(&spec(&format!("{nodes}{cluster}{}", job("a", "ra", 3))));
+    let both = comm(&spec(&format!(
+        "{nodes}{cluster}{}{}",
+        job("a", "ra", 3),
+        job("b", "rb", 3)
+    )));
+    let n = 1e9;
+    assert!(
+        (alone[0] - (2.0 * ALPHA + n / NDR)).abs() < 1e-8,
+        "{alone:?}"
+    );
+    for c in &both {
+        assert!(
+            (c - (2.0 * ALPHA + n / (NDR / 2.0))).abs() < 1e-8,
+            "{both:?}"
+        );
+    }
+}
+
+#[test]
+fn background_traffic_of_known_rate_removes_exactly_its_share() {
+    // Job b spans n0 and a node behind a 100 GbE NIC: its ring runs at 12.5 GB/s wherever it
+    // goes, n0's NDR NIC included. Job a (n0 and n1, one step) shares n0's NIC with it and
+    // gets what is left: 50 − 12.5 = 37.5 GB/s. b's communication (80 ms) outlasts a's.
+    let nodes = format!(
+        "{}{}{}",
+        node("both", "ib_ndr_400g", "ra: 1, rb: 1"),
+        node("only_a", "ib_ndr_400g", "ra: 1"),
+        node("slow", "eth_100g", "rb: 1")
+    );
+    let cluster = "cluster c {\n  rack r0 {\n    node both x 1\n    node only_a x 1\n    node slow x 1\n  }\n}\n";
+    let c = comm(&spec(&format!(
+        "{nodes}{cluster}{}{}",
+        job("a", "ra", 1),
+        job("b", "rb", 1)
+    )));
+    let n = 1e9;
+    assert!(
+        (c[0] - (2.0 * ALPHA + n / (NDR - ETH))).abs() < 1e-8,
+        "{c:?}"
+    );
+    assert!((c[1] - (2.0 * ALPHA + n / ETH)).abs() < 1e-8, "{c:?}");
+}
