@@ -1,5 +1,5 @@
 //! What `orrery check` prints: the size of a scenario's cluster and a few closed-form figures
-//! (aggregate peak compute, memory, fabric and torus bisection bandwidth).
+//! (aggregate peak compute, memory, fabric and torus bisection bandwidth, storage bandwidth).
 //!
 //! Bisection bandwidth (per direction) is the capacity of the weakest balanced cut:
 //! - `single_switch`: a non-blocking switch; half the nodes' injection bandwidth.
@@ -35,6 +35,18 @@ pub struct SliceSummary {
     pub ici_bisection: Option<Bandwidth>,
 }
 
+/// A storage target as `check` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StorageSummary {
+    pub name: String,
+    /// `fabric` or `node_local`.
+    pub attach: String,
+    /// Aggregate per direction: the system's for `fabric`, per node × nodes for `node_local`.
+    pub bandwidth: Bandwidth,
+    /// The per-node figure of a `node_local` storage.
+    pub per_node: Option<Bandwidth>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     pub cluster: Option<String>,
@@ -54,6 +66,7 @@ pub struct Summary {
     pub injection: Bandwidth,
     pub bisection: Option<Bandwidth>,
     pub slices: Vec<SliceSummary>,
+    pub storage: Vec<StorageSummary>,
     /// Sum of node prices (node `price`, else its devices' prices); `None` if any is unknown.
     pub price: Option<Price>,
     /// Sum of node power (node `power`, else devices' TDP); `None` if any is unknown.
@@ -220,6 +233,7 @@ pub fn summarize(spec: &Spec) -> Summary {
         injection: Bandwidth(0.0),
         bisection: None,
         slices: Vec::new(),
+        storage: Vec::new(),
         price: Some(Price(0.0)),
         power: Some(Power(0.0)),
         tenants: spec.tenants.len(),
@@ -302,6 +316,22 @@ pub fn summarize(spec: &Spec) -> Summary {
             f.kind.clone()
         });
         s.bisection = fabric_bisection(spec, c);
+    }
+    for st in &c.storage {
+        use crate::spec::cluster::Attach;
+        let (bandwidth, per_node) = match st.attach {
+            Attach::Fabric => (st.bandwidth, None),
+            Attach::NodeLocal => (
+                Bandwidth(st.bandwidth.0 * s.nodes as f64),
+                Some(st.bandwidth),
+            ),
+        };
+        s.storage.push(StorageSummary {
+            name: st.name.clone(),
+            attach: st.attach.name().to_string(),
+            bandwidth,
+            per_node,
+        });
     }
     for (ri, r) in c.racks.iter().enumerate() {
         let Some(shape) = &r.slice else { continue };
@@ -418,6 +448,17 @@ impl std::fmt::Display for Summary {
                         sl.chips,
                         dims.join("x"),
                         sl.hosts
+                    );
+                }
+                for st in &self.storage {
+                    let per_node = st
+                        .per_node
+                        .map(|b| format!(" ({b} per node × {} nodes)", self.nodes))
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        o,
+                        "storage      {}: {}, {} per direction{per_node}",
+                        st.name, st.attach, st.bandwidth
                     );
                 }
                 let _ = writeln!(

@@ -250,3 +250,141 @@ fn zones_meet_in_a_core_at_their_uplink() {
         .0;
     assert!(close(b, 800e9), "{b}");
 }
+
+// ---- storage targets ---------------------------------------------------------------------
+
+/// One rack of 4 DGX H100 on a non-blocking leaf-spine fabric (or in two zones), a 100 GB/s
+/// fabric storage and a 12 GB/s local drive per node.
+fn storage_spec(zones: bool) -> Spec {
+    let racks = if zones {
+        "  zone a {\n    rack r0 {\n      node dgx_h100 x 4\n    }\n  }\n  zone b {\n    rack r1 {\n      node dgx_h100 x 4\n    }\n  }\n"
+    } else {
+        "  rack r0 {\n    node dgx_h100 x 4\n  }\n"
+    };
+    spec(&format!(
+        "cluster c {{\n{racks}  fabric leaf_spine\n  storage pfs {{\n    bandwidth 100 GB/s\n    attach fabric\n    latency 200 us\n  }}\n  storage nvme {{\n    bandwidth 12 GB/s\n    attach node_local\n  }}\n}}\n"
+    ))
+}
+
+#[test]
+fn fabric_storage_hangs_under_the_spines_with_an_even_share_of_its_bandwidth() {
+    use orrery::network::LinkKind;
+    let s = storage_spec(false);
+    let g = Graph::build(&s);
+    // Node 1 writes from host memory: host → ... → compute NIC → leaf → spine → storage.
+    let p = g.route_to_storage(1, 0, 0).unwrap();
+    let hops: Vec<_> = p.iter().map(|l| g.ends[*l]).collect();
+    assert_eq!(hops[0].0, Vertex::Root { node: 1, numa: 0 }, "{hops:?}");
+    let at = |pred: &dyn Fn(&Vertex) -> bool| hops.iter().position(|(_, b)| pred(b));
+    let nic = at(&|v| matches!(v, Vertex::Nic { node: 1, .. })).unwrap();
+    let leaf = at(&|v| matches!(v, Vertex::Leaf { rack: 0, .. })).unwrap();
+    let spine = at(&|v| matches!(v, Vertex::Spine { spine: 0, .. })).unwrap();
+    assert!(
+        nic < leaf && leaf < spine && spine == hops.len() - 2,
+        "{hops:?}"
+    );
+    assert_eq!(hops.last().unwrap().1, Vertex::Storage { index: 0 });
+    let last = *p.last().unwrap();
+    assert_eq!(g.kind[last], LinkKind::Storage);
+    // 100 GB/s over 4 spine uplinks: 25 GB/s each, the path's bottleneck (NIC 50 GB/s, leaf
+    // uplink 4 × 8 × 50 / 4 = 400 GB/s per spine).
+    assert!(close(g.capacity[last], 25e9));
+    assert!(close(g.path_bottleneck(&p), 25e9));
+    assert!(close(g.latency[last], 200e-6));
+    // The read back crosses the same links the other way.
+    let back = g.route_from_storage(1, 0, 0).unwrap();
+    let rev: Vec<_> = back.iter().map(|l| g.ends[*l]).collect();
+    let want: Vec<_> = hops.iter().rev().map(|(a, b)| (*b, *a)).collect();
+    assert_eq!(rev, want);
+    assert!(close(g.path_latency(&back), g.path_latency(&p)));
+    // No such storage or node: no route.
+    assert!(g.route_to_storage(1, 2, 0).is_none());
+    assert!(g.route_to_storage(9, 0, 0).is_none());
+}
+
+#[test]
+fn storage_routes_spread_keys_over_nics_and_uplinks_and_share_the_aggregate() {
+    let s = storage_spec(false);
+    let g = Graph::build(&s);
+    let uplink = |key: u64| g.ends[*g.route_to_storage(0, 0, key).unwrap().last().unwrap()].0;
+    let spines: std::collections::BTreeSet<_> = (0..4).map(uplink).collect();
+    assert_eq!(spines.len(), 4, "{spines:?}");
+    let nic = |key: u64| {
+        g.route_to_storage(0, 0, key)
+            .unwrap()
+            .iter()
+            .find_map(|l| match g.ends[*l].1 {
+                Vertex::Nic { nic, .. } => Some(nic),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let nics: std::collections::BTreeSet<_> = (0..8).map(nic).collect();
+    assert_eq!(nics.len(), 8, "the 8 compute NICs in turn: {nics:?}");
+    // 16 writers (4 nodes × 4 keys) share the storage's 100 GB/s, 25 GB/s per uplink.
+    let mut n = FlowNet::new(g.capacity.clone());
+    let flows: Vec<_> = (0..16u64)
+        .map(|k| n.add(g.route_to_storage((k / 4) as usize, 0, k).unwrap(), 1e12))
+        .collect();
+    let total: f64 = flows.iter().map(|f| n.rate(*f)).sum();
+    assert!(close(total, 100e9), "{total}");
+}
+
+#[test]
+fn with_zones_fabric_storage_hangs_under_the_core() {
+    let s = storage_spec(true);
+    let g = Graph::build(&s);
+    for node in [0, 5] {
+        let p = g.route_to_storage(node, 0, 3).unwrap();
+        let hops: Vec<_> = p.iter().map(|l| g.ends[*l]).collect();
+        assert_eq!(
+            hops[hops.len() - 2],
+            (
+                Vertex::Spine {
+                    zone: 1 + node / 4,
+                    spine: 3
+                },
+                Vertex::Core
+            ),
+            "{hops:?}"
+        );
+        assert_eq!(
+            hops.last().unwrap(),
+            &(Vertex::Core, Vertex::Storage { index: 0 })
+        );
+        // One uplink: the whole 100 GB/s.
+        assert!(close(g.capacity[*p.last().unwrap()], 100e9));
+    }
+}
+
+#[test]
+fn node_local_storage_is_a_drive_on_each_nodes_host_memory() {
+    use orrery::network::LinkKind;
+    let s = storage_spec(false);
+    let g = Graph::build(&s);
+    for node in 0..4 {
+        let p = g.route_to_storage(node, 1, 7).unwrap();
+        assert_eq!(p.len(), 1);
+        assert_eq!(
+            g.ends[p[0]],
+            (
+                Vertex::Root { node, numa: 0 },
+                Vertex::Disk { node, storage: 1 }
+            )
+        );
+        assert_eq!(g.kind[p[0]], LinkKind::Storage);
+        assert!(close(g.path_bottleneck(&p), 12e9));
+        // The default latency: 100 µs (an assumption of the spec).
+        assert!(close(g.latency[p[0]], 100e-6));
+        let back = g.route_from_storage(node, 1, 7).unwrap();
+        assert_eq!(
+            g.ends[back[0]],
+            (
+                Vertex::Disk { node, storage: 1 },
+                Vertex::Root { node, numa: 0 }
+            )
+        );
+        // A node's drive goes down with it.
+        assert!(g.node_links(node).contains(&p[0]));
+    }
+}

@@ -351,3 +351,122 @@ fn zone_uplink_without_zones_is_a_warning() {
         "{text}"
     );
 }
+
+const STORAGE_NODES: &str = "  rack r0 {\n    node dgx_h100 x 2\n  }\n  fabric leaf_spine\n";
+
+/// A cluster with `storage` lines and a training job whose checkpoint line is `ckpt`.
+fn with_storage(storage: &str, ckpt: &str) -> String {
+    format!(
+        "cluster c {{\n{STORAGE_NODES}{storage}}}\nworkload w {{\n  placement_group g strategy PACK {{\n    bundle {{ GPU: 8 }}\n  }}\n  training t on g steps 10 {{\n    compute 1 PFLOP per device bf16\n    {ckpt}\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn storage_blocks_are_checked() {
+    // Line 6 is the first storage line.
+    let out = errs(&with_storage(
+        "  storage pfs {\n    bandwidth 100 GB/s\n    attach fabirc\n  }\n",
+        "checkpoint every 1 h size 1 TB",
+    ));
+    assert!(
+        out.contains("s.orr:8:12: unknown storage attachment `fabirc`")
+            && out.contains("did you mean `fabric`?"),
+        "{out}"
+    );
+    let out = errs(&with_storage(
+        "  storage pfs {\n    bandwidth 0 GB/s\n    attach fabric\n  }\n",
+        "checkpoint every 1 h size 1 TB",
+    ));
+    assert!(
+        out.contains("s.orr:7:15: bandwidth must be greater than zero"),
+        "{out}"
+    );
+    let out = errs(&with_storage(
+        "  storage pfs {\n    bandwidth 2 TB\n    attach fabric\n  }\n",
+        "checkpoint every 1 h size 1 TB",
+    ));
+    assert!(
+        out.contains("s.orr:7:15: expected bandwidth, found bytes (`TB`)"),
+        "{out}"
+    );
+    let out = errs(&with_storage(
+        "  storage pfs {\n    attach fabric\n  }\n  storage nv {\n    bandwidth 5 GB/s\n  }\n",
+        "checkpoint every 1 h size 1 TB to pfs",
+    ));
+    assert!(
+        out.contains("s.orr:6:11: storage `pfs` needs `bandwidth`")
+            && out.contains("s.orr:9:11: storage `nv` needs `attach`"),
+        "{out}"
+    );
+    let out = errs(&with_storage(
+        "  storage pfs {\n    bandwidth 1 GB/s\n    attach fabric\n  }\n  storage pfs {\n    bandwidth 2 GB/s\n    attach fabric\n  }\n",
+        "checkpoint every 1 h size 1 TB",
+    ));
+    assert!(
+        out.contains("s.orr:10:11: storage `pfs` is declared twice")
+            && out.contains("first declared here"),
+        "{out}"
+    );
+    // A fabric storage needs a fabric.
+    let out = errs(
+        "cluster c {\n  node dgx_h100 x 1\n  storage pfs {\n    bandwidth 1 GB/s\n    attach fabric\n  }\n}\n",
+    );
+    assert!(
+        out.contains(
+            "s.orr:5:12: storage `pfs` attaches to the fabric, but cluster `c` has no `fabric`"
+        ) && out.contains("attach node_local"),
+        "{out}"
+    );
+}
+
+#[test]
+fn checkpoints_name_a_storage() {
+    let two = "  storage pfs {\n    bandwidth 100 GB/s\n    attach fabric\n  }\n  storage nvme {\n    bandwidth 12 GB/s\n    attach node_local\n  }\n";
+    let out = errs(&with_storage(two, "checkpoint every 1 h size 1 TB to nvm"));
+    assert!(
+        out.contains("s.orr:21:39: unknown storage `nvm`") && out.contains("did you mean `nvme`?"),
+        "{out}"
+    );
+    let out = errs(&with_storage(two, "checkpoint every 1 h size 1 TB"));
+    assert!(
+        out.contains(
+            "s.orr:21:5: the cluster declares 2 storages; say which one the checkpoint goes to"
+        ) && out.contains("add `to NAME`, one of: pfs, nvme"),
+        "{out}"
+    );
+    let out = errs(&with_storage("", "checkpoint every 1 h size 1 TB to pfs"));
+    assert!(
+        out.contains("s.orr:13:39: unknown storage `pfs`")
+            && out.contains("declare it in the cluster"),
+        "{out}"
+    );
+    let ckpt = |s: &orrery::spec::Spec| {
+        s.workloads[0].training[0]
+            .checkpoint
+            .as_ref()
+            .unwrap()
+            .storage
+    };
+    let s = ok(&with_storage(two, "checkpoint every 1 h size 1 TB to nvme"));
+    assert_eq!(ckpt(&s), Some(1));
+    let c = s.cluster.as_ref().unwrap();
+    assert_eq!(c.storage[1].name, "nvme");
+    assert_eq!(
+        c.storage[1].attach,
+        orrery::spec::cluster::Attach::NodeLocal
+    );
+    assert_eq!(c.storage[0].bandwidth.0, 100e9);
+    assert_eq!(
+        c.storage[0].latency,
+        orrery::spec::cluster::DEFAULT_STORAGE_LATENCY
+    );
+    // The only storage is the default; without one the checkpoint names none.
+    let one = "  storage pfs {\n    bandwidth 100 GB/s\n    attach fabric\n    latency 1 ms\n  }\n";
+    let s = ok(&with_storage(one, "checkpoint every 1 h size 1 TB"));
+    assert_eq!(ckpt(&s), Some(0));
+    assert_eq!(s.cluster.as_ref().unwrap().storage[0].latency.0, 1_000_000);
+    assert_eq!(
+        ckpt(&ok(&with_storage("", "checkpoint every 1 h size 1 TB"))),
+        None
+    );
+}

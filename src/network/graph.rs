@@ -34,6 +34,9 @@
 //! whole leaf uplink capacity), split over its spines. Traffic between zones goes leaf → spine
 //! → core → spine → leaf on the same ECMP spine index.
 //!
+//! Storage targets (`storage` blocks): a vertex behind the spines or core, or a drive per node
+//! on its host memory, with routes to and from them; see `super::storage`.
+//!
 //! Not modelled: switch buffers and packet-level effects (flows share links max-min fairly).
 
 use crate::spec::Spec;
@@ -73,6 +76,8 @@ pub enum LinkKind {
     Ici,
     /// NIC↔leaf and leaf↔spine.
     Network,
+    /// Into a storage target: spine (or core) ↔ fabric storage, host memory ↔ local drive.
+    Storage,
 }
 
 /// A vertex of the graph.
@@ -109,16 +114,26 @@ pub enum Vertex {
     },
     /// The inter-zone core joining the zones' spines (only with two zones or more).
     Core,
+    /// A fabric-attached storage system (`storage NAME { attach fabric }`): `index` into the
+    /// cluster's storage targets.
+    Storage {
+        index: usize,
+    },
+    /// The local drive of a node for node-local storage target `storage`.
+    Disk {
+        node: usize,
+        storage: usize,
+    },
 }
 
 /// A compute NIC of a node: its index, PCIe switch, NUMA domain and rail (its position among
 /// the node's compute NICs).
 #[derive(Debug, Clone, Copy)]
-struct NicAt {
-    nic: usize,
+pub(super) struct NicAt {
+    pub(super) nic: usize,
     switch: Option<usize>,
     numa: u32,
-    rail: usize,
+    pub(super) rail: usize,
 }
 
 /// The chips of one slice: torus dimensions, chips per host and the slice's first node.
@@ -138,24 +153,33 @@ pub struct Graph {
     pub kind: Vec<LinkKind>,
     pub ends: Vec<(Vertex, Vertex)>,
     /// Outgoing links per vertex (in insertion order, for deterministic routes).
-    out: std::collections::BTreeMap<Vertex, Vec<LinkId>>,
+    pub(super) out: std::collections::BTreeMap<Vertex, Vec<LinkId>>,
     /// Per node: its compute NICs.
-    nics: Vec<Vec<NicAt>>,
+    pub(super) nics: Vec<Vec<NicAt>>,
     /// NICs taken out of routing by [`Graph::disable_nic`], to put back by [`Graph::enable_nic`].
     parked: Vec<(usize, NicAt)>,
-    node_rack: Vec<usize>,
+    pub(super) node_rack: Vec<usize>,
     /// Zone of each rack (0: outside any zone, else declared zone + 1).
-    rack_zone: Vec<usize>,
+    pub(super) rack_zone: Vec<usize>,
     rail_optimized: bool,
     /// Per node: (slice, host index in it) when the node is a slice host.
     slice_of: Vec<Option<(usize, usize)>>,
     slices: Vec<SliceLayout>,
     /// Per node: the NUMA domain of each PCIe switch.
     switch_numa: Vec<Vec<u32>>,
+    /// How each storage target of the cluster is attached, by index (`super::storage`).
+    pub(super) storage: Vec<crate::spec::cluster::Attach>,
 }
 
 impl Graph {
-    fn link(&mut self, a: Vertex, b: Vertex, capacity: f64, kind: LinkKind, latency: f64) {
+    pub(super) fn link(
+        &mut self,
+        a: Vertex,
+        b: Vertex,
+        capacity: f64,
+        kind: LinkKind,
+        latency: f64,
+    ) {
         for (x, y) in [(a, b), (b, a)] {
             let id = self.capacity.len();
             self.capacity.push(capacity);
@@ -199,7 +223,8 @@ impl Graph {
             | Vertex::Switch { node, .. }
             | Vertex::Device { node, .. }
             | Vertex::Nic { node, .. }
-            | Vertex::NvSwitch { node } => Some(node),
+            | Vertex::NvSwitch { node }
+            | Vertex::Disk { node, .. } => Some(node),
             _ => None,
         };
         (0..self.ends.len())
@@ -432,6 +457,7 @@ impl Graph {
                 }
             }
         }
+        g.build_storage(c);
         g
     }
 
@@ -547,15 +573,19 @@ impl Graph {
             .find(|l| self.ends[*l].1 == b)
     }
 
-    /// The node a vertex belongs to (none for leaves and spines).
+    /// The node a vertex belongs to (none for leaves, spines, the core and fabric storage; a
+    /// local drive belongs to its node).
     pub fn node_of(v: Vertex) -> Option<usize> {
         match v {
             Vertex::Root { node, .. }
             | Vertex::Switch { node, .. }
             | Vertex::Device { node, .. }
             | Vertex::Nic { node, .. }
-            | Vertex::NvSwitch { node } => Some(node),
-            Vertex::Leaf { .. } | Vertex::Spine { .. } | Vertex::Core => None,
+            | Vertex::NvSwitch { node }
+            | Vertex::Disk { node, .. } => Some(node),
+            Vertex::Leaf { .. } | Vertex::Spine { .. } | Vertex::Core | Vertex::Storage { .. } => {
+                None
+            }
         }
     }
 

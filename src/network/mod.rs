@@ -5,6 +5,7 @@
 pub mod collective;
 pub mod flows;
 pub mod graph;
+mod storage;
 
 pub use flows::{FlowId, FlowNet, LinkId};
 pub use graph::{Graph, LinkKind, Vertex};

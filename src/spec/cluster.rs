@@ -1,4 +1,4 @@
-//! Clusters: zones, racks, TPU-style slices, node groups and the fabric.
+//! Clusters: zones, racks, TPU-style slices, node groups, the fabric and storage targets.
 //!
 //! Nodes are kept as groups (`rack r3 holds 4 × dgx_h100`) rather than expanded, so a
 //! 100,000-node cluster costs a few hundred bytes; [`Cluster::nodes`] expands on demand and
@@ -25,9 +25,54 @@ pub struct Cluster {
     pub fabric: Option<Fabric>,
     /// Ray head node; the first node when not given.
     pub head: Option<String>,
+    /// Storage targets (`storage NAME { ... }`), in declaration order; checkpoints name them
+    /// by index ([`super::workload::Checkpoint::storage`]).
+    pub storage: Vec<Storage>,
     #[serde(skip)]
     pub span: Span,
 }
+
+/// Where a storage target sits on the link graph (`crate::network::graph`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attach {
+    /// One shared system behind the fabric (a parallel file system or object store reached
+    /// over the data-centre network), joined to the top of the fabric: the spines, or the
+    /// inter-zone core when there are zones. Needs a `fabric`.
+    Fabric,
+    /// Every node has its own local drive(s) (NVMe), attached to its host memory.
+    NodeLocal,
+}
+
+impl Attach {
+    pub fn name(self) -> &'static str {
+        match self {
+            Attach::Fabric => "fabric",
+            Attach::NodeLocal => "node_local",
+        }
+    }
+}
+
+/// A storage target: `storage NAME { bandwidth B  attach fabric|node_local  [latency T] }`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Storage {
+    pub name: String,
+    /// Per direction (read, and write, each): the whole system's for `fabric`, each node's
+    /// for `node_local`.
+    pub bandwidth: Bandwidth,
+    pub attach: Attach,
+    /// Access latency of the storage link ([`DEFAULT_STORAGE_LATENCY`] when not given).
+    pub latency: Duration,
+    pub source: Option<String>,
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// Storage access latency when a `storage` block gives none: 100 µs. An assumption: a NAND
+/// NVMe read of 4 KiB takes tens of µs to ~100 µs, and a parallel-file-system or object-store
+/// request adds a network round trip and server time on top; either is small next to the
+/// seconds to minutes a checkpoint of hundreds of GB takes, which bandwidth decides.
+pub const DEFAULT_STORAGE_LATENCY: Duration = Duration(100_000);
 
 /// A rack, or a TPU-style slice (a rack whose hosts form one torus and fail as a unit).
 #[derive(Debug, Clone, Serialize)]
@@ -158,6 +203,7 @@ pub fn cluster(
             groups: Vec::new(),
             fabric: None,
             head: None,
+            storage: Vec::new(),
             span,
         },
         next: BTreeMap::new(),
@@ -166,9 +212,20 @@ pub fn cluster(
     };
     let mut head: Option<(String, Span)> = None;
     let mut fabric_span: Option<Span> = None;
+    // Where each `attach fabric` was written, checked against the fabric once all is read.
+    let mut fabric_attached: Vec<(String, Span)> = Vec::new();
     cx.each(stmts, schema::CLUSTER, "a cluster", |cx, s, def| {
         let mut a = Args::new(s, def);
         match def.key {
+            "storage" => {
+                if let Some(st) = storage(cx, &mut a, s, &b.c.storage) {
+                    if st.attach == Attach::Fabric {
+                        let at = attach_span(s).unwrap_or(st.span);
+                        fabric_attached.push((st.name.clone(), at));
+                    }
+                    b.c.storage.push(st);
+                }
+            }
             "zone" => {
                 let Some(zv) = a.req("a zone name") else {
                     return;
@@ -282,6 +339,17 @@ pub fn cluster(
             b.c.head = Some(h);
         }
     }
+    if b.c.fabric.is_none() && fabric_span.is_none() {
+        for (st, at) in &fabric_attached {
+            cx.push(
+                Diagnostic::error(
+                    *at,
+                    format!("storage `{st}` attaches to the fabric, but cluster `{name}` has no `fabric`"),
+                )
+                .with_help("declare one (such as `fabric leaf_spine`), or use `attach node_local` for drives in each node"),
+            );
+        }
+    }
     if b.c.groups.is_empty() {
         cx.push(Diagnostic::warning(
             span,
@@ -307,6 +375,94 @@ pub fn cluster(
         );
     }
     b.c
+}
+
+/// The span of the value after `attach` in a storage block.
+fn attach_span(s: &Stmt) -> Option<Span> {
+    let blk = s.block.as_ref()?;
+    let st = blk.stmts.iter().find(|x| x.key.name == "attach")?;
+    st.values.first().map(|v| v.span)
+}
+
+/// `storage NAME { ... }`. `None` when it has no usable name or block, or repeats a name; a
+/// storage with other errors is still returned (with placeholder figures, never seen: the
+/// errors withhold the Spec) so that its index and name stay in place for checkpoints.
+fn storage(cx: &mut Cx, a: &mut Args, s: &Stmt, declared: &[Storage]) -> Option<Storage> {
+    let nv = a.req("a storage name")?;
+    let name = rd::ident(cx, nv, "a storage name")?;
+    if let Some(first) = declared.iter().find(|x| x.name == name) {
+        cx.push(
+            Diagnostic::error(nv.span, format!("storage `{name}` is declared twice"))
+                .with_secondary(first.span, "first declared here"),
+        );
+        return None;
+    }
+    let blk = cx.block(s)?;
+    let mut bandwidth = None;
+    let mut attach = None;
+    let mut latency = None;
+    let mut source = None;
+    cx.each(
+        &blk.stmts,
+        schema::STORAGE,
+        "a storage block",
+        |cx, s2, def2| {
+            cx.no_block(s2);
+            let mut b = Args::new(s2, def2);
+            let _ = (|| -> Option<()> {
+                match def2.key {
+                    "bandwidth" => bandwidth = Some(rd::bandwidth(cx, b.req("a bandwidth")?)?),
+                    "attach" => {
+                        let k = rd::choice(
+                            cx,
+                            b.req("`fabric` or `node_local`")?,
+                            schema::ATTACH_KINDS,
+                            "storage attachment",
+                        )?;
+                        attach = Some(if k == "fabric" {
+                            Attach::Fabric
+                        } else {
+                            Attach::NodeLocal
+                        });
+                    }
+                    "latency" => latency = Some(rd::duration(cx, b.req("a time")?)?),
+                    "source" => {
+                        source = Some(rd::string(cx, b.req("a source in quotes")?)?.to_string())
+                    }
+                    _ => {}
+                }
+                Some(())
+            })();
+            b.finish(cx);
+        },
+    );
+    let given = |key: &str| blk.stmts.iter().any(|x| x.key.name == key);
+    let mut missing = |what: &str, help: &str| {
+        cx.push(
+            Diagnostic::error(nv.span, format!("storage `{name}` needs `{what}`"))
+                .with_help(help.to_string()),
+        );
+    };
+    if !given("bandwidth") {
+        missing(
+            "bandwidth",
+            "its read and write bandwidth per direction, such as `bandwidth 200 GB/s`",
+        );
+    }
+    if !given("attach") {
+        missing(
+            "attach",
+            "`attach fabric` (one shared system behind the fabric) or `attach node_local` (a drive in every node)",
+        );
+    }
+    Some(Storage {
+        name: name.to_string(),
+        bandwidth: bandwidth.unwrap_or(Bandwidth(0.0)),
+        attach: attach.unwrap_or(Attach::NodeLocal),
+        latency: latency.unwrap_or(DEFAULT_STORAGE_LATENCY),
+        source,
+        span: nv.span,
+    })
 }
 
 impl Builder<'_> {

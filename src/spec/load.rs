@@ -649,9 +649,15 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         .map(|t| t.name.clone())
         .chain(schema::TRANSPORT_KINDS.iter().map(|k| k.to_string()))
         .collect();
+    let storages = spec
+        .cluster
+        .iter()
+        .flat_map(|c| c.storage.iter().map(|s| s.name.clone()))
+        .collect();
     ResourceScope {
         max_per_node: max,
         transports,
+        storages,
     }
 }
 

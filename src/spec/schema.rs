@@ -121,6 +121,15 @@ pub const CLUSTER: &[StmtDef] = &[
         &["oversubscription", "latency", "spine_uplink", "zone_uplink"],
     ),
     one("head", &[]),
+    many("storage", &[]),
+];
+/// Where a `storage` block attaches: behind the fabric (one shared system) or on every node.
+pub const ATTACH_KINDS: &[&str] = &["fabric", "node_local"];
+pub const STORAGE: &[StmtDef] = &[
+    one("bandwidth", &[]),
+    one("attach", ATTACH_KINDS),
+    one("latency", &[]),
+    one("source", &[]),
 ];
 pub const ZONE: &[StmtDef] = &[
     many("rack", &[]),
@@ -189,7 +198,7 @@ pub const TRAINING: &[StmtDef] = &[
     many("reduce_scatter", &["algo", "hierarchical"]),
     many("broadcast", &["algo", "hierarchical"]),
     many("alltoall", &["algo", "hierarchical"]),
-    one("checkpoint", &["every", "size"]),
+    one("checkpoint", &["every", "size", "to"]),
 ];
 pub const SERVICE: &[StmtDef] = &[
     one("replicas", &[]),
@@ -269,6 +278,7 @@ pub const ALL: &[(&str, &[StmtDef])] = &[
     ("cluster", CLUSTER),
     ("zone", ZONE),
     ("rack", RACK),
+    ("storage", STORAGE),
     ("tenant", TENANT),
     ("workload", WORKLOAD),
     ("tasks", TASK),
@@ -293,6 +303,7 @@ pub const VALUE_WORDS: &[&[&str]] = &[
     LINK_TOPOS,
     NIC_ROLES,
     FABRIC_KINDS,
+    ATTACH_KINDS,
     POLICIES,
     PG_STRATEGIES,
     TASK_STRATEGIES,

@@ -164,6 +164,10 @@ pub struct Collective {
 pub struct Checkpoint {
     pub every: Duration,
     pub size: Bytes,
+    /// Index into the cluster's storage targets (`Cluster::storage`) the checkpoint is written
+    /// to and read back from: `to NAME`, else the only one declared; `None` when the scenario
+    /// declares none.
+    pub storage: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -223,6 +227,8 @@ pub struct ResourceScope {
     pub max_per_node: BTreeMap<String, f64>,
     /// Declared transports and the built-in kinds.
     pub transports: BTreeSet<String>,
+    /// The cluster's storage targets, in declaration order (checkpoints name them).
+    pub storages: Vec<String>,
 }
 
 impl ResourceScope {
@@ -430,6 +436,48 @@ fn strategy(cx: &mut Cx, v: &Value) -> Option<Strategy> {
                 .with_help(help),
             );
             None
+        }
+    }
+}
+
+/// Where a checkpoint goes: `to NAME` (a storage of the cluster, as its index), else the only
+/// storage declared; `None` when there is none. Several and no `to` is an error: which one
+/// would be a guess.
+fn checkpoint_storage(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    to: Option<&Value>,
+    at: Span,
+) -> Result<Option<usize>, ()> {
+    let Some(v) = to else {
+        return match scope.storages.len() {
+            0 => Ok(None),
+            1 => Ok(Some(0)),
+            _ => {
+                cx.push(
+                    Diagnostic::error(
+                        at,
+                        format!(
+                            "the cluster declares {} storages; say which one the checkpoint goes to",
+                            scope.storages.len()
+                        ),
+                    )
+                    .with_help(format!("add `to NAME`, one of: {}", scope.storages.join(", "))),
+                );
+                Err(())
+            }
+        };
+    };
+    let n = rd::ident(cx, v, "a storage name").ok_or(())?;
+    match scope.storages.iter().position(|s| s == n) {
+        Some(i) => Ok(Some(i)),
+        None => {
+            let help = did_you_mean(n, scope.storages.iter().map(String::as_str))
+                .unwrap_or_else(|| {
+                    format!("declare it in the cluster: `storage {n} {{ bandwidth 200 GB/s  attach fabric }}`")
+                });
+            cx.push(Diagnostic::error(v.span, format!("unknown storage `{n}`")).with_help(help));
+            Err(())
         }
     }
 }
@@ -830,7 +878,15 @@ pub fn workload(
                                             );
                                             return None;
                                         }
-                                        t.checkpoint = Some(Checkpoint { every, size });
+                                        let to = b.opt("to");
+                                        let storage =
+                                            checkpoint_storage(cx, scope, to, s2.head_span())
+                                                .ok()?;
+                                        t.checkpoint = Some(Checkpoint {
+                                            every,
+                                            size,
+                                            storage,
+                                        });
                                     }
                                     op => {
                                         let bytes = rd::bytes(cx, b.req("a message size")?)?;
