@@ -351,3 +351,91 @@ fn zone_uplink_without_zones_is_a_warning() {
         "{text}"
     );
 }
+
+#[test]
+fn tenant_no_rdma_forbids_rdma_transports_where_they_are_selected() {
+    let out = errs(
+        "tenant secure {\n  no_rdma\n}\ntransport fast {\n  kind nixl\n}\nworkload w tenant secure {\n  transport fast\n  tasks t x 1 {\n    duration 1 s\n    transport rdma\n  }\n  actor a {\n    transport gloo\n  }\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:8:3: workload `w` may not use transport `fast`: tenant `secure` has `no_rdma` and transport `fast` (kind nixl) uses RDMA"),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:11:5: workload `w` may not use transport `rdma`: tenant `secure` has `no_rdma` and transport `rdma` uses RDMA"),
+        "{out}"
+    );
+    assert!(out.contains("the tenant's rule"), "{out}");
+    assert!(!out.contains("`gloo`"), "gloo is TCP: {out}");
+    // NCCL counts as RDMA (see `kind_uses_rdma`).
+    let out = errs(
+        "tenant secure {\n  no_rdma\n}\nworkload w tenant secure {\n  actor a {\n    transport nccl\n  }\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:6:5: workload `w` may not use transport `nccl`: tenant `secure` has `no_rdma` and transport `nccl` uses RDMA"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tenant_transport_allow_list() {
+    let out = errs(
+        "tenant t {\n  transports [object_store, nccl]\n}\nworkload w tenant t {\n  actor a {\n    transport gloo\n  }\n  tasks x x 1 {\n    duration 1 s\n    transport object_store\n  }\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:6:5: workload `w` may not use transport `gloo`: tenant `t` allows only `transports [object_store, nccl]`; transport `gloo` is not among them"),
+        "{out}"
+    );
+    assert_eq!(out.matches("may not use").count(), 1, "{out}");
+    let out = errs("tenant t {\n  transports [object_store, ncl]\n}\n");
+    assert!(
+        out.contains("s.orr:2:29: unknown transport `ncl`") && out.contains("did you mean `nccl`?"),
+        "{out}"
+    );
+    let out = errs("tenant t {\n  no_rdma\n  transports [gloo, nccl]\n}\n");
+    assert!(
+        out.contains(
+            "s.orr:3:3: tenant `t` has `no_rdma` but allows transport `nccl`, which uses RDMA"
+        ),
+        "{out}"
+    );
+    // The object store is always allowed, even when not listed.
+    ok(
+        "tenant t {\n  no_rdma\n  transports [gloo]\n}\nworkload w tenant t {\n  transport object_store\n  tasks x x 1 {\n    duration 1 s\n  }\n}\n",
+    );
+}
+
+#[test]
+fn run_time_transport_checks_and_fallback() {
+    use orrery::spec::transport::{allowed_transport, fallback_transport, kind_uses_rdma};
+    let s = ok(
+        "tenant open {\n  priority 1\n}\ntenant secure {\n  no_rdma\n}\ntenant listed {\n  transports [tcp_tuned]\n}\ntransport tcp_tuned {\n  kind tcp\n}\ntransport ib {\n  kind gpudirect_rdma\n}\n",
+    );
+    for k in ["rdma", "gpudirect_rdma", "host_staged_rdma", "nixl", "nccl"] {
+        assert!(kind_uses_rdma(k), "{k}");
+    }
+    for k in ["object_store", "tcp", "gloo", "nvlink_p2p"] {
+        assert!(!kind_uses_rdma(k), "{k}");
+    }
+    assert_eq!(allowed_transport(&s, 0, "nccl"), Ok(()));
+    assert_eq!(
+        allowed_transport(&s, 1, "ib"),
+        Err(
+            "tenant `secure` has `no_rdma` and transport `ib` (kind gpudirect_rdma) uses RDMA"
+                .into()
+        )
+    );
+    assert_eq!(allowed_transport(&s, 1, "tcp_tuned"), Ok(()));
+    assert_eq!(allowed_transport(&s, 2, "tcp_tuned"), Ok(()));
+    assert_eq!(
+        allowed_transport(&s, 2, "tcp"),
+        Err("tenant `listed` allows only `transports [tcp_tuned]`; transport `tcp` is not among them".into())
+    );
+    for t in 0..3 {
+        let f = fallback_transport(&s, t);
+        assert_eq!(f, "object_store");
+        assert_eq!(allowed_transport(&s, t, f), Ok(()));
+    }
+    // No tenant (an index past the tenants): anything goes.
+    assert_eq!(allowed_transport(&s, 9, "rdma"), Ok(()));
+}

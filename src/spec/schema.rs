@@ -133,6 +133,7 @@ pub const TENANT: &[StmtDef] = &[
     one("never_share_node_with", &[]),
     one("only_nodes", &[]),
     one("no_rdma", &[]),
+    one("transports", &[]),
     one("quota", &[]),
     one("priority", &[]),
 ];

@@ -61,10 +61,17 @@ pub struct Tenant {
     pub never_share_node_with: Vec<String>,
     pub only_nodes: Vec<LabelConstraint>,
     pub no_rdma: bool,
+    /// Transports the tenant's work may select (`transports [..]`: built-in kinds or declared
+    /// transports; the object store is always allowed); `None`: any.
+    pub transports: Option<Vec<String>>,
     pub quota: Resources,
     pub priority: i64,
     #[serde(skip)]
     pub span: Span,
+    /// Where each rule statement is (`no_rdma`, `transports`, `accelerators`, `quota`), for
+    /// diagnostics that point at the rule a workload breaks.
+    #[serde(skip)]
+    pub rule_spans: BTreeMap<String, Span>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -223,6 +230,8 @@ pub struct ResourceScope {
     pub max_per_node: BTreeMap<String, f64>,
     /// Declared transports and the built-in kinds.
     pub transports: BTreeSet<String>,
+    /// The kind of each name in `transports` (a built-in kind is its own kind).
+    pub transport_kinds: BTreeMap<String, String>,
 }
 
 impl ResourceScope {
@@ -494,21 +503,50 @@ fn compute(cx: &mut Cx, a: &mut Args, per: &str) -> Option<Compute> {
     })
 }
 
-pub fn tenant(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Tenant {
+pub fn tenant(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    name: &str,
+    span: Span,
+    stmts: &[Stmt],
+) -> Tenant {
     let mut t = Tenant {
         name: name.into(),
         never_share_node_with: Vec::new(),
         only_nodes: Vec::new(),
         no_rdma: false,
+        transports: None,
         quota: Resources::new(),
         priority: 0,
         span,
+        rule_spans: BTreeMap::new(),
     };
     cx.each(stmts, schema::TENANT, "a tenant", |cx, s, def| {
         cx.no_block(s);
+        t.rule_spans.insert(def.key.to_string(), s.head_span());
         let mut a = Args::new(s, def);
         let _ = (|| -> Option<()> {
             match def.key {
+                "transports" => {
+                    let mut list = Vec::new();
+                    for (n, sp) in rd::names(cx, a.req("a list of transports")?)? {
+                        if !scope.transports.contains(&n) {
+                            let help =
+                                did_you_mean(&n, scope.transports.iter().map(String::as_str))
+                                    .unwrap_or_else(|| {
+                                        "name a built-in transport kind or a declared `transport`"
+                                            .into()
+                                    });
+                            cx.push(
+                                Diagnostic::error(sp, format!("unknown transport `{n}`"))
+                                    .with_help(help),
+                            );
+                            return None;
+                        }
+                        list.push(n);
+                    }
+                    t.transports = Some(list);
+                }
                 "never_share_node_with" => {
                     t.never_share_node_with = rd::names(cx, a.req("tenant names")?)?
                         .into_iter()
@@ -542,7 +580,70 @@ pub fn tenant(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Tenant {
         })();
         a.finish(cx);
     });
+    if t.no_rdma
+        && let Some(list) = &t.transports
+    {
+        for n in list {
+            let kind = scope
+                .transport_kinds
+                .get(n)
+                .map(String::as_str)
+                .unwrap_or(n);
+            if super::transport::kind_uses_rdma(kind) {
+                let at = t.rule_spans.get("transports").copied().unwrap_or(span);
+                let mut d = Diagnostic::error(
+                    at,
+                    format!(
+                        "tenant `{name}` has `no_rdma` but allows transport `{n}`, which uses RDMA"
+                    ),
+                );
+                if let Some(sp) = t.rule_spans.get("no_rdma") {
+                    d = d.with_secondary(*sp, "RDMA forbidden here");
+                }
+                cx.push(d);
+            }
+        }
+    }
     t
+}
+
+/// A `transport NAME` selection (at `at`) by work of tenant `rules`: a located error naming
+/// the tenant and the rule if the tenant forbids it
+/// ([`super::transport::tenant_allows_transport`]).
+fn check_tenant_transport(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    rules: Option<&Tenant>,
+    workload: &str,
+    name: &str,
+    at: Span,
+) {
+    let Some(t) = rules else { return };
+    let kind = scope
+        .transport_kinds
+        .get(name)
+        .map(String::as_str)
+        .unwrap_or(name);
+    if let Err(why) = super::transport::tenant_allows_transport(t, name, kind) {
+        let rule = if t.no_rdma && super::transport::kind_uses_rdma(kind) {
+            "no_rdma"
+        } else {
+            "transports"
+        };
+        let mut d = Diagnostic::error(
+            at,
+            format!("workload `{workload}` may not use transport `{name}`: {why}"),
+        )
+        .with_help(format!(
+            "select a transport tenant `{}` allows, such as `{}`",
+            t.name,
+            super::transport::FALLBACK_TRANSPORT
+        ));
+        if let Some(sp) = t.rule_spans.get(rule) {
+            d = d.with_secondary(*sp, "the tenant's rule");
+        }
+        cx.push(d);
+    }
 }
 
 pub fn workload(
@@ -551,6 +652,7 @@ pub fn workload(
     name: &str,
     span: Span,
     tenant: Option<String>,
+    rules: Option<&Tenant>,
     stmts: &[Stmt],
 ) -> Workload {
     let mut w = Workload {
@@ -578,7 +680,9 @@ pub fn workload(
             }
             if def.key == "transport" {
                 cx.no_block(s);
-                w.transport = Some(transport_ref(cx, scope, a.req("a transport name")?)?);
+                let n = transport_ref(cx, scope, a.req("a transport name")?)?;
+                check_tenant_transport(cx, scope, rules, name, &n, s.head_span());
+                w.transport = Some(n);
                 return Some(());
             }
             let nv = a.req("a name")?;
@@ -639,8 +743,9 @@ pub fn workload(
                                 }
                                 "retry_delay" => g.retry_delay = rd::duration(cx, b.req("a time")?)?,
                                 "transport" => {
-                                    g.transport =
-                                        Some(transport_ref(cx, scope, b.req("a transport name")?)?)
+                                    let n = transport_ref(cx, scope, b.req("a transport name")?)?;
+                                    check_tenant_transport(cx, scope, rules, name, &n, s2.head_span());
+                                    g.transport = Some(n);
                                 }
                                 _ => {}
                             }
@@ -700,8 +805,9 @@ pub fn workload(
                                 }
                                 "strategy" => ac.strategy = strategy(cx, b.req("a strategy")?)?,
                                 "transport" => {
-                                    ac.transport =
-                                        Some(transport_ref(cx, scope, b.req("a transport name")?)?)
+                                    let n = transport_ref(cx, scope, b.req("a transport name")?)?;
+                                    check_tenant_transport(cx, scope, rules, name, &n, s2.head_span());
+                                    ac.transport = Some(n);
                                 }
                                 "label_selector" => {
                                     ac.label_selector =
