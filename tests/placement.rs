@@ -1353,3 +1353,131 @@ fn indexed_walk_equals_the_reference_scan() {
     }
     assert!(compared > 2000);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tenant accelerator allow-lists, quotas, device memory
+// ---------------------------------------------------------------------------------------------
+
+const H4: &str = "node h4 {\n  cpu sockets 1, cores 16\n  memory 256 GiB\n  device H100_SXM x 4 link switch\n}\n";
+const FAKE: &str =
+    "node fake {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  resources { NPU: 2 }\n}\n";
+
+/// n0: cpu8 (no devices), n1: gpu4 (4 × L4, 24 GB), h0: h4 (4 × H100_SXM, 80 GB), f0: NPUs
+/// declared with `resources` (NPUs of no accelerator kind). Tenant 0 `inf` may use only L4.
+fn accel_cluster(extra: &str) -> ClusterState {
+    state(&format!(
+        "{CPU8}{GPU4}{H4}{FAKE}cluster c {{\n  node cpu8 x 1\n  node gpu4 x 1\n  node h4 x 1 name h\n  node fake x 1 name f\n}}\ntenant inf {{\n  accelerators [L4]\n{extra}}}\n"
+    ))
+}
+
+#[test]
+fn tenant_accelerators_restrict_tasks() {
+    let mut st = accel_cluster("");
+    assert_eq!(
+        (0..4)
+            .map(|i| st.nodes[i].name().to_string())
+            .collect::<Vec<_>>(),
+        ["n0", "n1", "h0", "f0"]
+    );
+    let gpu = req(&mut st, &[("GPU", 1.0)]);
+    let cpu = req(&mut st, &[("CPU", 1.0)]);
+    let mut r = rng(0);
+    let inf = T {
+        tenant: Some(0),
+        preferred: 2,
+        ..T::default()
+    };
+    // Only n1 holds allowed devices: four GPU tasks run there, the fifth waits there (the
+    // preferred h0 is not a candidate for the tenant, so it does not queue there).
+    for _ in 0..4 {
+        assert_eq!(submit(&mut st, &gpu, &inf, &mut r), Decision::Run(1));
+    }
+    assert_eq!(decide(&mut st, &gpu, &inf, &mut r), Decision::Queue(1));
+    // Without the tenant the same request runs on the H100 node.
+    let anyone = T {
+        preferred: 2,
+        ..T::default()
+    };
+    assert_eq!(decide(&mut st, &gpu, &anyone, &mut r), Decision::Run(2));
+    // Hard affinity to a node of another kind, or of unknown kind, is infeasible.
+    for node in ["h0", "f0"] {
+        let aff = Strategy::NodeAffinity {
+            node: node.into(),
+            soft: false,
+        };
+        let t = T {
+            strategy: &aff,
+            tenant: Some(0),
+            ..T::default()
+        };
+        assert_eq!(
+            decide(&mut st, &cpu, &t, &mut r),
+            Decision::Infeasible,
+            "{node}"
+        );
+    }
+    // Device-free work may use the node without accelerators (n0): DEFAULT avoids GPU nodes.
+    assert_eq!(submit(&mut st, &cpu, &inf, &mut r), Decision::Run(0));
+    // allocate enforces the rule again.
+    assert!(st.allocate(2, &cpu, Some(0), Policy::RayDefault).is_none());
+    assert!(st.allocate(3, &cpu, Some(0), Policy::RayDefault).is_none());
+    assert!(st.allocate(0, &cpu, Some(0), Policy::RayDefault).is_some());
+}
+
+#[test]
+fn tenant_accelerators_in_explain_and_bundles() {
+    let mut st = accel_cluster("");
+    let gpu = req(&mut st, &[("GPU", 1.0)]);
+    let tr = TaskRequest {
+        request: &gpu,
+        strategy: &Strategy::Default,
+        label_selector: &[],
+        preferred: 0,
+        tenant: Some(0),
+        policy: Policy::RayDefault,
+    };
+    let mut e = Explain::default();
+    assert_eq!(
+        place_task(&mut st, &tr, &mut rng(0), Some(&mut e)),
+        Decision::Run(1)
+    );
+    assert_eq!(e.candidates[0].verdict, Verdict::Infeasible);
+    assert_eq!(
+        e.candidates[2].verdict,
+        Verdict::TenantRule("tenant `inf` accelerators [L4]: node has H100_SXM".into())
+    );
+    assert_eq!(
+        e.candidates[3].verdict,
+        Verdict::TenantRule(
+            "tenant `inf` accelerators [L4]: node has devices of no declared accelerator kind"
+                .into()
+        )
+    );
+    let text = e.render(&st);
+    assert!(
+        text.contains("tenant rule: tenant `inf` accelerators [L4]: node has H100_SXM"),
+        "{text}"
+    );
+    let bundles = vec![gpu.clone(), gpu.clone()];
+    let br = |strategy| BundleRequest {
+        bundles: &bundles,
+        strategy,
+        tenant: Some(0),
+        policy: Policy::RayDefault,
+        label_selector: &[],
+    };
+    assert_eq!(
+        place_bundles(&st, &br(PgStrategy::Pack), None),
+        PgDecision::Placed(vec![1, 1])
+    );
+    // Two nodes would be needed; only n1 is allowed.
+    let mut e = Explain::default();
+    assert_eq!(
+        place_bundles(&st, &br(PgStrategy::StrictSpread), Some(&mut e)),
+        PgDecision::Infeasible
+    );
+    assert_eq!(
+        e.candidates[2].verdict,
+        Verdict::TenantRule("tenant `inf` accelerators [L4]: node has H100_SXM".into())
+    );
+}

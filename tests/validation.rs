@@ -439,3 +439,17 @@ fn run_time_transport_checks_and_fallback() {
     // No tenant (an index past the tenants): anything goes.
     assert_eq!(allowed_transport(&s, 9, "rdma"), Ok(()));
 }
+
+#[test]
+fn tenant_accelerators_must_be_known() {
+    let out = errs("tenant t {\n  accelerators [H100_SXM, L40]\n}\n");
+    assert!(
+        out.contains("s.orr:2:27: unknown accelerator `L40`") && out.contains("did you mean `L4`?"),
+        "{out}"
+    );
+    let s = ok("tenant t {\n  accelerators [H100_SXM, L4]\n}\n");
+    assert_eq!(
+        s.tenants[0].accelerators,
+        Some(vec!["H100_SXM".to_string(), "L4".to_string()])
+    );
+}

@@ -529,8 +529,8 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
             Verdict::Dead
         } else if let Some(c) = b.label_selector.iter().find(|c| !c.matches(node.labels())) {
             Verdict::LabelMismatch(describe_constraint(c))
-        } else if !st.tenant_static_ok(i, b.tenant) {
-            Verdict::TenantRule("only_nodes".into())
+        } else if let Some(r) = st.tenant_static_reason(i, b.tenant) {
+            Verdict::TenantRule(r)
         } else if !st.is_feasible(i, req) {
             Verdict::Infeasible
         } else if let Some(c) = st.tenant_conflict(i, b.tenant) {

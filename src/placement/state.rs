@@ -39,6 +39,13 @@ pub struct Topology {
     pub nics: Vec<NicLoc>,
     pub numa_nodes: u32,
     pub switches: usize,
+    /// Accelerator kinds (the Spec's accelerator names) of the node type's devices, distinct,
+    /// in declaration order; empty for a node type without devices.
+    pub accelerators: Vec<String>,
+    /// Per unit-instance resource id: the device memory of each instance in bytes, in the
+    /// order of [`Topology::devices`]; `u64::MAX` for instances that come from a `resources`
+    /// declaration rather than a device (their memory is unknown, so unconstrained).
+    pub device_memory: Vec<(usize, Vec<u64>)>,
 }
 
 impl Topology {
@@ -165,8 +172,24 @@ pub struct TenantRules {
     pub conflicts: Vec<usize>,
     /// Label selector every placement of this tenant must satisfy.
     pub only_nodes: Vec<LabelConstraint>,
-    /// Transport rule (no RDMA NICs); stored for the transport model, ignored by placement.
+    /// Transport rule (no RDMA transports, `crate::spec::transport::kind_uses_rdma`); checked
+    /// when the scenario is resolved and by `crate::spec::transport::allowed_transport`,
+    /// ignored by placement.
     pub no_rdma: bool,
+    /// Accelerator kinds this tenant's work may be placed on (`accelerators [..]`); `None`:
+    /// any. A node passes when every accelerator it holds is listed; a node without
+    /// accelerators passes unless it offers device resources of unknown kind (a unit-instance
+    /// resource declared with `resources`), so device-free work still runs on CPU nodes.
+    pub accelerators: Option<Vec<String>>,
+}
+
+/// The `accelerators` rule on one node: every accelerator kind it holds is allowed; a node
+/// without accelerators passes unless it offers unit-instance (device) resources anyway.
+fn accelerators_ok(n: &NodeState, allowed: &[String]) -> bool {
+    if n.topo.accelerators.is_empty() {
+        return n.instances.iter().all(|e| e.1.is_empty());
+    }
+    n.topo.accelerators.iter().all(|a| allowed.contains(a))
 }
 
 /// A TPU-style slice: a rack whose hosts form one torus.
@@ -305,6 +328,7 @@ impl ClusterState {
                 conflicts: Vec::new(),
                 only_nodes: t.only_nodes.clone(),
                 no_rdma: t.no_rdma,
+                accelerators: t.accelerators.clone(),
             });
         }
         for (i, t) in spec.tenants.iter().enumerate() {
@@ -392,11 +416,19 @@ impl ClusterState {
             };
             let mut domain = 0usize;
             let mut per_res: BTreeMap<usize, Vec<DeviceLoc>> = BTreeMap::new();
+            let mut per_mem: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
             for g in &nt.devices {
                 let Some(acc) = spec.accelerators.get(&g.accelerator) else {
                     continue;
                 };
+                if !topo.accelerators.contains(&g.accelerator) {
+                    topo.accelerators.push(g.accelerator.clone());
+                }
                 let rid = ids.get_or_insert(&acc.ray_resource);
+                per_mem
+                    .entry(rid)
+                    .or_default()
+                    .extend(std::iter::repeat_n(acc.memory.0, g.count as usize));
                 let group_domain = domain;
                 if g.link != "none" {
                     domain += 1;
@@ -429,11 +461,22 @@ impl ClusterState {
                         });
                     }
                     v.truncate(n);
+                    let m = per_mem.entry(rid).or_default();
+                    m.resize(n, u64::MAX);
                 }
             }
             topo.devices = per_res
                 .into_iter()
                 .filter(|(rid, _)| resources.iter().any(|e| e.0 == *rid))
+                .collect();
+            topo.device_memory = topo
+                .devices
+                .iter()
+                .map(|(rid, locs)| {
+                    let mut m = per_mem.remove(rid).unwrap_or_default();
+                    m.resize(locs.len(), u64::MAX);
+                    (*rid, m)
+                })
                 .collect();
             for g in &nt.nics {
                 for k in 0..g.count as usize {
@@ -766,15 +809,47 @@ impl ClusterState {
         self.tenants.iter().position(|t| t.name == name)
     }
 
-    /// Tenant `only_nodes` passes (static part of the tenant rules).
+    /// Tenant `only_nodes` and `accelerators` pass (the static part of the tenant rules).
     pub fn tenant_static_ok(&self, node: NodeId, tenant: Option<usize>) -> bool {
         match tenant.and_then(|t| self.tenants.get(t)) {
-            Some(t) => t
-                .only_nodes
-                .iter()
-                .all(|c| c.matches(&self.nodes[node].labels)),
+            Some(t) => {
+                let n = &self.nodes[node];
+                t.only_nodes.iter().all(|c| c.matches(&n.labels))
+                    && t.accelerators
+                        .as_ref()
+                        .is_none_or(|allowed| accelerators_ok(n, allowed))
+            }
             None => true,
         }
+    }
+
+    /// Why the static tenant rules exclude `node` for `tenant` (`None`: they pass), as
+    /// `explain` shows it: `tenant `t` only_nodes KEY = VALUE` or
+    /// `tenant `t` accelerators [H100_SXM]: node has L4`.
+    pub fn tenant_static_reason(&self, node: NodeId, tenant: Option<usize>) -> Option<String> {
+        let t = self.tenants.get(tenant?)?;
+        let n = &self.nodes[node];
+        if let Some(c) = t.only_nodes.iter().find(|c| !c.matches(&n.labels)) {
+            return Some(format!(
+                "tenant `{}` only_nodes {}",
+                t.name,
+                super::explain::describe_constraint(c)
+            ));
+        }
+        let allowed = t.accelerators.as_ref()?;
+        if accelerators_ok(n, allowed) {
+            return None;
+        }
+        let has = if n.topo.accelerators.is_empty() {
+            "devices of no declared accelerator kind".to_string()
+        } else {
+            n.topo.accelerators.join(", ")
+        };
+        Some(format!(
+            "tenant `{}` accelerators [{}]: node has {has}",
+            t.name,
+            allowed.join(", ")
+        ))
     }
 
     /// A tenant this one may not share a node with that currently has work on `node`.

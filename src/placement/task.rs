@@ -494,13 +494,8 @@ fn fill_explain(st: &ClusterState, t: &TaskRequest, d: &Decision, e: &mut Explai
             Verdict::Dead
         } else if let Some(c) = t.label_selector.iter().find(|c| !c.matches(node.labels())) {
             Verdict::LabelMismatch(describe_constraint(c))
-        } else if let Some(c) = t.tenant.and_then(|x| st.tenants.get(x)).and_then(|tr| {
-            tr.only_nodes
-                .iter()
-                .find(|c| !c.matches(node.labels()))
-                .map(|c| format!("tenant `{}` only_nodes {}", tr.name, describe_constraint(c)))
-        }) {
-            Verdict::TenantRule(c)
+        } else if let Some(r) = st.tenant_static_reason(i, t.tenant) {
+            Verdict::TenantRule(r)
         } else if !st.is_feasible(i, t.request) {
             Verdict::Infeasible
         } else if let Some(c) = st.tenant_conflict(i, t.tenant) {

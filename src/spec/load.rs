@@ -634,10 +634,25 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         let e = max.entry(k).or_insert(0.0);
         *e = e.max(v);
     };
+    let mut node_types = Vec::new();
     for nt in types {
-        for (k, v) in node_resources(spec, nt) {
-            bump(k, v);
+        let resources = node_resources(spec, nt);
+        for (k, v) in &resources {
+            bump(k.clone(), *v);
         }
+        let devices = nt
+            .devices
+            .iter()
+            .filter_map(|g| {
+                let a = spec.accelerators.get(&g.accelerator)?;
+                Some((g.accelerator.clone(), a.ray_resource.clone(), a.memory))
+            })
+            .collect();
+        node_types.push(workload::ScopeNodeType {
+            name: nt.name.clone(),
+            resources,
+            devices,
+        });
     }
     let transports = spec
         .transports
@@ -656,6 +671,8 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         max_per_node: max,
         transports,
         transport_kinds,
+        accelerators: spec.accelerators.keys().cloned().collect(),
+        node_types,
     }
 }
 

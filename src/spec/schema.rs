@@ -134,6 +134,7 @@ pub const TENANT: &[StmtDef] = &[
     one("only_nodes", &[]),
     one("no_rdma", &[]),
     one("transports", &[]),
+    one("accelerators", &[]),
     one("quota", &[]),
     one("priority", &[]),
 ];

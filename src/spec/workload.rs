@@ -64,6 +64,10 @@ pub struct Tenant {
     /// Transports the tenant's work may select (`transports [..]`: built-in kinds or declared
     /// transports; the object store is always allowed); `None`: any.
     pub transports: Option<Vec<String>>,
+    /// Accelerator kinds (accelerator names, such as `H100_SXM`) the tenant's work may be
+    /// placed on (`accelerators [..]`); `None`: any. Enforced by placement
+    /// (`placement::TenantRules::accelerators`).
+    pub accelerators: Option<Vec<String>>,
     pub quota: Resources,
     pub priority: i64,
     #[serde(skip)]
@@ -232,6 +236,19 @@ pub struct ResourceScope {
     pub transports: BTreeSet<String>,
     /// The kind of each name in `transports` (a built-in kind is its own kind).
     pub transport_kinds: BTreeMap<String, String>,
+    /// Every accelerator name (declared and catalog).
+    pub accelerators: BTreeSet<String>,
+    /// The node types in scope (the cluster's, or all when there is none).
+    pub node_types: Vec<ScopeNodeType>,
+}
+
+/// What a node type offers, for checks that need more than the per-resource maximum.
+pub struct ScopeNodeType {
+    pub name: String,
+    /// [`super::load::node_resources`].
+    pub resources: BTreeMap<String, f64>,
+    /// Per device group: accelerator name, its Ray resource, its memory per device.
+    pub devices: Vec<(String, String, Bytes)>,
 }
 
 impl ResourceScope {
@@ -516,6 +533,7 @@ pub fn tenant(
         only_nodes: Vec::new(),
         no_rdma: false,
         transports: None,
+        accelerators: None,
         quota: Resources::new(),
         priority: 0,
         span,
@@ -546,6 +564,25 @@ pub fn tenant(
                         list.push(n);
                     }
                     t.transports = Some(list);
+                }
+                "accelerators" => {
+                    let mut list = Vec::new();
+                    for (n, sp) in rd::names(cx, a.req("a list of accelerator kinds")?)? {
+                        if !scope.accelerators.contains(&n) {
+                            let help =
+                                did_you_mean(&n, scope.accelerators.iter().map(String::as_str))
+                                    .unwrap_or_else(|| {
+                                        "name a declared or catalog accelerator".into()
+                                    });
+                            cx.push(
+                                Diagnostic::error(sp, format!("unknown accelerator `{n}`"))
+                                    .with_help(help),
+                            );
+                            return None;
+                        }
+                        list.push(n);
+                    }
+                    t.accelerators = Some(list);
                 }
                 "never_share_node_with" => {
                     t.never_share_node_with = rd::names(cx, a.req("tenant names")?)?
