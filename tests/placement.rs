@@ -1481,3 +1481,156 @@ fn tenant_accelerators_in_explain_and_bundles() {
         Verdict::TenantRule("tenant `inf` accelerators [L4]: node has H100_SXM".into())
     );
 }
+
+/// Two gpu4 nodes (8 × L4); tenant 0 `a` may hold 2 GPUs and 20 CPUs at once, tenant 1 `b`
+/// has no quota.
+fn quota_cluster() -> ClusterState {
+    state(&format!(
+        "{GPU4}cluster c {{\n  node gpu4 x 2\n}}\ntenant a {{\n  quota {{ GPU: 2, CPU: 20 }}\n}}\ntenant b {{\n  priority 1\n}}\n"
+    ))
+}
+
+#[test]
+fn quota_queues_work_past_it_and_counts_allocations() {
+    let mut st = quota_cluster();
+    let gpu = req(&mut st, &[("GPU", 1.0), ("CPU", 1.0)]);
+    let g = st.ids.id("GPU").unwrap();
+    let mut r = rng(0);
+    let a = T {
+        tenant: Some(0),
+        ..T::default()
+    };
+    assert!(st.quota_allows(Some(0), &gpu));
+    assert_eq!(submit(&mut st, &gpu, &a, &mut r), Decision::Run(0));
+    let second = st.allocate(1, &gpu, Some(0), Policy::RayDefault).unwrap();
+    assert_eq!(st.tenant_held(0, g), 2 * SCALE);
+    // Six GPUs are free, but the tenant holds its quota: the third waits (at the submitter's
+    // node n0, feasible for it), and allocate refuses it too.
+    assert!(!st.quota_allows(Some(0), &gpu));
+    assert_eq!(
+        st.quota_blocked_by(Some(0), &gpu).as_deref(),
+        Some("tenant `a` quota GPU: holds 2, requests 1, quota 2")
+    );
+    assert_eq!(decide(&mut st, &gpu, &a, &mut r), Decision::Queue(0));
+    assert!(st.allocate(0, &gpu, Some(0), Policy::RayDefault).is_none());
+    // Work without GPUs is within the CPU quota and runs.
+    let cpu = req(&mut st, &[("CPU", 2.0)]);
+    assert!(matches!(
+        decide(&mut st, &cpu, &a, &mut r),
+        Decision::Run(_)
+    ));
+    // Another tenant, and work without a tenant, are not limited.
+    let b = T {
+        tenant: Some(1),
+        ..T::default()
+    };
+    assert_eq!(submit(&mut st, &gpu, &b, &mut r), Decision::Run(0));
+    assert!(matches!(
+        decide(&mut st, &gpu, &T::default(), &mut r),
+        Decision::Run(_)
+    ));
+    assert_eq!(st.quota_blocked_by(None, &gpu), None);
+    // Freeing gives the quota back.
+    st.free(&second, Some(0));
+    assert_eq!(st.tenant_held(0, g), SCALE);
+    assert!(st.quota_allows(Some(0), &gpu));
+    assert!(matches!(
+        decide(&mut st, &gpu, &a, &mut r),
+        Decision::Run(_)
+    ));
+}
+
+#[test]
+fn a_request_larger_than_the_quota_is_infeasible() {
+    let mut st = quota_cluster();
+    let three = req(&mut st, &[("GPU", 3.0)]);
+    assert_eq!(
+        st.quota_exceeded_by(Some(0), &three).as_deref(),
+        Some("tenant `a` quota GPU: requests 3, more than the quota 2")
+    );
+    let tr = TaskRequest {
+        request: &three,
+        strategy: &Strategy::Default,
+        label_selector: &[],
+        preferred: 0,
+        tenant: Some(0),
+        policy: Policy::RayDefault,
+    };
+    let mut e = Explain::default();
+    assert_eq!(
+        place_task(&mut st, &tr, &mut rng(0), Some(&mut e)),
+        Decision::Infeasible
+    );
+    assert_eq!(
+        e.candidates[0].verdict,
+        Verdict::TenantRule("tenant `a` quota GPU: requests 3, more than the quota 2".into())
+    );
+    // Fits a node (4 L4) without the tenant.
+    assert_eq!(
+        decide(&mut st, &three, &T::default(), &mut rng(0)),
+        Decision::Run(0)
+    );
+}
+
+#[test]
+fn quota_forgets_allocations_on_dead_nodes() {
+    let mut st = quota_cluster();
+    let gpu = req(&mut st, &[("GPU", 1.0)]);
+    let g = st.ids.id("GPU").unwrap();
+    let on1 = st.allocate(1, &gpu, Some(0), Policy::RayDefault).unwrap();
+    let _on0 = st.allocate(0, &gpu, Some(0), Policy::RayDefault).unwrap();
+    assert_eq!(st.tenant_held(0, g), 2 * SCALE);
+    // n1 dies: what the tenant held there stops counting (the simulation drops such
+    // allocations without freeing them).
+    st.set_alive(1, false);
+    assert_eq!(st.tenant_held(0, g), SCALE);
+    st.reset(1);
+    st.set_alive(1, true);
+    assert_eq!(st.tenant_held(0, g), SCALE);
+    // A late free of the lost allocation gives back nothing more.
+    st.free(&on1, Some(0));
+    assert_eq!(st.tenant_held(0, g), SCALE);
+    // A reset of an alive node forgets what was held there.
+    st.reset(0);
+    assert_eq!(st.tenant_held(0, g), 0);
+}
+
+#[test]
+fn quota_counts_a_placement_group_as_a_whole() {
+    let mut st = quota_cluster();
+    let gpu = req(&mut st, &[("GPU", 1.0)]);
+    let two = vec![gpu.clone(), gpu.clone()];
+    let three = vec![gpu.clone(), gpu.clone(), gpu.clone()];
+    let br = |bundles| BundleRequest {
+        bundles,
+        strategy: PgStrategy::Pack,
+        tenant: Some(0),
+        policy: Policy::RayDefault,
+        label_selector: &[],
+    };
+    assert_eq!(
+        place_bundles(&st, &br(&two), None),
+        PgDecision::Placed(vec![0, 0])
+    );
+    assert_eq!(
+        place_bundles(&st, &br(&three), None),
+        PgDecision::Infeasible
+    );
+    let held = st.allocate(1, &gpu, Some(0), Policy::RayDefault).unwrap();
+    let mut e = Explain::default();
+    assert_eq!(
+        place_bundles(&st, &br(&two), Some(&mut e)),
+        PgDecision::Wait
+    );
+    assert_eq!(
+        e.candidates[0].verdict,
+        Verdict::TenantRule(
+            "tenant `a` quota GPU: holds 1, requests 2, quota 2 (the whole group)".into()
+        )
+    );
+    st.free(&held, Some(0));
+    assert_eq!(
+        place_bundles(&st, &br(&two), None),
+        PgDecision::Placed(vec![0, 0])
+    );
+}

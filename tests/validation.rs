@@ -453,3 +453,37 @@ fn tenant_accelerators_must_be_known() {
         Some(vec!["H100_SXM".to_string(), "L4".to_string()])
     );
 }
+
+#[test]
+fn work_larger_than_its_tenant_quota_is_an_error() {
+    let out = errs(&format!(
+        "{NODE}cluster c {{\n  node box x 2\n}}\ntenant a {{\n  quota {{ GPU: 2, memory: 8 GiB }}\n}}\nworkload w tenant a {{\n  tasks t x 1 {{\n    resources {{ GPU: 4 }}\n    duration 1 s\n  }}\n  actor big {{\n    resources {{ CPU: 1, memory: 16 GiB }}\n  }}\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 1 }} x 3\n  }}\n  tasks fine x 9 {{\n    resources {{ GPU: 2 }}\n    duration 1 s\n  }}\n}}\n"
+    ));
+    assert!(
+        out.contains("s.orr:16:5: a task of group `t` needs 4 `GPU`, more than tenant `a`'s quota of 2; it could never be placed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:20:5: actor `big` needs 16 GiB `memory`, more than tenant `a`'s quota of 8 GiB; it could never be placed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:22:3: placement group `pg` (all its bundles together) needs 3 `GPU`, more than tenant `a`'s quota of 2; it could never be placed"),
+        "{out}"
+    );
+    assert!(out.contains("the quota"), "{out}");
+    assert_eq!(out.matches("could never be placed").count(), 3, "{out}");
+    let out = errs("tenant a {\n  quota { GPUS: 2 }\n}\n");
+    assert!(
+        out.contains("s.orr:2:11: no node in scope offers resource `GPUS`")
+            && out.contains("did you mean `GPU`?"),
+        "{out}"
+    );
+    let out = errs("tenant a {\n  quota { GPU: -1 }\n}\n");
+    assert!(
+        out.contains("s.orr:2:16: a quota must not be negative"),
+        "{out}"
+    );
+    let s = ok("tenant a {\n  quota { GPU: 2, memory: 1 GiB }\n}\n");
+    assert_eq!(s.tenants[0].quota["memory"], (1u64 << 30) as f64);
+}

@@ -283,6 +283,11 @@ impl<'a> View<'a> {
 /// fails, it runs again on the alive cluster as if empty: success there means `Wait`, failure
 /// means `Infeasible` (Ray would keep such a group pending forever).
 ///
+/// Tenant quotas (Orrery's) count the whole group, since its creation is atomic: if the
+/// sum of the bundles is more than the tenant's quota of some resource the group is
+/// `Infeasible`; if it would take the tenant past its quota now, a placement that would
+/// succeed is `Wait` instead.
+///
 /// Availability here is per instance (what the raylet's two-phase commit would accept), where
 /// Ray's GCS checks sums and lets the raylet's prepare fail and retry: the outcome is the same
 /// without the retry.
@@ -302,6 +307,20 @@ fn place(st: &ClusterState, b: &BundleRequest) -> PgDecision {
     if b.bundles.is_empty() {
         return PgDecision::Placed(Vec::new());
     }
+    let total = b
+        .bundles
+        .iter()
+        .fold(Request::default(), |acc, x| acc.sum(x));
+    if st.quota_exceeded_by(b.tenant, &total).is_some() {
+        return PgDecision::Infeasible;
+    }
+    match place_resources(st, b) {
+        PgDecision::Placed(_) if !st.quota_allows(b.tenant, &total) => PgDecision::Wait,
+        d => d,
+    }
+}
+
+fn place_resources(st: &ClusterState, b: &BundleRequest) -> PgDecision {
     let cands: Vec<NodeId> = (0..st.nodes.len())
         .filter(|&n| {
             let node = &st.nodes[n];
@@ -522,6 +541,13 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
         return;
     };
     let req = &b.bundles[first];
+    let total = b
+        .bundles
+        .iter()
+        .fold(Request::default(), |acc, x| acc.sum(x));
+    let quota = st
+        .quota_exceeded_by(b.tenant, &total)
+        .or_else(|| st.quota_blocked_by(b.tenant, &total));
     let v = View::new(st, false, false, b.tenant);
     for i in 0..st.nodes.len() {
         let node = &st.nodes[i];
@@ -538,6 +564,8 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
                 "runs work of tenant `{}` (never_share_node_with)",
                 st.tenants[c].name
             ))
+        } else if let Some(q) = &quota {
+            Verdict::TenantRule(format!("{q} (the whole group)"))
         } else {
             let score = v.score(i, req);
             if score >= 0.0 {

@@ -2,7 +2,7 @@
 //! labels, topology and tenant occupancy, built from a validated [`Spec`].
 
 use super::resources::{
-    self as res, DeviceLoc, GPU, Request, ResourceIds, SCALE, instances_fit, to_fixed,
+    self as res, DeviceLoc, GPU, Request, ResourceIds, SCALE, from_fixed, instances_fit, to_fixed,
     try_allocate_ray, try_allocate_topo,
 };
 use super::{NodeId, Policy};
@@ -75,6 +75,9 @@ pub struct NodeState {
     instances: Vec<(usize, Vec<i64>)>,
     topo: Arc<Topology>,
     tenant_occ: Vec<u32>,
+    /// What each tenant's allocations hold here of each resource its quota names, flat in
+    /// the layout of [`ClusterState`]'s quota table (empty when no tenant has a quota).
+    quota_held: Vec<i64>,
     /// Cached [`NodeState::critical_utilization`], refreshed on every allocate/free/reset.
     util: f32,
     /// Device instances out of service (a GPU-level fault): (resource id, instance).
@@ -181,6 +184,9 @@ pub struct TenantRules {
     /// accelerators passes unless it offers device resources of unknown kind (a unit-instance
     /// resource declared with `resources`), so device-free work still runs on CPU nodes.
     pub accelerators: Option<Vec<String>>,
+    /// `quota { GPU: 2 }`: the most of each resource (id, amount in 1/10000) the tenant's
+    /// live allocations may hold at once, summed over alive nodes; sorted by id.
+    pub quota: Vec<(usize, i64)>,
 }
 
 /// The `accelerators` rule on one node: every accelerator kind it holds is allowed; a node
@@ -261,6 +267,14 @@ pub struct ClusterState {
     /// scanning and selecting (same result; see `task::hybrid_pass`).
     pub(crate) order: BTreeSet<(u32, u32)>,
     pub(crate) buf_feasible: Vec<(f32, NodeId)>,
+    /// Start of each tenant's entries in the flat quota tables (`quota_held` here and on
+    /// every node), one entry per `TenantRules::quota` item.
+    quota_off: Vec<usize>,
+    /// What each tenant holds on alive nodes of each quota resource (flat, see `quota_off`).
+    /// Kept by [`ClusterState::allocate`], [`ClusterState::free`], [`ClusterState::reset`] and
+    /// [`ClusterState::set_alive`] (work on a dead node holds nothing usable: its allocations
+    /// stop counting when the node dies, as Ray frees a dead node's leases).
+    quota_held: Vec<i64>,
 }
 
 /// Sort key of a node in the DEFAULT policy's order: utilisation below Ray's
@@ -320,6 +334,8 @@ impl ClusterState {
             buf_avail: Vec::new(),
             order: BTreeSet::new(),
             buf_feasible: Vec::new(),
+            quota_off: Vec::new(),
+            quota_held: Vec::new(),
         };
         // Tenants: symmetric never-share, only_nodes selectors.
         for t in &spec.tenants {
@@ -329,6 +345,7 @@ impl ClusterState {
                 only_nodes: t.only_nodes.clone(),
                 no_rdma: t.no_rdma,
                 accelerators: t.accelerators.clone(),
+                quota: Vec::new(),
             });
         }
         for (i, t) in spec.tenants.iter().enumerate() {
@@ -345,6 +362,7 @@ impl ClusterState {
         }
         let ntenants = st.tenants.len();
         let Some(cluster) = &spec.cluster else {
+            st.intern_quotas(spec, &mut ids);
             st.ids = ids;
             return st;
         };
@@ -564,14 +582,19 @@ impl ClusterState {
                 instances,
                 topo: ti.topo.clone(),
                 tenant_occ: vec![0; ntenants],
+                quota_held: Vec::new(),
                 util: 0.0,
                 dead: Vec::new(),
             });
         }
+        // Quota resources are interned last, so they never renumber the nodes' resources.
+        st.intern_quotas(spec, &mut ids);
         let n = ids.len();
+        let nq = st.quota_held.len();
         for node in &mut st.nodes {
             node.total.resize(n, 0);
             node.available.resize(n, 0);
+            node.quota_held = vec![0; nq];
         }
         st.head = cluster
             .head
@@ -585,6 +608,138 @@ impl ClusterState {
         st.alive_non_gpu = st.nodes.iter().filter(|n| !n.has_gpu).count();
         st.ids = ids;
         st
+    }
+
+    /// The tenants' quotas as resource ids, and the flat tables that count what they hold.
+    fn intern_quotas(&mut self, spec: &Spec, ids: &mut ResourceIds) {
+        let mut off = 0;
+        for (t, rules) in spec.tenants.iter().zip(self.tenants.iter_mut()) {
+            rules.quota = Request::from_amounts(
+                t.quota
+                    .iter()
+                    .map(|(k, v)| (ids.get_or_insert(k), to_fixed(*v)))
+                    .collect(),
+            )
+            .amounts;
+            // `from_amounts` drops zero amounts; a zero quota still forbids that resource.
+            for (k, v) in &t.quota {
+                let id = ids.get_or_insert(k);
+                if to_fixed(*v) <= 0 && !rules.quota.iter().any(|e| e.0 == id) {
+                    rules.quota.push((id, 0));
+                }
+            }
+            rules.quota.sort_by_key(|e| e.0);
+            self.quota_off.push(off);
+            off += rules.quota.len();
+        }
+        self.quota_held = vec![0; off];
+    }
+
+    /// Add (`sign` 1) or remove (-1) what an allocation of `amounts` by `tenant` holds on
+    /// `node` to the quota tables; the cluster table only counts alive nodes.
+    fn quota_account(
+        &mut self,
+        node: NodeId,
+        amounts: &[(usize, i64)],
+        tenant: Option<usize>,
+        sign: i64,
+    ) {
+        let Some(t) = tenant else { return };
+        let Some(rules) = self.tenants.get(t) else {
+            return;
+        };
+        let off = self.quota_off[t];
+        let n = &mut self.nodes[node];
+        for (k, &(id, _)) in rules.quota.iter().enumerate() {
+            let a = amounts.iter().find(|e| e.0 == id).map(|e| e.1).unwrap_or(0);
+            if a == 0 {
+                continue;
+            }
+            let held = &mut n.quota_held[off + k];
+            // Never below zero: a free after a reset of the node gives back nothing.
+            let d = if sign > 0 { a } else { -a.min(*held) };
+            *held += d;
+            if n.alive {
+                self.quota_held[off + k] += d;
+            }
+        }
+    }
+
+    /// What tenant `tenant` holds now, on alive nodes, of `resource` (an id); tracked only
+    /// for resources its quota names (0 otherwise).
+    pub fn tenant_held(&self, tenant: usize, resource: usize) -> i64 {
+        let Some(rules) = self.tenants.get(tenant) else {
+            return 0;
+        };
+        rules
+            .quota
+            .iter()
+            .position(|e| e.0 == resource)
+            .map(|k| self.quota_held[self.quota_off[tenant] + k])
+            .unwrap_or(0)
+    }
+
+    fn fmt_amount(&self, id: usize, a: i64) -> String {
+        if id == res::MEMORY || id == res::OBJECT_STORE_MEMORY {
+            crate::units::Bytes(from_fixed(a).max(0.0) as u64).to_string()
+        } else {
+            crate::units::sig3(from_fixed(a))
+        }
+    }
+
+    /// Whether `tenant` may take `r` now without holding more than its quota of any resource
+    /// (what it holds on alive nodes plus `r`). No tenant, or no quota: always.
+    pub fn quota_allows(&self, tenant: Option<usize>, r: &Request) -> bool {
+        let Some(t) = tenant else { return true };
+        let Some(rules) = self.tenants.get(t) else {
+            return true;
+        };
+        let off = self.quota_off[t];
+        rules
+            .quota
+            .iter()
+            .enumerate()
+            .all(|(k, &(id, q))| r.get(id) == 0 || self.quota_held[off + k] + r.get(id) <= q)
+    }
+
+    /// Which quota keeps `tenant` from taking `r` now, if one does: `tenant `a` quota GPU:
+    /// holds 2, requests 1, quota 2` (the first such resource in id order).
+    pub fn quota_blocked_by(&self, tenant: Option<usize>, r: &Request) -> Option<String> {
+        let t = tenant?;
+        let rules = self.tenants.get(t)?;
+        let off = self.quota_off[t];
+        rules.quota.iter().enumerate().find_map(|(k, &(id, q))| {
+            let want = r.get(id);
+            let held = self.quota_held[off + k];
+            (want > 0 && held + want > q).then(|| {
+                format!(
+                    "tenant `{}` quota {}: holds {}, requests {}, quota {}",
+                    rules.name,
+                    self.ids.name(id),
+                    self.fmt_amount(id, held),
+                    self.fmt_amount(id, want),
+                    self.fmt_amount(id, q)
+                )
+            })
+        })
+    }
+
+    /// Whether `r` alone is more than `tenant`'s quota of some resource (it could never be
+    /// placed): `tenant `a` quota GPU: requests 4, more than the quota 2`.
+    pub fn quota_exceeded_by(&self, tenant: Option<usize>, r: &Request) -> Option<String> {
+        let rules = self.tenants.get(tenant?)?;
+        rules.quota.iter().find_map(|&(id, q)| {
+            let want = r.get(id);
+            (want > q).then(|| {
+                format!(
+                    "tenant `{}` quota {}: requests {}, more than the quota {}",
+                    rules.name,
+                    self.ids.name(id),
+                    self.fmt_amount(id, want),
+                    self.fmt_amount(id, q)
+                )
+            })
+        })
     }
 
     /// Intern a resource map as a [`Request`].
@@ -634,7 +789,10 @@ impl ClusterState {
         tenant: Option<usize>,
         policy: Policy,
     ) -> Option<Allocation> {
-        if !self.is_available(node, req) || !self.tenant_allows(node, tenant) {
+        if !self.is_available(node, req)
+            || !self.tenant_allows(node, tenant)
+            || !self.quota_allows(tenant, req)
+        {
             return None;
         }
         let n = &mut self.nodes[node];
@@ -662,6 +820,7 @@ impl ClusterState {
         n.util = n.compute_utilization();
         let new = n.util;
         self.reorder(node, old, new);
+        self.quota_account(node, &req.amounts, tenant, 1);
         Some(Allocation {
             node,
             amounts: req.amounts.clone(),
@@ -697,6 +856,7 @@ impl ClusterState {
         n.util = n.compute_utilization();
         let new = n.util;
         self.reorder(alloc.node, old, new);
+        self.quota_account(alloc.node, &alloc.amounts, tenant, -1);
     }
 
     /// Move a node in [`ClusterState::order`] after its utilisation changed.
@@ -724,6 +884,11 @@ impl ClusterState {
             self.order.remove(&key);
         }
         let n = &self.nodes[node];
+        let q: i64 = if alive { 1 } else { -1 };
+        for (k, held) in n.quota_held.iter().enumerate() {
+            self.quota_held[k] += q * held;
+        }
+        let n = &self.nodes[node];
         let d: isize = if alive { 1 } else { -1 };
         self.alive_count = (self.alive_count as isize + d) as usize;
         if !n.has_gpu {
@@ -742,6 +907,13 @@ impl ClusterState {
             }
         }
         n.tenant_occ.iter_mut().for_each(|c| *c = 0);
+        if n.alive {
+            for (k, held) in n.quota_held.iter().enumerate() {
+                self.quota_held[k] -= held;
+            }
+        }
+        let n = &mut self.nodes[node];
+        n.quota_held.iter_mut().for_each(|h| *h = 0);
         let old = n.util;
         n.util = 0.0;
         self.reorder(node, old, 0.0);

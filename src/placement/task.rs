@@ -106,12 +106,26 @@ pub fn hybrid_score(st: &ClusterState, n: NodeId, threshold: f32) -> f32 {
 /// * `Strategy::Default` under `Policy::TopologyAware` → [`topology_aware`] (Orrery's).
 ///
 /// Label selectors and tenant rules apply under every strategy. Deterministic given `rng`.
+///
+/// Tenant quotas (Orrery's, not Ray's) come last: a request larger than the tenant's quota of
+/// some resource is `Infeasible` ([`ClusterState::quota_exceeded_by`]); one that would take
+/// the tenant past its quota now is `Queue` at the node the policy chose (then subject to the
+/// preferred-node rule below) instead of `Run` ([`ClusterState::quota_blocked_by`]), to be
+/// placed again when the tenant's work frees resources.
 pub fn place_task(
     state: &mut ClusterState,
     t: &TaskRequest,
     rng: &mut ChaCha8Rng,
     explain: Option<&mut Explain>,
 ) -> Decision {
+    if state.quota_exceeded_by(t.tenant, t.request).is_some() {
+        let d = Decision::Infeasible;
+        if let Some(e) = explain {
+            fill_explain(state, t, &d, e);
+        }
+        return d;
+    }
+    let spread_before = state.spread_next;
     let d = match t.strategy {
         Strategy::NodeAffinity { node, soft } => node_affinity(state, t, node, *soft, rng),
         Strategy::Spread => spread(state, t, rng),
@@ -120,6 +134,14 @@ pub fn place_task(
             Policy::Spread => spread(state, t, rng),
             Policy::TopologyAware => topology_aware(state, t, rng),
         },
+    };
+    let d = match d {
+        Decision::Run(n) if !state.quota_allows(t.tenant, t.request) => {
+            // Nothing starts, so SPREAD's round robin does not move on.
+            state.spread_next = spread_before;
+            Decision::Queue(n)
+        }
+        d => d,
     };
     // Ray `ClusterResourceScheduler::GetBestSchedulableNode` (`cluster_resource_scheduler.cc`):
     // when the best node is feasible but unavailable, the lease waits on the local node (the
@@ -503,6 +525,11 @@ fn fill_explain(st: &ClusterState, t: &TaskRequest, d: &Decision, e: &mut Explai
                 "runs work of tenant `{}` (never_share_node_with)",
                 st.tenants[c].name
             ))
+        } else if let Some(q) = st
+            .quota_exceeded_by(t.tenant, t.request)
+            .or_else(|| st.quota_blocked_by(t.tenant, t.request))
+        {
+            Verdict::TenantRule(q)
         } else {
             let score = f64::from(hybrid_score(st, i, SPREAD_THRESHOLD));
             if st.is_available(i, t.request) {

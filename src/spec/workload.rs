@@ -596,7 +596,38 @@ pub fn tenant(
                     let m = rd::map(cx, a.req("a resource map")?)?;
                     rd::unique_keys(cx, m);
                     for (k, v) in m {
-                        t.quota.insert(k.name.clone(), rd::number(cx, v)?);
+                        let name = k.name.as_str();
+                        let amount = if name == "memory" || name == "object_store_memory" {
+                            rd::bytes(cx, v).map(|b| b.0 as f64)
+                        } else {
+                            rd::number(cx, v)
+                        };
+                        let Some(x) = amount else { continue };
+                        if !scope.max_per_node.contains_key(name)
+                            && !BUILTIN_RESOURCES.contains(&name)
+                        {
+                            let help = did_you_mean(
+                                name,
+                                scope
+                                    .max_per_node
+                                    .keys()
+                                    .map(String::as_str)
+                                    .chain(BUILTIN_RESOURCES.iter().copied()),
+                            );
+                            cx.push(
+                                Diagnostic::error(
+                                    k.span,
+                                    format!("no node in scope offers resource `{name}`"),
+                                )
+                                .with_help_opt(help),
+                            );
+                            continue;
+                        }
+                        if x < 0.0 {
+                            cx.error(v.span, "a quota must not be negative");
+                            continue;
+                        }
+                        t.quota.insert(k.name.clone(), x);
                     }
                 }
                 "priority" => {
@@ -642,6 +673,50 @@ pub fn tenant(
         }
     }
     t
+}
+
+/// An amount of resource `k` as the DSL writes it: bytes for memory, else a number.
+fn show_amount(k: &str, x: f64) -> String {
+    if k == "memory" || k == "object_store_memory" {
+        Bytes(x.max(0.0) as u64).to_string()
+    } else {
+        crate::units::sig3(x)
+    }
+}
+
+/// Work (`what`, requesting `r`, at `at`) that alone needs more of a resource than its
+/// tenant's `quota` could never be placed: a located error. Amounts compare in Ray's
+/// 1/10000 units, as placement does.
+fn check_quota(cx: &mut Cx, rules: Option<&Tenant>, what: &str, r: &Resources, at: Span) {
+    let Some(t) = rules else { return };
+    let fixed = |x: f64| (x * 10_000.0).round();
+    for (k, q) in &t.quota {
+        let need = r.get(k).copied().unwrap_or(0.0);
+        if fixed(need) > fixed(*q) {
+            let mut d = Diagnostic::error(
+                at,
+                format!(
+                    "{what} needs {} `{k}`, more than tenant `{}`'s quota of {}; it could never be placed",
+                    show_amount(k, need),
+                    t.name,
+                    show_amount(k, *q)
+                ),
+            );
+            if let Some(sp) = t.rule_spans.get("quota") {
+                d = d.with_secondary(*sp, "the quota");
+            }
+            cx.push(d);
+        }
+    }
+}
+
+/// The head of the first `key` statement of a block, else `or`.
+fn stmt_span(stmts: &[Stmt], key: &str, or: Span) -> Span {
+    stmts
+        .iter()
+        .find(|x| x.key.name == key)
+        .map(|x| x.head_span())
+        .unwrap_or(or)
 }
 
 /// A `transport NAME` selection (at `at`) by work of tenant `rules`: a located error naming
@@ -802,6 +877,13 @@ pub fn workload(
                             format!("task group `{}` needs `duration` or `compute`", g.name),
                         );
                     }
+                    check_quota(
+                        cx,
+                        rules,
+                        &format!("a task of group `{}`", g.name),
+                        &g.resources,
+                        stmt_span(&blk.stmts, "resources", s.head_span()),
+                    );
                     pending_after.push((w.tasks.len(), after));
                     w.tasks.push(g);
                 }
@@ -862,6 +944,17 @@ pub fn workload(
                             format!("actor `{}` makes calls but has no `call_duration`", ac.name),
                         );
                     }
+                    let placed = ac
+                        .resources
+                        .clone()
+                        .unwrap_or_else(|| Resources::from([("CPU".to_string(), 1.0)]));
+                    check_quota(
+                        cx,
+                        rules,
+                        &format!("actor `{}`", ac.name),
+                        &placed,
+                        stmt_span(&blk.stmts, "resources", s.head_span()),
+                    );
                     w.actors.push(ac);
                 }
                 "placement_group" => {
@@ -932,6 +1025,19 @@ pub fn workload(
                             format!("placement group `{item}` has no bundles"),
                         );
                     }
+                    let mut total = Resources::new();
+                    for b in &bundles {
+                        for (k, v) in b {
+                            *total.entry(k.clone()).or_insert(0.0) += v;
+                        }
+                    }
+                    check_quota(
+                        cx,
+                        rules,
+                        &format!("placement group `{item}` (all its bundles together)"),
+                        &total,
+                        s.head_span(),
+                    );
                     w.placement_groups.push(PlacementGroup {
                         name: item,
                         strategy,
@@ -1114,6 +1220,13 @@ pub fn workload(
                             ),
                         );
                     }
+                    check_quota(
+                        cx,
+                        rules,
+                        &format!("a replica of service `{}`", sv.name),
+                        &sv.resources,
+                        stmt_span(&blk.stmts, "resources", s.head_span()),
+                    );
                     w.services.push(sv);
                 }
                 _ => {}
