@@ -1634,3 +1634,123 @@ fn quota_counts_a_placement_group_as_a_whole() {
         PgDecision::Placed(vec![0, 0])
     );
 }
+
+const GB: u64 = 1_000_000_000;
+
+#[test]
+fn device_memory_rules_out_small_devices() {
+    // n0: 4 × L4 (24 GB), h0: 4 × H100_SXM (80 GB).
+    let mut st = state(&format!(
+        "{GPU4}{H4}cluster c {{\n  node gpu4 x 1\n  node h4 x 1 name h\n}}\n"
+    ));
+    let m = BTreeMap::from([("GPU".to_string(), 1.0)]);
+    let big = st.request_with_memory(&m, Some(orrery::units::Bytes(30 * GB)));
+    assert_eq!(big.device_memory, 30 * GB);
+    assert!(!st.is_feasible(0, &big) && st.is_feasible(1, &big));
+    let aff = Strategy::NodeAffinity {
+        node: "n0".into(),
+        soft: false,
+    };
+    let to_n0 = T {
+        strategy: &aff,
+        ..T::default()
+    };
+    assert_eq!(
+        decide(&mut st, &big, &to_n0, &mut rng(0)),
+        Decision::Infeasible
+    );
+    let tr = TaskRequest {
+        request: &big,
+        strategy: &Strategy::Default,
+        label_selector: &[],
+        preferred: 0,
+        tenant: None,
+        policy: Policy::RayDefault,
+    };
+    let mut e = Explain::default();
+    assert_eq!(
+        place_task(&mut st, &tr, &mut rng(0), Some(&mut e)),
+        Decision::Run(1)
+    );
+    assert_eq!(e.candidates[0].verdict, Verdict::Infeasible);
+    // Bundles: only h0 has devices that large.
+    let two = vec![big.clone(), big.clone()];
+    let br = |strategy| BundleRequest {
+        bundles: &two,
+        strategy,
+        tenant: None,
+        policy: Policy::RayDefault,
+        label_selector: &[],
+    };
+    assert_eq!(
+        place_bundles(&st, &br(PgStrategy::Spread), None),
+        PgDecision::Placed(vec![1, 1])
+    );
+    assert_eq!(
+        place_bundles(&st, &br(PgStrategy::StrictSpread), None),
+        PgDecision::Infeasible
+    );
+    // Without device memory the same request may use the L4s.
+    let plain = req(&mut st, &[("GPU", 1.0)]);
+    assert!(st.is_feasible(0, &plain));
+}
+
+#[test]
+fn device_memory_is_consumed_per_device_instance() {
+    // One node, 4 × L4 of 24 GB. Half-GPU tasks needing 16 GB each: two fit one device's
+    // fractions (0.5 + 0.5) but not its memory (32 GB > 24 GB), so each device takes one.
+    let mut st = state(&format!("{GPU4}cluster c {{\n  node gpu4 x 1\n}}\n"));
+    let g = st.ids.id("GPU").unwrap();
+    let m = BTreeMap::from([("GPU".to_string(), 0.5)]);
+    let half16 = st.request_with_memory(&m, Some(orrery::units::Bytes(16 * GB)));
+    let mut allocs = Vec::new();
+    for k in 0..4 {
+        let a = st.allocate(0, &half16, None, Policy::RayDefault).unwrap();
+        // Ray's best fit alone would put the second half on device 0 (0.5 left); its memory
+        // (8 GB left) sends it to the next device.
+        assert_eq!(
+            a.instances[0].1[k],
+            SCALE / 2,
+            "task {k}: {:?}",
+            a.instances
+        );
+        assert_eq!(a.device_memory, vec![(g, k, 16 * GB)]);
+        allocs.push(a);
+    }
+    assert_eq!(st.nodes[0].device_memory_free(g).unwrap(), &[8 * GB; 4]);
+    // Half of every device is free, but no device has 16 GB left: the fifth waits.
+    assert!(!st.is_available(0, &half16));
+    assert_eq!(
+        decide(&mut st, &half16, &T::default(), &mut rng(0)),
+        Decision::Queue(0)
+    );
+    // An 8 GB half still fits next to one.
+    let half8 = st.request_with_memory(&m, Some(orrery::units::Bytes(8 * GB)));
+    assert!(st.is_available(0, &half8));
+    // Freeing gives the memory back.
+    st.free(&allocs[2], None);
+    assert_eq!(st.nodes[0].device_memory_free(g).unwrap()[2], 24 * GB);
+    assert_eq!(
+        decide(&mut st, &half16, &T::default(), &mut rng(0)),
+        Decision::Run(0)
+    );
+    let a = st.allocate(0, &half16, None, Policy::RayDefault).unwrap();
+    assert_eq!(a.instances[0].1[2], SCALE / 2);
+    // Without device memory, Ray's best fit stacks halves on one device.
+    let mut st = state(&format!("{GPU4}cluster c {{\n  node gpu4 x 1\n}}\n"));
+    let half = req(&mut st, &[("GPU", 0.5)]);
+    let a0 = st.allocate(0, &half, None, Policy::RayDefault).unwrap();
+    let a1 = st.allocate(0, &half, None, Policy::RayDefault).unwrap();
+    assert_eq!(
+        (a0.instances[0].1[0], a1.instances[0].1[0]),
+        (SCALE / 2, SCALE / 2)
+    );
+    assert!(a0.device_memory.is_empty());
+    // A reset node starts with all its device memory.
+    let mut st = state(&format!("{GPU4}cluster c {{\n  node gpu4 x 1\n}}\n"));
+    let _ = st
+        .allocate(0, &half16, None, Policy::TopologyAware)
+        .unwrap();
+    st.reset(0);
+    assert_eq!(st.nodes[0].device_memory_free(g).unwrap(), &[24 * GB; 4]);
+}

@@ -487,3 +487,69 @@ fn work_larger_than_its_tenant_quota_is_an_error() {
     let s = ok("tenant a {\n  quota { GPU: 2, memory: 1 GiB }\n}\n");
     assert_eq!(s.tenants[0].quota["memory"], (1u64 << 30) as f64);
 }
+
+const L4BOX: &str =
+    "node l4box {\n  cpu sockets 1, cores 16\n  memory 128 GiB\n  device L4 x 4 link none\n}\n";
+
+#[test]
+fn device_memory_larger_than_every_candidate_device_is_an_error() {
+    let out = errs(&format!(
+        "{L4BOX}cluster c {{\n  node l4box x 2\n}}\nworkload w {{\n  tasks t x 1 {{\n    resources {{ GPU: 1 }}\n    device_memory 30 GB\n    duration 1 s\n  }}\n  tasks cpu x 1 {{\n    device_memory 1 GB\n    duration 1 s\n  }}\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 1 }}\n  }}\n  training j on pg steps 1 {{\n    compute 1 TFLOP per device bf16\n    device_memory 40 GB\n  }}\n  actor a {{\n    resources {{ GPU: 0.5 }}\n    device_memory 24 GB\n  }}\n}}\n"
+    ));
+    assert!(
+        out.contains(
+            "s.orr:12:5: task group `t` needs 30 GB of device memory per device; L4 has 24 GB"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:16:5: task group `cpu` has `device_memory` but requests no device"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "s.orr:24:5: training `j` needs 40 GB of device memory per device; L4 has 24 GB"
+        ),
+        "{out}"
+    );
+    // 24 GB fits a 24 GB L4 exactly.
+    assert_eq!(out.matches("device memory per device").count(), 2, "{out}");
+    let out = errs(
+        "workload w {\n  actor a {\n    resources { GPU: 1 }\n    device_memory 0 GB\n  }\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:4:19: device memory must be greater than zero"),
+        "{out}"
+    );
+}
+
+#[test]
+fn device_memory_candidates_follow_the_tenant_accelerators() {
+    let both = format!(
+        "{L4BOX}{NODE}cluster c {{\n  node l4box x 2\n  node box x 1\n}}\ntenant t {{\n  accelerators [L4]\n}}\n"
+    );
+    // Without the tenant the 80 GB H100s are candidates.
+    let s = ok(&format!(
+        "{both}workload w {{\n  service s {{\n    resources {{ GPU: 1 }}\n    arrival poisson 10 /s\n    service_time 1 ms\n    device_memory 30 GB\n  }}\n}}\n"
+    ));
+    assert_eq!(
+        s.workloads[0].services[0].device_memory,
+        Some(orrery::units::Bytes(30_000_000_000))
+    );
+    let out = errs(&format!(
+        "{both}workload w tenant t {{\n  service s {{\n    resources {{ GPU: 1 }}\n    arrival poisson 10 /s\n    service_time 1 ms\n    device_memory 30 GB\n  }}\n}}\n"
+    ));
+    assert!(
+        out.contains(
+            "s.orr:25:5: service `s` needs 30 GB of device memory per device; L4 has 24 GB"
+        ),
+        "{out}"
+    );
+    let s = ok(&format!(
+        "{both}workload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 4 }}\n  }}\n  training j on pg steps 1 {{\n    compute 1 TFLOP per device bf16\n    device_memory 60 GB\n  }}\n}}\n"
+    ));
+    assert_eq!(
+        s.workloads[0].placement_group_device_memory("pg"),
+        Some(orrery::units::Bytes(60_000_000_000))
+    );
+}

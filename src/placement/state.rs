@@ -73,6 +73,9 @@ pub struct NodeState {
     available: Vec<i64>,
     /// Unit-instance resources: `(resource id, availability of each instance)`.
     instances: Vec<(usize, Vec<i64>)>,
+    /// Free device memory of each instance in bytes, aligned with `instances`
+    /// (`Topology::device_memory` when nothing runs; `u64::MAX`: unknown, unconstrained).
+    mem_free: Vec<(usize, Vec<u64>)>,
     topo: Arc<Topology>,
     tenant_occ: Vec<u32>,
     /// What each tenant's allocations hold here of each resource its quota names, flat in
@@ -154,12 +157,71 @@ impl NodeState {
         highest
     }
 
+    /// Free device memory per instance of a unit-instance resource, in bytes.
+    pub fn device_memory_free(&self, id: usize) -> Option<&[u64]> {
+        self.mem_free
+            .iter()
+            .find(|e| e.0 == id)
+            .map(|e| e.1.as_slice())
+    }
+
+    /// Per-instance availability as work needing `device_memory` bytes per device sees it
+    /// ([`res::mask_by_memory`]; unchanged when `device_memory` is 0).
+    pub fn instances_for(
+        &self,
+        id: usize,
+        device_memory: u64,
+    ) -> Option<std::borrow::Cow<'_, [i64]>> {
+        let inst = self.instances(id)?;
+        if device_memory == 0 {
+            return Some(std::borrow::Cow::Borrowed(inst));
+        }
+        let mut out = Vec::new();
+        res::mask_by_memory(
+            inst,
+            self.device_memory_free(id).unwrap_or(&[]),
+            device_memory,
+            &mut out,
+        );
+        Some(std::borrow::Cow::Owned(out))
+    }
+
+    /// Whether the node's devices could ever give `req` its device memory: enough in-service
+    /// instances of each unit-instance resource it asks for are at least that large.
+    pub(crate) fn fits_device_memory(&self, req: &Request) -> bool {
+        if req.device_memory == 0 {
+            return true;
+        }
+        req.amounts.iter().all(|&(id, a)| {
+            let Some(caps) = self.topo.device_memory.iter().find(|e| e.0 == id) else {
+                return true;
+            };
+            let big = caps
+                .1
+                .iter()
+                .enumerate()
+                .filter(|&(k, &c)| c >= req.device_memory && !self.dead.contains(&(id, k)))
+                .count();
+            res::instances_fit_full(big, a)
+        })
+    }
+
     fn fits_total(&self, req: &Request) -> bool {
-        req.amounts.iter().all(|&(id, a)| self.total(id) >= a)
+        req.amounts.iter().all(|&(id, a)| self.total(id) >= a) && self.fits_device_memory(req)
     }
 
     fn fits_available(&self, req: &Request) -> bool {
         req.amounts.iter().all(|&(id, a)| match self.instances(id) {
+            Some(inst) if req.device_memory > 0 => {
+                let mut m = Vec::new();
+                res::mask_by_memory(
+                    inst,
+                    self.device_memory_free(id).unwrap_or(&[]),
+                    req.device_memory,
+                    &mut m,
+                );
+                instances_fit(&m, a)
+            }
             Some(inst) => instances_fit(inst, a),
             None => self.available(id) >= a,
         })
@@ -241,6 +303,9 @@ pub struct Allocation {
     pub amounts: Vec<(usize, i64)>,
     /// Per-device amounts for unit-instance resources (GPU, TPU, neuron_cores, ...).
     pub instances: Vec<(usize, Vec<i64>)>,
+    /// Device memory taken: (resource id, instance, bytes), one entry per device held when the
+    /// request declared `device_memory`.
+    pub device_memory: Vec<(usize, usize, u64)>,
 }
 
 /// The whole cluster.
@@ -567,6 +632,7 @@ impl ClusterState {
                 .iter()
                 .map(|(rid, locs)| (*rid, vec![SCALE; locs.len()]))
                 .collect();
+            let mem_free = ti.topo.device_memory.clone();
             st.by_name.insert(nr.name.clone(), id);
             st.nodes.push(NodeState {
                 name: nr.name,
@@ -580,6 +646,7 @@ impl ClusterState {
                 available: total.clone(),
                 total,
                 instances,
+                mem_free,
                 topo: ti.topo.clone(),
                 tenant_occ: vec![0; ntenants],
                 quota_held: Vec::new(),
@@ -747,6 +814,18 @@ impl ClusterState {
         Request::from_map(map, &mut self.ids)
     }
 
+    /// [`ClusterState::request`] for work that declares `device_memory` (per device it
+    /// holds; the Spec's `TaskGroup::device_memory`, `Actor::device_memory`,
+    /// `Service::device_memory`, and for placement-group bundles
+    /// `Workload::placement_group_device_memory`).
+    pub fn request_with_memory(
+        &mut self,
+        map: &BTreeMap<String, f64>,
+        device_memory: Option<crate::units::Bytes>,
+    ) -> Request {
+        Request::from_map(map, &mut self.ids).with_device_memory(device_memory.map_or(0, |b| b.0))
+    }
+
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.by_name.get(name).copied()
     }
@@ -798,15 +877,42 @@ impl ClusterState {
         let n = &mut self.nodes[node];
         let topo = n.topo.clone();
         let mut instances = Vec::new();
+        let mut device_memory = Vec::new();
+        let dm = req.device_memory;
         for &(id, a) in &req.amounts {
             if let Some(e) = n.instances.iter_mut().find(|e| e.0 == id) {
                 let mut out = vec![0i64; e.1.len()];
+                let mut mem = n.mem_free.iter_mut().find(|m| m.0 == id);
+                // With device memory, allocate on the masked availabilities (instances with
+                // too little free memory look used), then take the same amounts for real.
+                let mut masked = Vec::new();
+                let use_mask = dm > 0 && mem.is_some();
+                let target: &mut [i64] = match (&mem, use_mask) {
+                    (Some(m), true) => {
+                        res::mask_by_memory(&e.1, &m.1, dm, &mut masked);
+                        &mut masked
+                    }
+                    _ => &mut e.1,
+                };
                 let ok = if policy == Policy::TopologyAware {
-                    try_allocate_topo(&mut e.1, topo.devices_of(id), a, &mut out)
+                    try_allocate_topo(target, topo.devices_of(id), a, &mut out)
                 } else {
-                    try_allocate_ray(&mut e.1, a, &mut out)
+                    try_allocate_ray(target, a, &mut out)
                 };
                 debug_assert!(ok, "checked by is_available");
+                if use_mask {
+                    for (k, &o) in out.iter().enumerate() {
+                        if o > 0 {
+                            e.1[k] -= o;
+                            if let Some(m) = mem.as_mut()
+                                && m.1[k] != u64::MAX
+                            {
+                                m.1[k] = m.1[k].saturating_sub(dm);
+                                device_memory.push((id, k, dm));
+                            }
+                        }
+                    }
+                }
                 instances.push((id, out));
             }
             n.available[id] -= a;
@@ -825,6 +931,7 @@ impl ClusterState {
             node,
             amounts: req.amounts.clone(),
             instances,
+            device_memory,
         })
     }
 
@@ -845,6 +952,20 @@ impl ClusterState {
                 }
                 // Exact: what the live instances have left.
                 n.available[*id] = e.1.iter().sum();
+            }
+        }
+        for &(id, k, bytes) in &alloc.device_memory {
+            let cap = n
+                .topo
+                .device_memory
+                .iter()
+                .find(|e| e.0 == id)
+                .and_then(|e| e.1.get(k).copied())
+                .unwrap_or(u64::MAX);
+            if let Some(m) = n.mem_free.iter_mut().find(|m| m.0 == id)
+                && let Some(x) = m.1.get_mut(k)
+            {
+                *x = x.saturating_add(bytes).min(cap);
             }
         }
         if let Some(t) = tenant
@@ -901,6 +1022,7 @@ impl ClusterState {
     pub fn reset(&mut self, node: NodeId) {
         let n = &mut self.nodes[node];
         n.available.clone_from(&n.total);
+        n.mem_free.clone_from(&n.topo.device_memory);
         for e in &mut n.instances {
             for (k, x) in e.1.iter_mut().enumerate() {
                 *x = if n.dead.contains(&(e.0, k)) { 0 } else { SCALE };
@@ -966,6 +1088,17 @@ impl ClusterState {
         };
         n.dead.swap_remove(pos);
         n.total[id] += SCALE;
+        let cap = n
+            .topo
+            .device_memory
+            .iter()
+            .find(|e| e.0 == id)
+            .and_then(|e| e.1.get(k).copied());
+        if let (Some(m), Some(c)) = (n.mem_free.iter_mut().find(|m| m.0 == id), cap)
+            && let Some(x) = m.1.get_mut(k)
+        {
+            *x = c;
+        }
         if let Some(e) = n.instances.iter_mut().find(|e| e.0 == id) {
             e.1[k] = SCALE;
             n.available[id] = e.1.iter().sum();

@@ -447,9 +447,10 @@ pub fn topology_aware(st: &mut ClusterState, t: &TaskRequest, rng: &mut ChaCha8R
             continue;
         }
         let node = &st.nodes[i];
-        let Some(inst) = node.instances(dev_id) else {
+        let Some(inst) = node.instances_for(dev_id, t.request.device_memory) else {
             continue;
         };
+        let inst: &[i64] = &inst;
         let locs = node.topology().devices_of(dev_id);
         let key = (
             std::ptr::from_ref(node.topology()) as usize,

@@ -645,7 +645,12 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
             .iter()
             .filter_map(|g| {
                 let a = spec.accelerators.get(&g.accelerator)?;
-                Some((g.accelerator.clone(), a.ray_resource.clone(), a.memory))
+                Some((
+                    g.accelerator.clone(),
+                    a.ray_resource.clone(),
+                    a.memory,
+                    g.count,
+                ))
             })
             .collect();
         node_types.push(workload::ScopeNodeType {

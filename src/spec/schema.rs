@@ -172,6 +172,7 @@ pub const TASK: &[StmtDef] = &[
     one("retries", &[]),
     one("retry_delay", &[]),
     one("transport", &[]),
+    one("device_memory", &[]),
 ];
 pub const ACTOR: &[StmtDef] = &[
     one("resources", &[]),
@@ -182,6 +183,7 @@ pub const ACTOR: &[StmtDef] = &[
     one("strategy", TASK_STRATEGIES),
     one("label_selector", &[]),
     one("transport", &[]),
+    one("device_memory", &[]),
 ];
 pub const PLACEMENT_GROUP: &[StmtDef] = &[many("bundle", &["x"])];
 pub const TRAINING: &[StmtDef] = &[
@@ -192,6 +194,7 @@ pub const TRAINING: &[StmtDef] = &[
     many("broadcast", &["algo", "hierarchical"]),
     many("alltoall", &["algo", "hierarchical"]),
     one("checkpoint", &["every", "size"]),
+    one("device_memory", &[]),
 ];
 pub const SERVICE: &[StmtDef] = &[
     one("replicas", &[]),
@@ -201,6 +204,7 @@ pub const SERVICE: &[StmtDef] = &[
     one("service_time", &["exponential"]),
     one("batch", &["max", "wait"]),
     many("slo", PERCENTILES),
+    one("device_memory", &[]),
 ];
 
 pub const ACTIONS: &[&str] = &["kill", "down", "degrade", "power_loss", "xid"];

@@ -109,6 +109,9 @@ pub struct TaskGroup {
     /// Transport for the group's outputs (a declared `transport` or a built-in kind); `None`:
     /// the workload's.
     pub transport: Option<String>,
+    /// Device memory each task needs on each device it holds (`device_memory`); placement
+    /// leaves out devices with less free.
+    pub device_memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -126,6 +129,8 @@ pub struct Actor {
     /// Transport for the actor's results (Ray Direct Transport's `tensor_transport`); `None`:
     /// the workload's.
     pub transport: Option<String>,
+    /// Device memory per device the actor holds (`device_memory`).
+    pub device_memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -186,6 +191,9 @@ pub struct Training {
     pub compute: Option<Compute>,
     pub collectives: Vec<Collective>,
     pub checkpoint: Option<Checkpoint>,
+    /// Device memory the job needs on each device of its placement group (`device_memory`):
+    /// applies to the group's bundles ([`Workload::placement_group_device_memory`]).
+    pub device_memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -209,6 +217,8 @@ pub struct Service {
     pub exponential: bool,
     pub batch: Option<(u32, Duration)>,
     pub slo: Vec<(String, Duration)>,
+    /// Device memory per device each replica holds (`device_memory`).
+    pub device_memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -225,6 +235,18 @@ pub struct Workload {
     pub transport: Option<String>,
     #[serde(skip)]
     pub span: Span,
+}
+
+impl Workload {
+    /// Device memory per device the bundles of placement group `pg` need: the largest
+    /// `device_memory` of the training jobs that run on it (`None`: none declared).
+    pub fn placement_group_device_memory(&self, pg: &str) -> Option<Bytes> {
+        self.training
+            .iter()
+            .filter(|t| t.placement_group == pg)
+            .filter_map(|t| t.device_memory)
+            .max_by_key(|b| b.0)
+    }
 }
 
 /// What resource requests may name, and what the biggest node offers of each; which
@@ -247,8 +269,9 @@ pub struct ScopeNodeType {
     pub name: String,
     /// [`super::load::node_resources`].
     pub resources: BTreeMap<String, f64>,
-    /// Per device group: accelerator name, its Ray resource, its memory per device.
-    pub devices: Vec<(String, String, Bytes)>,
+    /// Per device group: accelerator name, its Ray resource, its memory per device, the
+    /// number of devices.
+    pub devices: Vec<(String, String, Bytes, u32)>,
 }
 
 impl ResourceScope {
@@ -675,6 +698,116 @@ pub fn tenant(
     t
 }
 
+/// `device_memory SIZE`: more than zero.
+fn device_memory(cx: &mut Cx, v: &Value) -> Option<Bytes> {
+    let b = rd::bytes(cx, v)?;
+    if b.0 == 0 {
+        cx.error(v.span, "device memory must be greater than zero");
+        return None;
+    }
+    Some(b)
+}
+
+/// Work (`what`, at `at`, with the resource requests `reqs`: one, or a placement group's
+/// bundles) that declares `device_memory dm` per device. Its candidate node types are those in
+/// scope that could hold a request asking for a device (every resource in amount) and pass
+/// the tenant's `accelerators` rule; if none of them has enough devices of at least `dm`, it
+/// could never be placed: a located error with the numbers. A request of no device is an
+/// error too (the statement would mean nothing).
+fn check_device_memory(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    rules: Option<&Tenant>,
+    what: &str,
+    reqs: &[&Resources],
+    dm: Bytes,
+    at: Span,
+) {
+    let dev: Vec<&Resources> = reqs
+        .iter()
+        .copied()
+        .filter(|r| requests_device(r))
+        .collect();
+    if dev.is_empty() {
+        cx.push(
+            Diagnostic::error(
+                at,
+                format!("{what} has `device_memory` but requests no device"),
+            )
+            .with_help("request a device, such as `resources { GPU: 1 }`"),
+        );
+        return;
+    }
+    let allowed = rules.and_then(|t| t.accelerators.as_ref());
+    let mut small: Vec<String> = Vec::new();
+    let mut any = false;
+    for r in dev {
+        for nt in &scope.node_types {
+            let holds = r
+                .iter()
+                .all(|(k, v)| *v <= 0.0 || nt.resources.get(k).is_some_and(|x| x >= v));
+            let kinds_ok = allowed.is_none_or(|list| {
+                if nt.devices.is_empty() {
+                    !nt.resources
+                        .iter()
+                        .any(|(k, v)| UNIT_INSTANCE.contains(&k.as_str()) && *v > 0.0)
+                } else {
+                    nt.devices.iter().all(|d| list.contains(&d.0))
+                }
+            });
+            if !holds || !kinds_ok {
+                continue;
+            }
+            any = true;
+            // Enough devices of each requested unit resource with at least `dm`? Units given
+            // with `resources` and no device have unknown memory and count as large enough.
+            let fits = r.iter().all(|(k, v)| {
+                if !UNIT_INSTANCE.contains(&k.as_str()) || *v <= 0.0 {
+                    return true;
+                }
+                let of_kind: Vec<&(String, String, Bytes, u32)> =
+                    nt.devices.iter().filter(|d| &d.1 == k).collect();
+                let total = nt.resources.get(k).copied().unwrap_or(0.0);
+                let count = |big_only: bool| -> f64 {
+                    of_kind
+                        .iter()
+                        .filter(|d| !big_only || d.2 >= dm)
+                        .map(|d| f64::from(d.3))
+                        .sum()
+                };
+                let big = count(true);
+                let unknown = (total - count(false)).max(0.0);
+                big + unknown >= v.ceil()
+            });
+            if fits {
+                return;
+            }
+            for d in nt
+                .devices
+                .iter()
+                .filter(|d| r.get(&d.1).is_some_and(|v| *v > 0.0))
+            {
+                let s = format!("{} has {}", d.0, d.2);
+                if !small.contains(&s) {
+                    small.push(s);
+                }
+            }
+        }
+    }
+    if any {
+        cx.push(
+            Diagnostic::error(
+                at,
+                format!(
+                    "{what} needs {dm} of device memory per device; {}",
+                    small.join(", ")
+                ),
+            )
+            .with_help("no node it could be placed on has devices that large: lower `device_memory` or request a larger accelerator"),
+        );
+    }
+}
+
 /// An amount of resource `k` as the DSL writes it: bytes for memory, else a number.
 fn show_amount(k: &str, x: f64) -> String {
     if k == "memory" || k == "object_store_memory" {
@@ -782,6 +915,7 @@ pub fn workload(
     let mut names: BTreeMap<String, Span> = BTreeMap::new();
     let mut pending_after: Vec<(usize, Vec<(String, Span)>)> = Vec::new();
     let mut pending_pg: Vec<(usize, String, Span)> = Vec::new();
+    let mut pending_dm: Vec<(usize, Span)> = Vec::new();
     cx.each(stmts, schema::WORKLOAD, "a workload", |cx, s, def| {
         let mut a = Args::new(s, def);
         let _ = (|| -> Option<()> {
@@ -831,6 +965,7 @@ pub fn workload(
                                                 retries: 3,
                         retry_delay: Duration(0),
                         transport: None,
+                        device_memory: None,
                     };
                     cx.each(&blk.stmts, schema::TASK, "a task group", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -854,6 +989,9 @@ pub fn workload(
                                     g.retries = rd::count(cx, b.req("a count")?, 0, 1000)? as u32
                                 }
                                 "retry_delay" => g.retry_delay = rd::duration(cx, b.req("a time")?)?,
+                                "device_memory" => {
+                                    g.device_memory = Some(device_memory(cx, b.req("a size")?)?)
+                                }
                                 "transport" => {
                                     let n = transport_ref(cx, scope, b.req("a transport name")?)?;
                                     check_tenant_transport(cx, scope, rules, name, &n, s2.head_span());
@@ -875,6 +1013,17 @@ pub fn workload(
                         cx.error(
                             s.head_span(),
                             format!("task group `{}` needs `duration` or `compute`", g.name),
+                        );
+                    }
+                    if let Some(dm) = g.device_memory {
+                        check_device_memory(
+                            cx,
+                            scope,
+                            rules,
+                            &format!("task group `{}`", g.name),
+                            &[&g.resources],
+                            dm,
+                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
                         );
                     }
                     check_quota(
@@ -903,6 +1052,7 @@ pub fn workload(
                         strategy: Strategy::Default,
                         label_selector: Vec::new(),
                         transport: None,
+                        device_memory: None,
                     };
                     cx.each(&blk.stmts, schema::ACTOR, "an actor", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -923,6 +1073,9 @@ pub fn workload(
                                     ac.max_task_retries = restarts(cx, b.req("a count or -1")?)?
                                 }
                                 "strategy" => ac.strategy = strategy(cx, b.req("a strategy")?)?,
+                                "device_memory" => {
+                                    ac.device_memory = Some(device_memory(cx, b.req("a size")?)?)
+                                }
                                 "transport" => {
                                     let n = transport_ref(cx, scope, b.req("a transport name")?)?;
                                     check_tenant_transport(cx, scope, rules, name, &n, s2.head_span());
@@ -948,6 +1101,17 @@ pub fn workload(
                         .resources
                         .clone()
                         .unwrap_or_else(|| Resources::from([("CPU".to_string(), 1.0)]));
+                    if let Some(dm) = ac.device_memory {
+                        check_device_memory(
+                            cx,
+                            scope,
+                            rules,
+                            &format!("actor `{}`", ac.name),
+                            &[&placed],
+                            dm,
+                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
+                        );
+                    }
                     check_quota(
                         cx,
                         rules,
@@ -1057,6 +1221,7 @@ pub fn workload(
                         compute: None,
                         collectives: Vec::new(),
                         checkpoint: None,
+                        device_memory: None,
                     };
                     cx.each(
                         &blk.stmts,
@@ -1068,6 +1233,10 @@ pub fn workload(
                             let _ = (|| -> Option<()> {
                                 match def2.key {
                                     "compute" => t.compute = Some(compute(cx, &mut b, "device")?),
+                                    "device_memory" => {
+                                        t.device_memory =
+                                            Some(device_memory(cx, b.req("a size")?)?)
+                                    }
                                     "checkpoint" => {
                                         let every =
                                             rd::duration(cx, b.need("every", "every TIME")?)?;
@@ -1118,6 +1287,12 @@ pub fn workload(
                             ),
                         );
                     }
+                    if t.device_memory.is_some() {
+                        pending_dm.push((
+                            w.training.len(),
+                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
+                        ));
+                    }
                     pending_pg.push((w.training.len(), pg, pgv.span));
                     w.training.push(t);
                 }
@@ -1132,6 +1307,7 @@ pub fn workload(
                         exponential: false,
                         batch: None,
                         slo: Vec::new(),
+                        device_memory: None,
                     };
                     let mut has_arrival = false;
                     cx.each(&blk.stmts, schema::SERVICE, "a service", |cx, s2, def2| {
@@ -1176,6 +1352,9 @@ pub fn workload(
                                     has_arrival = true;
                                 }
                                 "compute" => sv.compute = Some(compute(cx, &mut b, "request")?),
+                                "device_memory" => {
+                                    sv.device_memory = Some(device_memory(cx, b.req("a size")?)?)
+                                }
                                 "service_time" => {
                                     sv.service_time = Some(rd::duration(cx, b.req("a time")?)?);
                                     sv.exponential = b.flag("exponential");
@@ -1220,6 +1399,17 @@ pub fn workload(
                             ),
                         );
                     }
+                    if let Some(dm) = sv.device_memory {
+                        check_device_memory(
+                            cx,
+                            scope,
+                            rules,
+                            &format!("service `{}`", sv.name),
+                            &[&sv.resources],
+                            dm,
+                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
+                        );
+                    }
                     check_quota(
                         cx,
                         rules,
@@ -1257,6 +1447,31 @@ pub fn workload(
                 "task groups depend on each other in a cycle: {}",
                 cycle.join(" → ")
             ),
+        );
+    }
+    // A training job's device memory applies to each device of its placement group's bundles.
+    for (i, at) in pending_dm {
+        let t = &w.training[i];
+        let (Some(dm), Some(pg)) = (
+            t.device_memory,
+            w.placement_groups
+                .iter()
+                .find(|p| p.name == t.placement_group),
+        ) else {
+            continue;
+        };
+        if pg.slice {
+            continue;
+        }
+        let bundles: Vec<&Resources> = pg.bundles.iter().collect();
+        check_device_memory(
+            cx,
+            scope,
+            rules,
+            &format!("training `{}`", t.name),
+            &bundles,
+            dm,
+            at,
         );
     }
     let pgs: Vec<&str> = w.placement_groups.iter().map(|p| p.name.as_str()).collect();
