@@ -181,3 +181,18 @@ fn bench_rejects_empty_sizes() {
     assert_eq!(orrery(&["bench", "--nodes", "0"]).status.code(), Some(2));
     assert_eq!(orrery(&["bench", "--tasks", "0"]).status.code(), Some(2));
 }
+
+#[test]
+fn a_forbidden_transport_exits_2_at_its_statement() {
+    let p = tmp(
+        "rdma.orr",
+        "tenant secure {\n  no_rdma\n}\nworkload w tenant secure {\n  transport rdma\n  tasks t x 1 {\n    duration 1 s\n  }\n}\n",
+    );
+    let o = orrery(&["check", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("rdma.orr:5:3") && err.contains("tenant `secure` has `no_rdma`"),
+        "{err}"
+    );
+}

@@ -1353,3 +1353,404 @@ fn indexed_walk_equals_the_reference_scan() {
     }
     assert!(compared > 2000);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tenant accelerator allow-lists, quotas, device memory
+// ---------------------------------------------------------------------------------------------
+
+const H4: &str = "node h4 {\n  cpu sockets 1, cores 16\n  memory 256 GiB\n  device H100_SXM x 4 link switch\n}\n";
+const FAKE: &str =
+    "node fake {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  resources { NPU: 2 }\n}\n";
+
+/// n0: cpu8 (no devices), n1: gpu4 (4 × L4, 24 GB), h0: h4 (4 × H100_SXM, 80 GB), f0: NPUs
+/// declared with `resources` (NPUs of no accelerator kind). Tenant 0 `inf` may use only L4.
+fn accel_cluster(extra: &str) -> ClusterState {
+    state(&format!(
+        "{CPU8}{GPU4}{H4}{FAKE}cluster c {{\n  node cpu8 x 1\n  node gpu4 x 1\n  node h4 x 1 name h\n  node fake x 1 name f\n}}\ntenant inf {{\n  accelerators [L4]\n{extra}}}\n"
+    ))
+}
+
+#[test]
+fn tenant_accelerators_restrict_tasks() {
+    let mut st = accel_cluster("");
+    assert_eq!(
+        (0..4)
+            .map(|i| st.nodes[i].name().to_string())
+            .collect::<Vec<_>>(),
+        ["n0", "n1", "h0", "f0"]
+    );
+    let gpu = req(&mut st, &[("GPU", 1.0)]);
+    let cpu = req(&mut st, &[("CPU", 1.0)]);
+    let mut r = rng(0);
+    let inf = T {
+        tenant: Some(0),
+        preferred: 2,
+        ..T::default()
+    };
+    // Only n1 holds allowed devices: four GPU tasks run there, the fifth waits there (the
+    // preferred h0 is not a candidate for the tenant, so it does not queue there).
+    for _ in 0..4 {
+        assert_eq!(submit(&mut st, &gpu, &inf, &mut r), Decision::Run(1));
+    }
+    assert_eq!(decide(&mut st, &gpu, &inf, &mut r), Decision::Queue(1));
+    // Without the tenant the same request runs on the H100 node.
+    let anyone = T {
+        preferred: 2,
+        ..T::default()
+    };
+    assert_eq!(decide(&mut st, &gpu, &anyone, &mut r), Decision::Run(2));
+    // Hard affinity to a node of another kind, or of unknown kind, is infeasible.
+    for node in ["h0", "f0"] {
+        let aff = Strategy::NodeAffinity {
+            node: node.into(),
+            soft: false,
+        };
+        let t = T {
+            strategy: &aff,
+            tenant: Some(0),
+            ..T::default()
+        };
+        assert_eq!(
+            decide(&mut st, &cpu, &t, &mut r),
+            Decision::Infeasible,
+            "{node}"
+        );
+    }
+    // Device-free work may use the node without accelerators (n0): DEFAULT avoids GPU nodes.
+    assert_eq!(submit(&mut st, &cpu, &inf, &mut r), Decision::Run(0));
+    // allocate enforces the rule again.
+    assert!(st.allocate(2, &cpu, Some(0), Policy::RayDefault).is_none());
+    assert!(st.allocate(3, &cpu, Some(0), Policy::RayDefault).is_none());
+    assert!(st.allocate(0, &cpu, Some(0), Policy::RayDefault).is_some());
+}
+
+#[test]
+fn tenant_accelerators_in_explain_and_bundles() {
+    let mut st = accel_cluster("");
+    let gpu = req(&mut st, &[("GPU", 1.0)]);
+    let tr = TaskRequest {
+        request: &gpu,
+        strategy: &Strategy::Default,
+        label_selector: &[],
+        preferred: 0,
+        tenant: Some(0),
+        policy: Policy::RayDefault,
+    };
+    let mut e = Explain::default();
+    assert_eq!(
+        place_task(&mut st, &tr, &mut rng(0), Some(&mut e)),
+        Decision::Run(1)
+    );
+    assert_eq!(e.candidates[0].verdict, Verdict::Infeasible);
+    assert_eq!(
+        e.candidates[2].verdict,
+        Verdict::TenantRule("tenant `inf` accelerators [L4]: node has H100_SXM".into())
+    );
+    assert_eq!(
+        e.candidates[3].verdict,
+        Verdict::TenantRule(
+            "tenant `inf` accelerators [L4]: node has devices of no declared accelerator kind"
+                .into()
+        )
+    );
+    let text = e.render(&st);
+    assert!(
+        text.contains("tenant rule: tenant `inf` accelerators [L4]: node has H100_SXM"),
+        "{text}"
+    );
+    let bundles = vec![gpu.clone(), gpu.clone()];
+    let br = |strategy| BundleRequest {
+        bundles: &bundles,
+        strategy,
+        tenant: Some(0),
+        policy: Policy::RayDefault,
+        label_selector: &[],
+    };
+    assert_eq!(
+        place_bundles(&st, &br(PgStrategy::Pack), None),
+        PgDecision::Placed(vec![1, 1])
+    );
+    // Two nodes would be needed; only n1 is allowed.
+    let mut e = Explain::default();
+    assert_eq!(
+        place_bundles(&st, &br(PgStrategy::StrictSpread), Some(&mut e)),
+        PgDecision::Infeasible
+    );
+    assert_eq!(
+        e.candidates[2].verdict,
+        Verdict::TenantRule("tenant `inf` accelerators [L4]: node has H100_SXM".into())
+    );
+}
+
+/// Two gpu4 nodes (8 × L4); tenant 0 `a` may hold 2 GPUs and 20 CPUs at once, tenant 1 `b`
+/// has no quota.
+fn quota_cluster() -> ClusterState {
+    state(&format!(
+        "{GPU4}cluster c {{\n  node gpu4 x 2\n}}\ntenant a {{\n  quota {{ GPU: 2, CPU: 20 }}\n}}\ntenant b {{\n  priority 1\n}}\n"
+    ))
+}
+
+#[test]
+fn quota_queues_work_past_it_and_counts_allocations() {
+    let mut st = quota_cluster();
+    let gpu = req(&mut st, &[("GPU", 1.0), ("CPU", 1.0)]);
+    let g = st.ids.id("GPU").unwrap();
+    let mut r = rng(0);
+    let a = T {
+        tenant: Some(0),
+        ..T::default()
+    };
+    assert!(st.quota_allows(Some(0), &gpu));
+    assert_eq!(submit(&mut st, &gpu, &a, &mut r), Decision::Run(0));
+    let second = st.allocate(1, &gpu, Some(0), Policy::RayDefault).unwrap();
+    assert_eq!(st.tenant_held(0, g), 2 * SCALE);
+    // Six GPUs are free, but the tenant holds its quota: the third waits (at the submitter's
+    // node n0, feasible for it), and allocate refuses it too.
+    assert!(!st.quota_allows(Some(0), &gpu));
+    assert_eq!(
+        st.quota_blocked_by(Some(0), &gpu).as_deref(),
+        Some("tenant `a` quota GPU: holds 2, requests 1, quota 2")
+    );
+    assert_eq!(decide(&mut st, &gpu, &a, &mut r), Decision::Queue(0));
+    assert!(st.allocate(0, &gpu, Some(0), Policy::RayDefault).is_none());
+    // Work without GPUs is within the CPU quota and runs.
+    let cpu = req(&mut st, &[("CPU", 2.0)]);
+    assert!(matches!(
+        decide(&mut st, &cpu, &a, &mut r),
+        Decision::Run(_)
+    ));
+    // Another tenant, and work without a tenant, are not limited.
+    let b = T {
+        tenant: Some(1),
+        ..T::default()
+    };
+    assert_eq!(submit(&mut st, &gpu, &b, &mut r), Decision::Run(0));
+    assert!(matches!(
+        decide(&mut st, &gpu, &T::default(), &mut r),
+        Decision::Run(_)
+    ));
+    assert_eq!(st.quota_blocked_by(None, &gpu), None);
+    // Freeing gives the quota back.
+    st.free(&second, Some(0));
+    assert_eq!(st.tenant_held(0, g), SCALE);
+    assert!(st.quota_allows(Some(0), &gpu));
+    assert!(matches!(
+        decide(&mut st, &gpu, &a, &mut r),
+        Decision::Run(_)
+    ));
+}
+
+#[test]
+fn a_request_larger_than_the_quota_is_infeasible() {
+    let mut st = quota_cluster();
+    let three = req(&mut st, &[("GPU", 3.0)]);
+    assert_eq!(
+        st.quota_exceeded_by(Some(0), &three).as_deref(),
+        Some("tenant `a` quota GPU: requests 3, more than the quota 2")
+    );
+    let tr = TaskRequest {
+        request: &three,
+        strategy: &Strategy::Default,
+        label_selector: &[],
+        preferred: 0,
+        tenant: Some(0),
+        policy: Policy::RayDefault,
+    };
+    let mut e = Explain::default();
+    assert_eq!(
+        place_task(&mut st, &tr, &mut rng(0), Some(&mut e)),
+        Decision::Infeasible
+    );
+    assert_eq!(
+        e.candidates[0].verdict,
+        Verdict::TenantRule("tenant `a` quota GPU: requests 3, more than the quota 2".into())
+    );
+    // Fits a node (4 L4) without the tenant.
+    assert_eq!(
+        decide(&mut st, &three, &T::default(), &mut rng(0)),
+        Decision::Run(0)
+    );
+}
+
+#[test]
+fn quota_forgets_allocations_on_dead_nodes() {
+    let mut st = quota_cluster();
+    let gpu = req(&mut st, &[("GPU", 1.0)]);
+    let g = st.ids.id("GPU").unwrap();
+    let on1 = st.allocate(1, &gpu, Some(0), Policy::RayDefault).unwrap();
+    let _on0 = st.allocate(0, &gpu, Some(0), Policy::RayDefault).unwrap();
+    assert_eq!(st.tenant_held(0, g), 2 * SCALE);
+    // n1 dies: what the tenant held there stops counting (the simulation drops such
+    // allocations without freeing them).
+    st.set_alive(1, false);
+    assert_eq!(st.tenant_held(0, g), SCALE);
+    st.reset(1);
+    st.set_alive(1, true);
+    assert_eq!(st.tenant_held(0, g), SCALE);
+    // A late free of the lost allocation gives back nothing more.
+    st.free(&on1, Some(0));
+    assert_eq!(st.tenant_held(0, g), SCALE);
+    // A reset of an alive node forgets what was held there.
+    st.reset(0);
+    assert_eq!(st.tenant_held(0, g), 0);
+}
+
+#[test]
+fn quota_counts_a_placement_group_as_a_whole() {
+    let mut st = quota_cluster();
+    let gpu = req(&mut st, &[("GPU", 1.0)]);
+    let two = vec![gpu.clone(), gpu.clone()];
+    let three = vec![gpu.clone(), gpu.clone(), gpu.clone()];
+    let br = |bundles| BundleRequest {
+        bundles,
+        strategy: PgStrategy::Pack,
+        tenant: Some(0),
+        policy: Policy::RayDefault,
+        label_selector: &[],
+    };
+    assert_eq!(
+        place_bundles(&st, &br(&two), None),
+        PgDecision::Placed(vec![0, 0])
+    );
+    assert_eq!(
+        place_bundles(&st, &br(&three), None),
+        PgDecision::Infeasible
+    );
+    let held = st.allocate(1, &gpu, Some(0), Policy::RayDefault).unwrap();
+    let mut e = Explain::default();
+    assert_eq!(
+        place_bundles(&st, &br(&two), Some(&mut e)),
+        PgDecision::Wait
+    );
+    assert_eq!(
+        e.candidates[0].verdict,
+        Verdict::TenantRule(
+            "tenant `a` quota GPU: holds 1, requests 2, quota 2 (the whole group)".into()
+        )
+    );
+    st.free(&held, Some(0));
+    assert_eq!(
+        place_bundles(&st, &br(&two), None),
+        PgDecision::Placed(vec![0, 0])
+    );
+}
+
+const GB: u64 = 1_000_000_000;
+
+#[test]
+fn device_memory_rules_out_small_devices() {
+    // n0: 4 × L4 (24 GB), h0: 4 × H100_SXM (80 GB).
+    let mut st = state(&format!(
+        "{GPU4}{H4}cluster c {{\n  node gpu4 x 1\n  node h4 x 1 name h\n}}\n"
+    ));
+    let m = BTreeMap::from([("GPU".to_string(), 1.0)]);
+    let big = st.request_with_memory(&m, Some(orrery::units::Bytes(30 * GB)));
+    assert_eq!(big.device_memory, 30 * GB);
+    assert!(!st.is_feasible(0, &big) && st.is_feasible(1, &big));
+    let aff = Strategy::NodeAffinity {
+        node: "n0".into(),
+        soft: false,
+    };
+    let to_n0 = T {
+        strategy: &aff,
+        ..T::default()
+    };
+    assert_eq!(
+        decide(&mut st, &big, &to_n0, &mut rng(0)),
+        Decision::Infeasible
+    );
+    let tr = TaskRequest {
+        request: &big,
+        strategy: &Strategy::Default,
+        label_selector: &[],
+        preferred: 0,
+        tenant: None,
+        policy: Policy::RayDefault,
+    };
+    let mut e = Explain::default();
+    assert_eq!(
+        place_task(&mut st, &tr, &mut rng(0), Some(&mut e)),
+        Decision::Run(1)
+    );
+    assert_eq!(e.candidates[0].verdict, Verdict::Infeasible);
+    // Bundles: only h0 has devices that large.
+    let two = vec![big.clone(), big.clone()];
+    let br = |strategy| BundleRequest {
+        bundles: &two,
+        strategy,
+        tenant: None,
+        policy: Policy::RayDefault,
+        label_selector: &[],
+    };
+    assert_eq!(
+        place_bundles(&st, &br(PgStrategy::Spread), None),
+        PgDecision::Placed(vec![1, 1])
+    );
+    assert_eq!(
+        place_bundles(&st, &br(PgStrategy::StrictSpread), None),
+        PgDecision::Infeasible
+    );
+    // Without device memory the same request may use the L4s.
+    let plain = req(&mut st, &[("GPU", 1.0)]);
+    assert!(st.is_feasible(0, &plain));
+}
+
+#[test]
+fn device_memory_is_consumed_per_device_instance() {
+    // One node, 4 × L4 of 24 GB. Half-GPU tasks needing 16 GB each: two fit one device's
+    // fractions (0.5 + 0.5) but not its memory (32 GB > 24 GB), so each device takes one.
+    let mut st = state(&format!("{GPU4}cluster c {{\n  node gpu4 x 1\n}}\n"));
+    let g = st.ids.id("GPU").unwrap();
+    let m = BTreeMap::from([("GPU".to_string(), 0.5)]);
+    let half16 = st.request_with_memory(&m, Some(orrery::units::Bytes(16 * GB)));
+    let mut allocs = Vec::new();
+    for k in 0..4 {
+        let a = st.allocate(0, &half16, None, Policy::RayDefault).unwrap();
+        // Ray's best fit alone would put the second half on device 0 (0.5 left); its memory
+        // (8 GB left) sends it to the next device.
+        assert_eq!(
+            a.instances[0].1[k],
+            SCALE / 2,
+            "task {k}: {:?}",
+            a.instances
+        );
+        assert_eq!(a.device_memory, vec![(g, k, 16 * GB)]);
+        allocs.push(a);
+    }
+    assert_eq!(st.nodes[0].device_memory_free(g).unwrap(), &[8 * GB; 4]);
+    // Half of every device is free, but no device has 16 GB left: the fifth waits.
+    assert!(!st.is_available(0, &half16));
+    assert_eq!(
+        decide(&mut st, &half16, &T::default(), &mut rng(0)),
+        Decision::Queue(0)
+    );
+    // An 8 GB half still fits next to one.
+    let half8 = st.request_with_memory(&m, Some(orrery::units::Bytes(8 * GB)));
+    assert!(st.is_available(0, &half8));
+    // Freeing gives the memory back.
+    st.free(&allocs[2], None);
+    assert_eq!(st.nodes[0].device_memory_free(g).unwrap()[2], 24 * GB);
+    assert_eq!(
+        decide(&mut st, &half16, &T::default(), &mut rng(0)),
+        Decision::Run(0)
+    );
+    let a = st.allocate(0, &half16, None, Policy::RayDefault).unwrap();
+    assert_eq!(a.instances[0].1[2], SCALE / 2);
+    // Without device memory, Ray's best fit stacks halves on one device.
+    let mut st = state(&format!("{GPU4}cluster c {{\n  node gpu4 x 1\n}}\n"));
+    let half = req(&mut st, &[("GPU", 0.5)]);
+    let a0 = st.allocate(0, &half, None, Policy::RayDefault).unwrap();
+    let a1 = st.allocate(0, &half, None, Policy::RayDefault).unwrap();
+    assert_eq!(
+        (a0.instances[0].1[0], a1.instances[0].1[0]),
+        (SCALE / 2, SCALE / 2)
+    );
+    assert!(a0.device_memory.is_empty());
+    // A reset node starts with all its device memory.
+    let mut st = state(&format!("{GPU4}cluster c {{\n  node gpu4 x 1\n}}\n"));
+    let _ = st
+        .allocate(0, &half16, None, Policy::TopologyAware)
+        .unwrap();
+    st.reset(0);
+    assert_eq!(st.nodes[0].device_memory_free(g).unwrap(), &[24 * GB; 4]);
+}

@@ -163,3 +163,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_quota_caps_what_a_tenant_runs_at_once_and_the_rest_waits() {
+    // 16 one-GPU tasks of 10 s on two 8-GPU nodes: alone they all run at once (10 s); under
+    // `quota { GPU: 2 }` two at a time, 8 waves: 80 s. Another tenant's work is not held back.
+    let text = |quota: &str| {
+        format!(
+            "cluster c {{\n  rack r0 {{\n    node dgx_h100 x 2\n  }}\n}}\ntenant capped {{\n  {quota}\n}}\ntenant free {{\n  priority 0\n}}\nworkload w tenant capped {{\n  tasks t x 16 {{\n    resources {{ GPU: 1 }}\n    duration 10 s\n  }}\n}}\nworkload v tenant free {{\n  tasks u x 4 {{\n    resources {{ GPU: 1 }}\n    duration 10 s\n  }}\n}}\n"
+        )
+    };
+    let run = |q: &str| {
+        let l = orrery::spec::load_str("q.orr", &text(q));
+        assert!(!l.has_errors(), "{}", l.render(false));
+        let r = simulate(&l.spec.unwrap(), &SimConfig::default());
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        r.metrics
+    };
+    let open = run("priority 0");
+    assert_eq!(open.tasks[0].last_end, 10.0);
+    let capped = run("quota { GPU: 2 }");
+    assert_eq!(capped.tasks[0].completed, 16);
+    assert_eq!(capped.tasks[0].last_end, 80.0);
+    assert_eq!(capped.tasks[1].last_end, 10.0);
+}

@@ -470,3 +470,205 @@ fn checkpoints_name_a_storage() {
         None
     );
 }
+
+#[test]
+fn tenant_no_rdma_forbids_rdma_transports_where_they_are_selected() {
+    let out = errs(
+        "tenant secure {\n  no_rdma\n}\ntransport fast {\n  kind nixl\n}\nworkload w tenant secure {\n  transport fast\n  tasks t x 1 {\n    duration 1 s\n    transport rdma\n  }\n  actor a {\n    transport gloo\n  }\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:8:3: workload `w` may not use transport `fast`: tenant `secure` has `no_rdma` and transport `fast` (kind nixl) uses RDMA"),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:11:5: workload `w` may not use transport `rdma`: tenant `secure` has `no_rdma` and transport `rdma` uses RDMA"),
+        "{out}"
+    );
+    assert!(out.contains("the tenant's rule"), "{out}");
+    assert!(!out.contains("`gloo`"), "gloo is TCP: {out}");
+    // NCCL counts as RDMA (see `kind_uses_rdma`).
+    let out = errs(
+        "tenant secure {\n  no_rdma\n}\nworkload w tenant secure {\n  actor a {\n    transport nccl\n  }\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:6:5: workload `w` may not use transport `nccl`: tenant `secure` has `no_rdma` and transport `nccl` uses RDMA"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tenant_transport_allow_list() {
+    let out = errs(
+        "tenant t {\n  transports [object_store, nccl]\n}\nworkload w tenant t {\n  actor a {\n    transport gloo\n  }\n  tasks x x 1 {\n    duration 1 s\n    transport object_store\n  }\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:6:5: workload `w` may not use transport `gloo`: tenant `t` allows only `transports [object_store, nccl]`; transport `gloo` is not among them"),
+        "{out}"
+    );
+    assert_eq!(out.matches("may not use").count(), 1, "{out}");
+    let out = errs("tenant t {\n  transports [object_store, ncl]\n}\n");
+    assert!(
+        out.contains("s.orr:2:29: unknown transport `ncl`") && out.contains("did you mean `nccl`?"),
+        "{out}"
+    );
+    let out = errs("tenant t {\n  no_rdma\n  transports [gloo, nccl]\n}\n");
+    assert!(
+        out.contains(
+            "s.orr:3:3: tenant `t` has `no_rdma` but allows transport `nccl`, which uses RDMA"
+        ),
+        "{out}"
+    );
+    // The object store is always allowed, even when not listed.
+    ok(
+        "tenant t {\n  no_rdma\n  transports [gloo]\n}\nworkload w tenant t {\n  transport object_store\n  tasks x x 1 {\n    duration 1 s\n  }\n}\n",
+    );
+}
+
+#[test]
+fn run_time_transport_checks_and_fallback() {
+    use orrery::spec::transport::{allowed_transport, fallback_transport, kind_uses_rdma};
+    let s = ok(
+        "tenant open {\n  priority 1\n}\ntenant secure {\n  no_rdma\n}\ntenant listed {\n  transports [tcp_tuned]\n}\ntransport tcp_tuned {\n  kind tcp\n}\ntransport ib {\n  kind gpudirect_rdma\n}\n",
+    );
+    for k in ["rdma", "gpudirect_rdma", "host_staged_rdma", "nixl", "nccl"] {
+        assert!(kind_uses_rdma(k), "{k}");
+    }
+    for k in ["object_store", "tcp", "gloo", "nvlink_p2p"] {
+        assert!(!kind_uses_rdma(k), "{k}");
+    }
+    assert_eq!(allowed_transport(&s, 0, "nccl"), Ok(()));
+    assert_eq!(
+        allowed_transport(&s, 1, "ib"),
+        Err(
+            "tenant `secure` has `no_rdma` and transport `ib` (kind gpudirect_rdma) uses RDMA"
+                .into()
+        )
+    );
+    assert_eq!(allowed_transport(&s, 1, "tcp_tuned"), Ok(()));
+    assert_eq!(allowed_transport(&s, 2, "tcp_tuned"), Ok(()));
+    assert_eq!(
+        allowed_transport(&s, 2, "tcp"),
+        Err("tenant `listed` allows only `transports [tcp_tuned]`; transport `tcp` is not among them".into())
+    );
+    for t in 0..3 {
+        let f = fallback_transport(&s, t);
+        assert_eq!(f, "object_store");
+        assert_eq!(allowed_transport(&s, t, f), Ok(()));
+    }
+    // No tenant (an index past the tenants): anything goes.
+    assert_eq!(allowed_transport(&s, 9, "rdma"), Ok(()));
+}
+
+#[test]
+fn tenant_accelerators_must_be_known() {
+    let out = errs("tenant t {\n  accelerators [H100_SXM, L40]\n}\n");
+    assert!(
+        out.contains("s.orr:2:27: unknown accelerator `L40`") && out.contains("did you mean `L4`?"),
+        "{out}"
+    );
+    let s = ok("tenant t {\n  accelerators [H100_SXM, L4]\n}\n");
+    assert_eq!(
+        s.tenants[0].accelerators,
+        Some(vec!["H100_SXM".to_string(), "L4".to_string()])
+    );
+}
+
+#[test]
+fn work_larger_than_its_tenant_quota_is_an_error() {
+    let out = errs(&format!(
+        "{NODE}cluster c {{\n  node box x 2\n}}\ntenant a {{\n  quota {{ GPU: 2, memory: 8 GiB }}\n}}\nworkload w tenant a {{\n  tasks t x 1 {{\n    resources {{ GPU: 4 }}\n    duration 1 s\n  }}\n  actor big {{\n    resources {{ CPU: 1, memory: 16 GiB }}\n  }}\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 1 }} x 3\n  }}\n  tasks fine x 9 {{\n    resources {{ GPU: 2 }}\n    duration 1 s\n  }}\n}}\n"
+    ));
+    assert!(
+        out.contains("s.orr:16:5: a task of group `t` needs 4 `GPU`, more than tenant `a`'s quota of 2; it could never be placed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:20:5: actor `big` needs 16 GiB `memory`, more than tenant `a`'s quota of 8 GiB; it could never be placed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:22:3: placement group `pg` (all its bundles together) needs 3 `GPU`, more than tenant `a`'s quota of 2; it could never be placed"),
+        "{out}"
+    );
+    assert!(out.contains("the quota"), "{out}");
+    assert_eq!(out.matches("could never be placed").count(), 3, "{out}");
+    let out = errs("tenant a {\n  quota { GPUS: 2 }\n}\n");
+    assert!(
+        out.contains("s.orr:2:11: no node in scope offers resource `GPUS`")
+            && out.contains("did you mean `GPU`?"),
+        "{out}"
+    );
+    let out = errs("tenant a {\n  quota { GPU: -1 }\n}\n");
+    assert!(
+        out.contains("s.orr:2:16: a quota must not be negative"),
+        "{out}"
+    );
+    let s = ok("tenant a {\n  quota { GPU: 2, memory: 1 GiB }\n}\n");
+    assert_eq!(s.tenants[0].quota["memory"], (1u64 << 30) as f64);
+}
+
+const L4BOX: &str =
+    "node l4box {\n  cpu sockets 1, cores 16\n  memory 128 GiB\n  device L4 x 4 link none\n}\n";
+
+#[test]
+fn device_memory_larger_than_every_candidate_device_is_an_error() {
+    let out = errs(&format!(
+        "{L4BOX}cluster c {{\n  node l4box x 2\n}}\nworkload w {{\n  tasks t x 1 {{\n    resources {{ GPU: 1 }}\n    device_memory 30 GB\n    duration 1 s\n  }}\n  tasks cpu x 1 {{\n    device_memory 1 GB\n    duration 1 s\n  }}\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 1 }}\n  }}\n  training j on pg steps 1 {{\n    compute 1 TFLOP per device bf16\n    device_memory 40 GB\n  }}\n  actor a {{\n    resources {{ GPU: 0.5 }}\n    device_memory 24 GB\n  }}\n}}\n"
+    ));
+    assert!(
+        out.contains(
+            "s.orr:12:5: task group `t` needs 30 GB of device memory per device; L4 has 24 GB"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("s.orr:16:5: task group `cpu` has `device_memory` but requests no device"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "s.orr:24:5: training `j` needs 40 GB of device memory per device; L4 has 24 GB"
+        ),
+        "{out}"
+    );
+    // 24 GB fits a 24 GB L4 exactly.
+    assert_eq!(out.matches("device memory per device").count(), 2, "{out}");
+    let out = errs(
+        "workload w {\n  actor a {\n    resources { GPU: 1 }\n    device_memory 0 GB\n  }\n}\n",
+    );
+    assert!(
+        out.contains("s.orr:4:19: device memory must be greater than zero"),
+        "{out}"
+    );
+}
+
+#[test]
+fn device_memory_candidates_follow_the_tenant_accelerators() {
+    let both = format!(
+        "{L4BOX}{NODE}cluster c {{\n  node l4box x 2\n  node box x 1\n}}\ntenant t {{\n  accelerators [L4]\n}}\n"
+    );
+    // Without the tenant the 80 GB H100s are candidates.
+    let s = ok(&format!(
+        "{both}workload w {{\n  service s {{\n    resources {{ GPU: 1 }}\n    arrival poisson 10 /s\n    service_time 1 ms\n    device_memory 30 GB\n  }}\n}}\n"
+    ));
+    assert_eq!(
+        s.workloads[0].services[0].device_memory,
+        Some(orrery::units::Bytes(30_000_000_000))
+    );
+    let out = errs(&format!(
+        "{both}workload w tenant t {{\n  service s {{\n    resources {{ GPU: 1 }}\n    arrival poisson 10 /s\n    service_time 1 ms\n    device_memory 30 GB\n  }}\n}}\n"
+    ));
+    assert!(
+        out.contains(
+            "s.orr:25:5: service `s` needs 30 GB of device memory per device; L4 has 24 GB"
+        ),
+        "{out}"
+    );
+    let s = ok(&format!(
+        "{both}workload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 4 }}\n  }}\n  training j on pg steps 1 {{\n    compute 1 TFLOP per device bf16\n    device_memory 60 GB\n  }}\n}}\n"
+    ));
+    assert_eq!(
+        s.workloads[0].placement_group_device_memory("pg"),
+        Some(orrery::units::Bytes(60_000_000_000))
+    );
+}

@@ -7,7 +7,7 @@
 use super::explain::{Candidate, Explain, Verdict, describe_constraint};
 use super::resources::{
     self as res, GPU, MEMORY, OBJECT_STORE_MEMORY, PREDEFINED, Request, SCALE, domain_rank,
-    instances_fit, instances_fit_full, try_allocate_ray, try_allocate_topo,
+    instances_fit, instances_fit_full, mask_by_memory, try_allocate_ray, try_allocate_topo,
 };
 use super::state::ClusterState;
 use super::{NodeId, Policy};
@@ -148,16 +148,29 @@ impl<'a> View<'a> {
             return false;
         }
         let node = &self.st.nodes[n];
+        if !node.fits_device_memory(req) {
+            return false;
+        }
         let o = self.overlay(n);
+        let dm = req.device_memory;
+        let fit = |id: usize, inst: &[i64], a: i64| match node.device_memory_free(id) {
+            Some(mem) if dm > 0 => {
+                let mut m = Vec::new();
+                mask_by_memory(inst, mem, dm, &mut m);
+                instances_fit(&m, a)
+            }
+            _ => instances_fit(inst, a),
+        };
         req.amounts
             .iter()
             .all(|&(id, a)| match (o, node.instances(id)) {
                 (Some(o), Some(_)) => {
                     let inst = &o.inst.iter().find(|e| e.0 == id).expect("copied").1;
-                    instances_fit(inst, a)
+                    fit(id, inst, a)
                 }
+                // (Device memory on an empty node: `fits_device_memory` above.)
                 (None, Some(inst)) if self.empty => instances_fit_full(inst.len(), a),
-                (None, Some(inst)) => instances_fit(inst, a),
+                (None, Some(inst)) => fit(id, inst, a),
                 (_, None) => self.avail(n, id) >= a,
             })
     }
@@ -231,13 +244,33 @@ impl<'a> View<'a> {
         let topo = self.topo;
         let locs_node = &self.st.nodes[n];
         let o = &mut self.over[self.slot[n] as usize];
+        let empty = self.empty;
         for &(id, a) in &req.amounts {
             if let Some(e) = o.inst.iter_mut().find(|e| e.0 == id) {
                 let mut out = vec![0; e.1.len()];
+                // Device memory: choose among the instances with enough free memory now (the
+                // node's, not less what earlier bundles of this attempt took there).
+                let mut masked = Vec::new();
+                let mem = locs_node
+                    .device_memory_free(id)
+                    .filter(|_| !empty && req.device_memory > 0);
+                let masked_used = mem.is_some();
+                let target: &mut [i64] = match mem {
+                    Some(m) => {
+                        mask_by_memory(&e.1, m, req.device_memory, &mut masked);
+                        &mut masked
+                    }
+                    None => &mut e.1,
+                };
                 if topo {
-                    try_allocate_topo(&mut e.1, locs_node.topology().devices_of(id), a, &mut out);
+                    try_allocate_topo(target, locs_node.topology().devices_of(id), a, &mut out);
                 } else {
-                    try_allocate_ray(&mut e.1, a, &mut out);
+                    try_allocate_ray(target, a, &mut out);
+                }
+                if masked_used {
+                    for (k, o) in out.iter().enumerate() {
+                        e.1[k] -= o;
+                    }
                 }
             }
             if let Some(v) = o.avail.get_mut(id) {
@@ -283,6 +316,11 @@ impl<'a> View<'a> {
 /// fails, it runs again on the alive cluster as if empty: success there means `Wait`, failure
 /// means `Infeasible` (Ray would keep such a group pending forever).
 ///
+/// Tenant quotas (Orrery's) count the whole group, since its creation is atomic: if the
+/// sum of the bundles is more than the tenant's quota of some resource the group is
+/// `Infeasible`; if it would take the tenant past its quota now, a placement that would
+/// succeed is `Wait` instead.
+///
 /// Availability here is per instance (what the raylet's two-phase commit would accept), where
 /// Ray's GCS checks sums and lets the raylet's prepare fail and retry: the outcome is the same
 /// without the retry.
@@ -302,6 +340,20 @@ fn place(st: &ClusterState, b: &BundleRequest) -> PgDecision {
     if b.bundles.is_empty() {
         return PgDecision::Placed(Vec::new());
     }
+    let total = b
+        .bundles
+        .iter()
+        .fold(Request::default(), |acc, x| acc.sum(x));
+    if st.quota_exceeded_by(b.tenant, &total).is_some() {
+        return PgDecision::Infeasible;
+    }
+    match place_resources(st, b) {
+        PgDecision::Placed(_) if !st.quota_allows(b.tenant, &total) => PgDecision::Wait,
+        d => d,
+    }
+}
+
+fn place_resources(st: &ClusterState, b: &BundleRequest) -> PgDecision {
     let cands: Vec<NodeId> = (0..st.nodes.len())
         .filter(|&n| {
             let node = &st.nodes[n];
@@ -522,6 +574,13 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
         return;
     };
     let req = &b.bundles[first];
+    let total = b
+        .bundles
+        .iter()
+        .fold(Request::default(), |acc, x| acc.sum(x));
+    let quota = st
+        .quota_exceeded_by(b.tenant, &total)
+        .or_else(|| st.quota_blocked_by(b.tenant, &total));
     let v = View::new(st, false, false, b.tenant);
     for i in 0..st.nodes.len() {
         let node = &st.nodes[i];
@@ -529,8 +588,8 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
             Verdict::Dead
         } else if let Some(c) = b.label_selector.iter().find(|c| !c.matches(node.labels())) {
             Verdict::LabelMismatch(describe_constraint(c))
-        } else if !st.tenant_static_ok(i, b.tenant) {
-            Verdict::TenantRule("only_nodes".into())
+        } else if let Some(r) = st.tenant_static_reason(i, b.tenant) {
+            Verdict::TenantRule(r)
         } else if !st.is_feasible(i, req) {
             Verdict::Infeasible
         } else if let Some(c) = st.tenant_conflict(i, b.tenant) {
@@ -538,6 +597,8 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
                 "runs work of tenant `{}` (never_share_node_with)",
                 st.tenants[c].name
             ))
+        } else if let Some(q) = &quota {
+            Verdict::TenantRule(format!("{q} (the whole group)"))
         } else {
             let score = v.score(i, req);
             if score >= 0.0 {

@@ -18,9 +18,10 @@
 //!
 //! Orrery's topology-aware policy ([`topology_aware`], and the topology-aware variant of
 //! [`place_bundles`] and [`ClusterState::allocate`]) goes beyond Ray and says so where it is
-//! defined. Tenant rules (`never_share_node_with`, symmetric; `only_nodes`, a label selector)
-//! are Orrery's too and are enforced under every policy, for tasks and bundles, and again by
-//! [`ClusterState::allocate`].
+//! defined. Tenant rules (`never_share_node_with`, symmetric; `only_nodes`, a label selector;
+//! `accelerators`, an allow-list of accelerator kinds; `quota`, the most a tenant holds at
+//! once, [`ClusterState::quota_allows`]) are Orrery's too and are enforced under every policy,
+//! for tasks and bundles, and again by [`ClusterState::allocate`].
 //!
 //! Everything is deterministic given the caller's `ChaCha8Rng`; ties are broken by node id.
 

@@ -101,9 +101,16 @@ impl ResourceIds {
 
 /// A resource demand: `(resource id, amount in 1/10000)` sorted by id, zero entries dropped
 /// (Ray `ResourceRequest` / `ResourceSet` never stores zeros).
+///
+/// `device_memory` (Orrery's, not Ray's; the DSL's `device_memory`) is the device memory in
+/// bytes the work needs on each device instance it holds (0: none declared). It applies to
+/// every unit-instance resource of the request: a node whose devices are all smaller is
+/// infeasible, and device memory is a consumable per instance, so work sharing a device by
+/// fractions must also fit its memory (see [`mask_by_memory`]).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Request {
     pub amounts: Vec<(usize, i64)>,
+    pub device_memory: u64,
 }
 
 impl Request {
@@ -126,7 +133,16 @@ impl Request {
             }
         }
         out.retain(|e| e.1 > 0);
-        Request { amounts: out }
+        Request {
+            amounts: out,
+            device_memory: 0,
+        }
+    }
+
+    /// The same request needing `bytes` of device memory on each device it holds.
+    pub fn with_device_memory(mut self, bytes: u64) -> Request {
+        self.device_memory = bytes;
+        self
     }
 
     pub fn get(&self, id: usize) -> i64 {
@@ -141,10 +157,12 @@ impl Request {
         self.amounts.is_empty()
     }
 
+    /// Amounts added; device memory per device is the larger of the two (it is per device,
+    /// not a total).
     pub fn sum(&self, other: &Request) -> Request {
         let mut v = self.amounts.clone();
         v.extend_from_slice(&other.amounts);
-        Request::from_amounts(v)
+        Request::from_amounts(v).with_device_memory(self.device_memory.max(other.device_memory))
     }
 
     /// Human-readable, for `explain` and test messages: `{CPU: 1, GPU: 0.5}`.
@@ -154,8 +172,32 @@ impl Request {
             .iter()
             .map(|(id, a)| format!("{}: {}", ids.name(*id), from_fixed(*a)))
             .collect();
-        format!("{{{}}}", parts.join(", "))
+        if self.device_memory > 0 {
+            format!(
+                "{{{}}} with {} per device",
+                parts.join(", "),
+                crate::units::Bytes(self.device_memory)
+            )
+        } else {
+            format!("{{{}}}", parts.join(", "))
+        }
     }
+}
+
+/// Instance availabilities as work needing `device_memory` bytes per device sees them:
+/// instances with less free device memory than that count as fully used (availability 0), the
+/// others keep theirs. Every per-instance rule of this module (Ray's `TryAllocate`, the
+/// topology-aware allocator, [`domain_rank`]) then applies unchanged to the masked
+/// availabilities; what they take is taken from the real ones. Writes into `out`.
+pub fn mask_by_memory(avail: &[i64], mem_free: &[u64], device_memory: u64, out: &mut Vec<i64>) {
+    out.clear();
+    out.extend(avail.iter().enumerate().map(|(i, &a)| {
+        if mem_free.get(i).copied().unwrap_or(u64::MAX) >= device_memory {
+            a
+        } else {
+            0
+        }
+    }));
 }
 
 /// Whether `demand` fits into the per-instance availabilities `avail` under Ray's

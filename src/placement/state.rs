@@ -2,7 +2,7 @@
 //! labels, topology and tenant occupancy, built from a validated [`Spec`].
 
 use super::resources::{
-    self as res, DeviceLoc, GPU, Request, ResourceIds, SCALE, instances_fit, to_fixed,
+    self as res, DeviceLoc, GPU, Request, ResourceIds, SCALE, from_fixed, instances_fit, to_fixed,
     try_allocate_ray, try_allocate_topo,
 };
 use super::{NodeId, Policy};
@@ -39,6 +39,13 @@ pub struct Topology {
     pub nics: Vec<NicLoc>,
     pub numa_nodes: u32,
     pub switches: usize,
+    /// Accelerator kinds (the Spec's accelerator names) of the node type's devices, distinct,
+    /// in declaration order; empty for a node type without devices.
+    pub accelerators: Vec<String>,
+    /// Per unit-instance resource id: the device memory of each instance in bytes, in the
+    /// order of [`Topology::devices`]; `u64::MAX` for instances that come from a `resources`
+    /// declaration rather than a device (their memory is unknown, so unconstrained).
+    pub device_memory: Vec<(usize, Vec<u64>)>,
 }
 
 impl Topology {
@@ -66,8 +73,14 @@ pub struct NodeState {
     available: Vec<i64>,
     /// Unit-instance resources: `(resource id, availability of each instance)`.
     instances: Vec<(usize, Vec<i64>)>,
+    /// Free device memory of each instance in bytes, aligned with `instances`
+    /// (`Topology::device_memory` when nothing runs; `u64::MAX`: unknown, unconstrained).
+    mem_free: Vec<(usize, Vec<u64>)>,
     topo: Arc<Topology>,
     tenant_occ: Vec<u32>,
+    /// What each tenant's allocations hold here of each resource its quota names, flat in
+    /// the layout of [`ClusterState`]'s quota table (empty when no tenant has a quota).
+    quota_held: Vec<i64>,
     /// Cached [`NodeState::critical_utilization`], refreshed on every allocate/free/reset.
     util: f32,
     /// Device instances out of service (a GPU-level fault): (resource id, instance).
@@ -144,12 +157,71 @@ impl NodeState {
         highest
     }
 
+    /// Free device memory per instance of a unit-instance resource, in bytes.
+    pub fn device_memory_free(&self, id: usize) -> Option<&[u64]> {
+        self.mem_free
+            .iter()
+            .find(|e| e.0 == id)
+            .map(|e| e.1.as_slice())
+    }
+
+    /// Per-instance availability as work needing `device_memory` bytes per device sees it
+    /// ([`res::mask_by_memory`]; unchanged when `device_memory` is 0).
+    pub fn instances_for(
+        &self,
+        id: usize,
+        device_memory: u64,
+    ) -> Option<std::borrow::Cow<'_, [i64]>> {
+        let inst = self.instances(id)?;
+        if device_memory == 0 {
+            return Some(std::borrow::Cow::Borrowed(inst));
+        }
+        let mut out = Vec::new();
+        res::mask_by_memory(
+            inst,
+            self.device_memory_free(id).unwrap_or(&[]),
+            device_memory,
+            &mut out,
+        );
+        Some(std::borrow::Cow::Owned(out))
+    }
+
+    /// Whether the node's devices could ever give `req` its device memory: enough in-service
+    /// instances of each unit-instance resource it asks for are at least that large.
+    pub(crate) fn fits_device_memory(&self, req: &Request) -> bool {
+        if req.device_memory == 0 {
+            return true;
+        }
+        req.amounts.iter().all(|&(id, a)| {
+            let Some(caps) = self.topo.device_memory.iter().find(|e| e.0 == id) else {
+                return true;
+            };
+            let big = caps
+                .1
+                .iter()
+                .enumerate()
+                .filter(|&(k, &c)| c >= req.device_memory && !self.dead.contains(&(id, k)))
+                .count();
+            res::instances_fit_full(big, a)
+        })
+    }
+
     fn fits_total(&self, req: &Request) -> bool {
-        req.amounts.iter().all(|&(id, a)| self.total(id) >= a)
+        req.amounts.iter().all(|&(id, a)| self.total(id) >= a) && self.fits_device_memory(req)
     }
 
     fn fits_available(&self, req: &Request) -> bool {
         req.amounts.iter().all(|&(id, a)| match self.instances(id) {
+            Some(inst) if req.device_memory > 0 => {
+                let mut m = Vec::new();
+                res::mask_by_memory(
+                    inst,
+                    self.device_memory_free(id).unwrap_or(&[]),
+                    req.device_memory,
+                    &mut m,
+                );
+                instances_fit(&m, a)
+            }
             Some(inst) => instances_fit(inst, a),
             None => self.available(id) >= a,
         })
@@ -165,8 +237,27 @@ pub struct TenantRules {
     pub conflicts: Vec<usize>,
     /// Label selector every placement of this tenant must satisfy.
     pub only_nodes: Vec<LabelConstraint>,
-    /// Transport rule (no RDMA NICs); stored for the transport model, ignored by placement.
+    /// Transport rule (no RDMA transports, `crate::spec::transport::kind_uses_rdma`); checked
+    /// when the scenario is resolved and by `crate::spec::transport::allowed_transport`,
+    /// ignored by placement.
     pub no_rdma: bool,
+    /// Accelerator kinds this tenant's work may be placed on (`accelerators [..]`); `None`:
+    /// any. A node passes when every accelerator it holds is listed; a node without
+    /// accelerators passes unless it offers device resources of unknown kind (a unit-instance
+    /// resource declared with `resources`), so device-free work still runs on CPU nodes.
+    pub accelerators: Option<Vec<String>>,
+    /// `quota { GPU: 2 }`: the most of each resource (id, amount in 1/10000) the tenant's
+    /// live allocations may hold at once, summed over alive nodes; sorted by id.
+    pub quota: Vec<(usize, i64)>,
+}
+
+/// The `accelerators` rule on one node: every accelerator kind it holds is allowed; a node
+/// without accelerators passes unless it offers unit-instance (device) resources anyway.
+fn accelerators_ok(n: &NodeState, allowed: &[String]) -> bool {
+    if n.topo.accelerators.is_empty() {
+        return n.instances.iter().all(|e| e.1.is_empty());
+    }
+    n.topo.accelerators.iter().all(|a| allowed.contains(a))
 }
 
 /// A TPU-style slice: a rack whose hosts form one torus.
@@ -212,6 +303,9 @@ pub struct Allocation {
     pub amounts: Vec<(usize, i64)>,
     /// Per-device amounts for unit-instance resources (GPU, TPU, neuron_cores, ...).
     pub instances: Vec<(usize, Vec<i64>)>,
+    /// Device memory taken: (resource id, instance, bytes), one entry per device held when the
+    /// request declared `device_memory`.
+    pub device_memory: Vec<(usize, usize, u64)>,
 }
 
 /// The whole cluster.
@@ -238,6 +332,14 @@ pub struct ClusterState {
     /// scanning and selecting (same result; see `task::hybrid_pass`).
     pub(crate) order: BTreeSet<(u32, u32)>,
     pub(crate) buf_feasible: Vec<(f32, NodeId)>,
+    /// Start of each tenant's entries in the flat quota tables (`quota_held` here and on
+    /// every node), one entry per `TenantRules::quota` item.
+    quota_off: Vec<usize>,
+    /// What each tenant holds on alive nodes of each quota resource (flat, see `quota_off`).
+    /// Kept by [`ClusterState::allocate`], [`ClusterState::free`], [`ClusterState::reset`] and
+    /// [`ClusterState::set_alive`] (work on a dead node holds nothing usable: its allocations
+    /// stop counting when the node dies, as Ray frees a dead node's leases).
+    quota_held: Vec<i64>,
 }
 
 /// Sort key of a node in the DEFAULT policy's order: utilisation below Ray's
@@ -297,6 +399,8 @@ impl ClusterState {
             buf_avail: Vec::new(),
             order: BTreeSet::new(),
             buf_feasible: Vec::new(),
+            quota_off: Vec::new(),
+            quota_held: Vec::new(),
         };
         // Tenants: symmetric never-share, only_nodes selectors.
         for t in &spec.tenants {
@@ -305,6 +409,8 @@ impl ClusterState {
                 conflicts: Vec::new(),
                 only_nodes: t.only_nodes.clone(),
                 no_rdma: t.no_rdma,
+                accelerators: t.accelerators.clone(),
+                quota: Vec::new(),
             });
         }
         for (i, t) in spec.tenants.iter().enumerate() {
@@ -321,6 +427,7 @@ impl ClusterState {
         }
         let ntenants = st.tenants.len();
         let Some(cluster) = &spec.cluster else {
+            st.intern_quotas(spec, &mut ids);
             st.ids = ids;
             return st;
         };
@@ -392,11 +499,19 @@ impl ClusterState {
             };
             let mut domain = 0usize;
             let mut per_res: BTreeMap<usize, Vec<DeviceLoc>> = BTreeMap::new();
+            let mut per_mem: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
             for g in &nt.devices {
                 let Some(acc) = spec.accelerators.get(&g.accelerator) else {
                     continue;
                 };
+                if !topo.accelerators.contains(&g.accelerator) {
+                    topo.accelerators.push(g.accelerator.clone());
+                }
                 let rid = ids.get_or_insert(&acc.ray_resource);
+                per_mem
+                    .entry(rid)
+                    .or_default()
+                    .extend(std::iter::repeat_n(acc.memory.0, g.count as usize));
                 let group_domain = domain;
                 if g.link != "none" {
                     domain += 1;
@@ -429,11 +544,22 @@ impl ClusterState {
                         });
                     }
                     v.truncate(n);
+                    let m = per_mem.entry(rid).or_default();
+                    m.resize(n, u64::MAX);
                 }
             }
             topo.devices = per_res
                 .into_iter()
                 .filter(|(rid, _)| resources.iter().any(|e| e.0 == *rid))
+                .collect();
+            topo.device_memory = topo
+                .devices
+                .iter()
+                .map(|(rid, locs)| {
+                    let mut m = per_mem.remove(rid).unwrap_or_default();
+                    m.resize(locs.len(), u64::MAX);
+                    (*rid, m)
+                })
                 .collect();
             for g in &nt.nics {
                 for k in 0..g.count as usize {
@@ -506,6 +632,7 @@ impl ClusterState {
                 .iter()
                 .map(|(rid, locs)| (*rid, vec![SCALE; locs.len()]))
                 .collect();
+            let mem_free = ti.topo.device_memory.clone();
             st.by_name.insert(nr.name.clone(), id);
             st.nodes.push(NodeState {
                 name: nr.name,
@@ -519,16 +646,22 @@ impl ClusterState {
                 available: total.clone(),
                 total,
                 instances,
+                mem_free,
                 topo: ti.topo.clone(),
                 tenant_occ: vec![0; ntenants],
+                quota_held: Vec::new(),
                 util: 0.0,
                 dead: Vec::new(),
             });
         }
+        // Quota resources are interned last, so they never renumber the nodes' resources.
+        st.intern_quotas(spec, &mut ids);
         let n = ids.len();
+        let nq = st.quota_held.len();
         for node in &mut st.nodes {
             node.total.resize(n, 0);
             node.available.resize(n, 0);
+            node.quota_held = vec![0; nq];
         }
         st.head = cluster
             .head
@@ -544,9 +677,153 @@ impl ClusterState {
         st
     }
 
+    /// The tenants' quotas as resource ids, and the flat tables that count what they hold.
+    fn intern_quotas(&mut self, spec: &Spec, ids: &mut ResourceIds) {
+        let mut off = 0;
+        for (t, rules) in spec.tenants.iter().zip(self.tenants.iter_mut()) {
+            rules.quota = Request::from_amounts(
+                t.quota
+                    .iter()
+                    .map(|(k, v)| (ids.get_or_insert(k), to_fixed(*v)))
+                    .collect(),
+            )
+            .amounts;
+            // `from_amounts` drops zero amounts; a zero quota still forbids that resource.
+            for (k, v) in &t.quota {
+                let id = ids.get_or_insert(k);
+                if to_fixed(*v) <= 0 && !rules.quota.iter().any(|e| e.0 == id) {
+                    rules.quota.push((id, 0));
+                }
+            }
+            rules.quota.sort_by_key(|e| e.0);
+            self.quota_off.push(off);
+            off += rules.quota.len();
+        }
+        self.quota_held = vec![0; off];
+    }
+
+    /// Add (`sign` 1) or remove (-1) what an allocation of `amounts` by `tenant` holds on
+    /// `node` to the quota tables; the cluster table only counts alive nodes.
+    fn quota_account(
+        &mut self,
+        node: NodeId,
+        amounts: &[(usize, i64)],
+        tenant: Option<usize>,
+        sign: i64,
+    ) {
+        let Some(t) = tenant else { return };
+        let Some(rules) = self.tenants.get(t) else {
+            return;
+        };
+        let off = self.quota_off[t];
+        let n = &mut self.nodes[node];
+        for (k, &(id, _)) in rules.quota.iter().enumerate() {
+            let a = amounts.iter().find(|e| e.0 == id).map(|e| e.1).unwrap_or(0);
+            if a == 0 {
+                continue;
+            }
+            let held = &mut n.quota_held[off + k];
+            // Never below zero: a free after a reset of the node gives back nothing.
+            let d = if sign > 0 { a } else { -a.min(*held) };
+            *held += d;
+            if n.alive {
+                self.quota_held[off + k] += d;
+            }
+        }
+    }
+
+    /// What tenant `tenant` holds now, on alive nodes, of `resource` (an id); tracked only
+    /// for resources its quota names (0 otherwise).
+    pub fn tenant_held(&self, tenant: usize, resource: usize) -> i64 {
+        let Some(rules) = self.tenants.get(tenant) else {
+            return 0;
+        };
+        rules
+            .quota
+            .iter()
+            .position(|e| e.0 == resource)
+            .map(|k| self.quota_held[self.quota_off[tenant] + k])
+            .unwrap_or(0)
+    }
+
+    fn fmt_amount(&self, id: usize, a: i64) -> String {
+        if id == res::MEMORY || id == res::OBJECT_STORE_MEMORY {
+            crate::units::Bytes(from_fixed(a).max(0.0) as u64).to_string()
+        } else {
+            crate::units::sig3(from_fixed(a))
+        }
+    }
+
+    /// Whether `tenant` may take `r` now without holding more than its quota of any resource
+    /// (what it holds on alive nodes plus `r`). No tenant, or no quota: always.
+    pub fn quota_allows(&self, tenant: Option<usize>, r: &Request) -> bool {
+        let Some(t) = tenant else { return true };
+        let Some(rules) = self.tenants.get(t) else {
+            return true;
+        };
+        let off = self.quota_off[t];
+        rules
+            .quota
+            .iter()
+            .enumerate()
+            .all(|(k, &(id, q))| r.get(id) == 0 || self.quota_held[off + k] + r.get(id) <= q)
+    }
+
+    /// Which quota keeps `tenant` from taking `r` now, if one does: `tenant `a` quota GPU:
+    /// holds 2, requests 1, quota 2` (the first such resource in id order).
+    pub fn quota_blocked_by(&self, tenant: Option<usize>, r: &Request) -> Option<String> {
+        let t = tenant?;
+        let rules = self.tenants.get(t)?;
+        let off = self.quota_off[t];
+        rules.quota.iter().enumerate().find_map(|(k, &(id, q))| {
+            let want = r.get(id);
+            let held = self.quota_held[off + k];
+            (want > 0 && held + want > q).then(|| {
+                format!(
+                    "tenant `{}` quota {}: holds {}, requests {}, quota {}",
+                    rules.name,
+                    self.ids.name(id),
+                    self.fmt_amount(id, held),
+                    self.fmt_amount(id, want),
+                    self.fmt_amount(id, q)
+                )
+            })
+        })
+    }
+
+    /// Whether `r` alone is more than `tenant`'s quota of some resource (it could never be
+    /// placed): `tenant `a` quota GPU: requests 4, more than the quota 2`.
+    pub fn quota_exceeded_by(&self, tenant: Option<usize>, r: &Request) -> Option<String> {
+        let rules = self.tenants.get(tenant?)?;
+        rules.quota.iter().find_map(|&(id, q)| {
+            let want = r.get(id);
+            (want > q).then(|| {
+                format!(
+                    "tenant `{}` quota {}: requests {}, more than the quota {}",
+                    rules.name,
+                    self.ids.name(id),
+                    self.fmt_amount(id, want),
+                    self.fmt_amount(id, q)
+                )
+            })
+        })
+    }
+
     /// Intern a resource map as a [`Request`].
     pub fn request(&mut self, map: &BTreeMap<String, f64>) -> Request {
         Request::from_map(map, &mut self.ids)
+    }
+
+    /// [`ClusterState::request`] for work that declares `device_memory` (per device it
+    /// holds; the Spec's `TaskGroup::device_memory`, `Actor::device_memory`,
+    /// `Service::device_memory`, and for placement-group bundles
+    /// `Workload::placement_group_device_memory`).
+    pub fn request_with_memory(
+        &mut self,
+        map: &BTreeMap<String, f64>,
+        device_memory: Option<crate::units::Bytes>,
+    ) -> Request {
+        Request::from_map(map, &mut self.ids).with_device_memory(device_memory.map_or(0, |b| b.0))
     }
 
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
@@ -591,21 +868,51 @@ impl ClusterState {
         tenant: Option<usize>,
         policy: Policy,
     ) -> Option<Allocation> {
-        if !self.is_available(node, req) || !self.tenant_allows(node, tenant) {
+        if !self.is_available(node, req)
+            || !self.tenant_allows(node, tenant)
+            || !self.quota_allows(tenant, req)
+        {
             return None;
         }
         let n = &mut self.nodes[node];
         let topo = n.topo.clone();
         let mut instances = Vec::new();
+        let mut device_memory = Vec::new();
+        let dm = req.device_memory;
         for &(id, a) in &req.amounts {
             if let Some(e) = n.instances.iter_mut().find(|e| e.0 == id) {
                 let mut out = vec![0i64; e.1.len()];
+                let mut mem = n.mem_free.iter_mut().find(|m| m.0 == id);
+                // With device memory, allocate on the masked availabilities (instances with
+                // too little free memory look used), then take the same amounts for real.
+                let mut masked = Vec::new();
+                let use_mask = dm > 0 && mem.is_some();
+                let target: &mut [i64] = match (&mem, use_mask) {
+                    (Some(m), true) => {
+                        res::mask_by_memory(&e.1, &m.1, dm, &mut masked);
+                        &mut masked
+                    }
+                    _ => &mut e.1,
+                };
                 let ok = if policy == Policy::TopologyAware {
-                    try_allocate_topo(&mut e.1, topo.devices_of(id), a, &mut out)
+                    try_allocate_topo(target, topo.devices_of(id), a, &mut out)
                 } else {
-                    try_allocate_ray(&mut e.1, a, &mut out)
+                    try_allocate_ray(target, a, &mut out)
                 };
                 debug_assert!(ok, "checked by is_available");
+                if use_mask {
+                    for (k, &o) in out.iter().enumerate() {
+                        if o > 0 {
+                            e.1[k] -= o;
+                            if let Some(m) = mem.as_mut()
+                                && m.1[k] != u64::MAX
+                            {
+                                m.1[k] = m.1[k].saturating_sub(dm);
+                                device_memory.push((id, k, dm));
+                            }
+                        }
+                    }
+                }
                 instances.push((id, out));
             }
             n.available[id] -= a;
@@ -619,10 +926,12 @@ impl ClusterState {
         n.util = n.compute_utilization();
         let new = n.util;
         self.reorder(node, old, new);
+        self.quota_account(node, &req.amounts, tenant, 1);
         Some(Allocation {
             node,
             amounts: req.amounts.clone(),
             instances,
+            device_memory,
         })
     }
 
@@ -645,6 +954,20 @@ impl ClusterState {
                 n.available[*id] = e.1.iter().sum();
             }
         }
+        for &(id, k, bytes) in &alloc.device_memory {
+            let cap = n
+                .topo
+                .device_memory
+                .iter()
+                .find(|e| e.0 == id)
+                .and_then(|e| e.1.get(k).copied())
+                .unwrap_or(u64::MAX);
+            if let Some(m) = n.mem_free.iter_mut().find(|m| m.0 == id)
+                && let Some(x) = m.1.get_mut(k)
+            {
+                *x = x.saturating_add(bytes).min(cap);
+            }
+        }
         if let Some(t) = tenant
             && let Some(c) = n.tenant_occ.get_mut(t)
         {
@@ -654,6 +977,7 @@ impl ClusterState {
         n.util = n.compute_utilization();
         let new = n.util;
         self.reorder(alloc.node, old, new);
+        self.quota_account(alloc.node, &alloc.amounts, tenant, -1);
     }
 
     /// Move a node in [`ClusterState::order`] after its utilisation changed.
@@ -681,6 +1005,11 @@ impl ClusterState {
             self.order.remove(&key);
         }
         let n = &self.nodes[node];
+        let q: i64 = if alive { 1 } else { -1 };
+        for (k, held) in n.quota_held.iter().enumerate() {
+            self.quota_held[k] += q * held;
+        }
+        let n = &self.nodes[node];
         let d: isize = if alive { 1 } else { -1 };
         self.alive_count = (self.alive_count as isize + d) as usize;
         if !n.has_gpu {
@@ -693,12 +1022,20 @@ impl ClusterState {
     pub fn reset(&mut self, node: NodeId) {
         let n = &mut self.nodes[node];
         n.available.clone_from(&n.total);
+        n.mem_free.clone_from(&n.topo.device_memory);
         for e in &mut n.instances {
             for (k, x) in e.1.iter_mut().enumerate() {
                 *x = if n.dead.contains(&(e.0, k)) { 0 } else { SCALE };
             }
         }
         n.tenant_occ.iter_mut().for_each(|c| *c = 0);
+        if n.alive {
+            for (k, held) in n.quota_held.iter().enumerate() {
+                self.quota_held[k] -= held;
+            }
+        }
+        let n = &mut self.nodes[node];
+        n.quota_held.iter_mut().for_each(|h| *h = 0);
         let old = n.util;
         n.util = 0.0;
         self.reorder(node, old, 0.0);
@@ -751,6 +1088,17 @@ impl ClusterState {
         };
         n.dead.swap_remove(pos);
         n.total[id] += SCALE;
+        let cap = n
+            .topo
+            .device_memory
+            .iter()
+            .find(|e| e.0 == id)
+            .and_then(|e| e.1.get(k).copied());
+        if let (Some(m), Some(c)) = (n.mem_free.iter_mut().find(|m| m.0 == id), cap)
+            && let Some(x) = m.1.get_mut(k)
+        {
+            *x = c;
+        }
         if let Some(e) = n.instances.iter_mut().find(|e| e.0 == id) {
             e.1[k] = SCALE;
             n.available[id] = e.1.iter().sum();
@@ -766,15 +1114,47 @@ impl ClusterState {
         self.tenants.iter().position(|t| t.name == name)
     }
 
-    /// Tenant `only_nodes` passes (static part of the tenant rules).
+    /// Tenant `only_nodes` and `accelerators` pass (the static part of the tenant rules).
     pub fn tenant_static_ok(&self, node: NodeId, tenant: Option<usize>) -> bool {
         match tenant.and_then(|t| self.tenants.get(t)) {
-            Some(t) => t
-                .only_nodes
-                .iter()
-                .all(|c| c.matches(&self.nodes[node].labels)),
+            Some(t) => {
+                let n = &self.nodes[node];
+                t.only_nodes.iter().all(|c| c.matches(&n.labels))
+                    && t.accelerators
+                        .as_ref()
+                        .is_none_or(|allowed| accelerators_ok(n, allowed))
+            }
             None => true,
         }
+    }
+
+    /// Why the static tenant rules exclude `node` for `tenant` (`None`: they pass), as
+    /// `explain` shows it: `tenant `t` only_nodes KEY = VALUE` or
+    /// `tenant `t` accelerators [H100_SXM]: node has L4`.
+    pub fn tenant_static_reason(&self, node: NodeId, tenant: Option<usize>) -> Option<String> {
+        let t = self.tenants.get(tenant?)?;
+        let n = &self.nodes[node];
+        if let Some(c) = t.only_nodes.iter().find(|c| !c.matches(&n.labels)) {
+            return Some(format!(
+                "tenant `{}` only_nodes {}",
+                t.name,
+                super::explain::describe_constraint(c)
+            ));
+        }
+        let allowed = t.accelerators.as_ref()?;
+        if accelerators_ok(n, allowed) {
+            return None;
+        }
+        let has = if n.topo.accelerators.is_empty() {
+            "devices of no declared accelerator kind".to_string()
+        } else {
+            n.topo.accelerators.join(", ")
+        };
+        Some(format!(
+            "tenant `{}` accelerators [{}]: node has {has}",
+            t.name,
+            allowed.join(", ")
+        ))
     }
 
     /// A tenant this one may not share a node with that currently has work on `node`.

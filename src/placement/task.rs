@@ -106,12 +106,26 @@ pub fn hybrid_score(st: &ClusterState, n: NodeId, threshold: f32) -> f32 {
 /// * `Strategy::Default` under `Policy::TopologyAware` → [`topology_aware`] (Orrery's).
 ///
 /// Label selectors and tenant rules apply under every strategy. Deterministic given `rng`.
+///
+/// Tenant quotas (Orrery's, not Ray's) come last: a request larger than the tenant's quota of
+/// some resource is `Infeasible` ([`ClusterState::quota_exceeded_by`]); one that would take
+/// the tenant past its quota now is `Queue` at the node the policy chose (then subject to the
+/// preferred-node rule below) instead of `Run` ([`ClusterState::quota_blocked_by`]), to be
+/// placed again when the tenant's work frees resources.
 pub fn place_task(
     state: &mut ClusterState,
     t: &TaskRequest,
     rng: &mut ChaCha8Rng,
     explain: Option<&mut Explain>,
 ) -> Decision {
+    if state.quota_exceeded_by(t.tenant, t.request).is_some() {
+        let d = Decision::Infeasible;
+        if let Some(e) = explain {
+            fill_explain(state, t, &d, e);
+        }
+        return d;
+    }
+    let spread_before = state.spread_next;
     let d = match t.strategy {
         Strategy::NodeAffinity { node, soft } => node_affinity(state, t, node, *soft, rng),
         Strategy::Spread => spread(state, t, rng),
@@ -120,6 +134,14 @@ pub fn place_task(
             Policy::Spread => spread(state, t, rng),
             Policy::TopologyAware => topology_aware(state, t, rng),
         },
+    };
+    let d = match d {
+        Decision::Run(n) if !state.quota_allows(t.tenant, t.request) => {
+            // Nothing starts, so SPREAD's round robin does not move on.
+            state.spread_next = spread_before;
+            Decision::Queue(n)
+        }
+        d => d,
     };
     // Ray `ClusterResourceScheduler::GetBestSchedulableNode` (`cluster_resource_scheduler.cc`):
     // when the best node is feasible but unavailable, the lease waits on the local node (the
@@ -425,9 +447,10 @@ pub fn topology_aware(st: &mut ClusterState, t: &TaskRequest, rng: &mut ChaCha8R
             continue;
         }
         let node = &st.nodes[i];
-        let Some(inst) = node.instances(dev_id) else {
+        let Some(inst) = node.instances_for(dev_id, t.request.device_memory) else {
             continue;
         };
+        let inst: &[i64] = &inst;
         let locs = node.topology().devices_of(dev_id);
         let key = (
             std::ptr::from_ref(node.topology()) as usize,
@@ -494,13 +517,8 @@ fn fill_explain(st: &ClusterState, t: &TaskRequest, d: &Decision, e: &mut Explai
             Verdict::Dead
         } else if let Some(c) = t.label_selector.iter().find(|c| !c.matches(node.labels())) {
             Verdict::LabelMismatch(describe_constraint(c))
-        } else if let Some(c) = t.tenant.and_then(|x| st.tenants.get(x)).and_then(|tr| {
-            tr.only_nodes
-                .iter()
-                .find(|c| !c.matches(node.labels()))
-                .map(|c| format!("tenant `{}` only_nodes {}", tr.name, describe_constraint(c)))
-        }) {
-            Verdict::TenantRule(c)
+        } else if let Some(r) = st.tenant_static_reason(i, t.tenant) {
+            Verdict::TenantRule(r)
         } else if !st.is_feasible(i, t.request) {
             Verdict::Infeasible
         } else if let Some(c) = st.tenant_conflict(i, t.tenant) {
@@ -508,6 +526,11 @@ fn fill_explain(st: &ClusterState, t: &TaskRequest, d: &Decision, e: &mut Explai
                 "runs work of tenant `{}` (never_share_node_with)",
                 st.tenants[c].name
             ))
+        } else if let Some(q) = st
+            .quota_exceeded_by(t.tenant, t.request)
+            .or_else(|| st.quota_blocked_by(t.tenant, t.request))
+        {
+            Verdict::TenantRule(q)
         } else {
             let score = f64::from(hybrid_score(st, i, SPREAD_THRESHOLD));
             if st.is_available(i, t.request) {

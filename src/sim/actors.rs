@@ -50,7 +50,7 @@ impl Sim<'_> {
         // Actors.
         for (ai, a) in w.actors.iter().enumerate() {
             let (request, holds) = match &a.resources {
-                Some(r) => (self.state.request(r), true),
+                Some(r) => (self.state.request_with_memory(r, a.device_memory), true),
                 None => (
                     self.state
                         .request(&BTreeMap::from([("CPU".to_string(), 1.0)])),

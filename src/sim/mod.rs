@@ -180,6 +180,8 @@ struct Sim<'s> {
     net: network::NetState,
     /// The run's one network: every transfer's flows share it.
     wire: wire::Wire,
+    /// A tenant with a quota freed resources since the last dispatch.
+    quota_freed: bool,
     tl: timeline::Recorder,
     transport_override: Option<String>,
 }
@@ -275,6 +277,7 @@ impl<'s> Sim<'s> {
             store: objects::Store::default(),
             net: network::NetState::default(),
             wire: wire::Wire::default(),
+            quota_freed: false,
             tl: timeline::Recorder::default(),
         }
     }

@@ -40,7 +40,12 @@ impl Sim<'_> {
     ) {
         // Placement groups, then training jobs on them.
         for (pi, p) in w.placement_groups.iter().enumerate() {
-            let bundles = p.bundles.iter().map(|b| self.state.request(b)).collect();
+            let mem = w.placement_group_device_memory(&p.name);
+            let bundles = p
+                .bundles
+                .iter()
+                .map(|b| self.state.request_with_memory(b, mem))
+                .collect();
             self.pgs.push(Pg {
                 workload: wi,
                 index: pi,

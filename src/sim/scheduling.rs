@@ -183,6 +183,10 @@ impl Sim<'_> {
 
     pub(super) fn free(&mut self, a: &Allocation, tenant: Option<usize>) {
         self.state.free(a, tenant);
+        if tenant.is_some_and(|t| !self.state.tenants[t].quota.is_empty()) {
+            // Work of this tenant waiting on its quota may now fit on any node, not only here.
+            self.quota_freed = true;
+        }
         let time = self.now();
         if let Some(t) = &mut self.trace {
             t.push(TraceEvent {
@@ -338,6 +342,22 @@ impl Sim<'_> {
     /// each class, classes in order. Checking `node` alone is exact: nothing was available
     /// for a waiting class before this free (see the module docs).
     pub(super) fn dispatch(&mut self, node: NodeId) {
+        if std::mem::take(&mut self.quota_freed) {
+            // A tenant under a quota freed something: its waiting work may start anywhere, so
+            // every node is offered (this node first), not only the one freed.
+            self.dispatch_one(node);
+            for n in 0..self.state.nodes.len() {
+                if n != node && self.state.nodes[n].alive() {
+                    self.dispatch_one(n);
+                }
+            }
+            return;
+        }
+        self.dispatch_one(node);
+    }
+
+    /// [`Sim::dispatch`] for one node.
+    fn dispatch_one(&mut self, node: NodeId) {
         if !self.failures.lost_pgs.is_empty() {
             // Bundles lost with a node are rescheduled ahead of other work (Ray GCS).
             self.repair_pgs();

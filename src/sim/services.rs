@@ -74,7 +74,9 @@ impl Sim<'_> {
                     (0.0, 1, t)
                 }
             };
-            let request = self.state.request(&s.resources);
+            let request = self
+                .state
+                .request_with_memory(&s.resources, s.device_memory);
             self.services.push(Service {
                 workload: wi,
                 index: si,

@@ -55,7 +55,9 @@ impl Sim<'_> {
         // Task groups, then their dependency edges.
         let base = self.groups.len() as u32;
         for (gi, g) in w.tasks.iter().enumerate() {
-            let request = self.state.request(&g.resources);
+            let request = self
+                .state
+                .request_with_memory(&g.resources, g.device_memory);
             let first = self.task_start.len() as u32;
             self.task_start
                 .extend(std::iter::repeat_n(0, g.count as usize));

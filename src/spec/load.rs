@@ -555,6 +555,7 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder
         ));
     }
 
+    let scope = resource_scope(&spec);
     let mut tenant_names: BTreeMap<String, Span> = BTreeMap::new();
     for d in by_kind.remove("tenant").unwrap_or_default() {
         if let Some(first) = tenant_names.get(&d.name) {
@@ -566,11 +567,9 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder
         }
         tenant_names.insert(d.name.clone(), d.span);
         spec.tenants
-            .push(workload::tenant(cx, &d.name, d.span, d.body()));
+            .push(workload::tenant(cx, &scope, &d.name, d.span, d.body()));
     }
     workload::check_tenant_refs(cx, &spec.tenants);
-
-    let scope = resource_scope(&spec);
     let mut workload_names: BTreeMap<String, Span> = BTreeMap::new();
     for d in by_kind.remove("workload").unwrap_or_default() {
         if let Some(first) = workload_names.get(&d.name) {
@@ -589,14 +588,11 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder
             cx.push(Diagnostic::error(*sp, format!("unknown tenant `{t}`")).with_help(help));
         }
         let tenant = d.extra.as_ref().map(|(t, _)| t.clone());
-        spec.workloads.push(workload::workload(
-            cx,
-            &scope,
-            &d.name,
-            d.span,
-            tenant,
-            d.body(),
-        ));
+        let rules = tenant
+            .as_ref()
+            .and_then(|t| spec.tenants.iter().find(|x| &x.name == t));
+        let w = workload::workload(cx, &scope, &d.name, d.span, tenant.clone(), rules, d.body());
+        spec.workloads.push(w);
     }
 
     for d in by_kind.remove("failures").unwrap_or_default() {
@@ -638,10 +634,30 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         let e = max.entry(k).or_insert(0.0);
         *e = e.max(v);
     };
+    let mut node_types = Vec::new();
     for nt in types {
-        for (k, v) in node_resources(spec, nt) {
-            bump(k, v);
+        let resources = node_resources(spec, nt);
+        for (k, v) in &resources {
+            bump(k.clone(), *v);
         }
+        let devices = nt
+            .devices
+            .iter()
+            .filter_map(|g| {
+                let a = spec.accelerators.get(&g.accelerator)?;
+                Some((
+                    g.accelerator.clone(),
+                    a.ray_resource.clone(),
+                    a.memory,
+                    g.count,
+                ))
+            })
+            .collect();
+        node_types.push(workload::ScopeNodeType {
+            name: nt.name.clone(),
+            resources,
+            devices,
+        });
     }
     let transports = spec
         .transports
@@ -649,6 +665,13 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         .map(|t| t.name.clone())
         .chain(schema::TRANSPORT_KINDS.iter().map(|k| k.to_string()))
         .collect();
+    let mut transport_kinds: BTreeMap<String, String> = schema::TRANSPORT_KINDS
+        .iter()
+        .map(|k| (k.to_string(), k.to_string()))
+        .collect();
+    for t in &spec.transports {
+        transport_kinds.insert(t.name.clone(), t.kind.clone());
+    }
     let storages = spec
         .cluster
         .iter()
@@ -658,6 +681,9 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         max_per_node: max,
         transports,
         storages,
+        transport_kinds,
+        accelerators: spec.accelerators.keys().cloned().collect(),
+        node_types,
     }
 }
 

@@ -142,6 +142,8 @@ pub const TENANT: &[StmtDef] = &[
     one("never_share_node_with", &[]),
     one("only_nodes", &[]),
     one("no_rdma", &[]),
+    one("transports", &[]),
+    one("accelerators", &[]),
     one("quota", &[]),
     one("priority", &[]),
 ];
@@ -179,6 +181,7 @@ pub const TASK: &[StmtDef] = &[
     one("retries", &[]),
     one("retry_delay", &[]),
     one("transport", &[]),
+    one("device_memory", &[]),
 ];
 pub const ACTOR: &[StmtDef] = &[
     one("resources", &[]),
@@ -189,6 +192,7 @@ pub const ACTOR: &[StmtDef] = &[
     one("strategy", TASK_STRATEGIES),
     one("label_selector", &[]),
     one("transport", &[]),
+    one("device_memory", &[]),
 ];
 pub const PLACEMENT_GROUP: &[StmtDef] = &[many("bundle", &["x"])];
 pub const TRAINING: &[StmtDef] = &[
@@ -199,6 +203,7 @@ pub const TRAINING: &[StmtDef] = &[
     many("broadcast", &["algo", "hierarchical"]),
     many("alltoall", &["algo", "hierarchical"]),
     one("checkpoint", &["every", "size", "to"]),
+    one("device_memory", &[]),
 ];
 pub const SERVICE: &[StmtDef] = &[
     one("replicas", &[]),
@@ -208,6 +213,7 @@ pub const SERVICE: &[StmtDef] = &[
     one("service_time", &["exponential"]),
     one("batch", &["max", "wait"]),
     many("slo", PERCENTILES),
+    one("device_memory", &[]),
 ];
 
 pub const ACTIONS: &[&str] = &["kill", "down", "degrade", "power_loss", "xid"];

@@ -126,3 +126,98 @@ pub fn transport(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Option<
     }
     (cx.diags[errors..].iter().all(|d| !d.is_error()) && !t.kind.is_empty()).then_some(t)
 }
+
+// ---- tenant transport rules ------------------------------------------------------------------
+
+/// The transport every tenant may use and the one a forbidden selection falls back to: Ray's
+/// object store. It serializes into host memory and pushes chunks over the object manager's
+/// gRPC (TCP) connections (`src/ray/object_manager/`), never RDMA, and it is the path every Ray
+/// object can take, so no tenant rule can forbid it.
+pub const FALLBACK_TRANSPORT: &str = "object_store";
+
+/// Whether transports of this kind move data across nodes with RDMA verbs (InfiniBand or
+/// RoCE), which a tenant's `no_rdma` forbids. The one place this is decided:
+///
+/// * `rdma`, `gpudirect_rdma`, `host_staged_rdma`: RDMA by definition (`src/transport/plan.rs`
+///   moves their network stage as verbs writes; `nics.rs` requires `rdma true` NICs).
+/// * `nixl`: NIXL moves data with UCX, whose inter-node transports are RDMA verbs (`rc`, `dc`,
+///   `ud` over `ib`) when an RDMA NIC is present; the model prices it as a one-sided RDMA put.
+/// * `nccl`: counted as RDMA. NCCL's network layer picks its IB-verbs transport (`NET/IB`,
+///   with GPUDirect RDMA when the NIC and driver allow) whenever an RDMA-capable NIC is
+///   present, and falls back to sockets only when none is or when `NCCL_IB_DISABLE=1` is
+///   set (NCCL environment-variable documentation). The model cannot tell a socket-only NCCL
+///   from the default one, so a tenant that forbids RDMA cannot be granted NCCL honestly.
+/// * `gloo`: not RDMA. Ray's Gloo collective groups use Gloo's TCP transport (host memory
+///   over sockets); Gloo's ibverbs transport is not what Ray or PyTorch select by default.
+/// * `object_store` (gRPC over TCP), `tcp`, `nvlink_p2p` (CUDA IPC inside one node, no NIC):
+///   not RDMA.
+pub fn kind_uses_rdma(kind: &str) -> bool {
+    matches!(
+        kind,
+        "rdma" | "gpudirect_rdma" | "host_staged_rdma" | "nixl" | "nccl"
+    )
+}
+
+/// The kind of a transport name: a declared `transport` block's `kind` (declared blocks
+/// replace built-ins of the same name), else the built-in kind of that name.
+pub fn kind_of<'a>(declared: &'a [Transport], name: &'a str) -> Option<&'a str> {
+    match declared.iter().find(|t| t.name == name) {
+        Some(t) => Some(t.kind.as_str()),
+        None => schema::TRANSPORT_KINDS.contains(&name).then_some(name),
+    }
+}
+
+/// Whether tenant `t` may use transport `name` of kind `kind`; the error names the tenant and
+/// the rule. Order: the object store is always allowed ([`FALLBACK_TRANSPORT`]); then
+/// `no_rdma` (see [`kind_uses_rdma`]); then the `transports` allow-list, which names
+/// built-in kinds or declared transports.
+pub fn tenant_allows_transport(
+    t: &super::workload::Tenant,
+    name: &str,
+    kind: &str,
+) -> Result<(), String> {
+    if name == FALLBACK_TRANSPORT {
+        return Ok(());
+    }
+    let what = if name == kind {
+        format!("transport `{name}`")
+    } else {
+        format!("transport `{name}` (kind {kind})")
+    };
+    if t.no_rdma && kind_uses_rdma(kind) {
+        return Err(format!(
+            "tenant `{}` has `no_rdma` and {what} uses RDMA",
+            t.name
+        ));
+    }
+    if let Some(list) = &t.transports
+        && !list.iter().any(|x| x == name)
+    {
+        return Err(format!(
+            "tenant `{}` allows only `transports [{}]`; {what} is not among them",
+            t.name,
+            list.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Run-time check for the simulation (e.g. `orrery transports --workload`, which forces one
+/// transport on every workload): `Ok` if work of tenant `tenant` (an index into
+/// [`Spec::tenants`](super::Spec), the same numbering as `placement::ClusterState::tenants`)
+/// may move its objects with transport `name`; otherwise why not. An index past the tenants
+/// (no tenant) allows everything; an unknown name is taken to be its own kind.
+pub fn allowed_transport(spec: &super::Spec, tenant: usize, name: &str) -> Result<(), String> {
+    let Some(t) = spec.tenants.get(tenant) else {
+        return Ok(());
+    };
+    let kind = kind_of(&spec.transports, name).unwrap_or(name);
+    tenant_allows_transport(t, name, kind)
+}
+
+/// What the simulation uses instead when [`allowed_transport`] refuses: the object store,
+/// which every tenant may use (see [`FALLBACK_TRANSPORT`]).
+pub fn fallback_transport(spec: &super::Spec, tenant: usize) -> &'static str {
+    let _ = (spec, tenant);
+    FALLBACK_TRANSPORT
+}

@@ -61,10 +61,21 @@ pub struct Tenant {
     pub never_share_node_with: Vec<String>,
     pub only_nodes: Vec<LabelConstraint>,
     pub no_rdma: bool,
+    /// Transports the tenant's work may select (`transports [..]`: built-in kinds or declared
+    /// transports; the object store is always allowed); `None`: any.
+    pub transports: Option<Vec<String>>,
+    /// Accelerator kinds (accelerator names, such as `H100_SXM`) the tenant's work may be
+    /// placed on (`accelerators [..]`); `None`: any. Enforced by placement
+    /// (`placement::TenantRules::accelerators`).
+    pub accelerators: Option<Vec<String>>,
     pub quota: Resources,
     pub priority: i64,
     #[serde(skip)]
     pub span: Span,
+    /// Where each rule statement is (`no_rdma`, `transports`, `accelerators`, `quota`), for
+    /// diagnostics that point at the rule a workload breaks.
+    #[serde(skip)]
+    pub rule_spans: BTreeMap<String, Span>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,6 +109,9 @@ pub struct TaskGroup {
     /// Transport for the group's outputs (a declared `transport` or a built-in kind); `None`:
     /// the workload's.
     pub transport: Option<String>,
+    /// Device memory each task needs on each device it holds (`device_memory`); placement
+    /// leaves out devices with less free.
+    pub device_memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -115,6 +129,8 @@ pub struct Actor {
     /// Transport for the actor's results (Ray Direct Transport's `tensor_transport`); `None`:
     /// the workload's.
     pub transport: Option<String>,
+    /// Device memory per device the actor holds (`device_memory`).
+    pub device_memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -179,6 +195,9 @@ pub struct Training {
     pub compute: Option<Compute>,
     pub collectives: Vec<Collective>,
     pub checkpoint: Option<Checkpoint>,
+    /// Device memory the job needs on each device of its placement group (`device_memory`):
+    /// applies to the group's bundles ([`Workload::placement_group_device_memory`]).
+    pub device_memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -202,6 +221,8 @@ pub struct Service {
     pub exponential: bool,
     pub batch: Option<(u32, Duration)>,
     pub slo: Vec<(String, Duration)>,
+    /// Device memory per device each replica holds (`device_memory`).
+    pub device_memory: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,6 +241,18 @@ pub struct Workload {
     pub span: Span,
 }
 
+impl Workload {
+    /// Device memory per device the bundles of placement group `pg` need: the largest
+    /// `device_memory` of the training jobs that run on it (`None`: none declared).
+    pub fn placement_group_device_memory(&self, pg: &str) -> Option<Bytes> {
+        self.training
+            .iter()
+            .filter(|t| t.placement_group == pg)
+            .filter_map(|t| t.device_memory)
+            .max_by_key(|b| b.0)
+    }
+}
+
 /// What resource requests may name, and what the biggest node offers of each; which
 /// transports a `transport` selection may name.
 pub struct ResourceScope {
@@ -229,6 +262,22 @@ pub struct ResourceScope {
     pub transports: BTreeSet<String>,
     /// The cluster's storage targets, in declaration order (checkpoints name them).
     pub storages: Vec<String>,
+    /// The kind of each name in `transports` (a built-in kind is its own kind).
+    pub transport_kinds: BTreeMap<String, String>,
+    /// Every accelerator name (declared and catalog).
+    pub accelerators: BTreeSet<String>,
+    /// The node types in scope (the cluster's, or all when there is none).
+    pub node_types: Vec<ScopeNodeType>,
+}
+
+/// What a node type offers, for checks that need more than the per-resource maximum.
+pub struct ScopeNodeType {
+    pub name: String,
+    /// [`super::load::node_resources`].
+    pub resources: BTreeMap<String, f64>,
+    /// Per device group: accelerator name, its Ray resource, its memory per device, the
+    /// number of devices.
+    pub devices: Vec<(String, String, Bytes, u32)>,
 }
 
 impl ResourceScope {
@@ -542,21 +591,70 @@ fn compute(cx: &mut Cx, a: &mut Args, per: &str) -> Option<Compute> {
     })
 }
 
-pub fn tenant(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Tenant {
+pub fn tenant(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    name: &str,
+    span: Span,
+    stmts: &[Stmt],
+) -> Tenant {
     let mut t = Tenant {
         name: name.into(),
         never_share_node_with: Vec::new(),
         only_nodes: Vec::new(),
         no_rdma: false,
+        transports: None,
+        accelerators: None,
         quota: Resources::new(),
         priority: 0,
         span,
+        rule_spans: BTreeMap::new(),
     };
     cx.each(stmts, schema::TENANT, "a tenant", |cx, s, def| {
         cx.no_block(s);
+        t.rule_spans.insert(def.key.to_string(), s.head_span());
         let mut a = Args::new(s, def);
         let _ = (|| -> Option<()> {
             match def.key {
+                "transports" => {
+                    let mut list = Vec::new();
+                    for (n, sp) in rd::names(cx, a.req("a list of transports")?)? {
+                        if !scope.transports.contains(&n) {
+                            let help =
+                                did_you_mean(&n, scope.transports.iter().map(String::as_str))
+                                    .unwrap_or_else(|| {
+                                        "name a built-in transport kind or a declared `transport`"
+                                            .into()
+                                    });
+                            cx.push(
+                                Diagnostic::error(sp, format!("unknown transport `{n}`"))
+                                    .with_help(help),
+                            );
+                            return None;
+                        }
+                        list.push(n);
+                    }
+                    t.transports = Some(list);
+                }
+                "accelerators" => {
+                    let mut list = Vec::new();
+                    for (n, sp) in rd::names(cx, a.req("a list of accelerator kinds")?)? {
+                        if !scope.accelerators.contains(&n) {
+                            let help =
+                                did_you_mean(&n, scope.accelerators.iter().map(String::as_str))
+                                    .unwrap_or_else(|| {
+                                        "name a declared or catalog accelerator".into()
+                                    });
+                            cx.push(
+                                Diagnostic::error(sp, format!("unknown accelerator `{n}`"))
+                                    .with_help(help),
+                            );
+                            return None;
+                        }
+                        list.push(n);
+                    }
+                    t.accelerators = Some(list);
+                }
                 "never_share_node_with" => {
                     t.never_share_node_with = rd::names(cx, a.req("tenant names")?)?
                         .into_iter()
@@ -569,7 +667,38 @@ pub fn tenant(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Tenant {
                     let m = rd::map(cx, a.req("a resource map")?)?;
                     rd::unique_keys(cx, m);
                     for (k, v) in m {
-                        t.quota.insert(k.name.clone(), rd::number(cx, v)?);
+                        let name = k.name.as_str();
+                        let amount = if name == "memory" || name == "object_store_memory" {
+                            rd::bytes(cx, v).map(|b| b.0 as f64)
+                        } else {
+                            rd::number(cx, v)
+                        };
+                        let Some(x) = amount else { continue };
+                        if !scope.max_per_node.contains_key(name)
+                            && !BUILTIN_RESOURCES.contains(&name)
+                        {
+                            let help = did_you_mean(
+                                name,
+                                scope
+                                    .max_per_node
+                                    .keys()
+                                    .map(String::as_str)
+                                    .chain(BUILTIN_RESOURCES.iter().copied()),
+                            );
+                            cx.push(
+                                Diagnostic::error(
+                                    k.span,
+                                    format!("no node in scope offers resource `{name}`"),
+                                )
+                                .with_help_opt(help),
+                            );
+                            continue;
+                        }
+                        if x < 0.0 {
+                            cx.error(v.span, "a quota must not be negative");
+                            continue;
+                        }
+                        t.quota.insert(k.name.clone(), x);
                     }
                 }
                 "priority" => {
@@ -590,7 +719,224 @@ pub fn tenant(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Tenant {
         })();
         a.finish(cx);
     });
+    if t.no_rdma
+        && let Some(list) = &t.transports
+    {
+        for n in list {
+            let kind = scope
+                .transport_kinds
+                .get(n)
+                .map(String::as_str)
+                .unwrap_or(n);
+            if super::transport::kind_uses_rdma(kind) {
+                let at = t.rule_spans.get("transports").copied().unwrap_or(span);
+                let mut d = Diagnostic::error(
+                    at,
+                    format!(
+                        "tenant `{name}` has `no_rdma` but allows transport `{n}`, which uses RDMA"
+                    ),
+                );
+                if let Some(sp) = t.rule_spans.get("no_rdma") {
+                    d = d.with_secondary(*sp, "RDMA forbidden here");
+                }
+                cx.push(d);
+            }
+        }
+    }
     t
+}
+
+/// `device_memory SIZE`: more than zero.
+fn device_memory(cx: &mut Cx, v: &Value) -> Option<Bytes> {
+    let b = rd::bytes(cx, v)?;
+    if b.0 == 0 {
+        cx.error(v.span, "device memory must be greater than zero");
+        return None;
+    }
+    Some(b)
+}
+
+/// Work (`what`, at `at`, with the resource requests `reqs`: one, or a placement group's
+/// bundles) that declares `device_memory dm` per device. Its candidate node types are those in
+/// scope that could hold a request asking for a device (every resource in amount) and pass
+/// the tenant's `accelerators` rule; if none of them has enough devices of at least `dm`, it
+/// could never be placed: a located error with the numbers. A request of no device is an
+/// error too (the statement would mean nothing).
+fn check_device_memory(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    rules: Option<&Tenant>,
+    what: &str,
+    reqs: &[&Resources],
+    dm: Bytes,
+    at: Span,
+) {
+    let dev: Vec<&Resources> = reqs
+        .iter()
+        .copied()
+        .filter(|r| requests_device(r))
+        .collect();
+    if dev.is_empty() {
+        cx.push(
+            Diagnostic::error(
+                at,
+                format!("{what} has `device_memory` but requests no device"),
+            )
+            .with_help("request a device, such as `resources { GPU: 1 }`"),
+        );
+        return;
+    }
+    let allowed = rules.and_then(|t| t.accelerators.as_ref());
+    let mut small: Vec<String> = Vec::new();
+    let mut any = false;
+    for r in dev {
+        for nt in &scope.node_types {
+            let holds = r
+                .iter()
+                .all(|(k, v)| *v <= 0.0 || nt.resources.get(k).is_some_and(|x| x >= v));
+            let kinds_ok = allowed.is_none_or(|list| {
+                if nt.devices.is_empty() {
+                    !nt.resources
+                        .iter()
+                        .any(|(k, v)| UNIT_INSTANCE.contains(&k.as_str()) && *v > 0.0)
+                } else {
+                    nt.devices.iter().all(|d| list.contains(&d.0))
+                }
+            });
+            if !holds || !kinds_ok {
+                continue;
+            }
+            any = true;
+            // Enough devices of each requested unit resource with at least `dm`? Units given
+            // with `resources` and no device have unknown memory and count as large enough.
+            let fits = r.iter().all(|(k, v)| {
+                if !UNIT_INSTANCE.contains(&k.as_str()) || *v <= 0.0 {
+                    return true;
+                }
+                let of_kind: Vec<&(String, String, Bytes, u32)> =
+                    nt.devices.iter().filter(|d| &d.1 == k).collect();
+                let total = nt.resources.get(k).copied().unwrap_or(0.0);
+                let count = |big_only: bool| -> f64 {
+                    of_kind
+                        .iter()
+                        .filter(|d| !big_only || d.2 >= dm)
+                        .map(|d| f64::from(d.3))
+                        .sum()
+                };
+                let big = count(true);
+                let unknown = (total - count(false)).max(0.0);
+                big + unknown >= v.ceil()
+            });
+            if fits {
+                return;
+            }
+            for d in nt
+                .devices
+                .iter()
+                .filter(|d| r.get(&d.1).is_some_and(|v| *v > 0.0))
+            {
+                let s = format!("{} has {}", d.0, d.2);
+                if !small.contains(&s) {
+                    small.push(s);
+                }
+            }
+        }
+    }
+    if any {
+        cx.push(
+            Diagnostic::error(
+                at,
+                format!(
+                    "{what} needs {dm} of device memory per device; {}",
+                    small.join(", ")
+                ),
+            )
+            .with_help("no node it could be placed on has devices that large: lower `device_memory` or request a larger accelerator"),
+        );
+    }
+}
+
+/// An amount of resource `k` as the DSL writes it: bytes for memory, else a number.
+fn show_amount(k: &str, x: f64) -> String {
+    if k == "memory" || k == "object_store_memory" {
+        Bytes(x.max(0.0) as u64).to_string()
+    } else {
+        crate::units::sig3(x)
+    }
+}
+
+/// Work (`what`, requesting `r`, at `at`) that alone needs more of a resource than its
+/// tenant's `quota` could never be placed: a located error. Amounts compare in Ray's
+/// 1/10000 units, as placement does.
+fn check_quota(cx: &mut Cx, rules: Option<&Tenant>, what: &str, r: &Resources, at: Span) {
+    let Some(t) = rules else { return };
+    let fixed = |x: f64| (x * 10_000.0).round();
+    for (k, q) in &t.quota {
+        let need = r.get(k).copied().unwrap_or(0.0);
+        if fixed(need) > fixed(*q) {
+            let mut d = Diagnostic::error(
+                at,
+                format!(
+                    "{what} needs {} `{k}`, more than tenant `{}`'s quota of {}; it could never be placed",
+                    show_amount(k, need),
+                    t.name,
+                    show_amount(k, *q)
+                ),
+            );
+            if let Some(sp) = t.rule_spans.get("quota") {
+                d = d.with_secondary(*sp, "the quota");
+            }
+            cx.push(d);
+        }
+    }
+}
+
+/// The head of the first `key` statement of a block, else `or`.
+fn stmt_span(stmts: &[Stmt], key: &str, or: Span) -> Span {
+    stmts
+        .iter()
+        .find(|x| x.key.name == key)
+        .map(|x| x.head_span())
+        .unwrap_or(or)
+}
+
+/// A `transport NAME` selection (at `at`) by work of tenant `rules`: a located error naming
+/// the tenant and the rule if the tenant forbids it
+/// ([`super::transport::tenant_allows_transport`]).
+fn check_tenant_transport(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    rules: Option<&Tenant>,
+    workload: &str,
+    name: &str,
+    at: Span,
+) {
+    let Some(t) = rules else { return };
+    let kind = scope
+        .transport_kinds
+        .get(name)
+        .map(String::as_str)
+        .unwrap_or(name);
+    if let Err(why) = super::transport::tenant_allows_transport(t, name, kind) {
+        let rule = if t.no_rdma && super::transport::kind_uses_rdma(kind) {
+            "no_rdma"
+        } else {
+            "transports"
+        };
+        let mut d = Diagnostic::error(
+            at,
+            format!("workload `{workload}` may not use transport `{name}`: {why}"),
+        )
+        .with_help(format!(
+            "select a transport tenant `{}` allows, such as `{}`",
+            t.name,
+            super::transport::FALLBACK_TRANSPORT
+        ));
+        if let Some(sp) = t.rule_spans.get(rule) {
+            d = d.with_secondary(*sp, "the tenant's rule");
+        }
+        cx.push(d);
+    }
 }
 
 pub fn workload(
@@ -599,6 +945,7 @@ pub fn workload(
     name: &str,
     span: Span,
     tenant: Option<String>,
+    rules: Option<&Tenant>,
     stmts: &[Stmt],
 ) -> Workload {
     let mut w = Workload {
@@ -616,6 +963,7 @@ pub fn workload(
     let mut names: BTreeMap<String, Span> = BTreeMap::new();
     let mut pending_after: Vec<(usize, Vec<(String, Span)>)> = Vec::new();
     let mut pending_pg: Vec<(usize, String, Span)> = Vec::new();
+    let mut pending_dm: Vec<(usize, Span)> = Vec::new();
     cx.each(stmts, schema::WORKLOAD, "a workload", |cx, s, def| {
         let mut a = Args::new(s, def);
         let _ = (|| -> Option<()> {
@@ -626,7 +974,9 @@ pub fn workload(
             }
             if def.key == "transport" {
                 cx.no_block(s);
-                w.transport = Some(transport_ref(cx, scope, a.req("a transport name")?)?);
+                let n = transport_ref(cx, scope, a.req("a transport name")?)?;
+                check_tenant_transport(cx, scope, rules, name, &n, s.head_span());
+                w.transport = Some(n);
                 return Some(());
             }
             let nv = a.req("a name")?;
@@ -663,6 +1013,7 @@ pub fn workload(
                                                 retries: 3,
                         retry_delay: Duration(0),
                         transport: None,
+                        device_memory: None,
                     };
                     cx.each(&blk.stmts, schema::TASK, "a task group", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -686,9 +1037,13 @@ pub fn workload(
                                     g.retries = rd::count(cx, b.req("a count")?, 0, 1000)? as u32
                                 }
                                 "retry_delay" => g.retry_delay = rd::duration(cx, b.req("a time")?)?,
+                                "device_memory" => {
+                                    g.device_memory = Some(device_memory(cx, b.req("a size")?)?)
+                                }
                                 "transport" => {
-                                    g.transport =
-                                        Some(transport_ref(cx, scope, b.req("a transport name")?)?)
+                                    let n = transport_ref(cx, scope, b.req("a transport name")?)?;
+                                    check_tenant_transport(cx, scope, rules, name, &n, s2.head_span());
+                                    g.transport = Some(n);
                                 }
                                 _ => {}
                             }
@@ -708,6 +1063,24 @@ pub fn workload(
                             format!("task group `{}` needs `duration` or `compute`", g.name),
                         );
                     }
+                    if let Some(dm) = g.device_memory {
+                        check_device_memory(
+                            cx,
+                            scope,
+                            rules,
+                            &format!("task group `{}`", g.name),
+                            &[&g.resources],
+                            dm,
+                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
+                        );
+                    }
+                    check_quota(
+                        cx,
+                        rules,
+                        &format!("a task of group `{}`", g.name),
+                        &g.resources,
+                        stmt_span(&blk.stmts, "resources", s.head_span()),
+                    );
                     pending_after.push((w.tasks.len(), after));
                     w.tasks.push(g);
                 }
@@ -727,6 +1100,7 @@ pub fn workload(
                         strategy: Strategy::Default,
                         label_selector: Vec::new(),
                         transport: None,
+                        device_memory: None,
                     };
                     cx.each(&blk.stmts, schema::ACTOR, "an actor", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -747,9 +1121,13 @@ pub fn workload(
                                     ac.max_task_retries = restarts(cx, b.req("a count or -1")?)?
                                 }
                                 "strategy" => ac.strategy = strategy(cx, b.req("a strategy")?)?,
+                                "device_memory" => {
+                                    ac.device_memory = Some(device_memory(cx, b.req("a size")?)?)
+                                }
                                 "transport" => {
-                                    ac.transport =
-                                        Some(transport_ref(cx, scope, b.req("a transport name")?)?)
+                                    let n = transport_ref(cx, scope, b.req("a transport name")?)?;
+                                    check_tenant_transport(cx, scope, rules, name, &n, s2.head_span());
+                                    ac.transport = Some(n);
                                 }
                                 "label_selector" => {
                                     ac.label_selector =
@@ -767,6 +1145,28 @@ pub fn workload(
                             format!("actor `{}` makes calls but has no `call_duration`", ac.name),
                         );
                     }
+                    let placed = ac
+                        .resources
+                        .clone()
+                        .unwrap_or_else(|| Resources::from([("CPU".to_string(), 1.0)]));
+                    if let Some(dm) = ac.device_memory {
+                        check_device_memory(
+                            cx,
+                            scope,
+                            rules,
+                            &format!("actor `{}`", ac.name),
+                            &[&placed],
+                            dm,
+                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
+                        );
+                    }
+                    check_quota(
+                        cx,
+                        rules,
+                        &format!("actor `{}`", ac.name),
+                        &placed,
+                        stmt_span(&blk.stmts, "resources", s.head_span()),
+                    );
                     w.actors.push(ac);
                 }
                 "placement_group" => {
@@ -837,6 +1237,19 @@ pub fn workload(
                             format!("placement group `{item}` has no bundles"),
                         );
                     }
+                    let mut total = Resources::new();
+                    for b in &bundles {
+                        for (k, v) in b {
+                            *total.entry(k.clone()).or_insert(0.0) += v;
+                        }
+                    }
+                    check_quota(
+                        cx,
+                        rules,
+                        &format!("placement group `{item}` (all its bundles together)"),
+                        &total,
+                        s.head_span(),
+                    );
                     w.placement_groups.push(PlacementGroup {
                         name: item,
                         strategy,
@@ -856,6 +1269,7 @@ pub fn workload(
                         compute: None,
                         collectives: Vec::new(),
                         checkpoint: None,
+                        device_memory: None,
                     };
                     cx.each(
                         &blk.stmts,
@@ -867,6 +1281,10 @@ pub fn workload(
                             let _ = (|| -> Option<()> {
                                 match def2.key {
                                     "compute" => t.compute = Some(compute(cx, &mut b, "device")?),
+                                    "device_memory" => {
+                                        t.device_memory =
+                                            Some(device_memory(cx, b.req("a size")?)?)
+                                    }
                                     "checkpoint" => {
                                         let every =
                                             rd::duration(cx, b.need("every", "every TIME")?)?;
@@ -925,6 +1343,12 @@ pub fn workload(
                             ),
                         );
                     }
+                    if t.device_memory.is_some() {
+                        pending_dm.push((
+                            w.training.len(),
+                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
+                        ));
+                    }
                     pending_pg.push((w.training.len(), pg, pgv.span));
                     w.training.push(t);
                 }
@@ -939,6 +1363,7 @@ pub fn workload(
                         exponential: false,
                         batch: None,
                         slo: Vec::new(),
+                        device_memory: None,
                     };
                     let mut has_arrival = false;
                     cx.each(&blk.stmts, schema::SERVICE, "a service", |cx, s2, def2| {
@@ -983,6 +1408,9 @@ pub fn workload(
                                     has_arrival = true;
                                 }
                                 "compute" => sv.compute = Some(compute(cx, &mut b, "request")?),
+                                "device_memory" => {
+                                    sv.device_memory = Some(device_memory(cx, b.req("a size")?)?)
+                                }
                                 "service_time" => {
                                     sv.service_time = Some(rd::duration(cx, b.req("a time")?)?);
                                     sv.exponential = b.flag("exponential");
@@ -1027,6 +1455,24 @@ pub fn workload(
                             ),
                         );
                     }
+                    if let Some(dm) = sv.device_memory {
+                        check_device_memory(
+                            cx,
+                            scope,
+                            rules,
+                            &format!("service `{}`", sv.name),
+                            &[&sv.resources],
+                            dm,
+                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
+                        );
+                    }
+                    check_quota(
+                        cx,
+                        rules,
+                        &format!("a replica of service `{}`", sv.name),
+                        &sv.resources,
+                        stmt_span(&blk.stmts, "resources", s.head_span()),
+                    );
                     w.services.push(sv);
                 }
                 _ => {}
@@ -1057,6 +1503,31 @@ pub fn workload(
                 "task groups depend on each other in a cycle: {}",
                 cycle.join(" → ")
             ),
+        );
+    }
+    // A training job's device memory applies to each device of its placement group's bundles.
+    for (i, at) in pending_dm {
+        let t = &w.training[i];
+        let (Some(dm), Some(pg)) = (
+            t.device_memory,
+            w.placement_groups
+                .iter()
+                .find(|p| p.name == t.placement_group),
+        ) else {
+            continue;
+        };
+        if pg.slice {
+            continue;
+        }
+        let bundles: Vec<&Resources> = pg.bundles.iter().collect();
+        check_device_memory(
+            cx,
+            scope,
+            rules,
+            &format!("training `{}`", t.name),
+            &bundles,
+            dm,
+            at,
         );
     }
     let pgs: Vec<&str> = w.placement_groups.iter().map(|p| p.name.as_str()).collect();
