@@ -16,6 +16,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 
 /// Index of a directed link.
 pub type LinkId = usize;
@@ -32,11 +33,23 @@ struct Flow {
     rate: f64,
     /// Bumped whenever the rate changes or the flow ends: older queued finishes are stale.
     version: u32,
-    /// The path crosses no link twice (the common case: multiplicity is 1 everywhere).
-    simple: bool,
+    alive: bool,
+}
+
+/// What refills read of every flow they scan, packed apart from [`Flow`] so a link's flows
+/// are scanned through a dense array (32 bytes a flow).
+#[derive(Debug, Clone, Copy, Default)]
+struct Hot {
+    /// A copy of the flow's rate.
+    rate: f64,
+    /// Epoch of the refill that took the flow in ([`Region::set`]).
+    mark: u64,
+    /// Epoch of the refill that froze it ([`Region::frozen`]).
+    frozen: u64,
     /// The link the flow froze at (its max-min bottleneck), or [`NONE`].
     bottleneck: u32,
-    alive: bool,
+    /// The path crosses no link twice (the common case: multiplicity is 1 everywhere).
+    simple: bool,
 }
 
 const NONE: u32 = u32::MAX;
@@ -46,8 +59,8 @@ const NONE: u32 = u32::MAX;
 const TIE: f64 = 1e-11;
 
 /// How many times a flow's path crosses a link (1 unless the path repeats links).
-fn multiplicity(f: &Flow, l: LinkId) -> f64 {
-    if f.simple {
+fn multiplicity(f: &Flow, h: &Hot, l: LinkId) -> f64 {
+    if h.simple {
         1.0
     } else {
         f.path.iter().filter(|x| **x == l).count() as f64
@@ -67,8 +80,7 @@ pub struct FlowNet {
     alive: usize,
     // Scratch state for refilling, kept to avoid allocating per event. Marks hold the epoch
     // (never reused: u64) of the pass that set them.
-    mark_flow: Vec<u64>,
-    frozen_flow: Vec<u64>,
+    hot: Vec<Hot>,
     mark_link: Vec<u64>,
     /// Position of each link in the region being refilled.
     link_pos: Vec<usize>,
@@ -128,20 +140,22 @@ impl FlowNet {
                 since: self.now,
                 rate: 0.0,
                 version: 0,
-                simple: true,
-                bottleneck: NONE,
                 alive: true,
             };
             let id = match self.free.pop() {
                 Some(i) => {
                     let version = self.flows[i as usize].version.wrapping_add(1);
                     self.flows[i as usize] = Flow { version, ..f };
+                    let h = &mut self.hot[i as usize];
+                    (h.rate, h.bottleneck) = (0.0, NONE);
                     i
                 }
                 None => {
                     self.flows.push(f);
-                    self.mark_flow.push(0);
-                    self.frozen_flow.push(0);
+                    self.hot.push(Hot {
+                        bottleneck: NONE,
+                        ..Hot::default()
+                    });
                     (self.flows.len() - 1) as u32
                 }
             };
@@ -159,7 +173,7 @@ impl FlowNet {
                     self.on_link[l].push(id);
                 }
             }
-            fl.simple = simple;
+            self.hot[id as usize].simple = simple;
             self.seeds.push(id);
             ids.push(FlowId(id));
         }
@@ -291,6 +305,7 @@ impl FlowNet {
         f.remaining = left;
         f.since = now;
         f.rate = rate;
+        self.hot[i].rate = rate;
         f.version = f.version.wrapping_add(1).max(1);
         if rate > 0.0 {
             let finish = if rate.is_infinite() {
@@ -365,46 +380,58 @@ impl FlowNet {
         for k in 0..self.seeds.len() {
             let f = self.seeds[k] as usize;
             if self.flows[f].alive && !self.flows[f].path.is_empty() {
-                r.join(&mut self.mark_flow, f as u32);
+                r.join(&mut self.hot, f as u32);
             }
         }
         loop {
             while let Some(g) = r.queue.pop() {
                 self.admit(&mut r, g as usize);
             }
-            let Some(Reverse((k, l))) = r.heap.pop() else {
+            if r.rising == 0 {
+                break;
+            }
+            let Some(mut top) = r.heap.peek_mut() else {
                 break;
             };
+            let Reverse((k, l)) = *top;
             let i = self.link_pos[l];
             if r.unfrozen[i] == 0 {
+                PeekMut::pop(top);
                 continue;
             }
             let share = r.left[i] / f64::from(r.unfrozen[i]);
             if key(share) != k {
-                r.heap.push(Reverse((key(share), l)));
+                // The share rose since: requeue in place (one sift instead of pop and push).
+                *top = Reverse((key(share), l));
                 continue;
             }
+            PeekMut::pop(top);
             let x = share.max(0.0);
             r.level = r.level.max(x);
             // Outside flows faster than the link now allows join first.
             let fast = x * (1.0 + TIE) + 1e-300;
             for n in 0..self.on_link[l].len() {
                 let g = self.on_link[l][n];
-                if self.mark_flow[g as usize] != r.set && self.flows[g as usize].rate > fast {
-                    r.join(&mut self.mark_flow, g);
+                let h = &self.hot[g as usize];
+                if h.mark != r.set && h.rate > fast {
+                    r.join(&mut self.hot, g);
                 }
             }
             if !r.queue.is_empty() {
+                // Not saturated at x after all: those flows rise with it.
+                r.heap.push(Reverse((k, l)));
                 continue;
             }
             for n in 0..self.on_link[l].len() {
                 let f = self.on_link[l][n] as usize;
-                if self.mark_flow[f] != r.set || self.frozen_flow[f] == r.frozen {
+                let h = &mut self.hot[f];
+                if h.mark != r.set || h.frozen == r.frozen {
                     continue;
                 }
-                self.frozen_flow[f] = r.frozen;
+                h.frozen = r.frozen;
+                h.bottleneck = l as u32;
+                r.rising -= 1;
                 self.set_rate(f, x);
-                self.flows[f].bottleneck = l as u32;
                 for m in 0..self.flows[f].path.len() {
                     let i2 = self.link_pos[self.flows[f].path[m]];
                     // A path crossing a link twice loads it twice: it counts twice in the
@@ -429,10 +456,14 @@ impl FlowNet {
         let mut cap = self.capacity[l];
         for n in 0..self.on_link[l].len() {
             let g = self.on_link[l][n];
-            let fl = &self.flows[g as usize];
-            cap -= fl.rate * multiplicity(fl, l);
-            if (all || fl.bottleneck == l as u32) && fl.rate >= low {
-                r.join(&mut self.mark_flow, g);
+            let h = &self.hot[g as usize];
+            cap -= if h.simple {
+                h.rate
+            } else {
+                h.rate * multiplicity(&self.flows[g as usize], h, l)
+            };
+            if (all || h.bottleneck == l as u32) && h.rate >= low {
+                r.join(&mut self.hot, g);
             }
         }
         r.left.push(cap);
@@ -447,14 +478,19 @@ impl FlowNet {
             self.enter(r, l, false);
         }
         let rate = self.flows[f].rate;
+        r.rising += 1;
         for m in 0..self.flows[f].path.len() {
             let l = self.flows[f].path[m];
             let i = self.link_pos[l];
+            let (left, n) = (r.left[i], r.unfrozen[i]);
             r.left[i] += rate;
             r.unfrozen[i] += 1;
-            // The share may have dropped (never below the current level): queue it again.
-            r.heap
-                .push(Reverse((key(r.left[i] / f64::from(r.unfrozen[i])), l)));
+            // A queued key is at most the share it was queued at; requeue only when the share
+            // drops (never below the current level) or nothing rose there yet.
+            let share = r.left[i] / f64::from(r.unfrozen[i]);
+            if n == 0 || share < left / f64::from(n) {
+                r.heap.push(Reverse((key(share), l)));
+            }
         }
     }
 }
@@ -481,6 +517,8 @@ struct Region {
     heap: BinaryHeap<Reverse<(u64, LinkId)>>,
     /// Flows that joined and wait to be admitted.
     queue: Vec<u32>,
+    /// Admitted flows not frozen yet: the filling stops when none is left.
+    rising: usize,
 }
 
 impl Region {
@@ -490,11 +528,12 @@ impl Region {
         self.unfrozen.clear();
         self.heap.clear();
         self.queue.clear();
+        self.rising = 0;
     }
 
-    fn join(&mut self, mark: &mut [u64], g: u32) {
-        if mark[g as usize] != self.set {
-            mark[g as usize] = self.set;
+    fn join(&mut self, hot: &mut [Hot], g: u32) {
+        if hot[g as usize].mark != self.set {
+            hot[g as usize].mark = self.set;
             self.queue.push(g);
         }
     }
