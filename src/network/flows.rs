@@ -4,10 +4,11 @@
 //! Model (SimGrid's CM02 flow model without corrections; shared/reference/
 //! hardware-and-models.md "Flow-level network models"): every active flow gets the max-min fair
 //! rate over the links of its path; a flow's latency is paid before it joins the sharing (the
-//! caller delays `add`). Incremental update: a change refills only the flows whose bottleneck
-//! it may break, the rest held fixed, and pulls in each flow the new rates disturb until every
-//! flow has a bottleneck again (see `refill`) — on a 1,000-node fat-tree with 10,000 flows a
-//! completion touches a few dozen flows instead of the thousands connected through the spines.
+//! caller delays `add`). Incremental update: a change replays progressive filling only from
+//! the level below which it provably moves nothing, and only over the flows and links it
+//! actually disturbs, in level order (see `refill`) — on a 1,000-node fat-tree with 10,000
+//! flows a completion touches a few dozen flows instead of the thousands connected through the
+//! spines; on a saturated leaf-spine, the flows whose rate really moves.
 //! Rates are exact textbook max-min (checked against a full recomputation in tests/maxmin.rs);
 //! any efficiency factor is the caller's to apply to capacities.
 //!
@@ -387,6 +388,17 @@ impl FlowNet {
             while let Some(g) = r.queue.pop() {
                 self.admit(&mut r, g as usize);
             }
+            // Requeue each link whose share the admitted flows lowered below its queued key
+            // (once per link however many flows joined there).
+            for d in r.dirty.drain(..) {
+                let i = self.link_pos[d];
+                r.stale[i] = false;
+                let k = key(r.left[i] / f64::from(r.unfrozen[i]));
+                if k < r.queued[i] {
+                    r.queued[i] = k;
+                    r.heap.push(Reverse((k, d)));
+                }
+            }
             if r.rising == 0 {
                 break;
             }
@@ -396,15 +408,20 @@ impl FlowNet {
             let Reverse((k, l)) = *top;
             let i = self.link_pos[l];
             if r.unfrozen[i] == 0 {
+                r.queued[i] = u64::MAX;
                 PeekMut::pop(top);
                 continue;
             }
             let share = r.left[i] / f64::from(r.unfrozen[i]);
             if key(share) != k {
                 // The share rose since: requeue in place (one sift instead of pop and push).
+                // Other entries of the link are no lower than `k`; `queued` may overstate
+                // their minimum, which only costs a spare entry.
+                r.queued[i] = key(share);
                 *top = Reverse((key(share), l));
                 continue;
             }
+            r.queued[i] = u64::MAX;
             PeekMut::pop(top);
             let x = share.max(0.0);
             r.level = r.level.max(x);
@@ -419,6 +436,7 @@ impl FlowNet {
             }
             if !r.queue.is_empty() {
                 // Not saturated at x after all: those flows rise with it.
+                r.queued[i] = k;
                 r.heap.push(Reverse((k, l)));
                 continue;
             }
@@ -468,6 +486,8 @@ impl FlowNet {
         }
         r.left.push(cap);
         r.unfrozen.push(0);
+        r.queued.push(u64::MAX);
+        r.stale.push(false);
     }
 
     /// A joined flow turns from frozen at its old rate to rising with the filling on each of
@@ -482,14 +502,11 @@ impl FlowNet {
         for m in 0..self.flows[f].path.len() {
             let l = self.flows[f].path[m];
             let i = self.link_pos[l];
-            let (left, n) = (r.left[i], r.unfrozen[i]);
             r.left[i] += rate;
             r.unfrozen[i] += 1;
-            // A queued key is at most the share it was queued at; requeue only when the share
-            // drops (never below the current level) or nothing rose there yet.
-            let share = r.left[i] / f64::from(r.unfrozen[i]);
-            if n == 0 || share < left / f64::from(n) {
-                r.heap.push(Reverse((key(share), l)));
+            if !r.stale[i] {
+                r.stale[i] = true;
+                r.dirty.push(l);
             }
         }
     }
@@ -513,8 +530,13 @@ struct Region {
     /// Per region link (by `link_pos`): capacity left by frozen flows, rising crossings.
     left: Vec<f64>,
     unfrozen: Vec<u32>,
-    /// Region links by (share, id), lazily updated.
+    /// Region links by (share, id), lazily updated: every link with rising flows has an
+    /// entry no higher than its share; `queued` bounds its lowest entry from above.
     heap: BinaryHeap<Reverse<(u64, LinkId)>>,
+    queued: Vec<u64>,
+    /// Links whose share admitted flows may have lowered, to requeue (`stale` marks them).
+    dirty: Vec<LinkId>,
+    stale: Vec<bool>,
     /// Flows that joined and wait to be admitted.
     queue: Vec<u32>,
     /// Admitted flows not frozen yet: the filling stops when none is left.
@@ -526,6 +548,9 @@ impl Region {
         (self.set, self.links, self.frozen, self.level) = (set, links, frozen, floor);
         self.left.clear();
         self.unfrozen.clear();
+        self.queued.clear();
+        self.stale.clear();
+        self.dirty.clear();
         self.heap.clear();
         self.queue.clear();
         self.rising = 0;
