@@ -130,11 +130,103 @@ pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
     Ok((events, t0.elapsed().as_secs_f64()))
 }
 
+/// The dense flow benchmark's cluster: 32 racks of 32 one-NIC (100 GbE) hosts on a leaf-spine
+/// fabric oversubscribed 4:1, so the spine saturates long before the host links.
+pub fn leaf_spine_text() -> String {
+    let mut s = String::from(
+        "node host {\n  cpu sockets 1, cores 32, numa 1, threads 64\n  memory 256 GiB\n  nic eth_100g\n}\n\n",
+    );
+    s += "cluster dense {\n  rack r[0..31] {\n    node host x 32\n  }\n  fabric leaf_spine oversubscription 4:1\n}\n";
+    s
+}
+
+/// What [`dense_flows`] measured.
+pub struct DenseRun {
+    /// Flow events (arrivals and completions).
+    pub events: u64,
+    pub seconds: f64,
+    pub peak_active: usize,
+    /// Simulated seconds until the last flow finished.
+    pub makespan: f64,
+}
+
+/// Dense flow-level benchmark: `flows` transfers (10–200 MB, uniform) between random distinct
+/// hosts of a 1,024-host leaf-spine ([`leaf_spine_text`]), arriving at uniform random times
+/// over 2 s, driven as an event loop — the next event is the next arrival or the next
+/// completion, whichever is first. The spine saturates, so a thousand flows or more share it
+/// at once and every event disturbs many of them. Seeded: the same run every time.
+pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
+    use crate::network::Vertex;
+    let loaded = crate::spec::load_str("<dense>", &leaf_spine_text());
+    let spec = loaded.spec.ok_or_else(|| {
+        format!(
+            "generated leaf-spine is invalid:\n{}",
+            crate::diag::render(&loaded.sources, &loaded.diags, false)
+        )
+    })?;
+    let g = crate::network::Graph::build(&spec);
+    let hosts = 1024usize;
+    let mut rng = rng_stream(3, 3);
+    let mut arrivals = Vec::with_capacity(flows);
+    for k in 0..flows {
+        let a = rng.random_range(0..hosts);
+        let mut b = rng.random_range(0..hosts - 1);
+        if b >= a {
+            b += 1;
+        }
+        let nic = |node| Vertex::Nic { node, nic: 0 };
+        let path = g
+            .route_vertices(nic(a), nic(b), k as u64)
+            .ok_or("no route")?;
+        let at: f64 = rng.random_range(0.0..2.0);
+        arrivals.push((at, path, rng.random_range(10e6..200e6)));
+    }
+    arrivals.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let t0 = Instant::now();
+    let mut net = crate::network::FlowNet::new(g.capacity.clone());
+    let (mut now, mut events, mut peak, mut active) = (0.0f64, 0u64, 0usize, 0usize);
+    let mut next = arrivals.into_iter().peekable();
+    loop {
+        let arrival = next.peek().map(|a| a.0);
+        let completion = net.next_completion();
+        if let Some((f, dt)) = completion
+            && arrival.is_none_or(|a| now + dt <= a)
+        {
+            net.advance(dt);
+            now += dt;
+            net.remove(f);
+            active -= 1;
+        } else if let Some((_, path, bytes)) = next.next() {
+            let a = arrival.expect("peeked");
+            net.advance(a - now);
+            now = now.max(a);
+            net.add(path, bytes);
+            active += 1;
+            peak = peak.max(active);
+        } else {
+            break;
+        }
+        events += 1;
+    }
+    Ok(DenseRun {
+        events,
+        seconds: t0.elapsed().as_secs_f64(),
+        peak_active: peak,
+        makespan: now,
+    })
+}
+
 pub struct BenchReport {
     pub text: String,
 }
 
-pub fn run(nodes: u64, tasks: u64, flows: usize, allreduce: usize) -> Result<BenchReport, String> {
+pub fn run(
+    nodes: u64,
+    tasks: u64,
+    flows: usize,
+    dense_flows: usize,
+    allreduce: usize,
+) -> Result<BenchReport, String> {
     if nodes == 0 || tasks == 0 {
         return Err("--nodes and --tasks must be at least 1".into());
     }
@@ -153,6 +245,18 @@ pub fn run(nodes: u64, tasks: u64, flows: usize, allreduce: usize) -> Result<Ben
             o,
             "flow network: {flows} flows on a 1000-node fat-tree, {fe} flow events in {fs:.2} s ({:.0} flow events/s)",
             fe as f64 / fs
+        );
+    }
+    if dense_flows > 0 {
+        let d = self::dense_flows(dense_flows)?;
+        let _ = writeln!(
+            o,
+            "dense flows: {dense_flows} flows over 2 s on a 1,024-host leaf-spine (4:1), peak {} active, {:.2} s simulated: {} flow events in {:.2} s ({:.0} flow events/s)",
+            d.peak_active,
+            d.makespan,
+            d.events,
+            d.seconds,
+            d.events as f64 / d.seconds
         );
     }
     if allreduce > 0 {

@@ -155,6 +155,10 @@ enum Command {
         /// (0 skips it; every completion updates the max-min rates it disturbs).
         #[arg(long, default_value_t = 10_000)]
         flows: usize,
+        /// Flows arriving over 2 s on a 1,024-host oversubscribed leaf-spine for the dense flow
+        /// benchmark (0 skips it; the spine saturates, so each event disturbs many flows).
+        #[arg(long, default_value_t = 0)]
+        dense_flows: usize,
         /// GPUs of the ring allreduce benchmark (1 GiB per rank on a DGX H100 fat-tree; 0 skips).
         #[arg(long, default_value_t = 8_192)]
         allreduce: usize,
@@ -329,8 +333,9 @@ fn main() -> ExitCode {
             nodes,
             tasks,
             flows,
+            dense_flows,
             allreduce,
-        } => match orrery::bench::run(nodes, tasks, flows, allreduce) {
+        } => match orrery::bench::run(nodes, tasks, flows, dense_flows, allreduce) {
             Ok(r) => {
                 print!("{}", r.text);
                 ExitCode::SUCCESS

@@ -189,3 +189,97 @@ fn incremental_updates_equal_a_full_recomputation() {
         }
     }
 }
+
+#[test]
+fn dense_incremental_updates_and_batches_equal_a_full_recomputation() {
+    // Many flows over few links, so a change cascades: the refill's region grows through
+    // links it enters and outside flows it must slow down. Batched adds and removes (flows
+    // that start or finish together), repeated links, zero-capacity links and repairs.
+    let mut s = 0x5eed_f10e_u64;
+    let cases: usize = std::env::var("MAXMIN_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .map(|c: usize| (c / 10).max(20))
+        .unwrap_or(40);
+    for case in 0..cases {
+        let links = 3 + (rng(&mut s) % 24) as usize;
+        let mut caps: Vec<f64> = (0..links)
+            .map(|_| 1.0 + (rng(&mut s) % 20) as f64)
+            .collect();
+        let mut n = FlowNet::new(caps.clone());
+        let mut live: Vec<(FlowId, Vec<usize>)> = Vec::new();
+        let path = |s: &mut u64| -> Vec<usize> {
+            let len = 1 + (rng(s) % 4) as usize;
+            let mut p: Vec<usize> = (0..len).map(|_| (rng(s) % links as u64) as usize).collect();
+            if !rng(s).is_multiple_of(10) {
+                p.sort_unstable();
+                p.dedup();
+            }
+            p
+        };
+        for step in 0..120 {
+            match rng(&mut s) % 8 {
+                0 | 1 if !live.is_empty() => {
+                    let k = (rng(&mut s) % live.len() as u64) as usize;
+                    let (f, _) = live.swap_remove(k);
+                    n.remove(f);
+                }
+                2 if live.len() > 2 => {
+                    let k = 1 + (rng(&mut s) % 3) as usize;
+                    let gone: Vec<FlowId> = (0..k.min(live.len()))
+                        .map(|_| {
+                            let j = (rng(&mut s) % live.len() as u64) as usize;
+                            live.swap_remove(j).0
+                        })
+                        .collect();
+                    n.remove_batch(&gone);
+                }
+                3 => {
+                    let l = (rng(&mut s) % links as u64) as usize;
+                    caps[l] = if rng(&mut s).is_multiple_of(6) {
+                        0.0
+                    } else {
+                        1.0 + (rng(&mut s) % 20) as f64
+                    };
+                    n.set_capacity(l, caps[l]);
+                }
+                4 => {
+                    let batch: Vec<Vec<usize>> =
+                        (0..1 + rng(&mut s) % 4).map(|_| path(&mut s)).collect();
+                    let ids = n.add_batch(batch.iter().map(|p| (p.clone(), 1e9)));
+                    live.extend(ids.into_iter().zip(batch));
+                }
+                _ => {
+                    let p = path(&mut s);
+                    live.push((n.add(p.clone(), 1e9), p));
+                }
+            }
+            let mut fresh = FlowNet::new(caps.clone());
+            let ids = fresh.add_batch(live.iter().map(|(_, p)| (p.clone(), 1e9)));
+            for ((f, _), g) in live.iter().zip(&ids) {
+                assert!(
+                    close(n.rate(*f), fresh.rate(*g)),
+                    "case {case} step {step}: {} vs {}",
+                    n.rate(*f),
+                    fresh.rate(*g)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn simultaneous_finishes_leave_together() {
+    // Two equal flows on one link finish at the same instant; removing them as a batch frees
+    // the link for the third.
+    let mut n = FlowNet::new(vec![10.0, 10.0]);
+    let a = n.add(vec![0], 10.0);
+    let b = n.add(vec![0], 10.0);
+    let c = n.add(vec![0, 1], 100.0);
+    let (f, t) = n.next_completion().unwrap();
+    assert!(f == a && close(t, 3.0));
+    n.advance(t);
+    n.remove_batch(&[a, b]);
+    assert!(close(n.rate(c), 10.0) && close(n.remaining(c), 90.0));
+    assert_eq!(n.active().count(), 1);
+}

@@ -4,10 +4,11 @@
 //! Model (SimGrid's CM02 flow model without corrections; shared/reference/
 //! hardware-and-models.md "Flow-level network models"): every active flow gets the max-min fair
 //! rate over the links of its path; a flow's latency is paid before it joins the sharing (the
-//! caller delays `add`). Incremental update: a change refills only the flows whose bottleneck
-//! it may break, the rest held fixed, and pulls in each flow the new rates disturb until every
-//! flow has a bottleneck again (see `refill`) — on a 1,000-node fat-tree with 10,000 flows a
-//! completion touches a few dozen flows instead of the thousands connected through the spines.
+//! caller delays `add`). Incremental update: a change replays progressive filling only from
+//! the level below which it provably moves nothing, and only over the flows and links it
+//! actually disturbs, in level order (see `refill`) — on a 1,000-node fat-tree with 10,000
+//! flows a completion touches a few dozen flows instead of the thousands connected through the
+//! spines; on a saturated leaf-spine, the flows whose rate really moves.
 //! Rates are exact textbook max-min (checked against a full recomputation in tests/maxmin.rs);
 //! any efficiency factor is the caller's to apply to capacities.
 //!
@@ -16,6 +17,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 
 /// Index of a directed link.
 pub type LinkId = usize;
@@ -32,20 +34,34 @@ struct Flow {
     rate: f64,
     /// Bumped whenever the rate changes or the flow ends: older queued finishes are stale.
     version: u32,
-    /// The path crosses no link twice (the common case: multiplicity is 1 everywhere).
-    simple: bool,
-    /// The link the flow froze at in its last refill (its max-min bottleneck), or [`NONE`].
-    bottleneck: u32,
     alive: bool,
 }
 
+/// What refills read of every flow they scan, packed apart from [`Flow`] so a link's flows
+/// are scanned through a dense array (32 bytes a flow).
+#[derive(Debug, Clone, Copy, Default)]
+struct Hot {
+    /// A copy of the flow's rate.
+    rate: f64,
+    /// Epoch of the refill that took the flow in ([`Region::set`]).
+    mark: u64,
+    /// Epoch of the refill that froze it ([`Region::frozen`]).
+    frozen: u64,
+    /// The link the flow froze at (its max-min bottleneck), or [`NONE`].
+    bottleneck: u32,
+    /// The path crosses no link twice (the common case: multiplicity is 1 everywhere).
+    simple: bool,
+}
+
 const NONE: u32 = u32::MAX;
-/// Rounds of growing the refilled set before refilling the whole component instead.
-const MAX_ROUNDS: usize = 16;
+
+/// Relative margin under a refill's floor within which flows are refilled too: a rate equal
+/// to the floor may come out a rounding below it.
+const TIE: f64 = 1e-11;
 
 /// How many times a flow's path crosses a link (1 unless the path repeats links).
-fn multiplicity(f: &Flow, l: LinkId) -> f64 {
-    if f.simple {
+fn multiplicity(f: &Flow, h: &Hot, l: LinkId) -> f64 {
+    if h.simple {
         1.0
     } else {
         f.path.iter().filter(|x| **x == l).count() as f64
@@ -60,22 +76,20 @@ pub struct FlowNet {
     free: Vec<u32>,
     /// Active flows crossing each link.
     on_link: Vec<Vec<u32>>,
+    /// Crossings of each link by active flows (a path through it twice counts twice).
+    crossings: Vec<u32>,
+    alive: usize,
     // Scratch state for refilling, kept to avoid allocating per event. Marks hold the epoch
     // (never reused: u64) of the pass that set them.
-    mark_flow: Vec<u64>,
-    frozen_flow: Vec<u64>,
+    hot: Vec<Hot>,
     mark_link: Vec<u64>,
-    /// Position of each link in the set being refilled.
+    /// Position of each link in the region being refilled.
     link_pos: Vec<usize>,
     epoch: u64,
-    comp_links: Vec<LinkId>,
-    left: Vec<f64>,
-    unfrozen: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u64, LinkId)>>,
-    froze_at: Vec<(LinkId, f64)>,
+    region: Region,
+    /// A refill's inputs: new flows, and links whose load or capacity changed.
     seeds: Vec<u32>,
-    inside: Vec<u32>,
-    violators: Vec<u32>,
+    seed_links: Vec<LinkId>,
     /// The network's clock (seconds of [`FlowNet::advance`]).
     now: f64,
     /// Queued finish times: (seconds as bits, flow, flow version).
@@ -91,6 +105,7 @@ impl FlowNet {
         FlowNet {
             capacity: capacities,
             on_link: vec![Vec::new(); n],
+            crossings: vec![0; n],
             mark_link: vec![0; n],
             link_pos: vec![0; n],
             ..FlowNet::default()
@@ -117,6 +132,8 @@ impl FlowNet {
         flows: impl IntoIterator<Item = (Vec<LinkId>, f64)>,
     ) -> Vec<FlowId> {
         let mut ids = Vec::new();
+        self.seeds.clear();
+        self.seed_links.clear();
         for (path, bytes) in flows {
             let f = Flow {
                 path,
@@ -124,78 +141,93 @@ impl FlowNet {
                 since: self.now,
                 rate: 0.0,
                 version: 0,
-                simple: true,
-                bottleneck: NONE,
                 alive: true,
             };
             let id = match self.free.pop() {
                 Some(i) => {
                     let version = self.flows[i as usize].version.wrapping_add(1);
                     self.flows[i as usize] = Flow { version, ..f };
+                    let h = &mut self.hot[i as usize];
+                    (h.rate, h.bottleneck) = (0.0, NONE);
                     i
                 }
                 None => {
                     self.flows.push(f);
-                    self.mark_flow.push(0);
-                    self.frozen_flow.push(0);
+                    self.hot.push(Hot {
+                        bottleneck: NONE,
+                        ..Hot::default()
+                    });
                     (self.flows.len() - 1) as u32
                 }
             };
+            self.alive += 1;
             if self.flows[id as usize].path.is_empty() {
                 self.set_rate(id as usize, f64::INFINITY);
             }
-            let mut links = self.flows[id as usize].path.clone();
-            links.sort_unstable();
-            links.dedup();
-            self.flows[id as usize].simple = links.len() == self.flows[id as usize].path.len();
-            for &l in &links {
-                self.on_link[l].push(id);
+            let fl = &mut self.flows[id as usize];
+            let mut simple = true;
+            for (k, &l) in fl.path.iter().enumerate() {
+                self.crossings[l] += 1;
+                if fl.path[..k].contains(&l) {
+                    simple = false;
+                } else {
+                    self.on_link[l].push(id);
+                }
             }
+            self.hot[id as usize].simple = simple;
+            self.seeds.push(id);
             ids.push(FlowId(id));
         }
-        let mut seeds = std::mem::take(&mut self.seeds);
-        seeds.clear();
-        seeds.extend(ids.iter().map(|f| f.0));
-        self.refill(seeds);
+        let floor = ids
+            .iter()
+            .map(|f| self.rate_floor(&self.flows[f.0 as usize].path))
+            .fold(f64::INFINITY, f64::min);
+        self.refill(floor, false);
         ids
     }
 
-    /// Remove a flow (finished or cancelled); its component is recomputed.
+    /// Remove a flow (finished or cancelled); the rates it disturbs are recomputed.
     pub fn remove(&mut self, f: FlowId) {
-        let i = f.0 as usize;
-        if !self.flows.get(i).is_some_and(|x| x.alive) {
-            return;
-        }
-        self.flows[i].alive = false;
-        self.flows[i].version = self.flows[i].version.wrapping_add(1);
-        let mut links = std::mem::take(&mut self.flows[i].path);
-        links.sort_unstable();
-        links.dedup();
-        for &l in &links {
-            self.on_link[l].retain(|x| *x != f.0);
-        }
-        self.free.push(f.0);
-        // Only flows bottlenecked where the removed one ran can gain directly; the refill's
-        // checks pull in whoever else its changes reach.
-        let mut seeds = std::mem::take(&mut self.seeds);
-        seeds.clear();
-        for &l in &links {
-            for &g in &self.on_link[l] {
-                if self.flows[g as usize].bottleneck == l as u32 {
-                    seeds.push(g);
+        self.remove_batch(&[f]);
+    }
+
+    /// Remove many flows with a single recomputation (flows that finish together).
+    pub fn remove_batch(&mut self, flows: &[FlowId]) {
+        self.seeds.clear();
+        self.seed_links.clear();
+        let mut floor = f64::INFINITY;
+        for &f in flows {
+            let i = f.0 as usize;
+            if !self.flows.get(i).is_some_and(|x| x.alive) {
+                continue;
+            }
+            let fl = &mut self.flows[i];
+            fl.alive = false;
+            fl.version = fl.version.wrapping_add(1);
+            floor = floor.min(fl.rate);
+            for &l in &std::mem::take(&mut fl.path) {
+                self.crossings[l] -= 1;
+                if let Some(k) = self.on_link[l].iter().position(|x| *x == f.0) {
+                    self.on_link[l].swap_remove(k);
+                    self.seed_links.push(l);
                 }
             }
+            self.free.push(f.0);
+            self.alive -= 1;
         }
-        self.refill(seeds);
+        if floor.is_finite() {
+            self.refill(floor, false);
+        }
     }
 
     /// Change a link's capacity (failure, degradation, repair).
     pub fn set_capacity(&mut self, l: LinkId, capacity: f64) {
-        self.capacity[l] = capacity.max(0.0);
-        let mut seeds = std::mem::take(&mut self.seeds);
-        seeds.clear();
-        seeds.extend_from_slice(&self.on_link[l]);
-        self.refill(seeds);
+        let old = std::mem::replace(&mut self.capacity[l], capacity.max(0.0));
+        self.seeds.clear();
+        self.seed_links.clear();
+        self.seed_links.push(l);
+        let floor = old.min(self.capacity[l]) / f64::from(self.crossings[l].max(1));
+        self.refill(floor, true);
     }
 
     pub fn rate(&self, f: FlowId) -> f64 {
@@ -274,6 +306,7 @@ impl FlowNet {
         f.remaining = left;
         f.since = now;
         f.rate = rate;
+        self.hot[i].rate = rate;
         f.version = f.version.wrapping_add(1).max(1);
         if rate > 0.0 {
             let finish = if rate.is_infinite() {
@@ -283,6 +316,14 @@ impl FlowNet {
             };
             self.finishes
                 .push(Reverse((finish.max(0.0).to_bits(), i as u32, f.version)));
+            // Superseded entries are skipped lazily; drop them when they dominate, so the heap
+            // stays O(active flows) however many times rates change.
+            if self.finishes.len() > 4 * self.alive + 1024 {
+                let flows = &self.flows;
+                self.finishes.retain(|Reverse((_, id, v))| {
+                    flows[*id as usize].version == *v && flows[*id as usize].alive
+                });
+            }
         }
     }
 
@@ -291,211 +332,235 @@ impl FlowNet {
         self.epoch
     }
 
-    /// Recompute max-min rates after a change, starting from `seeds` — the flows whose
-    /// bottleneck the change may have broken — and growing that set until every flow has a
-    /// bottleneck again.
-    ///
-    /// Why this is exact: an allocation is max-min fair iff every flow crosses a saturated
-    /// link on which no flow gets more (its bottleneck; Bertsekas & Gallager, "Data Networks",
-    /// §6.5.2), and that allocation is unique. The set is refilled by progressive filling with
-    /// every other flow's rate held fixed; then two checks find the flows whose bottleneck the
-    /// new rates broke: (a) an outside flow faster than the share at which a link of the set
-    /// saturated (it must slow down), and (b) an outside flow whose recorded bottleneck is a
-    /// link of the set that is no longer saturated, or where it is no longer the fastest.
-    /// Flows on no link of the set kept every link's load, so their bottlenecks hold. When no
-    /// check fires, every flow has a bottleneck: the allocation is the max-min one. If the set
-    /// keeps growing past [`MAX_ROUNDS`], the whole connected component (transitively through
-    /// shared links) is refilled at once, which has no outside flow to check.
-    fn refill(&mut self, seeds: Vec<u32>) {
-        let set = self.next_epoch();
-        let mut inside = std::mem::take(&mut self.inside);
-        inside.clear();
-        for &f in &seeds {
-            let fl = &self.flows[f as usize];
-            if fl.alive && !fl.path.is_empty() && self.mark_flow[f as usize] != set {
-                self.mark_flow[f as usize] = set;
-                inside.push(f);
-            }
-        }
-        self.seeds = seeds;
-        for round in 1.. {
-            if inside.is_empty() {
-                break;
-            }
-            if round > MAX_ROUNDS {
-                self.close_component(&mut inside, set);
-                self.fill(&inside, set);
-                break;
-            }
-            self.fill(&inside, set);
-            if self.violators.is_empty() {
-                break;
-            }
-            for &g in &self.violators {
-                if self.mark_flow[g as usize] != set {
-                    self.mark_flow[g as usize] = set;
-                    inside.push(g);
-                }
-            }
-        }
-        self.inside = inside;
+    /// A lower bound on the max-min rate of a flow over `path`: on every link it is at least
+    /// the capacity over the crossings there (a link saturates no earlier than that level).
+    fn rate_floor(&self, path: &[LinkId]) -> f64 {
+        path.iter()
+            .map(|&l| self.capacity[l] / f64::from(self.crossings[l].max(1)))
+            .fold(f64::INFINITY, f64::min)
     }
 
-    /// Grow `inside` to every flow connected to it through shared links.
-    fn close_component(&mut self, inside: &mut Vec<u32>, set: u64) {
-        let seen = self.next_epoch();
-        let mut k = 0;
-        while k < inside.len() {
-            let f = inside[k] as usize;
-            k += 1;
-            for m in 0..self.flows[f].path.len() {
-                let l = self.flows[f].path[m];
-                if self.mark_link[l] == seen {
-                    continue;
-                }
-                self.mark_link[l] = seen;
-                for &g in &self.on_link[l] {
-                    if self.mark_flow[g as usize] != set {
-                        self.mark_flow[g as usize] = set;
-                        inside.push(g);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Progressive filling of the flows in `inside` (marked `set`), every other flow's rate
-    /// fixed. Leaves in `self.violators` the outside flows whose bottleneck the new rates broke
-    /// (see [`refill`]).
+    /// Recompute max-min rates after a change at `self.seed_links` (loads or capacities) and
+    /// of the new flows `self.seeds`, given `floor`: a level below which the change moves no
+    /// rate. `all_on_seeds`: every flow at or above the floor on a seed link may change (a
+    /// capacity change), not only those bottlenecked there.
     ///
-    /// Links wait in a min-heap keyed by (fair share, link id) — ties go to the lowest link id.
-    /// Shares only grow as flows freeze, so every queued key is at most its link's current
-    /// share: a popped key equal to the share is the true minimum, a smaller one is re-queued
-    /// at the share (lazy updates: freezing a flow touches its links' counters, not the heap).
-    fn fill(&mut self, inside: &[u32], set: u64) {
-        let lk = self.next_epoch();
-        let mut comp_links = std::mem::take(&mut self.comp_links);
-        comp_links.clear();
-        for &f in inside {
-            for &l in &self.flows[f as usize].path {
-                if self.mark_link[l] != lk {
-                    self.mark_link[l] = lk;
-                    self.link_pos[l] = comp_links.len();
-                    comp_links.push(l);
-                }
-            }
-        }
-        // Capacity left by the fixed flows, and how many flows of the set share each link.
-        let mut left = std::mem::take(&mut self.left);
-        let mut unfrozen = std::mem::take(&mut self.unfrozen);
-        left.clear();
-        unfrozen.clear();
-        for &l in &comp_links {
-            let (mut cap, mut n) = (self.capacity[l], 0u32);
-            for &f in &self.on_link[l] {
-                let fl = &self.flows[f as usize];
-                if self.mark_flow[f as usize] == set {
-                    n += multiplicity(fl, l) as u32;
-                } else {
-                    cap -= fl.rate * multiplicity(fl, l);
-                }
-            }
-            left.push(cap);
-            unfrozen.push(n);
-        }
-        let key = |x: f64| x.max(0.0).to_bits();
-        let mut heap = std::mem::take(&mut self.heap);
-        heap.clear();
-        heap.extend(
-            comp_links
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| unfrozen[*i] > 0)
-                .map(|(i, &l)| Reverse((key(left[i] / f64::from(unfrozen[i])), l))),
+    /// Progressive filling redone only where it differs. Why this is exact: filling raises all
+    /// unfrozen flows together and a link saturates at a level set by the flows that froze
+    /// below it. A flow leaving at rate r crosses no link saturating below r (it would have
+    /// frozen there), so every freeze below r happens as before; adding a flow is the converse
+    /// (it gets at least `floor`, see [`FlowNet::rate_floor`]); a capacity change moves nothing
+    /// below the levels its link saturates at before and after. Above the floor, the filling is
+    /// replayed in level order over a region that grows as the new filling departs from the
+    /// old, every flow outside it frozen at its old rate:
+    /// - a link enters the region when a refilled flow crosses it; its flows bottlenecked there
+    ///   at or above the current level join the refill (their link's saturation is redone);
+    /// - when a region link saturates at level x, an outside flow on it faster than x joins
+    ///   the refill before the link freezes anything (it must slow down to x).
+    ///
+    /// A joining flow is unfrozen at the current level x: it is no slower than x in the new
+    /// filling (nothing froze it below x: a region link would have pulled it in, and its other
+    /// links saturate no lower than its old rate, at least x). An outside flow keeps a link's
+    /// old saturation (its bottleneck, outside the region, sees no change) and is no faster
+    /// than any region link it crosses; so when the region drains, every flow has a saturated
+    /// link where none is faster: the unique max-min allocation (Bertsekas & Gallager, "Data
+    /// Networks", §6.5.2). The work is the flows whose rate moves and their links, not the
+    /// component.
+    fn refill(&mut self, floor: f64, all_on_seeds: bool) {
+        let mut r = std::mem::take(&mut self.region);
+        r.begin(
+            self.next_epoch(),
+            self.next_epoch(),
+            self.next_epoch(),
+            floor,
         );
-        let frozen = self.next_epoch();
-        let mut froze_at = std::mem::take(&mut self.froze_at);
-        froze_at.clear();
-        let mut to_freeze = inside.len();
-        while to_freeze > 0
-            && let Some(Reverse((k, l))) = heap.pop()
-        {
+        for k in 0..self.seed_links.len() {
+            let l = self.seed_links[k];
+            self.enter(&mut r, l, all_on_seeds);
+        }
+        for k in 0..self.seeds.len() {
+            let f = self.seeds[k] as usize;
+            if self.flows[f].alive && !self.flows[f].path.is_empty() {
+                r.join(&mut self.hot, f as u32);
+            }
+        }
+        loop {
+            while let Some(g) = r.queue.pop() {
+                self.admit(&mut r, g as usize);
+            }
+            // Requeue each link whose share the admitted flows lowered below its queued key
+            // (once per link however many flows joined there).
+            for d in r.dirty.drain(..) {
+                let i = self.link_pos[d];
+                r.stale[i] = false;
+                let k = key(r.left[i] / f64::from(r.unfrozen[i]));
+                if k < r.queued[i] {
+                    r.queued[i] = k;
+                    r.heap.push(Reverse((k, d)));
+                }
+            }
+            if r.rising == 0 {
+                break;
+            }
+            let Some(mut top) = r.heap.peek_mut() else {
+                break;
+            };
+            let Reverse((k, l)) = *top;
             let i = self.link_pos[l];
-            if unfrozen[i] == 0 {
+            if r.unfrozen[i] == 0 {
+                r.queued[i] = u64::MAX;
+                PeekMut::pop(top);
                 continue;
             }
-            let share = left[i] / f64::from(unfrozen[i]);
+            let share = r.left[i] / f64::from(r.unfrozen[i]);
             if key(share) != k {
-                heap.push(Reverse((key(share), l)));
+                // The share rose since: requeue in place (one sift instead of pop and push).
+                // Other entries of the link are no lower than `k`; `queued` may overstate
+                // their minimum, which only costs a spare entry.
+                r.queued[i] = key(share);
+                *top = Reverse((key(share), l));
                 continue;
             }
-            let share = share.max(0.0);
-            froze_at.push((l, share));
+            r.queued[i] = u64::MAX;
+            PeekMut::pop(top);
+            let x = share.max(0.0);
+            r.level = r.level.max(x);
+            // Outside flows faster than the link now allows join first.
+            let fast = x * (1.0 + TIE) + 1e-300;
+            for n in 0..self.on_link[l].len() {
+                let g = self.on_link[l][n];
+                let h = &self.hot[g as usize];
+                if h.mark != r.set && h.rate > fast {
+                    r.join(&mut self.hot, g);
+                }
+            }
+            if !r.queue.is_empty() {
+                // Not saturated at x after all: those flows rise with it.
+                r.queued[i] = k;
+                r.heap.push(Reverse((k, l)));
+                continue;
+            }
             for n in 0..self.on_link[l].len() {
                 let f = self.on_link[l][n] as usize;
-                if self.mark_flow[f] != set || self.frozen_flow[f] == frozen {
+                let h = &mut self.hot[f];
+                if h.mark != r.set || h.frozen == r.frozen {
                     continue;
                 }
-                self.frozen_flow[f] = frozen;
-                to_freeze -= 1;
-                self.set_rate(f, share);
-                self.flows[f].bottleneck = l as u32;
+                h.frozen = r.frozen;
+                h.bottleneck = l as u32;
+                r.rising -= 1;
+                self.set_rate(f, x);
                 for m in 0..self.flows[f].path.len() {
-                    let l2 = self.flows[f].path[m];
-                    let i2 = self.link_pos[l2];
+                    let i2 = self.link_pos[self.flows[f].path[m]];
                     // A path crossing a link twice loads it twice: it counts twice in the
                     // link's share (`unfrozen` counts crossings).
-                    left[i2] -= share;
-                    unfrozen[i2] -= 1;
+                    r.left[i2] -= x;
+                    r.unfrozen[i2] -= 1;
                 }
             }
         }
-        // The checks.
-        let flagged = self.next_epoch();
-        let mut violators = std::mem::take(&mut self.violators);
-        violators.clear();
-        let tol = |x: f64| x * (1.0 + 1e-9) + 1e-300;
-        for &(l, share) in &froze_at {
-            for &g in &self.on_link[l] {
-                let gi = g as usize;
-                if self.mark_flow[gi] != set
-                    && self.frozen_flow[gi] != flagged
-                    && self.flows[gi].rate > tol(share)
-                {
-                    self.frozen_flow[gi] = flagged;
-                    violators.push(g);
-                }
+        self.region = r;
+    }
+
+    /// Bring link `l` into the region: the capacity its (all outside) flows leave, and its
+    /// flows that join — bottlenecked there, or any (`all`), at or above the current level.
+    fn enter(&mut self, r: &mut Region, l: LinkId, all: bool) {
+        if self.mark_link[l] == r.links {
+            return;
+        }
+        self.mark_link[l] = r.links;
+        self.link_pos[l] = r.left.len();
+        let low = r.level * (1.0 - TIE);
+        let mut cap = self.capacity[l];
+        for n in 0..self.on_link[l].len() {
+            let g = self.on_link[l][n];
+            let h = &self.hot[g as usize];
+            cap -= if h.simple {
+                h.rate
+            } else {
+                h.rate * multiplicity(&self.flows[g as usize], h, l)
+            };
+            if (all || h.bottleneck == l as u32) && h.rate >= low {
+                r.join(&mut self.hot, g);
             }
         }
-        for &l in &comp_links {
-            let mut stats: Option<(f64, f64)> = None;
-            for n in 0..self.on_link[l].len() {
-                let gi = self.on_link[l][n] as usize;
-                if self.mark_flow[gi] == set
-                    || self.frozen_flow[gi] == flagged
-                    || self.flows[gi].bottleneck != l as u32
-                {
-                    continue;
-                }
-                let (load, max) = *stats.get_or_insert_with(|| {
-                    self.on_link[l].iter().fold((0.0, 0.0), |(s, m), &h| {
-                        let fl = &self.flows[h as usize];
-                        (s + fl.rate * multiplicity(fl, l), f64::max(m, fl.rate))
-                    })
-                });
-                let saturated = tol(load) >= self.capacity[l] * (1.0 - 1e-9);
-                if !saturated || tol(self.flows[gi].rate) < max {
-                    self.frozen_flow[gi] = flagged;
-                    violators.push(gi as u32);
-                }
+        r.left.push(cap);
+        r.unfrozen.push(0);
+        r.queued.push(u64::MAX);
+        r.stale.push(false);
+    }
+
+    /// A joined flow turns from frozen at its old rate to rising with the filling on each of
+    /// its links (entering those outside the region first).
+    fn admit(&mut self, r: &mut Region, f: usize) {
+        for m in 0..self.flows[f].path.len() {
+            let l = self.flows[f].path[m];
+            self.enter(r, l, false);
+        }
+        let rate = self.flows[f].rate;
+        r.rising += 1;
+        for m in 0..self.flows[f].path.len() {
+            let l = self.flows[f].path[m];
+            let i = self.link_pos[l];
+            r.left[i] += rate;
+            r.unfrozen[i] += 1;
+            if !r.stale[i] {
+                r.stale[i] = true;
+                r.dirty.push(l);
             }
         }
-        self.comp_links = comp_links;
-        self.left = left;
-        self.unfrozen = unfrozen;
-        self.heap = heap;
-        self.froze_at = froze_at;
-        self.violators = violators;
+    }
+}
+
+/// A heap key ordering non-negative shares (negative rounding counts as zero).
+fn key(x: f64) -> u64 {
+    if x > 0.0 { x.to_bits() } else { 0 }
+}
+
+/// Scratch state of one refill, kept between refills to avoid allocating per event. Marks
+/// hold epochs (never reused: u64).
+#[derive(Debug, Clone, Default)]
+struct Region {
+    /// Epochs marking refilled flows, region links and flows frozen in this refill.
+    set: u64,
+    links: u64,
+    frozen: u64,
+    /// The filling's current level.
+    level: f64,
+    /// Per region link (by `link_pos`): capacity left by frozen flows, rising crossings.
+    left: Vec<f64>,
+    unfrozen: Vec<u32>,
+    /// Region links by (share, id), lazily updated: every link with rising flows has an
+    /// entry no higher than its share; `queued` bounds its lowest entry from above.
+    heap: BinaryHeap<Reverse<(u64, LinkId)>>,
+    queued: Vec<u64>,
+    /// Links whose share admitted flows may have lowered, to requeue (`stale` marks them).
+    dirty: Vec<LinkId>,
+    stale: Vec<bool>,
+    /// Flows that joined and wait to be admitted.
+    queue: Vec<u32>,
+    /// Admitted flows not frozen yet: the filling stops when none is left.
+    rising: usize,
+}
+
+impl Region {
+    fn begin(&mut self, set: u64, links: u64, frozen: u64, floor: f64) {
+        (self.set, self.links, self.frozen, self.level) = (set, links, frozen, floor);
+        self.left.clear();
+        self.unfrozen.clear();
+        self.queued.clear();
+        self.stale.clear();
+        self.dirty.clear();
+        self.heap.clear();
+        self.queue.clear();
+        self.rising = 0;
+    }
+
+    fn join(&mut self, hot: &mut [Hot], g: u32) {
+        if hot[g as usize].mark != self.set {
+            hot[g as usize].mark = self.set;
+            self.queue.push(g);
+        }
     }
 }
 
