@@ -96,3 +96,59 @@ fn background_traffic_of_known_rate_removes_exactly_its_share() {
     );
     assert!((c[1] - (2.0 * ALPHA + n / ETH)).abs() < 1e-8, "{c:?}");
 }
+
+/// Eight one-NIC nodes in one rack, two of them with the jobs' resources (a 1:1 leaf has 8 × 50 GB/s up: 100 GB/s per spine
+/// uplink, so a node's NIC, not the spine, bounds its write), jobs with a 100 GB checkpoint
+/// after their first step to storage `s` declared by `storage`; seconds each checkpoint took.
+fn checkpoint_secs(storage: &str, jobs: &str) -> Vec<f64> {
+    let nodes = format!(
+        "{}{}",
+        node("box", "ib_ndr_400g", "ra: 1, rb: 1"),
+        node("plain", "ib_ndr_400g", "other: 1")
+    );
+    let text = format!(
+        "{nodes}cluster c {{\n  rack r0 {{\n    node box x 2\n    node plain x 6\n  }}\n  fabric leaf_spine\n{storage}}}\n{jobs}"
+    );
+    let s = spec(&text);
+    let r = simulate(&s, &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(
+        r.network_models.iter().any(|m| m.on_graph
+            && m.text
+                .contains("to storage `s` on the run's shared network")),
+        "{:?}",
+        r.network_models
+    );
+    r.metrics
+        .training
+        .iter()
+        .map(|t| t.checkpoint_time)
+        .collect()
+}
+
+fn ckpt_job(name: &str, r: &str, size_gb: u32) -> String {
+    format!(
+        "workload {name} {{\n  placement_group pg strategy STRICT_SPREAD {{\n    bundle {{ GPU: 1, {r}: 1 }} x 2\n  }}\n  training t on pg steps 2 {{\n    compute 1 TFLOP per device bf16\n    allreduce 1 GB algo ring\n    checkpoint every 1 ms size {size_gb} GB to s\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn a_checkpoint_moves_each_nodes_share_to_its_storage_over_the_network() {
+    // Behind the fabric (400 GB/s, 100 GB/s per spine uplink): each node sends 50 GB through
+    // its 50 GB/s NIC: 1 s. To a node-local drive of 2 GB/s: 50 GB / 2 GB/s = 25 s.
+    let fabric = "  storage s {\n    bandwidth 400 GB/s\n    attach fabric\n    latency 0 s\n  }\n";
+    let local =
+        "  storage s {\n    bandwidth 2 GB/s\n    attach node_local\n    latency 0 s\n  }\n";
+    let f = checkpoint_secs(fabric, &ckpt_job("a", "ra", 100));
+    assert!((f[0] - 50e9 / NDR).abs() < 1e-6, "{f:?}");
+    let l = checkpoint_secs(local, &ckpt_job("a", "ra", 100));
+    assert!((l[0] - 50e9 / 2e9).abs() < 1e-6, "{l:?}");
+    // Two jobs writing at once through the same two NICs get half of each: 2 s.
+    let both = checkpoint_secs(
+        fabric,
+        &format!("{}{}", ckpt_job("a", "ra", 100), ckpt_job("b", "rb", 100)),
+    );
+    for c in &both {
+        assert!((c - 50e9 / (NDR / 2.0)).abs() < 1e-6, "{both:?}");
+    }
+}

@@ -21,6 +21,7 @@
 //! Architecture invariant: no IO. Trace arrivals come in through [`SimConfig::traces`].
 
 mod actors;
+mod checkpoints;
 pub mod failures;
 mod finish;
 pub mod metrics;
@@ -129,6 +130,8 @@ pub(crate) enum Ev {
     RoundGo(u32, u32),
     /// A task's input fetch has paid its fixed part: its flows start (task, epoch).
     FetchGo(u32, u32),
+    /// A checkpoint with nothing to move is done (job, epoch, load).
+    CheckpointDone(u32, u32, bool),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -384,6 +387,7 @@ impl<'s> Sim<'s> {
             Ev::CommStart(j, epoch) => self.on_comm_start(j, epoch),
             Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
+            Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
         }
     }
 }

@@ -56,6 +56,7 @@ pub struct NetworkModel {
 pub enum MovementKind {
     Collective,
     Fetch,
+    Checkpoint,
 }
 
 impl std::fmt::Display for NetworkModel {
@@ -175,6 +176,7 @@ impl Sim<'_> {
             match *o {
                 Owner::Round { job, epoch } => self.on_round_done(job, epoch),
                 Owner::Fetch { task, epoch } => self.on_fetch_done(task, epoch),
+                Owner::Checkpoint { job, epoch, load } => self.on_checkpoint_done(job, epoch, load),
             }
         }
         self.net.done = done;

@@ -60,6 +60,8 @@ pub(super) struct Job {
     /// restart), and how many.
     pub(super) comm_total: Time,
     pub(super) comm_steps: u64,
+    /// When the checkpoint write or load in flight began.
+    pub(super) ckpt_from: Time,
 }
 
 impl Sim<'_> {
@@ -117,6 +119,7 @@ impl Sim<'_> {
                 xfer: None,
                 comm_total: 0,
                 comm_steps: 0,
+                ckpt_from: 0,
             });
             self.pgs[pg as usize].jobs.push(id);
         }
@@ -141,10 +144,8 @@ impl Sim<'_> {
         let ckpt = t
             .checkpoint
             .as_ref()
-            .map(|c| {
-                c.size.0 as f64 / (models::CHECKPOINT_BW_PER_NODE * per_node.len().max(1) as f64)
-            })
-            .unwrap_or(0.0);
+            .map(|c| super::checkpoints::closed_form_secs(c.size.0 as f64, per_node.len()))
+            .unwrap_or(0);
         for (n, d) in &per_node {
             self.busy(*n, f64::from(*d), now);
         }
@@ -156,7 +157,7 @@ impl Sim<'_> {
         let job = &mut self.jobs[j as usize];
         job.compute_ns = secs(compute);
         job.comm_ns = secs(comm);
-        job.ckpt_ns = secs(ckpt);
+        job.ckpt_ns = ckpt;
         // Loading the checkpoint after a restart reads it back at the same rate.
         job.load_ns = job.ckpt_ns;
         job.devices = devices;
@@ -178,9 +179,13 @@ impl Sim<'_> {
                 // measured when it computes again (a crash during the load extends it).
                 job.restarts += 1;
                 job.recovering_from.get_or_insert(stopped);
-                job.progress_from = now + job.load_ns;
-                self.q
-                    .after(job.load_ns.max(1), Ev::JobResume(j, job.epoch));
+                // Nothing is computed until the load is done (a crash during it loses nothing).
+                job.progress_from = Time::MAX;
+                let epoch = job.epoch;
+                let load_ns = job.load_ns;
+                if !self.start_checkpoint(j, true) {
+                    self.q.after(load_ns.max(1), Ev::JobResume(j, epoch));
+                }
             }
         }
     }
@@ -300,7 +305,7 @@ impl Sim<'_> {
 
     /// Start a step of job `j` after `lead` (a checkpoint write before it): compute, then its
     /// collectives — on the run's network, or for the closed-form `comm_ns`.
-    fn begin_step(&mut self, j: u32, lead: Time) {
+    pub(super) fn begin_step(&mut self, j: u32, lead: Time) {
         let job = &self.jobs[j as usize];
         let epoch = job.epoch;
         if job.on_wire {
@@ -431,20 +436,32 @@ impl Sim<'_> {
         }
         let mut lead = 0;
         job.span_ckpt = 0;
-        if now >= job.next_ckpt {
-            // Write a checkpoint after this step; it counts once written.
-            lead += job.ckpt_ns;
-            job.ckpt_total += job.ckpt_ns;
+        let mut writing = false;
+        if now >= job.next_ckpt && job.steps_left > 0 {
+            // Write a checkpoint after this step (not after the last: the job ends); it
+            // counts once written.
             job.prev_ckpt_steps = job.ckpt_steps;
             job.prev_ckpt_at = job.ckpt_at;
             job.ckpt_steps = job.steps_done;
-            job.ckpt_at = now + job.ckpt_ns;
-            job.span_ckpt = job.ckpt_ns;
             job.next_ckpt = job
                 .next_ckpt
                 .saturating_add(job.ckpt_every.unwrap_or(Time::MAX));
+            if self.start_checkpoint(j, false) {
+                // On the network: it counts when its flows are done (until then, not yet).
+                self.jobs[j as usize].ckpt_at = Time::MAX;
+                writing = true;
+            } else {
+                let job = &mut self.jobs[j as usize];
+                lead += job.ckpt_ns;
+                job.ckpt_total += job.ckpt_ns;
+                job.ckpt_at = now + job.ckpt_ns;
+                job.span_ckpt = job.ckpt_ns;
+            }
         }
-        if job.steps_left > 0 {
+        let job = &mut self.jobs[j as usize];
+        if writing {
+            // The next step starts when the write is done (`on_checkpoint_done`).
+        } else if job.steps_left > 0 {
             self.begin_step(j, lead);
         } else {
             job.finished = Some(now);

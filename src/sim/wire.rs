@@ -1,6 +1,6 @@
 //! The run's one network: the cluster's link graph and a single max-min [`FlowNet`] that
-//! every transfer of the simulation shares — training collectives' rounds and task input
-//! fetches — so two jobs on a hot spine slow each other by
+//! every transfer of the simulation shares — training collectives' rounds, task input
+//! fetches, checkpoint writes and loads — so two jobs on a hot spine slow each other by
 //! exactly what max-min gives.
 //!
 //! Time: the engine owns the clock (integer ns). The flow network is advanced to the engine's
@@ -25,6 +25,8 @@ pub(crate) enum Owner {
     Round { job: u32, epoch: u32 },
     /// Task `task`'s input fetch (attempt `epoch`).
     Fetch { task: u32, epoch: u32 },
+    /// Job `job`'s checkpoint write, or its load after a restart (attempt `epoch`).
+    Checkpoint { job: u32, epoch: u32, load: bool },
 }
 
 /// Handle of a started transfer.

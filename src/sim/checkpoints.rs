@@ -1,0 +1,127 @@
+//! Checkpoint writes and loads of training jobs on the run's network: each node of the job's
+//! group moves its share of the checkpoint (size / nodes) between its host memory and the
+//! storage target the checkpoint names (`checkpoint ... to NAME`), over the route the link
+//! graph gives (`Graph::route_to_storage`: compute NIC, leaf, spine, storage; or the node's
+//! own drive for `node_local`), as flows that share the network with every other transfer.
+//! The job waits for its write to finish (a synchronous checkpoint, as
+//! `torch.distributed.checkpoint.save` without async staging) and for its load before it
+//! computes again.
+//!
+//! Assumptions: the device-to-host copy of the state before the write is not modelled (the
+//! network or the storage is the bottleneck at these sizes); a scenario that declares no
+//! storage gets the closed form of [`super::models::CHECKPOINT_BW_PER_NODE`], and the run says
+//! so.
+
+use super::network::MovementKind;
+use super::wire::Owner;
+use super::{Sim, models};
+use crate::engine::Time;
+use crate::network::LinkId;
+use models::secs;
+
+impl Sim<'_> {
+    /// The flows of job `j`'s checkpoint write (or `load`), or `None` when it is priced in
+    /// closed form (no storage declared, or a node without a route to it); the run notes which.
+    fn checkpoint_flows(&mut self, j: u32, load: bool) -> Option<Vec<(Vec<LinkId>, f64)>> {
+        let job = &self.jobs[j as usize];
+        let w = &self.spec.workloads[job.workload];
+        let t = &w.training[job.index];
+        let c = t.checkpoint.as_ref()?;
+        let what = format!("checkpoint {}.{}", w.name, t.name);
+        let mut nodes: Vec<usize> = self.job_ranks(j).into_iter().map(|(n, _)| n).collect();
+        nodes.dedup();
+        let routes = match (&self.wire.graph, c.storage) {
+            (Some(g), Some(s)) => nodes
+                .iter()
+                .map(|&n| {
+                    let key = (n as u64) ^ (u64::from(j) << 32);
+                    if load {
+                        g.route_from_storage(n, s, key)
+                    } else {
+                        g.route_to_storage(n, s, key)
+                    }
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or("a node has no route to the storage"),
+            (None, _) => Err("no cluster graph"),
+            (_, None) => Err("no storage declared"),
+        };
+        match routes {
+            Ok(routes) if !routes.is_empty() => {
+                let name = &self.spec.cluster.as_ref()?.storage[c.storage?].name;
+                self.net.note(
+                    MovementKind::Checkpoint,
+                    true,
+                    format!("{what}: to storage `{name}` on the run's shared network"),
+                );
+                let share = c.size.0 as f64 / routes.len() as f64;
+                Some(routes.into_iter().map(|p| (p, share)).collect())
+            }
+            Ok(_) => None,
+            Err(e) => {
+                self.net.note(
+                    MovementKind::Checkpoint,
+                    false,
+                    format!(
+                        "{what}: closed form ({e}; {} GB/s per node)",
+                        models::CHECKPOINT_BW_PER_NODE / 1e9
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// Start writing (or loading) job `j`'s checkpoint on the network; false when it is
+    /// priced in closed form instead (the caller waits `ckpt_ns`).
+    pub(super) fn start_checkpoint(&mut self, j: u32, load: bool) -> bool {
+        let Some(flows) = self.checkpoint_flows(j, load) else {
+            return false;
+        };
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        job.ckpt_from = now;
+        let epoch = job.epoch;
+        let owner = Owner::Checkpoint {
+            job: j,
+            epoch,
+            load,
+        };
+        match self.wire.start(now, flows, owner) {
+            Some(x) => {
+                self.jobs[j as usize].xfer = Some(x);
+                self.rearm_wire();
+            }
+            None => {
+                self.q.after(1, super::Ev::CheckpointDone(j, epoch, load));
+            }
+        }
+        true
+    }
+
+    /// Job `j`'s checkpoint finished moving: a write counts from now and the next step
+    /// starts; a load resumes the job.
+    pub(super) fn on_checkpoint_done(&mut self, j: u32, epoch: u32, load: bool) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        job.xfer = None;
+        if load {
+            self.on_job_resume(j, epoch);
+            return;
+        }
+        let took: Time = now - job.ckpt_from;
+        job.ckpt_total += took;
+        job.ckpt_ns = took;
+        job.ckpt_at = now;
+        job.span_ckpt = took;
+        self.begin_step(j, 0);
+    }
+}
+
+/// Seconds of a checkpoint of `size` bytes over `nodes` in closed form.
+pub(super) fn closed_form_secs(size: f64, nodes: usize) -> Time {
+    secs(size / (models::CHECKPOINT_BW_PER_NODE * nodes.max(1) as f64))
+}
