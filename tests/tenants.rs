@@ -186,4 +186,37 @@ fn a_quota_caps_what_a_tenant_runs_at_once_and_the_rest_waits() {
     assert_eq!(capped.tasks[0].completed, 16);
     assert_eq!(capped.tasks[0].last_end, 80.0);
     assert_eq!(capped.tasks[1].last_end, 10.0);
+    // 14 tasks waited on the quota: two each for 10, 20, …, 70 s.
+    let q = &capped.quota_waits;
+    assert_eq!(q.len(), 1, "{q:?}");
+    assert_eq!((q[0].tenant.as_str(), q[0].waited), ("capped", 14));
+    assert!((q[0].total_secs - 560.0).abs() < 1e-6, "{q:?}");
+    assert!(open.quota_waits.is_empty());
+}
+
+#[test]
+fn waiting_work_of_a_higher_priority_tenant_goes_first_and_nothing_is_preempted() {
+    // A blocker holds all 8 GPUs for 10 s; then `low` (declared first) and `high` each have 8
+    // one-GPU tasks of 10 s waiting. With equal priorities the first declared runs first;
+    // with `high` at priority 10 it runs 10–20 s and `low` 20–30 s. The blocker is never
+    // preempted: both wait for it.
+    let text = |p: i64| {
+        format!(
+            "cluster c {{\n  rack r0 {{\n    node dgx_h100 x 1\n  }}\n}}\ntenant low {{\n  priority 0\n}}\ntenant high {{\n  priority {p}\n}}\nworkload blocker {{\n  tasks b x 8 {{\n    resources {{ GPU: 1 }}\n    duration 10 s\n  }}\n}}\nworkload l tenant low {{\n  tasks t x 8 {{\n    resources {{ GPU: 1 }}\n    duration 10 s\n  }}\n}}\nworkload h tenant high {{\n  tasks t x 8 {{\n    resources {{ GPU: 1 }}\n    duration 10 s\n  }}\n}}\n"
+        )
+    };
+    let run = |p: i64| {
+        let l = orrery::spec::load_str("p.orr", &text(p));
+        assert!(!l.has_errors(), "{}", l.render(false));
+        let r = simulate(&l.spec.unwrap(), &SimConfig::default());
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        let m = r.metrics;
+        (
+            m.tasks[0].last_end,
+            m.tasks[1].last_end,
+            m.tasks[2].last_end,
+        )
+    };
+    assert_eq!(run(0), (10.0, 20.0, 30.0));
+    assert_eq!(run(10), (10.0, 30.0, 20.0));
 }

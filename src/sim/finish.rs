@@ -262,6 +262,16 @@ impl Sim<'_> {
             }
         }
         m.utilization = std::mem::take(&mut self.util).finish(&devices, end);
+        m.quota_waits = self
+            .quota_wait
+            .iter()
+            .map(|(t, (n, ns))| QuotaWait {
+                tenant: spec.tenants[*t].name.clone(),
+                waited: *n,
+                total_secs: *ns as f64 / 1e9,
+                mean_secs: *ns as f64 / 1e9 / (*n).max(1) as f64,
+            })
+            .collect();
         m.objects = ObjectMetrics {
             spilled_objects: self.store.spilled_objects,
             spilled_bytes: self.store.spilled_bytes,

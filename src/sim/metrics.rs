@@ -211,6 +211,18 @@ pub struct RunMetrics {
     pub utilization: BTreeMap<String, Utilization>,
     pub failures: FailureMetrics,
     pub objects: ObjectMetrics,
+    /// Per tenant with a quota that held work back: how much waited on it, and how long.
+    pub quota_waits: Vec<QuotaWait>,
+}
+
+/// Work a tenant's quota held back: tasks, actors and replicas queued while it was full,
+/// counted from when they queued to when they started.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct QuotaWait {
+    pub tenant: String,
+    pub waited: u64,
+    pub total_secs: f64,
+    pub mean_secs: f64,
 }
 
 /// Records busy-device changes per class and integrates them.

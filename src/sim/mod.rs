@@ -134,7 +134,7 @@ pub(crate) enum Ev {
     CheckpointDone(u32, u32, bool),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Work {
     Task(u32),
     Actor(u32),
@@ -185,6 +185,10 @@ struct Sim<'s> {
     wire: wire::Wire,
     /// A tenant with a quota freed resources since the last dispatch.
     quota_freed: bool,
+    /// Work queued while its tenant's quota held it back, since when.
+    quota_since: std::collections::HashMap<Work, Time>,
+    /// Per tenant: how many pieces of work waited on its quota, and for how long in all.
+    quota_wait: BTreeMap<usize, (u64, Time)>,
     tl: timeline::Recorder,
     transport_override: Option<String>,
 }
@@ -281,6 +285,8 @@ impl<'s> Sim<'s> {
             net: network::NetState::default(),
             wire: wire::Wire::default(),
             quota_freed: false,
+            quota_since: std::collections::HashMap::new(),
+            quota_wait: BTreeMap::new(),
             tl: timeline::Recorder::default(),
         }
     }

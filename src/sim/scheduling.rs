@@ -232,9 +232,63 @@ impl Sim<'_> {
 
     pub(super) fn enqueue(&mut self, w: Work) {
         let (key, id) = self.class_key(w);
+        let tenant = self.class_tenant(key);
+        if let Some(t) = tenant
+            && !self.quota_since.contains_key(&w)
+            && !self.state.quota_allows(Some(t), &self.work_request(w))
+        {
+            // Held back by its tenant's quota (metrics: the tenant's quota wait).
+            self.quota_since.insert(w, self.now());
+        }
         match self.pending.iter_mut().find(|(k, _)| *k == key) {
             Some((_, q)) => q.push_back(id),
-            None => self.pending.push((key, VecDeque::from([id]))),
+            None => {
+                // Classes wait in order of their tenant's priority (higher first), then of
+                // first appearance; dispatch offers freed resources in that order.
+                let p = self.tenant_priority(tenant);
+                let at = self
+                    .pending
+                    .iter()
+                    .position(|(k, _)| self.tenant_priority(self.class_tenant(*k)) < p)
+                    .unwrap_or(self.pending.len());
+                self.pending.insert(at, (key, VecDeque::from([id])));
+            }
+        }
+    }
+
+    /// The tenant of a class of work.
+    fn class_tenant(&self, key: Work) -> Option<usize> {
+        match key {
+            Work::Task(g) => self.groups[g as usize].tenant,
+            Work::Actor(g) => self.actor_groups[g as usize].tenant,
+            Work::Replica(s) => self.services[s as usize].tenant,
+        }
+    }
+
+    fn tenant_priority(&self, tenant: Option<usize>) -> i64 {
+        tenant
+            .and_then(|t| self.spec.tenants.get(t))
+            .map_or(0, |t| t.priority)
+    }
+
+    /// What a piece of work requests.
+    fn work_request(&self, w: Work) -> crate::placement::Request {
+        match w {
+            Work::Task(t) => self.groups[self.group_of(t)].request.clone(),
+            Work::Actor(a) => self.actors[a as usize].request.clone(),
+            Work::Replica(r) => self.services[self.replicas[r as usize].service as usize]
+                .request
+                .clone(),
+        }
+    }
+
+    /// Work that waited on its tenant's quota starts now: count the wait.
+    fn quota_wait_over(&mut self, w: Work, tenant: Option<usize>) {
+        if let (Some(since), Some(t)) = (self.quota_since.remove(&w), tenant) {
+            let now = self.now();
+            let e = self.quota_wait.entry(t).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += now - since;
         }
     }
 
@@ -251,6 +305,9 @@ impl Sim<'_> {
         let Some(alloc) = self.allocate(node, request, tenant, policy) else {
             return false;
         };
+        if !self.quota_since.is_empty() {
+            self.quota_wait_over(w, tenant);
+        }
         let units = device_units(&self.state, &self.unit_ids, request);
         match w {
             Work::Task(t) => {
