@@ -220,3 +220,64 @@ fn waiting_work_of_a_higher_priority_tenant_goes_first_and_nothing_is_preempted(
     assert_eq!(run(0), (10.0, 20.0, 30.0));
     assert_eq!(run(10), (10.0, 30.0, 20.0));
 }
+
+#[test]
+fn a_forbidden_transport_forced_at_run_time_falls_back_and_says_why() {
+    // `orrery transports --workload` forces a transport on every workload; a `no_rdma` tenant
+    // must still never move data with RDMA: its fetches (b reads both of a's outputs, one from
+    // the other node) use the object store instead (the same
+    // run as the object store's), and the run names the fallback and the rule.
+    let text = "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\ntenant secure {\n  no_rdma\n}\nworkload w tenant secure {\n  tasks a x 2 {\n    resources { GPU: 8 }\n    duration 1 s\n    output 1 GB\n  }\n  tasks b x 1 after a {\n    resources { GPU: 8 }\n    duration 1 s\n  }\n}\n";
+    let l = orrery::spec::load_str("f.orr", text);
+    assert!(!l.has_errors(), "{}", l.render(false));
+    let s = l.spec.unwrap();
+    let run = |t: Option<&str>| {
+        simulate(
+            &s,
+            &SimConfig {
+                transport: t.map(str::to_string),
+                ..SimConfig::default()
+            },
+        )
+    };
+    let forced = run(Some("rdma"));
+    let plain = run(None);
+    let texts: Vec<&str> = forced
+        .network_models
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect();
+    assert!(
+        texts.iter().any(
+            |t| t.starts_with("object fetch w.b: transport rdma not used (")
+                && t.contains("no_rdma")
+                && t.ends_with("; object_store instead")
+        ),
+        "{texts:?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.contains("transport rdma on")),
+        "{texts:?}"
+    );
+    assert_eq!(forced.metrics.makespan, plain.metrics.makespan);
+    assert_eq!(
+        forced.metrics.tasks[1].run_time.mean,
+        plain.metrics.tasks[1].run_time.mean
+    );
+    // Without the rule the forced transport is used (the check above can fail).
+    let open = orrery::spec::load_str("f.orr", &text.replace("  no_rdma\n", "  priority 0\n"));
+    let r = simulate(
+        &open.spec.unwrap(),
+        &SimConfig {
+            transport: Some("rdma".into()),
+            ..SimConfig::default()
+        },
+    );
+    assert!(
+        r.network_models
+            .iter()
+            .any(|m| m.text.contains("transport rdma on the shared network")),
+        "{:?}",
+        r.network_models
+    );
+}

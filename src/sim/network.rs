@@ -222,16 +222,38 @@ impl Sim<'_> {
         self.rearm_wire();
     }
 
-    /// The transport a task of group `gi` moves its inputs with.
-    pub(crate) fn fetch_transport(&self, gi: usize) -> String {
+    /// The transport a task of group `gi` moves its inputs with: the run's override, else the
+    /// group's, else its workload's, else the object store — unless its tenant's rules forbid
+    /// it (only an override can: `check` rejects forbidden selections), when the tenant's
+    /// fallback is used and the run says so.
+    pub(crate) fn fetch_transport(&mut self, gi: usize) -> String {
         let g = &self.groups[gi];
         let w = &self.spec.workloads[g.workload];
         let ts = &w.tasks[g.index];
-        self.transport_override
+        let name = self
+            .transport_override
             .clone()
             .or_else(|| ts.transport.clone())
             .or_else(|| w.transport.clone())
-            .unwrap_or_else(|| "object_store".to_string())
+            .unwrap_or_else(|| "object_store".to_string());
+        let Some(t) = g.tenant else {
+            return name;
+        };
+        match crate::spec::transport::allowed_transport(self.spec, t, &name) {
+            Ok(()) => name,
+            Err(why) => {
+                let used = crate::spec::transport::fallback_transport(self.spec, t);
+                self.net.note(
+                    MovementKind::Fetch,
+                    true,
+                    format!(
+                        "object fetch {}.{}: transport {name} not used ({why}); {used} instead",
+                        w.name, ts.name
+                    ),
+                );
+                used.to_string()
+            }
+        }
     }
 
     /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the
