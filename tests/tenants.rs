@@ -21,6 +21,12 @@ type GenWorkload = (
 struct Case {
     nodes_a: u32,
     nodes_b: u32,
+    /// Tenant 0's CPU quota, which tenants have `no_rdma`, a node kill (seconds), and the
+    /// transport forced on every fetch (as `orrery transports --workload` does).
+    quota: Option<u32>,
+    no_rdma: Vec<bool>,
+    kill_at: Option<u32>,
+    forced: Option<&'static str>,
     /// Per tenant: tenants it never shares with, and its only_nodes selector (if any).
     tenants: Vec<(Vec<usize>, Option<&'static str>)>,
     workloads: Vec<GenWorkload>,
@@ -48,17 +54,33 @@ fn case() -> impl Strategy<Value = Case> {
         )),
     );
     (
-        1u32..5,
-        0u32..5,
+        (1u32..5, 0u32..5),
         tenants,
         prop::collection::vec(workload, 1..5),
+        (
+            prop::option::of(12u32..20),
+            prop::collection::vec(any::<bool>(), 3),
+            prop::option::of(1u32..40),
+            prop::option::of(prop::sample::select(vec![
+                "rdma",
+                "gpudirect_rdma",
+                "tcp",
+                "nccl",
+            ])),
+        ),
     )
-        .prop_map(|(nodes_a, nodes_b, tenants, workloads)| Case {
-            nodes_a,
-            nodes_b,
-            tenants,
-            workloads,
-        })
+        .prop_map(
+            |((nodes_a, nodes_b), tenants, workloads, (quota, no_rdma, kill_at, forced))| Case {
+                nodes_a,
+                nodes_b,
+                quota,
+                no_rdma,
+                kill_at,
+                forced,
+                tenants,
+                workloads,
+            },
+        )
 }
 
 fn scenario(c: &Case) -> String {
@@ -86,13 +108,25 @@ fn scenario(c: &Case) -> String {
         if let Some(sel) = only {
             s += &format!("  only_nodes {{ \"group\": \"{sel}\" }}\n");
         }
+        if let (0, Some(q)) = (i, c.quota) {
+            s += &format!("  quota {{ CPU: {q} }}\n");
+        }
+        if c.no_rdma[i] {
+            s += "  no_rdma\n";
+        }
         s += "}\n";
     }
     for (w, (t, policy, tasks, actors, pg)) in c.workloads.iter().enumerate() {
         s += &format!("workload w{w} tenant t{t} {{\n  policy {policy}\n");
         for (k, (n, cpus, secs)) in tasks.iter().enumerate() {
+            // Each group after the previous one reads its outputs (fetches between nodes).
+            let after = if k > 0 {
+                format!(" after g{}", k - 1)
+            } else {
+                String::new()
+            };
             s += &format!(
-                "  tasks g{k} x {n} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n  }}\n"
+                "  tasks g{k} x {n}{after} {{\n    resources {{ CPU: {cpus} }}\n    duration {secs} s\n    output 100 MB\n  }}\n"
             );
         }
         for (k, (n, cpus, calls)) in actors.iter().enumerate() {
@@ -107,6 +141,9 @@ fn scenario(c: &Case) -> String {
             s += "  training tr on pg steps 5 {\n    allreduce 1 GB\n  }\n";
         }
         s += "}\n";
+    }
+    if let Some(t) = c.kill_at {
+        s += &format!("failures {{\n  at {t} s kill node n0\n}}\n");
     }
     s
 }
@@ -126,7 +163,25 @@ proptest! {
         prop_assert!(!l.has_errors(), "generated scenario is invalid:\n{}\n{}", text, l.render(false));
         let spec = l.spec.unwrap();
         let state = ClusterState::from_spec(&spec);
-        let r = simulate(&spec, &SimConfig { seed, record: true, horizon: Some(3_600_000_000_000), ..Default::default() });
+        let r = simulate(&spec, &SimConfig { seed, record: true, horizon: Some(3_600_000_000_000), transport: c.forced.map(str::to_string), ..Default::default() });
+        prop_assert!(r.violations.is_empty(), "{:?}\n{text}", r.violations);
+        // Independent replay of transfers: a `no_rdma` tenant never moves data with RDMA.
+        for x in &r.transfers {
+            if let Some(t) = x.tenant {
+                let rdma = matches!(x.transport.as_str(), "rdma" | "gpudirect_rdma" | "host_staged_rdma" | "nixl" | "nccl");
+                prop_assert!(!(spec.tenants[t].no_rdma && rdma), "tenant t{t} moved data with {}\n{text}", x.transport);
+            }
+        }
+        // Independent replay of the quota: what tenant 0 holds of CPU, summed over nodes.
+        let cpu = state.ids.id("CPU").unwrap();
+        let mut held: i64 = 0;
+        for e in r.trace.iter().filter(|e| e.tenant == Some(0)) {
+            let amount: i64 = e.amounts.iter().filter(|(id, _)| *id == cpu).map(|(_, a)| a).sum();
+            held += i64::from(e.delta) * amount;
+            if let Some(q) = c.quota {
+                prop_assert!(held <= i64::from(q) * orrery::placement::SCALE, "tenant t0 holds {} CPU over its quota {q} at {} ns\n{text}", held as f64 / orrery::placement::SCALE as f64, e.time);
+            }
+        }
         // Independent replay: occupancy per (node, tenant).
         let rules: Vec<(Vec<usize>, Vec<orrery::spec::workload::LabelConstraint>)> = spec
             .tenants

@@ -312,6 +312,7 @@ impl Sim<'_> {
             metrics: m,
             explain: self.explain,
             trace: self.trace.unwrap_or_default(),
+            transfers: self.transfers.unwrap_or_default(),
             timeline: tl,
             violations: self.violations,
             model_sources: crate::compute::model_sources(spec),

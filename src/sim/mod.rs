@@ -77,6 +77,8 @@ pub struct RunResult {
     pub explain: Option<String>,
     /// Allocations and frees in order, when [`SimConfig::record`] is set.
     pub trace: Vec<TraceEvent>,
+    /// Every task input fetch with its tenant and transport, when [`SimConfig::record`] is set.
+    pub transfers: Vec<TransferRecord>,
     /// Broken invariants; always empty unless the simulation has a bug (the tests check).
     pub violations: Vec<String>,
     /// Which compute model each (accelerator, dtype) used: a calibration profile or the
@@ -178,6 +180,8 @@ struct Sim<'s> {
     unit_ids: Vec<usize>,
     /// Every allocation (+1) and free (−1) with its node and tenant, when recording.
     trace: Option<Vec<TraceEvent>>,
+    /// Every fetch's tenant and transport, when recording.
+    transfers: Option<Vec<TransferRecord>>,
     failures: failures::Failures,
     store: objects::Store,
     net: network::NetState,
@@ -193,14 +197,28 @@ struct Sim<'s> {
     transport_override: Option<String>,
 }
 
-/// One allocation or free, for checking invariants over a whole run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One allocation or free (a free also when the node died with it), for checking invariants
+/// over a whole run.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceEvent {
     pub time: Time,
     pub node: NodeId,
     pub tenant: Option<usize>,
     /// +1 allocate, −1 free.
     pub delta: i8,
+    /// What the allocation holds: (resource id in `ClusterState::ids`, amount ×
+    /// `placement::SCALE`).
+    pub amounts: Vec<(usize, i64)>,
+}
+
+/// One data movement of a tenant's work, for checking its transport rules over a whole run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransferRecord {
+    pub time: Time,
+    pub tenant: Option<usize>,
+    /// The transport that moved it (after any fallback).
+    pub transport: String,
+    pub bytes: f64,
 }
 
 /// Run `spec` to completion (or to the horizon) and return its metrics.
@@ -280,6 +298,7 @@ impl<'s> Sim<'s> {
             makespan: 0,
             unit_ids,
             trace: cfg.record.then(Vec::new),
+            transfers: cfg.record.then(Vec::new),
             failures: failures::Failures::default(),
             store: objects::Store::default(),
             net: network::NetState::default(),

@@ -309,6 +309,14 @@ impl Sim<'_> {
             (w, &w.tasks[g.index])
         };
         let what = format!("object fetch {}.{}: transport {name}", w.name, ts.name);
+        if let Some(log) = &mut self.transfers {
+            log.push(super::TransferRecord {
+                time: self.q.now(),
+                tenant: self.groups[gi].tenant,
+                transport: name.clone(),
+                bytes: holders.values().sum(),
+            });
+        }
         let (mut fixed, mut flows) = (0.0f64, Vec::with_capacity(holders.len()));
         for (&src, &bytes) in &holders {
             let device =

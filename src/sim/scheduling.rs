@@ -176,6 +176,7 @@ impl Sim<'_> {
                 node,
                 tenant,
                 delta: 1,
+                amounts: a.amounts.clone(),
             });
         }
         Some(a)
@@ -194,6 +195,7 @@ impl Sim<'_> {
                 node: a.node,
                 tenant,
                 delta: -1,
+                amounts: a.amounts.clone(),
             });
         }
     }

@@ -9,7 +9,14 @@ use crate::placement::NodeId;
 use crate::sim::{Ev, Sim, TraceEvent, Work, device_units};
 
 impl Sim<'_> {
-    pub(super) fn drop_alloc(&mut self, node: NodeId, tenant: Option<usize>, units: f64) {
+    /// An allocation lost with its node (not freed: the node's resources are gone with it).
+    pub(super) fn drop_alloc(
+        &mut self,
+        node: NodeId,
+        tenant: Option<usize>,
+        units: f64,
+        a: Option<crate::placement::Allocation>,
+    ) {
         let now = self.now();
         if let Some(t) = &mut self.trace {
             t.push(TraceEvent {
@@ -17,6 +24,7 @@ impl Sim<'_> {
                 node,
                 tenant,
                 delta: -1,
+                amounts: a.map(|a| a.amounts).unwrap_or_default(),
             });
         }
         self.busy(node, -units, now);
@@ -67,13 +75,13 @@ impl Sim<'_> {
                 continue;
             }
             self.record_task(t, now);
-            self.task_alloc[t] = None;
+            let lost = self.task_alloc[t].take();
             self.task_epoch[t] += 1;
             self.cancel_fetch(t as u32);
             let gi = self.group_of(t as u32);
             let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
             self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;
-            self.drop_alloc(n, self.groups[gi].tenant, units);
+            self.drop_alloc(n, self.groups[gi].tenant, units, lost);
             self.failures.lost.push((n, epoch, Work::Task(t as u32)));
         }
         self.lose_outputs(n, epoch);
@@ -94,8 +102,8 @@ impl Sim<'_> {
             let ac = &mut self.actors[a];
             ac.epoch += 1;
             ac.node = None;
-            if ac.alloc.take().is_some() {
-                self.drop_alloc(n, tenant, units);
+            if let Some(lost) = ac.alloc.take() {
+                self.drop_alloc(n, tenant, units, Some(lost));
             }
             self.failures.lost.push((n, epoch, Work::Actor(a as u32)));
         }
@@ -111,9 +119,9 @@ impl Sim<'_> {
             rep.node = None;
             self.failures.requests_lost += rep.inflight.len() as u64;
             rep.inflight.clear();
-            if rep.alloc.take().is_some() {
+            if let Some(lost) = rep.alloc.take() {
                 let tenant = self.services[s].tenant;
-                self.drop_alloc(n, tenant, units);
+                self.drop_alloc(n, tenant, units, Some(lost));
             }
             self.services[s].idle.retain(|x| *x as usize != r);
             self.failures.lost.push((n, epoch, Work::Replica(r as u32)));
@@ -130,8 +138,8 @@ impl Sim<'_> {
             }
             let tenant = self.pgs[p].tenant;
             for i in hit {
-                self.pgs[p].allocs[i] = None;
-                self.drop_alloc(n, tenant, 0.0);
+                let lost = self.pgs[p].allocs[i].take();
+                self.drop_alloc(n, tenant, 0.0, lost);
             }
             if self.pgs[p].slice {
                 // A slice is lost as a unit: give back what the group holds on the other hosts.
