@@ -169,7 +169,14 @@ impl Sim<'_> {
         }
         for job in &self.jobs {
             let w = &spec.workloads[job.workload];
-            let step = (job.compute_ns + job.comm_ns) as f64 / 1e9;
+            // Communication per step: the mean over every step that finished (on a shared
+            // network it varies with what else is on the wire); the last step's when none did.
+            let comm = if job.comm_steps > 0 {
+                job.comm_total as f64 / job.comm_steps as f64
+            } else {
+                job.comm_ns as f64
+            };
+            let step = (job.compute_ns as f64 + comm) / 1e9;
             let wall = job
                 .started
                 .map(|s| (job.finished.unwrap_or(end) - s) as f64 / 1e9)
@@ -183,7 +190,7 @@ impl Sim<'_> {
                 steps_done: job.steps_done,
                 step_time: step,
                 compute_time: compute,
-                communication_time: job.comm_ns as f64 * job.steps_done as f64 / 1e9,
+                communication_time: comm * job.steps_done as f64 / 1e9,
                 checkpoint_time: job.ckpt_total as f64 / 1e9,
                 started: job.started.map(|s| s as f64 / 1e9).unwrap_or(0.0),
                 finished: job.finished.map(|f| f as f64 / 1e9),
