@@ -152,3 +152,28 @@ fn a_checkpoint_moves_each_nodes_share_to_its_storage_over_the_network() {
         assert!((c - 50e9 / (NDR / 2.0)).abs() < 1e-6, "{both:?}");
     }
 }
+
+#[test]
+fn a_fetch_on_a_nic_that_goes_down_starts_again_over_another_nic() {
+    // b reads a's 100 GB outputs, one from the other node, by RDMA over the GPUs' nearest
+    // NIC (nic0 on both nodes). nic0 goes down mid-fetch on both: the fetch, stuck on a link
+    // with no capacity, starts again over nic1 and finishes, later than without the fault.
+    let node = "node two_nic {\n  cpu sockets 1, cores 32\n  memory 512 GiB\n  switch sw0 uplink gen5 x16\n  device H100_SXM x 2 at sw0 link none\n  nic ib_ndr_400g x 2 at sw0 role compute\n}\n";
+    let base = format!(
+        "{node}cluster c {{\n  rack r0 {{\n    node two_nic x 2\n  }}\n}}\nworkload w {{\n  tasks a x 2 {{\n    resources {{ GPU: 2 }}\n    duration 1 s\n    output 100 GB\n  }}\n  tasks b x 1 after a {{\n    resources {{ GPU: 2 }}\n    duration 1 s\n    transport rdma\n  }}\n}}\n"
+    );
+    let run = |text: &str| {
+        let r = simulate(&spec(text), &SimConfig::default());
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        r.metrics.tasks[1].clone()
+    };
+    let healthy = run(&base);
+    let faulty = run(&format!(
+        "{base}failures {{\n  at 1500 ms down nic r0.n0.nic0\n  at 1500 ms down nic r0.n1.nic0\n}}\n"
+    ));
+    assert_eq!((healthy.completed, faulty.completed), (1, 1));
+    assert!(
+        faulty.run_time.mean > healthy.run_time.mean + 0.4,
+        "{faulty:?} vs {healthy:?}"
+    );
+}

@@ -155,6 +155,9 @@ struct Sim<'s> {
     groups: Vec<tasks::Group>,
     task_start: Vec<Time>,
     task_node: Vec<u32>,
+    /// The first device instance each task's allocation held (its inputs and outputs live
+    /// there), 0 without devices.
+    task_dev: Vec<u32>,
     task_alloc: Vec<Option<Allocation>>,
     /// Attempt number of each task (bumped when its node dies) and retries left.
     task_epoch: Vec<u32>,
@@ -276,6 +279,7 @@ impl<'s> Sim<'s> {
             groups: Vec::new(),
             task_start: Vec::new(),
             task_node: Vec::new(),
+            task_dev: Vec::new(),
             task_alloc: Vec::new(),
             task_epoch: Vec::new(),
             task_completed: Vec::new(),

@@ -13,7 +13,8 @@
 //! Task inputs come from the object directory: consumer i of a group of C tasks reads, from
 //! each producer group of P tasks, the outputs of producers [i·P/C, (i+1)·P/C) (fractions at
 //! the ends) from the nodes that hold them (`task_node` of the producer; local ones cost no
-//! transfer). Each holder's share moves with the consumer's transport (the task group's
+//! transfer), from the device the producer ran on to the device the consumer holds (the first
+//! device instance of each allocation). Each holder's share moves with the consumer's transport (the task group's
 //! `transport`, else its workload's, else Ray's object store) as [`crate::transport::shared`]
 //! splits it: the fixed part of its critical path (the slowest holder's) as a delay, then the
 //! wire bytes of every holder as flows on the shared network. The data sits in device memory
@@ -34,6 +35,9 @@ use crate::network::collective::{self, Algorithm, Op, Options, Round};
 use crate::network::{Graph, LinkId, LinkKind};
 use crate::placement::NodeId;
 use crate::spec::workload::Collective;
+
+/// (node, device): where an object lives or a task runs.
+type Rank = (usize, usize);
 
 /// All-to-all and broadcast move O(p²) flows: beyond this many ranks they are priced in
 /// closed form.
@@ -81,8 +85,9 @@ type FetchPart = Result<(f64, Option<(Vec<LinkId>, f64)>), String>;
 
 #[derive(Default)]
 pub(crate) struct NetState {
-    /// (transport, holder, consumer, on device, bytes bits) → its share on the shared network.
-    fetch_cache: HashMap<(String, NodeId, NodeId, bool, u64), FetchPart>,
+    /// (transport, holder (node, device), consumer (node, device), on device, bytes bits) →
+    /// its share on the shared network.
+    fetch_cache: HashMap<(String, Rank, Rank, bool, u64), FetchPart>,
     /// How collectives and input fetches were priced ([`RunResult::network_models`]).
     ///
     /// [`RunResult::network_models`]: super::RunResult::network_models
@@ -222,6 +227,50 @@ impl Sim<'_> {
         self.rearm_wire();
     }
 
+    /// A NIC is back: new fetches may route over it again.
+    pub(crate) fn net_routes_changed(&mut self) {
+        self.net.fetch_cache.clear();
+    }
+
+    /// Routes changed (a NIC went down): fetches stuck on a link with no capacity start again
+    /// over the new routes (from the start: the bytes already moved are sent again, a
+    /// conservative stand-in for Ray's per-chunk pull retries).
+    pub(crate) fn reroute_stalled(&mut self) {
+        self.net.fetch_cache.clear();
+        // Fetches in flight on a dead link start again; fetches still paying their fixed part
+        // (their flows were routed before the change) are routed again.
+        let tasks: Vec<(u32, u32)> = self
+            .wire
+            .stalled()
+            .into_iter()
+            .filter_map(|(_, o)| match o {
+                Owner::Fetch { task, epoch } => Some((task, epoch)),
+                _ => None,
+            })
+            .collect();
+        let mut waiting: Vec<u32> = self.net.pending_fetch.keys().copied().collect();
+        waiting.sort_unstable();
+        for task in waiting {
+            // Not on the wire yet: route its flows again, keeping its fixed part's event.
+            let gi = self.group_of(task);
+            let node = self.task_node[task as usize] as usize;
+            let units = super::device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+            let (_, flows) = self.fetch_plan(task, gi, node, units > 0.0);
+            self.net.pending_fetch.insert(task, flows);
+        }
+        for (task, epoch) in tasks {
+            if epoch == self.task_epoch[task as usize] {
+                self.cancel_fetch(task);
+                let gi = self.group_of(task);
+                let node = self.task_node[task as usize] as usize;
+                let units =
+                    super::device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+                self.start_task_work(task, gi, node, units);
+            }
+        }
+        self.rearm_wire();
+    }
+
     /// The transport a task of group `gi` moves its inputs with: the run's override, else the
     /// group's, else its workload's, else the object store — unless its tenant's rules forbid
     /// it (only an override can: `check` rejects forbidden selections), when the tenant's
@@ -258,11 +307,11 @@ impl Sim<'_> {
 
     /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the
     /// object directory (module docs).
-    pub(crate) fn input_holders(&self, t: u32, gi: usize, node: NodeId) -> BTreeMap<NodeId, f64> {
+    pub(crate) fn input_holders(&self, t: u32, gi: usize, node: NodeId) -> BTreeMap<Rank, f64> {
         let g = &self.groups[gi];
         let c = f64::from(g.count.max(1));
         let i = f64::from(t - g.first);
-        let mut out: BTreeMap<NodeId, f64> = BTreeMap::new();
+        let mut out: BTreeMap<Rank, f64> = BTreeMap::new();
         for (a, p) in self.groups.iter().enumerate() {
             if !p.dependents.contains(&(gi as u32)) {
                 continue;
@@ -282,7 +331,8 @@ impl Sim<'_> {
                 if share <= 0.0 || holder == u32::MAX || holder as usize == node {
                     continue;
                 }
-                *out.entry(holder as usize).or_insert(0.0) += share * o;
+                let dev = self.task_dev[pt] as usize;
+                *out.entry((holder as usize, dev)).or_insert(0.0) += share * o;
             }
         }
         out
@@ -318,14 +368,15 @@ impl Sim<'_> {
             });
         }
         let (mut fixed, mut flows) = (0.0f64, Vec::with_capacity(holders.len()));
+        let here = (node, self.task_dev[t as usize] as usize);
         for (&src, &bytes) in &holders {
             let device =
-                on_device && self.node_accel[src].is_some() && self.node_accel[node].is_some();
-            let key = (name.clone(), src, node, device, bytes.to_bits());
+                on_device && self.node_accel[src.0].is_some() && self.node_accel[node].is_some();
+            let key = (name.clone(), src, here, device, bytes.to_bits());
             let part = match self.net.fetch_cache.get(&key) {
                 Some(p) => p.clone(),
                 None => {
-                    let p = self.price_part(&name, src, node, device, bytes, t);
+                    let p = self.price_part(&name, src, here, device, bytes, t);
                     if self.net.fetch_cache.len() >= FETCH_CACHE {
                         self.net.fetch_cache.clear();
                     }
@@ -361,8 +412,8 @@ impl Sim<'_> {
     fn price_part(
         &self,
         name: &str,
-        src: NodeId,
-        dst: NodeId,
+        (src, sd): Rank,
+        (dst, dd): Rank,
         device: bool,
         bytes: f64,
         key: u32,
@@ -373,7 +424,7 @@ impl Sim<'_> {
             .ok_or_else(|| format!("unknown transport `{name}`"))?
             .calibrated(spec, src, dst);
         let plan = if device {
-            crate::transport::plan(graph, &params, (src, 0), (dst, 0), bytes, u64::from(key))
+            crate::transport::plan(graph, &params, (src, sd), (dst, dd), bytes, u64::from(key))
         } else {
             crate::transport::plan_host(graph, &params, src, dst, bytes, u64::from(key))
         }

@@ -327,6 +327,12 @@ impl Sim<'_> {
                 }
                 self.task_start[t as usize] = now;
                 self.task_node[t as usize] = node as u32;
+                self.task_dev[t as usize] = alloc
+                    .instances
+                    .iter()
+                    .filter(|(rid, _)| self.unit_ids.contains(rid))
+                    .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
+                    .unwrap_or(0) as u32;
                 self.task_alloc[t as usize] = Some(alloc);
                 self.start_task_work(t, gi, node, units);
             }

@@ -63,6 +63,8 @@ impl Sim<'_> {
                 .extend(std::iter::repeat_n(0, g.count as usize));
             self.task_node
                 .extend(std::iter::repeat_n(u32::MAX, g.count as usize));
+            self.task_dev
+                .extend(std::iter::repeat_n(0, g.count as usize));
             self.task_alloc
                 .extend(std::iter::repeat_with(|| None).take(g.count as usize));
             self.task_epoch

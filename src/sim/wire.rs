@@ -188,6 +188,26 @@ impl Wire {
         }
     }
 
+    /// Owners of live transfers with a flow that cannot move (a link on its path has no
+    /// capacity: a NIC went down), in transfer order.
+    pub fn stalled(&self) -> Vec<(TransferId, Owner)> {
+        self.transfers
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| {
+                t.live
+                    && t.flows.iter().any(|f| {
+                        self.of_flow
+                            .get(f.0 as usize)
+                            .is_some_and(|x| *x != NO_TRANSFER)
+                            && self.net.rate(*f) == 0.0
+                            && self.net.remaining(*f) > 0.0
+                    })
+            })
+            .map(|(i, t)| (TransferId(i as u32), t.owner))
+            .collect()
+    }
+
     /// Engine time of the next flow completion (rounded up to the ns), if any flow moves.
     pub fn next_wake(&mut self) -> Option<Time> {
         let (_, dt) = self.net.next_completion()?;

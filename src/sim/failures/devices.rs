@@ -180,6 +180,7 @@ impl Sim<'_> {
             g.disable_nic(n, i);
         }
         self.apply_node_bandwidth(n);
+        self.reroute_stalled();
         self.mark("nic_down", format!("{}.nic{i}", self.state.nodes[n].name()));
         let nics = &self.failures.nics[n];
         let frontend: Vec<usize> = (0..nics.len())
@@ -241,6 +242,7 @@ impl Sim<'_> {
             g.enable_nic(n, i);
         }
         self.apply_node_bandwidth(n);
+        self.net_routes_changed();
         self.mark("nic_up", format!("{}.nic{i}", self.state.nodes[n].name()));
         if std::mem::take(&mut self.failures.cut_off[n]) {
             self.node_repair(n);
