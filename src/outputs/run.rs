@@ -290,6 +290,51 @@ pub fn write(
     rep.section("Summary");
     rep.pre(&crate::report::table(&r.metrics));
 
+    // What placement made move: the reason two policies' runs differ.
+    let m = &r.metrics;
+    if !m.fetches.is_empty() || !m.training.is_empty() {
+        rep.section("Data movement");
+        let mut t = String::from(
+            "Every collective, input fetch and checkpoint of the run shares one network; where\n\
+             placement put the work decides what crosses it.\n\n",
+        );
+        if !m.fetches.is_empty() {
+            t.push_str("| task group | fetches | read from other nodes | mean fetch |\n|---|---|---|---|\n");
+            for f in &m.fetches {
+                t.push_str(&format!(
+                    "| {}.{} | {} | {:.3} GB | {:.3} s |\n",
+                    f.workload,
+                    f.name,
+                    f.fetches,
+                    f.remote_bytes / 1e9,
+                    f.mean_secs
+                ));
+            }
+            t.push('\n');
+        }
+        if !m.training.is_empty() {
+            t.push_str("| training job | nodes | racks | communication per step | checkpoint time |\n|---|---|---|---|---|\n");
+            for j in &m.training {
+                let racks = m
+                    .placement_groups
+                    .iter()
+                    .find(|p| p.workload == j.workload)
+                    .map_or(0, |p| p.racks);
+                t.push_str(&format!(
+                    "| {}.{} | {} | {} | {:.4} s | {:.1} s |\n",
+                    j.workload,
+                    j.name,
+                    j.nodes,
+                    racks,
+                    j.communication_time / j.steps_done.max(1) as f64,
+                    j.checkpoint_time
+                ));
+            }
+            t.push('\n');
+        }
+        rep.md.push_str(&t);
+    }
+
     let what = |f: &str| match f {
         "run.json" => "every metric with the header above",
         "tasks.csv" => "per task group: counts, queueing delay and run time statistics",

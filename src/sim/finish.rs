@@ -269,6 +269,21 @@ impl Sim<'_> {
             }
         }
         m.utilization = std::mem::take(&mut self.util).finish(&devices, end);
+        m.fetches = self
+            .groups
+            .iter()
+            .filter(|g| g.fetches > 0)
+            .map(|g| {
+                let w = &spec.workloads[g.workload];
+                FetchMetrics {
+                    workload: w.name.clone(),
+                    name: w.tasks[g.index].name.clone(),
+                    fetches: g.fetches,
+                    remote_bytes: g.fetched_bytes,
+                    mean_secs: g.fetch_ns as f64 / 1e9 / g.fetches as f64,
+                }
+            })
+            .collect();
         m.quota_waits = self
             .quota_wait
             .iter()

@@ -213,6 +213,21 @@ pub struct RunMetrics {
     pub objects: ObjectMetrics,
     /// Per tenant with a quota that held work back: how much waited on it, and how long.
     pub quota_waits: Vec<QuotaWait>,
+    /// Per task group that fetched inputs from other nodes: what placement made it move.
+    pub fetches: Vec<FetchMetrics>,
+}
+
+/// A task group's input fetches from the nodes holding its producers' outputs (an input
+/// fetch that restarts after a NIC fault counts again).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FetchMetrics {
+    pub workload: String,
+    pub name: String,
+    pub fetches: u64,
+    /// Bytes read from other nodes (local inputs move nothing).
+    pub remote_bytes: f64,
+    /// Mean seconds from a task's start until its inputs had arrived.
+    pub mean_secs: f64,
 }
 
 /// Work a tenant's quota held back: tasks, actors and replicas queued while it was full,

@@ -359,6 +359,9 @@ impl Sim<'_> {
             (w, &w.tasks[g.index])
         };
         let what = format!("object fetch {}.{}: transport {name}", w.name, ts.name);
+        let g = &mut self.groups[gi];
+        g.fetches += 1;
+        g.fetched_bytes += holders.values().sum::<f64>();
         if let Some(log) = &mut self.transfers {
             log.push(super::TransferRecord {
                 time: self.q.now(),

@@ -41,6 +41,10 @@ pub(super) struct Group {
     pub(super) delayed: u32,
     pub(super) first_start: Option<Time>,
     pub(super) last_end: Time,
+    /// Input fetches started, bytes they read from other nodes, and their total seconds.
+    pub(super) fetches: u64,
+    pub(super) fetched_bytes: f64,
+    pub(super) fetch_ns: Time,
 }
 
 impl Sim<'_> {
@@ -101,6 +105,9 @@ impl Sim<'_> {
                 delayed: 0,
                 first_start: None,
                 last_end: 0,
+                fetches: 0,
+                fetched_bytes: 0.0,
+                fetch_ns: 0,
             });
         }
         for (gi, g) in w.tasks.iter().enumerate() {
@@ -200,6 +207,9 @@ impl Sim<'_> {
             (0.0, Vec::new())
         };
         if flows.is_empty() {
+            if fixed > 0.0 {
+                self.groups[gi].fetch_ns += secs(fixed);
+            }
             let d = secs(fixed) + self.task_run_ns(gi, node);
             self.q.after(d.max(1), Ev::TaskDone(t, epoch));
             return;
@@ -235,6 +245,8 @@ impl Sim<'_> {
         }
         let gi = self.group_of(t);
         let node = self.task_node[t as usize] as usize;
+        let took = self.now() - self.task_start[t as usize];
+        self.groups[gi].fetch_ns += took;
         let d = self.task_run_ns(gi, node);
         self.q.after(d, Ev::TaskDone(t, epoch));
     }
