@@ -164,13 +164,16 @@ impl FlowNet {
             if self.flows[id as usize].path.is_empty() {
                 self.set_rate(id as usize, f64::INFINITY);
             }
-            let fl = &mut self.flows[id as usize];
+            // A fresh epoch marks the links seen so far: repeats are found in O(path), not
+            // O(path²) (a ring's chain crosses hundreds of links).
+            let seen = self.next_epoch();
             let mut simple = true;
-            for (k, &l) in fl.path.iter().enumerate() {
+            for &l in &self.flows[id as usize].path {
                 self.crossings[l] += 1;
-                if fl.path[..k].contains(&l) {
+                if self.mark_link[l] == seen {
                     simple = false;
                 } else {
+                    self.mark_link[l] = seen;
                     self.on_link[l].push(id);
                 }
             }
