@@ -94,7 +94,7 @@ impl Contention {
 /// outputs from other nodes, all on the run's one network, for `horizon_s` simulated seconds.
 ///
 /// Sizes per job: a 14B-parameter dense model, data parallel: bf16 gradients 14e9 × 2 B =
-/// 28 GB allreduced every step; 300 TFLOP per device per step (about 0.4 s of H100 bf16 at
+/// 28 GB allreduced every step; 600 TFLOP per device per step (about 0.8 s of H100 bf16 at
 /// the datasheet efficiency), so a step is about a second with its allreduce under contention;
 /// a 224 GB checkpoint (14e9 × 16 B, weights and Adam state) every 10 minutes.
 pub fn contention_scenario(c: &Contention) -> String {
@@ -119,7 +119,7 @@ pub fn contention_scenario(c: &Contention) -> String {
         );
         let _ = writeln!(
             s,
-            "  training j{j} on g{j} steps 1000000 {{\n    compute 300 TFLOP per device bf16\n    allreduce 28 GB {algo}\n    checkpoint every 10 min size 224 GB\n  }}"
+            "  training j{j} on g{j} steps 1000000 {{\n    compute 600 TFLOP per device bf16\n    allreduce 28 GB {algo}\n    checkpoint every 10 min size 224 GB\n  }}"
         );
     }
     let _ = writeln!(s, "}}\n");
@@ -426,12 +426,12 @@ pub fn run(
         );
         let _ = writeln!(
             o,
-            "  {steps} steps (mean step {:.0} ms), {done} tasks completed; {} flows started ({} flow events), peak {} active, {:.1} TB moved",
+            "  {steps} steps (mean step {:.0} ms), {done} tasks completed; {} flows started ({} flow events), peak {} active, {:.1} PB of flow bytes",
             step * 1e3,
             w.flows,
             2 * w.flows,
             w.peak_active,
-            w.bytes / 1e12
+            w.bytes / 1e15
         );
         let _ = writeln!(
             o,

@@ -649,8 +649,8 @@ fn contention_bench_case_runs_small() {
     assert_eq!(m.training.len(), 4);
     for t in &m.training {
         assert_eq!(t.devices, 32, "{}", t.name);
-        // ~0.4 s of compute a step: hundreds of steps in 11 minutes, never more than 1,650.
-        assert!(t.steps_done > 300 && t.steps_done < 1650, "{t:?}");
+        // ~0.8 s of compute a step: hundreds of steps in 11 minutes, never more than 825.
+        assert!(t.steps_done > 300 && t.steps_done < 825, "{t:?}");
         assert!(t.communication_time > 0.0, "{t:?}");
         assert!(t.checkpoint_time > 0.0, "{t:?}");
     }
