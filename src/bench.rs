@@ -9,6 +9,13 @@ use std::time::Instant;
 /// A generated scenario: `nodes` CPU nodes (64 threads each, in racks of 32) running `tasks`
 /// one-CPU tasks in four groups of different lengths, the last two after the first two.
 pub fn scenario(nodes: u64, tasks: u64) -> String {
+    scenario_with(nodes, tasks, false)
+}
+
+/// [`scenario`], and with `remote_inputs` the first two groups each write a 64 MiB output, so
+/// every task of the last two reads its producers' outputs (one of `a` for `c`, one of `a`
+/// and one of `b` for `d`) from the nodes that ran them: input fetches on the run's network.
+pub fn scenario_with(nodes: u64, tasks: u64, remote_inputs: bool) -> String {
     let racks = nodes.div_ceil(32);
     let last = nodes - (racks - 1) * 32;
     let quarter = (tasks / 4).max(1);
@@ -37,13 +44,140 @@ pub fn scenario(nodes: u64, tasks: u64) -> String {
         ("c", "20 s", " after a"),
         ("d", "60 s", " after [a, b]"),
     ] {
+        let output = if remote_inputs && after.is_empty() {
+            "\n    output 64 MiB"
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
-            "  tasks {name} x {quarter}{after} {{\n    resources {{ CPU: 1 }}\n    duration {dur}\n  }}"
+            "  tasks {name} x {quarter}{after} {{\n    resources {{ CPU: 1 }}\n    duration {dur}{output}\n  }}"
         );
     }
     let _ = writeln!(s, "}}");
     s
+}
+
+/// Sizes of the contention benchmark ([`contention_scenario`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contention {
+    /// Racks of 32 DGX H100 nodes.
+    pub racks: u64,
+    /// Training jobs, each on its own placement group.
+    pub jobs: u64,
+    /// Bundles (nodes of 8 GPUs) per job.
+    pub bundles: u64,
+    /// Task stages, each `after` the one before (consumers fetch their producer's output).
+    pub stages: u64,
+    pub tasks_per_stage: u64,
+    /// Simulated seconds (the experiment's `horizon`).
+    pub horizon_s: u64,
+}
+
+impl Contention {
+    /// The benchmark's sizes: 8,192 GPUs (1,024 DGX H100 in 32 racks), 64 jobs of 128 GPUs,
+    /// 12 stages of 4,096 tasks, one simulated hour.
+    pub const FULL: Contention = Contention {
+        racks: 32,
+        jobs: 64,
+        bundles: 16,
+        stages: 12,
+        tasks_per_stage: 4096,
+        horizon_s: 3600,
+    };
+}
+
+/// The contention benchmark's scenario: `racks` racks of 32 DGX H100 on a 2:1 oversubscribed
+/// leaf-spine, `jobs` training jobs of `bundles` × 8 GPUs each sharing it — even jobs a
+/// STRICT_SPREAD group with a flat ring allreduce, odd ones a PACK group with a hierarchical
+/// one — and a pipeline of CPU task stages whose consumers read their producers' 2 GiB
+/// outputs from other nodes, all on the run's one network, for `horizon_s` simulated seconds.
+///
+/// Sizes per job: a 14B-parameter dense model, data parallel: bf16 gradients 14e9 × 2 B =
+/// 28 GB allreduced every step; 600 TFLOP per device per step (about 0.8 s of H100 bf16 at
+/// the datasheet efficiency), so a step is about a second with its allreduce under contention;
+/// a 224 GB checkpoint (14e9 × 16 B, weights and Adam state) every 10 minutes.
+pub fn contention_scenario(c: &Contention) -> String {
+    let racks = c.racks.max(1);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "cluster contention {{\n  rack r[0..{}] {{\n    node dgx_h100 x 32\n  }}\n  fabric leaf_spine oversubscription 2:1\n}}\n",
+        racks - 1
+    );
+    let _ = writeln!(s, "workload train {{");
+    for j in 0..c.jobs {
+        let (strategy, algo) = if j % 2 == 0 {
+            ("STRICT_SPREAD", "algo ring")
+        } else {
+            ("PACK", "algo ring hierarchical")
+        };
+        let _ = writeln!(
+            s,
+            "  placement_group g{j} strategy {strategy} {{\n    bundle {{ GPU: 8, CPU: 96 }} x {}\n  }}",
+            c.bundles.max(1)
+        );
+        let _ = writeln!(
+            s,
+            "  training j{j} on g{j} steps 1000000 {{\n    compute 600 TFLOP per device bf16\n    allreduce 28 GB {algo}\n    checkpoint every 10 min size 224 GB\n  }}"
+        );
+    }
+    let _ = writeln!(s, "}}\n");
+    if c.stages > 0 && c.tasks_per_stage > 0 {
+        let _ = writeln!(s, "workload etl {{");
+        for k in 0..c.stages {
+            let after = if k > 0 {
+                format!(" after s{}", k - 1)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "  tasks s{k} x {}{after} {{\n    resources {{ CPU: 4 }}\n    duration 5 min\n    output 2 GiB\n  }}",
+                c.tasks_per_stage
+            );
+        }
+        let _ = writeln!(s, "}}\n");
+    }
+    let _ = writeln!(
+        s,
+        "experiment hour {{\n  horizon {} s\n}}",
+        c.horizon_s.max(1)
+    );
+    s
+}
+
+/// A generated scenario loaded and simulated once (seed 1), with the wall time of each part.
+pub struct SimRun {
+    pub load_s: f64,
+    pub sim_s: f64,
+    pub result: crate::sim::RunResult,
+}
+
+/// Load and simulate generated scenario `text`.
+pub fn simulate_text(name: &str, text: &str) -> Result<SimRun, String> {
+    let t0 = Instant::now();
+    let loaded = crate::spec::load_str(name, text);
+    let spec = loaded.spec.ok_or_else(|| {
+        format!(
+            "generated scenario is invalid:\n{}",
+            crate::diag::render(&loaded.sources, &loaded.diags, false)
+        )
+    })?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let result = crate::sim::simulate(
+        &spec,
+        &crate::sim::SimConfig {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    Ok(SimRun {
+        load_s,
+        sim_s: t1.elapsed().as_secs_f64(),
+        result,
+    })
 }
 
 /// Peak resident memory of this process in bytes (Linux), if known.
@@ -226,6 +360,8 @@ pub fn run(
     flows: usize,
     dense_flows: usize,
     allreduce: usize,
+    contention: bool,
+    remote_inputs: bool,
 ) -> Result<BenchReport, String> {
     if nodes == 0 || tasks == 0 {
         return Err("--nodes and --tasks must be at least 1".into());
@@ -269,40 +405,70 @@ pub fn run(
             busbw / 1e9
         );
     }
-    let text = scenario(nodes, tasks);
-    let t0 = Instant::now();
-    let loaded = crate::spec::load_str("<bench>", &text);
-    let spec = loaded.spec.ok_or_else(|| {
-        format!(
-            "generated scenario is invalid:\n{}",
-            crate::diag::render(&loaded.sources, &loaded.diags, false)
-        )
-    })?;
-    let load_s = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    let r = crate::sim::simulate(
-        &spec,
-        &crate::sim::SimConfig {
-            seed: 1,
-            ..Default::default()
-        },
-    );
-    let sim_s = t1.elapsed().as_secs_f64();
-    let done: u64 = r.metrics.tasks.iter().map(|t| t.completed).sum();
-    let _ = writeln!(
-        o,
-        "simulation: {nodes} nodes, {tasks} tasks ({done} completed), makespan {:.1} s simulated",
-        r.metrics.makespan
-    );
-    let _ = writeln!(
-        o,
-        "  load {:.2} s, simulate {:.2} s: {} events, {:.2} M events/s, {:.0} tasks/s",
-        load_s,
-        sim_s,
-        r.metrics.events,
-        r.metrics.events as f64 / sim_s / 1e6,
-        done as f64 / sim_s
-    );
+    if contention {
+        let c = Contention::FULL;
+        let run = simulate_text("<contention>", &contention_scenario(&c))?;
+        let m = &run.result.metrics;
+        let steps: u64 = m.training.iter().map(|t| t.steps_done).sum();
+        let done: u64 = m.tasks.iter().map(|t| t.completed).sum();
+        let step =
+            m.training.iter().map(|t| t.step_time).sum::<f64>() / m.training.len().max(1) as f64;
+        let w = run.result.wire;
+        let _ = writeln!(
+            o,
+            "contention: {} GPUs ({} DGX H100, leaf-spine 2:1), {} training jobs of {} GPUs and {} tasks on one network, {:.0} s simulated",
+            c.racks * 32 * 8,
+            c.racks * 32,
+            c.jobs,
+            c.bundles * 8,
+            c.stages * c.tasks_per_stage,
+            m.horizon
+        );
+        let _ = writeln!(
+            o,
+            "  {steps} steps (mean step {:.0} ms), {done} tasks completed; {} flows started ({} flow events), peak {} active, {:.1} PB of flow bytes",
+            step * 1e3,
+            w.flows,
+            2 * w.flows,
+            w.peak_active,
+            w.bytes / 1e15
+        );
+        let _ = writeln!(
+            o,
+            "  load {:.2} s, simulate {:.2} s: {} events, {:.3} M events/s",
+            run.load_s,
+            run.sim_s,
+            m.events,
+            m.events as f64 / run.sim_s / 1e6
+        );
+    } else {
+        let run = simulate_text("<bench>", &scenario_with(nodes, tasks, remote_inputs))?;
+        let r = &run.result;
+        let done: u64 = r.metrics.tasks.iter().map(|t| t.completed).sum();
+        let _ = writeln!(
+            o,
+            "simulation: {nodes} nodes, {tasks} tasks ({done} completed{}), makespan {:.1} s simulated",
+            if remote_inputs {
+                format!(
+                    "; {} remote-input flows, {:.1} TB fetched",
+                    r.wire.flows,
+                    r.wire.bytes / 1e12
+                )
+            } else {
+                String::new()
+            },
+            r.metrics.makespan
+        );
+        let _ = writeln!(
+            o,
+            "  load {:.2} s, simulate {:.2} s: {} events, {:.2} M events/s, {:.0} tasks/s",
+            run.load_s,
+            run.sim_s,
+            r.metrics.events,
+            r.metrics.events as f64 / run.sim_s / 1e6,
+            done as f64 / run.sim_s
+        );
+    }
     match peak_rss() {
         Some(b) => {
             let _ = writeln!(o, "  peak memory {}", crate::units::Bytes(b));

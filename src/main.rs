@@ -162,6 +162,15 @@ enum Command {
         /// GPUs of the ring allreduce benchmark (1 GiB per rank on a DGX H100 fat-tree; 0 skips).
         #[arg(long, default_value_t = 8_192)]
         allreduce: usize,
+        /// Instead of the --nodes x --tasks simulation, the contention case: 64 training jobs
+        /// of 128 GPUs on 8,192 GPUs (1,024 DGX H100, leaf-spine 2:1) with cross-node task
+        /// traffic, all on one network, for one simulated hour.
+        #[arg(long)]
+        contention: bool,
+        /// In the --nodes x --tasks simulation, the first two task groups write outputs that
+        /// the last two read from other nodes (input fetches on the run's network).
+        #[arg(long)]
+        remote_inputs: bool,
     },
     /// Compare transports (object store, NVLink P2P, NCCL, Gloo, NIXL, RDMA, GPUDirect RDMA,
     /// host-staged RDMA, TCP) on the same transfers over a scenario's cluster.
@@ -335,7 +344,17 @@ fn main() -> ExitCode {
             flows,
             dense_flows,
             allreduce,
-        } => match orrery::bench::run(nodes, tasks, flows, dense_flows, allreduce) {
+            contention,
+            remote_inputs,
+        } => match orrery::bench::run(
+            nodes,
+            tasks,
+            flows,
+            dense_flows,
+            allreduce,
+            contention,
+            remote_inputs,
+        ) {
             Ok(r) => {
                 print!("{}", r.text);
                 ExitCode::SUCCESS

@@ -626,3 +626,75 @@ fn an_oversubscribed_spine_slows_a_cross_rack_ring_by_its_share() {
         "{split}"
     );
 }
+
+/// The contention benchmark's scenario at a tiny size (4 jobs of 32 GPUs on one rack, three
+/// task stages): every job steps on the shared network, the stages complete in order and the
+/// consumers' fetches are flows on it. Counts only, no timing.
+#[test]
+fn contention_bench_case_runs_small() {
+    use orrery::bench::{Contention, contention_scenario, simulate_text};
+    let c = Contention {
+        racks: 1,
+        jobs: 4,
+        bundles: 4,
+        stages: 3,
+        tasks_per_stage: 64,
+        horizon_s: 660,
+    };
+    let run = simulate_text("<contention>", &contention_scenario(&c)).unwrap();
+    let r = &run.result;
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let m = &r.metrics;
+    assert_eq!(m.horizon, 660.0);
+    assert_eq!(m.training.len(), 4);
+    for t in &m.training {
+        assert_eq!(t.devices, 32, "{}", t.name);
+        // ~0.8 s of compute a step: hundreds of steps in 11 minutes, never more than 825.
+        assert!(t.steps_done > 300 && t.steps_done < 825, "{t:?}");
+        assert!(t.communication_time > 0.0, "{t:?}");
+        assert!(t.checkpoint_time > 0.0, "{t:?}");
+    }
+    let done: Vec<u64> = m.tasks.iter().map(|t| t.completed).collect();
+    assert_eq!(done, vec![64, 64, 0], "5-minute stages, one after another");
+    use orrery::sim::network::MovementKind;
+    for kind in [MovementKind::Collective, MovementKind::Fetch] {
+        assert!(
+            r.network_models
+                .iter()
+                .any(|n| n.kind == kind && n.on_graph),
+            "{kind:?}: {:?}",
+            r.network_models
+        );
+    }
+    assert!(r.network_models.iter().all(|n| n.on_graph));
+    let steps: u64 = m.training.iter().map(|t| t.steps_done).sum();
+    assert!(r.wire.flows > steps, "{:?} for {steps} steps", r.wire);
+    assert!(r.wire.peak_active > 0 && r.wire.bytes > 0.0);
+}
+
+/// The N-node × M-task benchmark with remote inputs at a tiny size: every task completes and
+/// the consumers' reads of other nodes' outputs are flows on the run's network (at most one per
+/// producer read: 1 for each task of `c`, 2 for each of `d`); without them, no flows.
+#[test]
+fn remote_inputs_bench_case_runs_small() {
+    use orrery::bench::{scenario_with, simulate_text};
+    let run = simulate_text("<bench>", &scenario_with(64, 400, true)).unwrap();
+    let r = &run.result;
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let done: u64 = r.metrics.tasks.iter().map(|t| t.completed).sum();
+    assert_eq!(done, 400);
+    assert!(
+        r.network_models
+            .iter()
+            .any(|n| n.on_graph && n.text.contains("object fetch etl.d")),
+        "{:?}",
+        r.network_models
+    );
+    assert!(r.wire.flows > 0 && r.wire.flows <= 300, "{:?}", r.wire);
+    // Each flow carries a 64 MiB output (a transport's inefficiency is extra wire bytes).
+    assert!(r.wire.bytes >= r.wire.flows as f64 * 64.0 * 1024.0 * 1024.0 * 0.999);
+    let plain = simulate_text("<bench>", &scenario_with(64, 400, false)).unwrap();
+    assert_eq!(plain.result.wire.flows, 0);
+    let done: u64 = plain.result.metrics.tasks.iter().map(|t| t.completed).sum();
+    assert_eq!(done, 400);
+}

@@ -339,6 +339,11 @@ impl Sim<'_> {
             violations: self.violations,
             model_sources: crate::compute::model_sources(spec),
             network_models: std::mem::take(&mut self.net.notes).into_iter().collect(),
+            wire: super::WireTotals {
+                flows: self.wire.flows_started,
+                bytes: self.wire.bytes,
+                peak_active: self.wire.peak_active,
+            },
         }
     }
 }

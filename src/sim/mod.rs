@@ -89,6 +89,17 @@ pub struct RunResult {
     pub network_models: Vec<network::NetworkModel>,
     /// Device activity, when [`SimConfig::timeline`] is set (else empty).
     pub timeline: timeline::Timeline,
+    /// What moved on the run's one network (not part of `run.json`).
+    pub wire: WireTotals,
+}
+
+/// Traffic on a run's one network ([`wire`]): flows started, their bytes, and the most flows
+/// active at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WireTotals {
+    pub flows: u64,
+    pub bytes: f64,
+    pub peak_active: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
