@@ -102,7 +102,7 @@ pub fn contention_scenario(c: &Contention) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "cluster contention {{\n  rack r[0..{}] {{\n    node dgx_h100 x 32\n  }}\n  fabric leaf_spine oversubscription 2:1\n}}\n",
+        "cluster contention {{\n  rack r[0..{}] {{\n    node dgx_h100 x 32\n  }}\n  fabric leaf_spine oversubscription 2:1\n  # Checkpoints go behind the spines. Assumption: 1 GB/s per GPU of the full 8,192-GPU case (DDN's stated minimum).\n  storage pfs {{\n    bandwidth 8192 GB/s\n    attach fabric\n  }}\n}}\n",
         racks - 1
     );
     let _ = writeln!(s, "workload train {{");

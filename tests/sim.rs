@@ -666,7 +666,14 @@ fn contention_bench_case_runs_small() {
             r.network_models
         );
     }
-    assert!(r.network_models.iter().all(|n| n.on_graph));
+    assert!(
+        r.network_models.iter().all(|n| n.on_graph),
+        "{:?}",
+        r.network_models
+            .iter()
+            .filter(|n| !n.on_graph)
+            .collect::<Vec<_>>()
+    );
     let steps: u64 = m.training.iter().map(|t| t.steps_done).sum();
     assert!(r.wire.flows > steps, "{:?} for {steps} steps", r.wire);
     assert!(r.wire.peak_active > 0 && r.wire.bytes > 0.0);

@@ -710,3 +710,22 @@ fn on_the_shared_network_a_plan_is_its_fixed_part_then_its_wire_bytes_as_one_flo
         );
     }
 }
+
+#[test]
+fn a_run_names_the_calibration_profiles_that_priced_its_fetches() {
+    // b reads a's outputs, one from the other node, in device memory through the object
+    // store: its D2H/H2D copies come from the H200 profile, and the run says so.
+    let s = spec(
+        "calibration h200_datasheet\ncluster c {\n  rack r0 {\n    node hgx_h200 x 2\n  }\n}\nworkload w {\n  tasks a x 2 {\n    resources { GPU: 8 }\n    duration 1 s\n    output 1 GB\n  }\n  tasks b x 1 after a {\n    resources { GPU: 8 }\n    duration 1 s\n  }\n}\n",
+    );
+    let r = orrery::sim::simulate(&s, &orrery::sim::SimConfig::default());
+    assert!(
+        r.network_models.iter().any(|m| m.on_graph
+            && m.text.starts_with(
+                "object fetch w.b: transport object_store on the shared network, from the producers' nodes; "
+            )
+            && m.text.contains("d2h_pinned from h200_datasheet")),
+        "{:?}",
+        r.network_models
+    );
+}

@@ -80,8 +80,8 @@ impl NetState {
 }
 
 /// One holder's share of a fetch on the shared network: the fixed part of its critical path
-/// in seconds, and its wire flow (route, bytes), if any.
-type FetchPart = Result<(f64, Option<(Vec<LinkId>, f64)>), String>;
+/// in seconds, its wire flow (route, bytes) if any, and the calibration fits that priced it.
+type FetchPart = Result<(f64, Option<(Vec<LinkId>, f64)>, Vec<String>), String>;
 
 #[derive(Default)]
 pub(crate) struct NetState {
@@ -388,11 +388,16 @@ impl Sim<'_> {
                 }
             };
             match part {
-                Ok((f, wire)) => {
+                Ok((f, wire, calibrated)) => {
+                    let cal = if calibrated.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {}", calibrated.join(", "))
+                    };
                     self.net.note(
                         MovementKind::Fetch,
                         true,
-                        format!("{what} on the shared network, from the producers' nodes"),
+                        format!("{what} on the shared network, from the producers' nodes{cal}"),
                     );
                     fixed = fixed.max(f);
                     flows.extend(wire);
@@ -436,6 +441,6 @@ impl Sim<'_> {
         if !sp.idle.secs.is_finite() {
             return Err("no route from the holder".into());
         }
-        Ok((sp.fixed_secs, sp.wire))
+        Ok((sp.fixed_secs, sp.wire, params.fits.sources.clone()))
     }
 }
