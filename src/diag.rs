@@ -103,6 +103,11 @@ pub struct SourceMap {
 #[derive(Debug, Clone)]
 pub struct SourceFile {
     pub name: String,
+    /// What the scenario hash covers of this file besides its text: its name as the scenario
+    /// refers to it (an include's path relative to the root's folder, a profile's
+    /// `calibration/NAME.toml`), and nothing for the root file, so the hash does not depend
+    /// on how the path to the scenario was typed.
+    pub key: String,
     pub text: String,
     line_starts: Vec<usize>,
 }
@@ -112,12 +117,23 @@ impl SourceMap {
         Self::default()
     }
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
+        let name = name.into();
+        self.add_keyed(name.clone(), name, text)
+    }
+    /// Add a file whose scenario-hash key differs from the name shown in messages.
+    pub fn add_keyed(
+        &mut self,
+        name: impl Into<String>,
+        key: impl Into<String>,
+        text: impl Into<String>,
+    ) -> FileId {
         let text = text.into();
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
         self.files.push(SourceFile {
             name: name.into(),
+            key: key.into(),
             text,
             line_starts,
         });

@@ -36,14 +36,16 @@ pub const DEFAULT_SCENARIO: (&str, &str) = (
     include_str!("../scenarios/quickstart.orr"),
 );
 
-/// A stable 64-bit FNV-1a hash of every source of a scenario (catalog and includes too),
-/// printed with results so that a run can be reproduced from (scenario hash, seed, version).
+/// A stable 64-bit FNV-1a hash of every source of a scenario (catalog, includes and
+/// calibration profiles too: each file's text and its [`diag::SourceFile::key`]), printed with
+/// results so that a run can be reproduced from (scenario hash, seed, version). The root
+/// file's path is not part of it: `./a.orr`, `a.orr` and `/abs/a.orr` hash alike.
 pub fn scenario_hash(sources: &diag::SourceMap) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for id in 0..sources.len() {
         let f = sources.file(id);
         for b in f
-            .name
+            .key
             .bytes()
             .chain([0u8])
             .chain(f.text.bytes())

@@ -196,3 +196,49 @@ fn a_forbidden_transport_exits_2_at_its_statement() {
         "{err}"
     );
 }
+
+/// The scenario hash covers what the scenario says (its text, its includes and profiles by the
+/// names it gives them), not how its path was typed; a change of text changes it.
+#[test]
+fn the_scenario_hash_does_not_depend_on_how_the_path_is_typed() {
+    let hash = |o: &Output| {
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+        let at = out.find("scenario hash ").expect("a hash") + "scenario hash ".len();
+        out[at..at + 16].to_string()
+    };
+    let here = std::env::current_dir().unwrap();
+    let abs = here.join("scenarios/h200_roofline.orr");
+    let typed = [
+        "scenarios/h200_roofline.orr".to_string(),
+        "./scenarios/h200_roofline.orr".to_string(),
+        "scenarios/../scenarios/h200_roofline.orr".to_string(),
+        abs.display().to_string(),
+    ];
+    let first = hash(&orrery(&["check", &typed[0]]));
+    for t in &typed[1..] {
+        assert_eq!(hash(&orrery(&["check", t])), first, "{t}");
+    }
+    // From another working directory (the profile is then found by another path too).
+    let o = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(["check", "h200_roofline.orr"])
+        .current_dir(here.join("scenarios"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(hash(&o), first);
+    // A copy elsewhere under another name, with its profile, hashes alike; one changed byte does not.
+    let text = std::fs::read_to_string(&abs).unwrap();
+    let dir = std::env::temp_dir().join(format!("orrery-hash-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("calibration")).unwrap();
+    std::fs::copy(
+        here.join("calibration/h200_datasheet.toml"),
+        dir.join("calibration/h200_datasheet.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("renamed.orr"), &text).unwrap();
+    let copy = dir.join("renamed.orr");
+    assert_eq!(hash(&orrery(&["check", copy.to_str().unwrap()])), first);
+    std::fs::write(&copy, format!("{text}\n# changed\n")).unwrap();
+    assert_ne!(hash(&orrery(&["check", copy.to_str().unwrap()])), first);
+}

@@ -223,7 +223,7 @@ fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf
     l.diags.extend(catalog_diags.iter().cloned());
     l.items
         .extend(catalog.iter().map(|s| (s.clone(), Origin::Catalog)));
-    let root = l.sources.add(name, text);
+    let root = l.sources.add_keyed(name, "", text);
     let dirs = profile_dirs(l.root_dir.as_deref());
     l.file(root, text, canon, 0);
     let mut cx = Cx {
@@ -826,7 +826,9 @@ impl ProfileFinder<'_> {
                 return None;
             }
         };
-        let id = self.sources.add(shown, text.clone());
+        let id = self
+            .sources
+            .add_keyed(shown, format!("calibration/{file}"), text.clone());
         match crate::profile::parse(&text) {
             Ok(p) => Some(p),
             Err(errs) => {
