@@ -379,4 +379,79 @@ fn service_payloads_move_between_the_head_and_the_replica() {
     let two = run(&pair_nodes("none", &svc("    batch max 2 wait 1 s\n")), vec![0.0, 0.0]);
     assert_eq!(two.count, 2);
     assert!((two.max - (qf + 2.0 * qw + 1.0 + pf + 2.0 * pw)).abs() < 1e-6, "{two:?}");
+    // A replica on the ingress node moves nothing: latency = service time.
+    let local = svc("").replace("r: 1 }", "l: 1 }");
+    let s = spec(&pair_nodes("none", &local));
+    let cfg = SimConfig {
+        traces: [("t".to_string(), vec![0.0])].into(),
+        horizon: Some(100 * orrery::engine::SEC),
+        ..SimConfig::default()
+    };
+    let r = simulate(&s, &cfg);
+    assert!((r.metrics.services[0].latency.mean - 1.0).abs() < 1e-6, "{:?}", r.metrics.services[0]);
+}
+
+#[test]
+fn a_fetch_from_a_holder_that_dies_waits_for_the_rebuilt_copy() {
+    // `a`'s 100 GB output lives on n1; `b` on n3 fetches it over 100 GbE (~8 s) from 1 s on.
+    // n1 dies at 3 s: the fetch stops (the copy is gone), n1 is declared dead at 18 s, `a`
+    // re-runs on n2 (lineage reconstruction) until 19 s, and `b` fetches the rebuilt copy from
+    // n2, then runs: it cannot finish before 19 s + fetch + 1 s.
+    let n = |name: &str, res: &str| {
+        format!("node {name} {{\n  cpu sockets 1, cores 8\n  memory 512 GiB\n  nic eth_100g\n  resources {{ {res}: 1 }}\n}}\n")
+    };
+    let text = |retries: u32| {
+        format!(
+            "{}{}{}cluster c {{\n  node plain x 1\n  node prod x 2\n  node cons x 1\n}}\nworkload w {{\n  tasks a x 1 {{\n    resources {{ CPU: 1, p: 1 }}\n    duration 1 s\n    output 100 GB\n    retries {retries}\n  }}\n  tasks b x 1 after a {{\n    resources {{ CPU: 1, c: 1 }}\n    duration 1 s\n  }}\n}}\nfailures {{\n  at 3 s kill node n1\n}}\n",
+            n("plain", "x"),
+            n("prod", "p"),
+            n("cons", "c")
+        )
+    };
+    let s = spec(&text(3));
+    let g = orrery::network::Graph::build(&s);
+    let p = orrery::transport::TransportParams::named(&s, "object_store").unwrap();
+    let plan = orrery::transport::plan_host(&g, &p, 2, 3, 100e9, 0).unwrap();
+    let fetch = orrery::transport::closed_form(&plan, &g.capacity).secs;
+    assert!(fetch > 7.0, "{fetch}");
+    let r = simulate(&s, &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.metrics.failures.objects_rebuilt, 1);
+    let b = &r.metrics.tasks[1];
+    assert_eq!(b.completed, 1);
+    // Placed at 1 s; inputs again at 19 s; then the whole fetch and 1 s of work.
+    assert!((b.run_time.mean - (18.0 + fetch + 1.0)).abs() < 1e-3, "{b:?} {fetch}");
+    // Without retries the output cannot be rebuilt: at detection `b` runs without it (the
+    // object counts as lost), having moved nothing from the dead node.
+    let r = simulate(&spec(&text(0)), &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.metrics.failures.objects_lost, 1);
+    let b = &r.metrics.tasks[1];
+    assert_eq!(b.completed, 1);
+    assert!((b.run_time.mean - 18.0).abs() < 1e-3, "{b:?}");
+}
+
+#[test]
+fn a_call_waits_for_its_receiver_to_be_placed_and_fails_when_it_is_dead() {
+    // The receiver's node dies at 5 s and is back at 35 s. `s`'s first call ends at 10 s with
+    // no receiver running: it waits. Restarted (max_restarts 1), the receiver is placed when
+    // its node returns, at 35 s: the tensor moves then, and the second call follows. Without
+    // restarts the receiver is dead at detection (20 s): both calls fail.
+    let w = |restarts: u32| {
+        format!(
+            "workload w {{\n  transport gpudirect_rdma\n  actor s x 1 {{\n    resources {{ GPU: 1, l: 1 }}\n    calls 2\n    call_duration 10 s\n    tensor 10 GB to r\n  }}\n  actor r x 1 {{\n    resources {{ GPU: 1, r: 1 }}\n    max_restarts {restarts}\n  }}\n}}\nfailures {{\n  at 5 s kill node r0.n1 for 30 s\n}}\n"
+        )
+    };
+    let s = spec(&pair_nodes("none", &w(1)));
+    let (fixed, wire) = parts(&s, "gpudirect_rdma", (0, 0), (1, 0), 10e9);
+    let r = simulate(&s, &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let a = &r.metrics.actors[0];
+    assert_eq!((a.calls_done, a.calls_failed, a.tensors), (2, 0, 2), "{a:?}");
+    let t = fixed + wire;
+    assert!((r.metrics.makespan - (35.0 + t + 10.0 + t)).abs() < 1e-3, "{}", r.metrics.makespan);
+    let r = simulate(&spec(&pair_nodes("none", &w(0))), &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let a = &r.metrics.actors[0];
+    assert_eq!((a.calls_done, a.calls_failed, a.tensors), (0, 2, 0), "{a:?}");
 }

@@ -257,7 +257,12 @@ impl Sim<'_> {
             })
             .unwrap_or(0);
         self.actors[a as usize].dev = dev as u32;
-        let g = self.actors[a as usize].group;
+        self.wake_senders(self.actors[a as usize].group);
+    }
+
+    /// An actor of group `g` was placed or died for good: calls waiting for a receiver in
+    /// `g` try again (and send, or fail when none can ever run).
+    pub(crate) fn wake_senders(&mut self, g: usize) {
         if !self.actor_groups.iter().any(|x| x.tensor_to == Some(g)) {
             return;
         }

@@ -223,8 +223,10 @@ impl Sim<'_> {
                     } else {
                         ac.dead = true;
                         let left = std::mem::take(&mut ac.calls_left);
-                        self.actor_groups[ac.group].calls_failed += left;
+                        let g = ac.group;
+                        self.actor_groups[g].calls_failed += left;
                         self.failures.actors_lost += 1;
+                        self.wake_senders(g);
                     }
                 }
                 Work::Replica(r) => {
