@@ -455,3 +455,34 @@ fn a_call_waits_for_its_receiver_to_be_placed_and_fails_when_it_is_dead() {
     let a = &r.metrics.actors[0];
     assert_eq!((a.calls_done, a.calls_failed, a.tensors), (0, 2, 0), "{a:?}");
 }
+
+#[test]
+fn a_tenants_transport_rules_apply_to_tensors_and_payloads() {
+    // A run's override asks for GPUDirect RDMA; tenant `secure` has `no_rdma`: its tensors and
+    // payloads fall back to the object store, and the run says so.
+    let w = format!(
+        "tenant secure {{\n  no_rdma\n}}\nworkload w tenant secure {{\n{}{}  service q {{\n    resources {{ CPU: 1, r: 1 }}\n    arrival poisson 10 /s\n    service_time 1 ms\n    request 1 MB\n    response 1 MB\n  }}\n}}\n",
+        actor("s", "l", "    tensor 1 GB to r\n"),
+        actor("r", "r", "")
+    );
+    let s = spec(&pair_nodes("none", &w));
+    let cfg = SimConfig {
+        transport: Some("gpudirect_rdma".into()),
+        record: true,
+        horizon: Some(10 * orrery::engine::SEC),
+        ..SimConfig::default()
+    };
+    let r = simulate(&s, &cfg);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(r.transfers.len() > 2, "{:?}", r.transfers);
+    assert!(r.transfers.iter().all(|t| t.transport == "object_store"), "{:?}", r.transfers);
+    for what in ["tensor w.s to r", "payloads of service w.q"] {
+        assert!(
+            r.network_models.iter().any(|m| m.text.starts_with(what)
+                && m.text.contains("transport gpudirect_rdma not used")),
+            "{what}: {:?}",
+            r.network_models
+        );
+    }
+    assert_eq!(r.metrics.actors[0].tensors, 1);
+}

@@ -255,15 +255,16 @@ impl Sim<'_> {
         self.net.fetch_cache.clear();
         // Fetches in flight on a dead link start again; fetches still paying their fixed part
         // (their flows were routed before the change) are routed again.
-        let tasks: Vec<(u32, u32)> = self
-            .wire
-            .stalled()
-            .into_iter()
-            .filter_map(|(_, o)| match o {
+        let stalled = self.wire.stalled();
+        let tasks: Vec<(u32, u32)> = stalled
+            .iter()
+            .filter_map(|(_, o)| match *o {
                 Owner::Fetch { task, epoch } => Some((task, epoch)),
                 _ => None,
             })
             .collect();
+        // Tensors and service payloads stuck (or routed before the change) are sent again.
+        self.reroute_moves(&stalled);
         let mut waiting: Vec<u32> = self.net.pending_fetch.keys().copied().collect();
         waiting.sort_unstable();
         for task in waiting {

@@ -232,4 +232,67 @@ impl Sim<'_> {
         }
         self.rearm_wire();
     }
+
+    /// Routes changed (a NIC went down): tensors and payloads with a flow that cannot move,
+    /// or still paying their fixed part over the old routes, start again over the new routes
+    /// (paying their fixed part again: conservative, as for fetches).
+    pub(super) fn reroute_moves(&mut self, stalled: &[(TransferId, Owner)]) {
+        let mut actors: Vec<u32> = (0..self.actors.len() as u32)
+            .filter(|&a| self.actors[a as usize].send_flows.is_some())
+            .collect();
+        let mut replicas: Vec<u32> = (0..self.replicas.len() as u32)
+            .filter(|&r| self.replicas[r as usize].req_flows.is_some())
+            .collect();
+        let mut slots: Vec<u32> = (0..self.responses.slots.len() as u32)
+            .filter(|&i| {
+                self.responses.slots[i as usize]
+                    .as_ref()
+                    .is_some_and(|s| s.flows.is_some())
+            })
+            .collect();
+        for (_, o) in stalled {
+            match *o {
+                Owner::Tensor { actor, epoch } if epoch == self.actors[actor as usize].epoch => {
+                    actors.push(actor)
+                }
+                Owner::Request { replica, epoch }
+                    if epoch == self.replicas[replica as usize].epoch =>
+                {
+                    replicas.push(replica)
+                }
+                Owner::Response { slot } => slots.push(slot),
+                _ => {}
+            }
+        }
+        for v in [&mut actors, &mut replicas, &mut slots] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        for a in actors {
+            self.cancel_tensor(a as usize);
+            self.actors[a as usize].epoch += 1;
+            self.send_tensor(a);
+        }
+        for r in replicas {
+            self.cancel_requests(r as usize);
+            // A new incarnation number makes the queued `RequestGo` stale.
+            self.replicas[r as usize].epoch += 1;
+            let sid = self.replicas[r as usize].service;
+            let dur = self.replicas[r as usize].pending_dur;
+            self.start_batch(sid, r, dur);
+        }
+        for id in slots {
+            let Some(slot) = self.responses.slots[id as usize].take() else {
+                continue;
+            };
+            self.responses.free.push(id);
+            if let Some(x) = slot.xfer {
+                let now = self.now();
+                self.wire.cancel(now, x);
+            }
+            let r = u32::MAX;
+            self.respond(slot.service, r, slot.from, slot.arrivals);
+        }
+        self.rearm_wire();
+    }
 }
