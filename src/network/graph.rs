@@ -169,6 +169,10 @@ pub struct Graph {
     switch_numa: Vec<Vec<u32>>,
     /// How each storage target of the cluster is attached, by index (`super::storage`).
     pub(super) storage: Vec<crate::spec::cluster::Attach>,
+    /// The storage index of every node's spill disk (`super::storage`), and whether it is the
+    /// undeclared default disk.
+    pub(super) spill: Option<usize>,
+    pub(super) spill_implicit: bool,
 }
 
 impl Graph {
@@ -458,6 +462,7 @@ impl Graph {
             }
         }
         g.build_storage(c);
+        g.build_spill_disks(c);
         g
     }
 

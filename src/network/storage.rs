@@ -1,5 +1,5 @@
 //! Storage targets on the link graph (`storage NAME { ... }` in a cluster): where checkpoints
-//! (and later spills) are written and read back.
+//! and object spills are written and read back.
 //!
 //! - `attach fabric`: one [`Vertex::Storage`] behind the fabric, a shared parallel file system
 //!   or object store on the data-centre network. It is joined to the top of the fabric: to
@@ -9,6 +9,10 @@
 //!   link). The spec refuses `attach fabric` in a cluster without a `fabric`.
 //! - `attach node_local`: one [`Vertex::Disk`] per node (its local NVMe), linked to the node's
 //!   host memory — the root complex of NUMA domain 0 — at the declared per-node bandwidth.
+//!
+//! - Spilling: every node has a local disk its object store spills to. It is the drive of the
+//!   first `node_local` storage the cluster declares (so spills and node-local checkpoints
+//!   share it), else an undeclared per-node disk at [`SPILL_DISK_BW`] per direction.
 //!
 //! Links into storage are [`LinkKind::Storage`], with the storage's latency (its `latency`, else
 //! the stated default of the spec). Routes start at the node's host memory (checkpoints are
@@ -22,6 +26,11 @@
 use super::LinkId;
 use super::graph::{Graph, LinkKind, SPINES, Vertex};
 use crate::spec::cluster::{Attach, Cluster};
+
+/// Bandwidth per direction of a node's spill disk when the cluster declares no `node_local`
+/// storage: 2 GB/s, an assumption (a datacenter NVMe SSD's sustained sequential rate, not
+/// from a datasheet); declare `storage NAME { attach node_local bandwidth ... }` to set it.
+pub const SPILL_DISK_BW: f64 = 2e9;
 
 impl Graph {
     /// Add the cluster's storage targets (after the fabric, whose spines and core they join).
@@ -49,6 +58,9 @@ impl Graph {
                     }
                 }
                 Attach::NodeLocal => {
+                    if self.spill.is_none() {
+                        self.spill = Some(index);
+                    }
                     for node in 0..self.nodes() {
                         self.link(
                             Vertex::Root { node, numa: 0 },
@@ -64,6 +76,48 @@ impl Graph {
                 }
             }
         }
+    }
+
+    /// Give every node a spill disk when no declared `node_local` storage is one: a
+    /// [`Vertex::Disk`] with index one past the declared storage targets, at [`SPILL_DISK_BW`].
+    pub(super) fn build_spill_disks(&mut self, c: &Cluster) {
+        if self.spill.is_some() {
+            return;
+        }
+        let index = c.storage.len();
+        self.spill_implicit = true;
+        self.spill = Some(index);
+        for node in 0..self.nodes() {
+            self.link(
+                Vertex::Root { node, numa: 0 },
+                Vertex::Disk {
+                    node,
+                    storage: index,
+                },
+                SPILL_DISK_BW,
+                LinkKind::Storage,
+                0.0,
+            );
+        }
+    }
+
+    /// The declared `node_local` storage target spills go to, or `None` when they go to the
+    /// undeclared disk at [`SPILL_DISK_BW`].
+    pub fn spill_storage(&self) -> Option<usize> {
+        if self.spill_implicit { None } else { self.spill }
+    }
+
+    /// The link of a spill from `node`'s host memory (NUMA domain 0) to its spill disk
+    /// (`write`), or of a restore from the disk back to host memory.
+    pub fn route_spill(&self, node: usize, write: bool) -> Option<Vec<LinkId>> {
+        let storage = self.spill?;
+        let (host, disk) = (Vertex::Root { node, numa: 0 }, Vertex::Disk { node, storage });
+        let l = if write {
+            self.link_between(host, disk)?
+        } else {
+            self.link_between(disk, host)?
+        };
+        Some(vec![l])
     }
 
     /// How storage target `storage` is attached; `None` for an index the cluster lacks.

@@ -25,6 +25,17 @@ pub(super) struct Actor {
     /// Retries left for a method call lost with the actor (`max_task_retries`, -1: unlimited).
     pub(super) task_retries_left: i64,
     pub(super) dead: bool,
+    /// Position in its group, and the first device instance it holds (0 without devices).
+    pub(super) index: u32,
+    pub(super) dev: u32,
+    /// The tensor of its current call (`tensors.rs`): the receiving actor's node, the flows
+    /// waiting for the fixed part, the transfer, when it was sent, and whether the call
+    /// waits for a receiver to be placed.
+    pub(super) send_node: Option<NodeId>,
+    pub(super) send_flows: Option<Vec<(Vec<crate::network::LinkId>, f64)>>,
+    pub(super) send_xfer: Option<super::wire::TransferId>,
+    pub(super) send_from: Time,
+    pub(super) send_wait: bool,
 }
 
 pub(super) struct ActorGroup {
@@ -37,6 +48,14 @@ pub(super) struct ActorGroup {
     pub(super) calls_done: u64,
     pub(super) calls_failed: u64,
     pub(super) delays: Vec<f64>,
+    /// First actor id and actor count of the group; the group its tensors go to.
+    pub(super) first: u32,
+    pub(super) count: u32,
+    pub(super) tensor_to: Option<usize>,
+    /// Tensors delivered, their bytes and seconds in flight.
+    pub(super) tensors: u64,
+    pub(super) tensor_bytes: f64,
+    pub(super) tensor_secs: f64,
 }
 
 impl Sim<'_> {
@@ -58,7 +77,19 @@ impl Sim<'_> {
                 ),
             };
             let ag = self.actor_groups.len();
+            let base = self.actor_groups.len() - ai;
+            let tensor_to = a
+                .tensor
+                .as_ref()
+                .and_then(|t| w.actors.iter().position(|x| x.name == t.to))
+                .map(|i| base + i);
             self.actor_groups.push(ActorGroup {
+                first: self.actors.len() as u32,
+                count: a.count as u32,
+                tensor_to,
+                tensors: 0,
+                tensor_bytes: 0.0,
+                tensor_secs: 0.0,
                 workload: wi,
                 index: ai,
                 tenant,
@@ -69,7 +100,7 @@ impl Sim<'_> {
                 calls_failed: 0,
                 delays: Vec::new(),
             });
-            for _ in 0..a.count {
+            for index in 0..a.count {
                 let id = self.actors.len() as u32;
                 self.actors.push(Actor {
                     group: ag,
@@ -84,22 +115,44 @@ impl Sim<'_> {
                     restarts_left: a.max_restarts,
                     task_retries_left: a.max_task_retries,
                     dead: false,
+                    index: index as u32,
+                    dev: 0,
+                    send_node: None,
+                    send_flows: None,
+                    send_xfer: None,
+                    send_from: 0,
+                    send_wait: false,
                 });
                 self.submit(Work::Actor(id));
             }
         }
     }
 
-    /// A method call of actor `a` finished; stale calls (the actor was lost) are ignored.
+    /// A method call of actor `a` finished computing; stale calls (the actor was lost) are
+    /// ignored. With a `tensor`, the call ends when its tensor has arrived (`tensors.rs`).
     pub(super) fn on_actor_call(&mut self, a: u32, epoch: u32) {
-        let now = self.now();
         if epoch != self.actors[a as usize].epoch {
             return;
         }
+        if self.actor_groups[self.actors[a as usize].group].tensor_to.is_some() {
+            self.send_tensor(a);
+            return;
+        }
+        self.finish_call(a, epoch, true);
+    }
+
+    /// Actor `a`'s call is over (done, or failed when `!ok`): the next one starts, or the
+    /// actor is done.
+    pub(super) fn finish_call(&mut self, a: u32, epoch: u32, ok: bool) {
+        let now = self.now();
         let ac = &mut self.actors[a as usize];
         ac.calls_left -= 1;
         let g = ac.group;
-        self.actor_groups[g].calls_done += 1;
+        if ok {
+            self.actor_groups[g].calls_done += 1;
+        } else {
+            self.actor_groups[g].calls_failed += 1;
+        }
         if self.actors[a as usize].calls_left > 0 {
             let d = self.actors[a as usize].call_ns.max(1);
             self.q.after(d, Ev::ActorCall(a, epoch));

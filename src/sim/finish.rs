@@ -260,6 +260,9 @@ impl Sim<'_> {
                 calls_done: g.calls_done,
                 calls_failed: g.calls_failed,
                 placement_delay: Stats::of(&mut g.delays),
+                tensors: g.tensors,
+                tensor_bytes: g.tensor_bytes,
+                tensor_time: g.tensor_secs,
             });
         }
         let mut devices: BTreeMap<String, u64> = BTreeMap::new();
@@ -297,6 +300,8 @@ impl Sim<'_> {
         m.objects = ObjectMetrics {
             spilled_objects: self.store.spilled_objects,
             spilled_bytes: self.store.spilled_bytes,
+            spill_time: self.store.spill_secs,
+            restore_time: self.store.restore_secs,
             peak_store_fraction: self.store.peak_fraction,
         };
         let f = &mut self.failures;

@@ -137,6 +137,11 @@ pub struct ActorMetrics {
     /// Method calls lost with the actor and not retried (`max_task_retries`).
     pub calls_failed: u64,
     pub placement_delay: Stats,
+    /// Tensors its calls delivered (`tensor ... to`), their bytes, and their seconds from
+    /// the end of a call's compute to the tensor's arrival, summed.
+    pub tensors: u64,
+    pub tensor_bytes: f64,
+    pub tensor_time: f64,
 }
 
 /// Busy devices over time for one device class, as a step function.
@@ -155,6 +160,10 @@ pub struct ObjectMetrics {
     /// Outputs that did not fit under the spilling threshold and went to local disk.
     pub spilled_objects: u64,
     pub spilled_bytes: f64,
+    /// Seconds spent writing spills to disk and reading spilled inputs back, summed over
+    /// objects and consuming tasks.
+    pub spill_time: f64,
+    pub restore_time: f64,
     /// Highest fill of any node's object store.
     pub peak_store_fraction: f64,
 }

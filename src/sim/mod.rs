@@ -28,10 +28,13 @@ pub mod metrics;
 pub mod models;
 pub mod network;
 mod objects;
+mod payloads;
 mod placement_groups;
 mod scheduling;
 mod services;
+mod spills;
 mod tasks;
+mod tensors;
 pub mod timeline;
 mod training;
 mod wire;
@@ -63,7 +66,8 @@ pub struct SimConfig {
     pub failure_block: Option<String>,
     /// Samples (seconds) of `empirical("FILE")` distributions, by file name as written.
     pub empirical: BTreeMap<String, Vec<f64>>,
-    /// Move every task's inputs with this transport instead of the one each workload selects
+    /// Move every task's inputs, actor call's tensor and service payload with this transport
+    /// instead of the one each workload selects
     /// (a built-in kind or a declared `transport` block; `orrery transports --workload`).
     pub transport: Option<String>,
     /// Record what each device did when ([`RunResult::timeline`]).
@@ -145,6 +149,12 @@ pub(crate) enum Ev {
     FetchGo(u32, u32),
     /// A checkpoint with nothing to move is done (job, epoch, load).
     CheckpointDone(u32, u32, bool),
+    /// An actor call's tensor has paid its fixed part: its flow starts (actor, epoch).
+    TensorGo(u32, u32),
+    /// A batch's requests have paid their fixed part: their flows start (replica, epoch).
+    RequestGo(u32, u32),
+    /// A finished batch's responses have paid their fixed part (response slot).
+    ResponseGo(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -209,6 +219,8 @@ struct Sim<'s> {
     quota_wait: BTreeMap<usize, (u64, Time)>,
     tl: timeline::Recorder,
     transport_override: Option<String>,
+    /// Service responses on their way back to the ingress.
+    responses: payloads::Responses,
 }
 
 /// One allocation or free (a free also when the node died with it), for checking invariants
@@ -322,6 +334,7 @@ impl<'s> Sim<'s> {
             quota_since: std::collections::HashMap::new(),
             quota_wait: BTreeMap::new(),
             tl: timeline::Recorder::default(),
+            responses: payloads::Responses::default(),
         }
     }
 
@@ -428,6 +441,9 @@ impl<'s> Sim<'s> {
             Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
             Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
+            Ev::TensorGo(a, epoch) => self.on_tensor_go(a, epoch),
+            Ev::RequestGo(r, epoch) => self.on_request_go(r, epoch),
+            Ev::ResponseGo(slot) => self.on_response_go(slot),
         }
     }
 }

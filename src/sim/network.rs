@@ -37,7 +37,7 @@ use crate::placement::NodeId;
 use crate::spec::workload::Collective;
 
 /// (node, device): where an object lives or a task runs.
-type Rank = (usize, usize);
+pub(super) type Rank = (usize, usize);
 
 /// All-to-all and broadcast move O(p²) flows: beyond this many ranks they are priced in
 /// closed form.
@@ -61,6 +61,12 @@ pub enum MovementKind {
     Collective,
     Fetch,
     Checkpoint,
+    /// Object spills to a node's disk and restores from it.
+    Spill,
+    /// Actor calls' tensors.
+    Tensor,
+    /// Service requests and responses.
+    Payload,
 }
 
 impl std::fmt::Display for NetworkModel {
@@ -81,7 +87,7 @@ impl NetState {
 
 /// One holder's share of a fetch on the shared network: the fixed part of its critical path
 /// in seconds, its wire flow (route, bytes) if any, and the calibration fits that priced it.
-type FetchPart = Result<(f64, Option<(Vec<LinkId>, f64)>, Vec<String>), String>;
+pub(super) type FetchPart = Result<(f64, Option<(Vec<LinkId>, f64)>, Vec<String>), String>;
 
 #[derive(Default)]
 pub(crate) struct NetState {
@@ -96,6 +102,11 @@ pub(crate) struct NetState {
     pub fetch_xfer: HashMap<u32, super::wire::TransferId>,
     /// Flows waiting for their fetch's fixed part to pass, by task.
     pub pending_fetch: HashMap<u32, Vec<(Vec<LinkId>, f64)>>,
+    /// Nodes each task's restore or fetch in progress reads from (a holder's death stops it).
+    pub fetch_from: HashMap<u32, Vec<u32>>,
+    /// Tasks whose fetch a holder's death stopped, waiting for their lost inputs to be
+    /// rebuilt (`failures/inputs.rs`).
+    pub await_inputs: std::collections::BTreeSet<u32>,
     /// The wake-up event at the next flow completion, and its time.
     pub wake: Option<(crate::engine::EventId, Time)>,
     /// Owners of transfers completed at the last wake (reused buffer).
@@ -182,6 +193,11 @@ impl Sim<'_> {
                 Owner::Round { job, epoch } => self.on_round_done(job, epoch),
                 Owner::Fetch { task, epoch } => self.on_fetch_done(task, epoch),
                 Owner::Checkpoint { job, epoch, load } => self.on_checkpoint_done(job, epoch, load),
+                Owner::Spill { task, epoch } => self.on_spill_done(task, epoch),
+                Owner::Restore { task, epoch } => self.on_restore_done(task, epoch),
+                Owner::Tensor { actor, epoch } => self.on_tensor_done(actor, epoch),
+                Owner::Request { replica, epoch } => self.on_requests_arrived(replica, epoch),
+                Owner::Response { slot } => self.on_responses_arrived(slot),
             }
         }
         self.net.done = done;
@@ -239,15 +255,16 @@ impl Sim<'_> {
         self.net.fetch_cache.clear();
         // Fetches in flight on a dead link start again; fetches still paying their fixed part
         // (their flows were routed before the change) are routed again.
-        let tasks: Vec<(u32, u32)> = self
-            .wire
-            .stalled()
-            .into_iter()
-            .filter_map(|(_, o)| match o {
+        let stalled = self.wire.stalled();
+        let tasks: Vec<(u32, u32)> = stalled
+            .iter()
+            .filter_map(|(_, o)| match *o {
                 Owner::Fetch { task, epoch } => Some((task, epoch)),
                 _ => None,
             })
             .collect();
+        // Tensors and service payloads stuck (or routed before the change) are sent again.
+        self.reroute_moves(&stalled);
         let mut waiting: Vec<u32> = self.net.pending_fetch.keys().copied().collect();
         waiting.sort_unstable();
         for task in waiting {
@@ -265,7 +282,7 @@ impl Sim<'_> {
                 let node = self.task_node[task as usize] as usize;
                 let units =
                     super::device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
-                self.start_task_work(task, gi, node, units);
+                self.start_fetch(task, gi, node, units, 0.0);
             }
         }
         self.rearm_wire();
@@ -328,7 +345,11 @@ impl Sim<'_> {
                 let share = (hi.min(f64::from(k + 1)) - lo.max(f64::from(k))).max(0.0);
                 let pt = (self.groups[a].first + k) as usize;
                 let holder = self.task_node[pt];
-                if share <= 0.0 || holder == u32::MAX || holder as usize == node {
+                if share <= 0.0
+                    || holder == u32::MAX
+                    || holder as usize == node
+                    || !self.output_alive(pt, holder as usize)
+                {
                     continue;
                 }
                 let dev = self.task_dev[pt] as usize;
@@ -351,6 +372,9 @@ impl Sim<'_> {
         if holders.is_empty() {
             return (0.0, Vec::new());
         }
+        let mut from: Vec<u32> = holders.keys().map(|(n, _)| *n as u32).collect();
+        from.dedup();
+        self.net.fetch_from.insert(t, from);
         let spec = self.spec;
         let name = self.fetch_transport(gi);
         let (w, ts) = {
@@ -375,18 +399,7 @@ impl Sim<'_> {
         for (&src, &bytes) in &holders {
             let device =
                 on_device && self.node_accel[src.0].is_some() && self.node_accel[node].is_some();
-            let key = (name.clone(), src, here, device, bytes.to_bits());
-            let part = match self.net.fetch_cache.get(&key) {
-                Some(p) => p.clone(),
-                None => {
-                    let p = self.price_part(&name, src, here, device, bytes, t);
-                    if self.net.fetch_cache.len() >= FETCH_CACHE {
-                        self.net.fetch_cache.clear();
-                    }
-                    self.net.fetch_cache.insert(key, p.clone());
-                    p
-                }
-            };
+            let part = self.cached_part(&name, src, here, device, bytes, t);
             match part {
                 Ok((f, wire, calibrated)) => {
                     let cal = if calibrated.is_empty() {
@@ -414,6 +427,29 @@ impl Sim<'_> {
             }
         }
         (fixed, flows)
+    }
+
+    /// [`Sim::price_part`], remembered by (transport, ends, endpoints, bytes): the same
+    /// transfer between the same ranks is priced once.
+    pub(super) fn cached_part(
+        &mut self,
+        name: &str,
+        src: Rank,
+        dst: Rank,
+        device: bool,
+        bytes: f64,
+        key: u32,
+    ) -> FetchPart {
+        let k = (name.to_string(), src, dst, device, bytes.to_bits());
+        if let Some(p) = self.net.fetch_cache.get(&k) {
+            return p.clone();
+        }
+        let p = self.price_part(name, src, dst, device, bytes, key);
+        if self.net.fetch_cache.len() >= FETCH_CACHE {
+            self.net.fetch_cache.clear();
+        }
+        self.net.fetch_cache.insert(k, p.clone());
+        p
     }
 
     /// One holder's share: a transport plan split for the shared network.

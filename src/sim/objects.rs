@@ -3,10 +3,12 @@
 //! Model (Ray's object store, ray-semantics.md): a task output that a later task group
 //! consumes lives in the producing node's shared-memory object store (`object_store_memory`,
 //! 30 % of RAM) until every consumer task has started. When storing it would take the store
-//! past `object_spilling_threshold` = 80 %, it is spilled to local disk instead; consumers then
-//! read that share of their input back from disk (at [`DISK_BW`]) on top of the network fetch.
-//! Outputs die with their node (lineage reconstruction rebuilds them, `failures.rs`).
-//! Ray batches spills of at least 100 MiB; the model spills object by object.
+//! past `object_spilling_threshold` = 80 %, it is spilled to local disk instead, as a write
+//! flow on the run's network (`spills.rs`); consumers read their spilled inputs back from the
+//! holder's disk before fetching them. Outputs die with their node (lineage reconstruction
+//! rebuilds them, `failures/`): an output whose node has crashed since it was stored is gone,
+//! and no fetch reads it from there. Ray batches spills of at least 100 MiB; the model spills
+//! object by object.
 
 use super::Sim;
 use crate::placement::NodeId;
@@ -14,15 +16,26 @@ use crate::placement::NodeId;
 /// Fraction of the object store in use beyond which new objects are spilled (Ray
 /// `object_spilling_threshold`).
 pub const SPILL_THRESHOLD: f64 = 0.8;
-/// Local disk bandwidth for spilling and restoring (an NVMe SSD; an assumption until the
-/// storage path is calibrated).
-pub const DISK_BW: f64 = 2e9;
+/// Local disk bandwidth for spilling and restoring when the cluster declares no node-local
+/// storage ([`crate::network::SPILL_DISK_BW`], an assumption); used by the closed form too.
+pub const DISK_BW: f64 = crate::network::SPILL_DISK_BW;
 
 #[derive(Default)]
 pub(crate) struct Store {
     pub used: Vec<f64>,
     pub capacity: Vec<f64>,
     pub spilled: Vec<bool>,
+    /// Per task: its spill's progress (0 none, 1 being written, 2 written).
+    pub spill_state: Vec<u8>,
+    /// Per task: its node's crash epoch when its output was stored (an output is gone once
+    /// the node has crashed since).
+    pub stored_epoch: Vec<u32>,
+    /// Seconds spent writing spills and reading them back (over all objects and tasks).
+    pub spill_secs: f64,
+    pub restore_secs: f64,
+    /// When each task's spill or restore in progress began, and its transfer (by task).
+    pub spill_from: std::collections::HashMap<u32, crate::engine::Time>,
+    pub xfer: std::collections::HashMap<u32, super::wire::TransferId>,
     pub spilled_bytes: f64,
     pub spilled_objects: u64,
     pub peak_fraction: f64,
@@ -40,7 +53,7 @@ impl Sim<'_> {
             .collect();
     }
 
-    fn output_bytes(&self, gi: usize) -> f64 {
+    pub(crate) fn output_bytes(&self, gi: usize) -> f64 {
         let g = &self.groups[gi];
         if g.dependents.is_empty() {
             return 0.0;
@@ -50,15 +63,15 @@ impl Sim<'_> {
 
     /// Task `t` of group `gi` finished on `node`: keep its output for its consumers.
     pub(crate) fn store_output(&mut self, t: u32, gi: usize, node: NodeId) {
-        if self.store.spilled.len() < self.task_start.len() {
-            self.store.spilled.resize(self.task_start.len(), false);
-        }
+        self.size_store_arrays();
+        self.store.stored_epoch[t as usize] =
+            self.failures.crash_epoch.get(node).copied().unwrap_or(0);
         let o = self.output_bytes(gi);
         if o <= 0.0 {
             return;
         }
-        let cap = self.store.capacity[node];
-        if self.store.used[node] + o > SPILL_THRESHOLD * cap {
+        let written = std::mem::take(&mut self.store.spill_state[t as usize]) == 2;
+        if written || self.would_spill(gi, node) {
             self.store.spilled[t as usize] = true;
             self.groups[gi].spilled_bytes += o;
             self.store.spilled_bytes += o;
@@ -66,11 +79,34 @@ impl Sim<'_> {
         } else {
             self.store.spilled[t as usize] = false;
             self.store.used[node] += o;
+            let cap = self.store.capacity[node];
             if cap > 0.0 {
                 self.store.peak_fraction =
                     self.store.peak_fraction.max(self.store.used[node] / cap);
             }
         }
+    }
+
+    pub(crate) fn size_store_arrays(&mut self) {
+        let n = self.task_start.len();
+        if self.store.spilled.len() < n {
+            self.store.spilled.resize(n, false);
+            self.store.spill_state.resize(n, 0);
+            self.store.stored_epoch.resize(n, 0);
+        }
+    }
+
+    /// Whether an output of group `gi` finished on `node` now goes to disk.
+    pub(crate) fn would_spill(&self, gi: usize, node: NodeId) -> bool {
+        let o = self.output_bytes(gi);
+        o > 0.0 && self.store.used[node] + o > SPILL_THRESHOLD * self.store.capacity[node]
+    }
+
+    /// Whether producer task `pt`'s output still exists where it was stored (its node has
+    /// not crashed since).
+    pub(crate) fn output_alive(&self, pt: usize, node: usize) -> bool {
+        self.store.stored_epoch.get(pt).copied().unwrap_or(0)
+            == self.failures.crash_epoch.get(node).copied().unwrap_or(0)
     }
 
     /// Every consumer of some groups has started: their outputs can go.
@@ -119,26 +155,6 @@ impl Sim<'_> {
                 }
             }
             self.groups[gi].spilled_bytes -= lost;
-        }
-    }
-
-    /// Seconds a task of `gi` spends reading its spilled inputs back from disk.
-    pub(crate) fn restore_secs(&self, gi: usize) -> f64 {
-        let g = &self.groups[gi];
-        if g.input_bytes <= 0.0 {
-            return 0.0;
-        }
-        let (mut spilled, mut total) = (0.0, 0.0);
-        for (a, p) in self.groups.iter().enumerate() {
-            if p.dependents.contains(&(gi as u32)) {
-                spilled += p.spilled_bytes;
-                total += f64::from(p.count) * self.output_bytes(a);
-            }
-        }
-        if total <= 0.0 {
-            0.0
-        } else {
-            g.input_bytes * (spilled / total) / DISK_BW
         }
     }
 }

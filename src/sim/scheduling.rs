@@ -349,6 +349,7 @@ impl Sim<'_> {
                     // Ray's default actor: 1 CPU to be placed, 0 while running.
                     self.free(&alloc, tenant);
                 }
+                self.actor_placed(a);
                 let ac = &self.actors[a as usize];
                 if ac.calls_left > 0 {
                     self.q.after(ac.call_ns, Ev::ActorCall(a, ac.epoch));

@@ -23,6 +23,11 @@ pub(super) struct Replica {
     pub(super) inflight: Vec<Time>,
     /// When the batch in progress started (timeline).
     pub(super) batch_start: Time,
+    /// The batch's compute time, and its requests' flows and transfer from the ingress
+    /// while they move (`payloads.rs`).
+    pub(super) pending_dur: Time,
+    pub(super) req_flows: Option<Vec<(Vec<crate::network::LinkId>, f64)>>,
+    pub(super) req_xfer: Option<super::wire::TransferId>,
 }
 
 pub(super) struct Service {
@@ -47,6 +52,9 @@ pub(super) struct Service {
     pub(super) exponential: bool,
     pub(super) batch: Option<(u32, Time)>,
     pub(super) rng: ChaCha8Rng,
+    /// Bytes of each request and response between the ingress and a replica (0: none).
+    pub(super) request_bytes: f64,
+    pub(super) response_bytes: f64,
 }
 
 impl Sim<'_> {
@@ -101,6 +109,8 @@ impl Sim<'_> {
                     cfg.seed,
                     stream_id(&format!("service/{}/{}", w.name, s.name)),
                 ),
+                request_bytes: s.request.map_or(0.0, |b| b.0 as f64),
+                response_bytes: s.response.map_or(0.0, |b| b.0 as f64),
             });
             for _ in 0..s.replicas {
                 let rid = self.replicas.len() as u32;
@@ -112,6 +122,9 @@ impl Sim<'_> {
                     epoch: 0,
                     inflight: Vec::new(),
                     batch_start: 0,
+                    pending_dur: 0,
+                    req_flows: None,
+                    req_xfer: None,
                 });
                 self.services[sid as usize].replicas.push(rid);
                 self.submit(Work::Replica(rid));
@@ -180,8 +193,7 @@ impl Sim<'_> {
             let rep = &mut self.replicas[r as usize];
             rep.batch = take;
             rep.inflight = waited;
-            rep.batch_start = now;
-            self.q.after(dur, Ev::BatchDone(r, rep.epoch));
+            self.start_batch(sid, r, dur);
         }
     }
 
@@ -237,9 +249,9 @@ impl Sim<'_> {
                 .span(&devs, from, now, timeline::SpanKind::Compute, &label);
         }
         let done = std::mem::take(&mut self.replicas[r as usize].inflight);
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        self.respond(s, r, node, done);
         let svc = &mut self.services[s as usize];
-        svc.latencies
-            .extend(done.iter().map(|a| (now - a) as f64 / 1e9));
         svc.idle.push(r);
         self.serve(s);
     }

@@ -150,6 +150,9 @@ impl Sim<'_> {
         }
         let gi = self.group_of(t);
         let node = self.task_node[t as usize] as usize;
+        if self.begin_spill(t, gi, node, epoch) {
+            return; // completes when its output is on disk (`spills.rs`)
+        }
         self.record_task(t as usize, now);
         if self.task_rebuild[t as usize] {
             self.rebuilt(t, gi, node);
@@ -183,8 +186,7 @@ impl Sim<'_> {
         self.submit(Work::Task(t));
     }
 
-    /// Nanoseconds task `t` of `gi` runs on `node` once its inputs are there: reading its
-    /// spilled inputs back from disk, then its compute.
+    /// Nanoseconds task `t` of `gi` computes on `node` once its inputs are there.
     fn task_run_ns(&self, gi: usize, node: NodeId) -> Time {
         let g = &self.groups[gi];
         let units = device_units(&self.state, &self.unit_ids, &g.request);
@@ -194,18 +196,20 @@ impl Sim<'_> {
             (None, Some(c), Some(acc)) => models::compute_secs(self.spec, acc, c, 1.0, units),
             _ => 0.0,
         };
-        secs(self.restore_secs(gi) + run).max(1)
+        secs(run).max(1)
     }
 
-    /// Task `t` of `gi` was placed on `node`: fetch its inputs from their holders (the fixed
-    /// part as a delay, then flows on the run's network), then run.
-    pub(super) fn start_task_work(&mut self, t: u32, gi: usize, node: NodeId, units: f64) {
+    /// Task `t` of `gi` on `node` has its spilled inputs back (`spills.rs`): fetch its inputs
+    /// from their holders (the fixed part, plus `extra` seconds, as a delay, then flows on the
+    /// run's network), then run.
+    pub(super) fn start_fetch(&mut self, t: u32, gi: usize, node: NodeId, units: f64, extra: f64) {
         let epoch = self.task_epoch[t as usize];
         let (fixed, flows) = if self.groups[gi].input_bytes > 0.0 {
             self.fetch_plan(t, gi, node, units > 0.0)
         } else {
             (0.0, Vec::new())
         };
+        let fixed = fixed + extra;
         if flows.is_empty() {
             if fixed > 0.0 {
                 self.groups[gi].fetch_ns += secs(fixed);
@@ -220,12 +224,12 @@ impl Sim<'_> {
 
     /// A fetch's fixed part is over: its flows start on the run's network.
     pub(super) fn on_fetch_go(&mut self, t: u32, epoch: u32) {
+        if epoch != self.task_epoch[t as usize] {
+            return; // a later attempt's flows may be pending: leave them
+        }
         let Some(flows) = self.net.pending_fetch.remove(&t) else {
             return;
         };
-        if epoch != self.task_epoch[t as usize] {
-            return;
-        }
         let now = self.now();
         let owner = super::wire::Owner::Fetch { task: t, epoch };
         match self.wire.start(now, flows, owner) {
@@ -240,6 +244,7 @@ impl Sim<'_> {
     /// Task `t`'s inputs have arrived: it runs.
     pub(super) fn on_fetch_done(&mut self, t: u32, epoch: u32) {
         self.net.fetch_xfer.remove(&t);
+        self.net.fetch_from.remove(&t);
         if epoch != self.task_epoch[t as usize] {
             return;
         }
@@ -251,8 +256,12 @@ impl Sim<'_> {
         self.q.after(d, Ev::TaskDone(t, epoch));
     }
 
-    /// Task `t` was killed: its fetch leaves the network.
+    /// Task `t` was killed (or must fetch again): its fetch, restore or spill leaves the
+    /// network.
     pub(crate) fn cancel_fetch(&mut self, t: u32) {
+        self.cancel_spill_io(t);
+        self.net.fetch_from.remove(&t);
+        self.net.await_inputs.remove(&t);
         self.net.pending_fetch.remove(&t);
         if let Some(x) = self.net.fetch_xfer.remove(&t) {
             let now = self.now();

@@ -27,6 +27,17 @@ pub(crate) enum Owner {
     Fetch { task: u32, epoch: u32 },
     /// Job `job`'s checkpoint write, or its load after a restart (attempt `epoch`).
     Checkpoint { job: u32, epoch: u32, load: bool },
+    /// Task `task`'s output spilled to its node's disk (attempt `epoch`).
+    Spill { task: u32, epoch: u32 },
+    /// Task `task`'s spilled inputs read back from disk before its fetch (attempt `epoch`).
+    Restore { task: u32, epoch: u32 },
+    /// The tensor of actor `actor`'s current call (incarnation `epoch`).
+    Tensor { actor: u32, epoch: u32 },
+    /// The requests of replica `replica`'s next batch, from the ingress (incarnation `epoch`).
+    Request { replica: u32, epoch: u32 },
+    /// Responses of a finished batch on their way back to the ingress (`slot` of
+    /// `sim::payloads`).
+    Response { slot: u32 },
 }
 
 /// Handle of a started transfer.

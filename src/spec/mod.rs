@@ -11,6 +11,7 @@ pub mod failure;
 pub mod hardware;
 pub mod load;
 pub mod path;
+pub mod payloads;
 pub mod reader;
 pub mod schema;
 pub mod transport;

@@ -193,6 +193,7 @@ pub const ACTOR: &[StmtDef] = &[
     one("label_selector", &[]),
     one("transport", &[]),
     one("device_memory", &[]),
+    one("tensor", &["to"]),
 ];
 pub const PLACEMENT_GROUP: &[StmtDef] = &[many("bundle", &["x"])];
 pub const TRAINING: &[StmtDef] = &[
@@ -214,6 +215,8 @@ pub const SERVICE: &[StmtDef] = &[
     one("batch", &["max", "wait"]),
     many("slo", PERCENTILES),
     one("device_memory", &[]),
+    one("request", &[]),
+    one("response", &[]),
 ];
 
 pub const ACTIONS: &[&str] = &["kill", "down", "degrade", "power_loss", "xid"];

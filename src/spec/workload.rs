@@ -131,6 +131,8 @@ pub struct Actor {
     pub transport: Option<String>,
     /// Device memory per device the actor holds (`device_memory`).
     pub device_memory: Option<Bytes>,
+    /// The tensor each call sends to an actor of another group (`tensor BYTES to NAME`).
+    pub tensor: Option<super::payloads::Tensor>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -223,6 +225,10 @@ pub struct Service {
     pub slo: Vec<(String, Duration)>,
     /// Device memory per device each replica holds (`device_memory`).
     pub device_memory: Option<Bytes>,
+    /// Bytes each request carries from the ingress to its replica, and each response back
+    /// (`request BYTES`, `response BYTES`; `None`: nothing moves).
+    pub request: Option<Bytes>,
+    pub response: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -1101,6 +1107,7 @@ pub fn workload(
                         label_selector: Vec::new(),
                         transport: None,
                         device_memory: None,
+                        tensor: None,
                     };
                     cx.each(&blk.stmts, schema::ACTOR, "an actor", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -1133,6 +1140,7 @@ pub fn workload(
                                     ac.label_selector =
                                         label_selector(cx, b.req("a label selector")?)?
                                 }
+                                "tensor" => ac.tensor = Some(super::payloads::tensor(cx, &mut b)?),
                                 _ => {}
                             }
                             Some(())
@@ -1364,6 +1372,8 @@ pub fn workload(
                         batch: None,
                         slo: Vec::new(),
                         device_memory: None,
+                        request: None,
+                        response: None,
                     };
                     let mut has_arrival = false;
                     cx.each(&blk.stmts, schema::SERVICE, "a service", |cx, s2, def2| {
@@ -1431,6 +1441,20 @@ pub fn workload(
                                     let d = rd::duration(cx, b.req("a latency target")?)?;
                                     sv.slo.push((p.to_string(), d));
                                 }
+                                "request" => {
+                                    sv.request = Some(super::payloads::payload_bytes(
+                                        cx,
+                                        b.req("a request size")?,
+                                        "a request size",
+                                    )?)
+                                }
+                                "response" => {
+                                    sv.response = Some(super::payloads::payload_bytes(
+                                        cx,
+                                        b.req("a response size")?,
+                                        "a response size",
+                                    )?)
+                                }
                                 _ => {}
                             }
                             Some(())
@@ -1481,6 +1505,7 @@ pub fn workload(
         })();
         a.finish(cx);
     });
+    super::payloads::check_tensor_targets(cx, name, &w.actors);
     // Dependencies between task groups must name task groups and form no cycle.
     let task_names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
     for (i, after) in &pending_after {

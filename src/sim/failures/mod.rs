@@ -31,9 +31,11 @@
 //! failures and random failure processes); `nodes.rs` crashes, detection and repair of
 //! nodes; `devices.rs` GPU, NVLink and NIC faults; `recovery.rs` what is lost and how it is
 //! recovered (lost outputs and lineage reconstruction, lost actor calls, stopped jobs,
-//! placement-group bundle rescheduling).
+//! placement-group bundle rescheduling); `inputs.rs` restores and fetches reading from a
+//! node that dies (stopped, then read again once their inputs are rebuilt).
 
 mod devices;
+mod inputs;
 mod nodes;
 mod recovery;
 mod schedule;

@@ -84,8 +84,10 @@ impl Sim<'_> {
             self.drop_alloc(n, self.groups[gi].tenant, units, lost);
             self.failures.lost.push((n, epoch, Work::Task(t as u32)));
         }
+        self.stop_reads_from(n);
         self.lose_outputs(n, epoch);
         self.store_lost(n);
+        self.resume_reads();
         // Actors.
         for a in 0..self.actors.len() {
             let ac = &self.actors[a];
@@ -99,7 +101,9 @@ impl Sim<'_> {
                 0.0
             };
             self.lose_actor_call(a);
+            self.cancel_tensor(a);
             let ac = &mut self.actors[a];
+            ac.send_wait = false;
             ac.epoch += 1;
             ac.node = None;
             if let Some(lost) = ac.alloc.take() {
@@ -107,6 +111,8 @@ impl Sim<'_> {
             }
             self.failures.lost.push((n, epoch, Work::Actor(a as u32)));
         }
+        self.resend_tensors_to(n);
+        self.lose_responses_from(n);
         // Service replicas.
         for r in 0..self.replicas.len() {
             if self.replicas[r].node != Some(n) {
@@ -114,6 +120,7 @@ impl Sim<'_> {
             }
             let s = self.replicas[r].service as usize;
             let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
+            self.cancel_requests(r);
             let rep = &mut self.replicas[r];
             rep.epoch += 1;
             rep.node = None;
@@ -196,6 +203,7 @@ impl Sim<'_> {
                         self.failures.objects_lost += 1;
                         let gi = self.group_of(t);
                         self.unblock_dependents(gi);
+                        self.resume_reads();
                     } else {
                         self.failures.tasks_failed += 1;
                         let gi = self.group_of(t);
@@ -215,8 +223,10 @@ impl Sim<'_> {
                     } else {
                         ac.dead = true;
                         let left = std::mem::take(&mut ac.calls_left);
-                        self.actor_groups[ac.group].calls_failed += left;
+                        let g = ac.group;
+                        self.actor_groups[g].calls_failed += left;
                         self.failures.actors_lost += 1;
+                        self.wake_senders(g);
                     }
                 }
                 Work::Replica(r) => {

@@ -11,7 +11,8 @@ use crate::spec::workload::{LabelConstraint, LabelOp, PgStrategy};
 
 impl Sim<'_> {
     /// Outputs of finished tasks stored on a node that died (lineage reconstruction, Ray's
-    /// default): an output still needed by a dependent group with tasks yet to start is
+    /// default): an output still needed by a dependent group with tasks yet to start (or
+    /// waiting for inputs a crash stopped reading, `inputs.rs`) is
     /// rebuilt by re-running the task that made it (counted against its `retries`, as Ray
     /// counts reconstruction against `max_retries`); the dependents' tasks that have not
     /// started wait until every lost input is back. Outputs nobody needs any more are not
@@ -24,7 +25,10 @@ impl Sim<'_> {
                 .dependents
                 .iter()
                 .copied()
-                .filter(|d| self.groups[*d as usize].started < self.groups[*d as usize].count)
+                .filter(|d| {
+                    self.groups[*d as usize].started < self.groups[*d as usize].count
+                        || self.group_awaits_inputs(*d as usize)
+                })
                 .collect();
             if needy.is_empty() || ts.output.0 == 0 {
                 continue;
@@ -58,6 +62,7 @@ impl Sim<'_> {
         self.failures.objects_rebuilt += 1;
         self.store_output(t, gi, node);
         self.unblock_dependents(gi);
+        self.resume_reads();
         self.dispatch(node);
     }
 

@@ -1,0 +1,298 @@
+//! Service payloads on the run's network (`request BYTES`, `response BYTES` in a service).
+//!
+//! Where requests enter: the cluster's head node (its `head`, else its first node), where
+//! Ray Serve's HTTP proxy runs with `proxy_location` HeadOnly. (Serve's default, EveryNode,
+//! runs a proxy on every node with a replica behind an external load balancer, which the
+//! model does not choose for the client; a scenario's payloads all enter at the head.)
+//! A request waits in the service's FIFO queue at the ingress; when a replica takes a batch,
+//! each request of it moves from the ingress's host memory to the replica node's host memory
+//! (one flow per request) with the workload's transport (its `transport`, else Ray's object
+//! store; a run's transport override wins; a tenant's rules apply as for fetches), as
+//! [`crate::transport::shared`] splits the plan: its fixed part as a delay, then the flows.
+//! The batch computes when its last request has arrived (the replica is busy meanwhile).
+//! After it, each response moves back to the ingress the same way, and the request's latency
+//! ends when its response has arrived there; the replica takes its next batch at once. A
+//! replica on the ingress node moves nothing. Copies between host and device memory inside
+//! the replica are part of its service time. Payloads in flight to or from a node that dies
+//! are lost with the requests they carry (`failures.requests_lost`).
+
+use super::network::MovementKind;
+use super::wire::{Owner, TransferId};
+use super::{Ev, Sim, models::secs};
+use crate::engine::Time;
+use crate::network::LinkId;
+
+/// Responses on their way back to the ingress, by slot.
+#[derive(Default)]
+pub(super) struct Responses {
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+}
+
+struct Slot {
+    service: u32,
+    /// Arrival times of the requests they answer.
+    arrivals: Vec<Time>,
+    from: usize,
+    flows: Option<Vec<(Vec<LinkId>, f64)>>,
+    xfer: Option<TransferId>,
+}
+
+impl Sim<'_> {
+    /// The transport service `sid`'s payloads move with, and a label for the notes.
+    fn payload_transport(&mut self, sid: u32) -> (String, String) {
+        let s = &self.services[sid as usize];
+        let w = &self.spec.workloads[s.workload];
+        let what = format!("payloads of service {}.{}", w.name, w.services[s.index].name);
+        let name = self
+            .transport_override
+            .clone()
+            .or_else(|| w.transport.clone())
+            .unwrap_or_else(|| "object_store".to_string());
+        let tenant = s.tenant;
+        let name = self.allowed_or_fallback(MovementKind::Payload, tenant, name, &what);
+        (name, what)
+    }
+
+    /// `n` payloads of `bytes` each between `from` and `to` (host memory): the fixed seconds
+    /// and the flows.
+    fn payload_flows(
+        &mut self,
+        sid: u32,
+        from: usize,
+        to: usize,
+        bytes: f64,
+        n: usize,
+        key: u32,
+    ) -> (f64, Vec<(Vec<LinkId>, f64)>) {
+        let (name, what) = self.payload_transport(sid);
+        if let Some(log) = &mut self.transfers {
+            log.push(super::TransferRecord {
+                time: self.q.now(),
+                tenant: self.services[sid as usize].tenant,
+                transport: name.clone(),
+                bytes: bytes * n as f64,
+            });
+        }
+        let (fixed, flow) = self.price_move(
+            MovementKind::Payload,
+            &format!("{what} (ingress {})", self.state.nodes[self.state.head].name()),
+            &name,
+            (from, 0),
+            (to, 0),
+            false,
+            bytes,
+            key,
+        );
+        (fixed, flow.into_iter().flat_map(|f| std::iter::repeat_n(f, n)).collect())
+    }
+
+    /// Replica `r` of service `sid` took a batch that computes for `dur`: move its requests
+    /// from the ingress first when the service declares `request`.
+    pub(super) fn start_batch(&mut self, sid: u32, r: u32, dur: Time) {
+        let now = self.now();
+        let epoch = self.replicas[r as usize].epoch;
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let ingress = self.state.head;
+        let req = self.services[sid as usize].request_bytes;
+        let n = self.replicas[r as usize].inflight.len();
+        if req <= 0.0 || node == ingress || n == 0 {
+            self.replicas[r as usize].batch_start = now;
+            self.q.after(dur, Ev::BatchDone(r, epoch));
+            return;
+        }
+        let (fixed, flows) = self.payload_flows(sid, ingress, node, req, n, r);
+        let rep = &mut self.replicas[r as usize];
+        rep.pending_dur = dur;
+        rep.req_flows = Some(flows);
+        self.q.after(secs(fixed), Ev::RequestGo(r, epoch));
+    }
+
+    pub(super) fn on_request_go(&mut self, r: u32, epoch: u32) {
+        if epoch != self.replicas[r as usize].epoch {
+            return;
+        }
+        let Some(flows) = self.replicas[r as usize].req_flows.take() else {
+            return;
+        };
+        let now = self.now();
+        match self.wire.start(now, flows, Owner::Request { replica: r, epoch }) {
+            Some(x) => {
+                self.replicas[r as usize].req_xfer = Some(x);
+                self.rearm_wire();
+            }
+            None => self.on_requests_arrived(r, epoch),
+        }
+    }
+
+    /// Replica `r`'s batch has its requests: it computes.
+    pub(super) fn on_requests_arrived(&mut self, r: u32, epoch: u32) {
+        let now = self.now();
+        let rep = &mut self.replicas[r as usize];
+        if epoch != rep.epoch {
+            return;
+        }
+        rep.req_xfer = None;
+        rep.batch_start = now;
+        let d = rep.pending_dur;
+        self.q.after(d, Ev::BatchDone(r, epoch));
+    }
+
+    /// Replica `r` of service `sid` on `node` finished a batch answering `done` (arrival
+    /// times): record their latencies now, or when their responses reach the ingress.
+    pub(super) fn respond(&mut self, sid: u32, r: u32, node: usize, done: Vec<Time>) {
+        let now = self.now();
+        let ingress = self.state.head;
+        let resp = self.services[sid as usize].response_bytes;
+        if resp <= 0.0 || node == ingress || done.is_empty() {
+            let svc = &mut self.services[sid as usize];
+            svc.latencies
+                .extend(done.iter().map(|a| (now - a) as f64 / 1e9));
+            return;
+        }
+        let (fixed, flows) = self.payload_flows(sid, node, ingress, resp, done.len(), r);
+        let slot = Slot {
+            service: sid,
+            arrivals: done,
+            from: node,
+            flows: Some(flows),
+            xfer: None,
+        };
+        let id = match self.responses.free.pop() {
+            Some(i) => {
+                self.responses.slots[i as usize] = Some(slot);
+                i
+            }
+            None => {
+                self.responses.slots.push(Some(slot));
+                (self.responses.slots.len() - 1) as u32
+            }
+        };
+        self.q.after(secs(fixed), Ev::ResponseGo(id));
+    }
+
+    pub(super) fn on_response_go(&mut self, id: u32) {
+        let now = self.now();
+        let Some(Some(slot)) = self.responses.slots.get_mut(id as usize) else {
+            return;
+        };
+        let flows = slot.flows.take().unwrap_or_default();
+        match self.wire.start(now, flows, Owner::Response { slot: id }) {
+            Some(x) => {
+                if let Some(Some(s)) = self.responses.slots.get_mut(id as usize) {
+                    s.xfer = Some(x);
+                }
+                self.rearm_wire();
+            }
+            None => self.on_responses_arrived(id),
+        }
+    }
+
+    /// Responses reached the ingress: their requests are served.
+    pub(super) fn on_responses_arrived(&mut self, id: u32) {
+        let now = self.now();
+        let Some(slot) = self.responses.slots.get_mut(id as usize).and_then(Option::take) else {
+            return;
+        };
+        self.responses.free.push(id);
+        let svc = &mut self.services[slot.service as usize];
+        svc.latencies
+            .extend(slot.arrivals.iter().map(|a| (now - a) as f64 / 1e9));
+    }
+
+    /// Replica `r` was lost: its requests in flight leave the network.
+    pub(crate) fn cancel_requests(&mut self, r: usize) {
+        let rep = &mut self.replicas[r];
+        rep.req_flows = None;
+        if let Some(x) = rep.req_xfer.take() {
+            let now = self.now();
+            self.wire.cancel(now, x);
+            self.rearm_wire();
+        }
+    }
+
+    /// Node `n` died: responses on their way from it are lost with their requests.
+    pub(crate) fn lose_responses_from(&mut self, n: usize) {
+        let now = self.now();
+        for id in 0..self.responses.slots.len() {
+            let Some(slot) = &self.responses.slots[id] else {
+                continue;
+            };
+            if slot.from != n {
+                continue;
+            }
+            let Some(slot) = self.responses.slots[id].take() else {
+                continue;
+            };
+            self.responses.free.push(id as u32);
+            self.failures.requests_lost += slot.arrivals.len() as u64;
+            if let Some(x) = slot.xfer {
+                self.wire.cancel(now, x);
+            }
+        }
+        self.rearm_wire();
+    }
+
+    /// Routes changed (a NIC went down): tensors and payloads with a flow that cannot move,
+    /// or still paying their fixed part over the old routes, start again over the new routes
+    /// (paying their fixed part again: conservative, as for fetches).
+    pub(super) fn reroute_moves(&mut self, stalled: &[(TransferId, Owner)]) {
+        let mut actors: Vec<u32> = (0..self.actors.len() as u32)
+            .filter(|&a| self.actors[a as usize].send_flows.is_some())
+            .collect();
+        let mut replicas: Vec<u32> = (0..self.replicas.len() as u32)
+            .filter(|&r| self.replicas[r as usize].req_flows.is_some())
+            .collect();
+        let mut slots: Vec<u32> = (0..self.responses.slots.len() as u32)
+            .filter(|&i| {
+                self.responses.slots[i as usize]
+                    .as_ref()
+                    .is_some_and(|s| s.flows.is_some())
+            })
+            .collect();
+        for (_, o) in stalled {
+            match *o {
+                Owner::Tensor { actor, epoch } if epoch == self.actors[actor as usize].epoch => {
+                    actors.push(actor)
+                }
+                Owner::Request { replica, epoch }
+                    if epoch == self.replicas[replica as usize].epoch =>
+                {
+                    replicas.push(replica)
+                }
+                Owner::Response { slot } => slots.push(slot),
+                _ => {}
+            }
+        }
+        for v in [&mut actors, &mut replicas, &mut slots] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        for a in actors {
+            self.cancel_tensor(a as usize);
+            self.actors[a as usize].epoch += 1;
+            self.send_tensor(a);
+        }
+        for r in replicas {
+            self.cancel_requests(r as usize);
+            // A new incarnation number makes the queued `RequestGo` stale.
+            self.replicas[r as usize].epoch += 1;
+            let sid = self.replicas[r as usize].service;
+            let dur = self.replicas[r as usize].pending_dur;
+            self.start_batch(sid, r, dur);
+        }
+        for id in slots {
+            let Some(slot) = self.responses.slots[id as usize].take() else {
+                continue;
+            };
+            self.responses.free.push(id);
+            if let Some(x) = slot.xfer {
+                let now = self.now();
+                self.wire.cancel(now, x);
+            }
+            let r = u32::MAX;
+            self.respond(slot.service, r, slot.from, slot.arrivals);
+        }
+        self.rearm_wire();
+    }
+}

@@ -1,0 +1,279 @@
+//! Actor calls' tensors on the run's network (`tensor BYTES to NAME` in an actor).
+//!
+//! Each method call of an actor with a `tensor` sends its result, `BYTES`, to one actor of the
+//! group `NAME`: the c-th call (c = 0, 1, ...) of the k-th actor of the sending group goes to
+//! actor (k + c) mod M of the receiving group of M actors, or, when that one is not running
+//! (not placed yet, restarting, dead), to the next running one in that order. The tensor moves
+//! with the sender's transport (its `transport`, else its workload's, else Ray's object store;
+//! a run's transport override wins; a tenant's rules apply as for fetches) from the sender's
+//! device to the receiver's (the first device instance each holds; host memory for an actor
+//! without devices), as [`crate::transport::shared`] splits the plan: its fixed part as a
+//! delay, then its wire bytes as a flow on the shared network. Assumption: calls are
+//! synchronous, as a caller doing `ray.get` on each: the next call starts when the tensor has
+//! arrived. With no receiver running, the call waits for one to be placed; when every actor of
+//! the receiving group is dead (or infeasible) the call fails. A sender or receiver lost
+//! while the tensor moves stops it; the sender's call is lost with it (`failures/`), a
+//! receiver's loss sends the tensor again to the next running actor. Sender and receiver on
+//! the same device move nothing.
+
+use super::network::{MovementKind, Rank};
+use super::wire::Owner;
+use super::{Ev, Sim, device_units, models::secs};
+use crate::network::LinkId;
+
+impl Sim<'_> {
+    /// `name` as tenant `tenant` may use it for `kind`; its fallback, noted, when the rules
+    /// forbid it (only a run's transport override can: `check` rejects forbidden selections).
+    pub(super) fn allowed_or_fallback(
+        &mut self,
+        kind: MovementKind,
+        tenant: Option<usize>,
+        name: String,
+        what: &str,
+    ) -> String {
+        let Some(t) = tenant else { return name };
+        match crate::spec::transport::allowed_transport(self.spec, t, &name) {
+            Ok(()) => name,
+            Err(why) => {
+                let used = crate::spec::transport::fallback_transport(self.spec, t);
+                self.net.note(
+                    kind,
+                    true,
+                    format!("{what}: transport {name} not used ({why}); {used} instead"),
+                );
+                used.to_string()
+            }
+        }
+    }
+
+    /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
+    /// the flow on the shared network, noted under `kind` as `what`; the closed form of
+    /// `models::transfer_secs` (and a note saying so) where no plan applies.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn price_move(
+        &mut self,
+        kind: MovementKind,
+        what: &str,
+        name: &str,
+        src: Rank,
+        dst: Rank,
+        device: bool,
+        bytes: f64,
+        key: u32,
+    ) -> (f64, Option<(Vec<LinkId>, f64)>) {
+        if src == dst || bytes <= 0.0 {
+            return (0.0, None);
+        }
+        match self.cached_part(name, src, dst, device, bytes, key) {
+            Ok((fixed, wire, cal)) => {
+                let cal = if cal.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", cal.join(", "))
+                };
+                self.net.note(
+                    kind,
+                    true,
+                    format!("{what}: transport {name} on the shared network{cal}"),
+                );
+                (fixed, wire)
+            }
+            Err(e) => {
+                self.net.note(
+                    kind,
+                    false,
+                    format!("{what}: transport {name}: closed form ({e})"),
+                );
+                let nt = self.node_types[dst.0];
+                let s = super::models::transfer_secs(self.spec, src.0 == dst.0, nt, bytes);
+                (s, None)
+            }
+        }
+    }
+
+    /// The receiving actor of sender `a`'s current call: the first running actor of its
+    /// receiving group from (k + c) mod M on; `Err(true)` when none can ever run.
+    fn receiver(&self, a: u32) -> Result<u32, bool> {
+        let ac = &self.actors[a as usize];
+        let g = &self.actor_groups[ac.group];
+        let Some(rg) = g.tensor_to else { return Err(true) };
+        let r = &self.actor_groups[rg];
+        let m = u64::from(r.count.max(1));
+        let calls = self.spec.workloads[g.workload].actors[g.index].calls;
+        let c = calls.saturating_sub(ac.calls_left);
+        let start = (u64::from(ac.index) + c) % m;
+        let mut alive = false;
+        for i in 0..m {
+            let id = r.first + ((start + i) % m) as u32;
+            let x = &self.actors[id as usize];
+            if x.node.is_some() && !x.dead {
+                return Ok(id);
+            }
+            alive |= !x.dead;
+        }
+        Err(!alive || r.infeasible >= u64::from(r.count))
+    }
+
+    /// Actor `a`'s call finished computing: send its tensor.
+    pub(super) fn send_tensor(&mut self, a: u32) {
+        let epoch = self.actors[a as usize].epoch;
+        let rx = match self.receiver(a) {
+            Ok(r) => r,
+            Err(true) => {
+                self.finish_call(a, epoch, false);
+                return;
+            }
+            Err(false) => {
+                self.actors[a as usize].send_wait = true;
+                return;
+            }
+        };
+        let spec = self.spec;
+        let (g, sender) = (self.actors[a as usize].group, &self.actors[a as usize]);
+        let ag = &self.actor_groups[g];
+        let w = &spec.workloads[ag.workload];
+        let sa = &w.actors[ag.index];
+        let bytes = sa.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
+        let name = self
+            .transport_override
+            .clone()
+            .or_else(|| sa.transport.clone())
+            .or_else(|| w.transport.clone())
+            .unwrap_or_else(|| "object_store".to_string());
+        let what = format!(
+            "tensor {}.{} to {}",
+            w.name,
+            sa.name,
+            sa.tensor.as_ref().map_or("", |t| t.to.as_str())
+        );
+        let tenant = ag.tenant;
+        let recv = &self.actors[rx as usize];
+        let (src_n, dst_n) = (sender.node.unwrap_or(0), recv.node.unwrap_or(0));
+        let units = |x: &super::actors::Actor| {
+            if x.holds {
+                device_units(&self.state, &self.unit_ids, &x.request)
+            } else {
+                0.0
+            }
+        };
+        let device = units(sender) > 0.0
+            && units(recv) > 0.0
+            && self.node_accel[src_n].is_some()
+            && self.node_accel[dst_n].is_some();
+        let (src, dst) = (
+            (src_n, sender.dev as usize),
+            (dst_n, recv.dev as usize),
+        );
+        let name = self.allowed_or_fallback(MovementKind::Tensor, tenant, name, &what);
+        if let Some(log) = &mut self.transfers {
+            log.push(super::TransferRecord {
+                time: self.q.now(),
+                tenant,
+                transport: name.clone(),
+                bytes,
+            });
+        }
+        let (fixed, flow) =
+            self.price_move(MovementKind::Tensor, &what, &name, src, dst, device, bytes, a);
+        let now = self.now();
+        let ac = &mut self.actors[a as usize];
+        ac.send_node = Some(dst_n);
+        ac.send_from = now;
+        ac.send_wait = false;
+        ac.send_flows = Some(flow.into_iter().collect());
+        self.q.after(secs(fixed), Ev::TensorGo(a, epoch));
+    }
+
+    /// A tensor's fixed part is over: its flow starts.
+    pub(super) fn on_tensor_go(&mut self, a: u32, epoch: u32) {
+        if epoch != self.actors[a as usize].epoch {
+            return;
+        }
+        let Some(flows) = self.actors[a as usize].send_flows.take() else {
+            return;
+        };
+        let now = self.now();
+        match self.wire.start(now, flows, Owner::Tensor { actor: a, epoch }) {
+            Some(x) => {
+                self.actors[a as usize].send_xfer = Some(x);
+                self.rearm_wire();
+            }
+            None => self.on_tensor_done(a, epoch),
+        }
+    }
+
+    /// Actor `a`'s tensor has arrived: its call is done.
+    pub(super) fn on_tensor_done(&mut self, a: u32, epoch: u32) {
+        let ac = &mut self.actors[a as usize];
+        if epoch != ac.epoch {
+            return;
+        }
+        ac.send_xfer = None;
+        ac.send_node = None;
+        let took = self.q.now() - ac.send_from;
+        let g = &mut self.actor_groups[ac.group];
+        let spec_a = &self.spec.workloads[g.workload].actors[g.index];
+        g.tensors += 1;
+        g.tensor_bytes += spec_a.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
+        g.tensor_secs += took as f64 / 1e9;
+        self.finish_call(a, epoch, true);
+    }
+
+    /// Actor `a`'s tensor in flight stops (its sender or receiver was lost).
+    pub(crate) fn cancel_tensor(&mut self, a: usize) {
+        let ac = &mut self.actors[a];
+        ac.send_flows = None;
+        ac.send_node = None;
+        if let Some(x) = ac.send_xfer.take() {
+            let now = self.now();
+            self.wire.cancel(now, x);
+            self.rearm_wire();
+        }
+    }
+
+    /// Node `n` died: tensors on their way to an actor there go to another receiver (after
+    /// the actors lost with `n` have been taken off it).
+    pub(crate) fn resend_tensors_to(&mut self, n: usize) {
+        for a in 0..self.actors.len() {
+            let ac = &self.actors[a];
+            if ac.send_node == Some(n) && ac.node.is_some() && !ac.dead {
+                self.cancel_tensor(a);
+                self.send_tensor(a as u32);
+            }
+        }
+    }
+
+    /// Actor `a` was placed: note its device, and send the tensors of calls that waited for a
+    /// receiver.
+    pub(super) fn actor_placed(&mut self, a: u32) {
+        let dev = self.actors[a as usize]
+            .alloc
+            .as_ref()
+            .and_then(|al| {
+                al.instances
+                    .iter()
+                    .filter(|(rid, _)| self.unit_ids.contains(rid))
+                    .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
+            })
+            .unwrap_or(0);
+        self.actors[a as usize].dev = dev as u32;
+        self.wake_senders(self.actors[a as usize].group);
+    }
+
+    /// An actor of group `g` was placed or died for good: calls waiting for a receiver in
+    /// `g` try again (and send, or fail when none can ever run).
+    pub(crate) fn wake_senders(&mut self, g: usize) {
+        if !self.actor_groups.iter().any(|x| x.tensor_to == Some(g)) {
+            return;
+        }
+        let waiting: Vec<u32> = (0..self.actors.len() as u32)
+            .filter(|&s| {
+                let x = &self.actors[s as usize];
+                x.send_wait && self.actor_groups[x.group].tensor_to == Some(g)
+            })
+            .collect();
+        for s in waiting {
+            self.send_tensor(s);
+        }
+    }
+}
