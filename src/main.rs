@@ -8,6 +8,31 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Print to standard output like `print!`, but a reader that went away (`orrery catalog |
+/// head`) ends the program quietly with status 141 (128 + SIGPIPE, what a shell reports for
+/// tools killed by the signal), and any other write error (a full disk behind a redirect) ends
+/// it with a message and status 1, instead of the panic of `print!`.
+macro_rules! out {
+    ($($t:tt)*) => { emit(format_args!($($t)*)) };
+}
+/// [`out!`] with a newline.
+macro_rules! outln {
+    () => { emit(format_args!("\n")) };
+    ($($t:tt)*) => { emit(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+fn emit(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 #[derive(Parser)]
 #[command(
     name = "orrery",
@@ -356,7 +381,7 @@ fn main() -> ExitCode {
             remote_inputs,
         ) {
             Ok(r) => {
-                print!("{}", r.text);
+                out!("{}", r.text);
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -403,19 +428,19 @@ fn check(files: &[PathBuf], json: bool) -> ExitCode {
                 if json {
                     out.push(serde_json::json!({ "file": f.display().to_string(), "hash": orrery::scenario_hash(&l.sources), "summary": s }));
                 } else {
-                    println!(
+                    outln!(
                         "{}: ok (scenario hash {})",
                         f.display(),
                         orrery::scenario_hash(&l.sources)
                     );
-                    print!("{s}");
+                    out!("{s}");
                 }
             }
             Err(c) => code = c,
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     }
     code
 }
@@ -531,7 +556,7 @@ fn run(
         .expect("no errors means a spec");
     let mut h = header(&l, file, seed);
     h.policy = policy.map(str::to_string);
-    println!("{}", h.line());
+    outln!("{}", h.line());
     let inputs = traces(spec, file).and_then(|t| match file {
         Some(f) => Ok((t, empirical(spec, f)?)),
         None => Ok((t, Default::default())),
@@ -568,10 +593,10 @@ fn run(
     // How data movement was priced is known only after the run (it depends on placement).
     h.network_models = r.network_models.iter().map(|m| m.to_string()).collect();
     for m in &h.network_models {
-        println!("network model: {m}");
+        outln!("network model: {m}");
     }
-    print!("{}", orrery::report::table(&r.metrics));
-    println!(
+    out!("{}", orrery::report::table(&r.metrics));
+    outln!(
         "simulated in {wall:.3} s ({:.2} M events/s)",
         r.metrics.events as f64 / wall.max(1e-9) / 1e6
     );
@@ -729,7 +754,7 @@ fn drill(
             .collect::<Vec<_>>()
             .join("+");
     }
-    println!("{}", orrery::drill::header_line(&h, &seed_list));
+    outln!("{}", orrery::drill::header_line(&h, &seed_list));
     let per_policy = policies.len().max(1) as u64;
     let runs: u64 = per_policy
         * loaded
@@ -784,8 +809,8 @@ fn drill(
         orrery::drill::merge(reports)
     };
     let table = orrery::drill::table(&r);
-    print!("{table}");
-    println!("{runs} runs in {wall:.2} s");
+    out!("{table}");
+    outln!("{runs} runs in {wall:.2} s");
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(format!("{dir_name}-drill")));
     let t1 = std::time::Instant::now();
     let written = orrery::drill::write(&dir, &h, &r)
@@ -842,14 +867,14 @@ fn explain(file: &Path, item: &str, seed: u64) -> ExitCode {
             ..Default::default()
         },
     );
-    println!("{}", header(&l, Some(file), seed).line());
+    outln!("{}", header(&l, Some(file), seed).line());
     match r.explain {
         Some(e) => {
-            print!("{e}");
+            out!("{e}");
             ExitCode::SUCCESS
         }
         None => {
-            println!(
+            outln!(
                 "`{item}` was never placed during the run (its dependencies never finished, or the run ended first)"
             );
             ExitCode::SUCCESS
@@ -901,7 +926,7 @@ fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
                 code = ExitCode::from(2);
             }
         } else {
-            print!("{formatted}");
+            out!("{formatted}");
         }
     }
     code
@@ -956,7 +981,7 @@ fn transports(
                 }
             }
             Ok(w) => {
-                println!("wrote {} in {}", w.files.join(", "), dir.display());
+                outln!("wrote {} in {}", w.files.join(", "), dir.display());
                 outputs_done(&w, t1);
             }
             Err(e) => {
@@ -972,13 +997,13 @@ fn transports(
                 Some(w) => serde_json::json!({ "transfers": c, "workload": w }),
                 None => serde_json::json!(c),
             };
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             ExitCode::SUCCESS
         }
         Ok(c) => {
-            print!("{c}");
+            out!("{c}");
             if let Some(w) = w {
-                print!("\n{w}");
+                out!("\n{w}");
             }
             ExitCode::SUCCESS
         }
@@ -992,8 +1017,8 @@ fn transports(
 fn catalog(json: bool, source: bool) -> ExitCode {
     if source {
         for (name, text) in orrery::catalog::FILES {
-            println!("# ===== {name} =====");
-            print!("{text}");
+            outln!("# ===== {name} =====");
+            out!("{text}");
         }
         return ExitCode::SUCCESS;
     }
@@ -1005,10 +1030,10 @@ fn catalog(json: bool, source: bool) -> ExitCode {
     let s = l.spec.expect("no errors means a spec");
     if json {
         let v = serde_json::json!({ "accelerators": s.accelerators, "nics": s.nics, "node_types": s.node_types });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
-    print!("{}", orrery::catalog::table::render(&s));
+    out!("{}", orrery::catalog::table::render(&s));
     ExitCode::SUCCESS
 }
 
@@ -1068,8 +1093,8 @@ fn calibrate(
     match calibrate::write(&cal, &out) {
         Ok(files) => {
             let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-            print!("{}", cal.summary());
-            println!("wrote {}", names.join(", "));
+            out!("{}", cal.summary());
+            outln!("wrote {}", names.join(", "));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -1106,7 +1131,7 @@ fn validate(file: &Path, node: &str) -> ExitCode {
     };
     let host = detect::detect();
     let gpus = gpu_inventory();
-    println!(
+    outln!(
         "node type `{node}` against {} ({}{})",
         host.hostname,
         host.cpu_model.as_deref().unwrap_or("unknown CPU"),
@@ -1117,17 +1142,17 @@ fn validate(file: &Path, node: &str) -> ExitCode {
     );
     let checks = orrery::calibrate::validate::compare(spec, nt, &host, gpus.as_ref());
     for c in &checks {
-        println!("{c}");
+        outln!("{c}");
     }
     let bad = checks
         .iter()
         .filter(|c| c.verdict == Verdict::Mismatch)
         .count();
     if bad > 0 {
-        println!("{bad} mismatch{}", if bad == 1 { "" } else { "es" });
+        outln!("{bad} mismatch{}", if bad == 1 { "" } else { "es" });
         ExitCode::from(1)
     } else {
-        println!("node type `{node}` agrees with this machine");
+        outln!("node type `{node}` agrees with this machine");
         ExitCode::SUCCESS
     }
 }
@@ -1260,7 +1285,7 @@ fn sweep(
         Some((i, n)) => (i..h.runs()).step_by(n).count(),
         None => h.runs(),
     };
-    println!(
+    outln!(
         "orrery {} · scenario {} · hash {} · experiment {} · {} cells × seeds {} = {} runs{}",
         h.orrery,
         h.scenario,
@@ -1292,7 +1317,7 @@ fn sweep(
         None => {
             let r = orrery::sweep::run_sweep(&plan, &cfg);
             let table = sweep_table(&r);
-            print!("{table}");
+            out!("{table}");
             eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
             let t1 = std::time::Instant::now();
             let lines = experiment_plots(&l, &r.header.experiment);
@@ -1332,7 +1357,7 @@ fn sweep(
     eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
     match written {
         Ok(f) => {
-            println!("wrote {} in {}", f.join(", "), dir.display());
+            outln!("wrote {} in {}", f.join(", "), dir.display());
             ExitCode::SUCCESS
         }
         Err(e) => fail(format!("cannot write results to {}: {e}", dir.display())),
@@ -1402,7 +1427,7 @@ fn written_or_fail(
 ) -> ExitCode {
     match written {
         Ok((files, w)) => {
-            println!("wrote {} in {}", files.join(", "), dir.display());
+            outln!("wrote {} in {}", files.join(", "), dir.display());
             outputs_done(&w, t1);
             ExitCode::SUCCESS
         }
@@ -1418,7 +1443,7 @@ fn outputs_done(w: &orrery::outputs::Written, t1: std::time::Instant) {
     for n in &w.notes {
         eprintln!("note: {n}");
     }
-    println!(
+    outln!(
         "plots and report: {} ({:.2} s)",
         w.files.join(", "),
         t1.elapsed().as_secs_f64()
@@ -1436,7 +1461,7 @@ fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!(
+    outln!(
         "merged {} runs of {} · experiment {} · hash {}",
         r.runs.len(),
         r.header.scenario,
@@ -1493,7 +1518,7 @@ fn compare(
             empirical,
         });
     }
-    println!(
+    outln!(
         "orrery {} · compare {} · seeds {}",
         env!("CARGO_PKG_VERSION"),
         entries
@@ -1506,7 +1531,7 @@ fn compare(
     let bar = progress_bar((entries.len() * seeds.len()) as u64);
     let r = orrery::compare::compare(&entries, &seeds, threads.unwrap_or(0), bar);
     let table = orrery::compare::table(&r);
-    print!("{table}");
+    out!("{table}");
     let dir = out.unwrap_or_else(|| {
         PathBuf::from("outputs").join(format!(
             "compare-{}",

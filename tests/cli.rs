@@ -242,3 +242,38 @@ fn the_scenario_hash_does_not_depend_on_how_the_path_is_typed() {
     std::fs::write(&copy, format!("{text}\n# changed\n")).unwrap();
     assert_ne!(hash(&orrery(&["check", copy.to_str().unwrap()])), first);
 }
+
+/// A reader that goes away ends the program quietly (status 141, as for tools killed by
+/// SIGPIPE); a full disk behind a redirect is an error message and status 1; never a panic.
+#[test]
+fn closed_pipes_and_full_disks_end_quietly_or_with_a_message() {
+    use std::process::Stdio;
+    // 280 KB of output: more than a pipe holds, so it cannot all be written before the
+    // reader goes away, however the two processes are scheduled.
+    let long: String = (0..5000)
+        .map(|i| format!("# line {i} of a comment long enough to fill a pipe\n"))
+        .collect();
+    let f = tmp("long.orr", &long);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(["fmt", f.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    if std::path::Path::new("/dev/full").exists() {
+        let o = Command::new(env!("CARGO_BIN_EXE_orrery"))
+            .arg("catalog")
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot write to standard output"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
