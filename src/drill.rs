@@ -34,8 +34,8 @@ pub const ALL_VARIANT: &str = "all";
 
 #[derive(Debug, Clone, Default)]
 pub struct DrillConfig {
-    /// Run seeds 1..=N; `None`: the first experiment's `seeds`, else 1..=[`DEFAULT_SEEDS`].
-    pub seeds: Option<u64>,
+    /// The seeds to run (default: the first experiment's, else 1..=[`DEFAULT_SEEDS`]).
+    pub seeds: Option<Vec<u64>>,
     /// Worker threads of the local pool (0: one per CPU, as rayon does).
     pub threads: usize,
     /// End of the simulated window (default: as `orrery run`, the first experiment's horizon).
@@ -291,8 +291,8 @@ pub fn variants(spec: &Spec) -> Vec<Option<String>> {
 
 /// The seeds a drill runs.
 pub fn seeds(spec: &Spec, cfg: &DrillConfig) -> Vec<u64> {
-    match cfg.seeds {
-        Some(n) => (1..=n).collect(),
+    match &cfg.seeds {
+        Some(s) => s.clone(),
         None => spec
             .experiments
             .first()

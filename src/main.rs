@@ -71,9 +71,10 @@ enum Command {
     Drill {
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Run seeds 1..=N (default: the first experiment's `seeds`, else 1..=10).
+        /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default: the first experiment's
+        /// `seeds`, else 1..10).
         #[arg(long)]
-        seeds: Option<u64>,
+        seeds: Option<String>,
         /// Worker threads (default: one per CPU). Results do not depend on it.
         #[arg(long)]
         threads: Option<usize>,
@@ -99,7 +100,7 @@ enum Command {
         /// Experiment to run (default: the first).
         #[arg(long)]
         experiment: Option<String>,
-        /// Seeds `N..M` (inclusive) or `N` (default: the experiment's).
+        /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default: the experiment's).
         #[arg(long)]
         seeds: Option<String>,
         /// Worker threads (default: one per CPU). Results do not depend on it.
@@ -130,7 +131,7 @@ enum Command {
     Compare {
         #[arg(required = true, num_args = 2..)]
         files: Vec<PathBuf>,
-        /// Seeds `N..M` (inclusive) or `N` (default 1..5).
+        /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default 1..5).
         #[arg(long)]
         seeds: Option<String>,
         /// Worker threads (default: one per CPU). Results do not depend on it.
@@ -294,7 +295,7 @@ fn main() -> ExitCode {
             no_plots,
         } => drill(
             &files,
-            seeds,
+            seeds.as_deref(),
             threads,
             out,
             horizon.as_deref(),
@@ -667,17 +668,20 @@ fn parse_duration(s: &str) -> Result<u64, String> {
 
 fn drill(
     files: &[PathBuf],
-    seeds: Option<u64>,
+    seeds: Option<&str>,
     threads: Option<usize>,
     out: Option<PathBuf>,
     horizon: Option<&str>,
     policies: &[String],
     plots: bool,
 ) -> ExitCode {
-    if seeds == Some(0) {
-        eprintln!("error: --seeds must be at least 1");
-        return ExitCode::from(2);
-    }
+    let seeds = match seeds.map(parse_seeds).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if threads == Some(0) {
         eprintln!("error: --threads must be at least 1");
         return ExitCode::from(2);
@@ -706,7 +710,7 @@ fn drill(
             }
         };
         let cfg = orrery::drill::DrillConfig {
-            seeds,
+            seeds: seeds.clone(),
             threads: threads.unwrap_or(0),
             horizon,
             traces,
@@ -721,7 +725,7 @@ fn drill(
         .collect();
     if seed_lists.windows(2).any(|w| w[0] != w[1]) {
         eprintln!(
-            "error: the scenarios ask for different seeds; pass --seeds N to run them side by side"
+            "error: the scenarios ask for different seeds; pass --seeds to run them side by side"
         );
         return ExitCode::from(2);
     }
@@ -1173,15 +1177,19 @@ fn gpu_inventory() -> Option<orrery::calibrate::detect::GpuInventory> {
     None
 }
 
-/// `N..M` (inclusive) or `N`.
+/// `--seeds` of every command: `N` is seeds 1..N (N of them), `N..M` is N to M inclusive
+/// (`3..3` is seed 3 alone), as an experiment's `seeds` reads.
 fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
-    let bad = || format!("--seeds: expected `N..M` or `N`, found `{s}`");
+    let bad = || format!("--seeds: expected `N` (seeds 1..N) or `N..M`, found `{s}`");
     let (lo, hi) = match s.split_once("..") {
         Some((a, b)) => (a.trim(), b.trim()),
-        None => (s.trim(), s.trim()),
+        None => ("1", s.trim()),
     };
     let lo: u64 = lo.parse().map_err(|_| bad())?;
     let hi: u64 = hi.parse().map_err(|_| bad())?;
+    if !s.contains("..") && hi == 0 {
+        return Err("--seeds must be at least 1".into());
+    }
     if hi < lo {
         return Err(bad());
     }

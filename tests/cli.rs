@@ -277,3 +277,36 @@ fn closed_pipes_and_full_disks_end_quietly_or_with_a_message() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// `--seeds` means the same in every command: `N` is seeds 1..N, `N..M` a range.
+#[test]
+fn seeds_mean_the_same_in_every_command() {
+    let f = tmp(
+        "seeds.orr",
+        "cluster c {\n  rack r {\n    node dgx_h100 x 2\n  }\n}\n\nworkload w {\n  tasks t x 4 {\n    resources { GPU: 1 }\n    duration 1 s\n  }\n}\n\nexperiment e {\n  seeds 1..3\n  sweep policy in [ray_default, spread]\n  metrics makespan\n}\n",
+    );
+    let f = f.to_str().unwrap();
+    let dir = std::env::temp_dir().join(format!("orrery-seeds-{}", std::process::id()));
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    for (seeds, label) in [("2", "seeds 1..2"), ("2..3", "seeds 2..3"), ("3..3", "seeds 3 ")] {
+        for cmd in [
+            vec!["sweep", f, "--seeds", seeds, "--out", &out("s"), "--no-plots"],
+            vec!["drill", f, "--seeds", seeds, "--out", &out("d"), "--no-plots"],
+            vec!["compare", f, f, "--seeds", seeds, "--out", &out("c"), "--no-plots"],
+        ] {
+            let o = orrery(&cmd);
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+            let head = text.lines().next().unwrap_or("");
+            assert!(
+                format!("{head} ").contains(label),
+                "{cmd:?} printed `{head}`, expected `{label}`"
+            );
+        }
+    }
+    for cmd in ["sweep", "drill"] {
+        let o = orrery(&[cmd, f, "--seeds", "0", "--out", &out("x")]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--seeds must be at least 1"));
+    }
+}

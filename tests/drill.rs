@@ -17,7 +17,7 @@ fn drill(s: &Spec, seeds: u64, threads: usize) -> DrillReport {
     run_drill(
         s,
         &DrillConfig {
-            seeds: Some(seeds),
+            seeds: Some((1..=seeds).collect()),
             threads,
             ..Default::default()
         },
