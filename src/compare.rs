@@ -49,6 +49,8 @@ pub struct Entry {
     pub spec: Spec,
     pub traces: BTreeMap<String, Vec<f64>>,
     pub empirical: BTreeMap<String, Vec<f64>>,
+    /// Apply only this `failures` block (default: every block).
+    pub failure_block: Option<String>,
 }
 
 /// One scenario over every seed.
@@ -57,6 +59,9 @@ pub struct CompareRow {
     pub name: String,
     pub file: String,
     pub scenario_hash: String,
+    /// The only `failures` block applied, when one was chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<String>,
     /// Cluster price ($/h) and power (W) from the catalog figures.
     pub price_per_hour: Option<f64>,
     pub power_watts: Option<f64>,
@@ -121,6 +126,7 @@ pub fn compare(
                 seed,
                 traces: en.traces.clone(),
                 empirical: en.empirical.clone(),
+                failure_block: en.failure_block.clone(),
                 ..Default::default()
             },
         );
@@ -148,6 +154,7 @@ pub fn compare(
                 .collect();
             CompareRow {
                 name: en.name.clone(),
+                failures: en.failure_block.clone(),
                 file: en.file.clone(),
                 scenario_hash: en.scenario_hash.clone(),
                 price_per_hour: figs[i].price_per_hour,

@@ -58,6 +58,13 @@ enum Command {
         /// Place every workload with this policy (ray_default, spread, topology_aware).
         #[arg(long, value_parser = ["ray_default", "spread", "topology_aware"])]
         policy: Option<String>,
+        /// Apply only the `failures NAME` block of that name (default: every block).
+        #[arg(long, value_name = "NAME")]
+        failures: Option<String>,
+        /// End of the simulated window, as in a scenario (`12 h`, `90 min`; default: the first
+        /// experiment's `horizon`, else the end of the work).
+        #[arg(long)]
+        horizon: Option<String>,
         /// Also write trace.json: what every device did when, as a Perfetto / Chrome trace
         /// (pid = node, tid = device).
         #[arg(long)]
@@ -134,6 +141,9 @@ enum Command {
         /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default 1..5).
         #[arg(long)]
         seeds: Option<String>,
+        /// Apply only each scenario's `failures NAME` block of that name (default: every block).
+        #[arg(long, value_name = "NAME")]
+        failures: Option<String>,
         /// Worker threads (default: one per CPU). Results do not depend on it.
         #[arg(long)]
         threads: Option<usize>,
@@ -275,13 +285,19 @@ fn main() -> ExitCode {
             seed,
             out,
             policy,
+            failures,
+            horizon,
             trace,
             no_plots,
         } => run(
             file.as_deref(),
             seed,
             out,
-            policy.as_deref(),
+            RunChoices {
+                policy: policy.as_deref(),
+                failures: failures.as_deref(),
+                horizon: horizon.as_deref(),
+            },
             trace,
             !no_plots,
         ),
@@ -327,10 +343,18 @@ fn main() -> ExitCode {
         Command::Compare {
             files,
             seeds,
+            failures,
             threads,
             out,
             no_plots,
-        } => compare(&files, seeds.as_deref(), threads, out, !no_plots),
+        } => compare(
+            &files,
+            seeds.as_deref(),
+            failures.as_deref(),
+            threads,
+            out,
+            !no_plots,
+        ),
         Command::Check { files, json } => check(&files, json),
         Command::Fmt {
             files,
@@ -455,6 +479,8 @@ fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::report::Header 
         scenario_hash: orrery::scenario_hash(&l.sources),
         seed,
         policy: None,
+        failures: None,
+        horizon: None,
         model_sources: l
             .spec
             .as_ref()
@@ -533,17 +559,67 @@ fn policy_named(name: &str) -> orrery::spec::workload::Policy {
     }
 }
 
+/// What `run` was told to change of the scenario's own choices.
+struct RunChoices<'a> {
+    policy: Option<&'a str>,
+    failures: Option<&'a str>,
+    horizon: Option<&'a str>,
+}
+
+/// `--failures NAME`: a `failures` block the scenario names (else exit 2, naming them).
+fn failure_block(spec: &orrery::spec::Spec, name: Option<&str>) -> Result<Option<String>, String> {
+    let Some(name) = name else { return Ok(None) };
+    let names: Vec<&str> = spec
+        .failures
+        .iter()
+        .filter_map(|f| f.name.as_deref())
+        .collect();
+    if names.contains(&name) {
+        return Ok(Some(name.to_string()));
+    }
+    Err(if names.is_empty() {
+        format!("--failures {name}: the scenario has no named `failures` block")
+    } else {
+        let hint = diag::did_you_mean(name, names.iter().copied())
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
+        format!(
+            "--failures {name}: no `failures {name}` block (the scenario names {}){hint}",
+            names.join(", ")
+        )
+    })
+}
+
 fn run(
     file: Option<&Path>,
     seed: u64,
     out: Option<PathBuf>,
-    policy: Option<&str>,
+    choices: RunChoices,
     trace: bool,
     plots: bool,
 ) -> ExitCode {
+    let RunChoices {
+        policy,
+        failures,
+        horizon,
+    } = choices;
     let l = match load(file) {
         Ok(l) => l,
         Err(c) => return c,
+    };
+    let chosen = failure_block(l.spec.as_ref().expect("no errors means a spec"), failures)
+        .and_then(|f| {
+            let h = horizon
+                .map(|h| parse_duration(h).map_err(|e| format!("--horizon: {e}")))
+                .transpose()?;
+            Ok((f, h))
+        });
+    let (failure_block, horizon_ns) = match chosen {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
     let overridden = policy.map(|p| {
         l.spec
@@ -557,6 +633,8 @@ fn run(
         .expect("no errors means a spec");
     let mut h = header(&l, file, seed);
     h.policy = policy.map(str::to_string);
+    h.failures = failure_block.clone();
+    h.horizon = horizon.map(str::to_string);
     outln!("{}", h.line());
     let inputs = traces(spec, file).and_then(|t| match file {
         Some(f) => Ok((t, empirical(spec, f)?)),
@@ -577,6 +655,8 @@ fn run(
             traces,
             empirical,
             timeline: true,
+            failure_block,
+            horizon: horizon_ns,
             ..Default::default()
         },
     );
@@ -1490,6 +1570,7 @@ fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
 fn compare(
     files: &[PathBuf],
     seeds: Option<&str>,
+    failures: Option<&str>,
     threads: Option<usize>,
     out: Option<PathBuf>,
     plots: bool,
@@ -1512,6 +1593,10 @@ fn compare(
             Err(c) => return c,
         };
         let spec = l.spec.clone().expect("no errors means a spec");
+        let failure_block = match failure_block(&spec, failures) {
+            Ok(b) => b,
+            Err(e) => return fail(format!("{}: {e}", f.display())),
+        };
         let (traces, empirical) =
             match traces(&spec, Some(f)).and_then(|t| Ok((t, empirical(&spec, f)?))) {
                 Ok(x) => x,
@@ -1524,17 +1609,21 @@ fn compare(
             spec,
             traces,
             empirical,
+            failure_block,
         });
     }
     outln!(
-        "orrery {} · compare {} · seeds {}",
+        "orrery {} · compare {} · seeds {}{}",
         env!("CARGO_PKG_VERSION"),
         entries
             .iter()
             .map(|e| format!("{} (hash {})", e.file, e.scenario_hash))
             .collect::<Vec<_>>()
             .join(" vs "),
-        orrery::drill::seeds_label(&seeds)
+        orrery::drill::seeds_label(&seeds),
+        failures
+            .map(|f| format!(" · failures {f}"))
+            .unwrap_or_default()
     );
     let bar = progress_bar((entries.len() * seeds.len()) as u64);
     let r = orrery::compare::compare(&entries, &seeds, threads.unwrap_or(0), bar);

@@ -17,6 +17,12 @@ pub struct Header {
     /// A placement policy imposed on every workload from the command line, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// The only `failures` block applied (`--failures`), if one was chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<String>,
+    /// The end of the simulated window given on the command line (`--horizon`), as typed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub horizon: Option<String>,
     /// Which compute model each (accelerator, dtype) used: a calibration profile or the
     /// datasheet defaults (`RunResult::model_sources`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -34,8 +40,18 @@ impl Header {
             .as_ref()
             .map(|p| format!(" · policy {p}"))
             .unwrap_or_default();
+        let failures = self
+            .failures
+            .as_ref()
+            .map(|f| format!(" · failures {f}"))
+            .unwrap_or_default();
+        let horizon = self
+            .horizon
+            .as_ref()
+            .map(|h| format!(" · horizon {h}"))
+            .unwrap_or_default();
         let mut line = format!(
-            "orrery {} · scenario {} · hash {} · seed {}{policy}",
+            "orrery {} · scenario {} · hash {} · seed {}{policy}{failures}{horizon}",
             self.orrery, self.scenario, self.scenario_hash, self.seed
         );
         for m in &self.model_sources {

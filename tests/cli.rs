@@ -203,7 +203,11 @@ fn a_forbidden_transport_exits_2_at_its_statement() {
 fn the_scenario_hash_does_not_depend_on_how_the_path_is_typed() {
     let hash = |o: &Output| {
         let out = String::from_utf8_lossy(&o.stdout).to_string();
-        assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let at = out.find("scenario hash ").expect("a hash") + "scenario hash ".len();
         out[at..at + 16].to_string()
     };
@@ -288,15 +292,48 @@ fn seeds_mean_the_same_in_every_command() {
     let f = f.to_str().unwrap();
     let dir = std::env::temp_dir().join(format!("orrery-seeds-{}", std::process::id()));
     let out = |name: &str| dir.join(name).to_str().unwrap().to_string();
-    for (seeds, label) in [("2", "seeds 1..2"), ("2..3", "seeds 2..3"), ("3..3", "seeds 3 ")] {
+    for (seeds, label) in [
+        ("2", "seeds 1..2"),
+        ("2..3", "seeds 2..3"),
+        ("3..3", "seeds 3 "),
+    ] {
         for cmd in [
-            vec!["sweep", f, "--seeds", seeds, "--out", &out("s"), "--no-plots"],
-            vec!["drill", f, "--seeds", seeds, "--out", &out("d"), "--no-plots"],
-            vec!["compare", f, f, "--seeds", seeds, "--out", &out("c"), "--no-plots"],
+            vec![
+                "sweep",
+                f,
+                "--seeds",
+                seeds,
+                "--out",
+                &out("s"),
+                "--no-plots",
+            ],
+            vec![
+                "drill",
+                f,
+                "--seeds",
+                seeds,
+                "--out",
+                &out("d"),
+                "--no-plots",
+            ],
+            vec![
+                "compare",
+                f,
+                f,
+                "--seeds",
+                seeds,
+                "--out",
+                &out("c"),
+                "--no-plots",
+            ],
         ] {
             let o = orrery(&cmd);
             let text = String::from_utf8_lossy(&o.stdout);
-            assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+            assert!(
+                o.status.success(),
+                "{cmd:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
             let head = text.lines().next().unwrap_or("");
             assert!(
                 format!("{head} ").contains(label),
@@ -309,4 +346,98 @@ fn seeds_mean_the_same_in_every_command() {
         assert_eq!(o.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&o.stderr).contains("--seeds must be at least 1"));
     }
+}
+
+/// `run --failures NAME` applies only that block and `--horizon` ends the window; both are
+/// in the header, run.json and the report's reproduce line; unknown names and bad durations
+/// are exit 2. `compare --failures` applies it to every scenario.
+#[test]
+fn run_and_compare_choose_a_failures_block_and_a_horizon() {
+    let f = tmp(
+        "fail.orr",
+        "cluster c {\n  rack r1 {\n    node dgx_h100 x 2\n  }\n}\n\nworkload w {\n  tasks t x 4 {\n    resources { GPU: 8 }\n    duration 100 s\n    retries 0\n  }\n}\n\nfailures early {\n  at 10 s kill node r1.n1\n}\n\nfailures none_here {\n}\n",
+    );
+    let f = f.to_str().unwrap();
+    let dir = std::env::temp_dir().join(format!("orrery-fail-{}", std::process::id()));
+    let out = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let json = |d: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(d).join("run.json")).unwrap())
+            .unwrap()
+    };
+    let o = orrery(&[
+        "run",
+        f,
+        "--failures",
+        "early",
+        "--out",
+        &out("a"),
+        "--no-plots",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("· failures early"));
+    let a = json("a");
+    assert_eq!(a["header"]["failures"], "early");
+    let o = orrery(&[
+        "run",
+        f,
+        "--failures",
+        "none_here",
+        "--horizon",
+        "150 s",
+        "--out",
+        &out("b"),
+        "--no-plots",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let b = json("b");
+    assert_eq!(b["header"]["horizon"], "150 s");
+    assert_eq!(b["metrics"]["horizon"], 150.0);
+    let report = std::fs::read_to_string(dir.join("b").join("report.md")).unwrap();
+    assert!(
+        report.contains("--failures none_here --horizon \"150 s\""),
+        "{report}"
+    );
+    // The kill at 10 s fails the tasks on r[0] (no retries) only when its block applies.
+    let failed = |v: &serde_json::Value| v["metrics"]["failures"]["tasks_failed"].as_u64();
+    assert_eq!((failed(&a), failed(&b)), (Some(1), Some(0)));
+    for (args, msg) in [
+        (
+            vec!["run", f, "--failures", "eraly"],
+            "no `failures eraly` block",
+        ),
+        (vec!["run", "--failures", "x"], "no named `failures` block"),
+        (vec!["run", f, "--horizon", "5 parsecs"], "--horizon"),
+        (
+            vec!["compare", f, f, "--failures", "late"],
+            "no `failures late` block",
+        ),
+    ] {
+        let o = orrery(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(msg),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = orrery(&[
+        "compare",
+        f,
+        f,
+        "--failures",
+        "early",
+        "--seeds",
+        "1",
+        "--out",
+        &out("c"),
+        "--no-plots",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("· failures early")
+    );
 }

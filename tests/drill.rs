@@ -157,6 +157,8 @@ fn results_do_not_depend_on_the_thread_count() {
         scenario_hash: "0".into(),
         seed: 1,
         policy: None,
+        failures: None,
+        horizon: None,
         model_sources: Vec::new(),
         network_models: Vec::new(),
     };

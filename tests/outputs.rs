@@ -419,6 +419,7 @@ fn compare_draws_bars_with_intervals() {
             spec: l.spec.unwrap(),
             traces: Default::default(),
             empirical: Default::default(),
+            failure_block: None,
         }
     };
     let entries = [

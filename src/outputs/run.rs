@@ -197,6 +197,12 @@ pub fn write(
     if let Some(p) = &h.policy {
         facts.push(("policy", p.clone()));
     }
+    if let Some(f) = &h.failures {
+        facts.push(("failures", format!("only the `{f}` block")));
+    }
+    if let Some(t) = &h.horizon {
+        facts.push(("horizon", t.clone()));
+    }
     for m in &h.model_sources {
         facts.push(("compute model", m.clone()));
     }
@@ -205,11 +211,19 @@ pub fn write(
     }
     rep.facts(&facts);
     rep.md.push_str(&format!(
-        "Reproduce: `orrery run {}{} --seed {}`\n\n",
+        "Reproduce: `orrery run {}{}{}{} --seed {}`\n\n",
         h.scenario,
         h.policy
             .as_ref()
             .map(|p| format!(" --policy {p}"))
+            .unwrap_or_default(),
+        h.failures
+            .as_ref()
+            .map(|f| format!(" --failures {f}"))
+            .unwrap_or_default(),
+        h.horizon
+            .as_ref()
+            .map(|t| format!(" --horizon \"{t}\""))
             .unwrap_or_default(),
         h.seed
     ));
