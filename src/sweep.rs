@@ -536,7 +536,12 @@ mod tests {
     /// float parser is not exact; the `float_roundtrip` feature makes it so.
     #[test]
     fn shard_values_survive_json_exactly() {
-        for v in [0.042026631200000004_f64, 0.1 + 0.2, 1.0 / 3.0, 2.2250738585072014e-308] {
+        for v in [
+            0.042026631200000004_f64,
+            0.1 + 0.2,
+            1.0 / 3.0,
+            2.2250738585072014e-308,
+        ] {
             let text = serde_json::to_string(&v).unwrap();
             let back: f64 = serde_json::from_str(&text).unwrap();
             assert_eq!(back.to_bits(), v.to_bits(), "{text}");

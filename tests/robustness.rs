@@ -206,7 +206,11 @@ fn valid_mutants_simulate_cleanly() {
     // The quickstart with fewer training steps: 2,000 steps of flow-level collectives make
     // each simulation ~1 s in a debug build, and more steps exercise nothing new.
     let base = orrery::DEFAULT_SCENARIO.1.replace("steps 2000", "steps 50");
-    assert_ne!(base, orrery::DEFAULT_SCENARIO.1, "the quickstart's step count moved");
+    assert_ne!(
+        base,
+        orrery::DEFAULT_SCENARIO.1,
+        "the quickstart's step count moved"
+    );
     let mut rng = Rng(0xfeed_beef);
     let mut simulated = 0;
     for _ in 0..600 {

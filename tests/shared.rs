@@ -205,14 +205,19 @@ fn a_spill_and_its_restore_move_at_the_disk_bandwidth_on_the_network() {
     assert!((r.metrics.makespan - 5.0).abs() < 1e-6);
     assert!(
         r.network_models.iter().any(|m| m.on_graph
-            && m.text.starts_with("object spill w.a: to each node's spill disk (2 GB/s")),
+            && m.text
+                .starts_with("object spill w.a: to each node's spill disk (2 GB/s")),
         "{:?}",
         r.network_models
     );
     // Two outputs spilled at once share the disk: each is written at 1 GB/s (3 s).
     let two = text.replace("tasks a x 1", "tasks a x 2");
     let r = simulate(&spec(&two), &SimConfig::default());
-    assert!((r.metrics.tasks[0].run_time.mean - 4.0).abs() < 1e-6, "{:?}", r.metrics.tasks[0]);
+    assert!(
+        (r.metrics.tasks[0].run_time.mean - 4.0).abs() < 1e-6,
+        "{:?}",
+        r.metrics.tasks[0]
+    );
     assert!((r.metrics.objects.spill_time - 6.0).abs() < 1e-6);
 }
 
@@ -267,7 +272,13 @@ fn actor(name: &str, res: &str, tensor: &str) -> String {
 }
 
 /// The idle-network fixed seconds and wire seconds of `bytes` from device `src` to `dst`.
-fn parts(s: &Spec, transport: &str, src: (usize, usize), dst: (usize, usize), bytes: f64) -> (f64, f64) {
+fn parts(
+    s: &Spec,
+    transport: &str,
+    src: (usize, usize),
+    dst: (usize, usize),
+    bytes: f64,
+) -> (f64, f64) {
     let g = orrery::network::Graph::build(s);
     let p = orrery::transport::TransportParams::named(s, transport).unwrap();
     let plan = orrery::transport::plan(&g, &p, src, dst, bytes, 0).unwrap();
@@ -299,7 +310,10 @@ fn two_actor_pairs_across_one_nic_get_half_of_it_each() {
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let a = &r.metrics.actors[0];
     assert_eq!((a.calls_done, a.tensors), (1, 1));
-    assert!((a.tensor_time - (fixed + wire)).abs() < 1e-6, "{a:?} {fixed} {wire}");
+    assert!(
+        (a.tensor_time - (fixed + wire)).abs() < 1e-6,
+        "{a:?} {fixed} {wire}"
+    );
     assert!((r.metrics.makespan - (1.0 + fixed + wire)).abs() < 1e-6);
     let r = simulate(&spec(&pair_nodes("none", &two)), &SimConfig::default());
     for a in &r.metrics.actors[..2] {
@@ -331,7 +345,11 @@ fn a_tensor_inside_a_node_crosses_nvlink_and_across_nodes_the_nic() {
     let t = |s: &Spec| {
         let r = simulate(s, &SimConfig::default());
         assert!(r.violations.is_empty(), "{:?}", r.violations);
-        assert!(r.network_models.iter().all(|m| m.on_graph), "{:?}", r.network_models);
+        assert!(
+            r.network_models.iter().all(|m| m.on_graph),
+            "{:?}",
+            r.network_models
+        );
         r.metrics.actors[0].tensor_time
     };
     let (tl, tr) = (t(&local), t(&remote));
@@ -360,7 +378,13 @@ fn service_payloads_move_between_the_head_and_the_replica() {
         };
         let r = simulate(&s, &cfg);
         assert!(r.violations.is_empty(), "{:?}", r.violations);
-        assert!(r.network_models.iter().any(|m| m.on_graph && m.text.starts_with("payloads of service w.s (ingress ")), "{:?}", r.network_models);
+        assert!(
+            r.network_models
+                .iter()
+                .any(|m| m.on_graph && m.text.starts_with("payloads of service w.s (ingress ")),
+            "{:?}",
+            r.network_models
+        );
         r.metrics.services[0].latency.clone()
     };
     let s = spec(&pair_nodes("none", &svc("")));
@@ -375,10 +399,19 @@ fn service_payloads_move_between_the_head_and_the_replica() {
     let (pf, pw) = host(2e9, 1, 0);
     let one = run(&pair_nodes("none", &svc("")), vec![0.0]);
     assert_eq!(one.count, 1);
-    assert!((one.mean - (qf + qw + 1.0 + pf + pw)).abs() < 1e-6, "{one:?}");
-    let two = run(&pair_nodes("none", &svc("    batch max 2 wait 1 s\n")), vec![0.0, 0.0]);
+    assert!(
+        (one.mean - (qf + qw + 1.0 + pf + pw)).abs() < 1e-6,
+        "{one:?}"
+    );
+    let two = run(
+        &pair_nodes("none", &svc("    batch max 2 wait 1 s\n")),
+        vec![0.0, 0.0],
+    );
     assert_eq!(two.count, 2);
-    assert!((two.max - (qf + 2.0 * qw + 1.0 + pf + 2.0 * pw)).abs() < 1e-6, "{two:?}");
+    assert!(
+        (two.max - (qf + 2.0 * qw + 1.0 + pf + 2.0 * pw)).abs() < 1e-6,
+        "{two:?}"
+    );
     // A replica on the ingress node moves nothing: latency = service time.
     let local = svc("").replace("r: 1 }", "l: 1 }");
     let s = spec(&pair_nodes("none", &local));
@@ -388,7 +421,11 @@ fn service_payloads_move_between_the_head_and_the_replica() {
         ..SimConfig::default()
     };
     let r = simulate(&s, &cfg);
-    assert!((r.metrics.services[0].latency.mean - 1.0).abs() < 1e-6, "{:?}", r.metrics.services[0]);
+    assert!(
+        (r.metrics.services[0].latency.mean - 1.0).abs() < 1e-6,
+        "{:?}",
+        r.metrics.services[0]
+    );
 }
 
 #[test]
@@ -398,7 +435,9 @@ fn a_fetch_from_a_holder_that_dies_waits_for_the_rebuilt_copy() {
     // re-runs on n2 (lineage reconstruction) until 19 s, and `b` fetches the rebuilt copy from
     // n2, then runs: it cannot finish before 19 s + fetch + 1 s.
     let n = |name: &str, res: &str| {
-        format!("node {name} {{\n  cpu sockets 1, cores 8\n  memory 512 GiB\n  nic eth_100g\n  resources {{ {res}: 1 }}\n}}\n")
+        format!(
+            "node {name} {{\n  cpu sockets 1, cores 8\n  memory 512 GiB\n  nic eth_100g\n  resources {{ {res}: 1 }}\n}}\n"
+        )
     };
     let text = |retries: u32| {
         format!(
@@ -420,7 +459,10 @@ fn a_fetch_from_a_holder_that_dies_waits_for_the_rebuilt_copy() {
     let b = &r.metrics.tasks[1];
     assert_eq!(b.completed, 1);
     // Placed at 1 s; inputs again at 19 s; then the whole fetch and 1 s of work.
-    assert!((b.run_time.mean - (18.0 + fetch + 1.0)).abs() < 1e-3, "{b:?} {fetch}");
+    assert!(
+        (b.run_time.mean - (18.0 + fetch + 1.0)).abs() < 1e-3,
+        "{b:?} {fetch}"
+    );
     // Without retries the output cannot be rebuilt: at detection `b` runs without it (the
     // object counts as lost), having moved nothing from the dead node.
     let r = simulate(&spec(&text(0)), &SimConfig::default());
@@ -447,13 +489,25 @@ fn a_call_waits_for_its_receiver_to_be_placed_and_fails_when_it_is_dead() {
     let r = simulate(&s, &SimConfig::default());
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let a = &r.metrics.actors[0];
-    assert_eq!((a.calls_done, a.calls_failed, a.tensors), (2, 0, 2), "{a:?}");
+    assert_eq!(
+        (a.calls_done, a.calls_failed, a.tensors),
+        (2, 0, 2),
+        "{a:?}"
+    );
     let t = fixed + wire;
-    assert!((r.metrics.makespan - (35.0 + t + 10.0 + t)).abs() < 1e-3, "{}", r.metrics.makespan);
+    assert!(
+        (r.metrics.makespan - (35.0 + t + 10.0 + t)).abs() < 1e-3,
+        "{}",
+        r.metrics.makespan
+    );
     let r = simulate(&spec(&pair_nodes("none", &w(0))), &SimConfig::default());
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let a = &r.metrics.actors[0];
-    assert_eq!((a.calls_done, a.calls_failed, a.tensors), (0, 2, 0), "{a:?}");
+    assert_eq!(
+        (a.calls_done, a.calls_failed, a.tensors),
+        (0, 2, 0),
+        "{a:?}"
+    );
 }
 
 #[test]
@@ -475,7 +529,11 @@ fn a_tenants_transport_rules_apply_to_tensors_and_payloads() {
     let r = simulate(&s, &cfg);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert!(r.transfers.len() > 2, "{:?}", r.transfers);
-    assert!(r.transfers.iter().all(|t| t.transport == "object_store"), "{:?}", r.transfers);
+    assert!(
+        r.transfers.iter().all(|t| t.transport == "object_store"),
+        "{:?}",
+        r.transfers
+    );
     for what in ["tensor w.s to r", "payloads of service w.q"] {
         assert!(
             r.network_models.iter().any(|m| m.text.starts_with(what)

@@ -682,17 +682,29 @@ fn tensors_and_payloads_name_real_groups_and_positive_sizes() {
     };
     ok(&w("    tensor 1 GB to decode\n"));
     let out = errs(&w("    tensor 1 GB to decod\n"));
-    assert!(out.contains("no actor group `decod` in workload `w`"), "{out}");
+    assert!(
+        out.contains("no actor group `decod` in workload `w`"),
+        "{out}"
+    );
     assert!(out.contains("did you mean `decode`?"), "{out}");
     assert!(out.contains("s.orr:14:20"), "{out}");
     let out = errs(&w("    tensor 1 GB to prefill\n"));
-    assert!(out.contains("actor `prefill` sends its tensors to itself"), "{out}");
+    assert!(
+        out.contains("actor `prefill` sends its tensors to itself"),
+        "{out}"
+    );
     let out = errs(&w("    tensor 0 GB to decode\n"));
-    assert!(out.contains("a tensor size must be greater than zero"), "{out}");
+    assert!(
+        out.contains("a tensor size must be greater than zero"),
+        "{out}"
+    );
     let out = errs(&w("    tensor -1 GB to decode\n"));
     assert!(out.contains("s.orr:14:12"), "{out}");
     let out = errs(&w("    tensor 1 GB\n"));
     assert!(out.contains("to ACTOR_GROUP"), "{out}");
     let out = errs(&w("").replace("request 1 KiB", "request 0 B"));
-    assert!(out.contains("a request size must be greater than zero"), "{out}");
+    assert!(
+        out.contains("a request size must be greater than zero"),
+        "{out}"
+    );
 }

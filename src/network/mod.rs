@@ -8,5 +8,5 @@ pub mod graph;
 mod storage;
 
 pub use flows::{FlowId, FlowNet, LinkId};
-pub use storage::SPILL_DISK_BW;
 pub use graph::{Graph, LinkKind, Vertex};
+pub use storage::SPILL_DISK_BW;

@@ -104,14 +104,21 @@ impl Graph {
     /// The declared `node_local` storage target spills go to, or `None` when they go to the
     /// undeclared disk at [`SPILL_DISK_BW`].
     pub fn spill_storage(&self) -> Option<usize> {
-        if self.spill_implicit { None } else { self.spill }
+        if self.spill_implicit {
+            None
+        } else {
+            self.spill
+        }
     }
 
     /// The link of a spill from `node`'s host memory (NUMA domain 0) to its spill disk
     /// (`write`), or of a restore from the disk back to host memory.
     pub fn route_spill(&self, node: usize, write: bool) -> Option<Vec<LinkId>> {
         let storage = self.spill?;
-        let (host, disk) = (Vertex::Root { node, numa: 0 }, Vertex::Disk { node, storage });
+        let (host, disk) = (
+            Vertex::Root { node, numa: 0 },
+            Vertex::Disk { node, storage },
+        );
         let l = if write {
             self.link_between(host, disk)?
         } else {

@@ -134,7 +134,10 @@ impl Sim<'_> {
         if epoch != self.actors[a as usize].epoch {
             return;
         }
-        if self.actor_groups[self.actors[a as usize].group].tensor_to.is_some() {
+        if self.actor_groups[self.actors[a as usize].group]
+            .tensor_to
+            .is_some()
+        {
             self.send_tensor(a);
             return;
         }

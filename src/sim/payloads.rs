@@ -43,7 +43,10 @@ impl Sim<'_> {
     fn payload_transport(&mut self, sid: u32) -> (String, String) {
         let s = &self.services[sid as usize];
         let w = &self.spec.workloads[s.workload];
-        let what = format!("payloads of service {}.{}", w.name, w.services[s.index].name);
+        let what = format!(
+            "payloads of service {}.{}",
+            w.name, w.services[s.index].name
+        );
         let name = self
             .transport_override
             .clone()
@@ -76,7 +79,10 @@ impl Sim<'_> {
         }
         let (fixed, flow) = self.price_move(
             MovementKind::Payload,
-            &format!("{what} (ingress {})", self.state.nodes[self.state.head].name()),
+            &format!(
+                "{what} (ingress {})",
+                self.state.nodes[self.state.head].name()
+            ),
             &name,
             (from, 0),
             (to, 0),
@@ -84,7 +90,12 @@ impl Sim<'_> {
             bytes,
             key,
         );
-        (fixed, flow.into_iter().flat_map(|f| std::iter::repeat_n(f, n)).collect())
+        (
+            fixed,
+            flow.into_iter()
+                .flat_map(|f| std::iter::repeat_n(f, n))
+                .collect(),
+        )
     }
 
     /// Replica `r` of service `sid` took a batch that computes for `dur`: move its requests
@@ -116,7 +127,10 @@ impl Sim<'_> {
             return;
         };
         let now = self.now();
-        match self.wire.start(now, flows, Owner::Request { replica: r, epoch }) {
+        match self
+            .wire
+            .start(now, flows, Owner::Request { replica: r, epoch })
+        {
             Some(x) => {
                 self.replicas[r as usize].req_xfer = Some(x);
                 self.rearm_wire();
@@ -191,7 +205,12 @@ impl Sim<'_> {
     /// Responses reached the ingress: their requests are served.
     pub(super) fn on_responses_arrived(&mut self, id: u32) {
         let now = self.now();
-        let Some(slot) = self.responses.slots.get_mut(id as usize).and_then(Option::take) else {
+        let Some(slot) = self
+            .responses
+            .slots
+            .get_mut(id as usize)
+            .and_then(Option::take)
+        else {
             return;
         };
         self.responses.free.push(id);

@@ -25,7 +25,9 @@ impl Sim<'_> {
     fn spill_target(&self) -> String {
         let g = self.wire.graph.as_ref();
         match (g.and_then(|g| g.spill_storage()), &self.spec.cluster) {
-            (Some(s), Some(c)) => format!("the drive of node-local storage `{}`", c.storage[s].name),
+            (Some(s), Some(c)) => {
+                format!("the drive of node-local storage `{}`", c.storage[s].name)
+            }
             _ => format!(
                 "each node's spill disk ({} GB/s per direction, an assumption: no node-local storage declared)",
                 crate::network::SPILL_DISK_BW / 1e9
@@ -59,12 +61,19 @@ impl Sim<'_> {
         };
         self.store.spill_state[t as usize] = 1;
         self.store.spill_from.insert(t, now);
-        let route = self.wire.graph.as_ref().and_then(|g| g.route_spill(node, true));
+        let route = self
+            .wire
+            .graph
+            .as_ref()
+            .and_then(|g| g.route_spill(node, true));
         let Some(path) = route else {
             self.net.note(
                 MovementKind::Spill,
                 false,
-                format!("{what}: closed form (no disk route; {} GB/s)", super::objects::DISK_BW / 1e9),
+                format!(
+                    "{what}: closed form (no disk route; {} GB/s)",
+                    super::objects::DISK_BW / 1e9
+                ),
             );
             self.store.spill_state[t as usize] = 2;
             let d = secs(o / super::objects::DISK_BW).max(1);
@@ -77,7 +86,10 @@ impl Sim<'_> {
             true,
             format!("{what}: to {to} on the run's shared network"),
         );
-        match self.wire.start(now, [(path, o)], Owner::Spill { task: t, epoch }) {
+        match self
+            .wire
+            .start(now, [(path, o)], Owner::Spill { task: t, epoch })
+        {
             Some(x) => {
                 self.store.xfer.insert(t, x);
                 self.rearm_wire();
@@ -176,11 +188,17 @@ impl Sim<'_> {
             })
             .collect();
         let Some(flows) = routes else {
-            let s = parts.iter().map(|(_, b)| b / super::objects::DISK_BW).fold(0.0, f64::max);
+            let s = parts
+                .iter()
+                .map(|(_, b)| b / super::objects::DISK_BW)
+                .fold(0.0, f64::max);
             self.net.note(
                 MovementKind::Spill,
                 false,
-                format!("{what}: closed form (no disk route; {} GB/s)", super::objects::DISK_BW / 1e9),
+                format!(
+                    "{what}: closed form (no disk route; {} GB/s)",
+                    super::objects::DISK_BW / 1e9
+                ),
             );
             self.store.restore_secs += s;
             self.start_fetch(t, gi, node, units, s);
@@ -198,7 +216,10 @@ impl Sim<'_> {
             .fetch_from
             .insert(t, parts.iter().map(|(h, _)| *h as u32).collect());
         self.store.spill_from.insert(t, now);
-        match self.wire.start(now, flows, Owner::Restore { task: t, epoch }) {
+        match self
+            .wire
+            .start(now, flows, Owner::Restore { task: t, epoch })
+        {
             Some(x) => {
                 self.store.xfer.insert(t, x);
                 self.rearm_wire();

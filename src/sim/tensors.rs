@@ -96,7 +96,9 @@ impl Sim<'_> {
     fn receiver(&self, a: u32) -> Result<u32, bool> {
         let ac = &self.actors[a as usize];
         let g = &self.actor_groups[ac.group];
-        let Some(rg) = g.tensor_to else { return Err(true) };
+        let Some(rg) = g.tensor_to else {
+            return Err(true);
+        };
         let r = &self.actor_groups[rg];
         let m = u64::from(r.count.max(1));
         let calls = self.spec.workloads[g.workload].actors[g.index].calls;
@@ -160,10 +162,7 @@ impl Sim<'_> {
             && units(recv) > 0.0
             && self.node_accel[src_n].is_some()
             && self.node_accel[dst_n].is_some();
-        let (src, dst) = (
-            (src_n, sender.dev as usize),
-            (dst_n, recv.dev as usize),
-        );
+        let (src, dst) = ((src_n, sender.dev as usize), (dst_n, recv.dev as usize));
         let name = self.allowed_or_fallback(MovementKind::Tensor, tenant, name, &what);
         if let Some(log) = &mut self.transfers {
             log.push(super::TransferRecord {
@@ -173,8 +172,16 @@ impl Sim<'_> {
                 bytes,
             });
         }
-        let (fixed, flow) =
-            self.price_move(MovementKind::Tensor, &what, &name, src, dst, device, bytes, a);
+        let (fixed, flow) = self.price_move(
+            MovementKind::Tensor,
+            &what,
+            &name,
+            src,
+            dst,
+            device,
+            bytes,
+            a,
+        );
         let now = self.now();
         let ac = &mut self.actors[a as usize];
         ac.send_node = Some(dst_n);
@@ -193,7 +200,10 @@ impl Sim<'_> {
             return;
         };
         let now = self.now();
-        match self.wire.start(now, flows, Owner::Tensor { actor: a, epoch }) {
+        match self
+            .wire
+            .start(now, flows, Owner::Tensor { actor: a, epoch })
+        {
             Some(x) => {
                 self.actors[a as usize].send_xfer = Some(x);
                 self.rearm_wire();
