@@ -355,7 +355,15 @@ impl<'s> Sim<'s> {
     }
 
     fn run(&mut self) {
-        while let Some(t) = self.q.peek_time() {
+        loop {
+            let next = self.q.peek_time();
+            if self.net.rearm && next.is_none_or(|t| t > self.now()) {
+                // Every event of this time is handled: the transfers it started join the
+                // network together, and the wake-up moves to the next completion.
+                self.rearm_now();
+                continue;
+            }
+            let Some(t) = next else { break };
             if self.horizon.is_some_and(|h| t > h) {
                 break;
             }

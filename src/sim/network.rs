@@ -98,6 +98,8 @@ pub(crate) struct NetState {
     pub pending_fetch: HashMap<u32, Vec<(Vec<LinkId>, f64)>>,
     /// The wake-up event at the next flow completion, and its time.
     pub wake: Option<(crate::engine::EventId, Time)>,
+    /// The network changed since `wake` was last brought up to date.
+    pub rearm: bool,
     /// Owners of transfers completed at the last wake (reused buffer).
     done: Vec<Owner>,
 }
@@ -155,8 +157,17 @@ impl Sim<'_> {
         self.wire = Wire::new(graph);
     }
 
-    /// Keep one wake-up event at the next flow completion (call after any change).
+    /// The network changed: its wake-up event is brought up to date once this timestamp's
+    /// events are all handled ([`Sim::rearm_now`]), so the transfers started at one time join
+    /// the network together (see [`super::wire`]). Call after any change.
     pub(crate) fn rearm_wire(&mut self) {
+        self.net.rearm = true;
+    }
+
+    /// Keep one wake-up event at the next flow completion: the engine calls this when the
+    /// network changed and the clock is about to move on (or the queue ran dry).
+    pub(crate) fn rearm_now(&mut self) {
+        self.net.rearm = false;
         let next = self.wire.next_wake();
         if self.net.wake.map(|(_, t)| t) == next {
             return;
