@@ -310,3 +310,107 @@ impl Wire {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wire over bare links of these capacities (bytes per second).
+    fn wire(capacities: Vec<f64>) -> Wire {
+        Wire {
+            net: FlowNet::new(capacities),
+            ..Wire::default()
+        }
+    }
+
+    /// Transfers of various shapes over four links: (links of each flow, bytes).
+    fn transfers() -> Vec<Vec<(Vec<LinkId>, f64)>> {
+        let mut out = Vec::new();
+        for k in 0..40u32 {
+            let b = 1e6 * f64::from(1 + k % 7);
+            let mut flows = vec![(vec![(k % 4) as usize, 3], b)];
+            if k % 3 == 0 {
+                flows.push((vec![1, 2], 2.0 * b));
+            }
+            if k % 5 == 0 {
+                flows.push((vec![0], 0.0)); // nothing to move: not a flow
+            }
+            out.push(flows);
+        }
+        out
+    }
+
+    /// Every completion until the network drains: (engine time, owner) in order.
+    fn drain(w: &mut Wire) -> Vec<(Time, Owner)> {
+        let mut out = Vec::new();
+        let mut done = Vec::new();
+        while let Some(t) = w.next_wake() {
+            done.clear();
+            w.complete(t, &mut done);
+            out.extend(done.iter().map(|o| (t, *o)));
+        }
+        out
+    }
+
+    #[test]
+    fn transfers_started_at_one_time_get_the_rates_of_one_by_one_starts() {
+        let caps = vec![10e9, 4e9, 25e9, 12e9];
+        let owner = |k: usize| Owner::Fetch {
+            task: k as u32,
+            epoch: 0,
+        };
+        // One by one: each start reaches the network (next_wake flushes) before the next.
+        let mut single = wire(caps.clone());
+        let mut batched = wire(caps);
+        let mut ids = Vec::new();
+        for (k, flows) in transfers().into_iter().enumerate() {
+            let a = single.start(5, flows.clone(), owner(k));
+            single.next_wake();
+            let b = batched.start(5, flows, owner(k));
+            assert_eq!(a, b);
+            ids.push(a);
+        }
+        // All forty join in one batch here.
+        batched.next_wake();
+        assert_eq!(single.active, batched.active);
+        assert_eq!(single.peak_active, batched.peak_active);
+        assert_eq!(
+            (single.flows_started, single.bytes),
+            (batched.flows_started, batched.bytes)
+        );
+        for (a, b) in single.transfers.iter().zip(&batched.transfers) {
+            assert_eq!(a.flows, b.flows, "flow ids are those of one-by-one starts");
+            for f in &a.flows {
+                let (x, y) = (single.net.rate(*f), batched.net.rate(*f));
+                assert!((x - y).abs() <= 1e-12 * x.abs(), "{f:?}: {x} vs {y}");
+            }
+        }
+        let (s, b) = (drain(&mut single), drain(&mut batched));
+        assert_eq!(s.len(), 40);
+        assert_eq!(s, b, "same completions at the same nanoseconds in the same order");
+    }
+
+    #[test]
+    fn a_transfer_cancelled_while_staged_never_reaches_the_network() {
+        let mut w = wire(vec![1e9]);
+        let a = w.start(0, [(vec![0], 1e9)], Owner::Fetch { task: 0, epoch: 0 });
+        let b = w.start(0, [(vec![0], 1e9)], Owner::Fetch { task: 1, epoch: 0 });
+        w.cancel(0, a.expect("bytes to move"));
+        // Its slot goes to a new transfer at the same time: the cancelled flows stay out.
+        let c = w.start(0, [(vec![0], 3e9)], Owner::Fetch { task: 2, epoch: 0 });
+        assert_eq!(c, a);
+        assert!(b.is_some());
+        assert_eq!(w.start(0, [(vec![0], 0.0)], Owner::Fetch { task: 3, epoch: 0 }), None);
+        // Two flows at 0.5 GB/s: task 1 (1 GB) at 2 s; task 2 then has 2 GB left, alone at
+        // 1 GB/s: 4 s.
+        let got = drain(&mut w);
+        assert_eq!(
+            got,
+            vec![
+                (2_000_000_000, Owner::Fetch { task: 1, epoch: 0 }),
+                (4_000_000_000, Owner::Fetch { task: 2, epoch: 0 }),
+            ]
+        );
+        assert_eq!((w.active, w.peak_active), (0, 2));
+    }
+}
