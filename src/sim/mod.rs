@@ -145,6 +145,10 @@ pub(crate) enum Ev {
     FetchGo(u32, u32),
     /// A checkpoint with nothing to move is done (job, epoch, load).
     CheckpointDone(u32, u32, bool),
+    /// The run's network changed at this time: what was started joins it, and the wake-up
+    /// moves to the next completion (queued once per burst of changes, after the events
+    /// already queued for this time, so a burst of starts is one batch).
+    WireFlush,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -432,6 +436,7 @@ impl<'s> Sim<'s> {
             Ev::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
             Ev::RandomFailure(p) => self.random_failure(p as usize),
             Ev::Wire => self.on_wire(),
+            Ev::WireFlush => self.rearm_now(),
             Ev::CommStart(j, epoch) => self.on_comm_start(j, epoch),
             Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),

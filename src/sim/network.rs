@@ -98,7 +98,7 @@ pub(crate) struct NetState {
     pub pending_fetch: HashMap<u32, Vec<(Vec<LinkId>, f64)>>,
     /// The wake-up event at the next flow completion, and its time.
     pub wake: Option<(crate::engine::EventId, Time)>,
-    /// The network changed since `wake` was last brought up to date.
+    /// An [`super::Ev::WireFlush`] is queued: `wake` is brought up to date then.
     pub rearm: bool,
     /// Owners of transfers completed at the last wake (reused buffer).
     done: Vec<Owner>,
@@ -157,15 +157,22 @@ impl Sim<'_> {
         self.wire = Wire::new(graph);
     }
 
-    /// The network changed: its wake-up event is brought up to date once this timestamp's
-    /// events are all handled ([`Sim::rearm_now`]), so the transfers started at one time join
-    /// the network together (see [`super::wire`]). Call after any change.
+    /// The network changed: its wake-up event is brought up to date by an [`Ev::WireFlush`]
+    /// queued now, after the events already queued for this time, so the transfers those
+    /// start join the network together with this one (see [`super::wire`]). Call after any
+    /// change.
+    ///
+    /// [`Ev::WireFlush`]: super::Ev::WireFlush
     pub(crate) fn rearm_wire(&mut self) {
-        self.net.rearm = true;
+        if !self.net.rearm {
+            self.net.rearm = true;
+            let now = self.now();
+            self.q.at(now, super::Ev::WireFlush);
+        }
     }
 
-    /// Keep one wake-up event at the next flow completion: the engine calls this when the
-    /// network changed and the clock is about to move on (or the queue ran dry).
+    /// Keep one wake-up event at the next flow completion (putting the staged transfers on
+    /// the network first).
     pub(crate) fn rearm_now(&mut self) {
         self.net.rearm = false;
         let next = self.wire.next_wake();
@@ -196,7 +203,9 @@ impl Sim<'_> {
             }
         }
         self.net.done = done;
-        self.rearm_wire();
+        // What the owners started at this time joins now; a flush they queued finds
+        // nothing left to do.
+        self.rearm_now();
     }
 
     /// Capacities of node `n`'s links on the shared network from its failure state: scale-up

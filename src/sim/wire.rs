@@ -12,7 +12,8 @@
 //! Batching: transfers that start at one engine time are staged, not added one by one, and
 //! join the network together in one [`FlowNet::add_batch`] — one max-min refill for the lot —
 //! when anything next needs the network's state: the next wake-up ([`Wire::next_wake`], which
-//! the simulation asks once at the end of each timestamp), a completion, a cancel, a capacity
+//! the simulation asks from one flush event per burst of changes, queued at the time of the
+//! first behind the events already queued for that time), a completion, a cancel, a capacity
 //! change, or the clock moving on. Why: a producer group finishing releases its consumers at
 //! the same nanosecond, tens of thousands of fetches whose flows share the spines; added one
 //! by one, each refill re-rates every flow on the shared links, O(n²) for the burst. Why it is
