@@ -25,7 +25,10 @@
 //! are removed together too ([`FlowNet::remove_batch`]), before the staged starts join; a
 //! transfer cancelled while still staged never reaches the network. Likewise the flows that
 //! finish by one wake-up (same-sized fetches started together finish together) leave in one
-//! removal ([`FlowNet::take_finished`]), not one refill each.
+//! removal ([`FlowNet::take_finished`]), not one refill each, and their owners hear in flow-id
+//! order: to the nanosecond they finished at once. (Removed one by one, the order came out of
+//! the refills' rounding; two of the bundled scenarios, quickstart and mixed_inference, place
+//! a task differently since.)
 //!
 //! Architecture invariant: this module is the only one that adds, removes or re-rates flows
 //! of the run's network; workload modules ask it to start or cancel transfers and learn of
@@ -241,7 +244,8 @@ impl Wire {
     }
 
     /// Finish every flow done by `now`; owners of transfers whose last flow finished are
-    /// pushed to `out` in completion order (ties: flow id), for determinism.
+    /// pushed to `out` in flow-id order (they all finished at this wake-up's nanosecond),
+    /// for determinism.
     pub fn complete(&mut self, now: Time, out: &mut Vec<Owner>) {
         self.sync(now);
         self.flush();
@@ -249,7 +253,11 @@ impl Wire {
         done.clear();
         self.net.take_finished(&mut done);
         if !done.is_empty() {
-            // Flows that finish together leave together: one refill (module docs).
+            // Flows that finish together leave together: one refill (module docs). They all
+            // finished within the nanosecond before `now`, so at the engine's resolution at
+            // once: their owners hear in flow-id order, not in the order of their finish
+            // times' last bits (which rounding in the solver may reorder).
+            done.sort_unstable();
             self.net.remove_batch(&done);
         }
         for f in &done {
