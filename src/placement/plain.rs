@@ -16,9 +16,9 @@
 //! resources or liveness ([`super::ClusterState`] calls [`PlainIndex::refresh`] in each of its
 //! mutators), and debug builds compare the two at every use.
 
+use super::NodeId;
 use super::resources::Request;
 use super::state::NodeState;
-use super::NodeId;
 
 const ALIVE: u8 = 1;
 const GPU: u8 = 2;

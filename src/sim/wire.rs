@@ -143,8 +143,11 @@ impl Wire {
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         ids.extend(
-            self.net
-                .add_batch(staged.iter_mut().map(|(_, _, p, b)| (std::mem::take(p), *b))),
+            self.net.add_batch(
+                staged
+                    .iter_mut()
+                    .map(|(_, _, p, b)| (std::mem::take(p), *b)),
+            ),
         );
         for ((t, _, _, _), f) in staged.iter().zip(&ids) {
             let k = f.0 as usize;
@@ -396,7 +399,10 @@ mod tests {
         }
         let (s, b) = (drain(&mut single), drain(&mut batched));
         assert_eq!(s.len(), 40);
-        assert_eq!(s, b, "same completions at the same nanoseconds in the same order");
+        assert_eq!(
+            s, b,
+            "same completions at the same nanoseconds in the same order"
+        );
     }
 
     #[test]
@@ -409,7 +415,10 @@ mod tests {
         let c = w.start(0, [(vec![0], 3e9)], Owner::Fetch { task: 2, epoch: 0 });
         assert_eq!(c, a);
         assert!(b.is_some());
-        assert_eq!(w.start(0, [(vec![0], 0.0)], Owner::Fetch { task: 3, epoch: 0 }), None);
+        assert_eq!(
+            w.start(0, [(vec![0], 0.0)], Owner::Fetch { task: 3, epoch: 0 }),
+            None
+        );
         // Two flows at 0.5 GB/s: task 1 (1 GB) at 2 s; task 2 then has 2 GB left, alone at
         // 1 GB/s: 4 s.
         let got = drain(&mut w);
