@@ -543,4 +543,54 @@ fn a_tenants_transport_rules_apply_to_tensors_and_payloads() {
         );
     }
     assert_eq!(r.metrics.actors[0].tensors, 1);
+/// Mean seconds of the input fetches of `consumers` tasks started together on node `b`, each
+/// reading `each_gb` GB from the one producer on node `a` by RDMA host to host (CPU tasks),
+/// and how many fetches there were.
+fn same_instant_fetches(consumers: u32, each_gb: u32) -> (u64, f64) {
+    let node = |name: &str, res: &str| {
+        format!(
+            "node {name} {{\n  cpu sockets 1, cores 64\n  memory 1024 GiB\n  nic ib_ndr_400g\n  resources {{ {res} }}\n}}\n"
+        )
+    };
+    let text = format!(
+        "{}{}cluster c {{\n  rack r0 {{\n    node src x 1\n    node dst x 1\n  }}\n}}\nworkload w {{\n  tasks a x 1 {{\n    resources {{ CPU: 1, ra: 1 }}\n    duration 1 s\n    output {} GB\n  }}\n  tasks b x {consumers} after a {{\n    resources {{ CPU: 1, rb: 1 }}\n    duration 1 s\n    transport rdma\n  }}\n}}\n",
+        node("src", "ra: 1"),
+        node("dst", &format!("rb: {consumers}")),
+        consumers * each_gb
+    );
+    let r = simulate(&spec(&text), &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(
+        r.network_models
+            .iter()
+            .all(|m| m.on_graph || m.kind != orrery::sim::network::MovementKind::Fetch),
+        "{:?}",
+        r.network_models
+    );
+    let f = &r.metrics.fetches[0];
+    assert_eq!(f.remote_bytes, f64::from(consumers * each_gb) * 1e9);
+    (f.fetches, f.mean_secs)
+}
+
+#[test]
+fn fetches_starting_at_one_instant_share_their_bottleneck_exactly() {
+    // 64 consumers on node dst read 1 GB each from the producer's node src, all starting at
+    // the same nanosecond (one batch on the network, see sim::wire). Every flow crosses the
+    // same bottleneck between the two nodes, so each gets 1/64 of it and all end together:
+    // 64 GB at its capacity β after the fixed part. β and the fixed part come from one
+    // consumer alone moving 1 GB and 2 GB: fixed + 1 GB/β and fixed + 2 GB/β.
+    let (n1, one) = same_instant_fetches(1, 1);
+    let (_, two) = same_instant_fetches(1, 2);
+    let (n64, shared) = same_instant_fetches(64, 1);
+    assert_eq!((n1, n64), (1, 64));
+    let beta = 1e9 / (two - one);
+    let fixed = one - 1e9 / beta;
+    assert!(beta > 10e9 && beta <= NDR && fixed >= 0.0, "{one} {two}");
+    let expect = fixed + 64e9 / beta;
+    // Completions are rounded up to the nanosecond: `one` and `two` are each up to 1 ns
+    // late, which the 64 GB magnify to ~0.2 µs through β (a wrong share is off by far more).
+    assert!((shared - expect).abs() < 1e-6, "{shared} vs {expect}");
+    // And 64 × 1 GB at once end when one fetch of 64 GB alone would.
+    let (_, big) = same_instant_fetches(1, 64);
+    assert!((shared - big).abs() < 1e-8, "{shared} vs {big}");
 }

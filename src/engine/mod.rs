@@ -99,6 +99,12 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let key = (u128::from(at.max(self.now)) << 64) | u128::from(seq);
+        // A radix heap only takes keys no smaller than the last one settled: scheduling
+        // between a `peek_time` and the next `pop` must not go before the peeked event.
+        debug_assert!(
+            key >= self.last,
+            "event scheduled before one already peeked"
+        );
         self.buckets[bucket_of(key, self.last)].push((key, event));
         self.len += 1;
         EventId(seq)

@@ -27,6 +27,7 @@
 
 pub mod bundle;
 pub mod explain;
+mod plain;
 pub mod resources;
 pub mod state;
 pub mod task;

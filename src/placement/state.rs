@@ -332,6 +332,9 @@ pub struct ClusterState {
     /// scanning and selecting (same result; see `task::hybrid_pass`).
     pub(crate) order: BTreeSet<(u32, u32)>,
     pub(crate) buf_feasible: Vec<(f32, NodeId)>,
+    /// What the ordered walk reads of each node, dense ([`super::plain`]); refreshed by
+    /// every mutator below.
+    pub(crate) plain: super::plain::PlainIndex,
     /// Start of each tenant's entries in the flat quota tables (`quota_held` here and on
     /// every node), one entry per `TenantRules::quota` item.
     quota_off: Vec<usize>,
@@ -399,6 +402,7 @@ impl ClusterState {
             buf_avail: Vec::new(),
             order: BTreeSet::new(),
             buf_feasible: Vec::new(),
+            plain: Default::default(),
             quota_off: Vec::new(),
             quota_held: Vec::new(),
         };
@@ -673,6 +677,7 @@ impl ClusterState {
             .map(|i| (score_key(0.0), i as u32))
             .collect();
         st.alive_non_gpu = st.nodes.iter().filter(|n| !n.has_gpu).count();
+        st.plain = super::plain::PlainIndex::build(&st.nodes, n);
         st.ids = ids;
         st
     }
@@ -926,6 +931,7 @@ impl ClusterState {
         n.util = n.compute_utilization();
         let new = n.util;
         self.reorder(node, old, new);
+        self.plain.refresh(node, &self.nodes[node]);
         self.quota_account(node, &req.amounts, tenant, 1);
         Some(Allocation {
             node,
@@ -977,6 +983,7 @@ impl ClusterState {
         n.util = n.compute_utilization();
         let new = n.util;
         self.reorder(alloc.node, old, new);
+        self.plain.refresh(alloc.node, &self.nodes[alloc.node]);
         self.quota_account(alloc.node, &alloc.amounts, tenant, -1);
     }
 
@@ -998,6 +1005,8 @@ impl ClusterState {
             return;
         }
         n.alive = alive;
+        self.plain.refresh(node, &self.nodes[node]);
+        let n = &self.nodes[node];
         let key = (score_key(n.util), node as u32);
         if alive {
             self.order.insert(key);
@@ -1039,6 +1048,7 @@ impl ClusterState {
         let old = n.util;
         n.util = 0.0;
         self.reorder(node, old, 0.0);
+        self.plain.refresh(node, &self.nodes[node]);
     }
 
     /// The (resource id, instance) of a node's `device`-th device, counting the node type's
@@ -1074,6 +1084,7 @@ impl ClusterState {
         n.util = n.compute_utilization();
         let new = n.util;
         self.reorder(node, old, new);
+        self.plain.refresh(node, &self.nodes[node]);
         Some((id, k))
     }
 
@@ -1107,6 +1118,7 @@ impl ClusterState {
         n.util = n.compute_utilization();
         let new = n.util;
         self.reorder(node, old, new);
+        self.plain.refresh(node, &self.nodes[node]);
         true
     }
 

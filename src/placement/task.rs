@@ -239,9 +239,22 @@ fn hybrid_pass(
         // available prefix, and only runs on to the end (to learn m) when it does not.
         let mut picked = None;
         let mut r0 = None;
+        // Most requests are plain: their resource check reads the dense mirror, not the
+        // nodes ([`super::plain`]); the rules are checked only when the request has any.
+        let plain = st.plain.plain(t.request);
+        let ruled = !t.label_selector.is_empty() || t.tenant.is_some();
+        let non_gpu = filter == NodeFilter::NonGpu;
         for &(key, id) in &st.order {
             let i = id as usize;
-            if !(pass(st, i) && available(st, i, t)) {
+            let ok = if plain {
+                let fast = st.plain.fits(i, t.request, non_gpu)
+                    && (!ruled || (candidate(st, i, t) && available(st, i, t)));
+                debug_assert_eq!(fast, pass(st, i) && available(st, i, t), "node {i}");
+                fast
+            } else {
+                pass(st, i) && available(st, i, t)
+            };
+            if !ok {
                 continue;
             }
             if avail.is_empty() && pref_avail && pref_score <= f32::from_bits(key) {

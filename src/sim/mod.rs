@@ -155,6 +155,10 @@ pub(crate) enum Ev {
     RequestGo(u32, u32),
     /// A finished batch's responses have paid their fixed part (response slot).
     ResponseGo(u32),
+    /// The run's network changed at this time: what was started joins it, and the wake-up
+    /// moves to the next completion (queued once per burst of changes, after the events
+    /// already queued for this time, so a burst of starts is one batch).
+    WireFlush,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -368,7 +372,15 @@ impl<'s> Sim<'s> {
     }
 
     fn run(&mut self) {
-        while let Some(t) = self.q.peek_time() {
+        loop {
+            let next = self.q.peek_time();
+            if self.net.rearm && next.is_none_or(|t| t > self.now()) {
+                // Every event of this time is handled: the transfers it started join the
+                // network together, and the wake-up moves to the next completion.
+                self.rearm_now();
+                continue;
+            }
+            let Some(t) = next else { break };
             if self.horizon.is_some_and(|h| t > h) {
                 break;
             }
@@ -437,6 +449,7 @@ impl<'s> Sim<'s> {
             Ev::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
             Ev::RandomFailure(p) => self.random_failure(p as usize),
             Ev::Wire => self.on_wire(),
+            Ev::WireFlush => self.rearm_now(),
             Ev::CommStart(j, epoch) => self.on_comm_start(j, epoch),
             Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),

@@ -109,6 +109,8 @@ pub(crate) struct NetState {
     pub await_inputs: std::collections::BTreeSet<u32>,
     /// The wake-up event at the next flow completion, and its time.
     pub wake: Option<(crate::engine::EventId, Time)>,
+    /// An [`super::Ev::WireFlush`] is queued: `wake` is brought up to date then.
+    pub rearm: bool,
     /// Owners of transfers completed at the last wake (reused buffer).
     done: Vec<Owner>,
 }
@@ -166,8 +168,24 @@ impl Sim<'_> {
         self.wire = Wire::new(graph);
     }
 
-    /// Keep one wake-up event at the next flow completion (call after any change).
+    /// The network changed: its wake-up event is brought up to date by an [`Ev::WireFlush`]
+    /// queued now, after the events already queued for this time, so the transfers those
+    /// start join the network together with this one (see [`super::wire`]). Call after any
+    /// change.
+    ///
+    /// [`Ev::WireFlush`]: super::Ev::WireFlush
     pub(crate) fn rearm_wire(&mut self) {
+        if !self.net.rearm {
+            self.net.rearm = true;
+            let now = self.now();
+            self.q.at(now, super::Ev::WireFlush);
+        }
+    }
+
+    /// Keep one wake-up event at the next flow completion (putting the staged transfers on
+    /// the network first).
+    pub(crate) fn rearm_now(&mut self) {
+        self.net.rearm = false;
         let next = self.wire.next_wake();
         if self.net.wake.map(|(_, t)| t) == next {
             return;
@@ -201,7 +219,9 @@ impl Sim<'_> {
             }
         }
         self.net.done = done;
-        self.rearm_wire();
+        // What the owners started at this time joins now; a flush they queued finds
+        // nothing left to do.
+        self.rearm_now();
     }
 
     /// Capacities of node `n`'s links on the shared network from its failure state: scale-up

@@ -97,8 +97,12 @@ impl Sim<'_> {
         let mut ex = Explain {
             candidates: Vec::new(),
         };
+        // The item's name is formatted only when an explanation is asked for.
         let want_explain = self.explain.is_none()
-            && self.explain_target.as_deref() == Some(self.item_name(w).as_str());
+            && self
+                .explain_target
+                .as_deref()
+                .is_some_and(|target| target == self.item_name(w));
         let tr = TaskRequest {
             request: &request,
             strategy,

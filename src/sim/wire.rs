@@ -9,6 +9,27 @@
 //! moved; it may end up to 1 ns late). A transfer is a set of flows started together; it
 //! completes when its last flow does, and its owner is told.
 //!
+//! Batching: transfers that start at one engine time are staged, not added one by one, and
+//! join the network together in one [`FlowNet::add_batch`] — one max-min refill for the lot —
+//! when anything next needs the network's state: the next wake-up ([`Wire::next_wake`], which
+//! the simulation asks from one flush event per burst of changes, queued at the time of the
+//! first behind the events already queued for that time), a completion, a cancel, a capacity
+//! change, or the clock moving on. Why: a producer group finishing releases its consumers at
+//! the same nanosecond, tens of thousands of fetches whose flows share the spines; added one
+//! by one, each refill re-rates every flow on the shared links, O(n²) for the burst. Why it is
+//! exact: nothing observes the network between two starts at the same time (no bytes move in
+//! zero time, and every reader flushes first), and the max-min allocation of the final set of
+//! flows is unique whatever order they arrive in, so every flow gets the rate it would have
+//! got added alone; flows join in the order they were started, so their ids — which break
+//! completion ties — are those of one-by-one adding. Cancels of flows already on the network
+//! are removed together too ([`FlowNet::remove_batch`]), before the staged starts join; a
+//! transfer cancelled while still staged never reaches the network. Likewise the flows that
+//! finish by one wake-up (same-sized fetches started together finish together) leave in one
+//! removal ([`FlowNet::take_finished`]), not one refill each, and their owners hear in flow-id
+//! order: to the nanosecond they finished at once. (Removed one by one, the order came out of
+//! the refills' rounding; two of the bundled scenarios, quickstart and mixed_inference, place
+//! a task differently since.)
+//!
 //! Architecture invariant: this module is the only one that adds, removes or re-rates flows
 //! of the run's network; workload modules ask it to start or cancel transfers and learn of
 //! completions through [`Wire::complete`]. It knows nothing of tasks, jobs or tenants beyond
@@ -48,9 +69,17 @@ struct Transfer {
     owner: Owner,
     /// Flows not yet finished.
     left: u32,
+    /// Its flows on the network (empty while they are staged).
     flows: Vec<FlowId>,
     live: bool,
+    /// Bumped each time the slot is reused, so staged flows of a cancelled transfer whose
+    /// slot went to a new one are recognised as stale.
+    generation: u32,
 }
+
+/// A flow started at the network's clock and not yet on the network: (transfer, its
+/// generation, path, bytes).
+type Staged = (u32, u32, Vec<LinkId>, f64);
 
 #[derive(Default)]
 pub(crate) struct Wire {
@@ -62,6 +91,13 @@ pub(crate) struct Wire {
     of_flow: Vec<u32>,
     transfers: Vec<Transfer>,
     free: Vec<u32>,
+    /// Flows started at `clock` that join the network at the next flush, in start order.
+    staged: Vec<Staged>,
+    /// Flows of transfers cancelled at `clock`, leaving the network at the next flush.
+    doomed: Vec<FlowId>,
+    /// Ids of the last flush's batch, or of the flows the last completion finished (reused
+    /// buffer).
+    ids: Vec<FlowId>,
     /// Bytes started and flows started over the run (metrics).
     pub bytes: f64,
     pub flows_started: u64,
@@ -85,16 +121,63 @@ impl Wire {
         }
     }
 
-    /// Advance the flows to engine time `now`.
+    /// Advance the flows to engine time `now`, flushing what was staged at the old time
+    /// first (it started then).
     fn sync(&mut self, now: Time) {
         if now > self.clock {
+            self.flush();
             self.net.advance((now - self.clock) as f64 / 1e9);
             self.clock = now;
         }
     }
 
-    /// Start `flows` (path, bytes) together for `owner`. `None` when there is nothing to move
-    /// (no flows, or no bytes): the caller treats the transfer as done now.
+    /// Put the staged changes on the network: cancelled flows leave in one removal, then the
+    /// staged flows join in one batch, in start order (module docs: why this is exact).
+    fn flush(&mut self) {
+        if !self.doomed.is_empty() {
+            self.net.remove_batch(&self.doomed);
+            self.doomed.clear();
+        }
+        if self.staged.is_empty() {
+            return;
+        }
+        let transfers = &self.transfers;
+        let current = |t: u32, generation: u32| {
+            let tr = &transfers[t as usize];
+            tr.live && tr.generation == generation
+        };
+        self.staged.retain(|(t, g, _, _)| current(*t, *g));
+        if self.staged.is_empty() {
+            return;
+        }
+        let mut staged = std::mem::take(&mut self.staged);
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        ids.extend(
+            self.net.add_batch(
+                staged
+                    .iter_mut()
+                    .map(|(_, _, p, b)| (std::mem::take(p), *b)),
+            ),
+        );
+        for ((t, _, _, _), f) in staged.iter().zip(&ids) {
+            let k = f.0 as usize;
+            if self.of_flow.len() <= k {
+                self.of_flow.resize(k + 1, NO_TRANSFER);
+            }
+            self.of_flow[k] = *t;
+            self.transfers[*t as usize].flows.push(*f);
+        }
+        self.active += ids.len();
+        self.peak_active = self.peak_active.max(self.active);
+        staged.clear();
+        self.staged = staged;
+        self.ids = ids;
+    }
+
+    /// Start `flows` (path, bytes) together for `owner`; they are staged and join the
+    /// network with every other transfer started at `now` (module docs). `None` when there
+    /// is nothing to move (no flows, or no bytes): the caller treats the transfer as done now.
     pub fn start(
         &mut self,
         now: Time,
@@ -102,43 +185,48 @@ impl Wire {
         owner: Owner,
     ) -> Option<TransferId> {
         self.sync(now);
-        let batch: Vec<(Vec<LinkId>, f64)> = flows.into_iter().filter(|(_, b)| *b > 0.0).collect();
-        if batch.is_empty() {
+        let before = self.staged.len();
+        let mut bytes = 0.0;
+        for (path, b) in flows {
+            if b > 0.0 {
+                bytes += b;
+                self.staged.push((NO_TRANSFER, 0, path, b));
+            }
+        }
+        let n = self.staged.len() - before;
+        if n == 0 {
             return None;
         }
-        self.bytes += batch.iter().map(|(_, b)| b).sum::<f64>();
-        let n = batch.len();
-        let ids = self.net.add_batch(batch);
+        self.bytes += bytes;
         self.flows_started += n as u64;
-        self.active += n;
-        self.peak_active = self.peak_active.max(self.active);
-        let t = Transfer {
-            owner,
-            left: n as u32,
-            flows: ids,
-            live: true,
-        };
         let id = match self.free.pop() {
             Some(i) => {
-                self.transfers[i as usize] = t;
+                let tr = &mut self.transfers[i as usize];
+                tr.generation = tr.generation.wrapping_add(1);
+                (tr.owner, tr.left, tr.live) = (owner, n as u32, true);
+                tr.flows.clear();
                 i
             }
             None => {
-                self.transfers.push(t);
+                self.transfers.push(Transfer {
+                    owner,
+                    left: n as u32,
+                    flows: Vec::new(),
+                    live: true,
+                    generation: 0,
+                });
                 (self.transfers.len() - 1) as u32
             }
         };
-        for f in &self.transfers[id as usize].flows {
-            let k = f.0 as usize;
-            if self.of_flow.len() <= k {
-                self.of_flow.resize(k + 1, NO_TRANSFER);
-            }
-            self.of_flow[k] = id;
+        let generation = self.transfers[id as usize].generation;
+        for s in &mut self.staged[before..] {
+            (s.0, s.1) = (id, generation);
         }
         Some(TransferId(id))
     }
 
-    /// Stop a transfer (its owner was killed or restarted); its flows leave the network.
+    /// Stop a transfer (its owner was killed or restarted); its flows leave the network with
+    /// the other changes at this time (or, still staged, never join it).
     pub fn cancel(&mut self, now: Time, t: TransferId) {
         self.sync(now);
         let Some(tr) = self.transfers.get_mut(t.0 as usize) else {
@@ -148,11 +236,10 @@ impl Wire {
             return;
         }
         tr.live = false;
-        let flows = std::mem::take(&mut tr.flows);
-        for f in &flows {
+        for f in tr.flows.drain(..) {
             if self.of_flow.get(f.0 as usize) == Some(&t.0) {
                 self.of_flow[f.0 as usize] = NO_TRANSFER;
-                self.net.remove(*f);
+                self.doomed.push(f);
                 self.active -= 1;
             }
         }
@@ -162,6 +249,7 @@ impl Wire {
     /// Change a link's capacity now (failures, degradation, repair).
     pub fn set_capacity(&mut self, now: Time, l: LinkId, capacity: f64) {
         self.sync(now);
+        self.flush();
         self.net.set_capacity(l, capacity);
     }
 
@@ -170,14 +258,23 @@ impl Wire {
     }
 
     /// Finish every flow done by `now`; owners of transfers whose last flow finished are
-    /// pushed to `out` in completion order (ties: flow id), for determinism.
+    /// pushed to `out` in flow-id order (they all finished at this wake-up's nanosecond),
+    /// for determinism.
     pub fn complete(&mut self, now: Time, out: &mut Vec<Owner>) {
         self.sync(now);
-        while let Some((f, dt)) = self.net.next_completion() {
-            if dt > 0.0 {
-                break;
-            }
-            self.net.remove(f);
+        self.flush();
+        let mut done = std::mem::take(&mut self.ids);
+        done.clear();
+        self.net.take_finished(&mut done);
+        if !done.is_empty() {
+            // Flows that finish together leave together: one refill (module docs). They all
+            // finished within the nanosecond before `now`, so at the engine's resolution at
+            // once: their owners hear in flow-id order, not in the order of their finish
+            // times' last bits (which rounding in the solver may reorder).
+            done.sort_unstable();
+            self.net.remove_batch(&done);
+        }
+        for f in &done {
             self.active -= 1;
             let t = self
                 .of_flow
@@ -197,11 +294,13 @@ impl Wire {
                 self.free.push(t);
             }
         }
+        self.ids = done;
     }
 
     /// Owners of live transfers with a flow that cannot move (a link on its path has no
     /// capacity: a NIC went down), in transfer order.
-    pub fn stalled(&self) -> Vec<(TransferId, Owner)> {
+    pub fn stalled(&mut self) -> Vec<(TransferId, Owner)> {
+        self.flush();
         self.transfers
             .iter()
             .enumerate()
@@ -219,8 +318,10 @@ impl Wire {
             .collect()
     }
 
-    /// Engine time of the next flow completion (rounded up to the ns), if any flow moves.
+    /// Engine time of the next flow completion (rounded up to the ns), if any flow moves;
+    /// puts what was staged on the network first.
     pub fn next_wake(&mut self) -> Option<Time> {
+        self.flush();
         let (_, dt) = self.net.next_completion()?;
         if !dt.is_finite() {
             return None;
@@ -230,5 +331,115 @@ impl Wire {
             self.clock
                 .saturating_add(if ns >= 1.0 { ns as Time } else { 0 }),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wire over bare links of these capacities (bytes per second).
+    fn wire(capacities: Vec<f64>) -> Wire {
+        Wire {
+            net: FlowNet::new(capacities),
+            ..Wire::default()
+        }
+    }
+
+    /// Transfers of various shapes over four links: (links of each flow, bytes).
+    fn transfers() -> Vec<Vec<(Vec<LinkId>, f64)>> {
+        let mut out = Vec::new();
+        for k in 0..40u32 {
+            let b = 1e6 * f64::from(1 + k % 7);
+            let mut flows = vec![(vec![(k % 4) as usize, 3], b)];
+            if k % 3 == 0 {
+                flows.push((vec![1, 2], 2.0 * b));
+            }
+            if k % 5 == 0 {
+                flows.push((vec![0], 0.0)); // nothing to move: not a flow
+            }
+            out.push(flows);
+        }
+        out
+    }
+
+    /// Every completion until the network drains: (engine time, owner) in order.
+    fn drain(w: &mut Wire) -> Vec<(Time, Owner)> {
+        let mut out = Vec::new();
+        let mut done = Vec::new();
+        while let Some(t) = w.next_wake() {
+            done.clear();
+            w.complete(t, &mut done);
+            out.extend(done.iter().map(|o| (t, *o)));
+        }
+        out
+    }
+
+    #[test]
+    fn transfers_started_at_one_time_get_the_rates_of_one_by_one_starts() {
+        let caps = vec![10e9, 4e9, 25e9, 12e9];
+        let owner = |k: usize| Owner::Fetch {
+            task: k as u32,
+            epoch: 0,
+        };
+        // One by one: each start reaches the network (next_wake flushes) before the next.
+        let mut single = wire(caps.clone());
+        let mut batched = wire(caps);
+        let mut ids = Vec::new();
+        for (k, flows) in transfers().into_iter().enumerate() {
+            let a = single.start(5, flows.clone(), owner(k));
+            single.next_wake();
+            let b = batched.start(5, flows, owner(k));
+            assert_eq!(a, b);
+            ids.push(a);
+        }
+        // All forty join in one batch here.
+        batched.next_wake();
+        assert_eq!(single.active, batched.active);
+        assert_eq!(single.peak_active, batched.peak_active);
+        assert_eq!(
+            (single.flows_started, single.bytes),
+            (batched.flows_started, batched.bytes)
+        );
+        for (a, b) in single.transfers.iter().zip(&batched.transfers) {
+            assert_eq!(a.flows, b.flows, "flow ids are those of one-by-one starts");
+            for f in &a.flows {
+                let (x, y) = (single.net.rate(*f), batched.net.rate(*f));
+                assert!((x - y).abs() <= 1e-12 * x.abs(), "{f:?}: {x} vs {y}");
+            }
+        }
+        let (s, b) = (drain(&mut single), drain(&mut batched));
+        assert_eq!(s.len(), 40);
+        assert_eq!(
+            s, b,
+            "same completions at the same nanoseconds in the same order"
+        );
+    }
+
+    #[test]
+    fn a_transfer_cancelled_while_staged_never_reaches_the_network() {
+        let mut w = wire(vec![1e9]);
+        let a = w.start(0, [(vec![0], 1e9)], Owner::Fetch { task: 0, epoch: 0 });
+        let b = w.start(0, [(vec![0], 1e9)], Owner::Fetch { task: 1, epoch: 0 });
+        w.cancel(0, a.expect("bytes to move"));
+        // Its slot goes to a new transfer at the same time: the cancelled flows stay out.
+        let c = w.start(0, [(vec![0], 3e9)], Owner::Fetch { task: 2, epoch: 0 });
+        assert_eq!(c, a);
+        assert!(b.is_some());
+        assert_eq!(
+            w.start(0, [(vec![0], 0.0)], Owner::Fetch { task: 3, epoch: 0 }),
+            None
+        );
+        // Two flows at 0.5 GB/s: task 1 (1 GB) at 2 s; task 2 then has 2 GB left, alone at
+        // 1 GB/s: 4 s.
+        let got = drain(&mut w);
+        assert_eq!(
+            got,
+            vec![
+                (2_000_000_000, Owner::Fetch { task: 1, epoch: 0 }),
+                (4_000_000_000, Owner::Fetch { task: 2, epoch: 0 }),
+            ]
+        );
+        assert_eq!((w.active, w.peak_active), (0, 2));
     }
 }

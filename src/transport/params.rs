@@ -372,8 +372,7 @@ impl TransportParams {
     ) -> Self {
         let profile_of = |node: usize| {
             let c = spec.cluster.as_ref()?;
-            let n = c.nodes().nth(node)?;
-            let nt = spec.node_types.get(n.node_type)?;
+            let nt = spec.node_types.get(c.node_type_at(node)?)?;
             let acc = spec.accelerators.get(&nt.devices.first()?.accelerator)?;
             let name = acc.profile.as_ref()?;
             Some((name.as_str(), spec.profiles.get(name)?))

@@ -343,6 +343,22 @@ impl FlowNet {
         None
     }
 
+    /// Every flow done by now at current rates — those [`FlowNet::next_completion`] would
+    /// report with 0 s one after another — pushed to `out` in finish order (ties: lowest id)
+    /// and taken off the finish queue, for the caller to remove together with
+    /// [`FlowNet::remove_batch`]: one recomputation for flows that finish together instead of
+    /// one each (removing them one by one leaves the others' remaining bytes, so which are
+    /// done, unchanged). A flow taken here and not removed never completes.
+    pub fn take_finished(&mut self, out: &mut Vec<FlowId>) {
+        while let Some((f, dt)) = self.next_completion() {
+            if dt > 0.0 {
+                break;
+            }
+            self.finishes.pop();
+            out.push(f);
+        }
+    }
+
     /// Bytes a flow has left now.
     fn left_of(&self, f: &Flow) -> f64 {
         if f.rate.is_infinite() {
