@@ -543,6 +543,8 @@ fn a_tenants_transport_rules_apply_to_tensors_and_payloads() {
         );
     }
     assert_eq!(r.metrics.actors[0].tensors, 1);
+}
+
 /// Mean seconds of the input fetches of `consumers` tasks started together on node `b`, each
 /// reading `each_gb` GB from the one producer on node `a` by RDMA host to host (CPU tasks),
 /// and how many fetches there were.
