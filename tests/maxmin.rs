@@ -324,7 +324,6 @@ fn reference(caps: &[f64], paths: &[Vec<usize>]) -> Vec<f64> {
     rate
 }
 
-
 /// The solver's incremental bookkeeping agrees with its flows: each link's load is the exact
 #[test]
 fn dense_identical_paths_and_capacity_changes_match_the_reference() {
@@ -341,8 +340,9 @@ fn dense_identical_paths_and_capacity_changes_match_the_reference() {
         let shapes: Vec<Vec<usize>> = (0..2 + rng(&mut s) % 6)
             .map(|_| {
                 let len = 1 + (rng(&mut s) % 4) as usize;
-                let mut p: Vec<usize> =
-                    (0..len).map(|_| (rng(&mut s) % links as u64) as usize).collect();
+                let mut p: Vec<usize> = (0..len)
+                    .map(|_| (rng(&mut s) % links as u64) as usize)
+                    .collect();
                 if !rng(&mut s).is_multiple_of(8) {
                     p.sort_unstable();
                     p.dedup();
@@ -395,7 +395,11 @@ fn dense_identical_paths_and_capacity_changes_match_the_reference() {
                     let dt = (rng(&mut s) % 100) as f64 / 100.0;
                     n.advance(dt);
                     for (x, r) in live.iter_mut().zip(rates) {
-                        x.2 = if r.is_infinite() { 0.0 } else { (x.2 - r * dt).max(0.0) };
+                        x.2 = if r.is_infinite() {
+                            0.0
+                        } else {
+                            (x.2 - r * dt).max(0.0)
+                        };
                     }
                 }
                 _ => {
@@ -408,7 +412,10 @@ fn dense_identical_paths_and_capacity_changes_match_the_reference() {
             let rates = reference(&caps, &want);
             for ((f, p, left), r) in live.iter().zip(&rates) {
                 let got = n.rate(*f);
-                assert!(close(got, *r), "case {case} step {step}: {got} vs {r} on {p:?}");
+                assert!(
+                    close(got, *r),
+                    "case {case} step {step}: {got} vs {r} on {p:?}"
+                );
                 if p.iter().any(|&l| caps[l] == 0.0) {
                     assert_eq!(got, 0.0, "case {case} step {step}: a cut flow must stall");
                 }

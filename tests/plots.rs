@@ -281,10 +281,12 @@ fn cdf_uses_log_scale_for_long_tails_only() {
     let stem = d.join("cdf");
     let sets = vec![
         SampleSet {
+            whole: None,
             label: "object store".into(),
             values: long_tail(20_000, 1),
         },
         SampleSet {
+            whole: None,
             label: "nccl".into(),
             values: long_tail(5_000, 2).iter().map(|v| v / 3.0).collect(),
         },
@@ -305,6 +307,7 @@ fn cdf_uses_log_scale_for_long_tails_only() {
 
     let stem = d.join("narrow");
     let narrow = [SampleSet {
+        whole: None,
         label: "steady".into(),
         values: (0..100).map(|i| 10.0 + i as f64 * 0.1).collect(),
     }];
@@ -317,6 +320,7 @@ fn cdf_uses_log_scale_for_long_tails_only() {
 fn cdf_degenerate_input_plots_or_errors_clearly() {
     let d = dir("cdf-bad");
     let one = [SampleSet {
+        whole: None,
         label: "one".into(),
         values: vec![4.2],
     }];
@@ -328,10 +332,12 @@ fn cdf_degenerate_input_plots_or_errors_clearly() {
     );
     let same = [
         SampleSet {
+            whole: None,
             label: "same".into(),
             values: vec![0.0; 10],
         },
         SampleSet {
+            whole: None,
             label: "empty".into(),
             values: vec![],
         },
@@ -345,6 +351,7 @@ fn cdf_degenerate_input_plots_or_errors_clearly() {
     let e = cdf(&d.join("none"), "x", "latency", "s", &[]).unwrap_err();
     assert!(e.contains("no samples"), "{e}");
     let nan = [SampleSet {
+        whole: None,
         label: "nan".into(),
         values: vec![1.0, f64::NAN],
     }];
@@ -708,6 +715,7 @@ fn missing_folders_are_created_and_impossible_ones_reported() {
         "l",
         "s",
         &[SampleSet {
+            whole: None,
             label: "a".into(),
             values: vec![1.0],
         }],
@@ -722,6 +730,7 @@ fn rewriting_a_plot_replaces_it_whole() {
     let stem = d.join("p");
     let data = |label: &str| {
         vec![SampleSet {
+            whole: None,
             label: label.into(),
             values: vec![1.0, 2.0, 3.0],
         }]
@@ -731,4 +740,27 @@ fn rewriting_a_plot_replaces_it_whole() {
     let (_, svg) = check(&paths, &stem, &["Second"]);
     assert!(!svg.contains("First"));
     assert_eq!(files_in(&d), ["p.png", "p.svg"]);
+}
+
+/// A run keeps at most 4,096 samples per metric for drawing; the legend states the whole set's
+/// size and exact quantiles (given with the samples), and how many were drawn.
+#[test]
+fn cdf_legend_counts_every_sample_not_only_those_drawn() {
+    let d = dir("cdf-whole");
+    let stem = d.join("whole");
+    let sets = [SampleSet {
+        whole: Some(orrery::plot::Whole {
+            count: 72_058,
+            p50: 0.25,
+            p99: 1.5,
+        }),
+        label: "chat".into(),
+        values: (0..4096).map(|i| 0.1 + i as f64 * 1e-4).collect(),
+    }];
+    let paths = cdf(&stem, "Latency", "latency", "s", &sets).unwrap();
+    let (_, svg) = check(&paths, &stem, &["chat (n=72058", "4096 drawn"]);
+    assert!(
+        !svg.contains("n=4096"),
+        "the legend counts the drawn samples"
+    );
 }

@@ -155,6 +155,7 @@ pub fn latency_sets(r: &RunResult) -> (Vec<SampleSet>, Vec<SampleSet>) {
         .map(|t| SampleSet {
             label: format!("{}.{}", t.workload, t.name),
             values: t.queueing_samples.clone(),
+            whole: whole(&t.queueing_delay),
         })
         .collect();
     let lat = r
@@ -165,9 +166,20 @@ pub fn latency_sets(r: &RunResult) -> (Vec<SampleSet>, Vec<SampleSet>) {
         .map(|s| SampleSet {
             label: format!("{}.{}", s.workload, s.name),
             values: s.latency_samples.clone(),
+            whole: whole(&s.latency),
         })
         .collect();
     (queue, lat)
+}
+
+/// The legend's count and quantiles: those of every sample the run saw, not of the at most
+/// `MAX_SAMPLES` it kept for drawing.
+fn whole(s: &crate::sim::metrics::Stats) -> Option<crate::plot::Whole> {
+    Some(crate::plot::Whole {
+        count: s.count,
+        p50: s.p50,
+        p99: s.p99,
+    })
 }
 
 /// The scenario's short name (file stem) for titles.

@@ -117,6 +117,7 @@ pub fn cdf_data(r: &SweepResult, k: usize) -> Vec<SampleSet> {
         .iter()
         .map(|c| SampleSet {
             label: cell_label(&c.params),
+            whole: None,
             values: r
                 .runs
                 .iter()

@@ -21,6 +21,18 @@ pub struct SampleSet {
     pub label: String,
     /// The samples, any order.
     pub values: Vec<f64>,
+    /// When `values` is a bounded sample of a larger set (runs keep at most
+    /// `sim::metrics::MAX_SAMPLES` per metric), the whole set's size and exact quantiles, so
+    /// the legend states those and not the sample's; `None`: `values` is the whole set.
+    pub whole: Option<Whole>,
+}
+
+/// A sample set's true size and exact median and 99th percentile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Whole {
+    pub count: u64,
+    pub p50: f64,
+    pub p99: f64,
 }
 
 /// The value at quantile `q` (nearest rank) of sorted, non-empty `v`.
@@ -50,9 +62,12 @@ pub fn cdf(
         }
         let mut v = s.values.clone();
         v.sort_by(f64::total_cmp);
-        sorted.push((s.label.clone(), v));
+        sorted.push((s.label.clone(), v, s.whole));
     }
-    let mut all: Vec<f64> = sorted.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+    let mut all: Vec<f64> = sorted
+        .iter()
+        .flat_map(|(_, v, _)| v.iter().copied())
+        .collect();
     if all.is_empty() {
         return Err("cdf: no samples to plot".into());
     }
@@ -80,7 +95,7 @@ pub fn cdf(
 struct Cdf {
     title: String,
     x_desc: String,
-    sets: Vec<(String, Vec<f64>)>,
+    sets: Vec<(String, Vec<f64>, Option<Whole>)>,
     log: bool,
     min: f64,
     max: f64,
@@ -113,7 +128,7 @@ impl Cdf {
             .label_style(tick_font())
             .draw()
             .map_err(&e)?;
-        for (i, (_, v)) in self.sets.iter().enumerate() {
+        for (i, (_, v, _)) in self.sets.iter().enumerate() {
             if v.is_empty() {
                 continue;
             }
@@ -158,8 +173,20 @@ impl Figure for Cdf {
             .sets
             .iter()
             .enumerate()
-            .map(|(i, (l, v))| {
-                let text = if v.is_empty() {
+            .map(|(i, (l, v, whole))| {
+                let text = if let Some(w) = whole.filter(|w| w.count > 0) {
+                    let drawn = if (v.len() as u64) < w.count {
+                        format!("; {} drawn", v.len())
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "{l} (n={}, p50={}, p99={}{drawn})",
+                        w.count,
+                        fmt_num(w.p50),
+                        fmt_num(w.p99),
+                    )
+                } else if v.is_empty() {
                     format!("{l} (no samples)")
                 } else {
                     format!(

@@ -24,7 +24,7 @@ pub mod transports;
 pub mod util;
 
 pub use bars::{Bar, MetricBars, comparison};
-pub use cdf::{SampleSet, cdf};
+pub use cdf::{SampleSet, Whole, cdf};
 pub use drill::{DrillSeed, Recovery, drill};
 pub use heatmap::{Heatmap, heatmap};
 pub use timeline::{MAX_TIMELINE_ROWS, Span, SpanKind, TimelineRow, timeline};
