@@ -569,18 +569,17 @@ struct RunChoices<'a> {
 /// `--failures NAME`: a `failures` block the scenario names (else exit 2, naming them).
 fn failure_block(spec: &orrery::spec::Spec, name: Option<&str>) -> Result<Option<String>, String> {
     let Some(name) = name else { return Ok(None) };
-    let names: Vec<&str> = spec
-        .failures
-        .iter()
-        .filter_map(|f| f.name.as_deref())
+    let names: Vec<String> = orrery::drill::variants(spec)
+        .into_iter()
+        .flatten()
         .collect();
-    if names.contains(&name) {
+    if names.iter().any(|n| n == name) {
         return Ok(Some(name.to_string()));
     }
     Err(if names.is_empty() {
         format!("--failures {name}: the scenario has no named `failures` block")
     } else {
-        let hint = diag::did_you_mean(name, names.iter().copied())
+        let hint = diag::did_you_mean(name, names.iter().map(String::as_str))
             .map(|h| format!("; {h}"))
             .unwrap_or_default();
         format!(

@@ -284,9 +284,8 @@ fn simultaneous_finishes_leave_together() {
     assert_eq!(n.active().count(), 1);
 }
 
-// The independent reference and the dense random test below came with a solver rewrite
-// (per-link bookkeeping) that was reverted for being slower on the contention bench; the
-// checks stand on their own: textbook progressive filling against the incremental solver.
+// An independent check: textbook progressive filling, recomputed from scratch, against the
+// incremental solver on dense random cases.
 
 /// Max-min rates by textbook progressive filling: raise every unfrozen flow together, freeze
 /// the flows of each link that fills, repeat. A path may repeat a link (it then loads it as

@@ -61,18 +61,7 @@ impl Graph {
                     if self.spill.is_none() {
                         self.spill = Some(index);
                     }
-                    for node in 0..self.nodes() {
-                        self.link(
-                            Vertex::Root { node, numa: 0 },
-                            Vertex::Disk {
-                                node,
-                                storage: index,
-                            },
-                            bw,
-                            LinkKind::Storage,
-                            latency,
-                        );
-                    }
+                    self.node_disks(index, bw, latency);
                 }
             }
         }
@@ -87,6 +76,11 @@ impl Graph {
         let index = c.storage.len();
         self.spill_implicit = true;
         self.spill = Some(index);
+        self.node_disks(index, SPILL_DISK_BW, 0.0);
+    }
+
+    /// A drive on every node, behind its host memory (NUMA domain 0): storage target `index`.
+    fn node_disks(&mut self, index: usize, bw: f64, latency: f64) {
         for node in 0..self.nodes() {
             self.link(
                 Vertex::Root { node, numa: 0 },
@@ -94,9 +88,9 @@ impl Graph {
                     node,
                     storage: index,
                 },
-                SPILL_DISK_BW,
+                bw,
                 LinkKind::Storage,
-                0.0,
+                latency,
             );
         }
     }

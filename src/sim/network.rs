@@ -322,24 +322,11 @@ impl Sim<'_> {
             .or_else(|| ts.transport.clone())
             .or_else(|| w.transport.clone())
             .unwrap_or_else(|| "object_store".to_string());
-        let Some(t) = g.tenant else {
-            return name;
-        };
-        match crate::spec::transport::allowed_transport(self.spec, t, &name) {
-            Ok(()) => name,
-            Err(why) => {
-                let used = crate::spec::transport::fallback_transport(self.spec, t);
-                self.net.note(
-                    MovementKind::Fetch,
-                    true,
-                    format!(
-                        "object fetch {}.{}: transport {name} not used ({why}); {used} instead",
-                        w.name, ts.name
-                    ),
-                );
-                used.to_string()
-            }
+        if g.tenant.is_none() {
+            return name; // no rules, and no note text to build on every fetch
         }
+        let (tenant, what) = (g.tenant, format!("object fetch {}.{}", w.name, ts.name));
+        self.allowed_or_fallback(MovementKind::Fetch, tenant, name, &what)
     }
 
     /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the

@@ -16,9 +16,6 @@ use crate::placement::NodeId;
 /// Fraction of the object store in use beyond which new objects are spilled (Ray
 /// `object_spilling_threshold`).
 pub const SPILL_THRESHOLD: f64 = 0.8;
-/// Local disk bandwidth for spilling and restoring when the cluster declares no node-local
-/// storage ([`crate::network::SPILL_DISK_BW`], an assumption); used by the closed form too.
-pub const DISK_BW: f64 = crate::network::SPILL_DISK_BW;
 
 #[derive(Default)]
 pub(crate) struct Store {

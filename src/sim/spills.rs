@@ -12,15 +12,27 @@
 //! consumer reads its own share; restored copies are not counted in the object store.
 //! Reads and writes of a disk are separate directions of its link, each at the bandwidth
 //! declared per direction. Where no disk route exists (no cluster graph) the closed form
-//! bytes / [`super::objects::DISK_BW`] is used and the run says so.
+//! bytes / [`crate::network::SPILL_DISK_BW`] is used and the run says so.
 
 use super::network::MovementKind;
 use super::wire::Owner;
 use super::{Ev, Sim, device_units, models::secs};
-use crate::network::LinkId;
+use crate::network::{LinkId, SPILL_DISK_BW};
 use crate::placement::NodeId;
 
 impl Sim<'_> {
+    /// No route to a disk (no graph): `what` is priced in closed form, and the run says so.
+    fn note_no_disk_route(&mut self, what: &str) {
+        self.net.note(
+            MovementKind::Spill,
+            false,
+            format!(
+                "{what}: closed form (no disk route; {} GB/s)",
+                SPILL_DISK_BW / 1e9
+            ),
+        );
+    }
+
     /// Where spills go, for the run's notes.
     fn spill_target(&self) -> String {
         let g = self.wire.graph.as_ref();
@@ -30,7 +42,7 @@ impl Sim<'_> {
             }
             _ => format!(
                 "each node's spill disk ({} GB/s per direction, an assumption: no node-local storage declared)",
-                crate::network::SPILL_DISK_BW / 1e9
+                SPILL_DISK_BW / 1e9
             ),
         }
     }
@@ -67,16 +79,9 @@ impl Sim<'_> {
             .as_ref()
             .and_then(|g| g.route_spill(node, true));
         let Some(path) = route else {
-            self.net.note(
-                MovementKind::Spill,
-                false,
-                format!(
-                    "{what}: closed form (no disk route; {} GB/s)",
-                    super::objects::DISK_BW / 1e9
-                ),
-            );
+            self.note_no_disk_route(&what);
             self.store.spill_state[t as usize] = 2;
-            let d = secs(o / super::objects::DISK_BW).max(1);
+            let d = secs(o / SPILL_DISK_BW).max(1);
             self.q.after(d, Ev::TaskDone(t, epoch));
             return true;
         };
@@ -190,16 +195,9 @@ impl Sim<'_> {
         let Some(flows) = routes else {
             let s = parts
                 .iter()
-                .map(|(_, b)| b / super::objects::DISK_BW)
+                .map(|(_, b)| b / SPILL_DISK_BW)
                 .fold(0.0, f64::max);
-            self.net.note(
-                MovementKind::Spill,
-                false,
-                format!(
-                    "{what}: closed form (no disk route; {} GB/s)",
-                    super::objects::DISK_BW / 1e9
-                ),
-            );
+            self.note_no_disk_route(&what);
             self.store.restore_secs += s;
             self.start_fetch(t, gi, node, units, s);
             return;
