@@ -329,6 +329,30 @@ impl Sim<'_> {
         self.allowed_or_fallback(MovementKind::Fetch, tenant, name, &what)
     }
 
+    /// `name` as tenant `tenant` may use it for `kind`; its fallback, noted, when the rules
+    /// forbid it (only a run's transport override can: `check` rejects forbidden selections).
+    pub(super) fn allowed_or_fallback(
+        &mut self,
+        kind: MovementKind,
+        tenant: Option<usize>,
+        name: String,
+        what: &str,
+    ) -> String {
+        let Some(t) = tenant else { return name };
+        match crate::spec::transport::allowed_transport(self.spec, t, &name) {
+            Ok(()) => name,
+            Err(why) => {
+                let used = crate::spec::transport::fallback_transport(self.spec, t);
+                self.net.note(
+                    kind,
+                    true,
+                    format!("{what}: transport {name} not used ({why}); {used} instead"),
+                );
+                used.to_string()
+            }
+        }
+    }
+
     /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the
     /// object directory (module docs).
     pub(crate) fn input_holders(&self, t: u32, gi: usize, node: NodeId) -> BTreeMap<Rank, f64> {

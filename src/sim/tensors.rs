@@ -22,30 +22,6 @@ use super::{Ev, Sim, device_units, models::secs};
 use crate::network::LinkId;
 
 impl Sim<'_> {
-    /// `name` as tenant `tenant` may use it for `kind`; its fallback, noted, when the rules
-    /// forbid it (only a run's transport override can: `check` rejects forbidden selections).
-    pub(super) fn allowed_or_fallback(
-        &mut self,
-        kind: MovementKind,
-        tenant: Option<usize>,
-        name: String,
-        what: &str,
-    ) -> String {
-        let Some(t) = tenant else { return name };
-        match crate::spec::transport::allowed_transport(self.spec, t, &name) {
-            Ok(()) => name,
-            Err(why) => {
-                let used = crate::spec::transport::fallback_transport(self.spec, t);
-                self.net.note(
-                    kind,
-                    true,
-                    format!("{what}: transport {name} not used ({why}); {used} instead"),
-                );
-                used.to_string()
-            }
-        }
-    }
-
     /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
     /// the flow on the shared network, noted under `kind` as `what`; the closed form of
     /// `models::transfer_secs` (and a note saying so) where no plan applies.
