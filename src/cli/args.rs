@@ -1,0 +1,248 @@
+//! The command line: every subcommand and flag (clap derive).
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "orrery",
+    version,
+    about = "Declarative cluster simulator with real-device calibration"
+)]
+pub(super) struct Cli {
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(super) enum Command {
+    /// Run a scenario (the built-in quickstart when no file is given).
+    Run {
+        file: Option<PathBuf>,
+        /// Seed for every random stream of the run.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where results go (default outputs/<scenario name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Place every workload with this policy (ray_default, spread, topology_aware).
+        #[arg(long, value_parser = ["ray_default", "spread", "topology_aware"])]
+        policy: Option<String>,
+        /// Apply only the `failures NAME` block of that name (default: every block).
+        #[arg(long, value_name = "NAME")]
+        failures: Option<String>,
+        /// End of the simulated window, as in a scenario (`12 h`, `90 min`; default: the first
+        /// experiment's `horizon`, else the end of the work).
+        #[arg(long)]
+        horizon: Option<String>,
+        /// Also write trace.json: what every device did when, as a Perfetto / Chrome trace
+        /// (pid = node, tid = device).
+        #[arg(long)]
+        trace: bool,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
+    },
+    /// Run a failure drill over many seeds; several scenarios (recovery policies: checkpoint
+    /// intervals, retry settings, spare nodes) run side by side.
+    Drill {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default: the first experiment's
+        /// `seeds`, else 1..10).
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Worker threads (default: one per CPU). Results do not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Where results go (default outputs/<scenario name>-drill).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// End of the simulated window, as in a scenario (`12 h`, `90 min`; default: the first
+        /// experiment's `horizon`).
+        #[arg(long)]
+        horizon: Option<String>,
+        /// Run every variant once per placement policy, side by side
+        /// (e.g. `--policies ray_default,topology_aware`).
+        #[arg(long, value_delimiter = ',', value_parser = ["ray_default", "spread", "topology_aware"])]
+        policies: Vec<String>,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
+    },
+    /// Run an experiment's sweeps: every combination of swept values × every seed, in
+    /// parallel; writes runs.csv, summary.csv and summary.json (or a shard file with --shard).
+    Sweep {
+        file: PathBuf,
+        /// Experiment to run (default: the first).
+        #[arg(long)]
+        experiment: Option<String>,
+        /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default: the experiment's).
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Worker threads (default: one per CPU). Results do not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// `i/n`: run only runs whose number mod n = i and write shard-i-of-n.json.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Where results go (default outputs/<scenario>-<experiment>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
+    },
+    /// Merge the shard files of one sweep (folders or files) into the unsharded outputs.
+    Merge {
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
+    },
+    /// Compare scenarios (the same workload on different hardware): makespan, throughput,
+    /// cost, energy, perf/$ and perf/W over seeds.
+    Compare {
+        #[arg(required = true, num_args = 2..)]
+        files: Vec<PathBuf>,
+        /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default 1..5).
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Apply only each scenario's `failures NAME` block of that name (default: every block).
+        #[arg(long, value_name = "NAME")]
+        failures: Option<String>,
+        /// Worker threads (default: one per CPU). Results do not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Where compare.csv and compare.json go (default outputs/compare-<A>-<B>...).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
+    },
+    /// Validate scenarios and print what each declares.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print scenarios in canonical form.
+    Fmt {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Exit 1 if a file is not in canonical form; print nothing else.
+        #[arg(long, conflicts_with = "write")]
+        check: bool,
+        /// Rewrite the files in place.
+        #[arg(long)]
+        write: bool,
+    },
+    /// Show every candidate node and its verdict for the first placement of an item.
+    Explain {
+        file: PathBuf,
+        /// `workload.item`: a task group, actor, placement group or service.
+        item: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Measure the event core and a large simulation (events/s, peak memory).
+    Bench {
+        #[arg(long, default_value_t = 10_000)]
+        nodes: u64,
+        #[arg(long, default_value_t = 1_000_000)]
+        tasks: u64,
+        /// Concurrent flows on a 1,000-node fat-tree for the flow-level network benchmark
+        /// (0 skips it; every completion updates the max-min rates it disturbs).
+        #[arg(long, default_value_t = 10_000)]
+        flows: usize,
+        /// Flows arriving over 2 s on a 1,024-host oversubscribed leaf-spine for the dense flow
+        /// benchmark (0 skips it; the spine saturates, so each event disturbs many flows).
+        #[arg(long, default_value_t = 0)]
+        dense_flows: usize,
+        /// GPUs of the ring allreduce benchmark (1 GiB per rank on a DGX H100 fat-tree; 0 skips).
+        #[arg(long, default_value_t = 8_192)]
+        allreduce: usize,
+        /// Instead of the --nodes x --tasks simulation, the contention case: 64 training jobs
+        /// of 128 GPUs on 8,192 GPUs (1,024 DGX H100, leaf-spine 2:1) with cross-node task
+        /// traffic, all on one network, for one simulated hour.
+        #[arg(long)]
+        contention: bool,
+        /// In the --nodes x --tasks simulation, the first two task groups write outputs that
+        /// the last two read from other nodes (input fetches on the run's network).
+        #[arg(long)]
+        remote_inputs: bool,
+    },
+    /// Compare transports (object store, NVLink P2P, NCCL, Gloo, NIXL, RDMA, GPUDirect RDMA,
+    /// host-staged RDMA, TCP) on the same transfers over a scenario's cluster.
+    Transports {
+        file: PathBuf,
+        /// Transfer sizes (default 4KiB,64KiB,1MiB,64MiB,1GiB).
+        #[arg(long)]
+        sizes: Option<String>,
+        /// Device pairs `SRC:DST,...` by name, e.g. `r0.n0.d0:r1.n0.d0` (default: one pair on
+        /// a node and one across nodes).
+        #[arg(long)]
+        pairs: Option<String>,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also simulate the scenario's workload once per transport (task inputs moved by it)
+        /// and compare makespans and task run times with the object store.
+        #[arg(long)]
+        workload: bool,
+        /// Seed of the workload runs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where transports.csv, transports.json, the plots and report.md go (default
+        /// outputs/<scenario>-transports).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write only the data files and report.md, no plots.
+        #[arg(long)]
+        no_plots: bool,
+    },
+    /// Measure this machine (memcpy, hand-off latency, memory- and compute-bound kernels; with
+    /// `--features cuda` the GPUs) and write a calibration profile with its plot.
+    Calibrate {
+        /// `cpu` or `cuda:N` (CUDA needs a build with `--features cuda`).
+        #[arg(long, default_value = "cpu", value_parser = parse_device)]
+        device: orrery::calibrate::Device,
+        /// Profile to write (default calibration/<device>_<host>.toml); the plot goes beside
+        /// it as .svg.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Fewer sizes and repetitions: seconds instead of minutes.
+        #[arg(long)]
+        quick: bool,
+        /// Seed of the bootstrap intervals.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Compare a node type declared in a scenario with the hardware detected here; exit 1 on a
+    /// mismatch.
+    Validate {
+        file: PathBuf,
+        /// The node type (declared in the scenario or the built-in catalog).
+        #[arg(long)]
+        node: String,
+    },
+    /// List the built-in catalog of accelerators, NICs and node types.
+    Catalog {
+        /// Print the catalog as JSON.
+        #[arg(long, conflicts_with = "source")]
+        json: bool,
+        /// Print the catalog's source text (it is written in the scenario language).
+        #[arg(long)]
+        source: bool,
+    },
+}
+
+fn parse_device(s: &str) -> Result<orrery::calibrate::Device, String> {
+    s.parse()
+}

@@ -1,0 +1,68 @@
+//! `orrery calibrate`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub(super) fn calibrate(
+    device: orrery::calibrate::Device,
+    out: Option<PathBuf>,
+    quick: bool,
+    seed: u64,
+) -> ExitCode {
+    use orrery::calibrate;
+    let mut o = calibrate::Options::new(device, quick, seed);
+    o.command = std::iter::once("orrery".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(calibrate::steps(&o));
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} · {elapsed}")
+        {
+            bar.set_style(style);
+        }
+        o.progress = Some(bar);
+    }
+    let result = calibrate::calibrate(&o);
+    if let Some(bar) = &o.progress {
+        bar.finish_and_clear();
+    }
+    let cal = match result {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = out.unwrap_or_else(|| {
+        let host: String = cal
+            .host
+            .hostname
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dev = device.to_string().replace(':', "");
+        PathBuf::from("calibration").join(format!("{dev}_{host}.toml"))
+    });
+    // Write first: a closed stdout must not lose a measurement.
+    match calibrate::write(&cal, &out) {
+        Ok(files) => {
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            out!("{}", cal.summary());
+            outln!("wrote {}", names.join(", "));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! `orrery catalog`.
+
+use super::common::color;
+use orrery::spec;
+use std::process::ExitCode;
+
+pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
+    if source {
+        for (name, text) in orrery::catalog::FILES {
+            outln!("# ===== {name} =====");
+            out!("{text}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let l = spec::load_str("<empty>", "");
+    if l.has_errors() {
+        eprint!("{}", l.render(color()));
+        return ExitCode::from(2);
+    }
+    let s = l.spec.expect("no errors means a spec");
+    if json {
+        let v = serde_json::json!({ "accelerators": s.accelerators, "nics": s.nics, "node_types": s.node_types });
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    out!("{}", orrery::catalog::table::render(&s));
+    ExitCode::SUCCESS
+}

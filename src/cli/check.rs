@@ -1,0 +1,33 @@
+//! `orrery check`.
+
+use super::common::load;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub(super) fn check(files: &[PathBuf], json: bool) -> ExitCode {
+    let mut code = ExitCode::SUCCESS;
+    let mut out = Vec::new();
+    for f in files {
+        match load(Some(f)) {
+            Ok(l) => {
+                let s =
+                    orrery::summary::summarize(l.spec.as_ref().expect("no errors means a spec"));
+                if json {
+                    out.push(serde_json::json!({ "file": f.display().to_string(), "hash": orrery::scenario_hash(&l.sources), "summary": s }));
+                } else {
+                    outln!(
+                        "{}: ok (scenario hash {})",
+                        f.display(),
+                        orrery::scenario_hash(&l.sources)
+                    );
+                    out!("{s}");
+                }
+            }
+            Err(c) => code = c,
+        }
+    }
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    }
+    code
+}

@@ -1,0 +1,183 @@
+//! What several commands share: loading a scenario, the results header, `--seeds`,
+//! `--horizon`, `--policy` and `--failures` parsing, the progress bar and the closing lines.
+
+use orrery::diag;
+use orrery::spec::{self, Loaded};
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+
+pub(super) fn color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// Load a scenario and print its diagnostics; `None` (after printing) when it has errors.
+pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
+    let loaded = match file {
+        Some(p) => spec::load_file(p).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        })?,
+        None => spec::load_str(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1),
+    };
+    if !loaded.diags.is_empty() {
+        eprint!("{}", loaded.render(color()));
+    }
+    if loaded.has_errors() {
+        let n = loaded.errors().count();
+        eprintln!(
+            "error: {} has {n} error{}",
+            file.map(|p| p.display().to_string())
+                .unwrap_or_else(|| orrery::DEFAULT_SCENARIO.0.into()),
+            if n == 1 { "" } else { "s" }
+        );
+        return Err(ExitCode::from(2));
+    }
+    Ok(loaded)
+}
+
+pub(super) fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::report::Header {
+    orrery::report::Header {
+        orrery: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: file
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| orrery::DEFAULT_SCENARIO.0.to_string()),
+        scenario_hash: orrery::scenario_hash(&l.sources),
+        seed,
+        policy: None,
+        failures: None,
+        horizon: None,
+        model_sources: l
+            .spec
+            .as_ref()
+            .map(orrery::compute::model_sources)
+            .unwrap_or_default(),
+        network_models: Vec::new(),
+    }
+}
+
+pub(super) fn policy_named(name: &str) -> orrery::spec::workload::Policy {
+    use orrery::spec::workload::Policy;
+    match name {
+        "spread" => Policy::Spread,
+        "topology_aware" => Policy::TopologyAware,
+        _ => Policy::RayDefault,
+    }
+}
+
+/// `--failures NAME`: a `failures` block the scenario names (else exit 2, naming them).
+pub(super) fn failure_block(
+    spec: &orrery::spec::Spec,
+    name: Option<&str>,
+) -> Result<Option<String>, String> {
+    let Some(name) = name else { return Ok(None) };
+    let names: Vec<String> = orrery::drill::variants(spec)
+        .into_iter()
+        .flatten()
+        .collect();
+    if names.iter().any(|n| n == name) {
+        return Ok(Some(name.to_string()));
+    }
+    Err(if names.is_empty() {
+        format!("--failures {name}: the scenario has no named `failures` block")
+    } else {
+        let hint = diag::did_you_mean(name, names.iter().map(String::as_str))
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
+        format!(
+            "--failures {name}: no `failures {name}` block (the scenario names {}){hint}",
+            names.join(", ")
+        )
+    })
+}
+
+/// A duration as the language writes it (`12 h`, `90min`, `1.5 d`), in nanoseconds.
+pub(super) fn parse_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = (t[..split].replace('_', ""), t[split..].trim());
+    let bad = || format!("expected a duration such as `12 h` or `90 min`, found `{s}`");
+    let x: f64 = num.parse().map_err(|_| bad())?;
+    match orrery::units::lookup(unit) {
+        Some((orrery::units::Kind::Time, f)) if x.is_finite() && x > 0.0 && x * f < 1.8e19 => {
+            Ok((x * f).round() as u64)
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// `--seeds` of every command: `N` is seeds 1..N (N of them), `N..M` is N to M inclusive
+/// (`3..3` is seed 3 alone), as an experiment's `seeds` reads.
+pub(super) fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("--seeds: expected `N` (seeds 1..N) or `N..M`, found `{s}`");
+    let (lo, hi) = match s.split_once("..") {
+        Some((a, b)) => (a.trim(), b.trim()),
+        None => ("1", s.trim()),
+    };
+    let lo: u64 = lo.parse().map_err(|_| bad())?;
+    let hi: u64 = hi.parse().map_err(|_| bad())?;
+    if !s.contains("..") && hi == 0 {
+        return Err("--seeds must be at least 1".into());
+    }
+    if hi < lo {
+        return Err(bad());
+    }
+    if hi - lo >= orrery::spec::experiment::MAX_SEEDS {
+        return Err(format!(
+            "--seeds: at most {} seeds",
+            orrery::spec::experiment::MAX_SEEDS
+        ));
+    }
+    Ok((lo..=hi).collect())
+}
+
+pub(super) fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(len);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs · {elapsed} (eta {eta})",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    })
+}
+
+pub(super) fn file_stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into())
+}
+
+/// Reports a command's written data files and its plots and report, or fails with exit 2.
+pub(super) fn written_or_fail(
+    dir: &Path,
+    written: Result<(Vec<String>, orrery::outputs::Written), String>,
+    t1: std::time::Instant,
+) -> ExitCode {
+    match written {
+        Ok((files, w)) => {
+            outln!("wrote {} in {}", files.join(", "), dir.display());
+            outputs_done(&w, t1);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write results to {}: {e}", dir.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints what the outputs step wrote, its notes and its time.
+pub(super) fn outputs_done(w: &orrery::outputs::Written, t1: std::time::Instant) {
+    for n in &w.notes {
+        eprintln!("note: {n}");
+    }
+    outln!(
+        "plots and report: {} ({:.2} s)",
+        w.files.join(", "),
+        t1.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,158 @@
+//! The `orrery` command line: one file per command, `args.rs` the flags, `common.rs` and
+//! `inputs.rs` what several commands share, `out.rs` the stdout writers. Exit codes: 0 success,
+//! 1 a check that found a difference, 2 bad input.
+
+#[macro_use]
+mod out;
+mod args;
+mod bench;
+mod calibrate;
+mod catalog;
+mod check;
+mod common;
+mod compare;
+mod drill;
+mod explain;
+mod fmt;
+mod inputs;
+mod merge;
+mod run;
+mod sweep;
+mod transports;
+mod validate;
+
+use args::{Cli, Command};
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Parses the command line and runs its command; the exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            file,
+            seed,
+            out,
+            policy,
+            failures,
+            horizon,
+            trace,
+            no_plots,
+        } => run::run(
+            file.as_deref(),
+            seed,
+            out,
+            run::RunChoices {
+                policy: policy.as_deref(),
+                failures: failures.as_deref(),
+                horizon: horizon.as_deref(),
+            },
+            trace,
+            !no_plots,
+        ),
+        Command::Drill {
+            files,
+            seeds,
+            threads,
+            out,
+            horizon,
+            policies,
+            no_plots,
+        } => drill::drill(
+            &files,
+            seeds.as_deref(),
+            threads,
+            out,
+            horizon.as_deref(),
+            &policies,
+            !no_plots,
+        ),
+        Command::Sweep {
+            file,
+            experiment,
+            seeds,
+            threads,
+            shard,
+            out,
+            no_plots,
+        } => sweep::sweep(
+            &file,
+            experiment,
+            seeds.as_deref(),
+            threads,
+            shard.as_deref(),
+            out,
+            !no_plots,
+        ),
+        Command::Merge {
+            shards,
+            out,
+            no_plots,
+        } => merge::merge(&shards, &out, !no_plots),
+        Command::Compare {
+            files,
+            seeds,
+            failures,
+            threads,
+            out,
+            no_plots,
+        } => compare::compare(
+            &files,
+            seeds.as_deref(),
+            failures.as_deref(),
+            threads,
+            out,
+            !no_plots,
+        ),
+        Command::Check { files, json } => check::check(&files, json),
+        Command::Fmt {
+            files,
+            check,
+            write,
+        } => fmt::fmt(&files, check, write),
+        Command::Catalog { json, source } => catalog::catalog(json, source),
+        Command::Transports {
+            file,
+            sizes,
+            pairs,
+            json,
+            workload,
+            seed,
+            out,
+            no_plots,
+        } => transports::transports(
+            &file,
+            sizes.as_deref(),
+            pairs.as_deref(),
+            json,
+            workload.then_some(seed),
+            out,
+            !no_plots,
+        ),
+        Command::Calibrate {
+            device,
+            out,
+            quick,
+            seed,
+        } => calibrate::calibrate(device, out, quick, seed),
+        Command::Validate { file, node } => validate::validate(&file, &node),
+        Command::Explain { file, item, seed } => explain::explain(&file, &item, seed),
+        Command::Bench {
+            nodes,
+            tasks,
+            flows,
+            dense_flows,
+            allreduce,
+            contention,
+            remote_inputs,
+        } => bench::bench(
+            nodes,
+            tasks,
+            flows,
+            dense_flows,
+            allreduce,
+            contention,
+            remote_inputs,
+        ),
+    }
+}

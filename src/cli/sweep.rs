@@ -1,0 +1,214 @@
+//! `orrery sweep`, and the table and outputs it shares with `merge`.
+
+use super::common::{color, file_stem, load, parse_seeds, progress_bar, written_or_fail};
+use super::inputs::{empirical, traces};
+use orrery::spec::Loaded;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub(super) fn sweep(
+    file: &Path,
+    experiment: Option<String>,
+    seeds: Option<&str>,
+    threads: Option<usize>,
+    shard: Option<&str>,
+    out: Option<PathBuf>,
+    plots: bool,
+) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    if threads == Some(0) {
+        return fail("--threads must be at least 1".into());
+    }
+    let seeds = match seeds.map(parse_seeds).transpose() {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let shard = match shard
+        .map(|s| {
+            let bad = || format!("--shard: expected `i/n` with i < n, found `{s}`");
+            let (i, n) = s.split_once('/').ok_or_else(bad)?;
+            let (i, n): (usize, usize) = (
+                i.trim().parse().map_err(|_| bad())?,
+                n.trim().parse().map_err(|_| bad())?,
+            );
+            if n == 0 || i >= n {
+                return Err(bad());
+            }
+            Ok((i, n))
+        })
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let l = match load(Some(file)) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    let spec = l.spec.as_ref().expect("no errors means a spec");
+    let (traces, empirical) =
+        match traces(spec, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?))) {
+            Ok(x) => x,
+            Err(e) => return fail(e),
+        };
+    let mut cfg = orrery::sweep::SweepConfig {
+        experiment,
+        seeds,
+        threads: threads.unwrap_or(0),
+        shard,
+        traces,
+        empirical,
+        progress: None,
+    };
+    let plan = match orrery::sweep::plan(&l, &file.display().to_string(), &cfg) {
+        Ok(p) => p,
+        Err(orrery::sweep::PlanError::Message(m)) => return fail(m),
+        Err(orrery::sweep::PlanError::Invalid(v)) => {
+            eprint!("{}", v.render(color()));
+            return fail(format!(
+                "a sweep of {} makes an invalid scenario",
+                file.display()
+            ));
+        }
+    };
+    let h = &plan.header;
+    let runs = match shard {
+        Some((i, n)) => (i..h.runs()).step_by(n).count(),
+        None => h.runs(),
+    };
+    outln!(
+        "orrery {} · scenario {} · hash {} · experiment {} · {} cells × seeds {} = {} runs{}",
+        h.orrery,
+        h.scenario,
+        h.scenario_hash,
+        h.experiment,
+        h.cells.len(),
+        h.seeds_label(),
+        h.runs(),
+        shard
+            .map(|(i, n)| format!(" · shard {i}/{n}: {runs} runs"))
+            .unwrap_or_default()
+    );
+    cfg.progress = progress_bar(runs as u64);
+    let dir = out.unwrap_or_else(|| {
+        PathBuf::from("outputs").join(format!("{}-{}", file_stem(file), h.experiment))
+    });
+    let t0 = std::time::Instant::now();
+    let written = match shard {
+        Some((i, n)) => {
+            let rows = orrery::sweep::run(&plan, &cfg);
+            let s = orrery::sweep::Shard {
+                header: plan.header.clone(),
+                shard: i,
+                shards: n,
+                runs: rows,
+            };
+            orrery::sweep::write_shard(&dir, &s).map(|f| vec![f])
+        }
+        None => {
+            let r = orrery::sweep::run_sweep(&plan, &cfg);
+            let table = sweep_table(&r);
+            out!("{table}");
+            eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
+            let t1 = std::time::Instant::now();
+            let lines = experiment_plots(&l, &r.header.experiment);
+            // Timeline and utilisation plots show one run: the first cell's first seed.
+            let representative = (plots
+                && lines
+                    .iter()
+                    .any(|p| p.kind == "timeline" || p.kind == "utilization"))
+            .then(|| {
+                plan.specs.first().map(|s| {
+                    orrery::sim::simulate(
+                        s,
+                        &orrery::sim::SimConfig {
+                            seed: r.header.seeds.first().copied().unwrap_or(1),
+                            traces: cfg.traces.clone(),
+                            empirical: cfg.empirical.clone(),
+                            timeline: true,
+                            ..Default::default()
+                        },
+                    )
+                })
+            })
+            .flatten();
+            let written = orrery::sweep::write(&dir, &r);
+            return sweep_outputs(
+                &dir,
+                &r,
+                written,
+                &lines,
+                representative.as_ref(),
+                &table,
+                plots,
+                t1,
+            );
+        }
+    };
+    eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
+    match written {
+        Ok(f) => {
+            outln!("wrote {} in {}", f.join(", "), dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("cannot write results to {}: {e}", dir.display())),
+    }
+}
+
+pub(super) fn sweep_table(r: &orrery::sweep::SweepResult) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let h = &r.header;
+    let _ = write!(out, "{}", h.params.join("  "));
+    for m in &h.metrics {
+        let _ = write!(out, "  {}", orrery::measure::column(m));
+    }
+    out.push('\n');
+    for c in &r.cells {
+        let vals: Vec<&str> = c.params.iter().map(|(_, v)| v.as_str()).collect();
+        let _ = write!(out, "{}", vals.join("  "));
+        for a in &c.metrics {
+            let cell = match (a.mean, a.half_width()) {
+                (Some(m), Some(hw)) => {
+                    format!("{} ± {}", orrery::units::sig3(m), orrery::units::sig3(hw))
+                }
+                (Some(m), None) => orrery::units::sig3(m),
+                _ => "-".into(),
+            };
+            let _ = write!(out, "  {cell}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The `plot` lines of the named experiment of a loaded scenario.
+pub(super) fn experiment_plots(l: &Loaded, name: &str) -> Vec<orrery::spec::experiment::Plot> {
+    l.spec
+        .as_ref()
+        .and_then(|s| s.experiments.iter().find(|e| e.name == name))
+        .map(|e| e.plots.clone())
+        .unwrap_or_default()
+}
+
+/// Plots and report.md of a whole sweep, after its data files.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn sweep_outputs(
+    dir: &Path,
+    r: &orrery::sweep::SweepResult,
+    written: std::io::Result<Vec<String>>,
+    lines: &[orrery::spec::experiment::Plot],
+    representative: Option<&orrery::sim::RunResult>,
+    table: &str,
+    plots: bool,
+    t1: std::time::Instant,
+) -> ExitCode {
+    let written = written.map_err(|e| e.to_string()).and_then(|files| {
+        orrery::outputs::sweep::write(dir, r, lines, representative, table, &files, plots)
+            .map(|w| (files, w))
+    });
+    written_or_fail(dir, written, t1)
+}

@@ -1,0 +1,87 @@
+//! `orrery transports`.
+
+use super::common::{file_stem, load, outputs_done};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub(super) fn transports(
+    file: &Path,
+    sizes: Option<&str>,
+    pairs: Option<&str>,
+    json: bool,
+    workload: Option<u64>,
+    out: Option<PathBuf>,
+    plots: bool,
+) -> ExitCode {
+    use orrery::transport::compare as tc;
+    let l = match load(Some(file)) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    let spec = l.spec.as_ref().expect("no errors means a spec");
+    let r = (|| {
+        let sizes = match sizes {
+            Some(s) => tc::parse_sizes(s)?,
+            None => tc::DEFAULT_SIZES.to_vec(),
+        };
+        let pairs = match pairs {
+            Some(p) => tc::parse_pairs(spec, p)?,
+            None => Vec::new(),
+        };
+        tc::compare(spec, &sizes, &pairs)
+    })();
+    let w = workload.map(|seed| orrery::transport_workload::compare_workload(spec, seed));
+    let dir = out.unwrap_or_else(|| {
+        PathBuf::from("outputs").join(format!("{}-transports", file_stem(file)))
+    });
+    if let Ok(c) = &r {
+        let mut printed = c.to_string();
+        if let Some(w) = &w {
+            printed.push_str(&format!("\n{w}"));
+        }
+        let head = [
+            ("orrery", env!("CARGO_PKG_VERSION").to_string()),
+            ("scenario", file.display().to_string()),
+            ("scenario hash", orrery::scenario_hash(&l.sources)),
+        ];
+        let t1 = std::time::Instant::now();
+        match orrery::outputs::transports::write(&dir, &head, c, w.as_ref(), &printed, plots) {
+            // With --json stdout is the JSON alone.
+            Ok(w) if json => {
+                for n in &w.notes {
+                    eprintln!("note: {n}");
+                }
+            }
+            Ok(w) => {
+                outln!("wrote {} in {}", w.files.join(", "), dir.display());
+                outputs_done(&w, t1);
+            }
+            Err(e) => {
+                eprintln!("error: cannot write results to {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match r {
+        Ok(c) if json => {
+            // Without --workload the transfer comparison alone, as before.
+            let v = match w {
+                Some(w) => serde_json::json!({ "transfers": c, "workload": w }),
+                None => serde_json::json!(c),
+            };
+            outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Ok(c) => {
+            out!("{c}");
+            if let Some(w) = w {
+                out!("\n{w}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
