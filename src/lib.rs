@@ -7,12 +7,10 @@ pub mod atomic;
 pub mod bench;
 pub mod calibrate;
 pub mod catalog;
-pub mod compare;
 pub mod compute;
 pub mod diag;
-pub mod drill;
 pub mod engine;
-pub mod measure;
+pub mod experiment;
 pub mod network;
 pub mod outputs;
 pub mod parallel;
@@ -23,11 +21,9 @@ pub mod report;
 pub mod sim;
 pub mod spec;
 pub mod summary;
-pub mod sweep;
 pub mod syntax;
 pub mod trace;
 pub mod transport;
-pub mod transport_workload;
 pub mod units;
 
 /// The built-in default scenario (`orrery run` with no file).

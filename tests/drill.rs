@@ -3,7 +3,9 @@
 //! with periodic checkpoints (≈ τ/2), byte-identical results across thread counts, variants
 //! side by side, the confidence interval, and the `orrery drill` command line.
 
-use orrery::drill::{Aggregate, DrillConfig, DrillReport, csv_files, run_drill, to_json};
+use orrery::experiment::drill::{
+    Aggregate, DrillConfig, DrillReport, csv_files, run_drill, to_json,
+};
 use orrery::spec::{Spec, load_str};
 use std::process::{Command, Output};
 
@@ -391,7 +393,7 @@ fn scenarios_side_by_side_compare_checkpoint_intervals() {
         .iter()
         .map(|m| (format!("ckpt{m}"), drill(&spec(&scenario(*m)), 6, 2)))
         .collect();
-    let r = orrery::drill::merge(reports);
+    let r = orrery::experiment::drill::merge(reports);
     let names: Vec<&str> = r.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(names, ["ckpt10", "ckpt60"]);
     let lost = |i: usize| {

@@ -325,7 +325,7 @@ fn sweep_draws_heatmaps_and_merge_writes_the_same_files() {
 
 #[test]
 fn heatmap_data_is_the_mean_per_pair_of_values() {
-    use orrery::sweep::{RunRow, SweepHeader, summarize};
+    use orrery::experiment::sweep::{RunRow, SweepHeader, summarize};
     // Three parameters; the heatmap over the first two averages over the third.
     let cells: Vec<Vec<String>> = [
         ["a1", "b1", "c1"],
@@ -412,7 +412,7 @@ fn compare_draws_bars_with_intervals() {
     // The bars' data: a panel per plotted column, a bar per scenario.
     let entry = |name: &str, src: &str| {
         let l = orrery::spec::load_str(name, src);
-        orrery::compare::Entry {
+        orrery::experiment::compare::Entry {
             name: name.into(),
             file: name.into(),
             scenario_hash: orrery::scenario_hash(&l.sources),
@@ -426,7 +426,7 @@ fn compare_draws_bars_with_intervals() {
         entry("one", TINY),
         entry("two", &TINY.replace("dgx_h100 x 1", "dgx_h100 x 2")),
     ];
-    let r = orrery::compare::compare(&entries, &[1, 2], 1, None);
+    let r = orrery::experiment::compare::compare(&entries, &[1, 2], 1, None);
     let bars = orrery::outputs::compare::metric_bars(&r);
     let panels: Vec<&str> = bars.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(

@@ -69,7 +69,7 @@ fn a_path_sweep_changes_the_resolved_spec() {
     assert_eq!(c0.fabric.as_ref().unwrap().oversubscription, 1.0);
     assert_eq!(c0.groups[0].count, 1);
     // The plan: 16 cells, the last parameter fastest.
-    let plan = match orrery::sweep::plan(&l, "t.orr", &Default::default()) {
+    let plan = match orrery::experiment::sweep::plan(&l, "t.orr", &Default::default()) {
         Ok(p) => p,
         Err(_) => panic!("plan failed"),
     };

@@ -71,7 +71,7 @@ pub(super) fn failure_block(
     name: Option<&str>,
 ) -> Result<Option<String>, String> {
     let Some(name) = name else { return Ok(None) };
-    let names: Vec<String> = orrery::drill::variants(spec)
+    let names: Vec<String> = orrery::experiment::drill::variants(spec)
         .into_iter()
         .flatten()
         .collect();

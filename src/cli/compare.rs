@@ -40,7 +40,7 @@ pub(super) fn compare(
                 Ok(x) => x,
                 Err(e) => return fail(e),
             };
-        entries.push(orrery::compare::Entry {
+        entries.push(orrery::experiment::compare::Entry {
             name: file_stem(f),
             file: f.display().to_string(),
             scenario_hash: orrery::scenario_hash(&l.sources),
@@ -58,14 +58,14 @@ pub(super) fn compare(
             .map(|e| format!("{} (hash {})", e.file, e.scenario_hash))
             .collect::<Vec<_>>()
             .join(" vs "),
-        orrery::drill::seeds_label(&seeds),
+        orrery::experiment::drill::seeds_label(&seeds),
         failures
             .map(|f| format!(" · failures {f}"))
             .unwrap_or_default()
     );
     let bar = progress_bar((entries.len() * seeds.len()) as u64);
-    let r = orrery::compare::compare(&entries, &seeds, threads.unwrap_or(0), bar);
-    let table = orrery::compare::table(&r);
+    let r = orrery::experiment::compare::compare(&entries, &seeds, threads.unwrap_or(0), bar);
+    let table = orrery::experiment::compare::table(&r);
     out!("{table}");
     let dir = out.unwrap_or_else(|| {
         PathBuf::from("outputs").join(format!(
@@ -78,7 +78,7 @@ pub(super) fn compare(
         ))
     });
     let t1 = std::time::Instant::now();
-    let written = orrery::compare::write(&dir, &r)
+    let written = orrery::experiment::compare::write(&dir, &r)
         .map_err(|e| e.to_string())
         .and_then(|files| {
             orrery::outputs::compare::write(&dir, &r, &table, &files, plots).map(|w| (files, w))

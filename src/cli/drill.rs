@@ -49,7 +49,7 @@ pub(super) fn drill(
                 return ExitCode::from(2);
             }
         };
-        let cfg = orrery::drill::DrillConfig {
+        let cfg = orrery::experiment::drill::DrillConfig {
             seeds: seeds.clone(),
             threads: threads.unwrap_or(0),
             horizon,
@@ -61,7 +61,7 @@ pub(super) fn drill(
     }
     let seed_lists: Vec<Vec<u64>> = loaded
         .iter()
-        .map(|(_, l, cfg)| orrery::drill::seeds(l.spec.as_ref().expect("spec"), cfg))
+        .map(|(_, l, cfg)| orrery::experiment::drill::seeds(l.spec.as_ref().expect("spec"), cfg))
         .collect();
     if seed_lists.windows(2).any(|w| w[0] != w[1]) {
         eprintln!(
@@ -98,13 +98,14 @@ pub(super) fn drill(
             .collect::<Vec<_>>()
             .join("+");
     }
-    outln!("{}", orrery::drill::header_line(&h, &seed_list));
+    outln!("{}", orrery::experiment::drill::header_line(&h, &seed_list));
     let per_policy = policies.len().max(1) as u64;
     let runs: u64 = per_policy
         * loaded
             .iter()
             .map(|(_, l, _)| {
-                (seed_list.len() * orrery::drill::variants(l.spec.as_ref().expect("spec")).len())
+                (seed_list.len()
+                    * orrery::experiment::drill::variants(l.spec.as_ref().expect("spec")).len())
                     as u64
             })
             .sum::<u64>();
@@ -124,7 +125,10 @@ pub(super) fn drill(
         cfg.progress = bar.clone();
         let spec = l.spec.as_ref().expect("spec");
         if policies.is_empty() {
-            reports.push((stem(&file), orrery::drill::run_drill(spec, &cfg)));
+            reports.push((
+                stem(&file),
+                orrery::experiment::drill::run_drill(spec, &cfg),
+            ));
         }
         for p in policies {
             let label = if several_files {
@@ -134,7 +138,7 @@ pub(super) fn drill(
             };
             reports.push((
                 label,
-                orrery::drill::run_drill(&spec.with_policy(policy_named(p)), &cfg),
+                orrery::experiment::drill::run_drill(&spec.with_policy(policy_named(p)), &cfg),
             ));
         }
     }
@@ -150,14 +154,14 @@ pub(super) fn drill(
     let r = if reports.len() == 1 {
         reports.pop().expect("one").1
     } else {
-        orrery::drill::merge(reports)
+        orrery::experiment::drill::merge(reports)
     };
-    let table = orrery::drill::table(&r);
+    let table = orrery::experiment::drill::table(&r);
     out!("{table}");
     outln!("{runs} runs in {wall:.2} s");
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(format!("{dir_name}-drill")));
     let t1 = std::time::Instant::now();
-    let written = orrery::drill::write(&dir, &h, &r)
+    let written = orrery::experiment::drill::write(&dir, &h, &r)
         .map_err(|e| e.to_string())
         .and_then(|files| {
             orrery::outputs::drill::write(&dir, &h, &r, window, &table, &files, plots)

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub(super) fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
-    let r = orrery::sweep::shard_files(shards)
-        .and_then(|f| orrery::sweep::read_shards(&f))
-        .and_then(orrery::sweep::merge);
+    let r = orrery::experiment::sweep::shard_files(shards)
+        .and_then(|f| orrery::experiment::sweep::read_shards(&f))
+        .and_then(orrery::experiment::sweep::merge);
     let r = match r {
         Ok(r) => r,
         Err(e) => {
@@ -30,6 +30,6 @@ pub(super) fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
         .map(|l| experiment_plots(&l, &r.header.experiment))
         .unwrap_or_default();
     let t1 = std::time::Instant::now();
-    let written = orrery::sweep::write(out, &r);
+    let written = orrery::experiment::sweep::write(out, &r);
     sweep_outputs(out, &r, written, &lines, None, &sweep_table(&r), plots, t1)
 }

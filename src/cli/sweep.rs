@@ -54,7 +54,7 @@ pub(super) fn sweep(
             Ok(x) => x,
             Err(e) => return fail(e),
         };
-    let mut cfg = orrery::sweep::SweepConfig {
+    let mut cfg = orrery::experiment::sweep::SweepConfig {
         experiment,
         seeds,
         threads: threads.unwrap_or(0),
@@ -63,10 +63,10 @@ pub(super) fn sweep(
         empirical,
         progress: None,
     };
-    let plan = match orrery::sweep::plan(&l, &file.display().to_string(), &cfg) {
+    let plan = match orrery::experiment::sweep::plan(&l, &file.display().to_string(), &cfg) {
         Ok(p) => p,
-        Err(orrery::sweep::PlanError::Message(m)) => return fail(m),
-        Err(orrery::sweep::PlanError::Invalid(v)) => {
+        Err(orrery::experiment::sweep::PlanError::Message(m)) => return fail(m),
+        Err(orrery::experiment::sweep::PlanError::Invalid(v)) => {
             eprint!("{}", v.render(color()));
             return fail(format!(
                 "a sweep of {} makes an invalid scenario",
@@ -99,17 +99,17 @@ pub(super) fn sweep(
     let t0 = std::time::Instant::now();
     let written = match shard {
         Some((i, n)) => {
-            let rows = orrery::sweep::run(&plan, &cfg);
-            let s = orrery::sweep::Shard {
+            let rows = orrery::experiment::sweep::run(&plan, &cfg);
+            let s = orrery::experiment::sweep::Shard {
                 header: plan.header.clone(),
                 shard: i,
                 shards: n,
                 runs: rows,
             };
-            orrery::sweep::write_shard(&dir, &s).map(|f| vec![f])
+            orrery::experiment::sweep::write_shard(&dir, &s).map(|f| vec![f])
         }
         None => {
-            let r = orrery::sweep::run_sweep(&plan, &cfg);
+            let r = orrery::experiment::sweep::run_sweep(&plan, &cfg);
             let table = sweep_table(&r);
             out!("{table}");
             eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
@@ -135,7 +135,7 @@ pub(super) fn sweep(
                 })
             })
             .flatten();
-            let written = orrery::sweep::write(&dir, &r);
+            let written = orrery::experiment::sweep::write(&dir, &r);
             return sweep_outputs(
                 &dir,
                 &r,
@@ -158,13 +158,13 @@ pub(super) fn sweep(
     }
 }
 
-pub(super) fn sweep_table(r: &orrery::sweep::SweepResult) -> String {
+pub(super) fn sweep_table(r: &orrery::experiment::sweep::SweepResult) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let h = &r.header;
     let _ = write!(out, "{}", h.params.join("  "));
     for m in &h.metrics {
-        let _ = write!(out, "  {}", orrery::measure::column(m));
+        let _ = write!(out, "  {}", orrery::experiment::measure::column(m));
     }
     out.push('\n');
     for c in &r.cells {
@@ -198,7 +198,7 @@ pub(super) fn experiment_plots(l: &Loaded, name: &str) -> Vec<orrery::spec::expe
 #[allow(clippy::too_many_arguments)]
 pub(super) fn sweep_outputs(
     dir: &Path,
-    r: &orrery::sweep::SweepResult,
+    r: &orrery::experiment::sweep::SweepResult,
     written: std::io::Result<Vec<String>>,
     lines: &[orrery::spec::experiment::Plot],
     representative: Option<&orrery::sim::RunResult>,

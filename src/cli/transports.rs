@@ -30,7 +30,7 @@ pub(super) fn transports(
         };
         tc::compare(spec, &sizes, &pairs)
     })();
-    let w = workload.map(|seed| orrery::transport_workload::compare_workload(spec, seed));
+    let w = workload.map(|seed| orrery::experiment::transports::compare_workload(spec, seed));
     let dir = out.unwrap_or_else(|| {
         PathBuf::from("outputs").join(format!("{}-transports", file_stem(file)))
     });

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::{Report, Written, ci};
-use crate::compare::CompareReport;
+use crate::experiment::compare::CompareReport;
 use crate::plot::{self, Bar, MetricBars};
 
 /// The compared columns that are plotted, with their panel names and units.
@@ -53,7 +53,7 @@ pub fn write(
     data: &[String],
     plots: bool,
 ) -> Result<Written, String> {
-    let seeds = crate::drill::seeds_label(&r.seeds);
+    let seeds = crate::experiment::drill::seeds_label(&r.seeds);
     let names: Vec<&str> = r.rows.iter().map(|x| x.name.as_str()).collect();
     let mut rep = Report::new(dir, &format!("orrery compare: {}", names.join(" vs ")));
     let mut facts = vec![("orrery", r.orrery.clone()), ("seeds", seeds.clone())];

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::{Report, Written, ci, slug};
-use crate::drill::{DrillReport, SeedRun};
+use crate::experiment::drill::{DrillReport, SeedRun};
 use crate::plot::{self, Bar, DrillSeed, MetricBars, Recovery};
 use crate::report::Header;
 use crate::sim::metrics::TimelineEvent;
@@ -92,7 +92,7 @@ pub fn metric_bars(r: &DrillReport) -> Vec<MetricBars> {
 }
 
 /// Writes the drill's plots (unless `plots` is false) and `report.md` into `dir`, which
-/// already holds `data` (the files [`crate::drill::write`] wrote). `horizon`: the simulated
+/// already holds `data` (the files [`crate::experiment::drill::write`] wrote). `horizon`: the simulated
 /// window in seconds, if one was set. `table`: the printed table.
 pub fn write(
     dir: &Path,
@@ -103,7 +103,7 @@ pub fn write(
     data: &[String],
     plots: bool,
 ) -> Result<Written, String> {
-    let seeds = crate::drill::seeds_label(&r.seeds);
+    let seeds = crate::experiment::drill::seeds_label(&r.seeds);
     let mut rep = Report::new(dir, &format!("orrery drill: {}", h.scenario));
     rep.facts(&[
         ("orrery", h.orrery.clone()),

@@ -1,8 +1,8 @@
 //! What every command leaves behind besides its data files: plots (through [`crate::plot`]) and
 //! a `report.md` that states how the results were made, embeds the plots and links every file.
 //!
-//! This is glue only: it turns results ([`crate::sim::RunResult`], [`crate::drill::DrillReport`],
-//! [`crate::sweep::SweepResult`], [`crate::compare::CompareReport`],
+//! This is glue only: it turns results ([`crate::sim::RunResult`], [`crate::experiment::drill::DrillReport`],
+//! [`crate::experiment::sweep::SweepResult`], [`crate::experiment::compare::CompareReport`],
 //! [`crate::transport::compare::Comparison`]) into the plain structs of `plot` and into
 //! Markdown. One file per command: [`run`], [`drill`], [`sweep`], [`compare`],
 //! [`transports`]. Every file is written through [`crate::atomic`], so none is ever

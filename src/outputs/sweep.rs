@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{Report, Written, ci, slug};
-use crate::measure;
+use crate::experiment::measure;
+use crate::experiment::sweep::SweepResult;
 use crate::plot::{self, Bar, Heatmap, MetricBars, SampleSet};
 use crate::sim::RunResult;
 use crate::spec::experiment::Plot;
-use crate::sweep::SweepResult;
 
 /// The last segment of a dotted parameter path (`cluster.pod.fabric.oversubscription` →
 /// `oversubscription`).

@@ -94,7 +94,7 @@ pub fn csv(c: &Comparison) -> String {
 /// Bars of the workload comparison: makespan and each task group's mean run time, one bar per
 /// transport that could move every input (a transport that could not — NVLink P2P across
 /// nodes — was priced in closed form for those fetches, which would mislead here).
-pub fn workload_bars(w: &crate::transport_workload::WorkloadComparison) -> Vec<MetricBars> {
+pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> Vec<MetricBars> {
     let bar = |group: &str, value: f64| Bar {
         group: group.to_string(),
         value,
@@ -133,7 +133,7 @@ pub fn write(
     dir: &Path,
     header: &[(&str, String)],
     c: &Comparison,
-    workload: Option<&crate::transport_workload::WorkloadComparison>,
+    workload: Option<&crate::experiment::transports::WorkloadComparison>,
     printed: &str,
     plots: bool,
 ) -> Result<Written, String> {

@@ -12,12 +12,12 @@
 //! | `perf_per_dollar` | work units / cost_usd |
 //! | `perf_per_watt` | throughput_per_h / power (W) = work units per Wh |
 //!
-//! See [`crate::measure`] for the price and power sums. Runs go to a rayon pool and are
+//! See [`crate::experiment::measure`] for the price and power sums. Runs go to a rayon pool and are
 //! sorted by (scenario, seed) before anything is summed: the thread count never changes the
 //! result. No printing here; [`write`](fn@write) writes atomically.
 
-use crate::drill::Aggregate;
-use crate::measure::{self, ClusterFigures};
+use crate::experiment::drill::Aggregate;
+use crate::experiment::measure::{self, ClusterFigures};
 use crate::sim::{SimConfig, simulate};
 use crate::spec::Spec;
 use indicatif::ProgressBar;
@@ -180,7 +180,7 @@ fn num(x: Option<f64>) -> String {
 /// price_usd_per_h,power_w,runs`, then `<column>_mean,<column>_lo,<column>_hi` for each of
 /// [`COLUMNS`].
 pub fn files(r: &CompareReport) -> Vec<(&'static str, String)> {
-    let seeds = crate::drill::seeds_label(&r.seeds);
+    let seeds = crate::experiment::drill::seeds_label(&r.seeds);
     let mut csv =
         String::from("orrery,seeds,scenario,file,scenario_hash,price_usd_per_h,power_w,runs");
     for c in COLUMNS {

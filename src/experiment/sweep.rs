@@ -1,6 +1,6 @@
 //! `orrery sweep`: an experiment's parameter sweeps (the cartesian product of every `sweep`
 //! line's values, each product a *cell*) × its seeds, run in parallel, with per-cell means and
-//! Student-t 95% confidence intervals ([`crate::drill::Aggregate`]).
+//! Student-t 95% confidence intervals ([`crate::experiment::drill::Aggregate`]).
 //!
 //! Each cell is the scenario rewritten by its values and resolved again
 //! ([`crate::spec::Loaded::with_overrides`]), so every cell is validated before anything runs.
@@ -13,8 +13,8 @@
 //! Architecture invariant: no printing here; files are written only by [`write`](fn@write) and
 //! [`write_shard`], atomically.
 
-use crate::drill::Aggregate;
-use crate::measure::{self, ClusterFigures};
+use crate::experiment::drill::Aggregate;
+use crate::experiment::measure::{self, ClusterFigures};
 use crate::sim::{SimConfig, simulate};
 use crate::spec::{Loaded, Override, Spec};
 use indicatif::ProgressBar;
@@ -49,7 +49,7 @@ impl SweepHeader {
     }
     /// `1..20` or a list.
     pub fn seeds_label(&self) -> String {
-        crate::drill::seeds_label(&self.seeds)
+        crate::experiment::drill::seeds_label(&self.seeds)
     }
 }
 
