@@ -4,6 +4,11 @@
 use std::io::Write;
 use std::path::Path;
 
+/// Write `bytes` to `path` through a `.NAME.tmp-XXXXXX` file in the same folder (same file
+/// system, so the rename is atomic), synced before it is renamed over `path`. On any error the
+/// temporary file is removed (`NamedTempFile` deletes itself when dropped unpersisted). The
+/// file gets the permissions `File::create` would give (0666 less the umask), not tempfile's
+/// private 0600, so outputs stay readable as before.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
@@ -13,17 +18,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let prefix = format!(".{name}.tmp-");
+    let mut b = tempfile::Builder::new();
+    b.prefix(&prefix);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        b.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    result
+    let mut f = b.tempfile_in(dir)?;
+    f.write_all(bytes)?;
+    f.as_file().sync_all()?;
+    f.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Create an output folder (and its parents) if missing: with [`write_atomic`], the only way
@@ -53,6 +59,39 @@ mod tests {
             })
             .count();
         assert_eq!(leftovers, 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn temps_in(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                let n = e.as_ref().unwrap().file_name();
+                n.to_string_lossy().contains(".tmp-")
+            })
+            .count()
+    }
+
+    #[test]
+    fn a_failed_rename_leaves_no_temp() {
+        let dir = std::env::temp_dir().join(format!("orrery-atomic-fail-{}", std::process::id()));
+        // The target is a non-empty folder: the temporary file cannot be renamed over it.
+        std::fs::create_dir_all(dir.join("target").join("inside")).unwrap();
+        assert!(super::write_atomic(&dir.join("target"), b"x").is_err());
+        assert_eq!(temps_in(&dir), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn written_files_get_the_permissions_of_file_create() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("orrery-atomic-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::File::create(dir.join("plain")).unwrap();
+        super::write_atomic(&dir.join("atomic"), b"x").unwrap();
+        let mode = |n: &str| std::fs::metadata(dir.join(n)).unwrap().permissions().mode();
+        assert_eq!(mode("atomic"), mode("plain"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
