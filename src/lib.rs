@@ -8,6 +8,7 @@ pub mod bench;
 pub mod calibrate;
 pub mod catalog;
 pub mod compute;
+pub mod csv;
 pub mod diag;
 pub mod engine;
 pub mod experiment;

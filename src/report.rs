@@ -2,6 +2,7 @@
 //! header), one CSV per kind of work, `utilization.csv`, and the table `orrery run` prints.
 //! Files are written atomically (temp file, then rename).
 
+use crate::csv::field as csv_field;
 use crate::sim::metrics::{RunMetrics, Stats};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -61,14 +62,6 @@ impl Header {
             line.push_str(&format!("\nnetwork model: {m}"));
         }
         line
-    }
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }
 

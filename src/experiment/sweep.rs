@@ -13,6 +13,7 @@
 //! Architecture invariant: no printing here; files are written only by [`write`](fn@write) and
 //! [`write_shard`], atomically.
 
+use crate::csv::field as csv_field;
 use crate::experiment::drill::Aggregate;
 use crate::experiment::measure::{self, ClusterFigures};
 use crate::sim::{SimConfig, simulate};
@@ -290,14 +291,6 @@ pub fn run_sweep(plan: &Plan, cfg: &SweepConfig) -> SweepResult {
         ..cfg.clone()
     };
     summarize(plan.header.clone(), run(plan, &cfg))
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 fn num(x: Option<f64>) -> String {

@@ -71,7 +71,7 @@ pub fn csv(c: &Comparison) -> String {
             let b = x.breakdown;
             let _ = writeln!(
                 o,
-                "{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 p.label,
                 p.src.name,
                 p.dst.name,
@@ -84,7 +84,7 @@ pub fn csv(c: &Comparison) -> String {
                 opt(b.map(|b| b.staging_secs)),
                 opt(b.map(|b| b.bandwidth_secs)),
                 x.chunks,
-                x.error.as_deref().unwrap_or("").replace('"', "\"\"")
+                crate::csv::quoted(x.error.as_deref().unwrap_or(""))
             );
         }
     }
