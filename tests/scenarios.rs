@@ -221,3 +221,41 @@ fn shared_fabric_step_times_depend_on_contention_and_placement() {
         "vision packed {packed:?} vs spread alone {vision_alone}"
     );
 }
+
+#[test]
+fn quickstart_failure_fires_and_costs_device_hours() {
+    // The quickstart kills r1.n2 at 40 min, inside the pretraining run (about 75 min): one of
+    // the gang's nodes under either policy (STRICT_SPREAD over the emptiest nodes by id fills
+    // r0 and r1). The job stops, its bundle moves after detection, and the steps since the
+    // last checkpoint (every 30 min) are lost.
+    use orrery::sim::{SimConfig, simulate};
+    let l = orrery::spec::load_file(Path::new("scenarios/quickstart.orr")).unwrap();
+    let spec = l.spec.expect("quickstart validates");
+    use orrery::spec::workload::Policy;
+    for (policy, p) in [
+        ("ray_default", Policy::RayDefault),
+        ("topology_aware", Policy::TopologyAware),
+    ] {
+        let r = simulate(&spec.clone().with_policy(p), &SimConfig::default());
+        let f = &r.metrics.failures;
+        assert_eq!(f.node_failures, 1, "{policy}: the kill fires");
+        assert_eq!(f.bundles_rescheduled, 1, "{policy}: the gang lost a bundle");
+        assert!(
+            f.timeline
+                .iter()
+                .any(|e| e.subject == "pretrain.llm" && e.time == 2400.0),
+            "{policy}: {:?}",
+            f.timeline
+        );
+        // The 64 GPUs' time from the last checkpoint to the kill is lost: the checkpoint
+        // starts at 30 min and its 1.4 TB take about 11 s at the store's 128 GB/s, so the
+        // loss is at least the 64 GPUs' (2400 - 1800 - 60) s, and far below their 2400 s.
+        assert!(
+            f.lost_device_hours > 64.0 * 540.0 / 3600.0
+                && f.lost_device_hours < 64.0 * 2400.0 / 3600.0,
+            "{policy}: {}",
+            f.lost_device_hours
+        );
+        assert!(r.metrics.makespan > 2400.0);
+    }
+}
