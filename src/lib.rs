@@ -12,6 +12,7 @@ pub mod compute;
 pub mod diag;
 pub mod drill;
 pub mod engine;
+pub mod kinds;
 pub mod measure;
 pub mod network;
 pub mod outputs;

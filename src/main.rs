@@ -843,7 +843,7 @@ fn drill(
         * loaded
             .iter()
             .map(|(_, l, _)| {
-                (seed_list.len() * orrery::drill::variants(l.spec.as_ref().expect("spec")).len())
+                (seed_list.len() * orrery::drill::runs_per_seed(l.spec.as_ref().expect("spec")))
                     as u64
             })
             .sum::<u64>();

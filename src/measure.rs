@@ -24,6 +24,8 @@ use crate::spec::Spec;
 pub struct ClusterFigures {
     pub price_per_hour: Option<f64>,
     pub power_watts: Option<f64>,
+    /// Accelerators in the cluster (per-device shares of price and power).
+    pub devices: u64,
 }
 
 impl ClusterFigures {
@@ -32,6 +34,7 @@ impl ClusterFigures {
         ClusterFigures {
             price_per_hour: s.price.map(|p| p.0),
             power_watts: s.power.map(|p| p.0),
+            devices: s.devices_by_type.values().sum(),
         }
     }
 }
