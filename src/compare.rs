@@ -85,8 +85,7 @@ pub struct CompareReport {
 }
 
 /// What [`Aggregate`] intervals are.
-pub const INTERVAL: &str =
-    "95% confidence interval of the mean over the seeds: mean ± t(0.975, n−1)·sd/√n (Student's t), clipped at 0";
+pub const INTERVAL: &str = "95% confidence interval of the mean over the seeds: mean ± t(0.975, n−1)·sd/√n (Student's t), clipped at 0";
 
 /// The compared figures of one run: per kind, then cluster-wide.
 pub fn values(

@@ -79,13 +79,19 @@ impl Window {
     /// `12 h (experiment drill)`, `1 h (default for services)`, `none (until the work
     /// finished)`.
     pub fn label(&self) -> String {
-        let sig = crate::units::sig3;
-        match self.seconds {
-            Some(s) if s >= 3600.0 => format!("{} h ({})", sig(s / 3600.0), self.source),
-            Some(s) if s >= 60.0 => format!("{} min ({})", sig(s / 60.0), self.source),
-            Some(s) => format!("{} s ({})", sig(s), self.source),
-            None => self.source.clone(),
-        }
+        let Some(s) = self.seconds else {
+            return self.source.clone();
+        };
+        // The largest unit that writes the window exactly in three figures, else seconds.
+        let exact = [(3600.0, "h"), (60.0, "min")]
+            .into_iter()
+            .find_map(|(k, u)| {
+                let t = crate::units::sig3(s / k);
+                (s >= k && t.parse::<f64>().is_ok_and(|x| (x * k - s).abs() < 1e-9 * s))
+                    .then(|| format!("{t} {u}"))
+            });
+        let d = exact.unwrap_or_else(|| format!("{} s", crate::units::sig3(s)));
+        format!("{d} ({})", self.source)
     }
 }
 
