@@ -90,6 +90,29 @@ fn slo_attainment_counts_every_request_that_arrived_and_was_not_served() {
     assert!(orrery::drill::table(&d).contains("window: 100 s (experiment e)"));
 }
 
+/// Failures that never fire within the window: every run equals its baseline run, seed for
+/// seed, so every cost is exactly 0.
+#[test]
+fn a_variant_whose_failures_never_fire_costs_nothing() {
+    let s = spec(&DYING_SERVICE.replace("at 30 s kill", "at 200 s kill"));
+    let d = run_drill(
+        &s,
+        &DrillConfig {
+            seeds: Some(vec![1, 2]),
+            threads: 2,
+            traces: arrivals(),
+            ..Default::default()
+        },
+    );
+    let (base, v) = (&d.baselines[0], &d.variants[0]);
+    for (a, b) in v.runs.iter().zip(&base.runs) {
+        assert_eq!(a.values, b.values);
+    }
+    for c in &v.cost {
+        assert!(c.mean.is_none_or(|m| m == 0.0), "{c:?}");
+    }
+}
+
 /// A 10 s step (7.4175 PFLOP per device at 989 TFLOPS × 0.75, one node: no communication),
 /// 10 steps, no horizon: the window is the job's 100 s. The node costs 16 $/h and draws 8 kW,
 /// and the job holds all 8 of its GPUs, so by hand: 360 steps/h, 16 $/h × 100 s / 3600 / 10
