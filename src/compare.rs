@@ -246,31 +246,25 @@ pub fn table(r: &CompareReport) -> String {
         "window".into(),
         r.rows.iter().map(|x| x.window.label()).collect(),
     )];
-    for kind in ["training", "tasks", "services", "cluster"] {
-        let cols: Vec<(usize, &Column)> = r
-            .columns
+    let shown: Vec<Column> = r
+        .columns
+        .iter()
+        .filter(|c| c.key != "horizon_s")
+        .cloned()
+        .collect();
+    let order = ["training", "tasks", "services", "cluster"];
+    rows.extend(kinds::rows_by_kind(&shown, &order, |key| {
+        let i = r.columns.iter().position(|c| c.key == key);
+        r.rows
             .iter()
-            .enumerate()
-            .filter(|(_, c)| c.kind == kind && c.key != "horizon_s")
-            .collect();
-        if cols.is_empty() {
-            continue;
-        }
-        rows.push((kind.to_string(), Vec::new()));
-        for (i, c) in cols {
-            let cells = r
-                .rows
-                .iter()
-                .map(|row| match &row.metrics[i] {
-                    a if a.mean.is_some() => {
-                        kinds::cell(&c.key, a.mean.unwrap_or(0.0), a.half_width())
-                    }
-                    _ => "-".into(),
-                })
-                .collect();
-            rows.push((format!("  {}", c.label), cells));
-        }
-    }
+            .map(|row| match i.map(|i| &row.metrics[i]) {
+                Some(a) if a.mean.is_some() => {
+                    kinds::cell(key, a.mean.unwrap_or(0.0), a.half_width())
+                }
+                _ => "-".into(),
+            })
+            .collect()
+    }));
     let mut out = kinds::grid("", &names, &rows);
     let _ = writeln!(
         out,

@@ -18,6 +18,9 @@
 //! function of (spec, variant, seed); results are put back in (variant, seed) order before
 //! anything is summed, so the report is byte-identical whatever the thread count.
 //!
+//! This file is over 600 lines because it holds the runner, the pairing and the drill's files
+//! and table together; it splits when the experiment runners move under one module (issue 14).
+//!
 //! Architecture invariant: no printing here. The caller may pass an `indicatif` progress bar
 //! (the binary draws one only when stderr is a terminal); files are written only by
 //! [`write`](fn@write), atomically.
@@ -67,48 +70,6 @@ pub struct DrillConfig {
     pub empirical: BTreeMap<String, Vec<f64>>,
     /// Advanced once per finished run (hidden when `None`).
     pub progress: Option<ProgressBar>,
-}
-
-/// The failure figures of one run, `None` where the run has none (no failure was detected,
-/// so no time to detect). Lost device-hours = work thrown away + devices stalled waiting on
-/// recovery ([`crate::sim::metrics::FailureMetrics`]).
-pub fn failure_figures(m: &RunMetrics) -> Vec<(Column, Option<f64>)> {
-    let f = &m.failures;
-    let c = |key, unit, label: &str| Column::new("failures", None, key, unit).labelled(label);
-    vec![
-        (
-            c("node_failures", "count", "node failures"),
-            Some(f.node_failures as f64),
-        ),
-        (
-            c("time_to_detect_s", "s", "time to detect"),
-            (f.time_to_detect.count > 0).then_some(f.time_to_detect.mean),
-        ),
-        (
-            c("time_to_recover_s", "s", "time to recover"),
-            (f.time_to_recover.count > 0).then_some(f.time_to_recover.mean),
-        ),
-        (
-            c("lost_device_hours", "device-h", "lost device-hours"),
-            Some(f.lost_device_hours),
-        ),
-        (
-            c("lost_work_device_hours", "device-h", "  work thrown away"),
-            Some(f.lost_work_device_hours),
-        ),
-        (
-            c("stalled_device_hours", "device-h", "  stalled in recovery"),
-            Some(f.stalled_device_hours),
-        ),
-        (
-            c("requests_lost", "count", "requests lost"),
-            Some(f.requests_lost as f64),
-        ),
-        (
-            c("node_availability", "fraction", "node availability"),
-            Some(f.node_availability),
-        ),
-    ]
 }
 
 /// One seed's run of one variant.
@@ -383,7 +344,7 @@ pub fn runs_per_seed(spec: &Spec) -> usize {
 
 /// The values of one run: failure figures, then per-kind figures, by key.
 fn run_values(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>)> {
-    let mut v = failure_figures(m);
+    let mut v = kinds::failure_figures(m);
     v.extend(kinds::figures(fig, m));
     v
 }
@@ -628,31 +589,6 @@ pub fn write(dir: &Path, h: &Header, r: &DrillReport) -> std::io::Result<Vec<Str
     Ok(written)
 }
 
-/// Table rows of `metrics` grouped by kind (a heading per kind), one cell per item of
-/// `cells_of`.
-fn kind_rows(
-    r: &DrillReport,
-    cell: impl Fn(&str, usize) -> Vec<String>,
-) -> Vec<(String, Vec<String>)> {
-    let mut rows = Vec::new();
-    for kind in ["failures", "training", "tasks", "services"] {
-        let cols: Vec<(usize, &Column)> = r
-            .columns
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.kind == kind)
-            .collect();
-        if cols.is_empty() {
-            continue;
-        }
-        rows.push((kind.to_string(), Vec::new()));
-        for (i, c) in cols {
-            rows.push((format!("  {}", c.label), cell(&c.key, i)));
-        }
-    }
-    rows
-}
-
 fn agg_cell(key: &str, a: Option<&Aggregate>) -> String {
     match a.and_then(|a| a.mean.map(|m| (m, a.half_width()))) {
         Some((m, h)) => kinds::cell(key, m, h),
@@ -666,7 +602,8 @@ fn agg_cell(key: &str, a: Option<&Aggregate>) -> String {
 pub fn table(r: &DrillReport) -> String {
     let shown: Vec<&Variant> = all(r).collect();
     let names: Vec<String> = shown.iter().map(|v| v.name.clone()).collect();
-    let rows = kind_rows(r, |key, _| {
+    let order = ["failures", "training", "tasks", "services"];
+    let rows = kinds::rows_by_kind(&r.columns, &order, |key| {
         shown
             .iter()
             .map(|v| agg_cell(key, v.aggregate(key)))
@@ -674,7 +611,7 @@ pub fn table(r: &DrillReport) -> String {
     });
     let mut o = kinds::grid("metric", &names, &rows);
     let names: Vec<String> = r.variants.iter().map(|v| v.name.clone()).collect();
-    let rows = kind_rows(r, |key, _| {
+    let rows = kinds::rows_by_kind(&r.columns, &order, |key| {
         r.variants
             .iter()
             .map(|v| agg_cell(key, v.cost_of(key)))

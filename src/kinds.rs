@@ -19,6 +19,8 @@
 //! | services | `served_per_s` | served / W |
 //! | services | `latency_p50_s`, `latency_p99_s` | of the served requests |
 //! | services | `slo_<p>_attainment` | requests served within the SLO's target / requests arrived |
+//! | failures | `lost_device_hours` | `lost_work_device_hours` (work thrown away) + `stalled_device_hours` (devices waiting on recovery) |
+//! | failures | `node_failures`, `time_to_detect_s`, `time_to_recover_s`, `requests_lost`, `node_availability` | as [`crate::sim::metrics::FailureMetrics`] |
 //!
 //! An SLO `slo p99 1500 ms` is met when its attainment is at least 0.99: every request that
 //! arrived and was not served within 1.5 s counts against it, whether it was served late, lost
@@ -159,6 +161,48 @@ pub fn figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>
     out
 }
 
+/// The failure figures of one run, `None` where the run has none (no failure was detected,
+/// so no time to detect). Lost device-hours = work thrown away + devices stalled waiting on
+/// recovery ([`crate::sim::metrics::FailureMetrics`]).
+pub fn failure_figures(m: &RunMetrics) -> Vec<(Column, Option<f64>)> {
+    let f = &m.failures;
+    let c = |key, unit, label: &str| Column::new("failures", None, key, unit).labelled(label);
+    vec![
+        (
+            c("node_failures", "count", "node failures"),
+            Some(f.node_failures as f64),
+        ),
+        (
+            c("time_to_detect_s", "s", "time to detect"),
+            (f.time_to_detect.count > 0).then_some(f.time_to_detect.mean),
+        ),
+        (
+            c("time_to_recover_s", "s", "time to recover"),
+            (f.time_to_recover.count > 0).then_some(f.time_to_recover.mean),
+        ),
+        (
+            c("lost_device_hours", "device-h", "lost device-hours"),
+            Some(f.lost_device_hours),
+        ),
+        (
+            c("lost_work_device_hours", "device-h", "  work thrown away"),
+            Some(f.lost_work_device_hours),
+        ),
+        (
+            c("stalled_device_hours", "device-h", "  stalled in recovery"),
+            Some(f.stalled_device_hours),
+        ),
+        (
+            c("requests_lost", "count", "requests lost"),
+            Some(f.requests_lost as f64),
+        ),
+        (
+            c("node_availability", "fraction", "node availability"),
+            Some(f.node_availability),
+        ),
+    ]
+}
+
 /// Cluster-wide figures over the window (compare): W, cost and energy.
 pub fn cluster_figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>)> {
     let c = |metric, unit| Column::new("cluster", None, metric, unit);
@@ -229,6 +273,27 @@ pub fn cell(key: &str, mean: f64, half: Option<f64>) -> String {
         Some(h) if h <= 1e-6 * mean.abs() => format!("{}{u} ± 0{u}", s(mean * k)),
         Some(h) => format!("{}{u} ± {}{u}", s(mean * k), crate::units::sig3(h * k)),
     }
+}
+
+/// Table rows for `columns` grouped by kind, in `order` (a heading row per kind present, then
+/// a row per column with `cells(key)`).
+pub fn rows_by_kind(
+    columns: &[Column],
+    order: &[&str],
+    cells: impl Fn(&str) -> Vec<String>,
+) -> Vec<(String, Vec<String>)> {
+    let mut rows = Vec::new();
+    for kind in order {
+        let mut cols = columns.iter().filter(|c| c.kind == *kind).peekable();
+        if cols.peek().is_none() {
+            continue;
+        }
+        rows.push((kind.to_string(), Vec::new()));
+        for c in cols {
+            rows.push((format!("  {}", c.label), cells(&c.key)));
+        }
+    }
+    rows
 }
 
 /// A table with a row per label and a column per name, left-aligned, trailing space trimmed.
