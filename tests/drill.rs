@@ -113,7 +113,8 @@ fn lost_work_per_failure_is_half_the_checkpoint_interval() {
     assert_eq!(r.variants.len(), 1);
     let v = &r.variants[0];
     assert_eq!(v.name, "all");
-    let lost_h: f64 = v.values("lost_device_hours").iter().sum();
+    // Work thrown away only: the stall while the job recovers is counted apart.
+    let lost_h: f64 = v.values("lost_work_device_hours").iter().sum();
     let stops: u64 = v.runs.iter().map(|r| r.job_stops).sum();
     assert!(stops > 150, "only {stops} job stops");
     let per_stop_s = lost_h * 3600.0 / stops as f64 / 8.0;
@@ -137,7 +138,7 @@ fn lost_work_per_failure_is_half_the_checkpoint_interval() {
         recover.n == 6 && recover.mean.unwrap() >= 15.0,
         "{recover:?}"
     );
-    let goodput = v.aggregate("goodput").unwrap().mean.unwrap();
+    let goodput = v.aggregate("w.t.goodput").unwrap().mean.unwrap();
     assert!(goodput > 0.9 && goodput < 1.0, "goodput {goodput}");
 }
 
@@ -177,7 +178,8 @@ fn results_do_not_depend_on_the_thread_count() {
     let lost = v.values("lost_device_hours");
     assert!(lost.iter().any(|x| *x != lost[0]), "{lost:?}");
     // The timeline holds every run's failures, in time order within a run.
-    let timeline = &csv_files(&one)[2].1;
+    let files = csv_files(&one);
+    let timeline = &files.iter().find(|(n, _)| *n == "timeline.csv").unwrap().1;
     assert!(timeline.starts_with("variant,seed,time_s,kind,subject\n"));
     assert!(timeline.contains(",crash,") && timeline.contains(",job_stopped,w.t"));
     for r in &v.runs {
@@ -309,7 +311,13 @@ fn drill_command_prints_a_table_and_writes_its_files() {
         stdout.contains("lost device-hours") && stdout.contains(" ± "),
         "{stdout}"
     );
-    for name in ["drill.json", "drill.csv", "per_seed.csv", "timeline.csv"] {
+    for name in [
+        "drill.json",
+        "drill.csv",
+        "cost.csv",
+        "per_seed.csv",
+        "timeline.csv",
+    ] {
         assert!(out.join(name).exists(), "{name} missing");
     }
     let json: serde_json::Value =
@@ -318,10 +326,20 @@ fn drill_command_prints_a_table_and_writes_its_files() {
     assert_eq!(json["header"]["scenario_hash"].as_str().unwrap().len(), 16);
     assert_eq!(json["drill"]["variants"][1]["name"], "sturdy");
     let csv = std::fs::read_to_string(out.join("drill.csv")).unwrap();
-    assert!(csv.starts_with("variant,metric,n,mean,std,ci_low,ci_high\n"));
-    assert!(csv.contains("\nflaky,lost_device_hours,3,"), "{csv}");
+    assert!(csv.starts_with("variant,horizon_s,horizon_source,metric,n,mean,std,ci_low,ci_high\n"));
+    // The window and why: `--horizon 20 h`.
+    assert!(
+        csv.contains("\nflaky,72000,--horizon,lost_device_hours,3,"),
+        "{csv}"
+    );
+    assert!(stdout.contains("window: 20 h (--horizon)"), "{stdout}");
+    assert_eq!(json["header"]["schema_version"], 2);
+    assert_eq!(json["drill"]["variants"][0]["horizon_s"], 72000.0);
+    assert_eq!(json["drill"]["variants"][0]["horizon_source"], "--horizon");
+    // The baseline and the two variants, three seeds each.
     let per_seed = std::fs::read_to_string(out.join("per_seed.csv")).unwrap();
-    assert_eq!(per_seed.lines().count(), 1 + 2 * 3);
+    assert_eq!(per_seed.lines().count(), 1 + 3 * 3);
+    assert!(per_seed.contains("\nno_failures,1,0,"), "{per_seed}");
     // Same drill, one thread: the same files.
     let out1 = dir.join("out1");
     let o = orrery(&[
@@ -337,7 +355,13 @@ fn drill_command_prints_a_table_and_writes_its_files() {
         out1.to_str().unwrap(),
     ]);
     assert!(o.status.success());
-    for name in ["drill.json", "drill.csv", "per_seed.csv", "timeline.csv"] {
+    for name in [
+        "drill.json",
+        "drill.csv",
+        "cost.csv",
+        "per_seed.csv",
+        "timeline.csv",
+    ] {
         assert_eq!(
             std::fs::read(out.join(name)).unwrap(),
             std::fs::read(out1.join(name)).unwrap(),

@@ -232,6 +232,7 @@ fn drill_writes_recovery_and_comparison_plots_independent_of_threads() {
         set(&[
             "comparison.png",
             "comparison.svg",
+            "cost.csv",
             "drill-fast.png",
             "drill-fast.svg",
             "drill-slow.png",
@@ -247,6 +248,11 @@ fn drill_writes_recovery_and_comparison_plots_independent_of_threads() {
     let md = read(&one, "report.md");
     assert!(md.contains("| seeds | `1..3` |") && md.contains("| variants | `fast, slow` |"));
     assert!(md.contains("[timeline.csv](timeline.csv)"));
+    assert!(md.contains("| baselines | `no_failures` |"), "{md}");
+    assert!(
+        md.contains("[cost.csv](cost.csv)") && md.contains("| window |"),
+        "{md}"
+    );
     same_folders(&one, &two);
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -429,17 +435,19 @@ fn compare_draws_bars_with_intervals() {
     let r = orrery::experiment::compare::compare(&entries, &[1, 2], 1, None);
     let bars = orrery::outputs::compare::metric_bars(&r);
     let panels: Vec<&str> = bars.iter().map(|m| m.name.as_str()).collect();
+    // Tasks only: their makespan and rate, and the cluster's cost and energy over the window.
     assert_eq!(
         panels,
         [
             "makespan",
-            "throughput",
-            "cost",
-            "energy",
-            "perf/$",
-            "perf/W"
+            "tasks/s",
+            "cluster cost (price × window)",
+            "cluster energy (TDP × window)"
         ]
     );
+    // 3 tasks in 15 s.
+    assert!((bars[1].bars[0].value - 0.2).abs() < 1e-12);
+    assert!(md.contains("window"), "{md}");
     // 15 s for both; twice the nodes cost twice as much for the same window.
     assert_eq!(bars[0].bars[0].value, 15.0);
     assert_eq!(bars[0].bars[1].value, 15.0);

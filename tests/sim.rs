@@ -244,11 +244,21 @@ fn node_death_reschedules_lost_bundles_and_restarts_from_the_checkpoint() {
     );
     let t = &r.metrics.training[0];
     assert_eq!((t.restarts, t.steps_done), (1, 30));
+    // Work thrown away: 16 GPUs × (100 − 70) s; stalled: 16 GPUs × (125 − 100) s from the
+    // crash until it computes again; lost device-hours: both.
     assert!(
-        (t.lost_device_hours - 16.0 * 30.0 / 3600.0).abs() < 1e-6,
+        (t.lost_work_device_hours - 16.0 * 30.0 / 3600.0).abs() < 1e-6,
         "{}",
-        t.lost_device_hours
+        t.lost_work_device_hours
     );
+    assert!(
+        (t.stalled_device_hours - 16.0 * 25.0 / 3600.0).abs() < 1e-6,
+        "{}",
+        t.stalled_device_hours * 3600.0
+    );
+    assert!((t.lost_device_hours - 16.0 * 55.0 / 3600.0).abs() < 1e-6);
+    assert!((f.lost_device_hours - t.lost_device_hours).abs() < 1e-9);
+    assert!((f.stalled_device_hours - t.stalled_device_hours).abs() < 1e-9);
     assert_eq!(r.metrics.placement_groups[0].nodes, vec!["n2", "n1"]);
     assert!(r.metrics.failures.unsimulated.is_empty());
 }
@@ -412,9 +422,15 @@ fn crashes_during_a_checkpoint_write_or_load() {
     let r = simulate(&s, &SimConfig::default());
     let t = &r.metrics.training[0];
     assert!(
-        (t.lost_device_hours - 8.0 * 95.0 / 3600.0).abs() < 1e-6,
+        (t.lost_work_device_hours - 8.0 * 95.0 / 3600.0).abs() < 1e-6,
         "{}",
-        t.lost_device_hours * 3600.0
+        t.lost_work_device_hours * 3600.0
+    );
+    // Stalled from the first crash until it computes again: 8 GPUs × (550 − 505) s.
+    assert!(
+        (t.stalled_device_hours - 8.0 * 45.0 / 3600.0).abs() < 1e-6,
+        "{}",
+        t.stalled_device_hours * 3600.0
     );
     let f = &r.metrics.failures;
     assert_eq!(f.time_to_recover.count, 1);

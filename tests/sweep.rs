@@ -300,27 +300,37 @@ fn compare_prices_and_powers_the_hardware_mixes_by_the_documented_formula() {
     let m = &rows[1];
     assert_eq!(m[2], "mi300x");
     // By hand: 8 nodes × 8 MI300X at the scenario's 3.50 $/h each = 224 $/h; 8 nodes at the
-    // scenario's 10 kW = 80 kW; services give a 1 h window. Cost 224 $, energy 80 kWh.
+    // scenario's 10 kW = 80 kW; services give a 1 h window (and the files say so). Cost 224 $,
+    // energy 80 kWh.
     assert_eq!(col(m, "price_usd_per_h"), 224.0);
     assert_eq!(col(m, "power_w"), 80_000.0);
-    assert_eq!(col(m, "hours_mean"), 1.0);
+    assert_eq!(col(m, "horizon_s"), 3600.0);
+    let source = head.iter().position(|h| *h == "horizon_source").unwrap();
+    assert_eq!(m[source], "default for services");
     assert!((col(m, "cost_usd_mean") - 224.0).abs() < 1e-9);
     assert!((col(m, "energy_kwh_mean") - 80.0).abs() < 1e-9);
-    // perf/$ = units / cost and perf/W = units per hour / W (cost and power are the same for
-    // every seed, so the means divide).
-    let units = col(m, "throughput_per_h_mean") * col(m, "hours_mean");
-    assert!((col(m, "perf_per_dollar_mean") - units / 224.0).abs() < 1e-6);
+    // Each kind in its own unit: no column adds tasks, steps and requests.
     assert!(
-        (col(m, "perf_per_watt_mean") - col(m, "throughput_per_h_mean") / 80_000.0).abs() < 1e-9
+        head.iter()
+            .all(|h| !h.contains("throughput") && !h.contains("perf_per"))
     );
-    // Throughput is the three kinds of work added.
-    let sum =
-        col(m, "tasks_per_h_mean") + col(m, "steps_per_h_mean") + col(m, "requests_per_h_mean");
-    assert!((col(m, "throughput_per_h_mean") - sum).abs() < 1e-6);
+    // $/step: the job's 48 of 64 GPUs at 224 $/h for the cluster, over its wall time (the
+    // whole 1 h window: it does not finish), per step kept.
+    let steps = col(m, "pretrain_13b.llm.steps_per_h_mean");
+    let per_step = col(m, "pretrain_13b.llm.usd_per_step_mean");
+    assert!(
+        (per_step - 224.0 * 48.0 / 64.0 / steps).abs() < 1e-9,
+        "{per_step}"
+    );
     // DGX H100: 10.2 kW a node (catalog), 8 nodes, 1 h.
     let h = &rows[0];
     assert!((col(h, "energy_kwh_mean") - 81.6).abs() < 1e-9);
     assert!((col(h, "cost_usd_mean") - col(h, "price_usd_per_h")).abs() < 1e-9);
     let json: serde_json::Value = serde_json::from_str(&read(&d, "compare.json")).unwrap();
-    assert_eq!(json["rows"][1]["price_per_hour"], 224.0);
+    assert_eq!(json["schema_version"], 2);
+    assert_eq!(json["rows"][1]["price_usd_per_h"], 224.0);
+    assert_eq!(json["rows"][1]["horizon_s"], 3600.0);
+    assert_eq!(json["columns"][0]["key"], "pretrain_13b.llm.step_time_s");
+    assert_eq!(json["columns"][0]["unit"], "s");
+    assert!(json["rows"][1]["runs"][0]["values"]["chat_70b.chat.served_per_s"].is_number());
 }

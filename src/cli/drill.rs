@@ -105,7 +105,7 @@ pub(super) fn drill(
             .iter()
             .map(|(_, l, _)| {
                 (seed_list.len()
-                    * orrery::experiment::drill::variants(l.spec.as_ref().expect("spec")).len())
+                    * orrery::experiment::drill::runs_per_seed(l.spec.as_ref().expect("spec")))
                     as u64
             })
             .sum::<u64>();

@@ -1,24 +1,23 @@
 //! `orrery compare A.orr B.orr ...`: the same workload on different hardware mixes, each file
-//! a full scenario, over the same seeds; per scenario the mean and Student-t 95% interval of:
+//! a full scenario, over the same seeds; per scenario the mean and Student-t 95% interval of
+//! every per-kind figure of [`crate::experiment::kinds`] (training: step time, steps/h, goodput, $/step,
+//! kWh/step; tasks: makespan, tasks/s; services: requests served/s, latency percentiles, SLO
+//! attainment), each in its own unit and never added across kinds, and of the cluster-wide:
 //!
 //! | column | definition |
 //! |---|---|
-//! | `makespan_s` | end of the last work (none if nothing finished in the window) |
-//! | `hours` | T: the simulated window in hours ([`measure::hours`]) |
-//! | `throughput_per_h` | work units (tasks + training steps + requests) / T |
-//! | `tasks_per_h`, `steps_per_h`, `requests_per_h` | each kind of unit / T |
-//! | `cost_usd` | cluster price ($/h, catalog) × T |
-//! | `energy_kwh` | cluster power (kW, node `power` else device TDP) × T — TDP × time |
-//! | `perf_per_dollar` | work units / cost_usd |
-//! | `perf_per_watt` | throughput_per_h / power (W) = work units per Wh |
+//! | `horizon_s` | W: the simulated window ([`crate::sim::window`]; its source is stated) |
+//! | `cost_usd` | cluster price ($/h, catalog) × W — the whole cluster for the whole window |
+//! | `energy_kwh` | cluster power (kW, node `power` else device TDP) × W — TDP × time |
 //!
 //! See [`crate::experiment::measure`] for the price and power sums. Runs go to a rayon pool and are
 //! sorted by (scenario, seed) before anything is summed: the thread count never changes the
 //! result. No printing here; [`write`](fn@write) writes atomically.
 
 use crate::experiment::drill::Aggregate;
-use crate::experiment::measure::{self, ClusterFigures};
-use crate::sim::{SimConfig, simulate};
+use crate::experiment::kinds::{self, Column};
+use crate::experiment::measure::ClusterFigures;
+use crate::sim::{SimConfig, Window, simulate};
 use crate::spec::Spec;
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -26,19 +25,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Compared columns, in order.
-pub const COLUMNS: &[&str] = &[
-    "makespan_s",
-    "hours",
-    "throughput_per_h",
-    "tasks_per_h",
-    "steps_per_h",
-    "requests_per_h",
-    "cost_usd",
-    "energy_kwh",
-    "perf_per_dollar",
-    "perf_per_watt",
-];
+/// Version of the layout of `compare.json` (2: labelled per-kind columns, units in keys,
+/// the window of every scenario).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One scenario to compare.
 pub struct Entry {
@@ -53,6 +42,13 @@ pub struct Entry {
     pub failure_block: Option<String>,
 }
 
+/// One seed's figures, by column key.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeedValues {
+    pub seed: u64,
+    pub values: BTreeMap<String, Option<f64>>,
+}
+
 /// One scenario over every seed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CompareRow {
@@ -62,44 +58,43 @@ pub struct CompareRow {
     /// The only `failures` block applied, when one was chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failures: Option<String>,
-    /// Cluster price ($/h) and power (W) from the catalog figures.
-    pub price_per_hour: Option<f64>,
-    pub power_watts: Option<f64>,
-    /// Per seed (seed order), per column of [`COLUMNS`].
-    pub runs: Vec<(u64, Vec<Option<f64>>)>,
-    /// Per column of [`COLUMNS`].
+    /// Cluster price and power from the catalog figures, and its accelerators.
+    pub price_usd_per_h: Option<f64>,
+    pub power_w: Option<f64>,
+    pub devices: u64,
+    /// The window every run of this scenario used, and why (`horizon_s`, `horizon_source`).
+    #[serde(flatten)]
+    pub window: Window,
+    /// Per seed (seed order).
+    pub runs: Vec<SeedValues>,
+    /// Per column of [`CompareReport::columns`], in that order (n = 0 where this scenario
+    /// has no such item).
     pub metrics: Vec<Aggregate>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CompareReport {
+    pub schema_version: u32,
     pub orrery: String,
     pub seeds: Vec<u64>,
-    pub columns: Vec<String>,
+    /// How `ci_low`/`ci_high` are computed.
+    pub interval: String,
+    /// Every column of any scenario, labelled (key with unit, kind, item, unit).
+    pub columns: Vec<Column>,
     pub rows: Vec<CompareRow>,
 }
 
-/// The compared values of one run.
-pub fn values(fig: &ClusterFigures, m: &crate::sim::metrics::RunMetrics) -> Vec<Option<f64>> {
-    let h = measure::hours(m);
-    let (t, s, r) = measure::work_units(m);
-    let per_h = |x: u64| (h > 0.0).then(|| x as f64 / h);
-    let units = (t + s + r) as f64;
-    let cost = measure::cost(fig, m);
-    vec![
-        (m.makespan > 0.0).then_some(m.makespan),
-        Some(h),
-        measure::throughput(m),
-        per_h(t),
-        per_h(s),
-        per_h(r),
-        cost,
-        measure::energy(fig, m),
-        cost.filter(|c| *c > 0.0).map(|c| units / c),
-        measure::throughput(m)
-            .zip(fig.power_watts.filter(|w| *w > 0.0))
-            .map(|(x, w)| x / w),
-    ]
+/// What [`Aggregate`] intervals are.
+pub const INTERVAL: &str = "95% confidence interval of the mean over the seeds: mean ± t(0.975, n−1)·sd/√n (Student's t), clipped at 0";
+
+/// The compared figures of one run: per kind, then cluster-wide.
+pub fn values(
+    fig: &ClusterFigures,
+    m: &crate::sim::metrics::RunMetrics,
+) -> Vec<(Column, Option<f64>)> {
+    let mut v = kinds::figures(fig, m);
+    v.extend(kinds::cluster_figures(fig, m));
+    v
 }
 
 /// Simulate every scenario over `seeds` on `threads` threads (0: one per CPU).
@@ -132,24 +127,38 @@ pub fn compare(
         );
         (e, seed, values(&figs[e], &r.metrics))
     };
-    let mut results: Vec<(usize, u64, Vec<Option<f64>>)> =
+    let mut results: Vec<(usize, u64, Vec<(Column, Option<f64>)>)> =
         crate::parallel::map(&jobs, threads, &bar, one);
-    results.sort_by_key(|(e, s, _)| (*e, *s));
+    results.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    // Every scenario's columns, in first-seen order.
+    let mut columns: Vec<Column> = Vec::new();
+    for (_, _, vals) in &results {
+        for (c, _) in vals {
+            if !columns.iter().any(|k| k.key == c.key) {
+                columns.push(c.clone());
+            }
+        }
+    }
     let rows = entries
         .iter()
         .enumerate()
         .map(|(i, en)| {
-            let runs: Vec<(u64, Vec<Option<f64>>)> = results
+            let runs: Vec<SeedValues> = results
                 .iter()
                 .filter(|(e, _, _)| *e == i)
-                .map(|(_, s, v)| (*s, v.clone()))
+                .map(|(_, s, v)| SeedValues {
+                    seed: *s,
+                    values: v.iter().map(|(c, x)| (c.key.clone(), *x)).collect(),
+                })
                 .collect();
-            let metrics = COLUMNS
+            let metrics = columns
                 .iter()
-                .enumerate()
-                .map(|(k, c)| {
-                    let xs: Vec<f64> = runs.iter().filter_map(|(_, v)| v[k]).collect();
-                    Aggregate::of(c, &xs)
+                .map(|c| {
+                    let xs: Vec<f64> = runs
+                        .iter()
+                        .filter_map(|r| r.values.get(&c.key).copied().flatten())
+                        .collect();
+                    Aggregate::of(&c.key, &xs)
                 })
                 .collect();
             CompareRow {
@@ -157,17 +166,21 @@ pub fn compare(
                 failures: en.failure_block.clone(),
                 file: en.file.clone(),
                 scenario_hash: en.scenario_hash.clone(),
-                price_per_hour: figs[i].price_per_hour,
-                power_watts: figs[i].power_watts,
+                price_usd_per_h: figs[i].price_per_hour,
+                power_w: figs[i].power_watts,
+                devices: figs[i].devices,
+                window: crate::sim::window(&en.spec, None),
                 runs,
                 metrics,
             }
         })
         .collect();
     CompareReport {
+        schema_version: SCHEMA_VERSION,
         orrery: env!("CARGO_PKG_VERSION").to_string(),
         seeds: seeds.to_vec(),
-        columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
+        interval: INTERVAL.to_string(),
+        columns,
         rows,
     }
 }
@@ -176,27 +189,33 @@ fn num(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// `compare.csv` and `compare.json`. CSV columns: `orrery,seeds,scenario,file,scenario_hash,
-/// price_usd_per_h,power_w,runs`, then `<column>_mean,<column>_lo,<column>_hi` for each of
-/// [`COLUMNS`].
+/// `compare.csv` and `compare.json`. CSV columns: `orrery,seeds,scenario,file,
+/// scenario_hash,price_usd_per_h,power_w,devices,horizon_s,horizon_source,runs`, then
+/// `<key>_mean,<key>_lo,<key>_hi` for each of [`CompareReport::columns`].
 pub fn files(r: &CompareReport) -> Vec<(&'static str, String)> {
     let seeds = crate::experiment::drill::seeds_label(&r.seeds);
-    let mut csv =
-        String::from("orrery,seeds,scenario,file,scenario_hash,price_usd_per_h,power_w,runs");
-    for c in COLUMNS {
-        let _ = write!(csv, ",{c}_mean,{c}_lo,{c}_hi");
+    let field = crate::csv::field;
+    let mut csv = String::from(
+        "orrery,seeds,scenario,file,scenario_hash,price_usd_per_h,power_w,devices,horizon_s,horizon_source,runs",
+    );
+    for c in &r.columns {
+        let k = field(&c.key);
+        let _ = write!(csv, ",{k}_mean,{k}_lo,{k}_hi");
     }
     csv.push('\n');
     for row in &r.rows {
         let _ = write!(
             csv,
-            "{},{seeds},{},{},{},{},{},{}",
+            "{},{seeds},{},{},{},{},{},{},{},{},{}",
             r.orrery,
-            row.name,
-            row.file,
+            field(&row.name),
+            field(&row.file),
             row.scenario_hash,
-            num(row.price_per_hour),
-            num(row.power_watts),
+            num(row.price_usd_per_h),
+            num(row.power_w),
+            row.devices,
+            num(row.window.seconds),
+            field(&row.window.source),
             row.runs.len()
         );
         for a in &row.metrics {
@@ -218,54 +237,46 @@ pub fn write(dir: &Path, r: &CompareReport) -> std::io::Result<Vec<String>> {
     Ok(out)
 }
 
-fn sig(x: Option<f64>) -> String {
-    x.map(crate::units::sig3).unwrap_or_else(|| "-".into())
-}
-
-/// The table `orrery compare` prints: mean ± half-width of the 95% interval.
+/// The table `orrery compare` prints: a row per figure (grouped by kind), a column per
+/// scenario, each cell mean ± half-width of the 95% interval (`-` where the scenario has no
+/// value); the window of each scenario first, with its source.
 pub fn table(r: &CompareReport) -> String {
-    let mut out = String::new();
-    let w = r
-        .rows
+    let names: Vec<String> = r.rows.iter().map(|x| x.name.clone()).collect();
+    let mut rows: Vec<(String, Vec<String>)> = vec![(
+        "window".into(),
+        r.rows.iter().map(|x| x.window.label()).collect(),
+    )];
+    let shown: Vec<Column> = r
+        .columns
         .iter()
-        .map(|x| x.name.len())
-        .max()
-        .unwrap_or(8)
-        .max(8);
-    let shown = [
-        ("makespan_s", "makespan s"),
-        ("throughput_per_h", "units/h"),
-        ("cost_usd", "cost $"),
-        ("energy_kwh", "energy kWh"),
-        ("perf_per_dollar", "units/$"),
-        ("perf_per_watt", "units/Wh"),
-    ];
-    let _ = write!(out, "{:w$}", "scenario");
-    for (_, h) in shown {
-        let _ = write!(out, "  {h:>20}");
-    }
-    out.push('\n');
-    for row in &r.rows {
-        let _ = write!(out, "{:w$}", row.name);
-        for (k, _) in shown {
-            let a = COLUMNS
-                .iter()
-                .position(|c| *c == k)
-                .map(|i| &row.metrics[i]);
-            let cell = match a {
-                Some(a) if a.mean.is_some() => match a.half_width() {
-                    Some(hw) => format!("{} ± {}", sig(a.mean), sig(Some(hw))),
-                    None => sig(a.mean),
-                },
+        .filter(|c| c.key != "horizon_s")
+        .cloned()
+        .collect();
+    let order = ["training", "tasks", "services", "cluster"];
+    rows.extend(kinds::rows_by_kind(&shown, &order, |key| {
+        let i = r.columns.iter().position(|c| c.key == key);
+        r.rows
+            .iter()
+            .map(|row| match i.map(|i| &row.metrics[i]) {
+                Some(a) if a.mean.is_some() => {
+                    kinds::cell(key, a.mean.unwrap_or(0.0), a.half_width())
+                }
                 _ => "-".into(),
-            };
-            let _ = write!(out, "  {cell:>20}");
-        }
-        out.push('\n');
-    }
+            })
+            .collect()
+    }));
+    let mut out = kinds::grid("", &names, &rows);
     let _ = writeln!(
         out,
-        "units = completed tasks + training steps + served requests; cost = price × hours; energy = power (TDP) × hours"
+        "{} seeds; ± is the half-width of the {INTERVAL_SHORT}",
+        r.seeds.len()
+    );
+    let _ = writeln!(
+        out,
+        "$/step and kWh/step: the job's devices' share of the cluster's price and TDP over its wall time, per step kept; SLO attainment: requests served within the target / requests arrived"
     );
     out
 }
+
+/// [`INTERVAL`] in a few words, for table footers.
+pub const INTERVAL_SHORT: &str = "95% confidence interval of the mean (Student's t)";

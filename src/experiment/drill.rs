@@ -1,23 +1,36 @@
-//! Failure drills: one scenario run over many seeds, once per recovery variant, with every
-//! failure metric aggregated (mean, standard deviation, 95% Student's t confidence interval).
+//! Failure drills: one scenario run over many seeds, once per recovery variant and once with
+//! failures off (the paired baseline), with every failure metric and every per-kind figure
+//! ([`crate::experiment::kinds`]) aggregated (mean, standard deviation, 95% Student's t confidence
+//! interval), and what each variant's failures cost: the per-seed difference from the baseline.
 //!
 //! A *variant* is one named `failures NAME { ... }` block, run alone
 //! ([`SimConfig::failure_block`]); a scenario without named blocks is one variant, `all`, with
 //! every block applied. Variants side by side compare recovery policies: MTBFs, repair times,
 //! detection settings, or anything else a failure block can say.
 //!
+//! The baseline ([`BASELINE_VARIANT`]) is the same scenario with every failure block removed,
+//! run over the same seeds: the random streams of the work do not depend on the failures, so
+//! seed s of a variant and seed s of the baseline differ only by what failed. The cost of a
+//! variant is, per metric, the mean of (variant − baseline) over the seeds where both have a
+//! value, with the paired t interval: mean ± t(0.975, n−1)·sd/√n of those differences.
+//!
 //! Runs go to a local rayon pool of [`DrillConfig::threads`] threads. Each run is a pure
 //! function of (spec, variant, seed); results are put back in (variant, seed) order before
 //! anything is summed, so the report is byte-identical whatever the thread count.
+//!
+//! This file is over 600 lines because it holds the runner, the pairing and the drill's files
+//! and table together; it splits when the experiment runners move under one module (issue 14).
 //!
 //! Architecture invariant: no printing here. The caller may pass an `indicatif` progress bar
 //! (the binary draws one only when stderr is a terminal); files are written only by
 //! [`write`](fn@write), atomically.
 
 use crate::engine::Time;
+use crate::experiment::kinds::{self, Column};
+use crate::experiment::measure::ClusterFigures;
 use crate::report::Header;
 use crate::sim::metrics::{RunMetrics, TimelineEvent};
-use crate::sim::{SimConfig, simulate};
+use crate::sim::{SimConfig, Window, simulate};
 use crate::spec::Spec;
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -31,6 +44,17 @@ pub const DEFAULT_SEEDS: u64 = 10;
 
 /// Name of the single variant of a scenario without named failure blocks.
 pub const ALL_VARIANT: &str = "all";
+
+/// Name of the paired baseline: the scenario with failures off.
+pub const BASELINE_VARIANT: &str = "no_failures";
+
+/// Version of the layout of `drill.json` (2: per-kind metrics, the paired baseline and the
+/// cost of each variant, each variant's window).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// How the intervals of [`Variant::aggregates`] and [`Variant::cost`] are computed.
+pub const INTERVAL: &str = "95% confidence interval of the mean over the seeds: mean ± t(0.975, n−1)·sd/√n (Student's t), clipped at 0";
+pub const PAIRED_INTERVAL: &str = "paired t: per seed, variant − baseline (same seed, failures off); mean ± t(0.975, n−1)·sd/√n of those differences";
 
 #[derive(Debug, Clone, Default)]
 pub struct DrillConfig {
@@ -46,87 +70,6 @@ pub struct DrillConfig {
     pub empirical: BTreeMap<String, Vec<f64>>,
     /// Advanced once per finished run (hidden when `None`).
     pub progress: Option<ProgressBar>,
-}
-
-/// A metric of a drill: what one seed's run yields, `None` where the run has no value (no
-/// failure was detected, so no time to detect).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metric {
-    NodeFailures,
-    TimeToDetect,
-    TimeToRecover,
-    LostDeviceHours,
-    Goodput,
-    SloViolationFraction,
-    NodeAvailability,
-    Makespan,
-}
-
-impl Metric {
-    pub const ALL: [Metric; 8] = [
-        Metric::NodeFailures,
-        Metric::TimeToDetect,
-        Metric::TimeToRecover,
-        Metric::LostDeviceHours,
-        Metric::Goodput,
-        Metric::SloViolationFraction,
-        Metric::NodeAvailability,
-        Metric::Makespan,
-    ];
-
-    /// Column and JSON name (with its unit where it has one).
-    pub fn key(self) -> &'static str {
-        match self {
-            Metric::NodeFailures => "node_failures",
-            Metric::TimeToDetect => "time_to_detect_s",
-            Metric::TimeToRecover => "time_to_recover_s",
-            Metric::LostDeviceHours => "lost_device_hours",
-            Metric::Goodput => "goodput",
-            Metric::SloViolationFraction => "slo_violation_fraction",
-            Metric::NodeAvailability => "node_availability",
-            Metric::Makespan => "makespan_s",
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Metric::NodeFailures => "node failures",
-            Metric::TimeToDetect => "time to detect",
-            Metric::TimeToRecover => "time to recover",
-            Metric::LostDeviceHours => "lost device-hours",
-            Metric::Goodput => "goodput",
-            Metric::SloViolationFraction => "SLO violations",
-            Metric::NodeAvailability => "node availability",
-            Metric::Makespan => "makespan",
-        }
-    }
-
-    /// The value of this metric in one run's results.
-    pub fn of(self, m: &RunMetrics) -> Option<f64> {
-        let f = &m.failures;
-        let mean = |xs: &[f64]| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
-        match self {
-            Metric::NodeFailures => Some(f.node_failures as f64),
-            // The mean of this run's detections (recoveries); none when nothing happened.
-            Metric::TimeToDetect => (f.time_to_detect.count > 0).then_some(f.time_to_detect.mean),
-            Metric::TimeToRecover => {
-                (f.time_to_recover.count > 0).then_some(f.time_to_recover.mean)
-            }
-            Metric::LostDeviceHours => Some(f.lost_device_hours),
-            Metric::Goodput => mean(&m.training.iter().map(|t| t.goodput).collect::<Vec<_>>()),
-            // Services without an SLO have no violations to count: left out of the mean.
-            Metric::SloViolationFraction => mean(
-                &m.services
-                    .iter()
-                    .filter(|s| !s.slo.is_empty())
-                    .map(|s| s.slo_violation_fraction)
-                    .collect::<Vec<_>>(),
-            ),
-            Metric::NodeAvailability => Some(f.node_availability),
-            // None when nothing finished in the window (the run's makespan is then 0).
-            Metric::Makespan => (m.makespan > 0.0).then_some(m.makespan),
-        }
-    }
 }
 
 /// One seed's run of one variant.
@@ -156,7 +99,15 @@ pub struct Aggregate {
 }
 
 impl Aggregate {
+    /// Of non-negative values: the interval is clipped at 0.
     pub fn of(metric: &str, xs: &[f64]) -> Aggregate {
+        let mut a = Aggregate::unclipped(metric, xs);
+        a.ci_low = a.ci_low.map(|l| l.max(0.0));
+        a
+    }
+
+    /// Of values of either sign (paired differences): the interval as computed.
+    pub fn unclipped(metric: &str, xs: &[f64]) -> Aggregate {
         let n = xs.len();
         let mean = (n > 0).then(|| xs.iter().sum::<f64>() / n as f64);
         let std = mean
@@ -171,14 +122,12 @@ impl Aggregate {
             n,
             mean,
             std,
-            // Every drill metric is non-negative: the interval is clipped at 0.
-            ci_low: mean.zip(half).map(|(m, h)| (m - h).max(0.0)),
+            ci_low: mean.zip(half).map(|(m, h)| m - h),
             ci_high: mean.zip(half).map(|(m, h)| m + h),
         }
     }
 
-    /// Half-width of the (unclipped) confidence interval.
-    /// Half-width of the interval; rounding noise of identical samples (below 1e-9 of the
+    /// Half-width of the (unclipped) interval; rounding noise of identical samples (below 1e-9 of the
     /// mean) reads as 0.
     pub fn half_width(&self) -> Option<f64> {
         self.mean.zip(self.ci_high).map(|(m, h)| {
@@ -188,16 +137,27 @@ impl Aggregate {
     }
 }
 
-/// One recovery variant over every seed.
+/// One recovery variant (or a baseline) over every seed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Variant {
     pub name: String,
+    /// The window its runs used, and why (`horizon_s`, `horizon_source`).
+    #[serde(flatten)]
+    pub window: Window,
+    /// The baseline its cost is paired with ([`DrillReport::baselines`]); `None` for a baseline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     /// In seed order.
     pub runs: Vec<SeedRun>,
     /// Per metric of [`DrillReport::metrics`], in that order.
     pub aggregates: Vec<Aggregate>,
     /// Failure statements of this variant the simulation does not model yet (first seed).
     pub unsimulated: Vec<String>,
+    /// What its failures cost, per metric of [`DrillReport::metrics`]: the per-seed
+    /// difference variant − baseline, aggregated with [`Aggregate::unclipped`] (empty for a
+    /// baseline).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cost: Vec<Aggregate>,
 }
 
 impl Variant {
@@ -213,14 +173,46 @@ impl Variant {
             .filter_map(|r| r.values.get(key).copied().flatten())
             .collect()
     }
+
+    /// The cost of this variant for a metric, by key.
+    pub fn cost_of(&self, key: &str) -> Option<&Aggregate> {
+        self.cost.iter().find(|a| a.metric == key)
+    }
+}
+
+/// Per metric, the per-seed differences `variant − baseline` over the seeds where both have a
+/// value, aggregated (paired t interval).
+pub fn paired_cost(metrics: &[String], variant: &Variant, baseline: &Variant) -> Vec<Aggregate> {
+    metrics
+        .iter()
+        .map(|k| {
+            let diffs: Vec<f64> = variant
+                .runs
+                .iter()
+                .filter_map(|r| {
+                    let b = baseline.runs.iter().find(|b| b.seed == r.seed)?;
+                    let (x, y) = (r.values.get(k).copied()??, b.values.get(k).copied()??);
+                    Some(x - y)
+                })
+                .collect();
+            Aggregate::unclipped(k, &diffs)
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct DrillReport {
     pub seeds: Vec<u64>,
-    /// Metric keys measured (goodput only with training jobs, SLO violations only with
-    /// services that state an SLO).
+    /// Metric keys measured: the failure figures, then each training job's, the tasks' and
+    /// each service's ([`crate::experiment::kinds`]).
     pub metrics: Vec<String>,
+    /// The same, labelled (key with unit, kind, item, unit).
+    pub columns: Vec<Column>,
+    /// How `ci_low`/`ci_high` are computed: of the aggregates, of the costs.
+    pub interval: String,
+    pub cost_interval: String,
+    /// The no-failure runs each variant is paired with (one per scenario and policy).
+    pub baselines: Vec<Variant>,
     pub variants: Vec<Variant>,
     /// Every variant's unsimulated failure statements, once each.
     pub unsimulated: Vec<String>,
@@ -241,26 +233,53 @@ pub fn merge(reports: Vec<(String, DrillReport)>) -> DrillReport {
                 .collect()
         })
         .unwrap_or_default();
+    let columns: Vec<Column> = reports
+        .first()
+        .map(|(_, r)| {
+            r.columns
+                .iter()
+                .filter(|c| metrics.contains(&c.key))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
     let mut out = DrillReport {
         seeds: reports
             .first()
             .map(|(_, r)| r.seeds.clone())
             .unwrap_or_default(),
         metrics: metrics.clone(),
+        columns,
+        interval: INTERVAL.into(),
+        cost_interval: PAIRED_INTERVAL.into(),
+        baselines: Vec::new(),
         variants: Vec::new(),
         unsimulated: Vec::new(),
     };
+    let keep = |xs: &[Aggregate]| -> Vec<Aggregate> {
+        metrics
+            .iter()
+            .filter_map(|m| xs.iter().find(|a| &a.metric == m).cloned())
+            .collect()
+    };
     for (label, r) in reports {
-        for mut v in r.variants {
-            v.name = if v.name == ALL_VARIANT {
+        let rename = |name: &str| {
+            if name == ALL_VARIANT {
                 label.clone()
             } else {
-                format!("{label}/{}", v.name)
-            };
-            v.aggregates = metrics
-                .iter()
-                .filter_map(|m| v.aggregate(m).cloned())
-                .collect();
+                format!("{label}/{name}")
+            }
+        };
+        for mut v in r.baselines {
+            v.name = rename(&v.name);
+            v.aggregates = keep(&v.aggregates);
+            out.baselines.push(v);
+        }
+        for mut v in r.variants {
+            v.name = rename(&v.name);
+            v.baseline = v.baseline.as_deref().map(rename);
+            v.aggregates = keep(&v.aggregates);
+            v.cost = keep(&v.cost);
             out.variants.push(v);
         }
         for u in r.unsimulated {
@@ -318,30 +337,36 @@ pub fn seeds_label(seeds: &[u64]) -> String {
     }
 }
 
-/// Run every variant over every seed, in parallel, and aggregate.
+/// How many runs a drill of `spec` makes per seed: each variant and the baseline.
+pub fn runs_per_seed(spec: &Spec) -> usize {
+    variants(spec).len() + 1
+}
+
+/// The values of one run: failure figures, then per-kind figures, by key.
+fn run_values(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>)> {
+    let mut v = kinds::failure_figures(m);
+    v.extend(kinds::figures(fig, m));
+    v
+}
+
+/// Run the baseline and every variant over every seed, in parallel, and aggregate.
 pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
     let seeds = seeds(spec, cfg);
-    let variants = variants(spec);
-    let has_training = spec.workloads.iter().any(|w| !w.training.is_empty());
-    let has_slo = spec
-        .workloads
-        .iter()
-        .any(|w| w.services.iter().any(|s| !s.slo.is_empty()));
-    let metrics: Vec<Metric> = Metric::ALL
-        .into_iter()
-        .filter(|m| match m {
-            Metric::Goodput => has_training,
-            Metric::SloViolationFraction => has_slo,
-            _ => true,
-        })
-        .collect();
+    // Index 0 is the baseline: the same scenario with every failure block removed.
+    let mut quiet = spec.clone();
+    quiet.failures.clear();
+    let mut variants: Vec<Option<String>> = vec![None];
+    variants.extend(self::variants(spec));
+    let fig = ClusterFigures::of(spec);
+    let window = crate::sim::window(spec, cfg.horizon);
     let jobs: Vec<(usize, u64)> = (0..variants.len())
         .flat_map(|v| seeds.iter().map(move |s| (v, *s)))
         .collect();
     let bar = cfg.progress.clone().unwrap_or_else(ProgressBar::hidden);
-    let one = |&(v, seed): &(usize, u64)| -> (usize, SeedRun, Vec<String>) {
+    type Done = (usize, SeedRun, Vec<Column>, Vec<String>);
+    let one = |&(v, seed): &(usize, u64)| -> Done {
         let r = simulate(
-            spec,
+            if v == 0 { &quiet } else { spec },
             &SimConfig {
                 seed,
                 horizon: cfg.horizon,
@@ -352,10 +377,7 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
             },
         );
         let m = r.metrics;
-        let values = metrics
-            .iter()
-            .map(|k| (k.key().to_string(), k.of(&m)))
-            .collect();
+        let figures = run_values(&fig, &m);
         let job_stops = m
             .failures
             .timeline
@@ -364,27 +386,43 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
             .count() as u64;
         let run = SeedRun {
             seed,
-            values,
+            values: figures.iter().map(|(c, x)| (c.key.clone(), *x)).collect(),
             job_stops,
             timeline: m.failures.timeline,
         };
-        (v, run, m.failures.unsimulated)
+        let columns = figures.into_iter().map(|(c, _)| c).collect();
+        (v, run, columns, m.failures.unsimulated)
     };
-    let mut results: Vec<(usize, SeedRun, Vec<String>)> =
-        crate::parallel::map(&jobs, cfg.threads, &bar, one);
+    let mut results: Vec<Done> = crate::parallel::map(&jobs, cfg.threads, &bar, one);
     // Whatever order the pool finished in, aggregate in (variant, seed) order.
-    results.sort_by_key(|(v, r, _)| (*v, r.seed));
-    let keys: Vec<String> = metrics.iter().map(|m| m.key().to_string()).collect();
+    results.sort_by_key(|(v, r, _, _)| (*v, r.seed));
+    let mut columns: Vec<Column> = Vec::new();
+    for (_, _, cols, _) in &results {
+        for c in cols {
+            if !columns.iter().any(|k| k.key == c.key) {
+                columns.push(c.clone());
+            }
+        }
+    }
+    let keys: Vec<String> = columns.iter().map(|c| c.key.clone()).collect();
     let mut out: Vec<Variant> = variants
         .iter()
-        .map(|v| Variant {
-            name: v.clone().unwrap_or_else(|| ALL_VARIANT.to_string()),
+        .enumerate()
+        .map(|(i, v)| Variant {
+            name: match (i, v) {
+                (0, _) => BASELINE_VARIANT.to_string(),
+                (_, Some(n)) => n.clone(),
+                (_, None) => ALL_VARIANT.to_string(),
+            },
+            window: window.clone(),
+            baseline: (i > 0).then(|| BASELINE_VARIANT.to_string()),
             runs: Vec::new(),
             aggregates: Vec::new(),
             unsimulated: Vec::new(),
+            cost: Vec::new(),
         })
         .collect();
-    for (v, run, unsim) in results {
+    for (v, run, _, unsim) in results {
         if out[v].runs.is_empty() {
             out[v].unsimulated = unsim;
         }
@@ -396,6 +434,10 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
             .map(|k| Aggregate::of(k, &v.values(k)))
             .collect();
     }
+    let baseline = out.remove(0);
+    for v in &mut out {
+        v.cost = paired_cost(&keys, v, &baseline);
+    }
     let mut unsimulated: Vec<String> = Vec::new();
     for u in out.iter().flat_map(|v| &v.unsimulated) {
         if !unsimulated.contains(u) {
@@ -405,6 +447,10 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
     DrillReport {
         seeds,
         metrics: keys,
+        columns,
+        interval: INTERVAL.into(),
+        cost_interval: PAIRED_INTERVAL.into(),
+        baselines: vec![baseline],
         variants: out,
         unsimulated,
     }
@@ -421,11 +467,12 @@ pub fn header_line(h: &Header, seeds: &[u64]) -> String {
     )
 }
 
-/// `drill.json`: the header (a run's, with the drill's `seeds` in place of its `seed`) and
-/// the report.
+/// `drill.json`: the header (a run's, with the drill's `seeds` in place of its `seed`, and
+/// the schema version) and the report.
 pub fn to_json(h: &Header, r: &DrillReport) -> String {
     #[derive(Serialize)]
     struct DrillHeader<'a> {
+        schema_version: u32,
         orrery: &'a str,
         scenario: &'a str,
         scenario_hash: &'a str,
@@ -438,6 +485,7 @@ pub fn to_json(h: &Header, r: &DrillReport) -> String {
     }
     let out = Out {
         header: DrillHeader {
+            schema_version: SCHEMA_VERSION,
             orrery: &h.orrery,
             scenario: &h.scenario,
             scenario_hash: &h.scenario_hash,
@@ -448,36 +496,48 @@ pub fn to_json(h: &Header, r: &DrillReport) -> String {
     serde_json::to_string_pretty(&out).unwrap_or_default()
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 fn opt(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// The CSV files of a drill: (file name, contents).
+/// Baselines, then variants (the order of every file and table).
+fn all(r: &DrillReport) -> impl Iterator<Item = &Variant> {
+    r.baselines.iter().chain(&r.variants)
+}
+
+/// The CSV files of a drill: (file name, contents). `drill.csv` and `per_seed.csv` hold the
+/// baselines too; `cost.csv` the paired differences of each variant from its baseline.
 pub fn csv_files(r: &DrillReport) -> Vec<(&'static str, String)> {
-    let mut agg = String::from("variant,metric,n,mean,std,ci_low,ci_high\n");
-    let mut per_seed = format!("variant,seed,{},job_stops\n", r.metrics.join(","));
+    let mut agg =
+        String::from("variant,horizon_s,horizon_source,metric,n,mean,std,ci_low,ci_high\n");
+    let mut cost = String::from("variant,baseline,metric,n,mean_difference,std,ci_low,ci_high\n");
+    let keys: Vec<String> = r.metrics.iter().map(|k| crate::csv::field(k)).collect();
+    let mut per_seed = format!("variant,seed,{},job_stops\n", keys.join(","));
     let mut timeline = String::from("variant,seed,time_s,kind,subject\n");
-    for v in &r.variants {
-        let name = csv_field(&v.name);
+    let row = |a: &Aggregate| {
+        format!(
+            "{},{},{},{},{},{}",
+            crate::csv::field(&a.metric),
+            a.n,
+            opt(a.mean),
+            opt(a.std),
+            opt(a.ci_low),
+            opt(a.ci_high)
+        )
+    };
+    for v in all(r) {
+        let name = crate::csv::field(&v.name);
+        let window = format!(
+            "{},{}",
+            opt(v.window.seconds),
+            crate::csv::field(&v.window.source)
+        );
         for a in &v.aggregates {
-            let _ = writeln!(
-                agg,
-                "{name},{},{},{},{},{},{}",
-                a.metric,
-                a.n,
-                opt(a.mean),
-                opt(a.std),
-                opt(a.ci_low),
-                opt(a.ci_high)
-            );
+            let _ = writeln!(agg, "{name},{window},{}", row(a));
+        }
+        let base = crate::csv::field(v.baseline.as_deref().unwrap_or(""));
+        for a in &v.cost {
+            let _ = writeln!(cost, "{name},{base},{}", row(a));
         }
         for run in &v.runs {
             let vals: Vec<String> = r
@@ -498,21 +558,22 @@ pub fn csv_files(r: &DrillReport) -> Vec<(&'static str, String)> {
                     "{name},{},{},{},{}",
                     run.seed,
                     e.time,
-                    csv_field(&e.kind),
-                    csv_field(&e.subject)
+                    crate::csv::field(&e.kind),
+                    crate::csv::field(&e.subject)
                 );
             }
         }
     }
     vec![
         ("drill.csv", agg),
+        ("cost.csv", cost),
         ("per_seed.csv", per_seed),
         ("timeline.csv", timeline),
     ]
 }
 
-/// Write `drill.json`, `drill.csv`, `per_seed.csv` and `timeline.csv` into `dir`, each
-/// atomically; the names written, in order.
+/// Write `drill.json`, `drill.csv`, `cost.csv`, `per_seed.csv` and `timeline.csv` into
+/// `dir`, each atomically; the names written, in order.
 pub fn write(dir: &Path, h: &Header, r: &DrillReport) -> std::io::Result<Vec<String>> {
     crate::atomic::create_dir(dir)?;
     let mut written = vec!["drill.json".to_string()];
@@ -524,114 +585,60 @@ pub fn write(dir: &Path, h: &Header, r: &DrillReport) -> std::io::Result<Vec<Str
     Ok(written)
 }
 
-/// Scale and unit suffix to show a metric's values in, chosen by the size of `x`.
-fn unit(key: &str, x: f64) -> (f64, &'static str) {
-    if key.ends_with("_s") {
-        match x.abs() {
-            a if a == 0.0 || (1.0..3600.0).contains(&a) => (1.0, " s"),
-            a if a < 1e-3 => (1e6, " us"),
-            a if a < 1.0 => (1e3, " ms"),
-            _ => (1.0 / 3600.0, " h"),
-        }
-    } else if matches!(
-        key,
-        "goodput" | "node_availability" | "slo_violation_fraction"
-    ) {
-        (100.0, "%")
-    } else {
-        (1.0, "")
+fn agg_cell(key: &str, a: Option<&Aggregate>) -> String {
+    match a.and_then(|a| a.mean.map(|m| (m, a.half_width()))) {
+        Some((m, h)) => kinds::cell(key, m, h),
+        None => "–".to_string(),
     }
 }
 
-/// `mean ± half` in the mean's unit; a half-width below a millionth of the mean (floating-point
-/// noise around identical values) shows as 0.
-fn fmt_cell(key: &str, mean: f64, half: Option<f64>) -> String {
-    let s = crate::units::sig3;
-    let (k, u) = unit(
-        key,
-        if mean != 0.0 {
-            mean
-        } else {
-            half.unwrap_or(0.0)
-        },
-    );
-    match half {
-        None => format!("{}{u}", s(mean * k)),
-        Some(h) if h <= 1e-6 * mean.abs() => format!("{}{u} ± 0{u}", s(mean * k)),
-        Some(h) => format!("{}{u} ± {}{u}", s(mean * k), s(h * k)),
-    }
-}
-
-/// The side-by-side table a drill prints: a row per metric, a column per variant, each cell
-/// `mean ± CI half-width` (`–` where no seed had a value; no `±` with a single seed).
+/// The tables a drill prints: every metric per baseline and variant (`mean ± CI half-width`,
+/// `–` where no seed had a value, no `±` with a single seed), then what each variant's
+/// failures cost (variant − its baseline, paired per seed), then the windows and intervals.
 pub fn table(r: &DrillReport) -> String {
-    let mut o = String::new();
-    let cells: Vec<Vec<String>> = r
-        .metrics
-        .iter()
-        .enumerate()
-        .map(|(i, key)| {
-            r.variants
-                .iter()
-                .map(|v| {
-                    let a = &v.aggregates[i];
-                    match a.mean {
-                        None => "–".to_string(),
-                        Some(m) => fmt_cell(key, m, a.half_width()),
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    let labels: Vec<&str> = r
-        .metrics
-        .iter()
-        .map(|k| {
-            Metric::ALL
-                .iter()
-                .find(|m| m.key() == k)
-                .map(|m| m.label())
-                .unwrap_or(k)
-        })
-        .collect();
-    let w0 = labels
-        .iter()
-        .map(|l| l.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(6);
-    let widths: Vec<usize> = r
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(j, v)| {
-            cells
-                .iter()
-                .map(|row| row[j].chars().count())
-                .chain([v.name.chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())));
-    let mut line = pad("metric", w0);
-    for (v, w) in r.variants.iter().zip(&widths) {
-        line += "  ";
-        line += &pad(&v.name, *w);
-    }
-    let _ = writeln!(o, "{}", line.trim_end());
-    for (label, row) in labels.iter().zip(&cells) {
-        let mut line = pad(label, w0);
-        for (c, w) in row.iter().zip(&widths) {
-            line += "  ";
-            line += &pad(c, *w);
+    let shown: Vec<&Variant> = all(r).collect();
+    let names: Vec<String> = shown.iter().map(|v| v.name.clone()).collect();
+    let order = ["failures", "training", "tasks", "services"];
+    let rows = kinds::rows_by_kind(&r.columns, &order, |key| {
+        shown
+            .iter()
+            .map(|v| agg_cell(key, v.aggregate(key)))
+            .collect()
+    });
+    let mut o = kinds::grid("metric", &names, &rows);
+    let names: Vec<String> = r.variants.iter().map(|v| v.name.clone()).collect();
+    let rows = kinds::rows_by_kind(&r.columns, &order, |key| {
+        r.variants
+            .iter()
+            .map(|v| agg_cell(key, v.cost_of(key)))
+            .collect()
+    });
+    let _ = writeln!(
+        o,
+        "\nwhat the failures cost: variant − {BASELINE_VARIANT} (same seeds, failures off), paired per seed"
+    );
+    o.push_str(&kinds::grid("metric", &names, &rows));
+    let windows: Vec<String> = shown.iter().map(|v| v.window.label()).collect();
+    if windows.windows(2).all(|w| w[0] == w[1]) {
+        let _ = writeln!(
+            o,
+            "\nwindow: {}",
+            windows.first().cloned().unwrap_or_default()
+        );
+    } else {
+        let _ = writeln!(o);
+        for (v, w) in shown.iter().zip(&windows) {
+            let _ = writeln!(o, "window of {}: {w}", v.name);
         }
-        let _ = writeln!(o, "{}", line.trim_end());
     }
     let _ = writeln!(
         o,
-        "{} seeds per variant; ± is the half-width of the 95% confidence interval of the mean (Student's t)",
+        "{} seeds per variant; ± is the half-width of the 95% confidence interval of the mean (Student's t); costs: paired t over the per-seed differences",
         r.seeds.len()
+    );
+    let _ = writeln!(
+        o,
+        "lost device-hours = work thrown away + devices stalled waiting on recovery; SLO attainment = requests served within the target / requests arrived (lost and unserved requests count against it)"
     );
     for u in &r.unsimulated {
         let _ = writeln!(o, "not simulated yet: {u}");

@@ -1,8 +1,10 @@
-//! One number per experiment metric from a run's results, and the cost and energy formulas
-//! shared by `orrery sweep` and `orrery compare`.
+//! One number per experiment metric from a run's results (`orrery sweep`), and the cost and
+//! energy formulas `orrery compare` shares ([`crate::experiment::kinds`] reports each kind of work there in
+//! its own unit; the summed throughput below is a sweep metric only).
 //!
-//! Definitions (T = the simulated window in hours: the experiment's `horizon` when it has one,
-//! else until the last work finished; `RunMetrics::horizon`):
+//! Definitions (T = the simulated window in hours, [`crate::sim::window`]: `--horizon`, the
+//! experiment's `horizon`, 1 h with services, else until the last work finished;
+//! `RunMetrics::horizon`):
 //!
 //! * **work units** = completed tasks + training steps done + served requests;
 //! * **throughput** = work units / T (units per hour);
@@ -24,6 +26,8 @@ use crate::spec::Spec;
 pub struct ClusterFigures {
     pub price_per_hour: Option<f64>,
     pub power_watts: Option<f64>,
+    /// Accelerators in the cluster (per-device shares of price and power).
+    pub devices: u64,
 }
 
 impl ClusterFigures {
@@ -32,6 +36,7 @@ impl ClusterFigures {
         ClusterFigures {
             price_per_hour: s.price.map(|p| p.0),
             power_watts: s.power.map(|p| p.0),
+            devices: s.devices_by_type.values().sum(),
         }
     }
 }
@@ -97,8 +102,9 @@ pub fn column(metric: &str) -> String {
 /// training jobs) · utilization (device-weighted mean busy fraction) · queueing_delay (mean
 /// task queueing, s) · placement_delay (mean actor placement delay, s) · latency (mean request
 /// latency, s) · step_time (mean over training jobs, s) · pg_pending_time (mean over placement
-/// groups, s) · lost_device_hours · recovery_time / time_to_detect (mean, s) · availability
-/// (node availability) · slo_violations (mean violation fraction over services with an SLO) ·
+/// groups, s) · lost_device_hours (work thrown away + devices stalled in recovery) · recovery_time / time_to_detect (mean, s) · availability
+/// (node availability) · slo_violations (mean over services with an SLO of the fraction of
+/// arrived requests not served within the tightest target) ·
 /// cost ($) · energy (kWh).
 pub fn metric(name: &str, fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
     let f = &m.failures;

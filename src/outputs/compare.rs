@@ -1,5 +1,7 @@
-//! `orrery compare`: `comparison.{png,svg}` (makespan, throughput, cost, energy, perf/$ and
-//! perf/W per scenario, mean with its 95% interval over the seeds) and `report.md`.
+//! `orrery compare`: `comparison.{png,svg}` (each kind's headline figures in their own unit —
+//! training step time, steps/h, $/step, kWh/step; tasks makespan and tasks/s; services
+//! requests served/s, p99 latency, SLO attainment — and the cluster's cost and energy over the
+//! window, per scenario, mean with its 95% interval over the seeds) and `report.md`.
 
 use std::path::Path;
 
@@ -7,40 +9,46 @@ use super::{Report, Written, ci};
 use crate::experiment::compare::CompareReport;
 use crate::plot::{self, Bar, MetricBars};
 
-/// The compared columns that are plotted, with their panel names and units.
-pub const PLOTTED: &[(&str, &str, &str)] = &[
-    ("makespan_s", "makespan", "s"),
-    ("throughput_per_h", "throughput", "units/h"),
-    ("cost_usd", "cost", "$"),
-    ("energy_kwh", "energy", "kWh"),
-    ("perf_per_dollar", "perf/$", "units/$"),
-    ("perf_per_watt", "perf/W", "units/Wh"),
-];
+/// Whether a column of the report is plotted: every per-kind figure but raw counts, p50
+/// latency and goodput (in the table and the files), and cost and energy of the cluster.
+pub fn plotted(key: &str) -> bool {
+    const SKIP: &[&str] = &[
+        "horizon_s",
+        ".arrived",
+        ".served",
+        "tasks.completed",
+        ".latency_p50_s",
+        ".goodput",
+    ];
+    !SKIP
+        .iter()
+        .any(|s| key == *s || (s.starts_with('.') && key.ends_with(s)))
+}
 
 /// One panel per plotted column, a bar per scenario (scenarios without a value left out).
 pub fn metric_bars(r: &CompareReport) -> Vec<MetricBars> {
-    PLOTTED
+    r.columns
         .iter()
-        .filter_map(|&(col, name, unit)| {
-            let k = r.columns.iter().position(|c| c == col)?;
-            Some(MetricBars {
-                name: name.into(),
-                unit: unit.into(),
-                bars: r
-                    .rows
-                    .iter()
-                    .filter_map(|row| {
-                        let a = row.metrics.get(k)?;
-                        let mean = a.mean.filter(|m| m.is_finite())?;
-                        Some(Bar {
-                            group: row.name.clone(),
-                            value: mean,
-                            ci: ci(mean, a.ci_low, a.ci_high),
-                        })
+        .enumerate()
+        .filter(|(_, c)| plotted(&c.key))
+        .map(|(k, c)| MetricBars {
+            name: c.label.clone(),
+            unit: c.unit.into(),
+            bars: r
+                .rows
+                .iter()
+                .filter_map(|row| {
+                    let a = row.metrics.get(k)?;
+                    let mean = a.mean.filter(|m| m.is_finite())?;
+                    Some(Bar {
+                        group: row.name.clone(),
+                        value: mean,
+                        ci: ci(mean, a.ci_low, a.ci_high),
                     })
-                    .collect(),
-            })
+                })
+                .collect(),
         })
+        .filter(|m| !m.bars.is_empty())
         .collect()
 }
 
@@ -62,6 +70,7 @@ pub fn write(
             "scenario",
             format!("{} (hash {})", row.file, row.scenario_hash),
         ));
+        facts.push(("window", format!("{}: {}", row.name, row.window.label())));
     }
     rep.facts(&facts);
     if plots {
@@ -73,20 +82,27 @@ pub fn write(
             &metric_bars(r),
         );
         rep.plot(
-            "Makespan, throughput, cost, energy, perf/$ and perf/W per scenario",
+            "Each kind of work in its own unit, and the cluster's cost and energy, per scenario",
             drawn,
         );
     }
     rep.section("Summary");
     rep.pre(table);
     rep.md.push_str(
-        "Cost = cluster price × simulated hours; energy = cluster power (TDP) × simulated hours \
-         (an upper bound: idle power is not modelled); perf/$ = work units / cost; perf/W = \
-         work units per Wh.\n\n",
+        "Each kind of work is reported in its own unit; nothing is added across kinds. \
+         Cost = cluster price × window; energy = cluster power (TDP) × window (an upper bound: \
+         idle power is not modelled). $/step and kWh/step: the job's devices' share of the \
+         cluster's price and TDP over the job's wall time, per step kept. SLO attainment = \
+         requests served within the target / requests that arrived (dropped, lost and still \
+         queued requests count against it). Intervals: ",
     );
+    rep.md.push_str(&r.interval);
+    rep.md.push_str(".\n\n");
     let what = |f: &str| match f {
         "compare.csv" => "per scenario: mean and 95% interval of every column",
-        "compare.json" => "every run's values and every aggregate",
+        "compare.json" => {
+            "schema version, labelled columns (key with unit, kind, item), every run's values and every aggregate"
+        }
         _ => "data",
     };
     let listed: Vec<(String, &str)> = data.iter().map(|f| (f.clone(), what(f))).collect();

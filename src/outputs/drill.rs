@@ -1,7 +1,7 @@
 //! `orrery drill`: per variant a recovery plot (`drill.{png,svg}`, or `drill-<variant>.{png,svg}`
 //! with several variants: each seed's failures, detections and recoveries, and its lost
-//! device-hours), `comparison.{png,svg}` (every drill metric per variant, mean with its 95%
-//! interval) and `report.md`.
+//! device-hours), `comparison.{png,svg}` (every drill metric per baseline and variant, mean
+//! with its 95% interval) and `report.md` (with the windows and what the failures cost).
 
 use std::path::Path;
 
@@ -62,30 +62,27 @@ pub fn drill_seeds(runs: &[SeedRun]) -> Vec<DrillSeed> {
         .collect()
 }
 
-/// Bars per drill metric, one per variant (mean, whiskers at the 95% interval).
+/// Bars per drill metric, one per baseline and variant (mean, whiskers at the 95% interval).
 pub fn metric_bars(r: &DrillReport) -> Vec<MetricBars> {
-    r.metrics
+    r.columns
         .iter()
-        .enumerate()
-        .map(|(i, key)| {
-            let (name, unit) = super::name_unit(key);
-            MetricBars {
-                name,
-                unit,
-                bars: r
-                    .variants
-                    .iter()
-                    .filter_map(|v| {
-                        let a = v.aggregates.get(i)?;
-                        let mean = a.mean.filter(|m| m.is_finite())?;
-                        Some(Bar {
-                            group: v.name.clone(),
-                            value: mean,
-                            ci: ci(mean, a.ci_low, a.ci_high),
-                        })
+        .map(|c| MetricBars {
+            name: c.label.trim().to_string(),
+            unit: c.unit.to_string(),
+            bars: r
+                .baselines
+                .iter()
+                .chain(&r.variants)
+                .filter_map(|v| {
+                    let a = v.aggregate(&c.key)?;
+                    let mean = a.mean.filter(|m| m.is_finite())?;
+                    Some(Bar {
+                        group: v.name.clone(),
+                        value: mean,
+                        ci: ci(mean, a.ci_low, a.ci_high),
                     })
-                    .collect(),
-            }
+                })
+                .collect(),
         })
         .filter(|m| !m.bars.is_empty())
         .collect()
@@ -118,6 +115,25 @@ pub fn write(
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
+        (
+            "baselines",
+            r.baselines
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "window",
+            r.baselines
+                .iter()
+                .chain(&r.variants)
+                .map(|v| format!("{}: {}", v.name, v.window.label()))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        ("intervals", r.interval.clone()),
+        ("cost intervals", r.cost_interval.clone()),
     ]);
     if plots {
         rep.section("Metrics per variant");
@@ -147,7 +163,7 @@ pub fn write(
                 &rep.stem(&stem),
                 &format!("Recovery timeline and lost work: {}", v.name),
                 &drill_seeds(&v.runs),
-                horizon.unwrap_or(f64::NAN),
+                v.window.seconds.or(horizon).unwrap_or(f64::NAN),
                 "device·h",
             );
             rep.plot(
@@ -162,9 +178,14 @@ pub fn write(
         rep.note(format!("not simulated yet: {}", r.unsimulated.join("; ")));
     }
     let what = |f: &str| match f {
-        "drill.json" => "the header, every run's values and every aggregate",
-        "drill.csv" => "per variant and metric: n, mean, std, 95% interval",
-        "per_seed.csv" => "one row per variant and seed",
+        "drill.json" => {
+            "the header (with the schema version), labelled columns, every run's values, every aggregate and cost"
+        }
+        "drill.csv" => "per baseline and variant and metric: window, n, mean, std, 95% interval",
+        "cost.csv" => {
+            "per variant and metric: the paired difference from its no-failure baseline (n, mean, std, paired-t 95% interval)"
+        }
+        "per_seed.csv" => "one row per baseline or variant and seed",
         "timeline.csv" => "every failure and recovery step of every run (the recovery plots)",
         _ => "data",
     };

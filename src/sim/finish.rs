@@ -182,6 +182,16 @@ impl Sim<'_> {
                 .map(|s| (job.finished.unwrap_or(end) - s) as f64 / 1e9)
                 .unwrap_or(0.0);
             let compute = job.compute_ns as f64 * job.steps_done as f64 / 1e9;
+            // A job still stopped at the end stalls until then.
+            let open_stall = job
+                .recovering_from
+                .or(job.stopped_at)
+                .filter(|_| job.finished.is_none())
+                .map_or(0.0, |from| {
+                    f64::from(job.devices) * end.saturating_sub(from) as f64
+                });
+            let stalled = job.stalled_device_ns + open_stall;
+            self.failures.stalled_device_ns += open_stall;
             m.training.push(TrainingMetrics {
                 workload: w.name.clone(),
                 name: w.training[job.index].name.clone(),
@@ -196,7 +206,9 @@ impl Sim<'_> {
                 finished: job.finished.map(|f| f as f64 / 1e9),
                 goodput: if wall > 0.0 { compute / wall } else { 0.0 },
                 restarts: job.restarts,
-                lost_device_hours: job.lost_device_ns / 3.6e12,
+                lost_device_hours: (job.lost_device_ns + stalled) / 3.6e12,
+                lost_work_device_hours: job.lost_device_ns / 3.6e12,
+                stalled_device_hours: stalled / 3.6e12,
             });
         }
         for s in &mut self.services {
@@ -214,15 +226,24 @@ impl Sim<'_> {
                         _ => lat.p999,
                     };
                     let target = d.0 as f64 / 1e9;
-                    (p.clone(), target, measured, measured <= target)
+                    let within = s.latencies.partition_point(|l| *l <= target) as u64;
+                    let met =
+                        s.arrived == 0 || within as f64 >= super::percentile(p) * s.arrived as f64;
+                    (p.clone(), target, measured, met)
                 })
+                .collect();
+            // Stats::of sorted the latencies.
+            let served_within_slo: Vec<u64> = sv
+                .slo
+                .iter()
+                .map(|(_, d)| s.latencies.partition_point(|l| *l <= d.0 as f64 / 1e9) as u64)
                 .collect();
             let tightest = sv
                 .slo
                 .iter()
                 .map(|(_, d)| d.0 as f64 / 1e9)
                 .fold(f64::INFINITY, f64::min);
-            let over = s.latencies.iter().filter(|l| **l > tightest).count();
+            let within = s.latencies.partition_point(|l| *l <= tightest) as u64;
             m.services.push(ServiceMetrics {
                 workload: w.name.clone(),
                 name: sv.name.clone(),
@@ -243,10 +264,11 @@ impl Sim<'_> {
                 latency_samples: metrics::bounded_samples(&s.latencies),
                 latency: lat,
                 slo,
-                slo_violation_fraction: if s.latencies.is_empty() {
+                served_within_slo,
+                slo_violation_fraction: if s.arrived == 0 || sv.slo.is_empty() {
                     0.0
                 } else {
-                    over as f64 / s.latencies.len() as f64
+                    s.arrived.saturating_sub(within) as f64 / s.arrived as f64
                 },
             });
         }
@@ -326,7 +348,9 @@ impl Sim<'_> {
             objects_rebuilt: f.objects_rebuilt,
             objects_lost: f.objects_lost,
             bundles_rescheduled: f.bundles_rescheduled,
-            lost_device_hours: f.lost_device_ns / 3.6e12,
+            lost_device_hours: (f.lost_device_ns + f.stalled_device_ns) / 3.6e12,
+            lost_work_device_hours: f.lost_device_ns / 3.6e12,
+            stalled_device_hours: f.stalled_device_ns / 3.6e12,
             node_availability: if node_time > 0.0 {
                 1.0 - (f.node_down_ns + still_down) / node_time
             } else {

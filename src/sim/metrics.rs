@@ -103,8 +103,14 @@ pub struct TrainingMetrics {
     /// restarts and work lost to failures are the rest).
     pub goodput: f64,
     pub restarts: u64,
-    /// Device-hours of work lost to failures (since the last checkpoint).
+    /// Device-hours failures cost the job: `lost_work_device_hours + stalled_device_hours`.
     pub lost_device_hours: f64,
+    /// Device-hours of computed work thrown away (since the last good checkpoint).
+    pub lost_work_device_hours: f64,
+    /// Device-hours its devices sat stalled waiting on recovery: from the stop (the failure)
+    /// until it computes again (detection, rescheduling, checkpoint load), or until the end of
+    /// the window if it never does, at the job's device count.
+    pub stalled_device_hours: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -121,9 +127,14 @@ pub struct ServiceMetrics {
     /// [`TaskGroupMetrics::queueing_samples`]. Not in `run.json`.
     #[serde(skip)]
     pub latency_samples: Vec<f64>,
-    /// Per SLO: (percentile, target seconds, measured seconds, met).
+    /// Per SLO: (percentile, target seconds, measured seconds over the served requests, met).
+    /// Met when the SLO's attainment (below) reaches its percentile: a request that arrived
+    /// and was never served counts against it like one served too late.
     pub slo: Vec<(String, f64, f64, bool)>,
-    /// Fraction of requests slower than the tightest SLO target.
+    /// Per SLO (in `slo` order): requests served within its target.
+    pub served_within_slo: Vec<u64>,
+    /// Fraction of arrived requests not served within the tightest SLO target: served too
+    /// late, lost to a failure, or still queued or in flight at the end of the window.
     pub slo_violation_fraction: f64,
 }
 
@@ -198,8 +209,13 @@ pub struct FailureMetrics {
     pub objects_rebuilt: u64,
     pub objects_lost: u64,
     pub bundles_rescheduled: u64,
-    /// Device-hours of work lost (tasks killed mid-run, training since its checkpoint).
+    /// Device-hours failures cost: `lost_work_device_hours + stalled_device_hours`.
     pub lost_device_hours: f64,
+    /// Device-hours of work thrown away (tasks killed mid-run, training since its checkpoint).
+    pub lost_work_device_hours: f64,
+    /// Device-hours training jobs' devices sat stalled waiting on recovery
+    /// ([`TrainingMetrics::stalled_device_hours`], summed).
+    pub stalled_device_hours: f64,
     /// Fraction of node-time nodes were up over the simulated window.
     pub node_availability: f64,
     /// Failure statements the simulation does not model yet (device, NIC, link faults).

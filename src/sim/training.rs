@@ -37,6 +37,9 @@ pub(super) struct Job {
     pub(super) load_ns: Time,
     pub(super) restarts: u64,
     pub(super) lost_device_ns: f64,
+    /// Device-nanoseconds the job's devices sat stalled between a stop and computing again
+    /// (detection, rescheduling, checkpoint load), at the job's device count.
+    pub(super) stalled_device_ns: f64,
     /// Since when the current run of steps has been making progress.
     pub(super) progress_from: Time,
     /// Timeline: start of the step interval in progress and the checkpoint it begins with.
@@ -105,6 +108,7 @@ impl Sim<'_> {
                 load_ns: 0,
                 restarts: 0,
                 lost_device_ns: 0.0,
+                stalled_device_ns: 0.0,
                 progress_from: 0,
                 span_from: 0,
                 span_ckpt: 0,
@@ -481,6 +485,9 @@ impl Sim<'_> {
             job.span_ckpt = 0;
             if let Some(from) = job.recovering_from.take() {
                 self.failures.recovery.push((now - from) as f64 / 1e9);
+                let stalled = f64::from(job.devices) * (now - from) as f64;
+                job.stalled_device_ns += stalled;
+                self.failures.stalled_device_ns += stalled;
             }
             let job = &mut self.jobs[j as usize];
             let (w, i) = (job.workload, job.index);

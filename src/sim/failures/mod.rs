@@ -68,6 +68,9 @@ pub(crate) struct Failures {
     pub objects_lost: u64,
     pub bundles_rescheduled: u64,
     pub lost_device_ns: f64,
+    /// Device-ns training jobs' devices sat stalled waiting on recovery (resumed jobs; those
+    /// still stopped at the end are added when the run finishes).
+    pub stalled_device_ns: f64,
     pub node_down_ns: f64,
     pub unsimulated: Vec<String>,
     pub timeline: Vec<crate::sim::metrics::TimelineEvent>,
