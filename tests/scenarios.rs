@@ -259,3 +259,30 @@ fn quickstart_failure_fires_and_costs_device_hours() {
         assert!(r.metrics.makespan > 2400.0);
     }
 }
+
+#[test]
+fn sweep_fabric_oversubscription_sets_the_communication_time() {
+    // Two one-node racks; the 16-GPU ring's 8 channels (one per 50 GB/s NIC) each cross from
+    // rack to rack, hashed over the leaf's 4 spine links. Every channel carries
+    // 2 (n - 1) / n × S / 8 = 1.875 GB of an 8 GB allreduce over each ring edge, so the
+    // inter-rack bytes are bandwidth-bound on the busiest spine link: thinning the fabric from
+    // 1:1 to 2:1 to 4:1 halves that link's capacity each time and must double, then
+    // quadruple, the communication time; and it can be no faster than the 15 GB split evenly
+    // over the leaf's 400 GB/s of uplinks (37.5 ms).
+    let text = std::fs::read_to_string("scenarios/sweep_fabric.orr").unwrap();
+    let comm = |ratio: &str| {
+        let t = text
+            .replace("oversubscription 1:1", &format!("oversubscription {ratio}"))
+            .replace("allreduce 4 GB", "allreduce 8 GB");
+        let l = orrery::spec::load_str("sweep_fabric.orr", &t);
+        let s = l.spec.expect("valid");
+        {
+            let m = mean_comm(&s);
+            *m.values().next().expect("one job")
+        }
+    };
+    let (c1, c2, c4) = (comm("1:1"), comm("2:1"), comm("4:1"));
+    assert!(c1 >= 0.0375, "{c1}");
+    assert!((c2 / c1 - 2.0).abs() < 0.03, "{c1} {c2}");
+    assert!((c4 / c1 - 4.0).abs() < 0.06, "{c1} {c4}");
+}
