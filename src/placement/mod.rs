@@ -27,6 +27,7 @@
 
 pub mod bundle;
 pub mod explain;
+pub mod feasible;
 mod plain;
 pub mod resources;
 pub mod state;
