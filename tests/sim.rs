@@ -108,9 +108,18 @@ fn task_waves_and_dependencies() {
 
 #[test]
 fn infeasible_tasks_are_reported_not_run() {
-    let s = spec(
-        "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\ncluster c {\n  node cpu8 x 2\n}\nworkload w {\n  tasks big x 3 {\n    resources { CPU: 16 }\n    duration 1 s\n  }\n}\n",
+    // An error at load, unless allowed (Ray's pending forever), as here.
+    let src = "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\ncluster c {\n  node cpu8 x 2\n}\nworkload w {\n  tasks big x 3 {\n    resources { CPU: 16 }\n    duration 1 s\n  }\n}\n";
+    assert!(load_str("t.orr", src).has_errors());
+    let l = orrery::spec::load_str_with(
+        "t.orr",
+        src,
+        orrery::spec::LoadOptions {
+            allow_infeasible: true,
+        },
     );
+    assert!(!l.has_errors(), "{}", l.render(false));
+    let s = l.spec.unwrap();
     let r = simulate(&s, &SimConfig::default());
     assert_eq!(
         (r.metrics.tasks[0].completed, r.metrics.tasks[0].infeasible),

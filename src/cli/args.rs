@@ -39,6 +39,10 @@ pub(super) enum Command {
         /// (pid = node, tid = device).
         #[arg(long)]
         trace: bool,
+        /// Keep work that can never be placed on the cluster pending forever, as Ray does, with a
+        /// warning (default: it is an error, exit 2).
+        #[arg(long)]
+        allow_infeasible: bool,
         /// Write only the data files and report.md, no plots.
         #[arg(long)]
         no_plots: bool,
@@ -66,6 +70,10 @@ pub(super) enum Command {
         /// (e.g. `--policies ray_default,topology_aware`).
         #[arg(long, value_delimiter = ',', value_parser = ["ray_default", "spread", "topology_aware"])]
         policies: Vec<String>,
+        /// Keep work that can never be placed on the cluster pending forever, as Ray does, with a
+        /// warning (default: it is an error, exit 2).
+        #[arg(long)]
+        allow_infeasible: bool,
         /// Write only the data files and report.md, no plots.
         #[arg(long)]
         no_plots: bool,
@@ -86,6 +94,10 @@ pub(super) enum Command {
         /// `i/n`: run only runs whose number mod n = i and write shard-i-of-n.json.
         #[arg(long)]
         shard: Option<String>,
+        /// Keep work that can never be placed on the cluster pending forever, as Ray does, with a
+        /// warning (default: it is an error, exit 2).
+        #[arg(long)]
+        allow_infeasible: bool,
         /// Where results go (default outputs/<scenario>-<experiment>).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -114,6 +126,10 @@ pub(super) enum Command {
         /// Apply only each scenario's `failures NAME` block of that name (default: every block).
         #[arg(long, value_name = "NAME")]
         failures: Option<String>,
+        /// Keep work that can never be placed on the cluster pending forever, as Ray does, with a
+        /// warning (default: it is an error, exit 2).
+        #[arg(long)]
+        allow_infeasible: bool,
         /// Worker threads (default: one per CPU). Results do not depend on it.
         #[arg(long)]
         threads: Option<usize>,
@@ -128,6 +144,10 @@ pub(super) enum Command {
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Keep work that can never be placed on the cluster pending forever, as Ray does, with a
+        /// warning (default: it is an error, exit 2).
+        #[arg(long)]
+        allow_infeasible: bool,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -143,13 +163,22 @@ pub(super) enum Command {
         #[arg(long)]
         write: bool,
     },
-    /// Show every candidate node and its verdict for the first placement of an item.
+    /// Explain an item's first placement in a run: the rules that decided, every node's verdict
+    /// and score, and the outcome (the run's own decision). Work that can never be placed is
+    /// explained, not refused.
     Explain {
         file: PathBuf,
         /// `workload.item`: a task group, actor, placement group or service.
         item: String,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Place every workload with this policy (ray_default, spread, topology_aware), as
+        /// `run --policy` does.
+        #[arg(long, value_parser = ["ray_default", "spread", "topology_aware"])]
+        policy: Option<String>,
+        /// Print the explanation as JSON (with its schema version).
+        #[arg(long)]
+        json: bool,
     },
     /// Measure the event core and a large simulation (events/s, peak memory).
     Bench {
@@ -241,6 +270,32 @@ pub(super) enum Command {
         #[arg(long)]
         source: bool,
     },
+}
+
+impl Command {
+    /// Whether work that can never be placed is a warning rather than an error (explain always
+    /// allows it: saying why is its job).
+    pub(super) fn allow_infeasible(&self) -> bool {
+        match self {
+            Command::Run {
+                allow_infeasible, ..
+            }
+            | Command::Drill {
+                allow_infeasible, ..
+            }
+            | Command::Sweep {
+                allow_infeasible, ..
+            }
+            | Command::Compare {
+                allow_infeasible, ..
+            }
+            | Command::Check {
+                allow_infeasible, ..
+            } => *allow_infeasible,
+            Command::Explain { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 fn parse_device(s: &str) -> Result<orrery::calibrate::Device, String> {

@@ -11,14 +11,25 @@ pub(super) fn color() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
+/// `--allow-infeasible` of the command being run (set once, by `super::main`, before it runs):
+/// every scenario the command loads is loaded with it.
+static ALLOW_INFEASIBLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub(super) fn set_allow_infeasible(allow: bool) {
+    ALLOW_INFEASIBLE.store(allow, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Load a scenario and print its diagnostics; `None` (after printing) when it has errors.
 pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
+    let opts = spec::LoadOptions {
+        allow_infeasible: ALLOW_INFEASIBLE.load(std::sync::atomic::Ordering::Relaxed),
+    };
     let loaded = match file {
-        Some(p) => spec::load_file(p).map_err(|e| {
+        Some(p) => spec::load_file_with(p, opts).map_err(|e| {
             eprintln!("error: {e}");
             ExitCode::from(2)
         })?,
-        None => spec::load_str(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1),
+        None => spec::load_str_with(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1, opts),
     };
     if !loaded.diags.is_empty() {
         eprint!("{}", loaded.render(color()));

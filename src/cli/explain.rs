@@ -1,18 +1,37 @@
-//! `orrery explain`.
+//! `orrery explain`: the item's first placement in a run of the scenario, as the run made it.
 
-use super::common::{header, load};
-use super::inputs::traces;
+use super::common::{header, load, policy_named};
+use super::inputs::{empirical, traces};
 use orrery::diag;
+use orrery::placement::explain::{EXPLAIN_SCHEMA_VERSION, Explanation};
+use serde::Serialize;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub(super) fn explain(file: &Path, item: &str, seed: u64) -> ExitCode {
+/// `orrery explain --json`.
+#[derive(Serialize)]
+struct ExplainJson {
+    schema_version: u32,
+    header: orrery::report::Header,
+    /// `null` when the item was never placed during the run (`note` says so).
+    explanation: Option<Explanation>,
+    note: Option<String>,
+}
+
+pub(super) fn explain(
+    file: &Path,
+    item: &str,
+    seed: u64,
+    policy: Option<&str>,
+    json: bool,
+) -> ExitCode {
+    // Work that can never be placed is only a warning here: saying why is explain's job.
     let l = match load(Some(file)) {
         Ok(l) => l,
         Err(c) => return c,
     };
-    let spec = l.spec.as_ref().expect("no errors means a spec");
-    let known: Vec<String> = spec
+    let loaded = l.spec.as_ref().expect("no errors means a spec");
+    let known: Vec<String> = loaded
         .workloads
         .iter()
         .flat_map(|w| {
@@ -35,8 +54,11 @@ pub(super) fn explain(file: &Path, item: &str, seed: u64) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let traces = match traces(spec, Some(file)) {
-        Ok(t) => t,
+    let overridden = policy.map(|p| loaded.with_policy(policy_named(p)));
+    let spec = overridden.as_ref().unwrap_or(loaded);
+    let inputs = traces(spec, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?)));
+    let (traces, empirical) = match inputs {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -48,20 +70,38 @@ pub(super) fn explain(file: &Path, item: &str, seed: u64) -> ExitCode {
             seed,
             explain: Some(item.to_string()),
             traces,
+            empirical,
             ..Default::default()
         },
     );
-    outln!("{}", header(&l, Some(file), seed).line());
-    match r.explain {
-        Some(e) => {
-            out!("{e}");
-            ExitCode::SUCCESS
+    let mut h = header(&l, Some(file), seed);
+    h.policy = policy.map(str::to_string);
+    let note = r.explain.is_none().then(|| {
+        format!(
+            "`{item}` was never placed during the run (its dependencies never finished, or the run ended first)"
+        )
+    });
+    if json {
+        let j = ExplainJson {
+            schema_version: EXPLAIN_SCHEMA_VERSION,
+            header: h,
+            explanation: r.explain,
+            note,
+        };
+        match serde_json::to_string_pretty(&j) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
         }
-        None => {
-            outln!(
-                "`{item}` was never placed during the run (its dependencies never finished, or the run ended first)"
-            );
-            ExitCode::SUCCESS
-        }
+        return ExitCode::SUCCESS;
     }
+    outln!("{}", h.line());
+    match (r.explain, note) {
+        (Some(e), _) => out!("{}", e.render()),
+        (None, Some(n)) => outln!("{n}"),
+        (None, None) => {}
+    }
+    ExitCode::SUCCESS
 }

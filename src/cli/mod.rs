@@ -28,6 +28,7 @@ use std::process::ExitCode;
 /// Parses the command line and runs its command; the exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    common::set_allow_infeasible(cli.command.allow_infeasible());
     match cli.command {
         Command::Run {
             file,
@@ -38,6 +39,7 @@ pub fn main() -> ExitCode {
             horizon,
             trace,
             no_plots,
+            ..
         } => run::run(
             file.as_deref(),
             seed,
@@ -58,6 +60,7 @@ pub fn main() -> ExitCode {
             horizon,
             policies,
             no_plots,
+            ..
         } => drill::drill(
             &files,
             seeds.as_deref(),
@@ -75,6 +78,7 @@ pub fn main() -> ExitCode {
             shard,
             out,
             no_plots,
+            ..
         } => sweep::sweep(
             &file,
             experiment,
@@ -96,6 +100,7 @@ pub fn main() -> ExitCode {
             threads,
             out,
             no_plots,
+            ..
         } => compare::compare(
             &files,
             seeds.as_deref(),
@@ -104,7 +109,7 @@ pub fn main() -> ExitCode {
             out,
             !no_plots,
         ),
-        Command::Check { files, json } => check::check(&files, json),
+        Command::Check { files, json, .. } => check::check(&files, json),
         Command::Fmt {
             files,
             check,
@@ -136,7 +141,13 @@ pub fn main() -> ExitCode {
             seed,
         } => calibrate::calibrate(device, out, quick, seed),
         Command::Validate { file, node } => validate::validate(&file, &node),
-        Command::Explain { file, item, seed } => explain::explain(&file, &item, seed),
+        Command::Explain {
+            file,
+            item,
+            seed,
+            policy,
+            json,
+        } => explain::explain(&file, &item, seed, policy.as_deref(), json),
         Command::Bench {
             nodes,
             tasks,

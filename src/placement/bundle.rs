@@ -4,12 +4,10 @@
 //! Placement is simulated against a scratch overlay of the nodes it touches; `ClusterState`
 //! is never changed (the engine allocates each bundle after [`PgDecision::Placed`]).
 
-use super::explain::{Candidate, Explain, Verdict, describe_constraint};
-use super::resources::{
-    self as res, GPU, MEMORY, OBJECT_STORE_MEMORY, PREDEFINED, Request, SCALE, domain_rank,
-    instances_fit, instances_fit_full, mask_by_memory, try_allocate_ray, try_allocate_topo,
-};
+use super::explain::{Candidate, Explain, Verdict, Why, describe_constraint};
+use super::resources::{self as res, GPU, MEMORY, OBJECT_STORE_MEMORY, PREDEFINED, Request};
 use super::state::ClusterState;
+use super::view::View;
 use super::{NodeId, Policy};
 use crate::spec::workload::{LabelConstraint, PgStrategy};
 use std::cmp::Ordering;
@@ -101,212 +99,6 @@ fn priority(a: &Request, b: &Request) -> Ordering {
     Ordering::Equal
 }
 
-/// Scratch availabilities of the nodes a placement attempt touched.
-struct Overlay {
-    avail: Vec<i64>,
-    inst: Vec<(usize, Vec<i64>)>,
-}
-
-/// A view of the cluster for one placement attempt: the current state (with tenant
-/// conflicts), or the alive cluster as if empty (to tell Wait from Infeasible).
-struct View<'a> {
-    st: &'a ClusterState,
-    empty: bool,
-    topo: bool,
-    tenant: Option<usize>,
-    slot: Vec<u32>,
-    over: Vec<Overlay>,
-}
-
-impl<'a> View<'a> {
-    fn new(st: &'a ClusterState, empty: bool, topo: bool, tenant: Option<usize>) -> View<'a> {
-        View {
-            st,
-            empty,
-            topo,
-            tenant,
-            slot: vec![u32::MAX; st.nodes.len()],
-            over: Vec::new(),
-        }
-    }
-
-    fn overlay(&self, n: NodeId) -> Option<&Overlay> {
-        let s = self.slot[n];
-        (s != u32::MAX).then(|| &self.over[s as usize])
-    }
-
-    fn avail(&self, n: NodeId, id: usize) -> i64 {
-        match self.overlay(n) {
-            Some(o) => o.avail.get(id).copied().unwrap_or(0),
-            None if self.empty => self.st.nodes[n].total(id),
-            None => self.st.nodes[n].available(id),
-        }
-    }
-
-    fn fits(&self, n: NodeId, req: &Request) -> bool {
-        if !self.empty && self.st.tenant_conflict(n, self.tenant).is_some() {
-            return false;
-        }
-        let node = &self.st.nodes[n];
-        if !node.fits_device_memory(req) {
-            return false;
-        }
-        let o = self.overlay(n);
-        let dm = req.device_memory;
-        let fit = |id: usize, inst: &[i64], a: i64| match node.device_memory_free(id) {
-            Some(mem) if dm > 0 => {
-                let mut m = Vec::new();
-                mask_by_memory(inst, mem, dm, &mut m);
-                instances_fit(&m, a)
-            }
-            _ => instances_fit(inst, a),
-        };
-        req.amounts
-            .iter()
-            .all(|&(id, a)| match (o, node.instances(id)) {
-                (Some(o), Some(_)) => {
-                    let inst = &o.inst.iter().find(|e| e.0 == id).expect("copied").1;
-                    fit(id, inst, a)
-                }
-                // (Device memory on an empty node: `fits_device_memory` above.)
-                (None, Some(inst)) if self.empty => instances_fit_full(inst.len(), a),
-                (None, Some(inst)) => fit(id, inst, a),
-                (_, None) => self.avail(n, id) >= a,
-            })
-    }
-
-    /// Ray `LeastResourceScorer::Score` (`scorer.cc`): −1 if the bundle does not fit, else the
-    /// sum over requested resources of `(available − requested) / available` (0 where nothing
-    /// is available). Higher is better: the emptiest node.
-    fn score(&self, n: NodeId, req: &Request) -> f64 {
-        if !self.fits(n, req) {
-            return -1.0;
-        }
-        req.amounts
-            .iter()
-            .map(|&(id, a)| {
-                let av = self.avail(n, id);
-                if av == 0 {
-                    0.0
-                } else {
-                    (av - a) as f64 / av as f64
-                }
-            })
-            .sum()
-    }
-
-    /// Topology rank of the bundle's devices on the node (0 best; see `domain_rank`).
-    fn rank(&self, n: NodeId, req: &Request) -> u8 {
-        let node = &self.st.nodes[n];
-        let mut worst = 0;
-        for &(id, a) in &req.amounts {
-            let Some(base) = node.instances(id) else {
-                continue;
-            };
-            let inst: &[i64] = match self.overlay(n) {
-                Some(o) => &o.inst.iter().find(|e| e.0 == id).expect("copied").1,
-                None => base,
-            };
-            let r = domain_rank(inst, node.topology().devices_of(id), a).unwrap_or(u8::MAX);
-            worst = worst.max(r);
-        }
-        worst
-    }
-
-    fn subtract(&mut self, n: NodeId, req: &Request) {
-        if self.slot[n] == u32::MAX {
-            let node = &self.st.nodes[n];
-            let avail: Vec<i64> = (0..self.st.ids.len())
-                .map(|id| {
-                    if self.empty {
-                        node.total(id)
-                    } else {
-                        node.available(id)
-                    }
-                })
-                .collect();
-            let inst = node
-                .topology()
-                .devices
-                .iter()
-                .map(|(id, _)| {
-                    let v = match node.instances(*id) {
-                        Some(x) if !self.empty => x.to_vec(),
-                        Some(x) => vec![SCALE; x.len()],
-                        None => Vec::new(),
-                    };
-                    (*id, v)
-                })
-                .collect();
-            self.slot[n] = self.over.len() as u32;
-            self.over.push(Overlay { avail, inst });
-        }
-        let topo = self.topo;
-        let locs_node = &self.st.nodes[n];
-        let o = &mut self.over[self.slot[n] as usize];
-        let empty = self.empty;
-        for &(id, a) in &req.amounts {
-            if let Some(e) = o.inst.iter_mut().find(|e| e.0 == id) {
-                let mut out = vec![0; e.1.len()];
-                // Device memory: choose among the instances with enough free memory now (the
-                // node's, not less what earlier bundles of this attempt took there).
-                let mut masked = Vec::new();
-                let mem = locs_node
-                    .device_memory_free(id)
-                    .filter(|_| !empty && req.device_memory > 0);
-                let masked_used = mem.is_some();
-                let target: &mut [i64] = match mem {
-                    Some(m) => {
-                        mask_by_memory(&e.1, m, req.device_memory, &mut masked);
-                        &mut masked
-                    }
-                    None => &mut e.1,
-                };
-                if topo {
-                    try_allocate_topo(target, locs_node.topology().devices_of(id), a, &mut out);
-                } else {
-                    try_allocate_ray(target, a, &mut out);
-                }
-                if masked_used {
-                    for (k, o) in out.iter().enumerate() {
-                        e.1[k] -= o;
-                    }
-                }
-            }
-            if let Some(v) = o.avail.get_mut(id) {
-                *v -= a;
-            }
-        }
-    }
-
-    /// Ray `BundleSchedulingPolicy::GetBestNode`: the highest-scoring node among candidate
-    /// positions `pos` for which `active(pos)` holds, if any fits. Ray iterates a hash set and
-    /// keeps the first strictly better node; here ties go to the lowest node id. Under the
-    /// topology-aware policy the topology rank comes first.
-    fn best(
-        &self,
-        req: &Request,
-        cands: &[NodeId],
-        active: impl Fn(usize) -> bool,
-    ) -> Option<usize> {
-        let mut best: Option<(u8, f64, usize)> = None;
-        for (p, &n) in cands.iter().enumerate() {
-            if !active(p) {
-                continue;
-            }
-            let s = self.score(n, req);
-            if s < 0.0 {
-                continue;
-            }
-            let r = if self.topo { self.rank(n, req) } else { 0 };
-            if best.is_none_or(|(br, bs, _)| r < br || (r == br && s > bs)) {
-                best = Some((r, s, p));
-            }
-        }
-        best.map(|b| b.2)
-    }
-}
-
 /// Place a placement group (does not allocate).
 ///
 /// Candidates are the alive nodes passing the label selector and the tenant's `only_nodes`.
@@ -329,14 +121,16 @@ pub fn place_bundles(
     b: &BundleRequest,
     explain: Option<&mut Explain>,
 ) -> PgDecision {
-    let d = place(state, b);
+    let mut rules = Vec::new();
+    let d = place(state, b, &mut Why(explain.is_some().then_some(&mut rules)));
     if let Some(e) = explain {
         fill_explain(state, b, &d, e);
+        e.rules = rules;
     }
     d
 }
 
-fn place(st: &ClusterState, b: &BundleRequest) -> PgDecision {
+fn place(st: &ClusterState, b: &BundleRequest, why: &mut Why) -> PgDecision {
     if b.bundles.is_empty() {
         return PgDecision::Placed(Vec::new());
     }
@@ -344,16 +138,29 @@ fn place(st: &ClusterState, b: &BundleRequest) -> PgDecision {
         .bundles
         .iter()
         .fold(Request::default(), |acc, x| acc.sum(x));
-    if st.quota_exceeded_by(b.tenant, &total).is_some() {
+    if let Some(q) = st.quota_exceeded_by(b.tenant, &total) {
+        why.say(|| {
+            format!(
+                "tenant quota: {q} (the whole group, created at once), so it can never be placed"
+            )
+        });
         return PgDecision::Infeasible;
     }
-    match place_resources(st, b) {
-        PgDecision::Placed(_) if !st.quota_allows(b.tenant, &total) => PgDecision::Wait,
+    match place_resources(st, b, why) {
+        PgDecision::Placed(_) if !st.quota_allows(b.tenant, &total) => {
+            why.say(|| {
+                format!(
+                    "tenant quota: {} (the whole group, created at once), so it waits",
+                    st.quota_blocked_by(b.tenant, &total).unwrap_or_default()
+                )
+            });
+            PgDecision::Wait
+        }
         d => d,
     }
 }
 
-fn place_resources(st: &ClusterState, b: &BundleRequest) -> PgDecision {
+fn place_resources(st: &ClusterState, b: &BundleRequest, why: &mut Why) -> PgDecision {
     let cands: Vec<NodeId> = (0..st.nodes.len())
         .filter(|&n| {
             let node = &st.nodes[n];
@@ -363,6 +170,9 @@ fn place_resources(st: &ClusterState, b: &BundleRequest) -> PgDecision {
         })
         .collect();
     if cands.is_empty() {
+        why.say(|| {
+            "no alive node passes the group's label selector and tenant rules: infeasible".into()
+        });
         return PgDecision::Infeasible;
     }
     let order = sort_bundles(b.bundles);
@@ -373,10 +183,20 @@ fn place_resources(st: &ClusterState, b: &BundleRequest) -> PgDecision {
                 .iter()
                 .fold(Request::default(), |acc, x| acc.sum(x));
             if !cands.iter().any(|&n| st.is_feasible(n, &sum)) {
+                why.say(|| {
+                    "STRICT_PACK: no node could ever hold the summed request: infeasible".into()
+                });
                 return PgDecision::Infeasible;
             }
         }
         PgStrategy::StrictSpread if b.bundles.len() > cands.len() => {
+            why.say(|| {
+                format!(
+                    "STRICT_SPREAD: {} bundles need as many nodes, and {} are candidates: infeasible",
+                    b.bundles.len(),
+                    cands.len()
+                )
+            });
             return PgDecision::Infeasible;
         }
         _ => {}
@@ -387,23 +207,84 @@ fn place_resources(st: &ClusterState, b: &BundleRequest) -> PgDecision {
             .iter()
             .all(|x| cands.iter().any(|&n| st.is_feasible(n, x)))
     {
+        why.say(|| "a bundle fits no node's totals: infeasible".into());
         return PgDecision::Infeasible;
     }
-    let placed = if b.policy == Policy::TopologyAware {
-        topo_place(st, b, &cands, &order)
+    if b.bundles.len() > 1 && why.on() {
+        let o: Vec<String> = order.iter().map(|i| (i + 1).to_string()).collect();
+        why.say(|| {
+            format!(
+                "bundle order (Ray's SortRequiredResources: more GPU first, then custom resources, object store, memory, CPU; ties keep their order): {}",
+                o.join(", ")
+            )
+        });
+    }
+    let topo = b.policy == Policy::TopologyAware;
+    let placed = if topo {
+        topo_place(st, b, &cands, &order, why)
     } else {
         let mut v = View::new(st, false, false, b.tenant);
-        run(&mut v, b.strategy, b.bundles, &order, &cands)
+        run(&mut v, b.strategy, b.bundles, &order, &cands, why)
     };
-    if let Some(nodes) = placed {
-        return PgDecision::Placed(nodes);
+    match placed {
+        Some(nodes) if commits(st, false, topo, b, &nodes) => return PgDecision::Placed(nodes),
+        Some(nodes) => why.say(|| {
+            format!(
+                "the bundles do not fit the devices of {} one after another (the raylet commits each bundle on the node's devices, and a fraction of a device comes from one device): the commit fails and the group waits",
+                st.nodes[nodes[0]].name()
+            )
+        }),
+        None => why.say(|| "not every bundle fits now".into()),
     }
     let mut empty = View::new(st, true, false, b.tenant);
-    if run(&mut empty, b.strategy, b.bundles, &order, &cands).is_some() {
-        PgDecision::Wait
-    } else {
-        PgDecision::Infeasible
+    match run(
+        &mut empty,
+        b.strategy,
+        b.bundles,
+        &order,
+        &cands,
+        &mut Why(None),
+    ) {
+        Some(nodes) if commits(st, true, topo, b, &nodes) => {
+            why.say(|| "on the alive cluster, empty, the group would fit: it stays pending (nothing reserved), retried after 100 ms, x 1.5 each time up to 1 s".into());
+            PgDecision::Wait
+        }
+        _ => {
+            why.say(|| {
+                "even on the alive cluster, empty, the group would not fit: infeasible".into()
+            });
+            PgDecision::Infeasible
+        }
     }
+}
+
+/// A bundle's score on [`super::explain::SCORE_SCALE`]: Ray's least-resource score divided by
+/// the number of resources requested; `None` where it does not fit now.
+fn scaled(v: &View, n: NodeId, req: &Request) -> Option<f64> {
+    let s = v.score(n, req);
+    (s >= 0.0).then(|| s / req.amounts.len().max(1) as f64)
+}
+
+/// Whether the bundles commit on their nodes one after another, in their original order, as
+/// the engine allocates them (Ray's raylet prepares each bundle on the node's device
+/// instances, `NodeResourceInstanceSet::TryAllocate`): a strategy scores bundles (or their
+/// sum, for STRICT_PACK) and may choose nodes whose devices cannot hold them all; Ray's
+/// prepare then fails and the group stays pending, retried.
+fn commits(
+    st: &ClusterState,
+    empty: bool,
+    topo: bool,
+    b: &BundleRequest,
+    nodes: &[NodeId],
+) -> bool {
+    let mut v = View::new(st, empty, topo, b.tenant);
+    b.bundles.iter().zip(nodes).all(|(x, &n)| {
+        let fit = v.fits(n, x);
+        if fit {
+            v.subtract(n, x);
+        }
+        fit
+    })
 }
 
 /// One strategy over candidate nodes `cands` (ids ascending). Returns the node of each bundle
@@ -414,20 +295,29 @@ fn run(
     bundles: &[Request],
     order: &[usize],
     cands: &[NodeId],
+    why: &mut Why,
 ) -> Option<Vec<NodeId>> {
     let mut result = vec![usize::MAX; bundles.len()];
     let mut active = vec![true; cands.len()];
+    why.say(|| {
+        "the best node is the one with the highest score; ties go to the lowest node id".into()
+    });
     match strategy {
         // `BundlePackSchedulingPolicy::Schedule`: the best node for the first remaining bundle,
         // then every remaining bundle that still fits there (in order), then drop the node.
         PgStrategy::Pack => {
             let mut remaining: Vec<usize> = order.to_vec();
             while let Some(&front) = remaining.first() {
-                let p = v.best(&bundles[front], cands, |p| active[p])?;
+                let Some(p) = v.best(&bundles[front], cands, |p| active[p]) else {
+                    why.say(|| format!("PACK: bundle {} fits no node left now", front + 1));
+                    return None;
+                };
                 let node = cands[p];
+                let sc = why.on().then(|| scaled(v, node, &bundles[front])).flatten();
                 v.subtract(node, &bundles[front]);
                 result[front] = node;
                 remaining.remove(0);
+                let mut packed = Vec::new();
                 let mut k = 0;
                 while k < remaining.len() {
                     let j = remaining[k];
@@ -435,10 +325,27 @@ fn run(
                         v.subtract(node, &bundles[j]);
                         result[j] = node;
                         remaining.remove(k);
+                        packed.push((j + 1).to_string());
                     } else {
                         k += 1;
                     }
                 }
+                why.say(|| {
+                    format!(
+                        "PACK: bundle {} goes to the best node left, {} (score {:.4}){}",
+                        front + 1,
+                        v.st.nodes[node].name(),
+                        sc.unwrap_or(0.0),
+                        if packed.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                "; bundles {} still fit there and are packed onto it",
+                                packed.join(", ")
+                            )
+                        }
+                    )
+                });
                 active[p] = false;
             }
         }
@@ -447,29 +354,96 @@ fn run(
         PgStrategy::Spread => {
             let mut used = vec![false; cands.len()];
             for &j in order {
-                let p = match v.best(&bundles[j], cands, |p| active[p]) {
+                let (p, fresh) = match v.best(&bundles[j], cands, |p| active[p]) {
                     Some(p) => {
                         active[p] = false;
                         used[p] = true;
-                        p
+                        (p, true)
                     }
-                    None => v.best(&bundles[j], cands, |p| used[p])?,
+                    None => match v.best(&bundles[j], cands, |p| used[p]) {
+                        Some(p) => (p, false),
+                        None => {
+                            why.say(|| format!("SPREAD: bundle {} fits no node now", j + 1));
+                            return None;
+                        }
+                    },
                 };
+                why.say(|| {
+                    format!(
+                        "SPREAD: bundle {} goes to {} (score {:.4}), {}",
+                        j + 1,
+                        v.st.nodes[cands[p]].name(),
+                        scaled(v, cands[p], &bundles[j]).unwrap_or(0.0),
+                        if fresh {
+                            "the best node not used yet"
+                        } else {
+                            "the best of the nodes already used (no unused node fits)"
+                        }
+                    )
+                });
                 v.subtract(cands[p], &bundles[j]);
                 result[j] = cands[p];
             }
         }
-        // `BundleStrictPackSchedulingPolicy::Schedule`: the sum on the best single node.
+        // `BundleStrictPackSchedulingPolicy::Schedule`: the sum on the best single node. The
+        // GCS scores the summed request; the raylet then commits each bundle on the node's
+        // device instances, which can fail where the sum fits (four 0.6-GPU bundles on three
+        // GPUs): [`commits`] checks that afterwards. On the empty cluster (can it ever be
+        // placed?) any node on which the bundles commit one after another will do.
         PgStrategy::StrictPack => {
             let sum = bundles.iter().fold(Request::default(), |acc, x| acc.sum(x));
-            let p = v.best(&sum, cands, |_| true)?;
+            let p = if v.empty {
+                (0..cands.len()).find(|&p| {
+                    let n = cands[p];
+                    let ok = v.fits(n, &sum)
+                        && bundles.iter().all(|b| {
+                            let fit = v.fits(n, b);
+                            if fit {
+                                v.subtract(n, b);
+                            }
+                            fit
+                        });
+                    v.forget(n);
+                    ok
+                })?
+            } else {
+                let Some(p) = v.best(&sum, cands, |_| true) else {
+                    why.say(|| {
+                        format!(
+                            "STRICT_PACK: no node has room for the summed request {} now",
+                            super::feasible::show(v.st, &sum)
+                        )
+                    });
+                    return None;
+                };
+                why.say(|| {
+                    format!(
+                        "STRICT_PACK: the summed request {} goes to the best node, {} (score {:.4})",
+                        super::feasible::show(v.st, &sum),
+                        v.st.nodes[cands[p]].name(),
+                        scaled(v, cands[p], &sum).unwrap_or(0.0)
+                    )
+                });
+                p
+            };
             result.iter_mut().for_each(|r| *r = cands[p]);
         }
         // `BundleStrictSpreadSchedulingPolicy::Schedule`: each bundle to the best node not
         // used yet; fail when none fits.
         PgStrategy::StrictSpread => {
             for &j in order {
-                let p = v.best(&bundles[j], cands, |p| active[p])?;
+                let Some(p) = v.best(&bundles[j], cands, |p| active[p]) else {
+                    why.say(|| format!("STRICT_SPREAD: bundle {} fits no node that holds no bundle of the group yet", j + 1));
+                    return None;
+                };
+                why.say(|| {
+                    format!(
+                        "STRICT_SPREAD: bundle {} goes to {} (score {:.4}), the best node holding no bundle of the group yet",
+                        j + 1,
+                        v.st.nodes[cands[p]].name(),
+                        scaled(v, cands[p], &bundles[j]).unwrap_or(0.0)
+                    )
+                });
                 active[p] = false;
                 v.subtract(cands[p], &bundles[j]);
                 result[j] = cands[p];
@@ -500,6 +474,7 @@ fn topo_place(
     b: &BundleRequest,
     cands: &[NodeId],
     order: &[usize],
+    why: &mut Why,
 ) -> Option<Vec<NodeId>> {
     let key = if b.bundles.iter().any(|x| x.get(GPU) > 0) {
         GPU
@@ -525,9 +500,25 @@ fn topo_place(
         };
         e.1.push(n);
     }
-    let attempt = |set: &[NodeId]| {
+    // Each attempt's rules are kept only if it succeeds (or is the last).
+    let mut attempt = |set: &[NodeId], what: &str| {
         let mut v = View::new(st, false, true, b.tenant);
-        run(&mut v, b.strategy, b.bundles, order, set)
+        let mut rules = Vec::new();
+        let r = run(
+            &mut v,
+            b.strategy,
+            b.bundles,
+            order,
+            set,
+            &mut Why(why.on().then_some(&mut rules)),
+        );
+        if r.is_some() || what == "all candidate nodes" {
+            why.say(|| format!("topology-aware policy: tried {what} (as few racks as possible; a node's topology rank for a bundle comes before its score)"));
+            if let Some(w) = &mut why.0 {
+                w.append(&mut rules);
+            }
+        }
+        r
     };
     let mut singles: Vec<(&usize, &(i64, Vec<NodeId>))> = racks
         .iter()
@@ -537,8 +528,9 @@ fn topo_place(
         })
         .collect();
     singles.sort_by_key(|(r, (cap, _))| (*cap, **r));
-    for (_, (_, nodes)) in &singles {
-        if let Some(r) = attempt(nodes) {
+    for (rack, (_, nodes)) in &singles {
+        let name = st.racks.get(**rack).map_or(String::new(), |r| r.0.clone());
+        if let Some(r) = attempt(nodes, &format!("rack {name} alone")) {
             return Some(r);
         }
     }
@@ -553,44 +545,64 @@ fn topo_place(
             if cap >= need && set.len() >= b.bundles.len().min(cands.len()) && i + 1 < by_cap.len()
             {
                 set.sort_unstable();
-                if let Some(r) = attempt(&set) {
+                if let Some(r) = attempt(&set, &format!("the {} largest racks together", i + 1)) {
                     return Some(r);
                 }
                 break;
             }
         }
     }
-    attempt(cands)
+    attempt(cands, "all candidate nodes")
 }
 
-/// One verdict per node for the group's first bundle in scheduling order.
+/// One verdict per node, with the score of each distinct bundle (in scheduling order), or of
+/// the summed request under STRICT_PACK, on the current availabilities.
 fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Explain) {
     e.candidates.clear();
     let chosen: Vec<NodeId> = match d {
         PgDecision::Placed(v) => v.clone(),
         _ => Vec::new(),
     };
-    let Some(&first) = sort_bundles(b.bundles).first() else {
-        return;
-    };
-    let req = &b.bundles[first];
     let total = b
         .bundles
         .iter()
         .fold(Request::default(), |acc, x| acc.sum(x));
+    let shapes: Vec<Request> = if b.strategy == PgStrategy::StrictPack {
+        vec![total.clone()]
+    } else {
+        let mut v: Vec<Request> = Vec::new();
+        for i in sort_bundles(b.bundles) {
+            if !v.contains(&b.bundles[i]) {
+                v.push(b.bundles[i].clone());
+            }
+        }
+        v
+    };
+    e.scored = shapes
+        .iter()
+        .map(|r| {
+            let of = if b.strategy == PgStrategy::StrictPack {
+                "all bundles summed"
+            } else {
+                "bundle"
+            };
+            format!("{of} {}", super::feasible::show(st, r))
+        })
+        .collect();
     let quota = st
         .quota_exceeded_by(b.tenant, &total)
         .or_else(|| st.quota_blocked_by(b.tenant, &total));
     let v = View::new(st, false, false, b.tenant);
     for i in 0..st.nodes.len() {
         let node = &st.nodes[i];
+        let mut scores = vec![None; shapes.len()];
         let verdict = if !node.alive() {
             Verdict::Dead
         } else if let Some(c) = b.label_selector.iter().find(|c| !c.matches(node.labels())) {
             Verdict::LabelMismatch(describe_constraint(c))
         } else if let Some(r) = st.tenant_static_reason(i, b.tenant) {
             Verdict::TenantRule(r)
-        } else if !st.is_feasible(i, req) {
+        } else if !shapes.iter().any(|r| st.is_feasible(i, r)) {
             Verdict::Infeasible
         } else if let Some(c) = st.tenant_conflict(i, b.tenant) {
             Verdict::TenantRule(format!(
@@ -600,17 +612,28 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
         } else if let Some(q) = &quota {
             Verdict::TenantRule(format!("{q} (the whole group)"))
         } else {
-            let score = v.score(i, req);
-            if score >= 0.0 {
-                Verdict::Available { score }
+            for (k, r) in shapes.iter().enumerate() {
+                scores[k] = scaled(&v, i, r);
+            }
+            // STRICT_PACK takes the node only if the bundles commit on its devices.
+            let all_here = vec![i; b.bundles.len()];
+            let topo = b.policy == Policy::TopologyAware;
+            let packs = |empty| {
+                b.strategy != PgStrategy::StrictPack || commits(st, empty, topo, b, &all_here)
+            };
+            if !packs(true) {
+                Verdict::Unpackable
+            } else if scores.iter().any(Option::is_some) && packs(false) {
+                Verdict::Fits
             } else {
-                Verdict::Unavailable { score }
+                Verdict::Busy
             }
         };
         e.candidates.push(Candidate {
             node: i,
             verdict,
             chosen: chosen.contains(&i),
+            scores,
         });
     }
 }

@@ -27,10 +27,13 @@
 
 pub mod bundle;
 pub mod explain;
+pub mod feasible;
 mod plain;
 pub mod resources;
 pub mod state;
 pub mod task;
+pub mod topology;
+mod view;
 
 pub use crate::spec::workload::Policy;
 pub use bundle::{BundleRequest, PgDecision, place_bundles, sort_bundles};
@@ -40,10 +43,8 @@ pub use state::{
     AllocLocality, Allocation, ClusterState, NicLoc, NodeState, SliceInfo, TenantRules, Topology,
     tpu_pod_type,
 };
-pub use task::{
-    Decision, TaskRequest, USE_ORDER_INDEX, hybrid, node_affinity, place_task, spread,
-    topology_aware,
-};
+pub use task::{Decision, TaskRequest, USE_ORDER_INDEX, hybrid, node_affinity, place_task, spread};
+pub use topology::topology_aware;
 
 /// Index into [`ClusterState::nodes`], in Spec declaration order ([`crate::spec::Cluster::nodes`]).
 pub type NodeId = usize;

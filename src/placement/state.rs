@@ -751,7 +751,7 @@ impl ClusterState {
             .unwrap_or(0)
     }
 
-    fn fmt_amount(&self, id: usize, a: i64) -> String {
+    pub(crate) fn fmt_amount(&self, id: usize, a: i64) -> String {
         if id == res::MEMORY || id == res::OBJECT_STORE_MEMORY {
             crate::units::Bytes(from_fixed(a).max(0.0) as u64).to_string()
         } else {

@@ -1,14 +1,14 @@
 //! Task and actor placement: Ray's DEFAULT (hybrid), SPREAD and NodeAffinity policies, and
 //! Orrery's topology-aware policy.
 
-use super::explain::{Candidate, Explain, Verdict, describe_constraint};
-use super::resources::{GPU, Request, domain_rank, fragmentation, try_allocate_topo};
+use super::explain::{Candidate, Explain, Verdict, Why, describe_constraint};
+use super::resources::{GPU, Request};
 use super::state::ClusterState;
+use super::topology::topology_aware_why;
 use super::{NodeId, Policy};
 use crate::spec::workload::{LabelConstraint, Strategy};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
 
 /// `scheduler_spread_threshold` (`src/ray/common/ray_config_def.h`).
 pub const SPREAD_THRESHOLD: f32 = 0.5;
@@ -73,7 +73,7 @@ enum NodeFilter {
 /// make up feasibility: Ray checks labels in both `IsFeasible` and `IsAvailable`
 /// (`cluster_resource_data.cc`), and a tenant's `only_nodes` is a label selector too.
 #[inline]
-fn candidate(st: &ClusterState, n: NodeId, t: &TaskRequest) -> bool {
+pub(super) fn candidate(st: &ClusterState, n: NodeId, t: &TaskRequest) -> bool {
     let node = &st.nodes[n];
     node.alive()
         && st.is_feasible(n, t.request)
@@ -84,7 +84,7 @@ fn candidate(st: &ClusterState, n: NodeId, t: &TaskRequest) -> bool {
 /// Available now: resources fit (per instance) and no tenant it must not share a node with
 /// has work there (a dynamic rule, so such a node is feasible but unavailable).
 #[inline]
-fn available(st: &ClusterState, n: NodeId, t: &TaskRequest) -> bool {
+pub(super) fn available(st: &ClusterState, n: NodeId, t: &TaskRequest) -> bool {
     st.is_available(n, t.request) && st.tenant_conflict(n, t.tenant).is_none()
 }
 
@@ -103,7 +103,8 @@ pub fn hybrid_score(st: &ClusterState, n: NodeId, threshold: f32) -> f32 {
 ///   (Ray `spread_scheduling_policy.cc`);
 /// * `Strategy::Default` under `Policy::RayDefault` → [`hybrid`] (Ray
 ///   `hybrid_scheduling_policy.cc`);
-/// * `Strategy::Default` under `Policy::TopologyAware` → [`topology_aware`] (Orrery's).
+/// * `Strategy::Default` under `Policy::TopologyAware` → [`super::topology::topology_aware`]
+///   (Orrery's).
 ///
 /// Label selectors and tenant rules apply under every strategy. Deterministic given `rng`.
 ///
@@ -118,27 +119,54 @@ pub fn place_task(
     rng: &mut ChaCha8Rng,
     explain: Option<&mut Explain>,
 ) -> Decision {
-    if state.quota_exceeded_by(t.tenant, t.request).is_some() {
-        let d = Decision::Infeasible;
-        if let Some(e) = explain {
-            fill_explain(state, t, &d, e);
-        }
-        return d;
+    let mut rules = Vec::new();
+    let d = decide(
+        state,
+        t,
+        rng,
+        &mut Why(explain.is_some().then_some(&mut rules)),
+    );
+    if let Some(e) = explain {
+        fill_explain(state, t, &d, e);
+        e.rules = rules;
+    }
+    d
+}
+
+/// [`place_task`]'s decision, saying which rules decided when `why` collects them.
+fn decide(
+    state: &mut ClusterState,
+    t: &TaskRequest,
+    rng: &mut ChaCha8Rng,
+    why: &mut Why,
+) -> Decision {
+    if let Some(q) = state.quota_exceeded_by(t.tenant, t.request) {
+        why.say(|| format!("tenant quota: {q}, so it can never be placed"));
+        return Decision::Infeasible;
     }
     let spread_before = state.spread_next;
     let d = match t.strategy {
-        Strategy::NodeAffinity { node, soft } => node_affinity(state, t, node, *soft, rng),
-        Strategy::Spread => spread(state, t, rng),
+        Strategy::NodeAffinity { node, soft } => node_affinity_why(state, t, node, *soft, rng, why),
+        Strategy::Spread => spread_why(state, t, rng, why),
         Strategy::Default => match t.policy {
-            Policy::RayDefault => hybrid(state, t, SPREAD_THRESHOLD, rng),
-            Policy::Spread => spread(state, t, rng),
-            Policy::TopologyAware => topology_aware(state, t, rng),
+            Policy::RayDefault => hybrid_why(state, t, SPREAD_THRESHOLD, rng, why),
+            Policy::Spread => spread_why(state, t, rng, why),
+            Policy::TopologyAware => topology_aware_why(state, t, rng, why),
         },
     };
     let d = match d {
         Decision::Run(n) if !state.quota_allows(t.tenant, t.request) => {
             // Nothing starts, so SPREAD's round robin does not move on.
             state.spread_next = spread_before;
+            why.say(|| {
+                format!(
+                    "tenant quota: {}; it waits instead of running on {}",
+                    state
+                        .quota_blocked_by(t.tenant, t.request)
+                        .unwrap_or_default(),
+                    state.nodes[n].name()
+                )
+            });
             Decision::Queue(n)
         }
         d => d,
@@ -149,7 +177,7 @@ pub fn place_task(
     // resource-view change (`ClusterLeaseManager::ScheduleAndGrantLeases`), so a Queue is a
     // place to wait, not a commitment: callers should place queued work again when resources
     // free up anywhere. (Hard and soft node affinity keep their target, as Ray's policy does.)
-    let d = match (&d, t.strategy) {
+    match (&d, t.strategy) {
         (Decision::Queue(_), Strategy::Default | Strategy::Spread) => {
             let pref = if t.preferred < state.nodes.len() {
                 t.preferred
@@ -157,17 +185,27 @@ pub fn place_task(
                 state.head
             };
             if pref < state.nodes.len() && candidate(state, pref, t) {
+                why.say(|| {
+                    format!(
+                        "nothing has room now: the lease waits at the preferred node {} (Ray queues at the submitter's node when it could hold the work), and is placed again when resources free",
+                        state.nodes[pref].name()
+                    )
+                });
                 Decision::Queue(pref)
             } else {
+                if let Decision::Queue(n) = d {
+                    why.say(|| {
+                        format!(
+                            "nothing has room now and the preferred node could not hold it: the lease waits at {}",
+                            state.nodes[n].name()
+                        )
+                    });
+                }
                 d
             }
         }
         _ => d,
-    };
-    if let Some(e) = explain {
-        fill_explain(state, t, &d, e);
     }
-    d
 }
 
 /// Ray `HybridSchedulingPolicy::Schedule` (`hybrid_scheduling_policy.cc`).
@@ -181,13 +219,40 @@ pub fn hybrid(
     threshold: f32,
     rng: &mut ChaCha8Rng,
 ) -> Decision {
+    hybrid_why(st, t, threshold, rng, &mut Why(None))
+}
+
+pub(super) fn hybrid_why(
+    st: &mut ClusterState,
+    t: &TaskRequest,
+    threshold: f32,
+    rng: &mut ChaCha8Rng,
+    why: &mut Why,
+) -> Decision {
+    why.say(|| {
+        format!(
+            "hybrid policy: each node scores its critical utilisation, taken as 0 below the spread threshold {threshold}"
+        )
+    });
     if AVOID_GPU_NODES && t.request.get(GPU) == 0 && st.alive_non_gpu() > 0 {
         // (With no alive non-GPU node this pass finds nothing and draws nothing: skipped.)
-        if let Some(d) = hybrid_pass(st, t, threshold, true, NodeFilter::NonGpu, rng) {
+        if let Some(d) = hybrid_pass(st, t, threshold, true, NodeFilter::NonGpu, rng, why) {
+            why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, so the nodes without GPUs were tried first, and one had room".into());
             return d;
         }
+        why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, but no node without GPUs had room, so every node was considered".into());
+    } else if AVOID_GPU_NODES && t.request.get(GPU) == 0 {
+        why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, but every alive node has GPUs, so it does not apply".into());
+    } else if AVOID_GPU_NODES {
+        why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): GPUs requested, so it does not apply; every node is considered".into());
     }
-    hybrid_pass(st, t, threshold, false, NodeFilter::Any, rng).unwrap_or(Decision::Infeasible)
+    let d = hybrid_pass(st, t, threshold, false, NodeFilter::Any, rng, why);
+    if d.is_none() {
+        why.say(|| {
+            "no alive node passing its rules could ever hold the request: infeasible".into()
+        });
+    }
+    d.unwrap_or(Decision::Infeasible)
 }
 
 /// Ray `HybridSchedulingPolicy::ScheduleImpl` + `GetBestNode`:
@@ -210,11 +275,17 @@ fn hybrid_pass(
     require_available: bool,
     filter: NodeFilter,
     rng: &mut ChaCha8Rng,
+    why: &mut Why,
 ) -> Option<Decision> {
     let n = st.nodes.len();
     if n == 0 {
         return None;
     }
+    let scope = if filter == NodeFilter::NonGpu {
+        "among nodes without GPUs"
+    } else {
+        "among all nodes"
+    };
     let pref = if t.preferred < n {
         t.preferred
     } else {
@@ -227,6 +298,12 @@ fn hybrid_pass(
     let pref_avail = pref_ok && available(st, pref, t);
     let pref_score = hybrid_score(st, pref, threshold);
     if pref_avail && pref_score == 0.0 {
+        why.say(|| {
+            format!(
+                "local preference: the preferred node {} (the submitter's; the head for the driver) has room and scores 0 (under the spread threshold), no worse than any node: it wins without a draw",
+                st.nodes[pref].name()
+            )
+        });
         return Some(Decision::Run(pref));
     }
     let k = TOP_K_ABSOLUTE.max((st.alive_count() as f32 * TOP_K_FRACTION) as usize);
@@ -258,6 +335,14 @@ fn hybrid_pass(
                 continue;
             }
             if avail.is_empty() && pref_avail && pref_score <= f32::from_bits(key) {
+                why.say(|| {
+                    format!(
+                        "local preference: the preferred node {} has room and scores {:.4}, no worse than the best ({:.4}): it wins without a draw",
+                        st.nodes[pref].name(),
+                        pref_score,
+                        f32::from_bits(key)
+                    )
+                });
                 picked = Some(pref);
                 break;
             }
@@ -265,6 +350,17 @@ fn hybrid_pass(
             let r = *r0.get_or_insert_with(|| if k > 1 { rng.random_range(0..k) } else { 0 });
             if avail.len() == r + 1 {
                 picked = Some(i);
+                if why.on() {
+                    say_local(st, why, pref, pref_ok, pref_avail, pref_score);
+                    why.say(|| {
+                        format!(
+                            "top-k draw {scope}: nodes with room sorted by (score, node id), the node id breaking ties; k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}; the draw gave position {} of the top {k}: {}",
+                            st.alive_count(),
+                            r + 1,
+                            st.nodes[i].name()
+                        )
+                    });
+                }
                 break;
             }
             if avail.len() == k {
@@ -274,7 +370,19 @@ fn hybrid_pass(
         if picked.is_none() && !avail.is_empty() {
             // Fewer than r0 + 1 available: the second draw of `top_k_draw`.
             let m = avail.len();
-            picked = Some(avail[if m > 1 { rng.random_range(0..m) } else { 0 }].1);
+            let r = if m > 1 { rng.random_range(0..m) } else { 0 };
+            picked = Some(avail[r].1);
+            if why.on() {
+                say_local(st, why, pref, pref_ok, pref_avail, pref_score);
+                why.say(|| {
+                    format!(
+                        "top-k draw {scope}: nodes with room sorted by (score, node id), the node id breaking ties; k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}, only {m} have room; the draw gave position {} of {m}: {}",
+                        st.alive_count(),
+                        r + 1,
+                        st.nodes[avail[r].1].name()
+                    )
+                });
+            }
         }
         st.buf_avail = avail;
         if let Some(p) = picked {
@@ -299,17 +407,23 @@ fn hybrid_pass(
     }
     let d = if !avail.is_empty() {
         Some(Decision::Run(best_node(
+            st,
             &mut avail,
             k,
             pref_avail.then_some(pref_score).map(|s| (pref, s)),
             rng,
+            why,
+            &format!("{scope}, the nodes with room now"),
         )))
     } else if !feas.is_empty() && !require_available {
         Some(Decision::Queue(best_node(
+            st,
             &mut feas,
             k,
             pref_ok.then_some(pref_score).map(|s| (pref, s)),
             rng,
+            why,
+            &format!("{scope}, none has room now, so among those that could hold it"),
         )))
     } else {
         None
@@ -339,29 +453,67 @@ fn top_k_draw(k: usize, m: usize, rng: &mut ChaCha8Rng) -> usize {
 /// the order "sort by id, stable-sort by score" is the lexicographic (score, id) order, so the
 /// r-th entry is found by selection instead of a full sort.
 fn best_node(
+    st: &ClusterState,
     list: &mut [(f32, NodeId)],
     k: usize,
     preferred: Option<(NodeId, f32)>,
     rng: &mut ChaCha8Rng,
+    why: &mut Why,
+    scope: &str,
 ) -> NodeId {
     let cmp = |a: &(f32, NodeId), b: &(f32, NodeId)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
     if let Some((p, ps)) = preferred {
         let front = list.iter().map(|e| e.0).fold(f32::INFINITY, f32::min);
         if ps <= front {
+            why.say(|| {
+                format!(
+                    "local preference {scope}: the preferred node {} scores {ps:.4}, no worse than the best ({front:.4}): it wins without a draw",
+                    st.nodes[p].name()
+                )
+            });
             return p;
         }
+        why.say(|| {
+            format!(
+                "local preference {scope}: the preferred node {} scores {ps:.4}, worse than the best ({front:.4}), so it does not win",
+                st.nodes[p].name()
+            )
+        });
     }
     let m = k.min(list.len());
     let r = top_k_draw(k, m, rng);
-    if r == 0 {
-        return list
-            .iter()
+    let pick = if r == 0 {
+        list.iter()
             .min_by(|a, b| cmp(a, b))
             .map(|e| e.1)
-            .unwrap_or(0);
-    }
-    list.select_nth_unstable_by(r, cmp);
-    list[r].1
+            .unwrap_or(0)
+    } else {
+        list.select_nth_unstable_by(r, cmp);
+        list[r].1
+    };
+    why.say(|| {
+        format!(
+            "top-k draw {scope}: sorted by (score, node id), the node id breaking ties; k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}; the draw gave position {} of the top {m}: {}",
+            st.alive_count(),
+            r + 1,
+            st.nodes[pick].name()
+        )
+    });
+    pick
+}
+
+/// The local-preference rule when the preferred node did not win the indexed walk.
+fn say_local(st: &ClusterState, why: &mut Why, pref: NodeId, ok: bool, avail: bool, score: f32) {
+    let name = st.nodes[pref].name();
+    why.say(|| {
+        if !ok {
+            format!("local preference: the preferred node {name} is not a candidate (it could never hold the request, or its rules exclude it)")
+        } else if !avail {
+            format!("local preference: the preferred node {name} is not available now (no room, or a tenant it must not share a node with runs there)")
+        } else {
+            format!("local preference: the preferred node {name} scores {score:.4}, worse than the best, so it does not win")
+        }
+    });
 }
 
 /// Ray `SpreadSchedulingPolicy::Schedule` (`spread_scheduling_policy.cc`): round-robin over
@@ -370,6 +522,15 @@ fn best_node(
 /// the hybrid policy with `spread_threshold = 0` (`SchedulingOptions::Spread`), which then
 /// picks among feasible nodes (so the task queues there).
 pub fn spread(st: &mut ClusterState, t: &TaskRequest, rng: &mut ChaCha8Rng) -> Decision {
+    spread_why(st, t, rng, &mut Why(None))
+}
+
+fn spread_why(
+    st: &mut ClusterState,
+    t: &TaskRequest,
+    rng: &mut ChaCha8Rng,
+    why: &mut Why,
+) -> Decision {
     let n = st.nodes.len();
     if n == 0 {
         return Decision::Infeasible;
@@ -379,10 +540,18 @@ pub fn spread(st: &mut ClusterState, t: &TaskRequest, rng: &mut ChaCha8Rng) -> D
         let idx = (start + i) % n;
         if candidate(st, idx, t) && available(st, idx, t) {
             st.spread_next = (idx + 1) % n;
+            why.say(|| {
+                format!(
+                    "SPREAD: round robin over the nodes in id order from {} (the index after the last pick); the first with room is {}",
+                    st.nodes[start].name(),
+                    st.nodes[idx].name()
+                )
+            });
             return Decision::Run(idx);
         }
     }
-    hybrid(st, t, 0.0, rng)
+    why.say(|| "SPREAD: no node has room now, so Ray's fallback applies: the hybrid policy with spread threshold 0 over the nodes that could hold it".into());
+    hybrid_why(st, t, 0.0, rng, why)
 }
 
 /// Ray `NodeAffinitySchedulingPolicy::Schedule` (`node_affinity_scheduling_policy.cc`): if the
@@ -396,128 +565,43 @@ pub fn node_affinity(
     soft: bool,
     rng: &mut ChaCha8Rng,
 ) -> Decision {
+    node_affinity_why(st, t, node, soft, rng, &mut Why(None))
+}
+
+fn node_affinity_why(
+    st: &mut ClusterState,
+    t: &TaskRequest,
+    node: &str,
+    soft: bool,
+    rng: &mut ChaCha8Rng,
+    why: &mut Why,
+) -> Decision {
+    let kind = if soft { "soft" } else { "hard" };
     if let Some(id) = st.node_id(node)
         && candidate(st, id, t)
     {
-        return if available(st, id, t) {
+        let room = available(st, id, t);
+        why.say(|| {
+            format!(
+                "{kind} node_affinity({node}): {node} is alive and could hold it, so it goes there{}",
+                if room { " now" } else { " and waits there (it has no room now)" }
+            )
+        });
+        return if room {
             Decision::Run(id)
         } else {
             Decision::Queue(id)
         };
     }
     if !soft {
+        why.say(|| format!("hard node_affinity({node}): {node} is dead, unknown, excluded by its rules, or could never hold it: infeasible"));
         return Decision::Infeasible;
     }
+    why.say(|| format!("soft node_affinity({node}): {node} is dead, unknown, excluded by its rules, or could never hold it, so the policy places it"));
     match t.policy {
-        Policy::TopologyAware => topology_aware(st, t, rng),
-        _ => hybrid(st, t, SPREAD_THRESHOLD, rng),
+        Policy::TopologyAware => topology_aware_why(st, t, rng, why),
+        _ => hybrid_why(st, t, SPREAD_THRESHOLD, rng, why),
     }
-}
-
-/// Orrery's topology-aware policy (not in Ray; Ray's REP "Topology Aware Scheduling" is open
-/// design work). Candidates are filtered exactly as in Ray (alive, feasible, labels, tenant
-/// rules). For a request of whole devices (GPU, TPU, ...), among the available nodes it picks
-/// the smallest key
-///
-/// 1. domain rank ([`domain_rank`]): the devices fit under one PCIe switch (0), one NUMA
-///    domain (1), one NVLink/NVSwitch domain (2), or must span (3);
-/// 2. fragmentation after the allocation ([`fragmentation`]: partly used switches);
-/// 3. closeness to the preferred node: the node itself, then its rack, then elsewhere;
-/// 4. free devices left on the node (best fit, keeping whole nodes free for large requests);
-/// 5. node id.
-///
-/// Requests without device demand, and requests for which no node is available now, are
-/// placed by Ray's hybrid policy (so queueing behaves as in Ray). No randomness is drawn on
-/// the topology path.
-pub fn topology_aware(st: &mut ClusterState, t: &TaskRequest, rng: &mut ChaCha8Rng) -> Decision {
-    let dev = t
-        .request
-        .amounts
-        .iter()
-        .find(|(id, _)| st.ids.is_unit_instance(*id))
-        .copied();
-    let Some((dev_id, demand)) = dev else {
-        return hybrid(st, t, SPREAD_THRESHOLD, rng);
-    };
-    let n = st.nodes.len();
-    let pref = if t.preferred < n {
-        t.preferred
-    } else {
-        st.head
-    };
-    let pref_rack = st.nodes.get(pref).map(|x| x.rack());
-    // (rank, fragmentation, closeness, devices left, id)
-    type Key = (u8, usize, u8, i64, NodeId);
-    type Eval = Option<(u8, usize, i64)>;
-    let mut best: Option<(Key, NodeId)> = None;
-    // Nodes of one type with the same free devices score alike: memoise (rank, fragmentation,
-    // devices left) per (topology, instance availabilities) for this call.
-    let mut memo: HashMap<(usize, u64), (Vec<i64>, Eval)> = HashMap::new();
-    let mut scratch: Vec<i64> = Vec::new();
-    let mut out: Vec<i64> = Vec::new();
-    for i in 0..n {
-        if !candidate(st, i, t) || !available(st, i, t) {
-            continue;
-        }
-        let node = &st.nodes[i];
-        let Some(inst) = node.instances_for(dev_id, t.request.device_memory) else {
-            continue;
-        };
-        let inst: &[i64] = &inst;
-        let locs = node.topology().devices_of(dev_id);
-        let key = (
-            std::ptr::from_ref(node.topology()) as usize,
-            fingerprint(inst),
-        );
-        let eval = match memo.get(&key) {
-            Some((v, e)) if v.as_slice() == inst => *e,
-            _ => {
-                let e = domain_rank(inst, locs, demand).and_then(|rank| {
-                    scratch.clear();
-                    scratch.extend_from_slice(inst);
-                    out.clear();
-                    out.resize(inst.len(), 0);
-                    try_allocate_topo(&mut scratch, locs, demand, &mut out).then(|| {
-                        (
-                            rank,
-                            fragmentation(&scratch, locs),
-                            scratch.iter().sum::<i64>(),
-                        )
-                    })
-                });
-                memo.entry(key).or_insert_with(|| (inst.to_vec(), e));
-                e
-            }
-        };
-        let Some((rank, frag, left)) = eval else {
-            continue;
-        };
-        let close = if i == pref {
-            0
-        } else if Some(node.rack()) == pref_rack {
-            1
-        } else {
-            2
-        };
-        let key = (rank, frag, close, left, i);
-        if best.as_ref().is_none_or(|b| key < b.0) {
-            best = Some((key, i));
-        }
-    }
-    match best {
-        Some((_, i)) => Decision::Run(i),
-        None => hybrid(st, t, SPREAD_THRESHOLD, rng),
-    }
-}
-
-/// FNV-1a over instance availabilities (a memo key; hits are verified against the values).
-fn fingerprint(v: &[i64]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for x in v {
-        h ^= *x as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 /// One verdict per node for `orrery explain`.
@@ -544,18 +628,20 @@ fn fill_explain(st: &ClusterState, t: &TaskRequest, d: &Decision, e: &mut Explai
             .or_else(|| st.quota_blocked_by(t.tenant, t.request))
         {
             Verdict::TenantRule(q)
+        } else if st.is_available(i, t.request) {
+            Verdict::Fits
         } else {
-            let score = f64::from(hybrid_score(st, i, SPREAD_THRESHOLD));
-            if st.is_available(i, t.request) {
-                Verdict::Available { score }
-            } else {
-                Verdict::Unavailable { score }
-            }
+            Verdict::Busy
         };
+        // One scale for tasks and bundles (`explain::SCORE_SCALE`): 1 - the hybrid score.
+        let score = (verdict == Verdict::Fits)
+            .then(|| 1.0 - f64::from(hybrid_score(st, i, SPREAD_THRESHOLD)));
         e.candidates.push(Candidate {
             node: i,
             verdict,
             chosen: chosen == Some(i),
+            scores: vec![score],
         });
     }
+    e.scored = vec![super::feasible::show(st, t.request)];
 }

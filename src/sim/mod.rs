@@ -22,6 +22,7 @@
 
 mod actors;
 mod checkpoints;
+mod explain;
 pub mod failures;
 mod finish;
 pub mod metrics;
@@ -144,8 +145,8 @@ pub struct SimConfig {
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub metrics: RunMetrics,
-    /// Rendered placement explanation, when asked for and reached.
-    pub explain: Option<String>,
+    /// The explained item's first placement, when asked for and reached.
+    pub explain: Option<placement::explain::Explanation>,
     /// Allocations and frees in order, when [`SimConfig::record`] is set.
     pub trace: Vec<TraceEvent>,
     /// Every task input fetch with its tenant and transport, when [`SimConfig::record`] is set.
@@ -270,7 +271,7 @@ struct Sim<'s> {
     rng: ChaCha8Rng,
     horizon: Option<Time>,
     explain_target: Option<String>,
-    explain: Option<String>,
+    explain: Option<placement::explain::Explanation>,
     makespan: Time,
     unit_ids: Vec<usize>,
     /// Every allocation (+1) and free (−1) with its node and tenant, when recording.

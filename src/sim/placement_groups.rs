@@ -81,9 +81,7 @@ impl Sim<'_> {
         );
         let want_explain =
             self.explain.is_none() && self.explain_target.as_deref() == Some(name.as_str());
-        let mut ex = Explain {
-            candidates: Vec::new(),
-        };
+        let mut ex = Explain::default();
         // A slice group takes its bundles from the first intact slice that can hold them.
         let (bundles, selector) = if pg.slice {
             match self.slice_gang(p) {
@@ -114,34 +112,57 @@ impl Sim<'_> {
             &br,
             if want_explain { Some(&mut ex) } else { None },
         );
-        if want_explain {
-            self.explain = Some(format!(
-                "{name} at t={:.6} s: {:?}\n{}",
-                now as f64 / 1e9,
-                d,
-                ex.render(&self.state)
-            ));
-        }
+        // What the engine does with the decision, for `orrery explain`.
+        let explained = want_explain.then(|| {
+            (
+                name,
+                br.strategy,
+                br.tenant,
+                br.policy,
+                selector.clone(),
+                d.clone(),
+            )
+        });
         let pg = &mut self.pgs[p as usize];
         pg.attempts += 1;
         pg.bundles.clone_from(&bundles);
         let (tenant, policy) = (pg.tenant, pg.policy);
-        match d {
+        let created = match d {
             PgDecision::Placed(nodes) => {
-                let Some(allocs) = self.allocate_all(&bundles, &nodes, tenant, policy) else {
+                if let Some(allocs) = self.allocate_all(&bundles, &nodes, tenant, policy) {
+                    let pg = &mut self.pgs[p as usize];
+                    pg.created = Some(now);
+                    pg.nodes = nodes.clone();
+                    pg.allocs = allocs.into_iter().map(Some).collect();
+                    Some(nodes)
+                } else {
                     self.retry_pg(p);
-                    return;
-                };
-                let pg = &mut self.pgs[p as usize];
-                pg.created = Some(now);
-                pg.nodes = nodes;
-                pg.allocs = allocs.into_iter().map(Some).collect();
-                for j in pg.jobs.clone() {
-                    self.start_job(j);
+                    None
                 }
             }
-            PgDecision::Wait => self.retry_pg(p),
-            PgDecision::Infeasible => self.pgs[p as usize].infeasible = true,
+            PgDecision::Wait => {
+                self.retry_pg(p);
+                None
+            }
+            PgDecision::Infeasible => {
+                self.pgs[p as usize].infeasible = true;
+                None
+            }
+        };
+        if let Some((name, strategy, tenant, policy, selector, d)) = explained {
+            let br = BundleRequest {
+                bundles: &bundles,
+                strategy,
+                tenant,
+                policy,
+                label_selector: &selector,
+            };
+            self.explain = Some(self.explain_pg(name, &br, &ex, &d, created.as_deref()));
+        }
+        if created.is_some() {
+            for j in self.pgs[p as usize].jobs.clone() {
+                self.start_job(j);
+            }
         }
     }
 

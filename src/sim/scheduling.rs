@@ -6,6 +6,7 @@
 //! Architecture invariant: the only caller in the simulation of `crate::placement::place_task`
 //! and of `ClusterState::allocate` / `ClusterState::free`.
 
+use super::explain::Acted;
 use super::{Ev, Sim, TraceEvent, Work, device_units};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, Decision, Explain, NodeId, Request, TaskRequest};
@@ -94,9 +95,7 @@ impl Sim<'_> {
             self.enqueue(w);
             return;
         }
-        let mut ex = Explain {
-            candidates: Vec::new(),
-        };
+        let mut ex = Explain::default();
         // The item's name is formatted only when an explanation is asked for.
         let want_explain = self.explain.is_none()
             && self
@@ -117,22 +116,19 @@ impl Sim<'_> {
             &mut self.rng,
             if want_explain { Some(&mut ex) } else { None },
         );
-        if want_explain {
-            self.explain = Some(format!(
-                "{} at t={:.6} s: {:?}\n{}",
-                self.item_name(w),
-                self.now() as f64 / 1e9,
-                d,
-                ex.render(&self.state)
-            ));
-        }
-        match d {
+        let acted = match d {
             Decision::Run(node) => {
-                if !self.try_start(w, node, &request, tenant, policy) {
+                if self.try_start(w, node, &request, tenant, policy) {
+                    Acted::Started(node)
+                } else {
                     self.enqueue(w);
+                    Acted::NotStarted(node)
                 }
             }
-            Decision::Queue(_) => self.enqueue(w),
+            Decision::Queue(node) => {
+                self.enqueue(w);
+                Acted::Queued(node)
+            }
             // While some node is down, "infeasible" may only mean "not until it returns":
             // Ray keeps such work queued, and so does the simulation (a repaired node is
             // offered to every waiting class). Rebuilding a lost output always waits.
@@ -140,20 +136,27 @@ impl Sim<'_> {
                 if self.state.alive_count() < self.state.nodes.len()
                     || matches!(w, Work::Task(t) if self.task_rebuild[t as usize]) =>
             {
-                self.enqueue(w)
+                self.enqueue(w);
+                Acted::Held
             }
-            Decision::Infeasible => match w {
-                Work::Task(t) => {
-                    let g = self.group_of(t);
-                    self.groups[g].infeasible += 1;
-                    self.task_done_bookkeeping(g);
+            Decision::Infeasible => {
+                match w {
+                    Work::Task(t) => {
+                        let g = self.group_of(t);
+                        self.groups[g].infeasible += 1;
+                        self.task_done_bookkeeping(g);
+                    }
+                    Work::Actor(a) => {
+                        let g = self.actors[a as usize].group;
+                        self.actor_groups[g].infeasible += 1;
+                    }
+                    Work::Replica(_) => {}
                 }
-                Work::Actor(a) => {
-                    let g = self.actors[a as usize].group;
-                    self.actor_groups[g].infeasible += 1;
-                }
-                Work::Replica(_) => {}
-            },
+                Acted::Infeasible
+            }
+        };
+        if want_explain {
+            self.explain = Some(self.explain_task(w, &tr, &ex, acted));
         }
     }
 

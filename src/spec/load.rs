@@ -30,6 +30,15 @@ struct Parsed {
     sources: SourceMap,
     diags: Vec<Diagnostic>,
     dirs: Vec<PathBuf>,
+    opts: LoadOptions,
+}
+
+/// How a scenario is loaded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Work that can never be placed on the declared cluster is a warning, and the run keeps
+    /// it pending as Ray would (`--allow-infeasible`), instead of an error.
+    pub allow_infeasible: bool,
 }
 
 /// One swept value to apply: a parameter (`policy` or a path, see [`super::path`]) and the
@@ -92,6 +101,7 @@ impl Loaded {
         } else {
             resolve(&mut cx, items, &mut profiles)
         };
+        check_placeable(&mut cx, &spec, p.opts);
         let new: Vec<Diagnostic> = cx.diags.drain(before..).collect();
         for d in new {
             if !d.is_error() || overrides.iter().any(|o| o.value.span == d.span) {
@@ -183,6 +193,11 @@ struct Loader {
 
 /// Load a scenario file. Fails only when the root file itself cannot be read.
 pub fn load_file(path: &Path) -> Result<Loaded, String> {
+    load_file_with(path, LoadOptions::default())
+}
+
+/// [`load_file`] with options.
+pub fn load_file_with(path: &Path, opts: LoadOptions) -> Result<Loaded, String> {
     let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let text = String::from_utf8(text).map_err(|e| {
         format!(
@@ -200,15 +215,46 @@ pub fn load_file(path: &Path) -> Result<Loaded, String> {
         &text,
         root_dir,
         Some(canon),
+        opts,
     ))
 }
 
 /// Load a scenario held in memory (built-in scenarios, tests). `include` is not available.
 pub fn load_str(name: &str, text: &str) -> Loaded {
-    load(name, text, None, None)
+    load_str_with(name, text, LoadOptions::default())
 }
 
-fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf>) -> Loaded {
+/// [`load_str`] with options.
+pub fn load_str_with(name: &str, text: &str, opts: LoadOptions) -> Loaded {
+    load(name, text, None, None, opts)
+}
+
+/// Work that can never be placed on the declared cluster (`crate::placement::feasible`, the
+/// placement functions asked on the empty cluster): a located error, or with
+/// `allow_infeasible` a warning. Only asked of a scenario without other errors.
+fn check_placeable(cx: &mut Cx, spec: &Spec, opts: LoadOptions) {
+    if cx.diags.iter().any(Diagnostic::is_error) {
+        return;
+    }
+    for n in crate::placement::feasible::never_placed(spec) {
+        cx.push(if opts.allow_infeasible {
+            Diagnostic::warning(n.span, n.message)
+                .with_help("--allow-infeasible: the run keeps it pending forever, as Ray would")
+        } else {
+            Diagnostic::error(n.span, n.message).with_help(
+                "Ray would keep it pending forever; change the request or the cluster, or pass --allow-infeasible to run it and see it pending",
+            )
+        });
+    }
+}
+
+fn load(
+    name: &str,
+    text: &str,
+    root_dir: Option<PathBuf>,
+    canon: Option<PathBuf>,
+    opts: LoadOptions,
+) -> Loaded {
     let mut l = Loader {
         sources: SourceMap::new(),
         diags: Vec::new(),
@@ -239,8 +285,10 @@ fn load(name: &str, text: &str, root_dir: Option<PathBuf>, canon: Option<PathBuf
         sources: profiles.sources.clone(),
         diags: cx.diags.clone(),
         dirs: profiles.dirs.clone(),
+        opts,
     };
     let spec = resolve(&mut cx, l.items, &mut profiles);
+    check_placeable(&mut cx, &spec, opts);
     let has_errors = cx.diags.iter().any(Diagnostic::is_error);
     let experiments = spec.experiments.clone();
     let mut loaded = Loaded {

@@ -24,7 +24,7 @@ pub use cluster::Cluster;
 pub use experiment::Experiment;
 pub use failure::Failures;
 pub use hardware::{Accelerator, Nic, NodeType};
-pub use load::{Loaded, Override, load_file, load_str};
+pub use load::{LoadOptions, Loaded, Override, load_file, load_file_with, load_str, load_str_with};
 pub use workload::{Tenant, Workload};
 
 impl Spec {

@@ -112,6 +112,9 @@ pub struct TaskGroup {
     /// Device memory each task needs on each device it holds (`device_memory`); placement
     /// leaves out devices with less free.
     pub device_memory: Option<Bytes>,
+    /// Its `resources` statement (else its head), where "can never be placed" points.
+    #[serde(skip)]
+    pub span: Span,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -133,6 +136,9 @@ pub struct Actor {
     pub device_memory: Option<Bytes>,
     /// The tensor each call sends to an actor of another group (`tensor BYTES to NAME`).
     pub tensor: Option<super::payloads::Tensor>,
+    /// Its `resources` statement (else its head), where "can never be placed" points.
+    #[serde(skip)]
+    pub span: Span,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -152,6 +158,12 @@ pub struct PlacementGroup {
     /// Reserve a whole TPU-style slice as a gang (Ray's slice placement group: a head bundle
     /// with `TPU-<pod>-head` plus one bundle per host); the bundles follow from the slice.
     pub slice: bool,
+    /// The group's head, and each bundle's map (one per bundle, after `x N`), where "can never
+    /// be placed" points.
+    #[serde(skip)]
+    pub span: Span,
+    #[serde(skip)]
+    pub bundle_spans: Vec<Span>,
 }
 
 /// Work on a device: `compute 40 TFLOP bf16 memory 200 GB kernels 12`. Its time is the
@@ -229,6 +241,9 @@ pub struct Service {
     /// (`request BYTES`, `response BYTES`; `None`: nothing moves).
     pub request: Option<Bytes>,
     pub response: Option<Bytes>,
+    /// Its `resources` statement (else its head), where "can never be placed" points.
+    #[serde(skip)]
+    pub span: Span,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -375,15 +390,8 @@ fn resources(cx: &mut Cx, scope: &ResourceScope, v: &Value) -> Option<Resources>
             _ => ok = false,
         }
     }
-    if ok {
-        // A request that no node type could ever hold stays pending forever in Ray; say so now.
-        for (r, x) in &out {
-            let max = scope.max_per_node.get(r).copied().unwrap_or(0.0);
-            if *x > max && !r.starts_with("accelerator_type:") {
-                cx.push(Diagnostic::warning(v.span, format!("no single node offers {x} `{r}` (at most {max}); this request can never be placed")));
-            }
-        }
-    }
+    // A request no node could ever hold is found after resolving, on the cluster itself
+    // (`crate::placement::feasible`, called by `super::load`).
     ok.then_some(out)
 }
 
@@ -1020,6 +1028,7 @@ pub fn workload(
                         retry_delay: Duration(0),
                         transport: None,
                         device_memory: None,
+                        span: stmt_span(&blk.stmts, "resources", s.head_span()),
                     };
                     cx.each(&blk.stmts, schema::TASK, "a task group", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -1108,6 +1117,7 @@ pub fn workload(
                         transport: None,
                         device_memory: None,
                         tensor: None,
+                        span: stmt_span(&blk.stmts, "resources", s.head_span()),
                     };
                     cx.each(&blk.stmts, schema::ACTOR, "an actor", |cx, s2, def2| {
                         cx.no_block(s2);
@@ -1210,6 +1220,7 @@ pub fn workload(
                         None => None,
                     };
                     let mut bundles = Vec::new();
+                    let mut bundle_spans = Vec::new();
                     cx.each(
                         &blk.stmts,
                         schema::PLACEMENT_GROUP,
@@ -1218,11 +1229,8 @@ pub fn workload(
                             cx.no_block(s2);
                             let mut b = Args::new(s2, def2);
                             let _ = (|| -> Option<()> {
-                                let r = resources(
-                                    cx,
-                                    scope,
-                                    b.req("a bundle map such as `{ GPU: 8, CPU: 96 }`")?,
-                                )?;
+                                let map = b.req("a bundle map such as `{ GPU: 8, CPU: 96 }`")?;
+                                let r = resources(cx, scope, map)?;
                                 let n = match b.opt("x") {
                                     Some(v) => rd::count(cx, v, 1, 100_000)?,
                                     None => 1,
@@ -1232,6 +1240,7 @@ pub fn workload(
                                     return None;
                                 }
                                 bundles.extend(std::iter::repeat_n(r, n as usize));
+                                bundle_spans.extend(std::iter::repeat_n(map.span, n as usize));
                                 Some(())
                             })();
                             b.finish(cx);
@@ -1264,6 +1273,8 @@ pub fn workload(
                         policy: pol,
                         bundles,
                         slice,
+                        span: s.head_span(),
+                        bundle_spans,
                     });
                 }
                 "training" => {
@@ -1374,6 +1385,7 @@ pub fn workload(
                         device_memory: None,
                         request: None,
                         response: None,
+                        span: stmt_span(&blk.stmts, "resources", s.head_span()),
                     };
                     let mut has_arrival = false;
                     cx.each(&blk.stmts, schema::SERVICE, "a service", |cx, s2, def2| {
