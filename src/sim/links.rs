@@ -8,12 +8,15 @@
 //!   spine links counts twice), so that link-bytes ÷ (summed capacity × time) is the class's
 //!   mean utilisation.
 //! - **Peak** per class: the highest load ÷ capacity of one link of the class, read with
-//!   `FlowNet::load` on the links of the flows that just joined or left (deduplicated per
-//!   change) and on a link whose capacity changed. At every instant a flow's max-min bottleneck
-//!   is saturated, so a link that bottlenecks a flow as it joins reads 1.0 at once; a link whose
-//!   load moves only because flows elsewhere changed is read at its own flows' next join or
-//!   leave, so between those instants the figure is a lower bound. A class already at 1.0 is
-//!   not read again (cost: O(flows on the link) per read, only while the class is below 1.0).
+//!   `FlowNet::load` at each batch of joins (after it joined), after a capacity change and at
+//!   the end of the run, on the links whose flows changed since the last read — those of the
+//!   flows that joined and of those that left in between (each link once). At every instant a
+//!   flow's max-min bottleneck is saturated, so a link that bottlenecks a flow as it joins
+//!   reads 1.0 at once; a link whose load moves only because flows elsewhere changed, or right
+//!   after a flow left it, is read at the next batch of joins, so between reads the figure is a
+//!   lower bound. A class already at 1.0 is not read again. Cost: O(flows on the link) per
+//!   read, once per batch of joins (leaves, one batch per wake-up, read nothing themselves:
+//!   that would scan a spine's thousands of flows at every completion).
 //! - **Over time** (only when the timeline is recorded): each class's link-bytes per window,
 //!   exact — at each window boundary every live flow's progress is its bytes less what it has
 //!   left at its current rate (rates are constant between changes). Windows start at 1 ms and
@@ -308,6 +311,7 @@ impl LinkTraffic {
         std::collections::BTreeMap<String, super::metrics::LinkClassMetrics>,
         Option<LinkSeries>,
     ) {
+        self.read(net);
         self.windows_to(net, live.clone(), clock, end);
         let moved = self.moved_by(net, live, end.saturating_sub(clock) as f64 / 1e9);
         let secs = end as f64 / 1e9;

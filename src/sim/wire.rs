@@ -184,7 +184,6 @@ impl Wire {
         if !self.doomed.is_empty() {
             self.net.remove_batch(&self.doomed);
             self.doomed.clear();
-            self.traffic.read(&self.net);
         }
         if self.staged.is_empty() {
             return;
@@ -337,7 +336,6 @@ impl Wire {
             for f in &done {
                 self.traffic.leave(*f, 0.0);
             }
-            self.traffic.read(&self.net);
         }
         for f in &done {
             self.active -= 1;
