@@ -8,15 +8,13 @@
 //!   spine links counts twice), so that link-bytes ÷ (summed capacity × time) is the class's
 //!   mean utilisation.
 //! - **Peak** per class: the highest load ÷ capacity of one link of the class, read with
-//!   `FlowNet::load` at each batch of joins (after it joined), after a capacity change and at
-//!   the end of the run, on the links whose flows changed since the last read — those of the
-//!   flows that joined and of those that left in between (each link once). At every instant a
-//!   flow's max-min bottleneck is saturated, so a link that bottlenecks a flow as it joins
-//!   reads 1.0 at once; a link whose load moves only because flows elsewhere changed, or right
-//!   after a flow left it, is read at the next batch of joins, so between reads the figure is a
-//!   lower bound. A class already at 1.0 is not read again. Cost: O(flows on the link) per
-//!   read, once per batch of joins (leaves, one batch per wake-up, read nothing themselves:
-//!   that would scan a spine's thousands of flows at every completion).
+//!   `FlowNet::load` on the links of each batch of flows just after it joined (each link once
+//!   per batch), on a link whose capacity changed, and not again once the class reads 1.0. At
+//!   every instant a flow's max-min bottleneck is saturated, so a link that bottlenecks a flow
+//!   as it joins reads 1.0 at once; a link whose load rises later (flows elsewhere, or on it,
+//!   left) is read at its next join, so between reads the figure is a lower bound. Cost:
+//!   O(flows on the link) per read, once per batch of joins; leaves read nothing (that would
+//!   scan a spine's thousands of flows at every completion).
 //! - **Over time** (only when the timeline is recorded): each class's link-bytes per window,
 //!   exact — at each window boundary every live flow's progress is its bytes less what it has
 //!   left at its current rate (rates are constant between changes). Windows start at 1 ms and
@@ -119,10 +117,10 @@ pub(crate) struct LinkTraffic {
     /// Link-bytes per class counted so far (joined flows in full, less what cancels gave back).
     bytes: [f64; N],
     peak: [f64; N],
-    /// Per flow id: its path, bytes and links per class (reused buffers: no allocation once
-    /// warm).
-    paths: Vec<Vec<LinkId>>,
+    /// Per flow id: its links per class (a reused buffer: no allocation once warm), and those
+    /// of the flows about to join.
     mult: Vec<[f64; N]>,
+    pending: Vec<[f64; N]>,
     /// Links to read after the current change, deduplicated by `mark`.
     touched: Vec<LinkId>,
     mark: Vec<u32>,
@@ -157,15 +155,11 @@ impl LinkTraffic {
         }
     }
 
-    /// Flow `f` of `bytes` over `path` is about to join.
-    pub fn join(&mut self, f: FlowId, path: &[LinkId], bytes: f64) {
+    /// A flow of `bytes` over `path` is about to join (the next in [`LinkTraffic::joined`]'s
+    /// order): its bytes on each class of its path, and its links to read after it joined.
+    pub fn joining(&mut self, path: &[LinkId], bytes: f64) {
         if self.class.is_empty() {
             return;
-        }
-        let k = f.0 as usize;
-        if self.paths.len() <= k {
-            self.paths.resize_with(k + 1, Vec::new);
-            self.mult.resize(k + 1, [0.0; N]);
         }
         let mut mult = [0.0; N];
         for &l in path {
@@ -175,29 +169,35 @@ impl LinkTraffic {
         for (b, m) in self.bytes.iter_mut().zip(&mult) {
             *b += bytes * m;
         }
-        self.mult[k] = mult;
-        let p = &mut self.paths[k];
-        p.clear();
-        p.extend_from_slice(path);
+        self.pending.push(mult);
+    }
+
+    /// The flows announced by [`LinkTraffic::joining`] joined as `ids`, in the same order.
+    pub fn joined(&mut self, ids: &[FlowId]) {
+        if self.class.is_empty() {
+            return;
+        }
+        for (f, mult) in ids.iter().zip(&self.pending) {
+            let k = f.0 as usize;
+            if self.mult.len() <= k {
+                self.mult.resize(k + 1, [0.0; N]);
+            }
+            self.mult[k] = *mult;
+        }
+        self.pending.clear();
     }
 
     /// Flow `f` leaves with `left` bytes not moved (0 when it finished).
     pub fn leave(&mut self, f: FlowId, left: f64) {
-        let k = f.0 as usize;
-        if k >= self.paths.len() {
+        let Some(mult) = self.mult.get_mut(f.0 as usize) else {
             return;
-        }
+        };
         if left > 0.0 {
-            for (b, m) in self.bytes.iter_mut().zip(&self.mult[k]) {
+            for (b, m) in self.bytes.iter_mut().zip(mult.iter()) {
                 *b -= left * m;
             }
         }
-        self.mult[k] = [0.0; N];
-        for i in 0..self.paths[k].len() {
-            let l = self.paths[k][i];
-            self.touch(l);
-        }
-        self.paths[k].clear();
+        *mult = [0.0; N];
     }
 
     /// Link `l` changed capacity.

@@ -107,10 +107,6 @@ pub(crate) struct Wire {
     active: usize,
     /// Bytes and peak load per link class (`sim::links`).
     traffic: LinkTraffic,
-    /// The staged paths of the last flush, copied before they move into the network, and
-    /// where each starts (reused buffers).
-    scratch: Vec<LinkId>,
-    scratch_at: Vec<usize>,
 }
 
 const NO_TRANSFER: u32 = u32::MAX;
@@ -198,13 +194,9 @@ impl Wire {
             return;
         }
         let mut staged = std::mem::take(&mut self.staged);
-        self.scratch.clear();
-        self.scratch_at.clear();
-        for (_, _, p, _) in &staged {
-            self.scratch_at.push(self.scratch.len());
-            self.scratch.extend_from_slice(p);
+        for (_, _, p, b) in &staged {
+            self.traffic.joining(p, *b);
         }
-        self.scratch_at.push(self.scratch.len());
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         ids.extend(
@@ -214,9 +206,8 @@ impl Wire {
                     .map(|(_, _, p, b)| (std::mem::take(p), *b)),
             ),
         );
-        for (i, ((t, _, _, b), f)) in staged.iter().zip(&ids).enumerate() {
-            let path = &self.scratch[self.scratch_at[i]..self.scratch_at[i + 1]];
-            self.traffic.join(*f, path, *b);
+        self.traffic.joined(&ids);
+        for ((t, _, _, _), f) in staged.iter().zip(&ids) {
             let k = f.0 as usize;
             if self.of_flow.len() <= k {
                 self.of_flow.resize(k + 1, NO_TRANSFER);
