@@ -285,8 +285,17 @@ fn the_utilisation_axis_spans_the_whole_run() {
     ];
     let stem = d.join("hour");
     let paths = utilisation(&stem, "One hour", &series, 3600.0).unwrap();
-    let (_, svg) = check(&paths, &stem, &["time (min)", ">60<", ">30<", "(dashed)"]);
+    let (_, svg) = check(&paths, &stem, &["time (min)", "(dashed)"]);
     assert!(!svg.contains("time (s)"));
+    // Text labels: title, legend, axis descriptions, the y ticks (0..100 %), then the x
+    // ticks, which must end at 60 min.
+    let lines: Vec<&str> = svg.lines().map(str::trim).collect();
+    let texts: Vec<&str> = lines
+        .windows(2)
+        .filter(|w| w[0].starts_with("<text"))
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(texts.last(), Some(&"60"), "{texts:?}");
     // Without an end, the latest point bounds the axis: 0..1 s for a single point at 0.
     let stem = d.join("open");
     let paths = utilisation(&stem, "Open", &series, f64::NAN).unwrap();
