@@ -149,11 +149,31 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             s.slo_violation_fraction
         );
     }
-    let mut util = format!("{head},device_class,devices,time_s,busy_devices\n");
-    for (class, u) in &m.utilization {
-        for (t, b) in &u.series {
-            let _ = writeln!(util, "{pre},{},{},{t},{b}", csv_field(class), u.devices);
+    let mut util = format!("{head},scope,name,devices,time_s,busy_devices,allocated_devices\n");
+    for (scope, map) in [
+        ("device_class", &m.utilization),
+        ("node_type", &m.utilization_by_node_type),
+    ] {
+        for (name, u) in map {
+            for (t, busy, held) in steps(&u.busy_series, &u.allocated_series) {
+                let _ = writeln!(
+                    util,
+                    "{pre},{scope},{},{},{t},{busy},{held}",
+                    csv_field(name),
+                    u.devices
+                );
+            }
         }
+    }
+    let mut links = format!(
+        "{head},link_class,links,capacity_bytes_per_s,link_bytes,mean_utilization,peak_utilization\n"
+    );
+    for (class, l) in &m.links {
+        let _ = writeln!(
+            links,
+            "{pre},{class},{},{},{},{},{}",
+            l.links, l.capacity_bytes_per_s, l.link_bytes, l.mean_utilization, l.peak_utilization
+        );
     }
     vec![
         ("tasks.csv", tasks),
@@ -161,7 +181,34 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
         ("training.csv", train),
         ("services.csv", svc),
         ("utilization.csv", util),
+        ("links.csv", links),
     ]
+}
+
+/// Two step functions ((time, level) at each change, ascending) on their union of change
+/// times: (time, level of `a`, level of `b`) at each.
+pub fn steps(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
+    let (mut i, mut j) = (0, 0);
+    let (mut la, mut lb) = (0.0, 0.0);
+    let mut out: Vec<(f64, f64, f64)> = Vec::with_capacity(a.len() + b.len());
+    while i < a.len() || j < b.len() {
+        let t = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) => break,
+        };
+        while let Some(x) = a.get(i).filter(|x| x.0 == t) {
+            la = x.1;
+            i += 1;
+        }
+        while let Some(y) = b.get(j).filter(|y| y.0 == t) {
+            lb = y.1;
+            j += 1;
+        }
+        out.push((t, la, lb));
+    }
+    out
 }
 
 /// Write `run.json` and the CSV files into `dir`, each atomically.
@@ -333,10 +380,42 @@ pub fn table(m: &RunMetrics) -> String {
             let _ = writeln!(o, "  not simulated yet: {u}");
         }
     }
-    if !m.utilization.is_empty() {
-        let _ = writeln!(o, "\nutilization      devices  mean busy");
-        for (c, u) in &m.utilization {
-            let _ = writeln!(o, "  {:<14} {:>7}  {:>8.1}%", c, u.devices, u.mean * 100.0);
+    for (what, map) in [
+        ("device class", &m.utilization),
+        ("node type", &m.utilization_by_node_type),
+    ] {
+        if !map.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nutilization per {what:<12} devices       busy  allocated"
+            );
+            for (c, u) in map {
+                let _ = writeln!(
+                    o,
+                    "  {:<25} {:>7}  {:>8.1}%  {:>8.1}%",
+                    c,
+                    u.devices,
+                    u.busy_fraction * 100.0,
+                    u.allocated_fraction * 100.0
+                );
+            }
+        }
+    }
+    if m.links.values().any(|l| l.link_bytes > 0.0) {
+        let _ = writeln!(
+            o,
+            "\nlinks            links   link-bytes  mean util  peak util"
+        );
+        for (c, l) in &m.links {
+            let _ = writeln!(
+                o,
+                "  {:<14} {:>5}  {:>11}  {:>8.2}%  {:>8.1}%",
+                c,
+                l.links,
+                crate::plot::fmt_bytes(l.link_bytes),
+                l.mean_utilization * 100.0,
+                l.peak_utilization * 100.0
+            );
         }
     }
     o

@@ -116,6 +116,7 @@ fn run_writes_plots_report_and_the_data_behind_them() {
     assert_eq!(
         names(&out),
         set(&[
+            "links.csv",
             "placement_groups.csv",
             "queueing_cdf.png",
             "queueing_cdf.svg",
@@ -139,7 +140,8 @@ fn run_writes_plots_report_and_the_data_behind_them() {
         read(&out, "timeline.csv"),
         "device,start_s,end_s,kind\nn0.d0,0,15,compute\nn0.d1,0,10,compute\n"
     );
-    // Busy devices of the 8: 2 until 10 s, 1 until 15 s, then none.
+    // Busy (= allocated: the tasks work all the time they hold a GPU) devices of the 8: 2
+    // until 10 s, 1 until 15 s, then none; per device class, then per node type.
     let util: Vec<String> = read(&out, "utilization.csv")
         .lines()
         .skip(1)
@@ -147,8 +149,16 @@ fn run_writes_plots_report_and_the_data_behind_them() {
         .collect();
     assert_eq!(
         util,
-        ["H100_SXM,8,0,2", "H100_SXM,8,10,1", "H100_SXM,8,15,0"]
+        [
+            "device_class,H100_SXM,8,0,2,2",
+            "device_class,H100_SXM,8,10,1,1",
+            "device_class,H100_SXM,8,15,0,0",
+            "node_type,dgx_h100,8,0,2,2",
+            "node_type,dgx_h100,8,10,1,1",
+            "node_type,dgx_h100,8,15,0,0",
+        ]
     );
+
     // The report states the header and links the data, the trace and the plots.
     let md = read(&out, "report.md");
     for s in [
@@ -156,7 +166,7 @@ fn run_writes_plots_report_and_the_data_behind_them() {
         &format!("| scenario | `{file}` |"),
         "| seed | `3` |",
         "| scenario hash | `",
-        "![Device timeline, 8 devices](timeline.png)",
+        "![Device timeline, 8 devices, one row each](timeline.png)",
         "(utilisation.png)",
         "(queueing_cdf.png)",
         "[run.json](run.json)",

@@ -221,19 +221,21 @@ fn utilisation_draws_step_lines_per_class() {
             points: (0..50)
                 .map(|i| (i as f64 * 10.0, (i % 7) as f64 / 7.0))
                 .collect(),
+            dashed: false,
         },
         UtilSeries {
             label: "TPU_v5e".into(),
             points: vec![(250.0, 1.0), (0.0, 0.25), (400.0, 0.0)],
+            dashed: false,
         },
     ];
-    let paths = utilisation(&stem, "Utilisation by device class", &series).unwrap();
+    let paths = utilisation(&stem, "Utilisation by device class", &series, 0.0).unwrap();
     let (img, _) = check(
         &paths,
         &stem,
         &[
             "Utilisation by device class",
-            "busy fraction (%)",
+            "utilisation (%)",
             "time (min)",
             "H100_SXM",
             "TPU_v5e",
@@ -244,21 +246,60 @@ fn utilisation_draws_step_lines_per_class() {
     let one = [UtilSeries {
         label: "only".into(),
         points: vec![(5.0, 0.5)],
+        dashed: false,
     }];
-    utilisation(&d.join("one"), "One point", &one).unwrap();
-    let e = utilisation(&d.join("none"), "x", &[]).unwrap_err();
+    utilisation(&d.join("one"), "One point", &one, f64::NAN).unwrap();
+    let e = utilisation(&d.join("none"), "x", &[], 1.0).unwrap_err();
     assert!(e.contains("no data"), "{e}");
     let over = [UtilSeries {
         label: "bad".into(),
         points: vec![(1.0, 1.5)],
+        dashed: false,
     }];
-    let e = utilisation(&d.join("over"), "x", &over).unwrap_err();
+    let e = utilisation(&d.join("over"), "x", &over, 1.0).unwrap_err();
     assert!(e.contains("outside 0..1"), "{e}");
     let nan = [UtilSeries {
         label: "bad".into(),
         points: vec![(f64::INFINITY, 0.5)],
+        dashed: false,
     }];
-    assert!(utilisation(&d.join("nan"), "x", &nan).is_err());
+    assert!(utilisation(&d.join("nan"), "x", &nan, 1.0).is_err());
+}
+
+#[test]
+fn the_utilisation_axis_spans_the_whole_run() {
+    // Devices allocated at 0 and never freed: one point. The axis must still run to the end
+    // of the 3,600 s run (it used to stop at 1 s), in minutes, with the dashed series drawn.
+    let d = dir("util_axis");
+    let series = [
+        UtilSeries {
+            label: "H100 (8 devices): busy 75.0 %".into(),
+            points: vec![(0.0, 0.75)],
+            dashed: false,
+        },
+        UtilSeries {
+            label: "allocated 100.0 % (dashed)".into(),
+            points: vec![(0.0, 1.0)],
+            dashed: true,
+        },
+    ];
+    let stem = d.join("hour");
+    let paths = utilisation(&stem, "One hour", &series, 3600.0).unwrap();
+    let (_, svg) = check(&paths, &stem, &["time (min)", "(dashed)"]);
+    assert!(!svg.contains("time (s)"));
+    // Text labels: title, legend, axis descriptions, the y ticks (0..100 %), then the x
+    // ticks, which must end at 60 min.
+    let lines: Vec<&str> = svg.lines().map(str::trim).collect();
+    let texts: Vec<&str> = lines
+        .windows(2)
+        .filter(|w| w[0].starts_with("<text"))
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(texts.last(), Some(&"60"), "{texts:?}");
+    // Without an end, the latest point bounds the axis: 0..1 s for a single point at 0.
+    let stem = d.join("open");
+    let paths = utilisation(&stem, "Open", &series, f64::NAN).unwrap();
+    check(&paths, &stem, &["time (s)"]);
 }
 
 fn long_tail(n: usize, seed: u64) -> Vec<f64> {
@@ -693,7 +734,9 @@ fn missing_folders_are_created_and_impossible_ones_reported() {
         &[UtilSeries {
             label: "x".into(),
             points: vec![(0.0, 0.2), (1.0, 0.8)],
+            dashed: false,
         }],
+        1.0,
     )
     .unwrap();
     check(&paths, &stem, &["Nested"]);
@@ -705,7 +748,9 @@ fn missing_folders_are_created_and_impossible_ones_reported() {
         &[UtilSeries {
             label: "x".into(),
             points: vec![(0.0, 0.2)],
+            dashed: false,
         }],
+        1.0,
     )
     .unwrap_err();
     assert!(e.contains("cannot create folder"), "{e}");

@@ -150,7 +150,8 @@ fn training_step_is_compute_plus_ring_allreduce() {
     assert!((t.goodput - compute / (compute + comm)).abs() < 1e-6);
     assert_eq!(r.metrics.placement_groups[0].state, "created");
     // The 8 devices are busy exactly while the job runs.
-    assert!((r.metrics.utilization["H100_SXM"].mean - 1.0).abs() < 1e-6);
+    assert!((r.metrics.utilization["H100_SXM"].busy_fraction - 1.0).abs() < 1e-6);
+    assert!((r.metrics.utilization["H100_SXM"].allocated_fraction - 1.0).abs() < 1e-6);
 }
 
 #[test]
@@ -729,4 +730,38 @@ fn remote_inputs_bench_case_runs_small() {
     assert_eq!(plain.result.wire.flows, 0);
     let done: u64 = plain.result.metrics.tasks.iter().map(|t| t.completed).sum();
     assert_eq!(done, 400);
+}
+
+#[test]
+fn mmc_replicas_are_busy_at_the_offered_load_and_allocated_throughout() {
+    // c = 4 replicas, λ = 75/s, μ = 25/s: ρ = λ / (c μ) = 0.75. Busy utilisation is the
+    // fraction of replica-time serving a request: ρ in expectation. With ~270,000 requests
+    // over 3,600 s (seed 1), the busy fraction's standard error is well under 0.5 %, so a 2 %
+    // tolerance fails only if busy time is not service time; the replicas are allocated (held)
+    // all the time, busy or not: exactly 100 %.
+    let s = service_scenario(4, 75.0, 40.0, true, 3600);
+    let r = simulate(
+        &s,
+        &SimConfig {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    let u = &r.metrics.utilization["L4"];
+    assert_eq!(u.devices, 4);
+    assert!(
+        (u.busy_fraction - 0.75).abs() < 0.02,
+        "busy {}",
+        u.busy_fraction
+    );
+    assert!(
+        (u.allocated_fraction - 1.0).abs() < 1e-9,
+        "allocated {}",
+        u.allocated_fraction
+    );
+    // The same per node type (every node is a `gpu1`).
+    let t = &r.metrics.utilization_by_node_type["gpu1"];
+    assert_eq!(t.devices, 4);
+    assert_eq!(t.busy_fraction, u.busy_fraction);
+    assert_eq!(t.allocated_fraction, u.allocated_fraction);
 }

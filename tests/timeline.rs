@@ -92,3 +92,88 @@ fn the_perfetto_trace_has_one_event_per_device_and_span() {
     assert_eq!(v["metadata"]["events"], 6);
     assert_eq!(v["metadata"]["truncated"], false);
 }
+
+#[test]
+fn the_trace_carries_args_counters_and_transfer_arrows() {
+    // 24 producers then 5 consumers of their 1 GiB outputs on two 8-GPU nodes: tasks queue
+    // (a scheduler counter), consumers fetch from the other node (send/fetch slices with an
+    // arrow between them), and the fetches load the network (link-class counters).
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 2\n  fabric leaf_spine\n}\nworkload w {\n  tasks a x 24 {\n    resources { GPU: 1 }\n    duration 1 s\n    output 1 GiB\n  }\n  tasks b x 5 after a {\n    resources { GPU: 1 }\n    duration 1 s\n  }\n}\n",
+    );
+    let r = simulate(&s, &cfg());
+    let json = orrery::trace::perfetto(&r.timeline, "header");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let x: Vec<_> = ev
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "compute")
+        .collect();
+    // Back-to-back tasks of a group on one device share a span: the producers' spans add up
+    // to their 24 s.
+    let a: f64 = x
+        .iter()
+        .filter(|e| e["args"]["work"] == "w.a")
+        .map(|e| e["dur"].as_f64().unwrap())
+        .sum();
+    assert!((a - 24e6).abs() < 1e-3, "{a}");
+    assert!(
+        x.iter()
+            .all(|e| e["args"]["devices"] == 1 && e["args"]["kind"] == "compute")
+    );
+    assert!(x.iter().any(|e| e["args"]["work"] == "w.b"));
+    // Every fetch is a send on its source, a fetch on its consumer and an arrow between them.
+    let fetches: Vec<_> = ev.iter().filter(|e| e["name"] == "fetch").collect();
+    assert!(
+        !fetches.is_empty(),
+        "no cross-node fetch: {:?} {:?}",
+        r.metrics.fetches,
+        r.metrics.links
+    );
+    for f in &fetches {
+        assert!(f["args"]["bytes"].as_f64().unwrap() > 0.0);
+        assert!(f["args"]["task"].as_str().unwrap().starts_with("w.b["));
+        assert!(f["args"]["transport"].is_string());
+        assert_ne!(f["args"]["from"], f["args"]["to"]);
+    }
+    let starts: Vec<_> = ev.iter().filter(|e| e["ph"] == "s").collect();
+    let ends: Vec<_> = ev.iter().filter(|e| e["ph"] == "f").collect();
+    assert_eq!((starts.len(), ends.len()), (fetches.len(), fetches.len()));
+    for (s, f) in starts.iter().zip(&ends) {
+        assert_eq!(s["id"], f["id"]);
+        assert_ne!(s["pid"], f["pid"], "an arrow goes from one node to another");
+        assert_eq!(f["bp"], "e");
+    }
+    // Counters: the scheduler's queue went above zero, and the NIC class carried traffic.
+    let counter = |name: &str| -> Vec<f64> {
+        ev.iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == name)
+            .map(|e| {
+                e["args"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .next()
+                    .unwrap()
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert!(counter("scheduler queue").iter().any(|n| *n >= 8.0));
+    let nic = counter("link utilisation: nic");
+    assert!(nic.iter().any(|u| *u > 0.0) && nic.iter().all(|u| (0.0..=1.0).contains(u)));
+    // run.json's link metrics: the NIC class carried the fetches' wire shares (a fetch's
+    // flow carries its wire bandwidth-seconds, at most its bytes, over at most two NIC links).
+    let fetched: f64 = fetches
+        .iter()
+        .map(|f| f["args"]["bytes"].as_f64().unwrap())
+        .sum();
+    let m = &r.metrics.links["nic"];
+    assert!(
+        m.link_bytes > 0.0 && m.link_bytes <= 2.0 * fetched,
+        "{} vs {fetched}",
+        m.link_bytes
+    );
+    assert!(m.peak_utilization > 0.0 && m.peak_utilization <= 1.0);
+}

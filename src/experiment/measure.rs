@@ -112,7 +112,7 @@ pub fn metric(name: &str, fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
         "makespan" => (m.makespan > 0.0).then_some(m.makespan),
         "throughput" => throughput(m),
         "goodput" => mean(m.training.iter().map(|t| t.goodput)),
-        "utilization" => weighted(m.utilization.values().map(|u| (u.mean, u.devices))),
+        "utilization" => weighted(m.utilization.values().map(|u| (u.busy_fraction, u.devices))),
         "queueing_delay" => weighted(
             m.tasks
                 .iter()

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod drill;
 pub mod run;
 pub mod sweep;
+pub mod timeline;
 pub mod transports;
 
 use std::fmt::Write as _;

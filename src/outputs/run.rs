@@ -1,145 +1,100 @@
-//! `orrery run`: `timeline.{png,svg}` (a Gantt row per device, the first 64), `timeline.csv`
-//! (the spans behind it), `utilisation.{png,svg}` (busy fraction per device class),
+//! `orrery run`: `timeline.{png,svg}` (a Gantt row per device, or per node or rack on large
+//! clusters: `super::timeline`), `timeline.csv` (the spans behind it), `utilisation.{png,svg}`
+//! (busy and allocated fraction per device class), `links.{png,svg}` (each link class's
+//! utilisation over time, when the run moved bytes on its network),
 //! `queueing_cdf.{png,svg}` (task queueing delay per group) and `latency_cdf.{png,svg}`
 //! (request latency per service) when the run has such samples, and `report.md`.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
+use super::timeline::{timeline_csv, timeline_rows};
 use super::{Report, Written};
-use crate::plot::{self, SampleSet, SpanKind, TimelineRow, UtilSeries};
+use crate::plot::{self, SampleSet, UtilSeries};
 use crate::report::Header;
 use crate::sim::RunResult;
-use crate::sim::timeline::{SpanKind as SimKind, Timeline};
+use crate::sim::metrics::Utilization;
 
-fn kind(k: SimKind) -> SpanKind {
-    match k {
-        SimKind::Compute => SpanKind::Compute,
-        SimKind::Communication => SpanKind::Communication,
-        SimKind::Checkpoint => SpanKind::Checkpoint,
-        SimKind::Failed => SpanKind::Failed,
+/// Most points a utilisation line is drawn with; a longer step function is drawn as its
+/// time-weighted mean per bin of `[0, t_end]` (`utilization.csv` keeps every change).
+pub const UTIL_POINTS: usize = 2_000;
+
+/// A step function ((time, level) at each change, ascending) as at most [`UTIL_POINTS`]
+/// points: itself, or its mean over each of `UTIL_POINTS / 2` bins of `[0, t_end]`.
+pub fn drawn_steps(pts: &[(f64, f64)], t_end: f64) -> Vec<(f64, f64)> {
+    if pts.len() <= UTIL_POINTS || !(t_end > 0.0) {
+        return pts.to_vec();
     }
+    let bins = UTIL_POINTS / 2;
+    let res = t_end / bins as f64;
+    let mut area = vec![0.0f64; bins];
+    for (i, &(t, v)) in pts.iter().enumerate() {
+        let end = pts.get(i + 1).map_or(t_end, |p| p.0).min(t_end);
+        let mut at = t.max(0.0);
+        while at < end {
+            let b = ((at / res) as usize).min(bins - 1);
+            let hi = ((b + 1) as f64 * res).min(end);
+            area[b] += v * (hi - at);
+            at = if hi > at { hi } else { end };
+        }
+    }
+    area.iter()
+        .enumerate()
+        .map(|(b, a)| (b as f64 * res, a / res))
+        .collect()
 }
 
-/// Rows with at most this many spans are drawn exactly; busier rows are reduced to
-/// [`TIMELINE_BINS`] bins (see [`timeline_rows`]).
-pub const EXACT_SPANS: usize = 300;
-/// Bins a busy row is reduced to (each drawn as up to four slices; ~9 pixels a bin, so a
-/// 10 % share is still a visible pixel).
-pub const TIMELINE_BINS: usize = 150;
-
-/// One row per device of the first [`plot::MAX_TIMELINE_ROWS`], each with its spans (one
-/// pass over the spans). Back-to-back spans of the same kind are joined. A row left with more
-/// than [`EXACT_SPANS`] spans (a long training job's steps) is drawn at the plot's resolution:
-/// `[0, t_end]` cut into [`TIMELINE_BINS`] bins, each drawn as consecutive slices whose widths
-/// are the shares of the bin each kind took (compute, communication, checkpoint, failed; the
-/// rest idle) — a training job's 13 % of communication shows as 13 % of every bin instead of
-/// vanishing. This keeps the images small and the plot truthful at the scale it is seen;
-/// `timeline.csv` holds these rows.
-pub fn timeline_rows(t: &Timeline, t_end: f64) -> Vec<TimelineRow> {
-    let n = t.devices.len().min(plot::MAX_TIMELINE_ROWS);
-    let mut rows: Vec<TimelineRow> = t.devices[..n]
-        .iter()
-        .map(|d| TimelineRow {
-            label: d.clone(),
-            spans: Vec::new(),
-        })
-        .collect();
-    for s in &t.spans {
-        for &d in &t.sets[s.set as usize] {
-            if let Some(row) = rows.get_mut(d as usize) {
-                row.spans.push(plot::Span {
-                    start: s.start,
-                    end: s.end,
-                    kind: kind(s.kind),
-                });
-            }
-        }
-    }
-    let t_end = rows
-        .iter()
-        .flat_map(|r| r.spans.iter().map(|s| s.end))
-        .fold(if t_end.is_finite() { t_end } else { 0.0 }, f64::max);
-    for row in &mut rows {
-        row.spans.sort_by(|a, b| a.start.total_cmp(&b.start));
-        row.spans = join(std::mem::take(&mut row.spans));
-        if row.spans.len() > EXACT_SPANS && t_end > 0.0 {
-            row.spans = join(binned(&row.spans, t_end));
-        }
-    }
-    rows
-}
-
-/// Joins back-to-back spans of the same kind (sorted by start).
-fn join(spans: Vec<plot::Span>) -> Vec<plot::Span> {
-    let mut out: Vec<plot::Span> = Vec::with_capacity(spans.len());
-    for s in spans {
-        match out.last_mut() {
-            Some(l) if l.kind == s.kind && l.end == s.start => l.end = s.end,
-            _ => out.push(s),
-        }
-    }
-    out
-}
-
-/// The row at [`TIMELINE_BINS`] bins over `[0, t_end]`.
-fn binned(spans: &[plot::Span], t_end: f64) -> Vec<plot::Span> {
-    let res = t_end / TIMELINE_BINS as f64;
-    let mut time = vec![[0.0f64; 4]; TIMELINE_BINS];
-    for s in spans {
-        let k = SpanKind::ALL.iter().position(|x| *x == s.kind).unwrap_or(0);
-        let first = ((s.start / res).floor().max(0.0) as usize).min(TIMELINE_BINS - 1);
-        let last = ((s.end / res).ceil().max(0.0) as usize).min(TIMELINE_BINS);
-        for (b, bin) in time.iter_mut().enumerate().take(last).skip(first) {
-            let (lo, hi) = (b as f64 * res, (b + 1) as f64 * res);
-            bin[k] += (s.end.min(hi) - s.start.max(lo)).max(0.0);
-        }
-    }
-    let mut out = Vec::new();
-    for (b, bin) in time.iter().enumerate() {
-        let mut at = b as f64 * res;
-        for (k, share) in bin.iter().enumerate() {
-            if *share > 0.0 {
-                let end = (at + share).min(((b + 1) as f64 * res).min(t_end));
-                if end > at {
-                    out.push(plot::Span {
-                        start: at,
-                        end,
-                        kind: SpanKind::ALL[k],
-                    });
-                }
-                at = end;
-            }
-        }
-    }
-    out
-}
-
-/// `timeline.csv`: `device,start_s,end_s,kind`, the spans of each plotted row (see
-/// [`timeline_rows`]), rows in device order.
-pub fn timeline_csv(rows: &[TimelineRow]) -> String {
-    let mut o = String::from("device,start_s,end_s,kind\n");
-    for r in rows {
-        for s in &r.spans {
-            let _ = writeln!(o, "{},{},{},{}", r.label, s.start, s.end, s.kind.name());
-        }
-    }
-    o
-}
-
-/// Utilisation series (busy fraction) per device class.
+/// Busy (solid) and allocated (dashed) fraction per device class, labelled with the real
+/// device counts and means.
 pub fn util_series(r: &RunResult) -> Vec<UtilSeries> {
-    r.metrics
-        .utilization
-        .iter()
-        .filter(|(_, u)| u.devices > 0)
-        .map(|(class, u)| UtilSeries {
-            label: format!("{class} ({} devices)", u.devices),
-            points: u
-                .series
-                .iter()
-                .map(|&(t, b)| (t, (b / u.devices as f64).clamp(0.0, 1.0)))
-                .collect(),
+    let t_end = r.metrics.horizon;
+    let frac = |pts: &[(f64, f64)], u: &Utilization| -> Vec<(f64, f64)> {
+        drawn_steps(pts, t_end)
+            .into_iter()
+            .map(|(t, b)| (t, (b / u.devices as f64).clamp(0.0, 1.0)))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (class, u) in r.metrics.utilization.iter().filter(|(_, u)| u.devices > 0) {
+        out.push(UtilSeries {
+            label: format!(
+                "{class} ({} devices): busy {:.1} %",
+                u.devices,
+                u.busy_fraction * 100.0
+            ),
+            points: frac(&u.busy_series, u),
+            dashed: false,
+        });
+        out.push(UtilSeries {
+            label: format!("allocated {:.1} % (dashed)", u.allocated_fraction * 100.0),
+            points: frac(&u.allocated_series, u),
+            dashed: true,
+        });
+    }
+    out
+}
+
+/// Each link class's mean utilisation per window of the run (`sim::links`), labelled with its
+/// real link count, bytes and peak; classes that moved nothing left out.
+pub fn link_series(r: &RunResult) -> Vec<UtilSeries> {
+    let Some(series) = &r.timeline.links else {
+        return Vec::new();
+    };
+    series
+        .utilization()
+        .into_iter()
+        .filter_map(|(class, points)| {
+            let m = r.metrics.links.get(&class)?;
+            (m.link_bytes > 0.0).then(|| UtilSeries {
+                label: format!(
+                    "{class} ({} links): {}, mean {:.2} %, peak {:.0} %",
+                    m.links,
+                    plot::fmt_bytes(m.link_bytes),
+                    m.mean_utilization * 100.0,
+                    m.peak_utilization * 100.0
+                ),
+                points,
+                dashed: false,
+            })
         })
         .collect()
 }
@@ -255,19 +210,26 @@ pub fn write(
         if has_timeline {
             let shown = format!(
                 "{}{}",
-                if t.devices.len() > rows.len() {
-                    format!("first {} of {} devices", rows.len(), t.devices.len())
-                } else {
-                    format!("{} devices", rows.len())
-                },
+                rows.describe(),
                 if t.truncated {
                     "; span recording stopped at its limit"
                 } else {
                     ""
                 }
             );
-            let title = format!("{name}: what each device did (seed {})", h.seed);
-            let drawn = plot::timeline(&rep.stem("timeline"), &title, &rows, r.metrics.horizon);
+            let per = if rows.per == "device" {
+                "each device".to_string()
+            } else {
+                format!("each {} (share of its device-time)", rows.per)
+            };
+            let title = format!("{name}: what {per} did (seed {})", h.seed);
+            let drawn = plot::timeline_of(
+                &rep.stem("timeline"),
+                &title,
+                &rows.rows,
+                r.metrics.horizon,
+                rows.per,
+            );
             rep.plot(&format!("Device timeline, {shown}"), drawn);
         } else {
             rep.note("timeline: the run recorded no devices".into());
@@ -280,10 +242,28 @@ pub fn write(
         } else {
             let drawn = plot::utilisation(
                 &rep.stem("utilisation"),
-                &format!("{name}: busy devices per class"),
+                &format!("{name}: busy (computing, communicating, serving) and allocated devices"),
                 &series,
+                r.metrics.horizon,
             );
-            rep.plot("Utilisation per device class", drawn);
+            rep.plot(
+                "Utilisation per device class: busy solid, allocated dashed",
+                drawn,
+            );
+        }
+        let links = link_series(r);
+        if !links.is_empty() {
+            let window = r.timeline.links.as_ref().map_or(0.0, |l| l.window_s);
+            let drawn = plot::utilisation(
+                &rep.stem("links"),
+                &format!(
+                    "{name}: link utilisation per class (mean over its links, {} s windows)",
+                    plot::fmt_num(window)
+                ),
+                &links,
+                r.metrics.horizon,
+            );
+            rep.plot("Link utilisation per class over time", drawn);
         }
 
         rep.section("Latency");
@@ -361,13 +341,39 @@ pub fn write(
         rep.md.push_str(&t);
     }
 
+    if m.links.values().any(|l| l.link_bytes > 0.0) {
+        rep.section("Link traffic");
+        let mut t = String::from(
+            "Bytes summed over each class's links (a flow crossing two spine links counts twice); \
+             mean utilisation = those bytes ÷ (the class's capacity × the run); peak = the \
+             busiest single link's load ÷ capacity, read as flows join (a lower bound between reads).\n\n\
+             | link class | links | capacity | link-bytes | mean utilisation | peak utilisation |\n\
+             |---|---|---|---|---|---|\n",
+        );
+        for (c, l) in &m.links {
+            t.push_str(&format!(
+                "| {c} | {} | {}/s | {} | {:.3} % | {:.1} % |\n",
+                l.links,
+                plot::fmt_bytes(l.capacity_bytes_per_s),
+                plot::fmt_bytes(l.link_bytes),
+                l.mean_utilization * 100.0,
+                l.peak_utilization * 100.0
+            ));
+        }
+        t.push('\n');
+        rep.md.push_str(&t);
+    }
+
     let what = |f: &str| match f {
         "run.json" => "every metric with the header above",
         "tasks.csv" => "per task group: counts, queueing delay and run time statistics",
         "placement_groups.csv" => "per placement group: state, pending time, nodes",
         "training.csv" => "per training job: steps, step time, goodput",
         "services.csv" => "per service: throughput, latency, SLO violations",
-        "utilization.csv" => "busy devices per class over time (the data of the utilisation plot)",
+        "utilization.csv" => {
+            "busy and allocated devices per device class and node type at each change (the data of the utilisation plot)"
+        }
+        "links.csv" => "per link class: links, capacity, bytes moved, mean and peak utilisation",
         "trace.json" => "what every device did when, for Perfetto / chrome://tracing",
         _ => "data",
     };
@@ -375,50 +381,8 @@ pub fn write(
     if has_timeline {
         listed.push((
             "timeline.csv".into(),
-            "the spans the timeline plot draws, per device",
+            "the spans the timeline plot draws, per row",
         ));
     }
     rep.finish(&listed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn busy_rows_keep_each_kinds_share_of_every_bin() {
-        // 1,500 steps of 0.87 s compute + 0.13 s communication: far over EXACT_SPANS, so the
-        // row is binned (10 steps a bin); every bin must still be 87 % compute and 13 %
-        // communication.
-        let mut spans = Vec::new();
-        for i in 0..1500 {
-            let t = i as f64;
-            spans.push(plot::Span {
-                start: t,
-                end: t + 0.87,
-                kind: SpanKind::Compute,
-            });
-            spans.push(plot::Span {
-                start: t + 0.87,
-                end: t + 1.0,
-                kind: SpanKind::Communication,
-            });
-        }
-        let out = binned(&spans, 1500.0);
-        let total = |k: SpanKind| -> f64 {
-            out.iter()
-                .filter(|s| s.kind == k)
-                .map(|s| s.end - s.start)
-                .sum()
-        };
-        assert!((total(SpanKind::Compute) - 1305.0).abs() < 1e-6);
-        assert!((total(SpanKind::Communication) - 195.0).abs() < 1e-6);
-        let res = 1500.0 / TIMELINE_BINS as f64;
-        let first_comm: f64 = out
-            .iter()
-            .filter(|s| s.kind == SpanKind::Communication && s.start < res)
-            .map(|s| s.end - s.start)
-            .sum();
-        assert!((first_comm / res - 0.13).abs() < 1e-9, "{first_comm}");
-    }
 }

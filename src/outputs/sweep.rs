@@ -264,12 +264,13 @@ pub fn write(
                         let title = format!("{}: {first}, seed {seed}", h.experiment);
                         if p.kind == "timeline" {
                             let rows =
-                                super::run::timeline_rows(&run.timeline, run.metrics.horizon);
-                            let drawn = plot::timeline(
+                                super::timeline::timeline_rows(&run.timeline, run.metrics.horizon);
+                            let drawn = plot::timeline_of(
                                 &rep.stem("timeline"),
-                                &title,
-                                &rows,
+                                &format!("{title} ({})", rows.describe()),
+                                &rows.rows,
                                 run.metrics.horizon,
+                                rows.per,
                             );
                             rep.plot(&format!("Device timeline of {first}, seed {seed}"), drawn);
                         } else {
@@ -277,6 +278,7 @@ pub fn write(
                                 &rep.stem("utilisation"),
                                 &title,
                                 &super::run::util_series(run),
+                                run.metrics.horizon,
                             );
                             rep.plot(&format!("Utilisation of {first}, seed {seed}"), drawn);
                         }

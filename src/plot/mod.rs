@@ -27,7 +27,7 @@ pub use bars::{Bar, MetricBars, comparison};
 pub use cdf::{SampleSet, Whole, cdf};
 pub use drill::{DrillSeed, Recovery, drill};
 pub use heatmap::{Heatmap, heatmap};
-pub use timeline::{MAX_TIMELINE_ROWS, Span, SpanKind, TimelineRow, timeline};
+pub use timeline::{MAX_TIMELINE_ROWS, Span, SpanKind, TimelineRow, timeline, timeline_of};
 pub use transports::{TransportBreakdown, TransportCurve, transport_breakdown, transport_speedup};
 pub use util::{UtilSeries, utilisation};
 

@@ -83,6 +83,17 @@ pub fn timeline(
     rows: &[TimelineRow],
     t_end: f64,
 ) -> Result<Vec<PathBuf>, String> {
+    timeline_of(stem, title, rows, t_end, "device")
+}
+
+/// [`timeline`] with rows that are `what` (`device`, `node`, `rack`: the y axis says so).
+pub fn timeline_of(
+    stem: &Path,
+    title: &str,
+    rows: &[TimelineRow],
+    t_end: f64,
+    what: &str,
+) -> Result<Vec<PathBuf>, String> {
     if rows.is_empty() {
         return Err("timeline: no devices to plot".into());
     }
@@ -113,7 +124,7 @@ pub fn timeline(
     };
     let shown = &rows[..rows.len().min(MAX_TIMELINE_ROWS)];
     let title = if rows.len() > shown.len() {
-        format!("{title} (first {} of {} devices)", shown.len(), rows.len())
+        format!("{title} (first {} of {} {what}s)", shown.len(), rows.len())
     } else {
         title.to_string()
     };
@@ -123,6 +134,7 @@ pub fn timeline(
             title,
             rows: shown,
             t_end,
+            what: what.to_string(),
         },
     )
 }
@@ -131,6 +143,7 @@ struct Gantt<'a> {
     title: String,
     rows: &'a [TimelineRow],
     t_end: f64,
+    what: String,
 }
 
 impl Figure for Gantt<'_> {
@@ -170,7 +183,7 @@ impl Figure for Gantt<'_> {
             .y_label_formatter(&fmt_y)
             .x_label_formatter(&|v| fmt_num(*v))
             .x_desc(format!("time ({unit})"))
-            .y_desc("device")
+            .y_desc(self.what.as_str())
             .axis_desc_style(label_font())
             .label_style(tick_font())
             .draw()

@@ -1,4 +1,6 @@
-//! Utilisation over time: for each device class, the busy fraction (0..1) as a step line.
+//! Utilisation over time: for each device class (or link class), a fraction (0..1) as a step
+//! line over the whole run; a dashed series shares the colour of the solid one before it (busy
+//! solid, allocated dashed).
 
 use std::path::{Path, PathBuf};
 
@@ -17,15 +19,20 @@ pub struct UtilSeries {
     pub label: String,
     /// `(time s, busy fraction)` points.
     pub points: Vec<(f64, f64)>,
+    /// Drawn dashed in the colour of the solid series before it (not a legend entry of its
+    /// own colour).
+    pub dashed: bool,
 }
 
-/// Draws each series as a step line over time (held from each point to the next, the last one to
-/// the end of the longest series). Errors: no series with any point, a non-finite number, or a
-/// busy fraction outside 0..1.
+/// Draws each series as a step line over time from 0 (or the earliest point) to `t_end`
+/// seconds (held from each point to the next, the last one to `t_end`; a non-finite or
+/// non-positive `t_end` means the latest point). Errors: no series with any point, a
+/// non-finite number, or a fraction outside 0..1.
 pub fn utilisation(
     stem: &Path,
     title: &str,
     series: &[UtilSeries],
+    t_end: f64,
 ) -> Result<Vec<PathBuf>, String> {
     let mut sorted = Vec::with_capacity(series.len());
     let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -53,12 +60,20 @@ pub fn utilisation(
     if !t0.is_finite() {
         return Err("utilisation: no data points to plot".into());
     }
+    let t0 = t0.min(0.0);
+    let t1 = if t_end.is_finite() && t_end > 0.0 {
+        t_end.max(t1)
+    } else {
+        t1
+    };
     let (t0, t1) = if t1 > t0 { (t0, t1) } else { (t0, t0 + 1.0) };
+    let dashed = series.iter().map(|s| s.dashed).collect();
     render(
         stem,
         &Util {
             title: title.to_string(),
             series: sorted,
+            dashed,
             t0,
             t1,
         },
@@ -68,8 +83,27 @@ pub fn utilisation(
 struct Util {
     title: String,
     series: Vec<(String, Vec<(f64, f64)>)>,
+    dashed: Vec<bool>,
     t0: f64,
     t1: f64,
+}
+
+impl Util {
+    /// Colour index of each series: a dashed one takes the solid one's before it.
+    fn colours(&self) -> Vec<usize> {
+        let mut next = 0;
+        self.dashed
+            .iter()
+            .map(|d| {
+                if *d && next > 0 {
+                    next - 1
+                } else {
+                    next += 1;
+                    next - 1
+                }
+            })
+            .collect()
+    }
 }
 
 impl Figure for Util {
@@ -78,11 +112,12 @@ impl Figure for Util {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let e = err::<DrawingAreaErrorKind<DB::ErrorType>>(Self::NAME);
         let area = root.titled(&self.title, title_font()).map_err(&e)?;
+        let colours = self.colours();
         let items: Vec<_> = self
             .series
             .iter()
-            .enumerate()
-            .map(|(i, (l, _))| (l.clone(), colour(i)))
+            .zip(&colours)
+            .map(|((l, _), c)| (l.clone(), colour(*c)))
             .collect();
         let area = legend(&area, Self::NAME, &items)?;
         let (unit, scale) = time_unit(self.t1);
@@ -97,7 +132,7 @@ impl Figure for Util {
             .configure_mesh()
             .x_label_formatter(&|v| fmt_num(*v))
             .x_desc(format!("time ({unit})"))
-            .y_desc("busy fraction (%)")
+            .y_desc("utilisation (%)")
             .y_label_formatter(&|v| format!("{:.0}", v * 100.0))
             .axis_desc_style(label_font())
             .label_style(tick_font())
@@ -110,9 +145,16 @@ impl Figure for Util {
                 let next = pts.get(j + 1).map_or(self.t1, |p| p.0);
                 step.push((next / scale, b));
             }
-            chart
-                .draw_series(LineSeries::new(step, colour(i).stroke_width(3)))
-                .map_err(&e)?;
+            let style = colour(colours[i]).stroke_width(3);
+            if self.dashed[i] {
+                chart
+                    .draw_series(DashedLineSeries::new(step, 12, 8, style))
+                    .map_err(&e)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(step, style))
+                    .map_err(&e)?;
+            }
         }
         Ok(())
     }

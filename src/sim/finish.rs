@@ -113,7 +113,7 @@ impl Sim<'_> {
                 self.q.now()
             })
             .max(self.makespan);
-        let tl = std::mem::take(&mut self.tl).finish(end);
+        let mut tl = std::mem::take(&mut self.tl).finish(end);
         let mut m = RunMetrics {
             makespan: self.makespan as f64 / 1e9,
             horizon: end as f64 / 1e9,
@@ -287,13 +287,20 @@ impl Sim<'_> {
                 tensor_time: g.tensor_secs,
             });
         }
-        let mut devices: BTreeMap<String, u64> = BTreeMap::new();
+        let (mut devices, mut by_type) = (BTreeMap::new(), BTreeMap::new());
         for a in self.node_accel.iter().zip(&self.node_types) {
             if let (Some(acc), nt) = a {
                 *devices.entry(acc.clone()).or_insert(0) += u64::from(nt.device_count());
+                *by_type.entry(nt.name.clone()).or_insert(0) += u64::from(nt.device_count());
             }
         }
-        m.utilization = std::mem::take(&mut self.util).finish(&devices, end);
+        let take = std::mem::take::<super::metrics::UtilTracker>;
+        m.utilization = take(&mut self.work).finish(take(&mut self.util), &devices, end);
+        m.utilization_by_node_type =
+            take(&mut self.work_by_type).finish(take(&mut self.util_by_type), &by_type, end);
+        let (links, series) = self.wire.link_metrics(end);
+        m.links = links;
+        tl.links = series;
         m.fetches = self
             .groups
             .iter()

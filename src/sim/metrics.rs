@@ -155,14 +155,46 @@ pub struct ActorMetrics {
     pub tensor_time: f64,
 }
 
-/// Busy devices over time for one device class, as a step function.
+/// Devices of one device class (or node type) over time: how many were *busy* — computing,
+/// communicating or serving a request (a task from start to finish, its input fetch included;
+/// a training step's checkpoint, compute and collectives; a replica's batches) — and how many
+/// were *allocated* (held by a task, actor, replica or training job, busy or not: an idle
+/// replica waiting for requests is allocated, not busy).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Utilization {
     pub devices: u64,
-    /// (time s, busy devices) at each change.
-    pub series: Vec<(f64, f64)>,
     /// Busy device-seconds / (devices × horizon).
-    pub mean: f64,
+    pub busy_fraction: f64,
+    /// Allocated device-seconds / (devices × horizon).
+    pub allocated_fraction: f64,
+    /// (time s, busy devices) at each change (not in `run.json`: `utilization.csv` holds it).
+    #[serde(skip)]
+    pub busy_series: Vec<(f64, f64)>,
+    /// (time s, allocated devices) at each change (not in `run.json`, as `busy_series`).
+    #[serde(skip)]
+    pub allocated_series: Vec<(f64, f64)>,
+}
+
+/// Traffic of one class of links over the run (`sim::links` says how it is measured).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LinkClassMetrics {
+    /// Directed links of the class in the cluster's graph.
+    pub links: u64,
+    /// Their summed nominal capacity, bytes per second.
+    pub capacity_bytes_per_s: f64,
+    /// Bytes the run's network carried on links of the class, summed over its links (a flow
+    /// crossing two spine links counts twice): every finished flow's bytes on each link of its
+    /// path, a cancelled one's what it had moved. A transfer's flow is its wire share
+    /// (`transport::shared`: the wire bandwidth-seconds of its critical path at the route's
+    /// bottleneck), so a staging-bound transfer puts fewer bytes on the wire than its payload.
+    pub link_bytes: f64,
+    /// `link_bytes` / (capacity × horizon): the class's mean utilisation.
+    pub mean_utilization: f64,
+    /// Highest load ÷ capacity of any one link of the class, read on the links of each batch
+    /// of flows just after it joined and after each capacity change (1.0: a link of the class
+    /// was a bottleneck). A lower bound between reads: a link's load also rises when flows
+    /// leave it or others (`sim::links`).
+    pub peak_utilization: f64,
 }
 
 /// Task outputs in the nodes' object stores.
@@ -233,7 +265,12 @@ pub struct RunMetrics {
     pub training: Vec<TrainingMetrics>,
     pub services: Vec<ServiceMetrics>,
     pub actors: Vec<ActorMetrics>,
+    /// Per device class (accelerator).
     pub utilization: BTreeMap<String, Utilization>,
+    /// Per node type with accelerators.
+    pub utilization_by_node_type: BTreeMap<String, Utilization>,
+    /// Per link class of the run's network (`sim::links::CLASSES`), classes with links only.
+    pub links: BTreeMap<String, LinkClassMetrics>,
     pub failures: FailureMetrics,
     pub objects: ObjectMetrics,
     /// Per tenant with a quota that held work back: how much waited on it, and how long.
@@ -265,54 +302,76 @@ pub struct QuotaWait {
     pub mean_secs: f64,
 }
 
-/// Records busy-device changes per class and integrates them.
+/// Records device-count changes per key (a device class or a node type) and integrates them.
 #[derive(Default)]
 pub struct UtilTracker {
     changes: BTreeMap<String, Vec<(Time, f64)>>,
 }
 
+/// A step function from its changes: (series of (time s, level) at each change, integral in
+/// level-seconds over [0, horizon]).
+fn integrate(mut changes: Vec<(Time, f64)>, horizon: Time) -> (Vec<(f64, f64)>, f64) {
+    changes.sort_by_key(|c| c.0);
+    let mut series: Vec<(f64, f64)> = vec![(0.0, 0.0)];
+    let (mut level, mut last, mut area) = (0.0f64, 0u64, 0.0f64);
+    for (t, d) in changes {
+        let t = t.min(horizon);
+        area += level * (t - last) as f64 / 1e9;
+        level += d;
+        last = t;
+        match series.last_mut() {
+            Some(l) if l.0 == t as f64 / 1e9 => l.1 = level.max(0.0),
+            _ => series.push((t as f64 / 1e9, level.max(0.0))),
+        }
+    }
+    area += level * horizon.saturating_sub(last) as f64 / 1e9;
+    (series, area)
+}
+
 impl UtilTracker {
-    pub fn change(&mut self, class: &str, at: Time, delta: f64) {
+    pub fn change(&mut self, key: &str, at: Time, delta: f64) {
         if delta != 0.0 {
-            match self.changes.get_mut(class) {
+            match self.changes.get_mut(key) {
                 Some(v) => v.push((at, delta)),
                 None => {
-                    self.changes.insert(class.to_string(), vec![(at, delta)]);
+                    self.changes.insert(key.to_string(), vec![(at, delta)]);
                 }
             }
         }
     }
 
-    /// Step functions and means over [0, horizon]; `devices` per class.
+    /// `busy` over `[from, to)`.
+    pub fn span(&mut self, key: &str, from: Time, to: Time, busy: f64) {
+        if to > from {
+            self.change(key, from, busy);
+            self.change(key, to, -busy);
+        }
+    }
+
+    /// Step functions and means over [0, horizon] of busy (`self`) and allocated devices;
+    /// `devices` per key.
     pub fn finish(
-        self,
+        mut self,
+        mut allocated: UtilTracker,
         devices: &BTreeMap<String, u64>,
         horizon: Time,
     ) -> BTreeMap<String, Utilization> {
         let mut out = BTreeMap::new();
-        for (class, n) in devices {
-            let mut changes = self.changes.get(class).cloned().unwrap_or_default();
-            changes.sort_by_key(|c| c.0);
-            let mut series: Vec<(f64, f64)> = vec![(0.0, 0.0)];
-            let (mut busy, mut last, mut area) = (0.0f64, 0u64, 0.0f64);
-            for (t, d) in changes {
-                let t = t.min(horizon);
-                area += busy * (t - last) as f64 / 1e9;
-                busy += d;
-                last = t;
-                match series.last_mut() {
-                    Some(l) if l.0 == t as f64 / 1e9 => l.1 = busy.max(0.0),
-                    _ => series.push((t as f64 / 1e9, busy.max(0.0))),
-                }
-            }
-            area += busy * horizon.saturating_sub(last) as f64 / 1e9;
+        for (key, n) in devices {
+            let (busy_series, busy) =
+                integrate(self.changes.remove(key).unwrap_or_default(), horizon);
+            let (allocated_series, held) =
+                integrate(allocated.changes.remove(key).unwrap_or_default(), horizon);
             let denom = *n as f64 * horizon as f64 / 1e9;
+            let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
             out.insert(
-                class.clone(),
+                key.clone(),
                 Utilization {
                     devices: *n,
-                    series,
-                    mean: if denom > 0.0 { area / denom } else { 0.0 },
+                    busy_fraction: frac(busy),
+                    allocated_fraction: frac(held),
+                    busy_series,
+                    allocated_series,
                 },
             );
         }
@@ -345,11 +404,22 @@ mod tests {
 
     #[test]
     fn utilization_integrates_the_step_function() {
-        let mut u = UtilTracker::default();
-        u.change("H100", 0, 2.0);
-        u.change("H100", 5_000_000_000, -1.0);
-        let r = u.finish(&BTreeMap::from([("H100".to_string(), 4)]), 10_000_000_000);
-        // 2 busy for 5 s + 1 busy for 5 s = 15 device-seconds of 40.
-        assert!((r["H100"].mean - 15.0 / 40.0).abs() < 1e-12);
+        let mut held = UtilTracker::default();
+        held.change("H100", 0, 2.0);
+        held.change("H100", 5_000_000_000, -1.0);
+        let mut busy = UtilTracker::default();
+        busy.span("H100", 1_000_000_000, 3_000_000_000, 2.0);
+        let r = busy.finish(
+            held,
+            &BTreeMap::from([("H100".to_string(), 4)]),
+            10_000_000_000,
+        );
+        // Allocated: 2 for 5 s + 1 for 5 s = 15 device-seconds of 40; busy: 2 for 2 s.
+        assert!((r["H100"].allocated_fraction - 15.0 / 40.0).abs() < 1e-12);
+        assert!((r["H100"].busy_fraction - 4.0 / 40.0).abs() < 1e-12);
+        assert_eq!(
+            r["H100"].busy_series,
+            vec![(0.0, 0.0), (1.0, 2.0), (3.0, 0.0)]
+        );
     }
 }

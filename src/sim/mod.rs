@@ -25,6 +25,7 @@ mod checkpoints;
 mod explain;
 pub mod failures;
 mod finish;
+pub mod links;
 pub mod metrics;
 pub mod models;
 pub mod network;
@@ -267,7 +268,13 @@ struct Sim<'s> {
     jobs: Vec<training::Job>,
     services: Vec<services::Service>,
     replicas: Vec<services::Replica>,
+    /// Allocated devices per device class and per node type (`Sim::busy`).
     util: UtilTracker,
+    util_by_type: UtilTracker,
+    /// Busy devices (computing, communicating, serving) per device class and node type
+    /// (`Sim::worked`).
+    work: UtilTracker,
+    work_by_type: UtilTracker,
     rng: ChaCha8Rng,
     horizon: Option<Time>,
     explain_target: Option<String>,
@@ -322,10 +329,23 @@ pub struct TransferRecord {
 /// Run `spec` to completion (or to the horizon) and return its metrics.
 pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
     let mut sim = Sim::new(spec, cfg);
-    let nodes: Vec<(String, usize)> = (0..sim.node_types.len())
+    let racks: Vec<String> = match &spec.cluster {
+        Some(c) => c
+            .nodes()
+            .map(|n| {
+                c.racks
+                    .get(n.rack)
+                    .map(|r| r.name.clone())
+                    .unwrap_or_default()
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let nodes: Vec<(String, usize, String)> = (0..sim.node_types.len())
         .map(|n| {
             let devices = sim.node_types[n].devices.iter().map(|g| g.at.len()).sum();
-            (sim.state.nodes[n].name().to_string(), devices)
+            let rack = racks.get(n).cloned().unwrap_or_default();
+            (sim.state.nodes[n].name().to_string(), devices, rack)
         })
         .collect();
     sim.tl.init(cfg.timeline, &nodes);
@@ -381,6 +401,9 @@ impl<'s> Sim<'s> {
             services: Vec::new(),
             replicas: Vec::new(),
             util: UtilTracker::default(),
+            util_by_type: UtilTracker::default(),
+            work: UtilTracker::default(),
+            work_by_type: UtilTracker::default(),
             rng: rng_stream(cfg.seed, stream_id("placement")),
             horizon,
             explain_target: cfg.explain.clone(),

@@ -165,7 +165,7 @@ pub fn collective_rounds(
 impl Sim<'_> {
     pub(crate) fn init_network(&mut self) {
         let graph = self.spec.cluster.as_ref().map(|_| Graph::build(self.spec));
-        self.wire = Wire::new(graph);
+        self.wire = Wire::new(graph, self.tl.on);
     }
 
     /// The network changed: its wake-up event is brought up to date by an [`Ev::WireFlush`]
@@ -424,6 +424,14 @@ impl Sim<'_> {
                 transport: name.clone(),
                 bytes: holders.values().sum(),
             });
+        }
+        if self.tl.on {
+            let label = format!("{}.{}[{t}]", w.name, ts.name);
+            let parts = holders
+                .iter()
+                .map(|(src, b)| (src.0 as u32, node as u32, *b, name.clone(), label.clone()))
+                .collect();
+            self.tl.fetching.insert(t, parts);
         }
         let (mut fixed, mut flows) = (0.0f64, Vec::with_capacity(holders.len()));
         let here = (node, self.task_dev[t as usize] as usize);

@@ -263,6 +263,16 @@ impl Sim<'_> {
                 self.pending.insert(at, (key, VecDeque::from([id])));
             }
         }
+        self.record_queue();
+    }
+
+    /// Trace counter: work waiting in the scheduler's queues (timeline only).
+    pub(super) fn record_queue(&mut self) {
+        if self.tl.on {
+            let n: usize = self.pending.iter().map(|(_, q)| q.len()).sum();
+            let now = self.now();
+            self.tl.counter("scheduler queue", now, n as f64);
+        }
     }
 
     /// The tenant of a class of work.
@@ -380,12 +390,27 @@ impl Sim<'_> {
         true
     }
 
-    /// Devices of `node` becoming busy (`units` > 0) or idle (< 0) for utilisation.
+    /// Devices of `node` becoming allocated (`units` > 0) or released (< 0), per device class
+    /// and node type (allocated utilisation).
     pub(crate) fn busy(&mut self, node: NodeId, units: f64, at: Time) {
         if units != 0.0
             && let Some(a) = &self.node_accel[node]
         {
             self.util.change(a, at, units);
+            self.util_by_type
+                .change(&self.node_types[node].name, at, units);
+        }
+    }
+
+    /// `units` devices of `node` did work (computed, communicated, served) over
+    /// `[from, to)`, per device class and node type (busy utilisation).
+    pub(crate) fn worked(&mut self, node: NodeId, units: f64, from: Time, to: Time) {
+        if units != 0.0
+            && let Some(a) = &self.node_accel[node]
+        {
+            self.work.span(a, from, to, units);
+            self.work_by_type
+                .span(&self.node_types[node].name, from, to, units);
         }
     }
 
@@ -424,9 +449,10 @@ impl Sim<'_> {
                     self.dispatch_one(n);
                 }
             }
-            return;
+        } else {
+            self.dispatch_one(node);
         }
-        self.dispatch_one(node);
+        self.record_queue();
     }
 
     /// [`Sim::dispatch`] for one node.

@@ -155,8 +155,20 @@ impl Sim<'_> {
         }
     }
 
-    /// Hand queued requests to idle replicas, honouring batching.
+    /// Hand queued requests to idle replicas, honouring batching; the trace's counter of the
+    /// service's queue follows.
     pub(super) fn serve(&mut self, sid: u32) {
+        self.serve_queue(sid);
+        if self.tl.on {
+            let s = &self.services[sid as usize];
+            let w = &self.spec.workloads[s.workload];
+            let name = format!("queue {}.{}", w.name, w.services[s.index].name);
+            let (now, n) = (self.now(), s.queue.len() as f64);
+            self.tl.counter(&name, now, n);
+        }
+    }
+
+    fn serve_queue(&mut self, sid: u32) {
         let now = self.now();
         loop {
             let s = &mut self.services[sid as usize];
@@ -238,6 +250,16 @@ impl Sim<'_> {
             return;
         }
         let s = self.replicas[r as usize].service;
+        let units = device_units(
+            &self.state,
+            &self.unit_ids,
+            &self.services[s as usize].request,
+        );
+        let (node, from) = {
+            let rep = &self.replicas[r as usize];
+            (rep.node.unwrap_or(0), rep.batch_start)
+        };
+        self.worked(node, units, from, now);
         if self.tl.on {
             let rep = &self.replicas[r as usize];
             let devs = self.alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());

@@ -250,7 +250,9 @@ impl Sim<'_> {
         }
         let gi = self.group_of(t);
         let node = self.task_node[t as usize] as usize;
-        let took = self.now() - self.task_start[t as usize];
+        let (start, now) = (self.task_start[t as usize], self.now());
+        self.tl.fetched(t, start, now);
+        let took = now - start;
         self.groups[gi].fetch_ns += took;
         let d = self.task_run_ns(gi, node);
         self.q.after(d, Ev::TaskDone(t, epoch));
@@ -271,13 +273,17 @@ impl Sim<'_> {
     }
 
     /// Timeline: task `t` ran on its devices from its start until `now` (done or killed).
+    /// Busy utilisation: its devices did work the whole time (its input fetch included).
     pub(crate) fn record_task(&mut self, t: usize, now: Time) {
+        let node = self.task_node[t] as usize;
+        let gi = self.group_of(t as u32);
+        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+        self.worked(node, units, self.task_start[t], now);
         if !self.tl.on {
             return;
         }
-        let node = self.task_node[t] as usize;
         let devs = self.alloc_devices(node, self.task_alloc[t].as_ref());
-        let g = &self.groups[self.group_of(t as u32)];
+        let g = &self.groups[gi];
         let w = &self.spec.workloads[g.workload];
         let label = format!("{}.{}", w.name, w.tasks[g.index].name);
         let from = self.task_start[t];

@@ -53,6 +53,8 @@ pub struct Span {
     pub kind: SpanKind,
     /// Index into [`Timeline::labels`] (the work: `features.embed`, `pretrain.llm`, ...).
     pub label: u32,
+    /// The training step it belongs to (0-based), for a training job's spans.
+    pub step: Option<u32>,
 }
 
 /// Device activity of one run.
@@ -68,7 +70,38 @@ pub struct Timeline {
     /// Sorted by start, then set; work clipped at failures.
     pub spans: Vec<Span>,
     pub truncated: bool,
+    /// Each link class's traffic over time (`sim::links`), when the run has a network.
+    pub links: Option<crate::sim::links::LinkSeries>,
+    /// Node names, in the cluster's order.
+    pub nodes: Vec<String>,
+    /// Rack of each node (index into `racks`), and the racks' names (`""`: nodes declared
+    /// outside any rack).
+    pub node_rack: Vec<u32>,
+    pub racks: Vec<String>,
+    /// Queue lengths over time: (name, (time s, length) at each change).
+    pub counters: Vec<(String, Vec<(f64, f64)>)>,
+    /// Input fetches that finished (for the trace's flow arrows).
+    pub transfers: Vec<Transfer>,
 }
+
+/// One part of a task's input fetch: bytes from a holder's node to the consumer's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transfer {
+    /// The consuming task (`workload.group[index]`).
+    pub task: String,
+    pub from_node: u32,
+    pub to_node: u32,
+    /// Seconds: the fetch's start (the task's start) and the inputs' arrival.
+    pub start: f64,
+    pub end: f64,
+    pub bytes: f64,
+    pub transport: String,
+}
+
+/// Most points a counter keeps, and transfers a timeline keeps (later ones are dropped and
+/// the timeline says it is truncated).
+pub const MAX_COUNTER_POINTS: usize = 200_000;
+pub const MAX_TRANSFERS: usize = 200_000;
 
 impl Timeline {
     /// Spans of one device, in time order (kind, start, end, label).
@@ -108,15 +141,29 @@ pub(crate) struct Recorder {
     count_of_set: HashMap<u32, u32>,
     /// Per set in window mode: (window index, busy ns per (kind, label)) being accumulated.
     window: HashMap<u32, Window>,
+    /// Index of each counter by name.
+    counter_index: HashMap<String, usize>,
+    /// Fetch parts in flight, by task: (from node, to node, bytes, transport, label).
+    pub fetching: HashMap<u32, Vec<(u32, u32, f64, String, String)>>,
 }
 
 impl Recorder {
-    pub fn init(&mut self, on: bool, nodes: &[(String, usize)]) {
+    /// `nodes`: (name, devices, rack name) of each node, in the cluster's order.
+    pub fn init(&mut self, on: bool, nodes: &[(String, usize, String)]) {
         self.on = on;
         if !on {
             return;
         }
-        for (n, (name, devices)) in nodes.iter().enumerate() {
+        for (n, (name, devices, rack)) in nodes.iter().enumerate() {
+            let r = match self.t.racks.iter().position(|x| x == rack) {
+                Some(r) => r,
+                None => {
+                    self.t.racks.push(rack.clone());
+                    self.t.racks.len() - 1
+                }
+            };
+            self.t.node_rack.push(r as u32);
+            self.t.nodes.push(name.clone());
             self.first.push(self.t.devices.len() as u32);
             for d in 0..*devices {
                 self.t.devices.push(format!("{name}.d{d}"));
@@ -153,6 +200,20 @@ impl Recorder {
     /// the same work on the same devices (a replica's back-to-back batches) extends its span.
     /// Failures are always kept; work stops being recorded at [`MAX_SPANS`].
     pub fn span(&mut self, devices: &[u32], start: u64, end: u64, kind: SpanKind, label: &str) {
+        self.span_of(devices, start, end, kind, label, None);
+    }
+
+    /// [`Recorder::span`] of training step `step` (kept on the span unless it is recorded per
+    /// window).
+    pub fn span_of(
+        &mut self,
+        devices: &[u32],
+        start: u64,
+        end: u64,
+        kind: SpanKind,
+        label: &str,
+        step: Option<u32>,
+    ) {
         if !self.on || devices.is_empty() || end <= start {
             return;
         }
@@ -183,10 +244,18 @@ impl Recorder {
             self.accumulate(set, start, end, kind, label);
             return;
         }
-        self.push(set, start, end, kind, label);
+        self.push(set, start, end, kind, label, step);
     }
 
-    fn push(&mut self, set: u32, start: u64, end: u64, kind: SpanKind, label: u32) {
+    fn push(
+        &mut self,
+        set: u32,
+        start: u64,
+        end: u64,
+        kind: SpanKind,
+        label: u32,
+        step: Option<u32>,
+    ) {
         if self.t.spans.len() >= MAX_SPANS && kind != SpanKind::Failed {
             self.t.truncated = true;
             return;
@@ -194,7 +263,7 @@ impl Recorder {
         let (start, end) = (start as f64 / 1e9, end as f64 / 1e9);
         if let Some(&i) = self.last_of_set.get(&set) {
             let last = &mut self.t.spans[i];
-            if last.kind == kind && last.label == label && last.end == start {
+            if last.kind == kind && last.label == label && last.end == start && last.step == step {
                 last.end = end;
                 return;
             }
@@ -207,6 +276,7 @@ impl Recorder {
             end,
             kind,
             label,
+            step,
         });
     }
 
@@ -241,8 +311,56 @@ impl Recorder {
         };
         let mut at = w * WINDOW_NS;
         for (kind, label, busy) in parts {
-            self.push(set, at, at + busy, kind, label);
+            self.push(set, at, at + busy, kind, label, None);
             at += busy;
+        }
+    }
+
+    /// Counter `name` (a queue) is `value` from `now` on; a change at the same instant
+    /// replaces the last point, an unchanged value adds none.
+    pub fn counter(&mut self, name: &str, now: u64, value: f64) {
+        if !self.on {
+            return;
+        }
+        let i = match self.counter_index.get(name) {
+            Some(i) => *i,
+            None => {
+                self.counter_index
+                    .insert(name.to_string(), self.t.counters.len());
+                self.t.counters.push((name.to_string(), vec![(0.0, 0.0)]));
+                self.t.counters.len() - 1
+            }
+        };
+        let t = now as f64 / 1e9;
+        let pts = &mut self.t.counters[i].1;
+        let full = pts.len() >= MAX_COUNTER_POINTS;
+        match pts.last_mut() {
+            Some(l) if l.1 == value => {}
+            Some(l) if l.0 == t => l.1 = value,
+            _ if full => self.t.truncated = true,
+            _ => pts.push((t, value)),
+        }
+    }
+
+    /// Task `task`'s fetch that began at `start` (ns) delivered its inputs at `now`.
+    pub fn fetched(&mut self, task: u32, start: u64, now: u64) {
+        let Some(parts) = self.fetching.remove(&task) else {
+            return;
+        };
+        for (from_node, to_node, bytes, transport, label) in parts {
+            if self.t.transfers.len() >= MAX_TRANSFERS {
+                self.t.truncated = true;
+                return;
+            }
+            self.t.transfers.push(Transfer {
+                task: label,
+                from_node,
+                to_node,
+                start: start as f64 / 1e9,
+                end: now as f64 / 1e9,
+                bytes,
+                transport,
+            });
         }
     }
 
@@ -316,7 +434,7 @@ mod tests {
 
     fn recorder() -> Recorder {
         let mut r = Recorder::default();
-        r.init(true, &[("n0".into(), 2)]);
+        r.init(true, &[("n0".into(), 2, String::new())]);
         r
     }
 

@@ -47,6 +47,8 @@ pub(super) struct Job {
     pub(super) span_ckpt: Time,
     /// Timeline: the job's devices.
     pub(super) dev_set: Vec<u32>,
+    /// Devices the job holds per node (busy utilisation of its steps).
+    pub(super) per_node: Vec<(NodeId, u32)>,
     /// The checkpoint before the last one (the fallback while the last is being written).
     pub(super) prev_ckpt_steps: u64,
     pub(super) prev_ckpt_at: Time,
@@ -113,6 +115,7 @@ impl Sim<'_> {
                 span_from: 0,
                 span_ckpt: 0,
                 dev_set: Vec::new(),
+                per_node: Vec::new(),
                 prev_ckpt_steps: 0,
                 prev_ckpt_at: 0,
                 recovering_from: None,
@@ -168,6 +171,7 @@ impl Sim<'_> {
         job.nodes = per_node.len();
         job.started.get_or_insert(now);
         job.dev_set = dev_set;
+        job.per_node = per_node.iter().map(|(n, d)| (*n, *d)).collect();
         job.on_wire = rounds.is_some();
         job.rounds = rounds.unwrap_or_default();
         match job.stopped_at.take() {
@@ -430,9 +434,17 @@ impl Sim<'_> {
         }
         job.steps_left -= 1;
         job.steps_done += 1;
+        // Busy utilisation: the job's devices worked the whole step interval (checkpoint,
+        // compute, collectives).
+        let from = self.jobs[j as usize].span_from;
+        for k in 0..self.jobs[j as usize].per_node.len() {
+            let (n, d) = self.jobs[j as usize].per_node[k];
+            self.worked(n, f64::from(d), from, now);
+        }
         if self.tl.on {
             self.record_step(j as usize, now);
         }
+        self.jobs[j as usize].span_from = now;
         let job = &mut self.jobs[j as usize];
         if !job.on_wire {
             job.comm_total += job.comm_ns;
@@ -516,9 +528,11 @@ impl Sim<'_> {
         let b = (a + c).min(now);
         use timeline::SpanKind as K;
         let devs = &self.jobs[j].dev_set;
-        self.tl.span(devs, from, a.min(now), K::Checkpoint, &label);
-        self.tl.span(devs, a, b, K::Compute, &label);
-        self.tl.span(devs, b, now, K::Communication, &label);
-        self.jobs[j].span_from = now;
+        let step = Some(self.jobs[j].steps_done.saturating_sub(1) as u32);
+        self.tl
+            .span_of(devs, from, a.min(now), K::Checkpoint, &label, step);
+        self.tl.span_of(devs, a, b, K::Compute, &label, step);
+        self.tl
+            .span_of(devs, b, now, K::Communication, &label, step);
     }
 }

@@ -35,6 +35,7 @@
 //! completions through [`Wire::complete`]. It knows nothing of tasks, jobs or tenants beyond
 //! the opaque [`Owner`] it hands back.
 
+use super::links::{LinkSeries, LinkTraffic};
 use crate::engine::Time;
 use crate::network::{FlowId, FlowNet, Graph, LinkId};
 
@@ -104,21 +105,39 @@ pub(crate) struct Wire {
     /// Most flows active at once.
     pub peak_active: usize,
     active: usize,
+    /// Bytes and peak load per link class (`sim::links`).
+    traffic: LinkTraffic,
 }
 
 const NO_TRANSFER: u32 = u32::MAX;
 
 impl Wire {
-    pub fn new(graph: Option<Graph>) -> Wire {
+    /// The run's network over `graph`; `series`: also record each link class's traffic over
+    /// time ([`Wire::link_metrics`]).
+    pub fn new(graph: Option<Graph>, series: bool) -> Wire {
         let net = graph
             .as_ref()
             .map(|g| FlowNet::new(g.capacity.clone()))
             .unwrap_or_default();
+        let traffic = graph
+            .as_ref()
+            .map(|g| LinkTraffic::new(g, series))
+            .unwrap_or_default();
         Wire {
             graph,
             net,
+            traffic,
             ..Wire::default()
         }
+    }
+
+    /// Flows on the network that belong to a live transfer.
+    fn live(of_flow: &[u32]) -> impl Iterator<Item = FlowId> + Clone + '_ {
+        of_flow
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| **t != NO_TRANSFER)
+            .map(|(k, _)| FlowId(k as u32))
     }
 
     /// Advance the flows to engine time `now`, flushing what was staged at the old time
@@ -126,9 +145,33 @@ impl Wire {
     fn sync(&mut self, now: Time) {
         if now > self.clock {
             self.flush();
+            if self.traffic.crosses(now) {
+                let live = Self::live(&self.of_flow);
+                self.traffic.windows_to(&self.net, live, self.clock, now);
+            }
             self.net.advance((now - self.clock) as f64 / 1e9);
             self.clock = now;
         }
+    }
+
+    /// Per link class: bytes moved and mean and peak utilisation over `[0, end]`, and the
+    /// time series when recorded (`sim::links`).
+    pub fn link_metrics(
+        &mut self,
+        end: Time,
+    ) -> (
+        std::collections::BTreeMap<String, super::metrics::LinkClassMetrics>,
+        Option<LinkSeries>,
+    ) {
+        self.flush();
+        let traffic = std::mem::take(&mut self.traffic);
+        // Flows started after `clock` and before `end` cannot exist: every start syncs first.
+        traffic.finish(
+            &self.net,
+            Self::live(&self.of_flow),
+            self.clock,
+            end.max(self.clock),
+        )
     }
 
     /// Put the staged changes on the network: cancelled flows leave in one removal, then the
@@ -151,6 +194,9 @@ impl Wire {
             return;
         }
         let mut staged = std::mem::take(&mut self.staged);
+        for (_, _, p, b) in &staged {
+            self.traffic.joining(p, *b);
+        }
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         ids.extend(
@@ -160,6 +206,7 @@ impl Wire {
                     .map(|(_, _, p, b)| (std::mem::take(p), *b)),
             ),
         );
+        self.traffic.joined(&ids);
         for ((t, _, _, _), f) in staged.iter().zip(&ids) {
             let k = f.0 as usize;
             if self.of_flow.len() <= k {
@@ -168,6 +215,7 @@ impl Wire {
             self.of_flow[k] = *t;
             self.transfers[*t as usize].flows.push(*f);
         }
+        self.traffic.read(&self.net);
         self.active += ids.len();
         self.peak_active = self.peak_active.max(self.active);
         staged.clear();
@@ -239,6 +287,7 @@ impl Wire {
         for f in tr.flows.drain(..) {
             if self.of_flow.get(f.0 as usize) == Some(&t.0) {
                 self.of_flow[f.0 as usize] = NO_TRANSFER;
+                self.traffic.leave(f, self.net.remaining(f));
                 self.doomed.push(f);
                 self.active -= 1;
             }
@@ -251,6 +300,8 @@ impl Wire {
         self.sync(now);
         self.flush();
         self.net.set_capacity(l, capacity);
+        self.traffic.capacity_changed(l);
+        self.traffic.read(&self.net);
     }
 
     pub fn capacity(&self, l: LinkId) -> f64 {
@@ -273,6 +324,9 @@ impl Wire {
             // times' last bits (which rounding in the solver may reorder).
             done.sort_unstable();
             self.net.remove_batch(&done);
+            for f in &done {
+                self.traffic.leave(*f, 0.0);
+            }
         }
         for f in &done {
             self.active -= 1;
@@ -441,5 +495,86 @@ mod tests {
             ]
         );
         assert_eq!((w.active, w.peak_active), (0, 2));
+    }
+
+    /// A wire over a NIC link (10 GB/s) and a leaf-spine link (5 GB/s) that records the
+    /// link classes' traffic over time.
+    fn fabric() -> Wire {
+        use crate::network::{LinkKind, Vertex};
+        let mut g = Graph::default();
+        g.capacity = vec![10e9, 5e9];
+        g.latency = vec![0.0, 0.0];
+        g.kind = vec![LinkKind::Network, LinkKind::Network];
+        g.ends = vec![
+            (
+                Vertex::Nic { node: 0, nic: 0 },
+                Vertex::Leaf { rack: 0, rail: 0 },
+            ),
+            (
+                Vertex::Leaf { rack: 0, rail: 0 },
+                Vertex::Spine { zone: 0, spine: 0 },
+            ),
+        ];
+        let traffic = LinkTraffic::new(&g, true);
+        Wire {
+            net: FlowNet::new(g.capacity.clone()),
+            traffic,
+            ..Wire::default()
+        }
+    }
+
+    #[test]
+    fn one_flow_moves_its_bytes_on_each_class_of_its_path() {
+        // 10 GB over NIC (10 GB/s) then leaf-spine (5 GB/s): 5 GB/s for 2 s; the run is 4 s.
+        // Each class moved 10 GB; the leaf-spine link was the bottleneck (peak 1.0) for half
+        // the run (mean 0.5); the NIC ran at half its capacity (peak 0.5) for half the run.
+        let mut w = fabric();
+        w.start(0, [(vec![0, 1], 10e9)], Owner::Fetch { task: 0, epoch: 0 });
+        assert_eq!(
+            drain(&mut w),
+            vec![(2_000_000_000, Owner::Fetch { task: 0, epoch: 0 })]
+        );
+        let (m, series) = w.link_metrics(4_000_000_000);
+        let (nic, spine) = (&m["nic"], &m["leaf_spine"]);
+        assert_eq!((nic.links, spine.links), (1, 1));
+        assert!((nic.link_bytes - 10e9).abs() < 1.0 && (spine.link_bytes - 10e9).abs() < 1.0);
+        assert_eq!(spine.peak_utilization, 1.0);
+        assert!((nic.peak_utilization - 0.5).abs() < 1e-12);
+        assert!((spine.mean_utilization - 0.5).abs() < 1e-9);
+        assert!((nic.mean_utilization - 0.25).abs() < 1e-9);
+        // Over time: the spine class is full in every window of the first 2 s, idle after.
+        let series = series.expect("recorded");
+        let u = series.utilization();
+        let (_, pts) = u.iter().find(|(c, _)| c == "leaf_spine").unwrap();
+        for &(t, x) in pts {
+            let want = if t + series.window_s <= 2.0 {
+                1.0
+            } else if t >= 2.0 {
+                0.0
+            } else {
+                x
+            };
+            assert!((x - want).abs() < 1e-6, "window at {t} s: {x}");
+        }
+        let total: f64 = series.classes[1].2.iter().sum();
+        assert!((total - 10e9).abs() < 1.0, "{total}");
+    }
+
+    #[test]
+    fn a_cancelled_flow_counts_only_what_it_moved() {
+        // 10 GB at 5 GB/s, cancelled at 1 s: 5 GB moved on each link.
+        let mut w = fabric();
+        let x = w.start(0, [(vec![0, 1], 10e9)], Owner::Fetch { task: 0, epoch: 0 });
+        w.next_wake();
+        w.cancel(1_000_000_000, x.unwrap());
+        assert_eq!(w.next_wake(), None);
+        let (m, _) = w.link_metrics(2_000_000_000);
+        assert!(
+            (m["leaf_spine"].link_bytes - 5e9).abs() < 1.0,
+            "{:?}",
+            m["leaf_spine"]
+        );
+        assert!((m["nic"].link_bytes - 5e9).abs() < 1.0);
+        assert!((m["leaf_spine"].mean_utilization - 0.5).abs() < 1e-9);
     }
 }
