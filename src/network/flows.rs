@@ -49,24 +49,28 @@ struct Hot {
     frozen: u64,
     /// The link the flow froze at (its max-min bottleneck), or [`NONE`].
     bottleneck: u32,
-    /// The path crosses no link twice (the common case: multiplicity is 1 everywhere).
-    simple: bool,
+    /// Position in `held[bottleneck]`.
+    slot: u32,
 }
 
 const NONE: u32 = u32::MAX;
 
+/// Link loads are kept in fixed point (`load_fx`), summed in i128, so a link's load is the
+/// exact sum of its flows' (rounded) rates however many times they change — no drift from
+/// adding and subtracting floats, and no scan of the link's flows to know what it carries.
+/// The scale is a power of two chosen from the largest capacity so that [`MAX_CROSSINGS`]
+/// crossings at that capacity stay below 2^126 (a flow's rate never exceeds the capacity of
+/// its links); a 10^13 B/s network resolves 2^-58 B/s, a 50 B/s test network 2^-96.
+const MAX_CROSSINGS: f64 = (1u64 << 26) as f64;
+
+fn scale_for(max_capacity: f64) -> f64 {
+    let top = (max_capacity.max(1.0) * MAX_CROSSINGS).log2().ceil();
+    2f64.powi((126.0 - top).clamp(0.0, 200.0) as i32)
+}
+
 /// Relative margin under a refill's floor within which flows are refilled too: a rate equal
 /// to the floor may come out a rounding below it.
 const TIE: f64 = 1e-11;
-
-/// How many times a flow's path crosses a link (1 unless the path repeats links).
-fn multiplicity(f: &Flow, h: &Hot, l: LinkId) -> f64 {
-    if h.simple {
-        1.0
-    } else {
-        f.path.iter().filter(|x| **x == l).count() as f64
-    }
-}
 
 /// Active flows over links of given capacities (bytes per second).
 #[derive(Debug, Clone, Default)]
@@ -78,6 +82,11 @@ pub struct FlowNet {
     on_link: Vec<Vec<u32>>,
     /// Crossings of each link by active flows (a path through it twice counts twice).
     crossings: Vec<u32>,
+    /// Sum of the rates over each link's crossings, in units of 1/`scale` B/s.
+    load_fx: Vec<i128>,
+    scale: f64,
+    /// Active flows whose max-min bottleneck is each link (they share its fair rate).
+    held: Vec<Vec<u32>>,
     alive: usize,
     // Scratch state for refilling, kept to avoid allocating per event. Marks hold the epoch
     // (never reused: u64) of the pass that set them.
@@ -102,10 +111,14 @@ const DONE: f64 = 1e-6;
 impl FlowNet {
     pub fn new(capacities: Vec<f64>) -> Self {
         let n = capacities.len();
+        let scale = scale_for(capacities.iter().copied().fold(0.0, f64::max));
         FlowNet {
             capacity: capacities,
             on_link: vec![Vec::new(); n],
             crossings: vec![0; n],
+            load_fx: vec![0; n],
+            scale,
+            held: vec![Vec::new(); n],
             mark_link: vec![0; n],
             link_pos: vec![0; n],
             ..FlowNet::default()
@@ -167,17 +180,13 @@ impl FlowNet {
             // A fresh epoch marks the links seen so far: repeats are found in O(path), not
             // O(path²) (a ring's chain crosses hundreds of links).
             let seen = self.next_epoch();
-            let mut simple = true;
             for &l in &self.flows[id as usize].path {
                 self.crossings[l] += 1;
-                if self.mark_link[l] == seen {
-                    simple = false;
-                } else {
+                if self.mark_link[l] != seen {
                     self.mark_link[l] = seen;
                     self.on_link[l].push(id);
                 }
             }
-            self.hot[id as usize].simple = simple;
             self.seeds.push(id);
             ids.push(FlowId(id));
         }
@@ -204,12 +213,16 @@ impl FlowNet {
             if !self.flows.get(i).is_some_and(|x| x.alive) {
                 continue;
             }
+            self.unhold(i);
+            let rate = self.flows[i].rate;
+            let load = if rate.is_finite() { self.fx(rate) } else { 0 };
             let fl = &mut self.flows[i];
             fl.alive = false;
             fl.version = fl.version.wrapping_add(1);
-            floor = floor.min(fl.rate);
+            floor = floor.min(rate);
             for &l in &std::mem::take(&mut fl.path) {
                 self.crossings[l] -= 1;
+                self.load_fx[l] -= load;
                 if let Some(k) = self.on_link[l].iter().position(|x| *x == f.0) {
                     self.on_link[l].swap_remove(k);
                     self.seed_links.push(l);
@@ -226,6 +239,9 @@ impl FlowNet {
     /// Change a link's capacity (failure, degradation, repair).
     pub fn set_capacity(&mut self, l: LinkId, capacity: f64) {
         let old = std::mem::replace(&mut self.capacity[l], capacity.max(0.0));
+        if self.capacity[l] > 0.0 && scale_for(self.capacity[l]) < self.scale {
+            self.rescale();
+        }
         self.seeds.clear();
         self.seed_links.clear();
         self.seed_links.push(l);
@@ -321,6 +337,13 @@ impl FlowNet {
         }
         let left = self.left_of(&self.flows[i]);
         let now = self.now;
+        if rate.is_finite() {
+            let old = self.flows[i].rate;
+            let delta = self.fx(rate) - if old.is_finite() { self.fx(old) } else { 0 };
+            for &l in &self.flows[i].path {
+                self.load_fx[l] += delta;
+            }
+        }
         let f = &mut self.flows[i];
         f.remaining = left;
         f.since = now;
@@ -344,6 +367,52 @@ impl FlowNet {
                 });
             }
         }
+    }
+
+    /// Take flow `i` off its bottleneck's list (O(1): the last entry takes its slot).
+    fn unhold(&mut self, i: usize) {
+        let b = self.hot[i].bottleneck;
+        if b == NONE {
+            return;
+        }
+        let list = &mut self.held[b as usize];
+        let k = self.hot[i].slot as usize;
+        list.swap_remove(k);
+        if let Some(&moved) = list.get(k) {
+            self.hot[moved as usize].slot = k as u32;
+        }
+        self.hot[i].bottleneck = NONE;
+    }
+
+    /// Record that flow `i` froze at link `l` (its max-min bottleneck).
+    fn hold(&mut self, i: usize, l: LinkId) {
+        if self.hot[i].bottleneck == l as u32 {
+            return;
+        }
+        self.unhold(i);
+        self.hot[i].bottleneck = l as u32;
+        self.hot[i].slot = self.held[l].len() as u32;
+        self.held[l].push(i as u32);
+    }
+
+    /// A capacity rose above what the fixed-point scale allows for: pick the scale anew and
+    /// recompute every link's load from its flows (rare: repairs restore old capacities).
+    fn rescale(&mut self) {
+        self.scale = scale_for(self.capacity.iter().copied().fold(0.0, f64::max));
+        self.load_fx.iter_mut().for_each(|x| *x = 0);
+        for i in 0..self.flows.len() {
+            let f = &self.flows[i];
+            if f.alive && f.rate.is_finite() {
+                let v = (f.rate * self.scale).round() as i128;
+                for &l in &f.path {
+                    self.load_fx[l] += v;
+                }
+            }
+        }
+    }
+
+    fn fx(&self, rate: f64) -> i128 {
+        (rate * self.scale).round() as i128
     }
 
     fn next_epoch(&mut self) -> u64 {
@@ -465,14 +534,15 @@ impl FlowNet {
                 r.heap.push(Reverse((k, l)));
                 continue;
             }
-            for n in 0..self.on_link[l].len() {
-                let f = self.on_link[l][n] as usize;
-                let h = &mut self.hot[f];
-                if h.mark != r.set || h.frozen == r.frozen {
+            let mut k = r.rhead[i];
+            while k != NONE {
+                let f = r.rflow[k as usize] as usize;
+                k = r.rnext[k as usize];
+                if self.hot[f].frozen == r.frozen {
                     continue;
                 }
-                h.frozen = r.frozen;
-                h.bottleneck = l as u32;
+                self.hot[f].frozen = r.frozen;
+                self.hold(f, l);
                 r.rising -= 1;
                 self.set_rate(f, x);
                 for m in 0..self.flows[f].path.len() {
@@ -496,20 +566,16 @@ impl FlowNet {
         self.mark_link[l] = r.links;
         self.link_pos[l] = r.left.len();
         let low = r.level * (1.0 - TIE);
-        let mut cap = self.capacity[l];
-        for n in 0..self.on_link[l].len() {
-            let g = self.on_link[l][n];
-            let h = &self.hot[g as usize];
-            cap -= if h.simple {
-                h.rate
-            } else {
-                h.rate * multiplicity(&self.flows[g as usize], h, l)
-            };
-            if (all || h.bottleneck == l as u32) && h.rate >= low {
+        let cap = self.capacity[l] - self.load_fx[l] as f64 / self.scale;
+        let joining = if all { &self.on_link[l] } else { &self.held[l] };
+        for n in 0..joining.len() {
+            let g = joining[n];
+            if self.hot[g as usize].rate >= low {
                 r.join(&mut self.hot, g);
             }
         }
         r.left.push(cap);
+        r.rhead.push(NONE);
         r.unfrozen.push(0);
         r.queued.push(u64::MAX);
         r.stale.push(false);
@@ -529,6 +595,9 @@ impl FlowNet {
             let i = self.link_pos[l];
             r.left[i] += rate;
             r.unfrozen[i] += 1;
+            r.rflow.push(f as u32);
+            r.rnext.push(r.rhead[i]);
+            r.rhead[i] = (r.rflow.len() - 1) as u32;
             if !r.stale[i] {
                 r.stale[i] = true;
                 r.dirty.push(l);
@@ -566,6 +635,11 @@ struct Region {
     queue: Vec<u32>,
     /// Admitted flows not frozen yet: the filling stops when none is left.
     rising: usize,
+    /// The admitted flows crossing each region link, as linked lists in one arena: the head
+    /// entry per link (by `link_pos`), then each entry's flow and the next entry.
+    rhead: Vec<u32>,
+    rflow: Vec<u32>,
+    rnext: Vec<u32>,
 }
 
 impl Region {
@@ -579,6 +653,9 @@ impl Region {
         self.heap.clear();
         self.queue.clear();
         self.rising = 0;
+        self.rhead.clear();
+        self.rflow.clear();
+        self.rnext.clear();
     }
 
     fn join(&mut self, hot: &mut [Hot], g: u32) {
