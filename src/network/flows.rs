@@ -10,7 +10,9 @@
 //! flows a completion touches a few dozen flows instead of the thousands connected through the
 //! spines; on a saturated leaf-spine, the flows whose rate really moves.
 //! Rates are exact textbook max-min (checked against a full recomputation in tests/maxmin.rs);
-//! any efficiency factor is the caller's to apply to capacities.
+//! any efficiency factor is the caller's to apply to capacities. Each link's load is kept as an
+//! exact fixed-point sum (so a refill knows what a link carries without scanning its flows) and
+//! its peak utilisation is read after every refill ([`FlowNet::peak_utilization`]).
 //!
 //! Architecture invariant: no time here beyond the byte accounting the caller drives with
 //! [`FlowNet::advance`]; the engine owns the clock.
@@ -87,6 +89,9 @@ pub struct FlowNet {
     scale: f64,
     /// Active flows whose max-min bottleneck is each link (they share its fair rate).
     held: Vec<Vec<u32>>,
+    /// Highest load ÷ capacity each link has carried so far (exact: every load change is a
+    /// refill's, and each refill reads the links it touched).
+    peak: Vec<f64>,
     alive: usize,
     // Scratch state for refilling, kept to avoid allocating per event. Marks hold the epoch
     // (never reused: u64) of the pass that set them.
@@ -119,6 +124,7 @@ impl FlowNet {
             load_fx: vec![0; n],
             scale,
             held: vec![Vec::new(); n],
+            peak: vec![0.0; n],
             mark_link: vec![0; n],
             link_pos: vec![0; n],
             ..FlowNet::default()
@@ -131,6 +137,13 @@ impl FlowNet {
 
     pub fn capacity(&self, l: LinkId) -> f64 {
         self.capacity[l]
+    }
+
+    /// The highest utilisation (load ÷ capacity, at most 1) link `l` has had since the network
+    /// was made: loads change only in refills, and every refill reads each link it touched
+    /// once it is done, so no peak between two reads is missed. A link of capacity 0 reads 0.
+    pub fn peak_utilization(&self, l: LinkId) -> f64 {
+        self.peak[l]
     }
 
     /// Start a flow of `bytes` over `path` (links may repeat; an empty path is unconstrained
@@ -275,10 +288,7 @@ impl FlowNet {
 
     /// Sum of the rates of the flows on a link (never above its capacity).
     pub fn load(&self, l: LinkId) -> f64 {
-        self.on_link[l]
-            .iter()
-            .map(|f| self.flows[*f as usize].rate)
-            .sum()
+        (self.load_fx[l] as f64 / self.scale).max(0.0)
     }
 
     /// Move the network's clock forward by `secs`: every active flow progresses at its
@@ -554,6 +564,18 @@ impl FlowNet {
                 }
             }
         }
+        // Every link whose load changed is in the region: read its utilisation.
+        for &l in &r.ids {
+            let cap = self.capacity[l];
+            if cap > 0.0 {
+                let u = self.load_fx[l] as f64 / self.scale / cap;
+                // A saturated link's load is its capacity up to the rounding of the shares.
+                let u = if u >= 1.0 - 1e-9 { 1.0 } else { u };
+                if u > self.peak[l] {
+                    self.peak[l] = u;
+                }
+            }
+        }
         self.region = r;
     }
 
@@ -576,6 +598,7 @@ impl FlowNet {
         }
         r.left.push(cap);
         r.rhead.push(NONE);
+        r.ids.push(l);
         r.unfrozen.push(0);
         r.queued.push(u64::MAX);
         r.stale.push(false);
@@ -640,6 +663,8 @@ struct Region {
     rhead: Vec<u32>,
     rflow: Vec<u32>,
     rnext: Vec<u32>,
+    /// The region's links, in the order they entered.
+    ids: Vec<LinkId>,
 }
 
 impl Region {
@@ -656,6 +681,7 @@ impl Region {
         self.rhead.clear();
         self.rflow.clear();
         self.rnext.clear();
+        self.ids.clear();
     }
 
     fn join(&mut self, hot: &mut [Hot], g: u32) {
@@ -683,6 +709,27 @@ mod tests {
         assert!(close(n.rate(a), 5.0) && close(n.rate(b), 5.0));
         n.remove(a);
         assert!(close(n.rate(b), 10.0));
+    }
+
+    #[test]
+    fn peaks_include_a_rise_caused_by_a_leave_elsewhere() {
+        // a on links 0 and 1, b on link 1 only: 5 B/s each, link 0 at half. When b leaves,
+        // a takes all of link 1 and link 0 reaches 1.0, though nothing joined link 0.
+        let mut n = FlowNet::new(vec![10.0, 10.0]);
+        let _a = n.add(vec![0, 1], 100.0);
+        let b = n.add(vec![1], 100.0);
+        assert!(
+            close(n.peak_utilization(0), 1.0),
+            "a alone filled link 0 first"
+        );
+        let mut m = FlowNet::new(vec![10.0, 10.0]);
+        let b2 = m.add(vec![1], 100.0);
+        let _a2 = m.add(vec![0, 1], 100.0);
+        assert!(close(m.peak_utilization(0), 0.5) && close(m.load(0), 5.0));
+        m.remove(b2);
+        assert!(close(m.load(0), 10.0) && m.peak_utilization(0) == 1.0);
+        n.remove(b);
+        assert_eq!(n.peak_utilization(1), 1.0);
     }
 
     #[test]

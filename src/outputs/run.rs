@@ -346,7 +346,7 @@ pub fn write(
         let mut t = String::from(
             "Bytes summed over each class's links (a flow crossing two spine links counts twice); \
              mean utilisation = those bytes ÷ (the class's capacity × the run); peak = the \
-             busiest single link's load ÷ capacity, read as flows join (a lower bound between reads).\n\n\
+             highest load ÷ capacity any single link of the class carried during the run.\n\n\
              | link class | links | capacity | link-bytes | mean utilisation | peak utilisation |\n\
              |---|---|---|---|---|---|\n",
         );

@@ -1,20 +1,14 @@
 //! What crossed each class of links of the run's network, recorded by [`super::wire::Wire`]
-//! where flows join, leave and links change capacity (the max-min solver is only read through
-//! its public API, never changed).
+//! where flows join and leave (the max-min solver is only read through its public API).
 //!
 //! - **Bytes** per class are exact: a flow's bytes are counted on every link of its path when
 //!   it joins the network; a cancelled flow (and one still moving when the run ends) gives back
 //!   what it had not moved. Summed over the links of a class ("link-bytes": a flow crossing two
 //!   spine links counts twice), so that link-bytes ÷ (summed capacity × time) is the class's
 //!   mean utilisation.
-//! - **Peak** per class: the highest load ÷ capacity of one link of the class, read with
-//!   `FlowNet::load` on the links of each batch of flows just after it joined (each link once
-//!   per batch), on a link whose capacity changed, and not again once the class reads 1.0. At
-//!   every instant a flow's max-min bottleneck is saturated, so a link that bottlenecks a flow
-//!   as it joins reads 1.0 at once; a link whose load rises later (flows elsewhere, or on it,
-//!   left) is read at its next join, so between reads the figure is a lower bound. Cost:
-//!   O(flows on the link) per read, once per batch of joins; leaves read nothing (that would
-//!   scan a spine's thousands of flows at every completion).
+//! - **Peak** per class: the highest load ÷ capacity any one link of the class carried during
+//!   the run, exact: the solver records each link's peak itself after every change of rates
+//!   ([`FlowNet::peak_utilization`]), so nothing here reads loads as the run goes.
 //! - **Over time** (only when the timeline is recorded): each class's link-bytes per window,
 //!   exact — at each window boundary every live flow's progress is its bytes less what it has
 //!   left at its current rate (rates are constant between changes). Windows start at 1 ms and
@@ -116,15 +110,10 @@ pub(crate) struct LinkTraffic {
     capacity: [f64; N],
     /// Link-bytes per class counted so far (joined flows in full, less what cancels gave back).
     bytes: [f64; N],
-    peak: [f64; N],
     /// Per flow id: its links per class (a reused buffer: no allocation once warm), and those
     /// of the flows about to join.
     mult: Vec<[f64; N]>,
     pending: Vec<[f64; N]>,
-    /// Links to read after the current change, deduplicated by `mark`.
-    touched: Vec<LinkId>,
-    mark: Vec<u32>,
-    epoch: u32,
     windows: Option<Windows>,
 }
 
@@ -132,7 +121,6 @@ impl LinkTraffic {
     pub fn new(graph: &Graph, series: bool) -> LinkTraffic {
         let mut t = LinkTraffic {
             class: Vec::with_capacity(graph.kind.len()),
-            mark: vec![u32::MAX; graph.kind.len()],
             windows: series.then(|| Windows {
                 ns: FIRST_WINDOW_NS,
                 ..Windows::default()
@@ -148,13 +136,6 @@ impl LinkTraffic {
         t
     }
 
-    fn touch(&mut self, l: LinkId) {
-        if self.peak[self.class[l] as usize] < 1.0 && self.mark[l] != self.epoch {
-            self.mark[l] = self.epoch;
-            self.touched.push(l);
-        }
-    }
-
     /// A flow of `bytes` over `path` is about to join (the next in [`LinkTraffic::joined`]'s
     /// order): its bytes on each class of its path, and its links to read after it joined.
     pub fn joining(&mut self, path: &[LinkId], bytes: f64) {
@@ -164,7 +145,6 @@ impl LinkTraffic {
         let mut mult = [0.0; N];
         for &l in path {
             mult[self.class[l] as usize] += 1.0;
-            self.touch(l);
         }
         for (b, m) in self.bytes.iter_mut().zip(&mult) {
             *b += bytes * m;
@@ -198,36 +178,6 @@ impl LinkTraffic {
             }
         }
         *mult = [0.0; N];
-    }
-
-    /// Link `l` changed capacity.
-    pub fn capacity_changed(&mut self, l: LinkId) {
-        if l < self.class.len() {
-            self.touch(l);
-        }
-    }
-
-    /// Reads the links touched since the last read (each once): load ÷ capacity after the
-    /// change.
-    pub fn read(&mut self, net: &FlowNet) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.mark.fill(u32::MAX);
-            self.epoch = 1;
-        }
-        for &l in &self.touched {
-            let cap = net.capacity(l);
-            if cap > 0.0 {
-                let c = self.class[l] as usize;
-                let u = (net.load(l) / cap).min(1.0);
-                if u >= 1.0 - 1e-9 {
-                    self.peak[c] = 1.0;
-                } else if u > self.peak[c] {
-                    self.peak[c] = u;
-                }
-            }
-        }
-        self.touched.clear();
     }
 
     /// Link-bytes per class moved by `t_ns`, the network being at `clock_ns` with constant
@@ -311,7 +261,10 @@ impl LinkTraffic {
         std::collections::BTreeMap<String, super::metrics::LinkClassMetrics>,
         Option<LinkSeries>,
     ) {
-        self.read(net);
+        let mut peak = [0.0f64; N];
+        for (l, &c) in self.class.iter().enumerate() {
+            peak[c as usize] = peak[c as usize].max(net.peak_utilization(l));
+        }
         self.windows_to(net, live.clone(), clock, end);
         let moved = self.moved_by(net, live, end.saturating_sub(clock) as f64 / 1e9);
         let secs = end as f64 / 1e9;
@@ -329,7 +282,7 @@ impl LinkTraffic {
                     } else {
                         0.0
                     },
-                    peak_utilization: self.peak[c],
+                    peak_utilization: peak[c],
                 },
             );
         }

@@ -190,10 +190,8 @@ pub struct LinkClassMetrics {
     pub link_bytes: f64,
     /// `link_bytes` / (capacity × horizon): the class's mean utilisation.
     pub mean_utilization: f64,
-    /// Highest load ÷ capacity of any one link of the class, read on the links of each batch
-    /// of flows just after it joined and after each capacity change (1.0: a link of the class
-    /// was a bottleneck). A lower bound between reads: a link's load also rises when flows
-    /// leave it or others (`sim::links`).
+    /// Highest load ÷ capacity any one link of the class carried during the run (1.0: a link
+    /// of the class was a bottleneck), exact (`FlowNet::peak_utilization`).
     pub peak_utilization: f64,
 }
 

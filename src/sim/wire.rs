@@ -215,7 +215,6 @@ impl Wire {
             self.of_flow[k] = *t;
             self.transfers[*t as usize].flows.push(*f);
         }
-        self.traffic.read(&self.net);
         self.active += ids.len();
         self.peak_active = self.peak_active.max(self.active);
         staged.clear();
@@ -300,8 +299,6 @@ impl Wire {
         self.sync(now);
         self.flush();
         self.net.set_capacity(l, capacity);
-        self.traffic.capacity_changed(l);
-        self.traffic.read(&self.net);
     }
 
     pub fn capacity(&self, l: LinkId) -> f64 {
