@@ -18,6 +18,7 @@ pub mod parallel;
 pub mod placement;
 pub mod plot;
 pub mod profile;
+pub mod quantile;
 pub mod report;
 pub mod sim;
 pub mod spec;

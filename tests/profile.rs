@@ -4,7 +4,7 @@
 //! name the file, line and column, never panics.
 
 use orrery::profile::schema::{
-    ComputeFit, LaunchFit, MemoryFit, Provenance, Segment, TransferPath,
+    ComputeFit, LaunchFit, MemoryFit, PredictionCheck, Provenance, Segment, TransferPath,
 };
 use orrery::profile::{Profile, SCHEMA_VERSION, Source, parse};
 use std::collections::BTreeMap;
@@ -54,7 +54,8 @@ fn shipped_profiles_parse_and_source_every_figure() {
         }
         let text = std::fs::read_to_string(&p).unwrap();
         let prof = parse(&text).unwrap_or_else(|e| panic!("{}: {e:?}", p.display()));
-        assert_eq!(prof.schema_version, SCHEMA_VERSION);
+        // Version 1 profiles (before `check`) load unchanged.
+        assert!((1..=SCHEMA_VERSION).contains(&prof.schema_version));
         // Each says what it is, in the data and at the top of the file: measured ones (written
         // by `orrery calibrate`) keep their raw medians; the others are datasheet-derived.
         if prof.provenance.source == Source::Measured {
@@ -164,6 +165,17 @@ fn measured() -> Profile {
                 },
             ],
             medians: vec![[1024.0, 8.1e-6], [1048576.0, 3.2e-5], [536870912.0, 0.0103]],
+            check: Some(PredictionCheck {
+                copies: 2,
+                bytes: 6144 + 1572864,
+                sizes_bytes: vec![1572864, 6144],
+                predicted_s: 1e-4,
+                measured_s: 1.25e-4,
+                rel_error: -0.2,
+                repetitions: 31,
+                date: "2026-11-29T10:05:00Z".into(),
+                method: "a chain of held-out sizes, median of 31".into(),
+            }),
         }],
     }
 }
@@ -226,15 +238,15 @@ fn a_wrong_type_points_at_the_value() {
 #[test]
 fn a_newer_schema_is_rejected_before_its_fields_are_read() {
     let text = shipped("h200_datasheet")
-        .replace("schema_version = 1", "schema_version = 2\nnew_thing = 1");
+        .replace("schema_version = 1", "schema_version = 3\nnew_thing = 1");
     let e = parse(&text).unwrap_err();
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(
         e[0].message
-            .contains("schema version 2 is newer than this orrery supports (version 1)"),
+            .contains("schema version 3 is newer than this orrery supports (version 2)"),
         "{e:?}"
     );
-    assert_eq!(&text[e[0].span.clone()], "2");
+    assert_eq!(&text[e[0].span.clone()], "3");
     for bad in [
         "schema_version = 0",
         "schema_version = \"1\"",
@@ -306,6 +318,66 @@ fn figures_that_contradict_themselves_are_located() {
     let e = parse(&text).unwrap_err();
     assert!(e[0].message.contains("contiguous"), "{e:?}");
     assert!(text[e[0].span.clone()].contains("70000"), "{e:?}");
+}
+
+#[test]
+fn a_prediction_check_is_optional_and_its_figures_agree() {
+    // A version 1 profile has no `check` and loads; so does a version 2 one without it.
+    let v1 = shipped("h200_datasheet");
+    assert!(v1.contains("schema_version = 1\n"));
+    assert!(
+        parse(&v1)
+            .unwrap()
+            .transfer
+            .iter()
+            .all(|t| t.check.is_none())
+    );
+    let mut p = measured();
+    p.transfer[0].check = None;
+    assert_eq!(parse(&p.to_toml().unwrap()).unwrap(), p);
+    // A check whose figures contradict each other is an error on the field's line.
+    let base = measured().to_toml().unwrap();
+    let cases: &[(&str, &str, &str)] = &[
+        ("copies = 2", "copies = 3", "`sizes_bytes` lists 2"),
+        ("bytes = 1579008", "bytes = 1", "sums to 1579008"),
+        (
+            "measured_s = 0.000125",
+            "measured_s = 0.0",
+            "greater than zero",
+        ),
+        ("predicted_s = 0.0001", "predicted_s = nan", "finite"),
+        (
+            "rel_error = -0.2",
+            "rel_error = 0.2",
+            "(predicted_s − measured_s)",
+        ),
+        ("repetitions = 31", "repetitions = 0", "at least 1"),
+        (
+            "repetitions = 31",
+            "repetitions = 31\nverdict = \"pass\"",
+            "unknown field",
+        ),
+    ];
+    for (from, to, expect) in cases {
+        assert!(base.contains(from), "{from} in {base}");
+        let text = base.replacen(from, to, 1);
+        let e = parse(&text).unwrap_err();
+        assert!(e.iter().any(|e| e.message.contains(expect)), "{to}: {e:?}");
+        let line = line_of(&text, base.find(from).unwrap());
+        let lines: Vec<usize> = e.iter().map(|e| line_of(&text, e.span.start)).collect();
+        assert!(
+            lines.contains(&line) || lines.contains(&(line + 1)),
+            "{to}: line {line}, {e:?}"
+        );
+    }
+    // The field is new in version 2: a version 1 profile with one is an error.
+    let text = base.replacen("schema_version = 2", "schema_version = 1", 1);
+    let e = parse(&text).unwrap_err();
+    assert!(
+        e.iter()
+            .any(|e| e.message.contains("needs `schema_version = 2`")),
+        "{e:?}"
+    );
 }
 
 #[test]

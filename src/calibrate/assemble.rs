@@ -122,6 +122,7 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
                     .filter(|(_, t)| *t > 0.0)
                     .map(|&(b, t)| [b as f64, t])
                     .collect(),
+                check: None,
             }
         })
         .collect();

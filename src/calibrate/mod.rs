@@ -3,16 +3,18 @@
 //! with the hardware found here.
 //!
 //! One job per file: [`detect`] reads what the machine is (/proc, /sys); [`cpu`] measures the
-//! CPU backend and `cuda` (feature `cuda`) the GPUs; [`stats`] holds medians, MAD and outlier
+//! CPU backend and `cuda` (feature `cuda`) the GPUs; [`stats`] holds MAD and outlier
 //! rejection; [`fit`] the piecewise α–β fit with bootstrap intervals and held-out error;
-//! [`assemble`] turns measurements and fits into a [`Profile`]; [`plot`] draws measured vs
-//! fitted as SVG; [`validate`] compares a node type with [`detect`]'s findings.
+//! [`assemble`] turns measurements and fits into a [`Profile`]; [`check`] (`--check`) times a
+//! chain of unseen copies against the profile's prediction; [`plot`] draws measured vs fitted
+//! as SVG; [`validate`] compares a node type with [`detect`]'s findings.
 //!
 //! Like the rest of the library this does no printing: the binary owns stdout and stderr (the
 //! progress bar it hands in draws on stderr). Besides `atomic` (writing the profile), these
 //! are the only modules that read the machine (/proc, /sys, the CUDA driver).
 
 pub mod assemble;
+pub mod check;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -61,8 +63,11 @@ pub struct Options {
     pub device: Device,
     /// Smaller sizes and fewer repetitions: seconds rather than minutes (tests, smoke runs).
     pub quick: bool,
-    /// Seeds the bootstrap (the measurements themselves are not random).
+    /// Seeds the bootstrap and the check's chain order (the measurements are not random).
     pub seed: u64,
+    /// After fitting, time a chain of unseen copies against the prediction ([`check`]) and
+    /// record the figure in the profile.
+    pub check: bool,
     /// The command line, recorded in the profile's provenance.
     pub command: String,
     /// Advanced once per measurement step ([`steps`]); the binary hides it when stderr is not
@@ -76,6 +81,7 @@ impl Options {
             device,
             quick,
             seed,
+            check: false,
             command: format!(
                 "orrery calibrate --device {device}{} --seed {seed}",
                 if quick { " --quick" } else { "" }
@@ -94,13 +100,14 @@ impl Options {
 
 /// How many steps the progress bar of a calibration counts.
 pub fn steps(o: &Options) -> u64 {
-    match o.device {
-        Device::Cpu => cpu::steps(o.quick),
-        #[cfg(feature = "cuda")]
-        Device::Cuda(_) => cuda::steps(o.quick),
-        #[cfg(not(feature = "cuda"))]
-        Device::Cuda(_) => 1,
-    }
+    u64::from(o.check)
+        + match o.device {
+            Device::Cpu => cpu::steps(o.quick),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(_) => cuda::steps(o.quick),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => 1,
+        }
 }
 
 /// Repetitions of one transfer path over sizes.
@@ -160,8 +167,15 @@ pub struct Calibration {
     pub host: detect::Host,
 }
 
-/// Measure and fit. Errors are one line (no device, no driver, a path that cannot be fitted).
+/// Measure and fit (and with [`Options::check`], check). Errors are one line (no device, no
+/// driver, a path that cannot be fitted, `--check` on a GPU).
 pub fn calibrate(o: &Options) -> Result<Calibration, String> {
+    if o.check && o.device != Device::Cpu {
+        return Err(format!(
+            "`--check` times chains of host memcpy and is implemented for `--device cpu` only, not {}",
+            o.device
+        ));
+    }
     let host = detect::detect();
     let measurement = match o.device {
         Device::Cpu => cpu::measure(o, &host),
@@ -175,6 +189,21 @@ pub fn calibrate(o: &Options) -> Result<Calibration, String> {
             );
         }
     };
+    let mut cal = from_measurement(measurement, host, o)?;
+    if o.check {
+        check::run(&mut cal, o.seed)?;
+        o.tick("prediction check");
+    }
+    Ok(cal)
+}
+
+/// Fit a measurement and assemble its profile: everything [`calibrate`] does after measuring
+/// (and before `--check`), so synthetic measurements go through the same pipeline.
+pub fn from_measurement(
+    measurement: Measurement,
+    host: detect::Host,
+    o: &Options,
+) -> Result<Calibration, String> {
     let fits = fit_all(&measurement, o)?;
     let profile = assemble::profile(&measurement, &fits, &host, o);
     Ok(Calibration {
@@ -299,6 +328,11 @@ impl Calibration {
                     100.0 * med,
                     100.0 * max
                 );
+            }
+        }
+        for t in &p.transfer {
+            if let Some(c) = &t.check {
+                let _ = writeln!(s, "{}", check::line(&t.path, c));
             }
         }
         for (dt, c) in &p.compute {

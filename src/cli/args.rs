@@ -249,9 +249,13 @@ pub(super) enum Command {
         /// Fewer sizes and repetitions: seconds instead of minutes.
         #[arg(long)]
         quick: bool,
-        /// Seed of the bootstrap intervals.
+        /// Seed of the bootstrap intervals (and of the check's chain order).
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// After fitting, time a chain of copies of sizes never fitted against the profile's
+        /// prediction and record the figure in the profile (CPU only).
+        #[arg(long)]
+        check: bool,
     },
     /// Compare a node type declared in a scenario with the hardware detected here; exit 1 on a
     /// mismatch.

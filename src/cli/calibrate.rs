@@ -9,9 +9,11 @@ pub(super) fn calibrate(
     out: Option<PathBuf>,
     quick: bool,
     seed: u64,
+    check: bool,
 ) -> ExitCode {
     use orrery::calibrate;
     let mut o = calibrate::Options::new(device, quick, seed);
+    o.check = check;
     o.command = std::iter::once("orrery".to_string())
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()

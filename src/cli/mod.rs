@@ -139,7 +139,8 @@ pub fn main() -> ExitCode {
             out,
             quick,
             seed,
-        } => calibrate::calibrate(device, out, quick, seed),
+            check,
+        } => calibrate::calibrate(device, out, quick, seed, check),
         Command::Validate { file, node } => validate::validate(&file, &node),
         Command::Explain {
             file,

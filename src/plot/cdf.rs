@@ -35,12 +35,6 @@ pub struct Whole {
     pub p99: f64,
 }
 
-/// The value at quantile `q` (nearest rank) of sorted, non-empty `v`.
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-    v[i]
-}
-
 /// Draws the empirical CDF of each set: x is `quantity (unit)`, y the fraction of samples at or
 /// below x. The x axis is logarithmic when the pooled p99/p50 exceeds 20 and every sample is
 /// positive. Legend entries give each set's n, p50 and p99. Errors: no samples at all, or a
@@ -72,7 +66,10 @@ pub fn cdf(
         return Err("cdf: no samples to plot".into());
     }
     all.sort_by(f64::total_cmp);
-    let (p50, p99) = (quantile(&all, 0.5), quantile(&all, 0.99));
+    let (p50, p99) = (
+        crate::quantile::of_sorted(&all, 0.5),
+        crate::quantile::of_sorted(&all, 0.99),
+    );
     let (min, max) = (all[0], all[all.len() - 1]);
     let log = min > 0.0 && p99 / p50 > 20.0;
     render(
@@ -192,8 +189,8 @@ impl Figure for Cdf {
                     format!(
                         "{l} (n={}, p50={}, p99={})",
                         v.len(),
-                        fmt_num(quantile(v, 0.5)),
-                        fmt_num(quantile(v, 0.99))
+                        fmt_num(crate::quantile::of_sorted(v, 0.5)),
+                        fmt_num(crate::quantile::of_sorted(v, 0.99))
                     )
                 };
                 (text, colour(i))

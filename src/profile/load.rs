@@ -4,7 +4,7 @@
 //! segments). Every problem carries the byte range it is about; `spec::load`, which found and
 //! read the file, turns them into located diagnostics. No file system access here.
 
-use super::schema::{Profile, SCHEMA_VERSION, Source, TRANSFER_PATHS};
+use super::schema::{PredictionCheck, Profile, SCHEMA_VERSION, Source, TRANSFER_PATHS};
 use crate::spec::schema::DTYPES;
 use std::ops::Range;
 use toml::Spanned;
@@ -387,6 +387,61 @@ fn validate(p: &Profile, root: &Spanned<DeTable>) -> Vec<ProfileError> {
             }
             last = md[0];
         }
+        if let Some(k) = &t.check {
+            check_figure(&mut c, p.schema_version, ti, k);
+        }
     }
     c.errs
+}
+
+/// A transfer path's `check`: the counts agree with the sizes, the times are positive and
+/// the error is what they give.
+fn check_figure(c: &mut Checker, version: u32, ti: usize, k: &PredictionCheck) {
+    use Key::{Index as I, Name as N};
+    let at = |f| [N("transfer"), I(ti), N("check"), N(f)];
+    if version < 2 {
+        c.err(
+            &[N("transfer"), I(ti), N("check")],
+            "a transfer path's `check` needs `schema_version = 2`",
+        );
+    }
+    if k.sizes_bytes.is_empty() || k.sizes_bytes.contains(&0) {
+        c.err(
+            &at("sizes_bytes"),
+            "`sizes_bytes` lists the chain's copies, each greater than zero",
+        );
+    }
+    if k.copies != k.sizes_bytes.len() as u64 {
+        c.err(
+            &at("copies"),
+            format!(
+                "`copies` is {} but `sizes_bytes` lists {}",
+                k.copies,
+                k.sizes_bytes.len()
+            ),
+        );
+    }
+    let sum = k.sizes_bytes.iter().fold(0u64, |a, b| a.saturating_add(*b));
+    if k.bytes != sum {
+        c.err(
+            &at("bytes"),
+            format!("`bytes` is {} but `sizes_bytes` sums to {sum}", k.bytes),
+        );
+    }
+    c.positive(&at("predicted_s"), "`predicted_s`", k.predicted_s);
+    c.positive(&at("measured_s"), "`measured_s`", k.measured_s);
+    if c.finite(&at("rel_error"), "`rel_error`", k.rel_error)
+        && k.measured_s > 0.0
+        && ((k.predicted_s - k.measured_s) / k.measured_s - k.rel_error).abs() > 1e-6
+    {
+        c.err(
+            &at("rel_error"),
+            "`rel_error` must be (predicted_s − measured_s) / measured_s",
+        );
+    }
+    if k.repetitions == 0 {
+        c.err(&at("repetitions"), "`repetitions` must be at least 1");
+    }
+    c.text(&at("date"), "`date`", &k.date);
+    c.text(&at("method"), "`method`", &k.method);
 }

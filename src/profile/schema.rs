@@ -8,9 +8,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The newest profile schema this build reads. A profile with a higher `schema_version` is
-/// rejected with an error, never half-read.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The newest profile schema this build reads and the one `orrery calibrate` writes. A
+/// profile with a higher `schema_version` is rejected with an error, never half-read.
+/// Version 2 added the optional `check` of a transfer path; version 1 profiles read unchanged.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Transfer paths a profile may describe.
 pub const TRANSFER_PATHS: &[&str] = &[
@@ -127,6 +128,36 @@ pub struct TransferPath {
     /// Raw medians the fit was made from: `[bytes, seconds]` pairs, by increasing size.
     #[serde(default)]
     pub medians: Vec<[f64; 2]>,
+    /// What `orrery calibrate --check` measured against this path's prediction (optional,
+    /// schema version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<PredictionCheck>,
+}
+
+/// A chain of copies of sizes the fit never saw, timed on the machine and compared with the
+/// sum of this path's predictions for them: a figure of how far the profile can be trusted on
+/// a composite workload, recorded as measured (never a pass/fail).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredictionCheck {
+    /// Copies in one chain (each size once).
+    pub copies: u64,
+    /// Bytes one chain moves.
+    pub bytes: u64,
+    /// The sizes in the order they were copied.
+    pub sizes_bytes: Vec<u64>,
+    /// Sum of the path's predicted seconds over the chain.
+    pub predicted_s: f64,
+    /// Median over the repetitions of one chain's measured seconds.
+    pub measured_s: f64,
+    /// (predicted − measured) / measured.
+    pub rel_error: f64,
+    /// Timed repetitions of the chain (after one warm-up).
+    pub repetitions: u64,
+    /// When it was measured (ISO 8601).
+    pub date: String,
+    /// How it was measured.
+    pub method: String,
 }
 
 /// An α–β fit over `[min_bytes, max_bytes)`; the last segment may be unbounded.

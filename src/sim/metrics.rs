@@ -33,13 +33,13 @@ pub fn bounded_samples(sorted: &[f64]) -> Vec<f64> {
 }
 
 impl Stats {
-    /// Exact order statistics (nearest rank) of `xs` in seconds.
+    /// Exact order statistics ([`crate::quantile`], nearest rank) of `xs` in seconds.
     pub fn of(xs: &mut [f64]) -> Stats {
         if xs.is_empty() {
             return Stats::default();
         }
         xs.sort_by(f64::total_cmp);
-        let q = |p: f64| xs[(((p * xs.len() as f64).ceil() as usize).max(1) - 1).min(xs.len() - 1)];
+        let q = |p: f64| crate::quantile::of_sorted(xs, p);
         Stats {
             count: xs.len() as u64,
             mean: xs.iter().sum::<f64>() / xs.len() as f64,
