@@ -303,13 +303,39 @@ pub struct QuotaWait {
 /// Records device-count changes per key (a device class or a node type) and integrates them.
 #[derive(Default)]
 pub struct UtilTracker {
-    changes: BTreeMap<String, Vec<(Time, f64)>>,
+    /// Per key, changes (time, delta), compacted (sorted, one entry per instant) whenever they
+    /// double: all of a training step's nodes start and end together, so memory follows the
+    /// instants, not the devices, at an amortised sort per change.
+    changes: BTreeMap<String, Changes>,
+}
+
+#[derive(Default)]
+struct Changes {
+    v: Vec<(Time, f64)>,
+    compacted: usize,
+}
+
+impl Changes {
+    /// Sorted by time (stable: equal times keep their order), one entry per instant.
+    fn compact(&mut self) {
+        self.v.sort_by_key(|c| c.0);
+        let mut out: Vec<(Time, f64)> = Vec::with_capacity(self.v.len());
+        for &(t, d) in &self.v {
+            match out.last_mut() {
+                Some(l) if l.0 == t => l.1 += d,
+                _ => out.push((t, d)),
+            }
+        }
+        self.v = out;
+        self.compacted = self.v.len();
+    }
 }
 
 /// A step function from its changes: (series of (time s, level) at each change, integral in
 /// level-seconds over [0, horizon]).
-fn integrate(mut changes: Vec<(Time, f64)>, horizon: Time) -> (Vec<(f64, f64)>, f64) {
-    changes.sort_by_key(|c| c.0);
+fn integrate(mut changes: Changes, horizon: Time) -> (Vec<(f64, f64)>, f64) {
+    changes.compact();
+    let changes = changes.v;
     let mut series: Vec<(f64, f64)> = vec![(0.0, 0.0)];
     let (mut level, mut last, mut area) = (0.0f64, 0u64, 0.0f64);
     for (t, d) in changes {
@@ -329,11 +355,13 @@ fn integrate(mut changes: Vec<(Time, f64)>, horizon: Time) -> (Vec<(f64, f64)>, 
 impl UtilTracker {
     pub fn change(&mut self, key: &str, at: Time, delta: f64) {
         if delta != 0.0 {
-            match self.changes.get_mut(key) {
-                Some(v) => v.push((at, delta)),
-                None => {
-                    self.changes.insert(key.to_string(), vec![(at, delta)]);
-                }
+            let v = match self.changes.get_mut(key) {
+                Some(v) => v,
+                None => self.changes.entry(key.to_string()).or_default(),
+            };
+            v.v.push((at, delta));
+            if v.v.len() > 2 * v.compacted + 4096 {
+                v.compact();
             }
         }
     }
