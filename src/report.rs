@@ -211,12 +211,20 @@ pub fn steps(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
     out
 }
 
+/// Version of `run.json`'s layout (`schema_version` at its top): bumped when a key is renamed
+/// or removed or changes meaning, so a reader can tell which layout it has.
+pub const RUN_SCHEMA_VERSION: u32 = 1;
+
 /// Write `run.json` and the CSV files into `dir`, each atomically.
 pub fn write(dir: &Path, h: &Header, m: &RunMetrics) -> std::io::Result<Vec<String>> {
     crate::atomic::create_dir(dir)?;
     let mut written = Vec::new();
-    let json = serde_json::to_string_pretty(&serde_json::json!({ "header": h, "metrics": m }))
-        .map_err(std::io::Error::other)?;
+    let json = serde_json::to_string_pretty(&serde_json::json!({
+        "schema_version": RUN_SCHEMA_VERSION,
+        "header": h,
+        "metrics": m,
+    }))
+    .map_err(std::io::Error::other)?;
     crate::atomic::write_atomic(&dir.join("run.json"), json.as_bytes())?;
     written.push("run.json".to_string());
     for (name, text) in csv_files(h, m) {

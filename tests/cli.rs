@@ -166,6 +166,7 @@ fn trace_arrivals_are_read_beside_the_scenario_and_confined_to_its_folder() {
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["metrics"]["services"][0]["served"], 3);
+    assert_eq!(run["schema_version"], orrery::report::RUN_SCHEMA_VERSION);
     let bad = tmp("escape.orr", &text("../../etc/hostname"));
     let o = orrery(&["run", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
