@@ -334,3 +334,58 @@ fn compare_prices_and_powers_the_hardware_mixes_by_the_documented_formula() {
     assert_eq!(json["columns"][0]["unit"], "s");
     assert!(json["rows"][1]["runs"][0]["values"]["chat_70b.chat.served_per_s"].is_number());
 }
+
+#[test]
+fn each_kind_of_work_has_its_own_rate_and_throughput_is_an_error() {
+    // BASE's job does 5 steps; 12 one-second CPU tasks run beside it. Without a `metrics`
+    // line the sweep reports each kind's rate in its own unit over the window (here the
+    // makespan: no service), and no column adds them.
+    let d = tmp("rates");
+    let f = d.join("r.orr");
+    let tasks =
+        "workload t {\n  tasks a x 12 {\n    resources { CPU: 1 }\n    duration 1 s\n  }\n}\n";
+    std::fs::write(
+        &f,
+        format!(
+            "{BASE}\n{tasks}\nexperiment e {{\n  seeds 1..1\n  sweep policy in [ray_default]\n}}\n"
+        ),
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = orrery(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let runs = read(&out, "runs.csv");
+    let mut lines = runs.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| -> f64 {
+        let k = head
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("{name} in {head:?}"));
+        row[k].parse().unwrap()
+    };
+    let window = col("makespan_s");
+    assert!((col("steps_per_h") * window / 3600.0 - 5.0).abs() < 1e-9);
+    assert!((col("tasks_per_s") * window - 12.0).abs() < 1e-9);
+    assert!(
+        !head
+            .iter()
+            .any(|h| h.contains("requests") || h.contains("throughput"))
+    );
+    // Asking for the sum is a located error.
+    std::fs::write(
+        &f,
+        format!("{BASE}\nexperiment e {{\n  seeds 1..1\n  metrics makespan, throughput\n}}\n"),
+    )
+    .unwrap();
+    let o = orrery(&["check", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o);
+    assert!(
+        err.contains("r.orr:")
+            && err.contains("`throughput` is not a metric")
+            && err.contains("steps_per_h"),
+        "{err}"
+    );
+}

@@ -115,8 +115,9 @@ pub(super) enum Command {
         #[arg(long)]
         no_plots: bool,
     },
-    /// Compare scenarios (the same workload on different hardware): makespan, throughput,
-    /// cost, energy, perf/$ and perf/W over seeds.
+    /// Compare scenarios (the same workload on different hardware): each kind of work in its
+    /// own unit (step time, $/step, tasks/s, requests served/s, SLO attainment), cost and
+    /// energy, over seeds.
     Compare {
         #[arg(required = true, num_args = 2..)]
         files: Vec<PathBuf>,

@@ -55,13 +55,6 @@ pub fn work_units(m: &RunMetrics) -> (u64, u64, u64) {
     )
 }
 
-/// Work units per hour of simulated window.
-pub fn throughput(m: &RunMetrics) -> Option<f64> {
-    let (t, s, r) = work_units(m);
-    let h = hours(m);
-    (h > 0.0).then(|| (t + s + r) as f64 / h)
-}
-
 /// $ = price ($/h) × T (h).
 pub fn cost(fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
     fig.price_per_hour.map(|p| p * hours(m))
@@ -87,7 +80,7 @@ pub fn column(metric: &str) -> String {
     match metric {
         "makespan" | "queueing_delay" | "placement_delay" | "latency" | "step_time"
         | "pg_pending_time" | "recovery_time" | "time_to_detect" => format!("{metric}_s"),
-        "throughput" => "throughput_per_h".into(),
+        "steps_per_h" | "tasks_per_s" | "requests_per_s" => metric.to_string(),
         "cost" => "cost_usd".into(),
         "energy" => "energy_kwh".into(),
         _ => metric.to_string(),
@@ -98,7 +91,9 @@ pub fn column(metric: &str) -> String {
 /// run; `None` where the run has none (no service, so no latency). Means over items are
 /// weighted by their counts (tasks, requests, calls); fractions are in [0, 1].
 ///
-/// makespan (s, none if nothing finished) · throughput (work units/h) · goodput (mean over
+/// makespan (s, none if nothing finished) · steps_per_h (training steps done per hour of
+/// window, all jobs) · tasks_per_s (tasks completed per second of window) · requests_per_s
+/// (requests served per second of window) · goodput (mean over
 /// training jobs) · utilization (device-weighted mean busy fraction) · queueing_delay (mean
 /// task queueing, s) · placement_delay (mean actor placement delay, s) · latency (mean request
 /// latency, s) · step_time (mean over training jobs, s) · pg_pending_time (mean over placement
@@ -110,7 +105,19 @@ pub fn metric(name: &str, fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
     let f = &m.failures;
     match name {
         "makespan" => (m.makespan > 0.0).then_some(m.makespan),
-        "throughput" => throughput(m),
+        // Each over the simulated window; none when the run has no work of that kind.
+        "steps_per_h" => {
+            let (_, steps, _) = work_units(m);
+            (!m.training.is_empty() && hours(m) > 0.0).then(|| steps as f64 / hours(m))
+        }
+        "tasks_per_s" => {
+            let (tasks, _, _) = work_units(m);
+            (!m.tasks.is_empty() && m.horizon > 0.0).then(|| tasks as f64 / m.horizon)
+        }
+        "requests_per_s" => {
+            let (_, _, served) = work_units(m);
+            (!m.services.is_empty() && m.horizon > 0.0).then(|| served as f64 / m.horizon)
+        }
         "goodput" => mean(m.training.iter().map(|t| t.goodput)),
         "utilization" => weighted(m.utilization.values().map(|u| (u.busy_fraction, u.devices))),
         "queueing_delay" => weighted(

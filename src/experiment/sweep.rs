@@ -24,8 +24,23 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Metrics reported when the experiment names none.
-pub const DEFAULT_METRICS: &[&str] = &["makespan", "throughput", "cost", "energy"];
+/// Metrics reported when the experiment names none: makespan, the rate of each kind of work
+/// the scenario has (each in its own unit), cost and energy.
+pub fn default_metrics(spec: &Spec) -> Vec<String> {
+    let has = |f: fn(&crate::spec::workload::Workload) -> bool| spec.workloads.iter().any(f);
+    let mut m = vec!["makespan".to_string()];
+    if has(|w| !w.training.is_empty()) {
+        m.push("steps_per_h".into());
+    }
+    if has(|w| !w.tasks.is_empty()) {
+        m.push("tasks_per_s".into());
+    }
+    if has(|w| !w.services.is_empty()) {
+        m.push("requests_per_s".into());
+    }
+    m.extend(["cost".to_string(), "energy".to_string()]);
+    m
+}
 
 /// What a sweep is: identical for every shard of it (merge checks that).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -190,7 +205,7 @@ pub fn plan(loaded: &Loaded, scenario: &str, cfg: &SweepConfig) -> Result<Plan, 
         );
     }
     let metrics = if exp.metrics.is_empty() {
-        DEFAULT_METRICS.iter().map(|m| m.to_string()).collect()
+        default_metrics(&specs[0])
     } else {
         let mut m = exp.metrics.clone();
         let mut seen = std::collections::BTreeSet::new();

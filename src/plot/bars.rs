@@ -1,5 +1,5 @@
 //! Comparison bars with confidence intervals: groups (variants, hardware mixes, policies) side
-//! by side for one or more metrics (throughput, makespan, cost, energy, perf/$, perf/W), one
+//! by side for one or more metrics (step time, makespan, cost, energy, ...), one
 //! panel per metric.
 
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ pub struct Bar {
 /// One metric's panel: its name, unit and bars.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricBars {
-    /// The metric (e.g. `throughput`, `cost`, `perf/W`).
+    /// The metric (e.g. `step time`, `cost`).
     pub name: String,
     /// Its unit (e.g. `tasks/s`, `$`, `kWh`, `TFLOP/s per W`).
     pub unit: String,

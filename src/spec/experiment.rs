@@ -10,7 +10,9 @@ use serde::Serialize;
 /// Metrics a run can report.
 pub const METRICS: &[&str] = &[
     "makespan",
-    "throughput",
+    "steps_per_h",
+    "tasks_per_s",
+    "requests_per_s",
     "goodput",
     "utilization",
     "queueing_delay",
@@ -86,6 +88,20 @@ impl Experiment {
 
 fn metric(cx: &mut Cx, v: &Value) -> Option<String> {
     let n = rd::ident(cx, v, "a metric name")?;
+    if n == "throughput" {
+        // It added tasks, training steps and requests per hour: unlike things.
+        cx.push(
+            Diagnostic::error(
+                v.span,
+                "`throughput` is not a metric: it would add unlike work",
+            )
+            .with_help(
+                "each kind of work has its own rate: steps_per_h (training), tasks_per_s \
+                     (tasks), requests_per_s (services: requests served)",
+            ),
+        );
+        return None;
+    }
     if !METRICS.contains(&n) {
         let help = did_you_mean(n, METRICS.iter().copied())
             .unwrap_or_else(|| format!("metrics: {}", METRICS.join(", ")));
