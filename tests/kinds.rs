@@ -230,6 +230,7 @@ fn h100_vs_mi300x_compare_shows_different_step_times() {
             traces: Default::default(),
             empirical: Default::default(),
             failure_block: None,
+            horizon: None,
         }
     };
     let r = orrery::experiment::compare::compare(

@@ -436,6 +436,7 @@ fn compare_draws_bars_with_intervals() {
             traces: Default::default(),
             empirical: Default::default(),
             failure_block: None,
+            horizon: None,
         }
     };
     let entries = [

@@ -389,3 +389,36 @@ fn each_kind_of_work_has_its_own_rate_and_throughput_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn compare_takes_a_horizon_and_says_so() {
+    let d = tmp("compare-horizon");
+    let a = "scenarios/h100_vs_mi300x/h100.orr";
+    let b = "scenarios/h100_vs_mi300x/mi300x.orr";
+    let o = orrery(&[
+        "compare",
+        a,
+        b,
+        "--seeds",
+        "1",
+        "--horizon",
+        "10 min",
+        "--no-plots",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("10 min (--horizon)"), "{}", text(&o));
+    let csv = read(&d, "compare.csv");
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let h = head.iter().position(|x| *x == "horizon_s").unwrap();
+    let src = head.iter().position(|x| *x == "horizon_source").unwrap();
+    for row in lines {
+        let row: Vec<&str> = row.split(',').collect();
+        assert_eq!((row[h], row[src]), ("600", "--horizon"));
+    }
+    let o = orrery(&["compare", a, b, "--horizon", "soon"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("--horizon"), "{}", text(&o));
+}

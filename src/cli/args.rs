@@ -127,6 +127,11 @@ pub(super) enum Command {
         /// Apply only each scenario's `failures NAME` block of that name (default: every block).
         #[arg(long, value_name = "NAME")]
         failures: Option<String>,
+        /// End of every scenario's simulated window, as in a scenario (`12 h`, `90 min`;
+        /// default: each scenario's first experiment `horizon`, else 1 h with services, else
+        /// the end of the work); the table and files say which.
+        #[arg(long)]
+        horizon: Option<String>,
         /// Keep work that can never be placed on the cluster pending forever, as Ray does, with a
         /// warning (default: it is an error, exit 2).
         #[arg(long)]

@@ -1,6 +1,8 @@
 //! `orrery compare`.
 
-use super::common::{failure_block, file_stem, load, parse_seeds, progress_bar, written_or_fail};
+use super::common::{
+    failure_block, file_stem, load, parse_duration, parse_seeds, progress_bar, written_or_fail,
+};
 use super::inputs::{empirical, traces};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +11,7 @@ pub(super) fn compare(
     files: &[PathBuf],
     seeds: Option<&str>,
     failures: Option<&str>,
+    horizon: Option<&str>,
     threads: Option<usize>,
     out: Option<PathBuf>,
     plots: bool,
@@ -23,6 +26,10 @@ pub(super) fn compare(
     let seeds = match parse_seeds(seeds.unwrap_or("1..5")) {
         Ok(s) => s,
         Err(e) => return fail(e),
+    };
+    let horizon = match horizon.map(parse_duration).transpose() {
+        Ok(h) => h,
+        Err(e) => return fail(format!("--horizon: {e}")),
     };
     let mut entries = Vec::new();
     for f in files {
@@ -48,6 +55,7 @@ pub(super) fn compare(
             traces,
             empirical,
             failure_block,
+            horizon,
         });
     }
     outln!(

@@ -40,6 +40,8 @@ pub struct Entry {
     pub empirical: BTreeMap<String, Vec<f64>>,
     /// Apply only this `failures` block (default: every block).
     pub failure_block: Option<String>,
+    /// End of the simulated window (`--horizon`; default [`crate::sim::window`]'s).
+    pub horizon: Option<crate::engine::Time>,
 }
 
 /// One seed's figures, by column key.
@@ -122,6 +124,7 @@ pub fn compare(
                 traces: en.traces.clone(),
                 empirical: en.empirical.clone(),
                 failure_block: en.failure_block.clone(),
+                horizon: crate::sim::window(&en.spec, en.horizon).horizon,
                 ..Default::default()
             },
         );
@@ -169,7 +172,7 @@ pub fn compare(
                 price_usd_per_h: figs[i].price_per_hour,
                 power_w: figs[i].power_watts,
                 devices: figs[i].devices,
-                window: crate::sim::window(&en.spec, None),
+                window: crate::sim::window(&en.spec, en.horizon),
                 runs,
                 metrics,
             }
