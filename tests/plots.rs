@@ -809,3 +809,27 @@ fn cdf_legend_counts_every_sample_not_only_those_drawn() {
         "the legend counts the drawn samples"
     );
 }
+
+#[test]
+fn binned_utilisation_keeps_every_segment() {
+    // A level that never changes, recorded at 5,000 irregular instants (every training step
+    // records one), must draw as that level in every bin: a segment starting on a bin edge
+    // once lost the rest of its area and drew a dip to 0 that the data did not have.
+    let t_end = 4471.010877318;
+    let mut pts = vec![(0.0, 64.0)];
+    let mut t = 1.849428244;
+    while t < t_end {
+        pts.push((t, 64.0));
+        t += 0.891 + (pts.len() % 7) as f64 * 0.1;
+    }
+    // Points exactly on bin edges too.
+    let res = t_end / (orrery::outputs::run::UTIL_POINTS / 2) as f64;
+    pts.push((res * 700.0, 64.0));
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(pts.len() > orrery::outputs::run::UTIL_POINTS);
+    let drawn = orrery::outputs::run::drawn_steps(&pts, t_end);
+    assert_eq!(drawn.len(), orrery::outputs::run::UTIL_POINTS / 2);
+    for (t, v) in drawn {
+        assert!((v - 64.0).abs() < 1e-6, "bin at {t} s draws {v}");
+    }
+}

@@ -29,12 +29,24 @@ pub fn drawn_steps(pts: &[(f64, f64)], t_end: f64) -> Vec<(f64, f64)> {
     let mut area = vec![0.0f64; bins];
     for (i, &(t, v)) in pts.iter().enumerate() {
         let end = pts.get(i + 1).map_or(t_end, |p| p.0).min(t_end);
-        let mut at = t.max(0.0);
-        while at < end {
-            let b = ((at / res) as usize).min(bins - 1);
-            let hi = ((b + 1) as f64 * res).min(end);
-            area[b] += v * (hi - at);
-            at = if hi > at { hi } else { end };
+        let start = t.max(0.0);
+        if start >= end {
+            continue;
+        }
+        // Every bin the segment overlaps gets its overlap (bounds from the bin index, so a
+        // start that rounds onto a bin edge never drops the rest of the segment).
+        let first = ((start / res) as usize).min(bins - 1);
+        let last = ((end / res) as usize).min(bins - 1);
+        for (b, a) in area.iter_mut().enumerate().take(last + 1).skip(first) {
+            let lo = (b as f64 * res).max(start);
+            let hi = if b + 1 == bins {
+                end
+            } else {
+                ((b + 1) as f64 * res).min(end)
+            };
+            if hi > lo {
+                *a += v * (hi - lo);
+            }
         }
     }
     area.iter()
