@@ -100,6 +100,9 @@ pub fn values(
 }
 
 /// Simulate every scenario over `seeds` on `threads` threads (0: one per CPU).
+/// One run's figures: (scenario index, seed, value per column).
+type SeedRun = (usize, u64, Vec<(Column, Option<f64>)>);
+
 pub fn compare(
     entries: &[Entry],
     seeds: &[u64],
@@ -130,9 +133,8 @@ pub fn compare(
         );
         (e, seed, values(&figs[e], &r.metrics))
     };
-    let mut results: Vec<(usize, u64, Vec<(Column, Option<f64>)>)> =
-        crate::parallel::map(&jobs, threads, &bar, one);
-    results.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let mut results: Vec<SeedRun> = crate::parallel::map(&jobs, threads, &bar, one);
+    results.sort_by_key(|a| (a.0, a.1));
     // Every scenario's columns, in first-seen order.
     let mut columns: Vec<Column> = Vec::new();
     for (_, _, vals) in &results {

@@ -21,7 +21,7 @@ pub const UTIL_POINTS: usize = 2_000;
 /// A step function ((time, level) at each change, ascending) as at most [`UTIL_POINTS`]
 /// points: itself, or its mean over each of `UTIL_POINTS / 2` bins of `[0, t_end]`.
 pub fn drawn_steps(pts: &[(f64, f64)], t_end: f64) -> Vec<(f64, f64)> {
-    if pts.len() <= UTIL_POINTS || !(t_end > 0.0) {
+    if pts.len() <= UTIL_POINTS || t_end.is_nan() || t_end <= 0.0 {
         return pts.to_vec();
     }
     let bins = UTIL_POINTS / 2;

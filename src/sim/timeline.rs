@@ -143,9 +143,12 @@ pub(crate) struct Recorder {
     window: HashMap<u32, Window>,
     /// Index of each counter by name.
     counter_index: HashMap<String, usize>,
-    /// Fetch parts in flight, by task: (from node, to node, bytes, transport, label).
-    pub fetching: HashMap<u32, Vec<(u32, u32, f64, String, String)>>,
+    /// Fetch parts in flight, by task.
+    pub fetching: HashMap<u32, Vec<FetchPart>>,
 }
+
+/// One part of a task's input fetch in flight: (from node, to node, bytes, transport, label).
+pub type FetchPart = (u32, u32, f64, String, String);
 
 impl Recorder {
     /// `nodes`: (name, devices, rack name) of each node, in the cluster's order.

@@ -36,7 +36,7 @@ pub fn shared(plan: &Plan, capacity: &[f64]) -> SharedPlan {
             .iter()
             .map(|l| capacity[*l])
             .fold(f64::INFINITY, f64::min);
-        if path.is_empty() || !(cap > 0.0) {
+        if path.is_empty() || cap.is_nan() || cap <= 0.0 {
             continue;
         }
         let t = inflation / cap;
