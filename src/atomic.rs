@@ -38,6 +38,20 @@ pub fn create_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
+/// Create `dir` and write each (name, text) into it atomically, in order; the names written.
+pub fn write_files<N: AsRef<str>, T: AsRef<str>>(
+    dir: &Path,
+    files: impl IntoIterator<Item = (N, T)>,
+) -> std::io::Result<Vec<String>> {
+    create_dir(dir)?;
+    let mut out = Vec::new();
+    for (name, text) in files {
+        write_atomic(&dir.join(name.as_ref()), text.as_ref().as_bytes())?;
+        out.push(name.as_ref().to_string());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

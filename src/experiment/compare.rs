@@ -233,13 +233,7 @@ pub fn files(r: &CompareReport) -> Vec<(&'static str, String)> {
 }
 
 pub fn write(dir: &Path, r: &CompareReport) -> std::io::Result<Vec<String>> {
-    crate::atomic::create_dir(dir)?;
-    let mut out = Vec::new();
-    for (name, text) in files(r) {
-        crate::atomic::write_atomic(&dir.join(name), text.as_bytes())?;
-        out.push(name.to_string());
-    }
-    Ok(out)
+    crate::atomic::write_files(dir, files(r))
 }
 
 /// The table `orrery compare` prints: a row per figure (grouped by kind), a column per

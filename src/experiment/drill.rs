@@ -575,14 +575,8 @@ pub fn csv_files(r: &DrillReport) -> Vec<(&'static str, String)> {
 /// Write `drill.json`, `drill.csv`, `cost.csv`, `per_seed.csv` and `timeline.csv` into
 /// `dir`, each atomically; the names written, in order.
 pub fn write(dir: &Path, h: &Header, r: &DrillReport) -> std::io::Result<Vec<String>> {
-    crate::atomic::create_dir(dir)?;
-    let mut written = vec!["drill.json".to_string()];
-    crate::atomic::write_atomic(&dir.join("drill.json"), to_json(h, r).as_bytes())?;
-    for (name, text) in csv_files(r) {
-        crate::atomic::write_atomic(&dir.join(name), text.as_bytes())?;
-        written.push(name.to_string());
-    }
-    Ok(written)
+    let json = ("drill.json", to_json(h, r));
+    crate::atomic::write_files(dir, std::iter::once(json).chain(csv_files(r)))
 }
 
 fn agg_cell(key: &str, a: Option<&Aggregate>) -> String {

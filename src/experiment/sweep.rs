@@ -386,13 +386,7 @@ pub fn files(r: &SweepResult) -> Vec<(&'static str, String)> {
 
 /// Write [`files`] into `dir`, each atomically.
 pub fn write(dir: &Path, r: &SweepResult) -> std::io::Result<Vec<String>> {
-    crate::atomic::create_dir(dir)?;
-    let mut out = Vec::new();
-    for (name, text) in files(r) {
-        crate::atomic::write_atomic(&dir.join(name), text.as_bytes())?;
-        out.push(name.to_string());
-    }
-    Ok(out)
+    crate::atomic::write_files(dir, files(r))
 }
 
 /// File name of shard `i` of `n`.
