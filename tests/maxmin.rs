@@ -176,6 +176,9 @@ fn incremental_updates_equal_a_full_recomputation() {
                     live.push((n.add(path.clone(), 1e9), path));
                 }
             }
+            if let Err(e) = n.audit() {
+                panic!("case {case} step {step}: {e}");
+            }
             let mut fresh = FlowNet::new(caps.clone());
             let ids = fresh.add_batch(live.iter().map(|(_, p)| (p.clone(), 1e9)));
             for ((f, _), g) in live.iter().zip(&ids) {
@@ -253,6 +256,9 @@ fn dense_incremental_updates_and_batches_equal_a_full_recomputation() {
                     let p = path(&mut s);
                     live.push((n.add(p.clone(), 1e9), p));
                 }
+            }
+            if let Err(e) = n.audit() {
+                panic!("case {case} step {step}: {e}");
             }
             let mut fresh = FlowNet::new(caps.clone());
             let ids = fresh.add_batch(live.iter().map(|(_, p)| (p.clone(), 1e9)));

@@ -2,7 +2,10 @@
 //! Spec with routes over them ([`graph`]), and flow-level max-min bandwidth sharing
 //! ([`flows`]). Transports, collectives as flows and the calibrated models come next.
 
+mod audit;
+mod classes;
 pub mod collective;
+mod filling;
 pub mod flows;
 pub mod graph;
 mod storage;
