@@ -311,10 +311,24 @@ fn every_number_in_every_json_output_says_its_unit() {
         &out("tr"),
     ]));
     check("transports --json --workload", &tr);
+    let v: serde_json::Value = serde_json::from_str(&tr).unwrap();
+    assert!(
+        v["workload"]["rows"][0]["run_mean_s"]["pipe.consume"].is_number(),
+        "{tr}"
+    );
     check("transports.json", &read(&d.join("tr"), "transports.json"));
 
     ok(orrery(&["sweep", f, "--no-plots", "--out", &out("sweep")]));
-    check("summary.json", &read(&d.join("sweep"), "summary.json"));
+    let summary = read(&d.join("sweep"), "summary.json");
+    check("summary.json", &summary);
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let cell = &v["cells"][1];
+    assert_eq!(
+        cell["params"]["cluster.pod.fabric.oversubscription"], "2:1",
+        "{cell}"
+    );
+    assert_eq!(cell["runs"], 2);
+    assert_eq!(cell["metrics"]["makespan_s"]["n"], 2, "{cell}");
     ok(orrery(&[
         "sweep",
         f,
