@@ -212,8 +212,9 @@ pub fn steps(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
 }
 
 /// Version of `run.json`'s layout (`schema_version` at its top): bumped when a key is renamed
-/// or removed or changes meaning, so a reader can tell which layout it has.
-pub const RUN_SCHEMA_VERSION: u32 = 1;
+/// or removed or changes meaning, so a reader can tell which layout it has. 2: every quantity
+/// key carries its unit (`makespan_s`, `queueing_delay.p99_s`), each SLO is one object.
+pub const RUN_SCHEMA_VERSION: u32 = 2;
 
 /// Write `run.json` and the CSV files into `dir`, each atomically.
 pub fn write(dir: &Path, h: &Header, m: &RunMetrics) -> std::io::Result<Vec<String>> {

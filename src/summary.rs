@@ -26,12 +26,17 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// Version of `orrery check --json` (`{"schema_version", "scenarios": [{file, hash,
+/// summary}]}`; 2: versioned, quantity keys with their units; 1 was an unversioned list).
+pub const SCHEMA_VERSION: u32 = 2;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct SliceSummary {
     pub name: String,
     pub dims: Vec<u64>,
     pub chips: u64,
     pub hosts: u32,
+    #[serde(rename = "ici_bisection_bytes_per_s")]
     pub ici_bisection: Option<Bandwidth>,
 }
 
@@ -42,8 +47,10 @@ pub struct StorageSummary {
     /// `fabric` or `node_local`.
     pub attach: String,
     /// Aggregate per direction: the system's for `fabric`, per node × nodes for `node_local`.
+    #[serde(rename = "bandwidth_bytes_per_s")]
     pub bandwidth: Bandwidth,
     /// The per-node figure of a `node_local` storage.
+    #[serde(rename = "per_node_bytes_per_s")]
     pub per_node: Option<Bandwidth>,
 }
 
@@ -55,21 +62,29 @@ pub struct Summary {
     pub racks: usize,
     pub zones: usize,
     pub devices_by_type: BTreeMap<String, u64>,
+    #[serde(rename = "device_memory_bytes")]
     pub device_memory: Bytes,
+    #[serde(rename = "device_memory_bw_bytes_per_s")]
     pub device_memory_bw: Bandwidth,
+    #[serde(rename = "host_memory_bytes")]
     pub host_memory: Bytes,
     pub cpu_cores: u64,
     pub cpu_threads: u64,
     /// Aggregate dense peak per dtype.
+    #[serde(rename = "peak_flop_per_s")]
     pub peak: BTreeMap<String, FlopRate>,
     pub fabric: Option<String>,
+    #[serde(rename = "injection_bytes_per_s")]
     pub injection: Bandwidth,
+    #[serde(rename = "bisection_bytes_per_s")]
     pub bisection: Option<Bandwidth>,
     pub slices: Vec<SliceSummary>,
     pub storage: Vec<StorageSummary>,
     /// Sum of node prices (node `price`, else its devices' prices); `None` if any is unknown.
+    #[serde(rename = "price_usd_per_h")]
     pub price: Option<Price>,
     /// Sum of node power (node `power`, else devices' TDP); `None` if any is unknown.
+    #[serde(rename = "power_w")]
     pub power: Option<Power>,
     pub tenants: usize,
     pub workloads: usize,

@@ -193,6 +193,11 @@ quantity!(
     Fraction(f64)
 );
 
+/// `serialize_with` for an optional [`Duration`]: seconds (JSON keys say `_s`), `null` if none.
+pub fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    d.map(Duration::as_secs_f64).serialize(s)
+}
+
 impl Duration {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9

@@ -46,7 +46,12 @@ fn check_prints_a_summary() {
     );
     let o = orrery(&["check", "--json", "scenarios/quickstart.orr"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v[0]["summary"]["nodes"], 16);
+    assert_eq!(v["schema_version"], orrery::summary::SCHEMA_VERSION);
+    assert_eq!(v["scenarios"][0]["summary"]["nodes"], 16);
+    assert_eq!(
+        v["scenarios"][0]["summary"]["device_memory_bytes"],
+        128 * 80_000_000_000u64
+    );
 }
 
 #[test]
@@ -141,7 +146,11 @@ fn catalog_lists_and_exports() {
     }
     let v: serde_json::Value =
         serde_json::from_slice(&orrery(&["catalog", "--json"]).stdout).unwrap();
-    assert_eq!(v["accelerators"]["H100_SXM"]["memory"], 80_000_000_000u64);
+    assert_eq!(v["schema_version"], orrery::catalog::SCHEMA_VERSION);
+    assert_eq!(
+        v["accelerators"]["H100_SXM"]["memory_bytes"],
+        80_000_000_000u64
+    );
     assert!(
         String::from_utf8_lossy(&orrery(&["catalog", "--source"]).stdout).contains("source \"")
     );
@@ -392,7 +401,7 @@ fn run_and_compare_choose_a_failures_block_and_a_horizon() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let b = json("b");
     assert_eq!(b["header"]["horizon"], "150 s");
-    assert_eq!(b["metrics"]["horizon"], 150.0);
+    assert_eq!(b["metrics"]["horizon_s"], 150.0);
     let report = std::fs::read_to_string(dir.join("b").join("report.md")).unwrap();
     assert!(
         report.contains("--failures none_here --horizon \"150 s\""),

@@ -333,7 +333,13 @@ fn drill_command_prints_a_table_and_writes_its_files() {
         "{csv}"
     );
     assert!(stdout.contains("window: 20 h (--horizon)"), "{stdout}");
-    assert_eq!(json["header"]["schema_version"], 2);
+    assert_eq!(
+        json["schema_version"],
+        orrery::experiment::drill::SCHEMA_VERSION
+    );
+    let lost = &json["drill"]["variants"][0]["aggregates"]["lost_device_hours"];
+    assert_eq!(lost["n"], 3);
+    assert!(lost["mean"].is_number(), "{lost}");
     assert_eq!(json["drill"]["variants"][0]["horizon_s"], 72000.0);
     assert_eq!(json["drill"]["variants"][0]["horizon_source"], "--horizon");
     // The baseline and the two variants, three seeds each.

@@ -283,14 +283,18 @@ fn explain_speaks_plainly() {
     }
     let json = run(&["explain", f, "w.g", "--json", "--policy", "spread"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["header"]["policy"], "spread");
     let e = &v["explanation"];
-    assert_eq!(e["schema_version"], 1);
+    assert_eq!(e["schema_version"], 2);
     assert_eq!(e["policy"], "spread");
     assert_eq!(e["outcome"], "pending");
     assert_eq!(e["summed_request"], "{GPU: 2.4}");
     assert_eq!(e["candidates"][0]["node"], "n0");
+    // Each score names what it scores (an entry of `scored`), not only its position.
+    let score = &e["candidates"][0]["scores"][0];
+    assert_eq!(score["scored"], e["scored"][0], "{score}");
+    assert!(score.get("score").is_some(), "{score}");
     assert_eq!(
         e["candidates"][1]["verdict"],
         "busy (could hold it, not now)"

@@ -266,6 +266,38 @@ fn merged_shards_equal_the_unsharded_sweep_and_bad_sets_are_rejected() {
         "{}",
         text(&o)
     );
+    // Values are keyed by column (with its unit): a shard without one, or of an older layout
+    // (no schema_version, values by position), is refused.
+    let original: serde_json::Value =
+        serde_json::from_str(&read(p.parent().unwrap(), "shard-1-of-3.json")).unwrap();
+    let columns: Vec<&String> = original["runs"][0]["values"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        columns,
+        ["availability", "cost_usd", "makespan_s", "step_time_s"]
+    );
+    let column = columns[2].clone();
+    for (edit, msg) in [
+        ("drop a value", "has no value for"),
+        ("drop the version", "no schema_version"),
+    ] {
+        let mut s = original.clone();
+        if edit == "drop a value" {
+            s["runs"][0]["values"]
+                .as_object_mut()
+                .unwrap()
+                .remove(&column);
+        } else {
+            s.as_object_mut().unwrap().remove("schema_version");
+        }
+        std::fs::write(td.join("shard-1-of-3.json"), s.to_string()).unwrap();
+        let o = merge(&[&shard_dirs[0], td.to_str().unwrap(), &shard_dirs[2]]);
+        assert_eq!(o.status.code(), Some(2), "{edit}");
+        assert!(text(&o).contains(msg), "{edit}: {}", text(&o));
+    }
     assert!(!out.join("summary.csv").exists());
 }
 
@@ -327,12 +359,19 @@ fn compare_prices_and_powers_the_hardware_mixes_by_the_documented_formula() {
     assert!((col(h, "energy_kwh_mean") - 81.6).abs() < 1e-9);
     assert!((col(h, "cost_usd_mean") - col(h, "price_usd_per_h")).abs() < 1e-9);
     let json: serde_json::Value = serde_json::from_str(&read(&d, "compare.json")).unwrap();
-    assert_eq!(json["schema_version"], 2);
+    assert_eq!(json["schema_version"], 3);
     assert_eq!(json["rows"][1]["price_usd_per_h"], 224.0);
     assert_eq!(json["rows"][1]["horizon_s"], 3600.0);
     assert_eq!(json["columns"][0]["key"], "pretrain_13b.llm.step_time_s");
     assert_eq!(json["columns"][0]["unit"], "s");
     assert!(json["rows"][1]["runs"][0]["values"]["chat_70b.chat.served_per_s"].is_number());
+    // Each row's aggregates are labelled by column, not by position.
+    let cost = &json["rows"][1]["metrics"]["cost_usd"];
+    assert!(
+        (cost["mean"].as_f64().unwrap() - 224.0).abs() < 1e-9,
+        "{cost}"
+    );
+    assert_eq!(cost["n"], 2);
 }
 
 #[test]

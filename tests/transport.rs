@@ -529,7 +529,11 @@ fn the_transports_command_prints_the_comparison() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["sizes"], serde_json::json!([1048576.0, 2147483648.0]));
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(
+        v["sizes_bytes"],
+        serde_json::json!([1048576.0, 2147483648.0])
+    );
     let pair = &v["pairs"][0];
     assert_eq!(pair["dst"]["name"], "r1.n0.d7");
     assert_eq!(

@@ -19,7 +19,7 @@ pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
     }
     let s = l.spec.expect("no errors means a spec");
     if json {
-        let v = serde_json::json!({ "accelerators": s.accelerators, "nics": s.nics, "node_types": s.node_types });
+        let v = serde_json::json!({ "schema_version": orrery::catalog::SCHEMA_VERSION, "accelerators": s.accelerators, "nics": s.nics, "node_types": s.node_types });
         outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return ExitCode::SUCCESS;
     }

@@ -27,7 +27,8 @@ pub(super) fn check(files: &[PathBuf], json: bool) -> ExitCode {
         }
     }
     if json {
-        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        let v = serde_json::json!({ "schema_version": orrery::summary::SCHEMA_VERSION, "scenarios": out });
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     }
     code
 }

@@ -64,12 +64,8 @@ pub(super) fn transports(
     }
     match r {
         Ok(c) if json => {
-            // Without --workload the transfer comparison alone, as before.
-            let v = match w {
-                Some(w) => serde_json::json!({ "transfers": c, "workload": w }),
-                None => serde_json::json!(c),
-            };
-            outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            let text = orrery::outputs::transports::to_json(&c, w.as_ref());
+            outln!("{}", text.unwrap_or_default());
             ExitCode::SUCCESS
         }
         Ok(c) => {

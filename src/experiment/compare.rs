@@ -26,8 +26,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// Version of the layout of `compare.json` (2: labelled per-kind columns, units in keys,
-/// the window of every scenario).
-pub const SCHEMA_VERSION: u32 = 2;
+/// the window of every scenario; 3: each row's `metrics` an object keyed by column).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One scenario to compare.
 pub struct Entry {
@@ -70,7 +70,8 @@ pub struct CompareRow {
     /// Per seed (seed order).
     pub runs: Vec<SeedValues>,
     /// Per column of [`CompareReport::columns`], in that order (n = 0 where this scenario
-    /// has no such item).
+    /// has no such item); in JSON an object keyed by column.
+    #[serde(serialize_with = "crate::experiment::json::aggregates_by_metric")]
     pub metrics: Vec<Aggregate>,
 }
 

@@ -49,8 +49,9 @@ pub const ALL_VARIANT: &str = "all";
 pub const BASELINE_VARIANT: &str = "no_failures";
 
 /// Version of the layout of `drill.json` (2: per-kind metrics, the paired baseline and the
-/// cost of each variant, each variant's window).
-pub const SCHEMA_VERSION: u32 = 2;
+/// cost of each variant, each variant's window; 3: `schema_version` at the top rather than in
+/// the header, `aggregates` and `cost` objects keyed by metric).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// How the intervals of [`Variant::aggregates`] and [`Variant::cost`] are computed.
 pub const INTERVAL: &str = "95% confidence interval of the mean over the seeds: mean ± t(0.975, n−1)·sd/√n (Student's t), clipped at 0";
@@ -149,14 +150,18 @@ pub struct Variant {
     pub baseline: Option<String>,
     /// In seed order.
     pub runs: Vec<SeedRun>,
-    /// Per metric of [`DrillReport::metrics`], in that order.
+    /// Per metric of [`DrillReport::metrics`], in that order; in JSON an object keyed by metric.
+    #[serde(serialize_with = "crate::experiment::json::aggregates_by_metric")]
     pub aggregates: Vec<Aggregate>,
     /// Failure statements of this variant the simulation does not model yet (first seed).
     pub unsimulated: Vec<String>,
     /// What its failures cost, per metric of [`DrillReport::metrics`]: the per-seed
     /// difference variant − baseline, aggregated with [`Aggregate::unclipped`] (empty for a
-    /// baseline).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// baseline); in JSON an object keyed by metric.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "crate::experiment::json::aggregates_by_metric"
+    )]
     pub cost: Vec<Aggregate>,
 }
 
@@ -467,12 +472,11 @@ pub fn header_line(h: &Header, seeds: &[u64]) -> String {
     )
 }
 
-/// `drill.json`: the header (a run's, with the drill's `seeds` in place of its `seed`, and
-/// the schema version) and the report.
+/// `drill.json`: the schema version, the header (a run's, with the drill's `seeds` in place
+/// of its `seed`) and the report.
 pub fn to_json(h: &Header, r: &DrillReport) -> String {
     #[derive(Serialize)]
     struct DrillHeader<'a> {
-        schema_version: u32,
         orrery: &'a str,
         scenario: &'a str,
         scenario_hash: &'a str,
@@ -480,12 +484,13 @@ pub fn to_json(h: &Header, r: &DrillReport) -> String {
     }
     #[derive(Serialize)]
     struct Out<'a> {
+        schema_version: u32,
         header: DrillHeader<'a>,
         drill: &'a DrillReport,
     }
     let out = Out {
+        schema_version: SCHEMA_VERSION,
         header: DrillHeader {
-            schema_version: SCHEMA_VERSION,
             orrery: &h.orrery,
             scenario: &h.scenario,
             scenario_hash: &h.scenario_hash,

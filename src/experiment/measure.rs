@@ -83,6 +83,7 @@ pub fn column(metric: &str) -> String {
         "steps_per_h" | "tasks_per_s" | "requests_per_s" => metric.to_string(),
         "cost" => "cost_usd".into(),
         "energy" => "energy_kwh".into(),
+        "slo_violations" => "slo_violation_fraction".into(),
         _ => metric.to_string(),
     }
 }

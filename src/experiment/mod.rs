@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod drill;
+pub mod json;
 pub mod kinds;
 pub mod measure;
 pub mod sweep;

@@ -70,7 +70,7 @@ impl SweepHeader {
 }
 
 /// One run: a cell and a seed, a value per metric (header order; `None`: the run has none).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunRow {
     /// Run number: `cell × seeds + seed index`.
     pub run: usize,
@@ -80,7 +80,7 @@ pub struct RunRow {
 }
 
 /// Per metric over a cell's seeds: mean and 95% CI (see [`Aggregate`]).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CellSummary {
     pub cell: usize,
     /// (parameter, value as written), in parameter order.
@@ -92,7 +92,7 @@ pub struct CellSummary {
 }
 
 /// A whole sweep: what plots use.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SweepResult {
     pub header: SweepHeader,
     /// Sorted by (cell, seed).
@@ -101,7 +101,7 @@ pub struct SweepResult {
 }
 
 /// A shard file: the header, which shard, and its runs.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Shard {
     pub header: SweepHeader,
     pub shard: usize,
@@ -312,7 +312,8 @@ fn num(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// `runs.csv`, `summary.csv` and `summary.json`: (file name, contents).
+/// `runs.csv`, `summary.csv` and `summary.json` ([`crate::experiment::json::summary`]):
+/// (file name, contents).
 ///
 /// runs.csv: `orrery,scenario_hash,experiment,seeds,cell,<param>...,seed,<metric column>...`
 /// (one row per cell × seed). summary.csv:
@@ -369,14 +370,7 @@ pub fn files(r: &SweepResult) -> Vec<(&'static str, String)> {
         }
         sum.push('\n');
     }
-    let json = serde_json::to_string_pretty(&serde_json::json!({
-        "header": h,
-        "seed_range": h.seeds_label(),
-        "columns": cols,
-        "cells": r.cells,
-    }))
-    .unwrap_or_default()
-        + "\n";
+    let json = crate::experiment::json::summary(r);
     vec![
         ("runs.csv", runs),
         ("summary.csv", sum),
@@ -398,7 +392,7 @@ pub fn shard_name(i: usize, n: usize) -> String {
 pub fn write_shard(dir: &Path, s: &Shard) -> std::io::Result<String> {
     crate::atomic::create_dir(dir)?;
     let name = shard_name(s.shard, s.shards);
-    let json = serde_json::to_string(s).map_err(std::io::Error::other)? + "\n";
+    let json = crate::experiment::json::shard_to_json(s).map_err(std::io::Error::other)? + "\n";
     crate::atomic::write_atomic(&dir.join(&name), json.as_bytes())?;
     Ok(name)
 }
@@ -439,7 +433,7 @@ pub fn read_shards(files: &[PathBuf]) -> Result<Vec<(PathBuf, Shard)>, String> {
         .map(|f| {
             let text = std::fs::read_to_string(f)
                 .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-            let s: Shard = serde_json::from_str(&text)
+            let s = crate::experiment::json::shard_from_json(&text)
                 .map_err(|e| format!("{} is not a sweep shard: {e}", f.display()))?;
             Ok((f.clone(), s))
         })

@@ -18,13 +18,25 @@ use crate::transport::compare::{BASELINE, fmt_secs};
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub transport: String,
+    #[serde(rename = "makespan_s")]
     pub makespan: f64,
     /// Baseline makespan / this makespan.
     pub speedup: Option<f64>,
-    /// Mean run time (fetch + compute) per task group, in the scenario's order.
+    /// Mean run time (fetch + compute) per task group, in the scenario's order; in JSON an
+    /// object from group to seconds.
+    #[serde(rename = "run_mean_s", serialize_with = "by_group")]
     pub run_mean: Vec<(String, f64)>,
     /// Fetches this transport could not move, priced in closed form instead (with why).
     pub fallbacks: Vec<String>,
+}
+
+fn by_group<S: serde::Serializer>(xs: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(xs.len()))?;
+    for (k, v) in xs {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -10,6 +10,31 @@ use super::{Report, Written};
 use crate::plot::{self, Bar, MetricBars, TransportBreakdown, TransportCurve};
 use crate::transport::compare::{Comparison, PairResult};
 
+/// Version of the layout of `transports.json` and `orrery transports --json` (2:
+/// `schema_version`, every quantity key with its unit; 1 was unversioned).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// `transports.json` (and `--json`): the version, the comparison's keys at the top, and with
+/// `--workload` (printed only) the workload comparison under `workload`.
+pub fn to_json(
+    c: &Comparison,
+    workload: Option<&crate::experiment::transports::WorkloadComparison>,
+) -> serde_json::Result<String> {
+    #[derive(serde::Serialize)]
+    struct Out<'a> {
+        schema_version: u32,
+        #[serde(flatten)]
+        transfers: &'a Comparison,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        workload: Option<&'a crate::experiment::transports::WorkloadComparison>,
+    }
+    serde_json::to_string_pretty(&Out {
+        schema_version: SCHEMA_VERSION,
+        transfers: c,
+        workload,
+    })
+}
+
 /// The pair the plots show: the first cross-node pair, else the first pair.
 pub fn plotted_pair(c: &Comparison) -> Option<&PairResult> {
     c.pairs
@@ -138,7 +163,7 @@ pub fn write(
     plots: bool,
 ) -> Result<Written, String> {
     crate::atomic::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let json = serde_json::to_string_pretty(c).map_err(|e| e.to_string())? + "\n";
+    let json = to_json(c, None).map_err(|e| e.to_string())? + "\n";
     let mut data = Vec::new();
     for (name, text) in [("transports.csv", csv(c)), ("transports.json", json)] {
         let path = dir.join(name);

@@ -12,8 +12,9 @@ use crate::spec::workload::{LabelConstraint, LabelOp};
 use serde::Serialize;
 use std::fmt::Write;
 
-/// Version of the [`Explanation`] JSON (`orrery explain --json`).
-pub const EXPLAIN_SCHEMA_VERSION: u32 = 1;
+/// Version of the [`Explanation`] JSON (`orrery explain --json`). 2: each candidate's scores
+/// are objects naming what they score (`{"scored": "bundle {GPU: 8}", "score": 0.29}`).
+pub const EXPLAIN_SCHEMA_VERSION: u32 = 2;
 
 /// The one score scale `explain` shows, for tasks and bundles alike.
 pub const SCORE_SCALE: &str = "score: 0 to 1, higher is preferred. For a task, actor or replica it is 1 - the node's \
@@ -107,10 +108,18 @@ pub struct NodeLine {
     pub node: String,
     pub node_type: String,
     pub verdict: String,
-    /// On [`SCORE_SCALE`], one per [`Explanation::scored`]; `null` where it does not fit now.
-    pub scores: Vec<Option<f64>>,
+    /// One per [`Explanation::scored`], in that order, each naming what it scores.
+    pub scores: Vec<Score>,
     /// Bundles (1-based, in the group's order) or the task placed or queued here.
     pub chosen: bool,
+}
+
+/// One score of a node: what it scores (an entry of [`Explanation::scored`]) and the score on
+/// [`SCORE_SCALE`] (dimensionless, 0 to 1), `null` where the request does not fit now.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Score {
+    pub scored: String,
+    pub score: Option<f64>,
 }
 
 /// What happened to the item at its first placement, in the run's own terms.
@@ -178,7 +187,15 @@ impl Explanation {
                 node: st.nodes[c.node].name().to_string(),
                 node_type: st.nodes[c.node].node_type().to_string(),
                 verdict: c.verdict.describe(),
-                scores: c.scores.iter().map(|s| s.map(round4)).collect(),
+                scores: c
+                    .scores
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| Score {
+                        scored: e.scored.get(i).cloned().unwrap_or_default(),
+                        score: s.map(round4),
+                    })
+                    .collect(),
                 chosen: c.chosen,
             })
             .collect()
@@ -253,7 +270,7 @@ impl Explanation {
         for c in &self.candidates {
             let mut line = format!("{:<width$}  {:<vw$}", c.node, c.verdict);
             for (x, l) in c.scores.iter().zip(&labels) {
-                let v = x.map_or("-".to_string(), |v| format!("{v:.4}"));
+                let v = x.score.map_or("-".to_string(), |v| format!("{v:.4}"));
                 let _ = write!(line, "  {v:>w$}", w = l.len().max(6));
             }
             if c.chosen {

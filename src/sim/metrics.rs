@@ -9,11 +9,17 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Stats {
     pub count: u64,
+    #[serde(rename = "mean_s")]
     pub mean: f64,
+    #[serde(rename = "p50_s")]
     pub p50: f64,
+    #[serde(rename = "p90_s")]
     pub p90: f64,
+    #[serde(rename = "p99_s")]
     pub p99: f64,
+    #[serde(rename = "p999_s")]
     pub p999: f64,
+    #[serde(rename = "max_s")]
     pub max: f64,
 }
 
@@ -68,7 +74,9 @@ pub struct TaskGroupMetrics {
     /// order statistics (the extremes kept), in ascending order. Not in `run.json`.
     #[serde(skip)]
     pub queueing_samples: Vec<f64>,
+    #[serde(rename = "first_start_s")]
     pub first_start: f64,
+    #[serde(rename = "last_end_s")]
     pub last_end: f64,
 }
 
@@ -80,6 +88,7 @@ pub struct PgMetrics {
     /// "created", "pending" (never fit during the run) or "infeasible".
     pub state: String,
     /// Seconds from request to creation (or to the end of the run if never created).
+    #[serde(rename = "pending_time_s")]
     pub pending_time: f64,
     pub attempts: u64,
     pub nodes: Vec<String>,
@@ -93,11 +102,17 @@ pub struct TrainingMetrics {
     pub devices: u32,
     pub nodes: usize,
     pub steps_done: u64,
+    #[serde(rename = "step_time_s")]
     pub step_time: f64,
+    #[serde(rename = "compute_time_s")]
     pub compute_time: f64,
+    #[serde(rename = "communication_time_s")]
     pub communication_time: f64,
+    #[serde(rename = "checkpoint_time_s")]
     pub checkpoint_time: f64,
+    #[serde(rename = "started_s")]
     pub started: f64,
+    #[serde(rename = "finished_s")]
     pub finished: Option<f64>,
     /// Fraction of wall time spent on compute that was kept (communication, checkpoints,
     /// restarts and work lost to failures are the rest).
@@ -113,19 +128,21 @@ pub struct TrainingMetrics {
     pub stalled_device_hours: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+/// In `run.json` each SLO is one object (`SloJson`) rather than the tuple and the parallel
+/// `served_within_slo` list, so no figure's meaning hangs on its position.
+#[derive(Debug, Clone, Default)]
 pub struct ServiceMetrics {
     pub workload: String,
     pub name: String,
     pub replicas_placed: u32,
     pub arrived: u64,
     pub served: u64,
+    /// Requests served per second of the window.
     pub throughput: f64,
     pub latency: Stats,
     pub waiting: Stats,
     /// Request latencies (s) for the CDF plot, bounded as
     /// [`TaskGroupMetrics::queueing_samples`]. Not in `run.json`.
-    #[serde(skip)]
     pub latency_samples: Vec<f64>,
     /// Per SLO: (percentile, target seconds, measured seconds over the served requests, met).
     /// Met when the SLO's attainment (below) reaches its percentile: a request that arrived
@@ -136,6 +153,60 @@ pub struct ServiceMetrics {
     /// Fraction of arrived requests not served within the tightest SLO target: served too
     /// late, lost to a failure, or still queued or in flight at the end of the window.
     pub slo_violation_fraction: f64,
+}
+
+/// One SLO of a service as `run.json` writes it.
+#[derive(Serialize)]
+struct SloJson<'a> {
+    /// `p99`, `p50`, ...
+    percentile: &'a str,
+    target_s: f64,
+    /// The percentile of the served requests' latencies.
+    measured_s: f64,
+    served_within_slo: u64,
+    met: bool,
+}
+
+impl Serialize for ServiceMetrics {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            workload: &'a str,
+            name: &'a str,
+            replicas_placed: u32,
+            arrived: u64,
+            served: u64,
+            throughput_per_s: f64,
+            latency: &'a Stats,
+            waiting: &'a Stats,
+            slo: Vec<SloJson<'a>>,
+            slo_violation_fraction: f64,
+        }
+        Json {
+            workload: &self.workload,
+            name: &self.name,
+            replicas_placed: self.replicas_placed,
+            arrived: self.arrived,
+            served: self.served,
+            throughput_per_s: self.throughput,
+            latency: &self.latency,
+            waiting: &self.waiting,
+            slo: self
+                .slo
+                .iter()
+                .enumerate()
+                .map(|(i, (p, target, measured, met))| SloJson {
+                    percentile: p,
+                    target_s: *target,
+                    measured_s: *measured,
+                    served_within_slo: self.served_within_slo.get(i).copied().unwrap_or(0),
+                    met: *met,
+                })
+                .collect(),
+            slo_violation_fraction: self.slo_violation_fraction,
+        }
+        .serialize(ser)
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -152,6 +223,7 @@ pub struct ActorMetrics {
     /// the end of a call's compute to the tensor's arrival, summed.
     pub tensors: u64,
     pub tensor_bytes: f64,
+    #[serde(rename = "tensor_time_s")]
     pub tensor_time: f64,
 }
 
@@ -203,7 +275,9 @@ pub struct ObjectMetrics {
     pub spilled_bytes: f64,
     /// Seconds spent writing spills to disk and reading spilled inputs back, summed over
     /// objects and consuming tasks.
+    #[serde(rename = "spill_time_s")]
     pub spill_time: f64,
+    #[serde(rename = "restore_time_s")]
     pub restore_time: f64,
     /// Highest fill of any node's object store.
     pub peak_store_fraction: f64,
@@ -213,6 +287,7 @@ pub struct ObjectMetrics {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimelineEvent {
     /// Seconds since the start of the run.
+    #[serde(rename = "time_s")]
     pub time: f64,
     /// `crash`, `detected`, `repaired`, `job_stopped`, `job_resumed`, `bundles_rescheduled`,
     /// `tasks_retried`, `actor_restarted`, `replica_restarted`.
@@ -255,7 +330,9 @@ pub struct FailureMetrics {
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RunMetrics {
+    #[serde(rename = "makespan_s")]
     pub makespan: f64,
+    #[serde(rename = "horizon_s")]
     pub horizon: f64,
     pub events: u64,
     pub tasks: Vec<TaskGroupMetrics>,
@@ -287,6 +364,7 @@ pub struct FetchMetrics {
     /// Bytes read from other nodes (local inputs move nothing).
     pub remote_bytes: f64,
     /// Mean seconds from a task's start until its inputs had arrived.
+    #[serde(rename = "mean_s")]
     pub mean_secs: f64,
 }
 
@@ -296,7 +374,9 @@ pub struct FetchMetrics {
 pub struct QuotaWait {
     pub tenant: String,
     pub waited: u64,
+    #[serde(rename = "total_s")]
     pub total_secs: f64,
+    #[serde(rename = "mean_s")]
     pub mean_secs: f64,
 }
 

@@ -40,6 +40,7 @@ impl PcieLink {
 pub struct Interconnect {
     pub kind: String,
     /// Bandwidth per device and per direction (datasheets often quote both directions added).
+    #[serde(rename = "per_direction_bytes_per_s")]
     pub per_direction: Bandwidth,
     pub links: Option<u32>,
 }
@@ -52,13 +53,18 @@ pub struct Accelerator {
     pub ray_resource: String,
     /// Ray's `accelerator_type` label (defaults to the name).
     pub accelerator_type: String,
+    #[serde(rename = "memory_bytes")]
     pub memory: Bytes,
+    #[serde(rename = "memory_bw_bytes_per_s")]
     pub memory_bw: Bandwidth,
     /// Dense peak per dtype.
+    #[serde(rename = "flop_per_s")]
     pub flops: BTreeMap<String, FlopRate>,
     pub interconnect: Option<Interconnect>,
     pub pcie: Option<PcieLink>,
+    #[serde(rename = "tdp_w")]
     pub tdp: Option<Power>,
+    #[serde(rename = "price_usd_per_h")]
     pub price: Option<Price>,
     pub tier: Tier,
     pub source: Option<String>,
@@ -80,12 +86,16 @@ pub struct Nic {
     pub name: String,
     pub vendor: Option<String>,
     pub model: Option<String>,
+    #[serde(rename = "speed_bytes_per_s")]
     pub speed: Bandwidth,
     pub protocol: String,
     pub rdma: bool,
     pub gpudirect: bool,
+    #[serde(rename = "latency_s", serialize_with = "crate::units::opt_secs")]
     pub latency: Option<crate::units::Duration>,
+    #[serde(rename = "price_usd_per_h")]
     pub price: Option<Price>,
+    #[serde(rename = "tdp_w")]
     pub tdp: Option<Power>,
     pub source: Option<String>,
     pub sources: Sources,
@@ -141,14 +151,18 @@ pub struct NicGroup {
 pub struct NodeType {
     pub name: String,
     pub cpu: Cpu,
+    #[serde(rename = "memory_bytes")]
     pub memory: Bytes,
+    #[serde(rename = "pcie_generation")]
     pub pcie: Option<u8>,
     pub switches: Vec<PcieSwitch>,
     pub devices: Vec<DeviceGroup>,
     pub nics: Vec<NicGroup>,
     pub labels: BTreeMap<String, String>,
     pub resources: BTreeMap<String, f64>,
+    #[serde(rename = "price_usd_per_h")]
     pub price: Option<Price>,
+    #[serde(rename = "power_w")]
     pub power: Option<Power>,
     pub source: Option<String>,
     pub sources: Sources,

@@ -61,6 +61,7 @@ pub struct PairResult {
 pub struct Comparison {
     pub cluster: String,
     pub baseline: String,
+    #[serde(rename = "sizes_bytes")]
     pub sizes: Vec<f64>,
     pub transports: Vec<TransportParams>,
     pub pairs: Vec<PairResult>,

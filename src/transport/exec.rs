@@ -35,14 +35,19 @@ use std::collections::VecDeque;
 /// Where a transfer's time went, along its critical path. `secs` is the sum of the rest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Breakdown {
+    #[serde(rename = "time_s")]
     pub secs: f64,
     /// Fixed latencies: path latency and software latency, paid once.
+    #[serde(rename = "latency_s")]
     pub latency_secs: f64,
     /// Per-message (per-chunk) overheads on the critical path.
+    #[serde(rename = "overhead_s")]
     pub overhead_secs: f64,
     /// Copies through host memory and PCIe (D2H, H2D, serialization, loopback).
+    #[serde(rename = "staging_s")]
     pub staging_secs: f64,
     /// Bandwidth-bound time on the network or scale-up fabric.
+    #[serde(rename = "bandwidth_s")]
     pub bandwidth_secs: f64,
 }
 

@@ -150,28 +150,39 @@ pub struct TransportParams {
     pub name: String,
     pub kind: TransportKind,
     /// Software latency paid once per transfer (handshake, RPC), at the first network stage.
+    #[serde(rename = "latency_s")]
     pub latency: f64,
     /// Cost per message (chunk) on the network stage; it occupies the stage.
+    #[serde(rename = "overhead_s")]
     pub overhead: f64,
     /// Goodput over line rate on network and PCIe-peer paths.
+    #[serde(rename = "efficiency_fraction")]
     pub efficiency: f64,
     /// Goodput over line rate on scale-up paths (NVLink, ICI) with no network link.
+    #[serde(rename = "scale_up_efficiency_fraction")]
     pub scale_up_efficiency: f64,
     /// Goodput over PCIe bandwidth of device↔host copies.
+    #[serde(rename = "copy_efficiency_fraction")]
     pub copy_efficiency: f64,
     /// Factor on GPUDirect efficiency when a device↔NIC path crosses sockets.
+    #[serde(rename = "cross_socket_fraction")]
     pub cross_socket: f64,
     /// Pipeline chunk in bytes; 0: one message.
+    #[serde(rename = "chunk_bytes")]
     pub chunk: f64,
     /// Objects up to this size travel inline (object store only).
+    #[serde(rename = "inline_bytes")]
     pub inline: f64,
     /// Whole-object host copies before sending (serialization).
+    #[serde(rename = "staging_copies")]
     pub staging: u32,
     /// Host memcpy rate of staging and loopback copies.
+    #[serde(rename = "memcpy_bytes_per_s")]
     pub memcpy: f64,
     /// Measured fits that replace the models above where a scenario names calibration
-    /// profiles ([`TransportParams::calibrated`]).
-    #[serde(skip_serializing_if = "Fits::is_empty")]
+    /// profiles ([`TransportParams::calibrated`]). In JSON only which profiles were used
+    /// (`Fits::sources`): the fitted figures are in the profiles.
+    #[serde(skip_serializing_if = "Fits::is_empty", serialize_with = "fit_sources")]
     pub fits: Fits,
 }
 
@@ -190,6 +201,10 @@ pub struct Fits {
     pub memcpy: Option<crate::profile::schema::TransferPath>,
     /// Which profiles were used (`d2h_pinned from h200_datasheet`, ...).
     pub sources: Vec<String>,
+}
+
+fn fit_sources<S: serde::Serializer>(f: &Fits, s: S) -> Result<S::Ok, S::Error> {
+    f.sources.serialize(s)
 }
 
 impl Fits {
