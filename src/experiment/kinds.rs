@@ -222,7 +222,8 @@ pub fn cluster_figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Opt
 /// Scale and unit suffix to show a value of `key` in, chosen by the size of `x`.
 pub fn display_unit(key: &str, x: f64) -> (f64, &'static str) {
     let pct = ["goodput", "availability", "attainment", "fraction"];
-    if key.ends_with("_per_s") {
+    // `tasks.per_s` too: a rate, not a time in seconds.
+    if key.ends_with("_per_s") || key.ends_with(".per_s") {
         (1.0, "/s")
     } else if key.ends_with("_per_h") {
         (1.0, "/h")
