@@ -24,6 +24,7 @@ pub mod sim;
 pub mod spec;
 pub mod summary;
 pub mod syntax;
+pub mod table;
 pub mod trace;
 pub mod transport;
 pub mod units;

@@ -4,6 +4,7 @@
 
 use crate::csv::field as csv_field;
 use crate::sim::metrics::{RunMetrics, Stats};
+use crate::table::Table;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -257,89 +258,93 @@ pub fn table(m: &RunMetrics) -> String {
         s(m.horizon),
         m.events
     );
+    let name = |w: &str, n: &str| format!("{w}.{n}");
     if !m.tasks.is_empty() {
-        let _ = writeln!(
-            o,
-            "\ntask groups      done/submitted  infeasible  queue p50  queue p99  run mean"
-        );
-        for t in &m.tasks {
-            let _ = writeln!(
-                o,
-                "  {:<14} {:>7}/{:<7} {:>10}  {:>9}  {:>9}  {:>8}",
-                format!("{}.{}", t.workload, t.name),
-                t.completed,
-                t.submitted,
-                t.infeasible,
-                s(t.queueing_delay.p50),
-                s(t.queueing_delay.p99),
-                s(t.run_time.mean)
-            );
+        let mut t = Table::new([
+            "task groups",
+            "done/submitted",
+            "infeasible",
+            "queue p50",
+            "queue p99",
+            "run mean",
+        ]);
+        for g in &m.tasks {
+            t.row([
+                name(&g.workload, &g.name),
+                format!("{}/{}", g.completed, g.submitted),
+                g.infeasible.to_string(),
+                s(g.queueing_delay.p50),
+                s(g.queueing_delay.p99),
+                s(g.run_time.mean),
+            ]);
         }
+        let _ = write!(o, "\n{t}");
     }
     if !m.actors.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nactors           placed  infeasible  calls  placement p50"
-        );
+        let mut t = Table::new(["actors", "placed", "infeasible", "calls", "placement p50"]);
         for a in &m.actors {
-            let _ = writeln!(
-                o,
-                "  {:<14} {:>6}  {:>10}  {:>5}  {:>13}",
-                format!("{}.{}", a.workload, a.name),
-                a.placed,
-                a.infeasible,
-                a.calls_done,
-                s(a.placement_delay.p50)
-            );
+            t.row([
+                name(&a.workload, &a.name),
+                a.placed.to_string(),
+                a.infeasible.to_string(),
+                a.calls_done.to_string(),
+                s(a.placement_delay.p50),
+            ]);
         }
+        let _ = write!(o, "\n{t}");
     }
     if !m.placement_groups.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nplacement groups state       bundles  pending  attempts  racks"
-        );
+        let mut t = Table::new([
+            "placement groups",
+            "state",
+            "bundles",
+            "pending",
+            "attempts",
+            "racks",
+        ])
+        .left(&[1]);
         for p in &m.placement_groups {
-            let _ = writeln!(
-                o,
-                "  {:<14} {:<11} {:>7}  {:>7}  {:>8}  {:>5}",
-                format!("{}.{}", p.workload, p.name),
-                p.state,
-                p.bundles,
+            t.row([
+                name(&p.workload, &p.name),
+                p.state.to_string(),
+                p.bundles.to_string(),
                 s(p.pending_time),
-                p.attempts,
-                p.racks
-            );
+                p.attempts.to_string(),
+                p.racks.to_string(),
+            ]);
         }
+        let _ = write!(o, "\n{t}");
     }
     if !m.training.is_empty() {
-        let _ = writeln!(
-            o,
-            "\ntraining         devices  steps  step time  compute   comm  goodput"
-        );
-        for t in &m.training {
-            let comm_frac = if t.step_time > 0.0 {
-                t.communication_time / t.steps_done.max(1) as f64
+        let mut t = Table::new([
+            "training",
+            "devices",
+            "steps",
+            "step time",
+            "compute",
+            "comm",
+            "goodput",
+        ]);
+        for j in &m.training {
+            let comm_frac = if j.step_time > 0.0 {
+                j.communication_time / j.steps_done.max(1) as f64
             } else {
                 0.0
             };
-            let _ = writeln!(
-                o,
-                "  {:<14} {:>7}  {:>5}  {:>9}  {:>7}  {:>5}  {:>6.1}%",
-                format!("{}.{}", t.workload, t.name),
-                t.devices,
-                t.steps_done,
-                s(t.step_time),
-                s(t.step_time - comm_frac),
+            t.row([
+                name(&j.workload, &j.name),
+                j.devices.to_string(),
+                j.steps_done.to_string(),
+                s(j.step_time),
+                s(j.step_time - comm_frac),
                 s(comm_frac),
-                t.goodput * 100.0
-            );
+                format!("{:.1}%", j.goodput * 100.0),
+            ]);
         }
+        let _ = write!(o, "\n{t}");
     }
     if !m.services.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nservices         served  req/s    p50      p99      SLO"
-        );
+        let mut t = Table::new(["services", "served", "req/s", "p50", "p99", "SLO"]).left(&[5]);
         for v in &m.services {
             let slo = if v.slo.is_empty() {
                 "-".to_string()
@@ -352,16 +357,16 @@ pub fn table(m: &RunMetrics) -> String {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let _ = writeln!(
-                o,
-                "  {:<14} {:>6}  {:>6.1}  {:>7}  {:>7}  {slo}",
-                format!("{}.{}", v.workload, v.name),
-                v.served,
-                v.throughput,
+            t.row([
+                name(&v.workload, &v.name),
+                v.served.to_string(),
+                format!("{:.1}", v.throughput),
                 s(v.latency.p50),
-                s(v.latency.p99)
-            );
+                s(v.latency.p99),
+                slo,
+            ]);
         }
+        let _ = write!(o, "\n{t}");
     }
     let f = &m.failures;
     if f.node_failures > 0 || !f.unsimulated.is_empty() {
@@ -394,38 +399,41 @@ pub fn table(m: &RunMetrics) -> String {
         ("node type", &m.utilization_by_node_type),
     ] {
         if !map.is_empty() {
-            let _ = writeln!(
-                o,
-                "\nutilization per {what:<12} devices       busy  allocated"
-            );
+            let mut t = Table::new([
+                format!("utilization per {what}"),
+                "devices".into(),
+                "busy".into(),
+                "allocated".into(),
+            ]);
             for (c, u) in map {
-                let _ = writeln!(
-                    o,
-                    "  {:<25} {:>7}  {:>8.1}%  {:>8.1}%",
-                    c,
-                    u.devices,
-                    u.busy_fraction * 100.0,
-                    u.allocated_fraction * 100.0
-                );
+                t.row([
+                    c.clone(),
+                    u.devices.to_string(),
+                    format!("{:.1}%", u.busy_fraction * 100.0),
+                    format!("{:.1}%", u.allocated_fraction * 100.0),
+                ]);
             }
+            let _ = write!(o, "\n{t}");
         }
     }
     if m.links.values().any(|l| l.link_bytes > 0.0) {
-        let _ = writeln!(
-            o,
-            "\nlinks            links   link-bytes  mean util  peak util"
-        );
+        let mut t = Table::new([
+            "link class",
+            "links",
+            "link-bytes",
+            "mean util",
+            "peak util",
+        ]);
         for (c, l) in &m.links {
-            let _ = writeln!(
-                o,
-                "  {:<14} {:>5}  {:>11}  {:>8.2}%  {:>8.1}%",
-                c,
-                l.links,
+            t.row([
+                c.to_string(),
+                l.links.to_string(),
                 crate::plot::fmt_bytes(l.link_bytes),
-                l.mean_utilization * 100.0,
-                l.peak_utilization * 100.0
-            );
+                format!("{:.2}%", l.mean_utilization * 100.0),
+                format!("{:.1}%", l.peak_utilization * 100.0),
+            ]);
         }
+        let _ = write!(o, "\n{t}");
     }
     o
 }

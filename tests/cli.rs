@@ -451,3 +451,54 @@ fn run_and_compare_choose_a_failures_block_and_a_horizon() {
             .ends_with("· failures early")
     );
 }
+
+/// Every console table is built by `orrery::table` without asking the terminal anything: a
+/// header row, a rule of `-`, labels left and figures right-aligned, two spaces apart. The
+/// tests' stdout is a pipe, so these exact lines are what a pipe (and a terminal) gets, and a
+/// second run prints the same table bytes.
+#[test]
+fn compare_prints_its_table_the_same_bytes_into_a_pipe() {
+    let scenario = |gpus: u32| {
+        format!(
+            "cluster c {{\n  rack r {{\n    node dgx_h100 x 1\n  }}\n}}\n\nworkload w {{\n  tasks t x {gpus} {{\n    resources {{ GPU: 1 }}\n    duration 10 s\n  }}\n}}\n"
+        )
+    };
+    let a = tmp("pipe_a.orr", &scenario(2));
+    let b = tmp("pipe_bb.orr", &scenario(16));
+    let dir = std::env::temp_dir().join(format!("orrery-pipe-{}", std::process::id()));
+    let table = || {
+        let o = orrery(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--seeds",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+            "--no-plots",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8(o.stdout).unwrap();
+        // The table: from its header row to the line before the footer.
+        let lines: Vec<&str> = out.lines().skip(1).collect();
+        let end = lines.iter().position(|l| l.starts_with("1 seeds")).unwrap();
+        lines[..end].join("\n")
+    };
+    let first = table();
+    let lines: Vec<&str> = first.lines().collect();
+    assert_eq!(
+        lines[0],
+        "metric                                                   pipe_a                         pipe_bb",
+        "{first}"
+    );
+    assert_eq!(lines[1], "-".repeat(lines[1].len()), "{first}");
+    assert_eq!(lines[1].len(), 96, "{first}");
+    // Numbers right-aligned in their columns: both makespans end where their titles end.
+    let makespan = lines.iter().find(|l| l.contains("makespan")).unwrap();
+    assert_eq!(
+        *makespan,
+        "  makespan                                                 10 s                            20 s",
+        "{first}"
+    );
+    assert_eq!(table(), first);
+}

@@ -281,3 +281,15 @@ fn failure_drill_misses_its_p99_slo() {
     let sv = &r.metrics.services[0];
     assert!(!sv.slo.iter().find(|(p, ..)| p == "p99").unwrap().3);
 }
+
+/// Table cells carry each key's unit: rates per second (`tasks.per_s` included) and per hour,
+/// times scaled to a readable unit, fractions as percentages.
+#[test]
+fn table_cells_carry_the_unit_of_their_key() {
+    use orrery::experiment::kinds::cell;
+    assert_eq!(cell("tasks.per_s", 0.2, None), "0.2/s");
+    assert_eq!(cell("w.s.served_per_s", 20.0, Some(0.5)), "20/s ± 0.5/s");
+    assert_eq!(cell("w.j.steps_per_h", 383.0, Some(0.0)), "383/h ± 0/h");
+    assert_eq!(cell("tasks.makespan_s", 0.2, None), "200 ms");
+    assert_eq!(cell("w.j.goodput", 0.5, None), "50%");
+}

@@ -303,23 +303,37 @@ impl Calibration {
                 f.rejected,
                 100.0 * f.residual_rms()
             );
+            let mut t = crate::table::Table::new([
+                "segment",
+                "latency µs",
+                "95% CI µs",
+                "bandwidth GB/s",
+                "95% CI GB/s",
+                "R²",
+            ]);
             for g in &f.segments {
                 let range = match g.max_bytes {
                     Some(m) => format!("[{}, {})", human_bytes(g.min_bytes), human_bytes(m)),
                     None => format!("[{}, ∞)", human_bytes(g.min_bytes)),
                 };
-                let _ = writeln!(
-                    s,
-                    "  {range:<24} latency {:.3} µs [{:.3}, {:.3}]  bandwidth {:.2} GB/s [{:.2}, {:.2}]  R² {:.4}",
-                    g.latency_s * 1e6,
-                    g.latency_ci95[0] * 1e6,
-                    g.latency_ci95[1] * 1e6,
-                    g.bandwidth_bytes_per_s / 1e9,
-                    g.bandwidth_ci95[0] / 1e9,
-                    g.bandwidth_ci95[1] / 1e9,
-                    g.r2
-                );
+                t.row([
+                    range,
+                    format!("{:.3}", g.latency_s * 1e6),
+                    format!(
+                        "[{:.3}, {:.3}]",
+                        g.latency_ci95[0] * 1e6,
+                        g.latency_ci95[1] * 1e6
+                    ),
+                    format!("{:.2}", g.bandwidth_bytes_per_s / 1e9),
+                    format!(
+                        "[{:.2}, {:.2}]",
+                        g.bandwidth_ci95[0] / 1e9,
+                        g.bandwidth_ci95[1] / 1e9
+                    ),
+                    format!("{:.4}", g.r2),
+                ]);
             }
+            s.push_str(&t.render());
             if let Some((med, max)) = f.holdout_error() {
                 let _ = writeln!(
                     s,

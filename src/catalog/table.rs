@@ -3,28 +3,14 @@
 use crate::spec::Spec;
 use crate::units::sig3;
 
-/// Left-aligned columns, two spaces apart.
-fn table(head: &[&str], rows: &[Vec<String>]) -> String {
-    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+/// A [`crate::table`] of `rows` under `head`: the columns in `text` left-aligned, the others
+/// (figures) right-aligned.
+fn table(head: &[&str], text: &[usize], rows: &[Vec<String>]) -> String {
+    let mut t = crate::table::Table::new(head.iter().copied()).left(text);
     for r in rows {
-        for (k, c) in r.iter().enumerate() {
-            w[k] = w[k].max(c.chars().count());
-        }
+        t.row(r.iter().cloned());
     }
-    let line = |cells: Vec<String>| -> String {
-        let s: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(k, c)| format!("{c:<width$}", width = w[k]))
-            .collect();
-        s.join("  ").trim_end().to_string() + "\n"
-    };
-    let mut out = line(head.iter().map(|h| h.to_string()).collect());
-    out += &line(w.iter().map(|n| "-".repeat(*n)).collect());
-    for r in rows {
-        out += &line(r.clone());
-    }
-    out
+    t.render()
 }
 
 fn opt<T: std::fmt::Display>(x: Option<T>) -> String {
@@ -102,16 +88,19 @@ pub fn render(s: &Spec) -> String {
             "name", "vendor", "ray", "memory", "mem bw", "bf16", "fp8", "scale-up", "tdp", "price",
             "tier",
         ],
+        &[1, 2, 7, 10],
         &accs,
     );
     out += "\nNICs\n\n";
     out += &table(
         &["name", "protocol", "speed", "rdma", "gpudirect", "latency"],
+        &[1, 3, 4],
         &nics,
     );
     out += "\nNode types\n\n";
     out += &table(
         &["name", "cpu", "memory", "pcie sw", "devices", "nics"],
+        &[1, 4, 5],
         &nodes,
     );
     out += "\n`orrery catalog --source` prints every figure with its source.\n";

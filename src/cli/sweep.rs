@@ -158,31 +158,28 @@ pub(super) fn sweep(
     }
 }
 
+/// The table `sweep` and `merge` print: a row per cell, its swept values (left-aligned) then
+/// each metric's mean ± the half-width of its interval.
 pub(super) fn sweep_table(r: &orrery::experiment::sweep::SweepResult) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
     let h = &r.header;
-    let _ = write!(out, "{}", h.params.join("  "));
-    for m in &h.metrics {
-        let _ = write!(out, "  {}", orrery::experiment::measure::column(m));
-    }
-    out.push('\n');
+    let header = h.params.iter().cloned().chain(
+        h.metrics
+            .iter()
+            .map(|m| orrery::experiment::measure::column(m)),
+    );
+    let params: Vec<usize> = (0..h.params.len()).collect();
+    let mut t = orrery::table::Table::new(header).left(&params);
     for c in &r.cells {
-        let vals: Vec<&str> = c.params.iter().map(|(_, v)| v.as_str()).collect();
-        let _ = write!(out, "{}", vals.join("  "));
-        for a in &c.metrics {
-            let cell = match (a.mean, a.half_width()) {
-                (Some(m), Some(hw)) => {
-                    format!("{} ± {}", orrery::units::sig3(m), orrery::units::sig3(hw))
-                }
-                (Some(m), None) => orrery::units::sig3(m),
-                _ => "-".into(),
-            };
-            let _ = write!(out, "  {cell}");
-        }
-        out.push('\n');
+        let cells = c.metrics.iter().map(|a| match (a.mean, a.half_width()) {
+            (Some(m), Some(hw)) => {
+                format!("{} ± {}", orrery::units::sig3(m), orrery::units::sig3(hw))
+            }
+            (Some(m), None) => orrery::units::sig3(m),
+            _ => "-".into(),
+        });
+        t.row(c.params.iter().map(|(_, v)| v.clone()).chain(cells));
     }
-    out
+    t.render()
 }
 
 /// The `plot` lines of the named experiment of a loaded scenario.

@@ -265,7 +265,7 @@ pub fn table(r: &CompareReport) -> String {
             })
             .collect()
     }));
-    let mut out = kinds::grid("", &names, &rows);
+    let mut out = kinds::grid("metric", &names, &rows);
     let _ = writeln!(
         out,
         "{} seeds; ± is the half-width of the {INTERVAL_SHORT}",

@@ -222,7 +222,8 @@ pub fn cluster_figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Opt
 /// Scale and unit suffix to show a value of `key` in, chosen by the size of `x`.
 pub fn display_unit(key: &str, x: f64) -> (f64, &'static str) {
     let pct = ["goodput", "availability", "attainment", "fraction"];
-    if key.ends_with("_per_s") {
+    // `tasks.per_s` too: a rate, not a time in seconds.
+    if key.ends_with("_per_s") || key.ends_with(".per_s") {
         (1.0, "/s")
     } else if key.ends_with("_per_h") {
         (1.0, "/h")
@@ -296,49 +297,14 @@ pub fn rows_by_kind(
     rows
 }
 
-/// A table with a row per label and a column per name, left-aligned, trailing space trimmed.
-/// A row whose label is empty and cells are empty is a blank separator; a row with a label
-/// and no cells is a section heading.
+/// A table ([`crate::table`]) with a row per label and a column per name (values
+/// right-aligned). A row whose label and cells are empty is a blank separator; a row with a
+/// label and no cells is a section heading.
 pub fn grid(corner: &str, names: &[String], rows: &[(String, Vec<String>)]) -> String {
-    use std::fmt::Write as _;
-    let count = |s: &str| s.chars().count();
-    let w0 = rows
-        .iter()
-        .filter(|(_, c)| !c.is_empty())
-        .map(|(l, _)| count(l))
-        .chain([count(corner)])
-        .max()
-        .unwrap_or(0);
-    let widths: Vec<usize> = names
-        .iter()
-        .enumerate()
-        .map(|(j, n)| {
-            rows.iter()
-                .filter_map(|(_, c)| c.get(j).map(|s| count(s)))
-                .chain([count(n)])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(count(s))));
-    let mut o = String::new();
-    let mut line = pad(corner, w0);
-    for (n, w) in names.iter().zip(&widths) {
-        line += "  ";
-        line += &pad(n, *w);
-    }
-    let _ = writeln!(o, "{}", line.trim_end());
+    let mut t =
+        crate::table::Table::new(std::iter::once(corner).chain(names.iter().map(String::as_str)));
     for (label, cells) in rows {
-        if cells.is_empty() {
-            let _ = writeln!(o, "{label}");
-            continue;
-        }
-        let mut line = pad(label, w0);
-        for (c, w) in cells.iter().zip(&widths) {
-            line += "  ";
-            line += &pad(c, *w);
-        }
-        let _ = writeln!(o, "{}", line.trim_end());
+        t.row(std::iter::once(label.as_str()).chain(cells.iter().map(String::as_str)));
     }
-    o
+    t.render()
 }

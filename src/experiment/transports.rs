@@ -103,34 +103,33 @@ impl fmt::Display for WorkloadComparison {
             .first()
             .map(|r| r.run_mean.iter().map(|(g, _)| g.as_str()).collect())
             .unwrap_or_default();
-        write!(
-            f,
-            "  {:<20} {:>10} {:>8}",
-            "transport", "makespan", "speedup"
-        )?;
-        for g in &groups {
-            write!(f, " {:>18}", format!("{g} run"))?;
-        }
-        writeln!(f)?;
+        let header = ["transport".to_string(), "makespan".into(), "speedup".into()]
+            .into_iter()
+            .chain(groups.iter().map(|g| format!("{g} run")));
+        let mut t = crate::table::Table::new(header);
+        // Where a transport could not move a task's inputs on the link graph: said under the
+        // table, per transport.
+        let mut notes = Vec::new();
         for r in &self.rows {
             let speedup = match r.speedup {
                 Some(s) => format!("{}×", crate::units::sig3(s)),
                 None => "-".into(),
             };
-            write!(
-                f,
-                "  {:<20} {:>10} {:>8}",
-                r.transport,
-                fmt_secs(r.makespan),
-                speedup
-            )?;
-            for (_, m) in &r.run_mean {
-                write!(f, " {:>18}", fmt_secs(*m))?;
-            }
-            writeln!(f)?;
-            for fb in &r.fallbacks {
-                writeln!(f, "      {fb}")?;
-            }
+            let cells = [r.transport.clone(), fmt_secs(r.makespan), speedup];
+            t.row(
+                cells
+                    .into_iter()
+                    .chain(r.run_mean.iter().map(|(_, m)| fmt_secs(*m))),
+            );
+            notes.extend(
+                r.fallbacks
+                    .iter()
+                    .map(|fb| format!("{}: {fb}", r.transport)),
+            );
+        }
+        write!(f, "{t}")?;
+        for n in notes {
+            writeln!(f, "  {n}")?;
         }
         Ok(())
     }

@@ -239,45 +239,33 @@ impl Explanation {
             }
         }
         let _ = writeln!(s, "\n{}\n", self.score_scale);
-        let width = self
-            .candidates
-            .iter()
-            .map(|c| c.node.len())
-            .max()
-            .unwrap_or(4)
-            .max(4);
-        let vw = self
-            .candidates
-            .iter()
-            .map(|c| c.verdict.len())
-            .max()
-            .unwrap_or(7)
-            .max(7);
-        let labels: Vec<String> = (0..self.scored.len())
-            .map(|i| {
-                if self.scored.len() > 1 {
-                    format!("score[{}]", i + 1)
-                } else {
-                    "score".into()
-                }
-            })
-            .collect();
-        let mut head = format!("{:<width$}  {:<vw$}", "node", "verdict");
-        for l in &labels {
-            let _ = write!(head, "  {l:>w$}", w = l.len().max(6));
-        }
-        let _ = writeln!(s, "{}", head.trim_end());
+        let labels = (0..self.scored.len()).map(|i| {
+            if self.scored.len() > 1 {
+                format!("score[{}]", i + 1)
+            } else {
+                "score".into()
+            }
+        });
+        // The last, untitled column marks the chosen node(s).
+        let header = ["node".to_string(), "verdict".into()]
+            .into_iter()
+            .chain(labels)
+            .chain([String::new()]);
+        let mut t = crate::table::Table::new(header).left(&[1, self.scored.len() + 2]);
         for c in &self.candidates {
-            let mut line = format!("{:<width$}  {:<vw$}", c.node, c.verdict);
-            for (x, l) in c.scores.iter().zip(&labels) {
-                let v = x.score.map_or("-".to_string(), |v| format!("{v:.4}"));
-                let _ = write!(line, "  {v:>w$}", w = l.len().max(6));
-            }
-            if c.chosen {
-                line.push_str("  <- chosen");
-            }
-            let _ = writeln!(s, "{}", line.trim_end());
+            let scores = c
+                .scores
+                .iter()
+                .map(|x| x.score.map_or("-".to_string(), |v| format!("{v:.4}")));
+            let chosen = if c.chosen { "<- chosen" } else { "" };
+            t.row(
+                [c.node.clone(), c.verdict.clone()]
+                    .into_iter()
+                    .chain(scores)
+                    .chain([chosen.to_string()]),
+            );
         }
+        s.push_str(&t.render());
         if self.scored.len() > 1 {
             for (i, r) in self.scored.iter().enumerate() {
                 let _ = writeln!(s, "score[{}]: {r}", i + 1);

@@ -298,18 +298,9 @@ impl fmt::Display for Comparison {
              speedup = {} time / time",
             self.cluster, self.baseline
         )?;
-        let w = self
-            .transports
-            .iter()
-            .map(|t| t.name.len())
-            .max()
-            .unwrap_or(9)
-            .max(9);
         for p in &self.pairs {
             writeln!(f, "\n{}: {} → {}", p.label, p.src.name, p.dst.name)?;
-            writeln!(
-                f,
-                "  {:<9} {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}",
+            let mut t = crate::table::Table::new([
                 "size",
                 "transport",
                 "time",
@@ -318,8 +309,11 @@ impl fmt::Display for Comparison {
                 "overhead",
                 "staging",
                 "bandwidth",
-                "chunks"
-            )?;
+                "chunks",
+            ])
+            .left(&[1]);
+            // What a transport cannot do, said under the table (its row reads `n/a`).
+            let mut unable = Vec::new();
             let mut last = None;
             for c in &p.cells {
                 let size = if last == Some(c.bytes) {
@@ -329,11 +323,9 @@ impl fmt::Display for Comparison {
                 };
                 last = Some(c.bytes);
                 match (&c.breakdown, &c.error) {
-                    (Some(b), _) => writeln!(
-                        f,
-                        "  {:<9} {:<w$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}",
+                    (Some(b), _) => t.row([
                         size,
-                        c.transport,
+                        c.transport.clone(),
                         fmt_secs(b.secs),
                         c.speedup
                             .map(|s| format!("{}×", sig3(s)))
@@ -346,17 +338,22 @@ impl fmt::Display for Comparison {
                             "inline".to_string()
                         } else {
                             c.chunks.to_string()
-                        }
-                    )?,
-                    (None, e) => writeln!(
-                        f,
-                        "  {:<9} {:<w$} {:>9}  {}",
-                        size,
-                        c.transport,
-                        "n/a",
-                        e.as_deref().unwrap_or("")
-                    )?,
-                }
+                        },
+                    ]),
+                    (None, e) => {
+                        unable.push(format!(
+                            "n/a: {} at {}: {}",
+                            c.transport,
+                            Bytes(c.bytes as u64),
+                            e.as_deref().unwrap_or("")
+                        ));
+                        t.row([size, c.transport.clone(), "n/a".into()])
+                    }
+                };
+            }
+            write!(f, "{t}")?;
+            for u in unable {
+                writeln!(f, "{u}")?;
             }
         }
         Ok(())
