@@ -294,8 +294,34 @@ fn check_arrows(ev: &[Json]) -> usize {
 }
 
 /// Slices of one thread never overlap (the trace format wants them nested; transfers get a
-/// lane each).
+/// lane each), and each lane is named for what it carries: `network`, `network 2`, ..., a
+/// node's `disk` lanes, a storage target's `io` lanes.
 fn check_lanes(ev: &[Json]) {
+    let names = processes(ev);
+    let thread = |pid: &Json, tid: &Json| -> String {
+        ev.iter()
+            .find(|e| {
+                e["ph"] == "M" && e["name"] == "thread_name" && &e["pid"] == pid && &e["tid"] == tid
+            })
+            .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("thread {pid}/{tid} has a name"))
+    };
+    for x in network_slices(ev) {
+        let (pid, tid) = (&x["pid"], x["tid"].as_u64().unwrap());
+        let disk = u64::from(orrery::trace::DISK_TID);
+        let (base, what) = if tid >= disk {
+            (disk, "disk")
+        } else if names[&pid.as_u64().unwrap()].starts_with("storage ") {
+            (u64::from(orrery::trace::NETWORK_TID), "io")
+        } else {
+            (u64::from(orrery::trace::NETWORK_TID), "network")
+        };
+        let want = match tid - base {
+            0 => what.to_string(),
+            k => format!("{what} {}", k + 1),
+        };
+        assert_eq!(thread(pid, &x["tid"]), want);
+    }
     let mut slices: Vec<(u64, u64, f64, f64)> = network_slices(ev)
         .iter()
         .map(|x| {
@@ -467,6 +493,11 @@ fn spills_restores_tensors_and_payloads_are_network_slices_with_arrows() {
     let arrows = check_arrows(ev);
     assert_eq!(2 * arrows, net.len());
     check_lanes(ev);
+    // Spills of one node overlap: its disk thread has more than one lane.
+    assert!(
+        net.iter()
+            .any(|x| x["tid"].as_u64() == Some(u64::from(orrery::trace::DISK_TID) + 1))
+    );
     assert_eq!(v, trace_of(MOVES_RUN));
 }
 
