@@ -33,6 +33,9 @@ pub struct Header {
     /// that cannot apply, in closed form and why (`RunResult::network_models`).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub network_models: Vec<String>,
+    /// What the run's timeline left out at its bounds, with counts (`Timeline::limits`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub timeline_limits: Vec<String>,
 }
 
 impl Header {
@@ -61,6 +64,9 @@ impl Header {
         }
         for m in &self.network_models {
             line.push_str(&format!("\nnetwork model: {m}"));
+        }
+        for m in &self.timeline_limits {
+            line.push_str(&format!("\ntimeline: {m}"));
         }
         line
     }

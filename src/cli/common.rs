@@ -64,6 +64,7 @@ pub(super) fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::repo
             .map(orrery::compute::model_sources)
             .unwrap_or_default(),
         network_models: Vec::new(),
+        timeline_limits: Vec::new(),
     }
 }
 

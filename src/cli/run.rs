@@ -98,6 +98,10 @@ pub(super) fn run(
     for m in &h.network_models {
         outln!("network model: {m}");
     }
+    h.timeline_limits = r.timeline.limits();
+    for m in &h.timeline_limits {
+        outln!("timeline: {m}");
+    }
     out!("{}", orrery::report::table(&r.metrics));
     outln!(
         "simulated in {wall:.3} s ({:.2} M events/s)",

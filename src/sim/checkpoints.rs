@@ -13,6 +13,7 @@
 //! so.
 
 use super::network::MovementKind;
+use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
 use super::{Sim, models};
 use crate::engine::Time;
@@ -79,6 +80,9 @@ impl Sim<'_> {
             return false;
         };
         let now = self.now();
+        if self.tl.on {
+            self.begin_checkpoint_record(j, load, &flows, now);
+        }
         let job = &mut self.jobs[j as usize];
         job.ckpt_from = now;
         let epoch = job.epoch;
@@ -99,6 +103,50 @@ impl Sim<'_> {
         true
     }
 
+    /// Timeline: job `j`'s checkpoint write (or `load`) of `flows` (one per node of its
+    /// group, in [`Sim::job_ranks`] order) begins at `now`, each node's share between it and
+    /// the storage target.
+    fn begin_checkpoint_record(
+        &mut self,
+        j: u32,
+        load: bool,
+        flows: &[(Vec<LinkId>, f64)],
+        now: Time,
+    ) {
+        let spec = self.spec;
+        let job = &self.jobs[j as usize];
+        let w = &spec.workloads[job.workload];
+        let t = &w.training[job.index];
+        let (Some(c), Some(cl)) = (&t.checkpoint, &spec.cluster) else {
+            return;
+        };
+        let Some(s) = c.storage else { return };
+        let label = format!("{}.{}", w.name, t.name);
+        let transport = match cl.storage[s].attach {
+            crate::spec::cluster::Attach::Fabric => "storage (fabric)",
+            crate::spec::cluster::Attach::NodeLocal => "storage (node_local)",
+        };
+        let (kind, step) = if load {
+            (MoveKind::CheckpointLoad, job.ckpt_steps)
+        } else {
+            (MoveKind::CheckpointWrite, job.steps_done)
+        };
+        let mut nodes: Vec<usize> = self.job_ranks(j).into_iter().map(|(n, _)| n).collect();
+        nodes.dedup();
+        let target = End::Storage(s as u32);
+        let parts = nodes
+            .iter()
+            .zip(flows)
+            .map(|(&n, (_, bytes))| {
+                let node = End::Node(n as u32);
+                let (from, to) = if load { (target, node) } else { (node, target) };
+                self.tl
+                    .part(kind, &label, from, to, *bytes, transport, Some(step as u32))
+            })
+            .collect();
+        self.tl.begin(MoveKey::Checkpoint(j), now, parts);
+    }
+
     /// Job `j`'s checkpoint finished moving: a write counts from now and the next step
     /// starts; a load resumes the job.
     pub(super) fn on_checkpoint_done(&mut self, j: u32, epoch: u32, load: bool) {
@@ -108,10 +156,12 @@ impl Sim<'_> {
             return;
         }
         job.xfer = None;
+        self.tl.arrived(MoveKey::Checkpoint(j), now);
         if load {
             self.on_job_resume(j, epoch);
             return;
         }
+        let job = &mut self.jobs[j as usize];
         let took: Time = now - job.ckpt_from;
         job.ckpt_total += took;
         job.ckpt_ns = took;

@@ -348,7 +348,12 @@ pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
             (sim.state.nodes[n].name().to_string(), devices, rack)
         })
         .collect();
-    sim.tl.init(cfg.timeline, &nodes);
+    let storage: Vec<String> = spec
+        .cluster
+        .as_ref()
+        .map(|c| c.storage.iter().map(|s| s.name.clone()).collect())
+        .unwrap_or_default();
+    sim.tl.init(cfg.timeline, &nodes, &storage);
     sim.schedule_failures(cfg.seed, cfg.failure_block.as_deref(), &cfg.empirical);
     sim.start_store_and(cfg);
     sim.run();

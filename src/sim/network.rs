@@ -426,12 +426,19 @@ impl Sim<'_> {
             });
         }
         if self.tl.on {
+            use super::timeline::{End, MoveKind};
             let label = format!("{}.{}[{t}]", w.name, ts.name);
+            let (to, now) = (End::Node(node as u32), self.q.now());
             let parts = holders
                 .iter()
-                .map(|(src, b)| (src.0 as u32, node as u32, *b, name.clone(), label.clone()))
+                .map(|(src, b)| {
+                    let from = End::Node(src.0 as u32);
+                    self.tl
+                        .part(MoveKind::Fetch, &label, from, to, *b, &name, None)
+                })
                 .collect();
-            self.tl.fetching.insert(t, parts);
+            self.tl
+                .begin(super::timeline::MoveKey::Fetch(t), now, parts);
         }
         let (mut fixed, mut flows) = (0.0f64, Vec::with_capacity(holders.len()));
         let here = (node, self.task_dev[t as usize] as usize);

@@ -17,6 +17,7 @@
 //! are lost with the requests they carry (`failures.requests_lost`).
 
 use super::network::MovementKind;
+use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::{Owner, TransferId};
 use super::{Ev, Sim, models::secs};
 use crate::engine::Time;
@@ -67,7 +68,7 @@ impl Sim<'_> {
         bytes: f64,
         n: usize,
         key: u32,
-    ) -> (f64, Vec<(Vec<LinkId>, f64)>) {
+    ) -> (f64, Vec<(Vec<LinkId>, f64)>, String) {
         let (name, what) = self.payload_transport(sid);
         if let Some(log) = &mut self.transfers {
             log.push(super::TransferRecord {
@@ -95,7 +96,33 @@ impl Sim<'_> {
             flow.into_iter()
                 .flat_map(|f| std::iter::repeat_n(f, n))
                 .collect(),
+            name,
         )
+    }
+
+    /// Timeline: service `sid`'s `bytes` of payloads between two nodes begin moving now.
+    fn begin_payload(
+        &mut self,
+        key: MoveKey,
+        sid: u32,
+        (from, to): (usize, usize),
+        bytes: f64,
+        transport: &str,
+    ) {
+        if !self.tl.on {
+            return;
+        }
+        let s = &self.services[sid as usize];
+        let w = &self.spec.workloads[s.workload];
+        let label = format!("{}.{}", w.name, w.services[s.index].name);
+        let kind = match key {
+            MoveKey::Response(_) => MoveKind::Response,
+            _ => MoveKind::Request,
+        };
+        let (from, to) = (End::Node(from as u32), End::Node(to as u32));
+        let now = self.now();
+        let p = self.tl.part(kind, &label, from, to, bytes, transport, None);
+        self.tl.begin(key, now, vec![p]);
     }
 
     /// Replica `r` of service `sid` took a batch that computes for `dur`: move its requests
@@ -112,7 +139,9 @@ impl Sim<'_> {
             self.q.after(dur, Ev::BatchDone(r, epoch));
             return;
         }
-        let (fixed, flows) = self.payload_flows(sid, ingress, node, req, n, r);
+        let (fixed, flows, name) = self.payload_flows(sid, ingress, node, req, n, r);
+        let bytes = req * n as f64;
+        self.begin_payload(MoveKey::Request(r), sid, (ingress, node), bytes, &name);
         let rep = &mut self.replicas[r as usize];
         rep.pending_dur = dur;
         rep.req_flows = Some(flows);
@@ -148,6 +177,8 @@ impl Sim<'_> {
         }
         rep.req_xfer = None;
         rep.batch_start = now;
+        self.tl.arrived(MoveKey::Request(r), now);
+        let rep = &mut self.replicas[r as usize];
         let d = rep.pending_dur;
         self.q.after(d, Ev::BatchDone(r, epoch));
     }
@@ -164,7 +195,8 @@ impl Sim<'_> {
                 .extend(done.iter().map(|a| (now - a) as f64 / 1e9));
             return;
         }
-        let (fixed, flows) = self.payload_flows(sid, node, ingress, resp, done.len(), r);
+        let (fixed, flows, name) = self.payload_flows(sid, node, ingress, resp, done.len(), r);
+        let bytes = resp * done.len() as f64;
         let slot = Slot {
             service: sid,
             arrivals: done,
@@ -182,6 +214,7 @@ impl Sim<'_> {
                 (self.responses.slots.len() - 1) as u32
             }
         };
+        self.begin_payload(MoveKey::Response(id), sid, (node, ingress), bytes, &name);
         self.q.after(secs(fixed), Ev::ResponseGo(id));
     }
 
@@ -214,6 +247,7 @@ impl Sim<'_> {
             return;
         };
         self.responses.free.push(id);
+        self.tl.arrived(MoveKey::Response(id), now);
         let svc = &mut self.services[slot.service as usize];
         svc.latencies
             .extend(slot.arrivals.iter().map(|a| (now - a) as f64 / 1e9));

@@ -15,6 +15,7 @@
 //! bytes / [`crate::network::SPILL_DISK_BW`] is used and the run says so.
 
 use super::network::MovementKind;
+use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
 use super::{Ev, Sim, device_units, models::secs};
 use crate::network::{LinkId, SPILL_DISK_BW};
@@ -45,6 +46,22 @@ impl Sim<'_> {
                 SPILL_DISK_BW / 1e9
             ),
         }
+    }
+
+    /// Timeline: where node `n`'s spills go — the node-local storage whose drive it uses,
+    /// else its own undeclared disk.
+    fn disk_end(&self, n: usize) -> End {
+        match self.wire.graph.as_ref().and_then(|g| g.spill_storage()) {
+            Some(s) => End::Storage(s as u32),
+            None => End::Disk(n as u32),
+        }
+    }
+
+    /// Timeline: the label of task `t` of group `gi`.
+    pub(super) fn task_label(&self, t: u32, gi: usize) -> String {
+        let g = &self.groups[gi];
+        let w = &self.spec.workloads[g.workload];
+        format!("{}.{}[{t}]", w.name, w.tasks[g.index].name)
     }
 
     /// Task `t` of `gi` finished computing on `node` (attempt `epoch`): when its output goes
@@ -91,6 +108,14 @@ impl Sim<'_> {
             true,
             format!("{what}: to {to} on the run's shared network"),
         );
+        if self.tl.on {
+            let (label, disk) = (self.task_label(t, gi), self.disk_end(node));
+            let from = End::Node(node as u32);
+            let p = self
+                .tl
+                .part(MoveKind::Spill, &label, from, disk, o, "disk", None);
+            self.tl.begin(MoveKey::Spill(t), now, vec![p]);
+        }
         match self
             .wire
             .start(now, [(path, o)], Owner::Spill { task: t, epoch })
@@ -113,6 +138,8 @@ impl Sim<'_> {
         if epoch != self.task_epoch[t as usize] {
             return;
         }
+        let now = self.now();
+        self.tl.arrived(MoveKey::Spill(t), now);
         self.store.spill_state[t as usize] = 2;
         self.on_task_done(t, epoch);
     }
@@ -214,6 +241,22 @@ impl Sim<'_> {
             .fetch_from
             .insert(t, parts.iter().map(|(h, _)| *h as u32).collect());
         self.store.spill_from.insert(t, now);
+        if self.tl.on {
+            let label = self.task_label(t, gi);
+            let ends: Vec<(End, usize, f64)> = parts
+                .iter()
+                .map(|&(h, b)| (self.disk_end(h), h, b))
+                .collect();
+            let parts = ends
+                .into_iter()
+                .map(|(disk, h, b)| {
+                    let to = End::Node(h as u32);
+                    self.tl
+                        .part(MoveKind::Restore, &label, disk, to, b, "disk", None)
+                })
+                .collect();
+            self.tl.begin(MoveKey::Restore(t), now, parts);
+        }
         match self
             .wire
             .start(now, flows, Owner::Restore { task: t, epoch })
@@ -236,6 +279,7 @@ impl Sim<'_> {
             return;
         }
         let now = self.now();
+        self.tl.arrived(MoveKey::Restore(t), now);
         if let Some(from) = self.store.spill_from.remove(&t) {
             self.store.restore_secs += (now - from) as f64 / 1e9;
         }

@@ -251,7 +251,7 @@ impl Sim<'_> {
         let gi = self.group_of(t);
         let node = self.task_node[t as usize] as usize;
         let (start, now) = (self.task_start[t as usize], self.now());
-        self.tl.fetched(t, start, now);
+        self.tl.arrived(super::timeline::MoveKey::Fetch(t), now);
         let took = now - start;
         self.groups[gi].fetch_ns += took;
         let d = self.task_run_ns(gi, node);

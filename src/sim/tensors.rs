@@ -17,6 +17,7 @@
 //! the same device move nothing.
 
 use super::network::{MovementKind, Rank};
+use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
 use super::{Ev, Sim, device_units, models::secs};
 use crate::network::LinkId;
@@ -159,6 +160,15 @@ impl Sim<'_> {
             a,
         );
         let now = self.now();
+        if self.tl.on && src != dst && bytes > 0.0 {
+            let k = self.actors[a as usize].index;
+            let label = format!("{}.{}[{k}]", w.name, sa.name);
+            let (from, to) = (End::Node(src_n as u32), End::Node(dst_n as u32));
+            let p = self
+                .tl
+                .part(MoveKind::Tensor, &label, from, to, bytes, &name, None);
+            self.tl.begin(MoveKey::Tensor(a), now, vec![p]);
+        }
         let ac = &mut self.actors[a as usize];
         ac.send_node = Some(dst_n);
         ac.send_from = now;
@@ -196,7 +206,10 @@ impl Sim<'_> {
         }
         ac.send_xfer = None;
         ac.send_node = None;
-        let took = self.q.now() - ac.send_from;
+        let now = self.q.now();
+        self.tl.arrived(MoveKey::Tensor(a), now);
+        let ac = &self.actors[a as usize];
+        let took = now - ac.send_from;
         let g = &mut self.actor_groups[ac.group];
         let spec_a = &self.spec.workloads[g.workload].actors[g.index];
         g.tensors += 1;

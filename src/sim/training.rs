@@ -528,11 +528,43 @@ impl Sim<'_> {
         let b = (a + c).min(now);
         use timeline::SpanKind as K;
         let devs = &self.jobs[j].dev_set;
-        let step = Some(self.jobs[j].steps_done.saturating_sub(1) as u32);
+        let n = self.jobs[j].steps_done.saturating_sub(1) as u32;
+        let step = Some(n);
         self.tl
             .span_of(devs, from, a.min(now), K::Checkpoint, &label, step);
         self.tl.span_of(devs, a, b, K::Compute, &label, step);
         self.tl
             .span_of(devs, b, now, K::Communication, &label, step);
+        let t = &w.training[job.index];
+        if t.collectives.is_empty() || now <= b {
+            return;
+        }
+        let algorithm: Vec<String> = t
+            .collectives
+            .iter()
+            .map(|c| {
+                let algo = c.algo.as_deref().unwrap_or("ring");
+                let h = if c.hierarchical { " hierarchical" } else { "" };
+                format!("{} {algo}{h}", c.op)
+            })
+            .collect();
+        let group = timeline::transfers::Group {
+            name: t.placement_group.clone(),
+            nodes: job
+                .per_node
+                .iter()
+                .filter(|(_, d)| *d > 0)
+                .map(|(n, _)| *n as u32)
+                .collect(),
+            ranks: job.devices,
+            algorithm: algorithm.join(" + "),
+        };
+        let bytes = t.collectives.iter().map(|c| c.bytes.0 as f64).sum();
+        let model = if job.on_wire {
+            "flow model on the shared network"
+        } else {
+            "closed form"
+        };
+        self.tl.collective(&label, n, group, b, now, bytes, model);
     }
 }

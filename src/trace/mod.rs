@@ -2,14 +2,23 @@
 //! - one complete event (`ph: "X"`) per device and span, `pid` = node, `tid` = device within the
 //!   node, named by metadata events, with args: the work, its kind, the devices of the span and,
 //!   for training, the step;
-//! - each input fetch as a `send` slice on the holder node's `network` thread and a `fetch`
-//!   slice on the consumer node's, with args (task, bytes, transport, from, to) and a flow arrow
-//!   (`ph: "s"` → `ph: "f"`) from the source to the consumer;
+//! - every transfer on the run's network ([`network`]): input fetches, restores and spills of
+//!   objects, checkpoint writes and loads, actor calls' tensors and service payloads as a slice
+//!   on each end's `network` thread (a node's own spill disk on its `disk` thread; a storage
+//!   target as its own `storage NAME` process), with args (kind; the task, job, actor or
+//!   service; step for checkpoints; bytes, transport, from, to) and a flow arrow (`ph: "s"` →
+//!   `ph: "f"`) from the source's slice to the destination's; each training step's collectives
+//!   as one slice per node of the job's group (args: job, group, step, bytes, algorithm,
+//!   ranks, nodes, model), without arrows (why: [`network`]);
 //! - counter tracks (`ph: "C"`) on a `cluster` process: each link class's utilisation per window
 //!   (`sim::links`) and the queue lengths (scheduler, each service's requests).
 //!
-//! Times are in microseconds (rounded to the nanosecond). Open it at ui.perfetto.dev or
-//! chrome://tracing.
+//! Bounds: at most [`MAX_EVENTS`] slices; spans first, then transfers in the order they
+//! completed. The metadata says how many transfers were written (`network_transfers`) and how
+//! many were left out (`network_dropped`: those past the timeline's
+//! [`crate::sim::timeline::MAX_TRANSFERS`] and those past [`MAX_EVENTS`]), and `truncated` when
+//! anything was. Times are in microseconds (rounded to the nanosecond). Open it at
+//! ui.perfetto.dev or chrome://tracing.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -22,8 +31,9 @@ use crate::sim::timeline::Timeline;
 /// metadata says so.
 pub const MAX_EVENTS: usize = 2_000_000;
 
-/// The thread id of a node's network thread (fetches in and out), above any device's.
-pub const NETWORK_TID: u32 = 1_000_000;
+mod network;
+
+pub use network::{DISK_TID, NETWORK_TID};
 
 #[derive(Serialize)]
 struct Trace<'a> {
@@ -39,6 +49,9 @@ struct Metadata<'a> {
     orrery: &'a str,
     /// Span and transfer slices written (metadata, flow and counter events not counted).
     events: usize,
+    /// Transfer records written as slices, and those left out (module docs).
+    network_transfers: usize,
+    network_dropped: u64,
     truncated: bool,
 }
 
@@ -69,7 +82,7 @@ struct Event<'a> {
 #[serde(untagged)]
 enum Args<'a> {
     Name {
-        name: &'a str,
+        name: Cow<'a, str>,
     },
     Span {
         work: &'a str,
@@ -79,22 +92,48 @@ enum Args<'a> {
         step: Option<u32>,
     },
     Transfer {
-        task: &'a str,
+        kind: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        task: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        job: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        actor: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        service: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        step: Option<u32>,
         bytes: f64,
         transport: &'a str,
-        from: &'a str,
-        to: &'a str,
+        from: Cow<'a, str>,
+        to: Cow<'a, str>,
+    },
+    Collective {
+        kind: &'static str,
+        job: &'a str,
+        group: &'a str,
+        step: u32,
+        bytes: f64,
+        algorithm: &'a str,
+        ranks: u32,
+        nodes: Cow<'a, str>,
+        model: &'a str,
     },
     Counter(BTreeMap<&'static str, f64>),
 }
 
 /// Microseconds from seconds, rounded to the nanosecond.
 fn us(s: f64) -> f64 {
-    (s * 1e9).round() / 1e3
+    ns(s) as f64 / 1e3
+}
+
+/// Nanoseconds from seconds, rounded.
+fn ns(s: f64) -> i64 {
+    (s * 1e9).round() as i64
 }
 
 impl<'a> Event<'a> {
-    fn meta(name: &'static str, pid: u32, tid: Option<u32>, value: &'a str) -> Event<'a> {
+    fn meta(name: &'static str, pid: u32, tid: Option<u32>, value: Cow<'a, str>) -> Event<'a> {
         Event {
             ph: "M",
             name: Cow::Borrowed(name),
@@ -146,7 +185,12 @@ pub fn perfetto<'a>(t: &'a Timeline, header: &'a str) -> String {
             && !*seen
         {
             *seen = true;
-            ev.push(Event::meta("process_name", n, None, node_name(t, n)));
+            ev.push(Event::meta(
+                "process_name",
+                n,
+                None,
+                Cow::Borrowed(node_name(t, n)),
+            ));
         }
     };
     let mut local = vec![0u32; t.devices.len()];
@@ -157,7 +201,12 @@ pub fn perfetto<'a>(t: &'a Timeline, header: &'a str) -> String {
         local[d] = *k;
         *k += 1;
         name_node(&mut ev, node);
-        ev.push(Event::meta("thread_name", node, Some(local[d]), name));
+        ev.push(Event::meta(
+            "thread_name",
+            node,
+            Some(local[d]),
+            Cow::Borrowed(name),
+        ));
     }
     let mut events = 0usize;
     let mut truncated = t.truncated;
@@ -187,53 +236,11 @@ pub fn perfetto<'a>(t: &'a Timeline, header: &'a str) -> String {
             ev.push(e);
         }
     }
-    // Fetches: a slice on each end's network thread and an arrow from source to consumer.
-    let mut network = vec![false; n_nodes];
-    for (k, x) in t.transfers.iter().enumerate() {
-        if events + 2 > MAX_EVENTS {
-            truncated = true;
-            break;
-        }
-        events += 2;
-        for n in [x.from_node, x.to_node] {
-            name_node(&mut ev, n);
-            if let Some(seen) = network.get_mut(n as usize)
-                && !*seen
-            {
-                *seen = true;
-                ev.push(Event::meta("thread_name", n, Some(NETWORK_TID), "network"));
-            }
-        }
-        let args = || {
-            Some(Args::Transfer {
-                task: &x.task,
-                bytes: x.bytes,
-                transport: &x.transport,
-                from: node_name(t, x.from_node),
-                to: node_name(t, x.to_node),
-            })
-        };
-        let mut send = Event::slice("send", "transfer", x.from_node, NETWORK_TID, x.start, x.end);
-        send.args = args();
-        let mut fetch = Event::slice("fetch", "transfer", x.to_node, NETWORK_TID, x.start, x.end);
-        fetch.args = args();
-        let arrow = |ph: &'static str, pid: u32| Event {
-            ph,
-            name: Cow::Borrowed("transfer"),
-            cat: Some("transfer"),
-            ts: Some(us(x.start)),
-            dur: None,
-            pid,
-            tid: Some(NETWORK_TID),
-            id: Some(k as u64),
-            bp: (ph == "f").then_some("e"),
-            args: None,
-        };
-        ev.push(send);
-        ev.push(arrow("s", x.from_node));
-        ev.push(fetch);
-        ev.push(arrow("f", x.to_node));
-    }
+    // Transfers: slices on each end's network thread, arrows, storage processes.
+    let net = network::push(t, &mut ev, events, n_nodes, &mut name_node);
+    events += net.slices;
+    let network_dropped = t.transfers_dropped + net.left_out as u64;
+    truncated |= network_dropped > 0;
     // Counters on their own process, after the nodes.
     let cluster = n_nodes as u32;
     let links = t
@@ -242,7 +249,12 @@ pub fn perfetto<'a>(t: &'a Timeline, header: &'a str) -> String {
         .map(|l| l.utilization())
         .unwrap_or_default();
     if !links.is_empty() || !t.counters.is_empty() {
-        ev.push(Event::meta("process_name", cluster, None, "cluster"));
+        ev.push(Event::meta(
+            "process_name",
+            cluster,
+            None,
+            Cow::Borrowed("cluster"),
+        ));
     }
     fn counter<'a>(
         cluster: u32,
@@ -287,6 +299,8 @@ pub fn perfetto<'a>(t: &'a Timeline, header: &'a str) -> String {
         metadata: Metadata {
             orrery: header,
             events,
+            network_transfers: net.transfers,
+            network_dropped,
             truncated,
         },
     };

@@ -11,10 +11,16 @@
 //! batches) is then recorded per [`WINDOW_NS`] window: one span per window of each kind, as long
 //! as the busy time in it, at the window's start — exact totals, coarser placement. Recording
 //! of work stops at [`MAX_SPANS`] (the timeline says it is truncated); failures are always kept.
+//! Transfers on the run's network are recorded beside the spans ([`transfers`]).
 
 use std::collections::HashMap;
 
 use serde::Serialize;
+
+pub mod transfers;
+
+pub use transfers::{End, MAX_TRANSFERS, MoveKind, Transfer};
+pub(crate) use transfers::{MoveKey, Part};
 
 /// Most span records one run keeps.
 pub const MAX_SPANS: usize = 1_000_000;
@@ -66,6 +72,8 @@ pub struct Timeline {
     pub device_node: Vec<u32>,
     /// Device sets spans refer to.
     pub sets: Vec<Vec<u32>>,
+    /// Names of the work (`features.embed`, `pretrain.llm`, ...) and transports that spans
+    /// and transfers refer to.
     pub labels: Vec<String>,
     /// Sorted by start, then set; work clipped at failures.
     pub spans: Vec<Span>,
@@ -80,28 +88,18 @@ pub struct Timeline {
     pub racks: Vec<String>,
     /// Queue lengths over time: (name, (time s, length) at each change).
     pub counters: Vec<(String, Vec<(f64, f64)>)>,
-    /// Input fetches that finished (for the trace's flow arrows).
+    /// Transfers on the run's network that completed ([`transfers`]), the collectives'
+    /// groups they name, and how many were left out at [`MAX_TRANSFERS`].
     pub transfers: Vec<Transfer>,
+    pub groups: Vec<transfers::Group>,
+    pub transfers_dropped: u64,
+    /// Storage targets' names, in declaration order.
+    pub storage: Vec<String>,
 }
 
-/// One part of a task's input fetch: bytes from a holder's node to the consumer's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Transfer {
-    /// The consuming task (`workload.group[index]`).
-    pub task: String,
-    pub from_node: u32,
-    pub to_node: u32,
-    /// Seconds: the fetch's start (the task's start) and the inputs' arrival.
-    pub start: f64,
-    pub end: f64,
-    pub bytes: f64,
-    pub transport: String,
-}
-
-/// Most points a counter keeps, and transfers a timeline keeps (later ones are dropped and
-/// the timeline says it is truncated).
+/// Most points a counter keeps (later ones are dropped and the timeline says it is
+/// truncated).
 pub const MAX_COUNTER_POINTS: usize = 200_000;
-pub const MAX_TRANSFERS: usize = 200_000;
 
 impl Timeline {
     /// Spans of one device, in time order (kind, start, end, label).
@@ -143,20 +141,21 @@ pub(crate) struct Recorder {
     window: HashMap<u32, Window>,
     /// Index of each counter by name.
     counter_index: HashMap<String, usize>,
-    /// Fetch parts in flight, by task.
-    pub fetching: HashMap<u32, Vec<FetchPart>>,
+    /// Transfers in flight: when each began, and its parts.
+    moving: HashMap<MoveKey, (u64, Vec<Part>)>,
+    /// Index of each collective group.
+    group_index: HashMap<transfers::Group, u32>,
 }
 
-/// One part of a task's input fetch in flight: (from node, to node, bytes, transport, label).
-pub type FetchPart = (u32, u32, f64, String, String);
-
 impl Recorder {
-    /// `nodes`: (name, devices, rack name) of each node, in the cluster's order.
-    pub fn init(&mut self, on: bool, nodes: &[(String, usize, String)]) {
+    /// `nodes`: (name, devices, rack name) of each node, in the cluster's order; `storage`:
+    /// the storage targets' names.
+    pub fn init(&mut self, on: bool, nodes: &[(String, usize, String)], storage: &[String]) {
         self.on = on;
         if !on {
             return;
         }
+        self.t.storage = storage.to_vec();
         for (n, (name, devices, rack)) in nodes.iter().enumerate() {
             let r = match self.t.racks.iter().position(|x| x == rack) {
                 Some(r) => r,
@@ -233,15 +232,7 @@ impl Recorder {
                 next
             }
         };
-        let next = self.t.labels.len() as u32;
-        let label = match self.label_index.get(label) {
-            Some(l) => *l,
-            None => {
-                self.label_index.insert(label.to_string(), next);
-                self.t.labels.push(label.to_string());
-                next
-            }
-        };
+        let label = self.name(label);
         let n = self.count_of_set.entry(set).or_insert(0);
         if *n >= EXACT_PER_SET && kind != SpanKind::Failed {
             self.accumulate(set, start, end, kind, label);
@@ -345,28 +336,6 @@ impl Recorder {
         }
     }
 
-    /// Task `task`'s fetch that began at `start` (ns) delivered its inputs at `now`.
-    pub fn fetched(&mut self, task: u32, start: u64, now: u64) {
-        let Some(parts) = self.fetching.remove(&task) else {
-            return;
-        };
-        for (from_node, to_node, bytes, transport, label) in parts {
-            if self.t.transfers.len() >= MAX_TRANSFERS {
-                self.t.truncated = true;
-                return;
-            }
-            self.t.transfers.push(Transfer {
-                task: label,
-                from_node,
-                to_node,
-                start: start as f64 / 1e9,
-                end: now as f64 / 1e9,
-                bytes,
-                transport,
-            });
-        }
-    }
-
     pub fn fail(&mut self, devices: &[u32], now: u64) {
         if !self.on {
             return;
@@ -437,7 +406,7 @@ mod tests {
 
     fn recorder() -> Recorder {
         let mut r = Recorder::default();
-        r.init(true, &[("n0".into(), 2, String::new())]);
+        r.init(true, &[("n0".into(), 2, String::new())], &[]);
         r
     }
 
