@@ -374,6 +374,7 @@ fn heatmap_data_is_the_mean_per_pair_of_values() {
                 cell: c,
                 seed: s,
                 values: vec![Some(10.0 * c as f64 + s as f64)],
+                placement: None,
             })
         })
         .collect();

@@ -210,6 +210,19 @@ fn merged_shards_equal_the_unsharded_sweep_and_bad_sets_are_rejected() {
     for name in FILES {
         assert_eq!(read(&full, name), read(&merged, name), "{name}");
     }
+    // Where the work ran travels in the shards: the merged report says the same.
+    let section = |dir: &Path| {
+        let md = read(dir, "report.md");
+        let from = md.find("## Where the work ran").expect("the section");
+        let to = md[from..].find("## Files").unwrap() + from;
+        md[from..to].to_string()
+    };
+    assert!(
+        section(&full).contains("| w.g | r0.n0 r1.n0 |"),
+        "{}",
+        section(&full)
+    );
+    assert_eq!(section(&full), section(&merged));
     let out = d.join("rejected");
     let merge = |dirs: &[&str]| {
         let mut a = vec!["merge"];

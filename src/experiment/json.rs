@@ -119,6 +119,9 @@ struct RunJson {
     cell: usize,
     seed: u64,
     values: BTreeMap<String, Option<f64>>,
+    /// Where the work ran (first seed of each cell), for the merged report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    placement: Option<crate::experiment::placement::Placement>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -151,6 +154,7 @@ pub fn shard_to_json(s: &Shard) -> serde_json::Result<String> {
                 cell: r.cell,
                 seed: r.seed,
                 values: cols.iter().cloned().zip(r.values.iter().copied()).collect(),
+                placement: r.placement.clone(),
             })
             .collect(),
     };
@@ -203,6 +207,7 @@ pub fn shard_from_json(text: &str) -> Result<Shard, String> {
                 cell: r.cell,
                 seed: r.seed,
                 values,
+                placement: r.placement,
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -243,12 +248,14 @@ mod tests {
                     cell: 0,
                     seed: 1,
                     values: values(0.042026631200000004, 0.1 + 0.2),
+                    placement: None,
                 },
                 RunRow {
                     run: 1,
                     cell: 0,
                     seed: 2,
                     values: values(1.0 / 3.0, 2.2250738585072014e-308),
+                    placement: None,
                 },
             ],
         };

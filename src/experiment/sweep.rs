@@ -16,6 +16,7 @@
 use crate::csv::field as csv_field;
 use crate::experiment::drill::Aggregate;
 use crate::experiment::measure::{self, ClusterFigures};
+use crate::experiment::placement::Placement;
 use crate::sim::{SimConfig, simulate};
 use crate::spec::{Loaded, Override, Spec};
 use indicatif::ProgressBar;
@@ -77,6 +78,9 @@ pub struct RunRow {
     pub cell: usize,
     pub seed: u64,
     pub values: Vec<Option<f64>>,
+    /// Where the run's work ran, kept for the first seed of each cell only (the report's
+    /// "Where the work ran"); carried in shards, so a merge reports it too.
+    pub placement: Option<Placement>,
 }
 
 /// Per metric over a cell's seeds: mean and 95% CI (see [`Aggregate`]).
@@ -258,6 +262,7 @@ pub fn run(plan: &Plan, cfg: &SweepConfig) -> Vec<RunRow> {
             cell,
             seed,
             values,
+            placement: (r % n_seeds == 0).then(|| Placement::of(&res.metrics)),
         }
     };
     let mut rows: Vec<RunRow> = crate::parallel::map(&jobs, cfg.threads, &bar, one);

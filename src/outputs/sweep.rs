@@ -12,8 +12,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{Report, Written, ci, slug};
+use super::{Report, Written, ci, md_escape, slug};
 use crate::experiment::measure;
+use crate::experiment::placement::{self, Placement};
 use crate::experiment::sweep::SweepResult;
 use crate::plot::{self, Bar, Heatmap, MetricBars, SampleSet};
 use crate::sim::RunResult;
@@ -153,6 +154,95 @@ pub fn plan_plots(r: &SweepResult, lines: &[Plot]) -> Vec<Plot> {
     }
 }
 
+/// "Where the work ran": per cell (its first seed's run), each placement group's nodes when
+/// created and at the end, each training job's step and communication time, the leaf–spine
+/// bytes; then what differed between cells ([`placement::differences`]). Left out when no
+/// run kept its placement or the scenario has neither groups nor training.
+fn where_it_ran(rep: &mut Report, r: &SweepResult) {
+    use std::fmt::Write as _;
+    let cells: Vec<(String, &Placement)> = r
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let run = r.runs.iter().find(|x| x.cell == c.cell)?;
+            Some((cell_label(&c.params), run.placement.as_ref()?))
+        })
+        .collect();
+    if cells
+        .iter()
+        .all(|(_, p)| p.groups.is_empty() && p.jobs.is_empty())
+    {
+        return;
+    }
+    let seed = r.header.seeds.first().copied().unwrap_or(1);
+    rep.section("Where the work ran");
+    let mut t = format!(
+        "Seed {seed} of each cell: each placement group's nodes when it was created (the \
+         policy's choice) and at the end of the run (a failure may have moved a bundle), each \
+         training job's mean step and communication time per step, and the bytes on the \
+         leaf–spine links.\n\n"
+    );
+    if cells.iter().any(|(_, p)| !p.groups.is_empty()) {
+        t.push_str(
+            "| cell | placement group | created on | racks | at the end |\n|---|---|---|---|---|\n",
+        );
+        for (label, p) in &cells {
+            for g in &p.groups {
+                let _ = writeln!(
+                    t,
+                    "| {} | {} | {} | {} | {} |",
+                    md_escape(label),
+                    md_escape(&g.name),
+                    g.created_on.join(" "),
+                    g.racks,
+                    g.ended_on.join(" ")
+                );
+            }
+        }
+        t.push('\n');
+    }
+    t.push_str("| cell | training job | step time | communication per step |\n|---|---|---|---|\n");
+    for (label, p) in &cells {
+        for j in &p.jobs {
+            let _ = writeln!(
+                t,
+                "| {} | {} | {:.4} s | {:.4} s |",
+                md_escape(label),
+                md_escape(&j.name),
+                j.step_s,
+                j.communication_s
+            );
+        }
+    }
+    t.push('\n');
+    if cells.iter().any(|(_, p)| p.spine_link_bytes.is_some()) {
+        t.push_str("| cell | leaf–spine link-bytes |\n|---|---|\n");
+        for (label, p) in &cells {
+            let _ = writeln!(
+                t,
+                "| {} | {} |",
+                md_escape(label),
+                p.spine_link_bytes.map_or("-".into(), plot::fmt_bytes)
+            );
+        }
+        t.push('\n');
+    }
+    let diff = placement::differences(&cells);
+    if diff.is_empty() {
+        t.push_str(
+            "**What differed:** nothing here: every cell placed its groups on the same nodes, \
+             and its jobs communicated for the same time per step.\n\n",
+        );
+    } else {
+        t.push_str("**What differed:**\n\n");
+        for d in diff {
+            let _ = writeln!(t, "- {d}");
+        }
+        t.push('\n');
+    }
+    rep.md.push_str(&t);
+}
+
 /// Writes the sweep's plots (unless `plots` is false) and `report.md` into `dir`, which
 /// already holds `data`. `lines`: the experiment's `plot` lines (empty: defaults);
 /// `representative`: the first cell's first seed, simulated with a timeline, for `timeline`
@@ -290,6 +380,7 @@ pub fn write(
     }
     rep.section("Summary");
     rep.pre(table);
+    where_it_ran(&mut rep, r);
     let what = |f: &str| match f {
         "runs.csv" => "one row per cell and seed",
         "summary.csv" => "per cell: runs, and per metric mean and 95% interval",

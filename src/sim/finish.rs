@@ -138,13 +138,18 @@ impl Sim<'_> {
         }
         for pg in &self.pgs {
             let w = &spec.workloads[pg.workload];
-            let mut racks: Vec<usize> = pg
-                .nodes
-                .iter()
-                .map(|n| self.state.nodes[*n].rack())
-                .collect();
-            racks.sort_unstable();
-            racks.dedup();
+            let racks = |nodes: &[NodeId]| {
+                let mut r: Vec<usize> = nodes.iter().map(|n| self.state.nodes[*n].rack()).collect();
+                r.sort_unstable();
+                r.dedup();
+                r.len()
+            };
+            let names = |nodes: &[NodeId]| {
+                nodes
+                    .iter()
+                    .map(|n| self.state.nodes[*n].name().to_string())
+                    .collect()
+            };
             m.placement_groups.push(PgMetrics {
                 workload: w.name.clone(),
                 name: w.placement_groups[pg.index].name.clone(),
@@ -159,12 +164,10 @@ impl Sim<'_> {
                 .into(),
                 pending_time: (pg.created.unwrap_or(end) - pg.requested) as f64 / 1e9,
                 attempts: pg.attempts,
-                nodes: pg
-                    .nodes
-                    .iter()
-                    .map(|n| self.state.nodes[*n].name().to_string())
-                    .collect(),
-                racks: racks.len(),
+                nodes: names(&pg.nodes),
+                racks: racks(&pg.nodes),
+                nodes_at_creation: names(&pg.created_nodes),
+                racks_at_creation: racks(&pg.created_nodes),
             });
         }
         for job in &self.jobs {

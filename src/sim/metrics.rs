@@ -91,8 +91,12 @@ pub struct PgMetrics {
     #[serde(rename = "pending_time_s")]
     pub pending_time: f64,
     pub attempts: u64,
+    /// Each bundle's node at the end of the run (a failure may have moved some).
     pub nodes: Vec<String>,
     pub racks: usize,
+    /// Each bundle's node when the group was created (what the policy chose), and its racks.
+    pub nodes_at_creation: Vec<String>,
+    pub racks_at_creation: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

@@ -22,6 +22,8 @@ pub(super) struct Pg {
     pub(super) attempts: u64,
     pub(super) backoff: Time,
     pub(super) nodes: Vec<NodeId>,
+    /// `nodes` when the group was created, before any failure moved a bundle.
+    pub(super) created_nodes: Vec<NodeId>,
     /// One per bundle once created; `None` while a bundle lost with its node is re-placed.
     pub(super) allocs: Vec<Option<Allocation>>,
     pub(super) jobs: Vec<u32>,
@@ -59,6 +61,7 @@ impl Sim<'_> {
                 attempts: 0,
                 backoff: 100 * crate::engine::MS,
                 nodes: Vec::new(),
+                created_nodes: Vec::new(),
                 allocs: Vec::new(),
                 jobs: Vec::new(),
                 lost_since: None,
@@ -133,6 +136,7 @@ impl Sim<'_> {
                     let pg = &mut self.pgs[p as usize];
                     pg.created = Some(now);
                     pg.nodes = nodes.clone();
+                    pg.created_nodes = nodes.clone();
                     pg.allocs = allocs.into_iter().map(Some).collect();
                     Some(nodes)
                 } else {
