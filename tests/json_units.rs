@@ -76,6 +76,7 @@ const COUNTS: &[&str] = &[
     "bundles",
     "attempts",
     "racks",
+    "racks_at_creation",
     "nodes",
     "devices",
     "steps_done",
