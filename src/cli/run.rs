@@ -104,8 +104,9 @@ pub(super) fn run(
     }
     out!("{}", orrery::report::table(&r.metrics));
     outln!(
-        "simulated in {wall:.3} s ({:.2} M events/s)",
-        r.metrics.events as f64 / wall.max(1e-9) / 1e6
+        "simulated in {wall:.3} s ({} events, {:.0} events/s)",
+        r.metrics.events,
+        r.metrics.events as f64 / wall.max(1e-9)
     );
     let stem = h
         .scenario
