@@ -497,6 +497,11 @@ fn transports_write_speedup_and_breakdown_plots() {
     );
     check_folder(&out);
     let csv = read(&out, "transports.csv");
+    // Quantity columns carry their unit, as in transports.json.
+    assert_eq!(
+        csv.lines().next().unwrap(),
+        "pair,src,dst,transport,bytes,time_s,speedup,latency_s,overhead_s,staging_s,bandwidth_s,chunks,error"
+    );
     let rows: Vec<Vec<&str>> = csv
         .lines()
         .skip(1)

@@ -84,11 +84,11 @@ pub fn largest_breakdown(pair: &PairResult) -> (f64, Vec<TransportBreakdown>) {
     (size, rows)
 }
 
-/// `transports.csv`: `pair,src,dst,transport,bytes,secs,speedup,latency_s,overhead_s,
+/// `transports.csv`: `pair,src,dst,transport,bytes,time_s,speedup,latency_s,overhead_s,
 /// staging_s,bandwidth_s,chunks,error` per cell.
 pub fn csv(c: &Comparison) -> String {
     let mut o = String::from(
-        "pair,src,dst,transport,bytes,secs,speedup,latency_s,overhead_s,staging_s,bandwidth_s,chunks,error\n",
+        "pair,src,dst,transport,bytes,time_s,speedup,latency_s,overhead_s,staging_s,bandwidth_s,chunks,error\n",
     );
     let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
     for p in &c.pairs {
