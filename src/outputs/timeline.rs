@@ -171,6 +171,9 @@ pub fn timeline_rows(t: &Timeline, t_end: f64) -> Rows {
             .unwrap_or(0);
         let first = ((s.start / res).floor().max(0.0) as usize).min(bins - 1);
         let last = ((s.end / res).ceil().max(0.0) as usize).min(bins);
+        // `b` is a bin of every weighted row (and sets the bin's bounds), not one slice's
+        // index: a range loop says so more plainly than zipped iterators would.
+        #[allow(clippy::needless_range_loop)]
         for b in first..last {
             let (lo, hi) = (b as f64 * res, (b + 1) as f64 * res);
             let overlap = (s.end.min(hi) - s.start.max(lo)).max(0.0);
