@@ -133,14 +133,14 @@ struct ShardJson {
     runs: Vec<RunJson>,
 }
 
+/// A shard's value columns, header order (`makespan_s`, …).
+fn columns(h: &SweepHeader) -> Vec<String> {
+    h.metrics.iter().map(|m| measure::column(m)).collect()
+}
+
 /// A shard file's text (compact: shards are read back, not by people).
 pub fn shard_to_json(s: &Shard) -> serde_json::Result<String> {
-    let cols: Vec<String> = s
-        .header
-        .metrics
-        .iter()
-        .map(|m| measure::column(m))
-        .collect();
+    let cols = columns(&s.header);
     let out = ShardJson {
         schema_version: SWEEP_SCHEMA_VERSION,
         header: s.header.clone(),
@@ -178,12 +178,7 @@ pub fn shard_from_json(text: &str) -> Result<Shard, String> {
         }
     }
     let s: ShardJson = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    let cols: Vec<String> = s
-        .header
-        .metrics
-        .iter()
-        .map(|m| measure::column(m))
-        .collect();
+    let cols = columns(&s.header);
     let runs = s
         .runs
         .into_iter()

@@ -267,9 +267,8 @@ impl FlowNet {
                 } else {
                     k.slack.add(l, m);
                 }
-                if rate > 0.0 && self.touch_mark[li] != self.op {
-                    self.touch_mark[li] = self.op;
-                    self.touched.push(l);
+                if rate > 0.0 {
+                    super::flows::touch(&mut self.touch_mark, &mut self.touched, self.op, li);
                 }
             }
         }

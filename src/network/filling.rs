@@ -80,8 +80,6 @@ pub(super) struct Region {
     queue: Vec<u32>,
     /// Admitted classes not frozen yet: the filling stops when none is left.
     rising: usize,
-    /// The region's links, in the order they entered (by `link_pos`).
-    ids: Vec<LinkId>,
     /// Classes admitted across each region link (by `link_pos`): the first entry of a
     /// linked list through `cross` of (class, next entry).
     head: Vec<u32>,
@@ -102,7 +100,6 @@ impl Region {
         self.heap.clear();
         self.queue.clear();
         self.rising = 0;
-        self.ids.clear();
         self.head.clear();
         self.cross.clear();
     }
@@ -411,10 +408,12 @@ impl FlowNet {
         for s in 0..k.slack.len() {
             let e = k.slack.items[s];
             self.load[e.link as usize] += f64::from(e.crossings) * (x - old);
-            if self.touch_mark[e.link as usize] != self.op {
-                self.touch_mark[e.link as usize] = self.op;
-                self.touched.push(e.link);
-            }
+            super::flows::touch(
+                &mut self.touch_mark,
+                &mut self.touched,
+                self.op,
+                e.link as usize,
+            );
         }
         k.served = k.served_at(now);
         k.since = now;
@@ -450,7 +449,6 @@ impl FlowNet {
         }
         r.left.push(self.capacity[l] - self.load[l]);
         r.head.push(NONE);
-        r.ids.push(l);
         r.unfrozen.push(0);
         r.queued.push(u64::MAX);
         r.stale.push(false);

@@ -103,6 +103,15 @@ pub struct FlowNet {
     finishes: BinaryHeap<Reverse<(u64, u32, u32, u32)>>,
 }
 
+/// Record that link `l`'s load changed in operation `op` (once per operation), for code
+/// holding a class borrowed that cannot call [`FlowNet::touch`].
+pub(super) fn touch(mark: &mut [u64], touched: &mut Vec<u32>, op: u64, l: LinkId) {
+    if mark[l] != op {
+        mark[l] = op;
+        touched.push(l as u32);
+    }
+}
+
 /// A flow's bytes below this count as done (rounding of `advance`).
 const DONE: f64 = 1e-6;
 
@@ -420,10 +429,7 @@ impl FlowNet {
     }
 
     pub(super) fn touch(&mut self, l: LinkId) {
-        if self.touch_mark[l] != self.op {
-            self.touch_mark[l] = self.op;
-            self.touched.push(l as u32);
-        }
+        touch(&mut self.touch_mark, &mut self.touched, self.op, l);
     }
 
     pub(super) fn mark_dirty(&mut self, c: u32) {
