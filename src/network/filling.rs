@@ -32,8 +32,8 @@
 //!   flow still has its saturated bottleneck, and nothing is over capacity). So after each
 //!   filling the slack links whose loads rose are checked: one over capacity becomes tracked
 //!   — for the filling, a capacity change from unbounded to its own — and the filling is
-//!   redone from it. A tracked link that nobody is bottlenecked at and that carries at most
-//!   half its capacity turns slack again (the allocation is unchanged by dropping a
+//!   redone from it. A tracked link that nobody is bottlenecked at, that carries at most
+//!   half its capacity and that few flows cross turns slack again (the allocation is unchanged by dropping a
 //!   constraint that binds no flow). On a saturated leaf-spine the hosts' links stay slack,
 //!   so a class's filling touches its spine links, not every host its members reach.
 //!
