@@ -30,8 +30,11 @@ pub(super) struct Cross {
 /// The links a class's members cross: a dense list to scan (the filling walks it) with each
 /// link's position, so a member joining or leaving costs O(1) per link of its path, however
 /// many links the class holds (a ring's chains cross hundreds). The positions are built
-/// only once a second member joins: a new flow's own class — most live only until they
-/// merge into the class they froze with — is a plain list.
+/// only once the list outgrows [`LINEAR`]: below that a scan is as fast as a lookup, and
+/// most classes — a new flow's own, those on a lightly loaded fabric — stay that small.
+/// Lists up to this long are scanned, not indexed.
+const LINEAR: usize = 24;
+
 #[derive(Debug, Clone, Default)]
 pub(super) struct Links {
     pub items: Vec<Cross>,
@@ -61,21 +64,43 @@ impl Links {
         }
     }
 
+    /// Position of `link`, by a scan while the list is short (building the index once it
+    /// is not).
+    fn find(&mut self, link: u32) -> Option<u32> {
+        if !self.indexed {
+            if self.items.len() <= LINEAR {
+                return self
+                    .items
+                    .iter()
+                    .position(|e| e.link == link)
+                    .map(|k| k as u32);
+            }
+            self.index();
+        }
+        self.pos.get(&link).copied()
+    }
+
     /// One more member crossing `link` `m` times.
     pub fn add(&mut self, link: u32, m: u32) {
-        self.index();
-        match self.pos.get(&link) {
-            Some(&k) => {
+        self.add_n(link, m, 1);
+    }
+
+    /// `flows` more members crossing `link` `m` times in all.
+    pub fn add_n(&mut self, link: u32, m: u32, flows: u32) {
+        match self.find(link) {
+            Some(k) => {
                 let e = &mut self.items[k as usize];
                 e.crossings += m;
-                e.flows += 1;
+                e.flows += flows;
             }
             None => {
-                self.pos.insert(link, self.items.len() as u32);
+                if self.indexed {
+                    self.pos.insert(link, self.items.len() as u32);
+                }
                 self.items.push(Cross {
                     link,
                     crossings: m,
-                    flows: 1,
+                    flows,
                 });
             }
         }
@@ -83,18 +108,19 @@ impl Links {
 
     /// One member crossing `link` `m` times left.
     pub fn sub(&mut self, link: u32, m: u32) {
-        self.index();
-        let Some(&k) = self.pos.get(&link) else {
+        let Some(k) = self.find(link) else {
             return;
         };
         let e = &mut self.items[k as usize];
         e.crossings -= m;
         e.flows -= 1;
         if e.flows == 0 {
-            self.pos.remove(&link);
             self.items.swap_remove(k as usize);
-            if let Some(moved) = self.items.get(k as usize) {
-                self.pos.insert(moved.link, k);
+            if self.indexed {
+                self.pos.remove(&link);
+                if let Some(moved) = self.items.get(k as usize) {
+                    self.pos.insert(moved.link, k);
+                }
             }
         }
     }
@@ -248,16 +274,21 @@ impl FlowNet {
         let k = &mut self.classes[c as usize];
         let rate = if k.rate.is_finite() { k.rate } else { 0.0 };
         let first = k.members.is_empty();
+        if first {
+            k.tracked.items.reserve(links.len());
+        }
         for &(l, m) in &links {
             let li = l as usize;
             self.load[li] += f64::from(m) * rate;
             if self.tracked[li] {
+                // A class with no members yet is on no link's list.
                 if first {
                     k.tracked.push_first(l, m);
+                    self.classes_on[li].push((c, m));
                 } else {
                     k.tracked.add(l, m);
+                    on_add(&mut self.classes_on[li], c, m);
                 }
-                on_add(&mut self.classes_on[li], c, m);
                 if rate > self.fastest[li] {
                     self.fastest[li] = rate;
                 }
@@ -341,6 +372,47 @@ impl FlowNet {
             self.held[l as usize].push(c);
         }
         self.classes[c as usize].bottleneck = l;
+    }
+
+    /// Move every member of class `o` into class `keep`, freeing `o`: per link of `o`, not
+    /// per member and link. Both must have the same rate (classes that froze together), so
+    /// no load moves.
+    pub(super) fn merge_into(&mut self, o: u32, keep: u32) {
+        debug_assert_ne!(o, keep);
+        let now = self.now;
+        let mut from = std::mem::take(&mut self.classes[o as usize]);
+        debug_assert_eq!(
+            from.rate.to_bits(),
+            self.classes[keep as usize].rate.to_bits()
+        );
+        let k = &mut self.classes[keep as usize];
+        for e in &from.tracked.items {
+            k.tracked.add_n(e.link, e.crossings, e.flows);
+            let on = &mut self.classes_on[e.link as usize];
+            on_sub(on, o, e.crossings);
+            on_add(on, keep, e.crossings);
+        }
+        for e in &from.slack.items {
+            k.slack.add_n(e.link, e.crossings, e.flows);
+        }
+        let (was, is) = (from.served_at(now), k.served_at(now));
+        for &g in &from.members {
+            let fl = &mut self.flows[g as usize];
+            let left = (fl.key - was).max(0.0);
+            self.class_of[g as usize] = keep;
+            fl.slot = k.members.len() as u32;
+            k.members.push(g);
+            fl.version = fl.version.wrapping_add(1);
+            fl.key = is + left;
+            k.heap.push(Reverse((fl.key.to_bits(), g, fl.version)));
+        }
+        from.members.clear();
+        from.tracked.clear();
+        from.slack.clear();
+        from.heap.clear();
+        self.classes[o as usize] = from;
+        self.free_class(o);
+        self.mark_dirty(keep);
     }
 
     /// Move flow `f` to class `c`, keeping its bytes left.

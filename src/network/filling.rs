@@ -376,9 +376,7 @@ impl FlowNet {
                 if o == keep {
                     continue;
                 }
-                while let Some(&g) = self.classes[o as usize].members.last() {
-                    self.move_to(g, keep);
-                }
+                self.merge_into(o, keep);
             }
         }
     }
@@ -405,15 +403,28 @@ impl FlowNet {
         if old == x {
             return;
         }
-        for s in 0..k.slack.len() {
-            let e = k.slack.items[s];
-            self.load[e.link as usize] += f64::from(e.crossings) * (x - old);
-            super::flows::touch(
-                &mut self.touch_mark,
-                &mut self.touched,
-                self.op,
-                e.link as usize,
-            );
+        // Slack loads follow the rate; only a rise can make a link infeasible or set a
+        // peak, so only then is the link touched (checked by `settle`, read by `end_op`).
+        let (load, mark, touched, op) = (
+            &mut self.load[..],
+            &mut self.touch_mark[..],
+            &mut self.touched,
+            self.op,
+        );
+        let d = x - old;
+        if d > 0.0 {
+            for e in &k.slack.items {
+                let l = e.link as usize;
+                load[l] += f64::from(e.crossings) * d;
+                if mark[l] != op {
+                    mark[l] = op;
+                    touched.push(e.link);
+                }
+            }
+        } else {
+            for e in &k.slack.items {
+                load[e.link as usize] += f64::from(e.crossings) * d;
+            }
         }
         k.served = k.served_at(now);
         k.since = now;
@@ -460,7 +471,9 @@ impl FlowNet {
     fn admit(&mut self, r: &mut Region, c: u32) {
         for t in 0..self.classes[c as usize].tracked.len() {
             let l = self.classes[c as usize].tracked.items[t].link as usize;
-            self.enter(r, l, false);
+            if self.mark_link[l] != r.links {
+                self.enter(r, l, false);
+            }
         }
         r.rising += 1;
         let k = &self.classes[c as usize];

@@ -165,60 +165,8 @@ impl FlowNet {
         self.begin_op();
         let mut ids = Vec::new();
         for (path, bytes) in flows {
-            // Distinct links with their crossings, in path order: a fresh epoch marks the
-            // links seen so far (a ring's chain crosses hundreds of links).
-            let seen = self.next_epoch();
-            let mut links: Vec<(u32, u32)> = Vec::with_capacity(path.len());
-            for &l in &path {
-                if self.mark_link[l] == seen {
-                    if let Some(e) = links.iter_mut().find(|e| e.0 == l as u32) {
-                        e.1 += 1;
-                    }
-                } else {
-                    self.mark_link[l] = seen;
-                    links.push((l as u32, 1));
-                }
-            }
-            let id = match self.free.pop() {
-                Some(i) => i,
-                None => {
-                    self.flows.push(Flow::default());
-                    self.class_of.push(NONE);
-                    (self.flows.len() - 1) as u32
-                }
-            };
-            let f = &mut self.flows[id as usize];
-            f.links = links;
-            f.alive = true;
-            self.alive += 1;
-            for k in 0..self.flows[id as usize].links.len() {
-                let (l, m) = self.flows[id as usize].links[k];
-                let l = l as usize;
-                self.crossings[l] += m;
-                self.on_link[l].push(id);
-            }
-            // A path over slack links only would have nothing to fill against: its tightest
-            // link joins the filling (the allocation is still max-min with it, being feasible).
-            if !self.flows[id as usize].links.is_empty()
-                && !self.flows[id as usize]
-                    .links
-                    .iter()
-                    .any(|&(l, _)| self.tracked[l as usize])
-            {
-                let tightest = self.flows[id as usize]
-                    .links
-                    .iter()
-                    .map(|&(l, m)| (l, m))
-                    .min_by(|a, b| {
-                        let share = |(l, _): (u32, u32)| {
-                            self.capacity[l as usize] / f64::from(self.crossings[l as usize])
-                        };
-                        share(*a).total_cmp(&share(*b)).then(a.0.cmp(&b.0))
-                    })
-                    .expect("non-empty path")
-                    .0;
-                self.promote(tightest as usize);
-            }
+            let id = self.register(&path);
+            self.track_tightest(id);
             let c = self.new_class();
             if self.flows[id as usize].links.is_empty() {
                 self.classes[c as usize].rate = f64::INFINITY;
@@ -237,6 +185,59 @@ impl FlowNet {
         }
         self.end_op();
         ids
+    }
+
+    /// A new flow over `path`, on its links but in no class yet.
+    fn register(&mut self, path: &[LinkId]) -> u32 {
+        // Distinct links with their crossings, in path order: a fresh epoch marks the links
+        // seen so far (a ring's chain crosses hundreds of links).
+        let seen = self.next_epoch();
+        let mut links: Vec<(u32, u32)> = Vec::with_capacity(path.len());
+        for &l in path {
+            if self.mark_link[l] == seen {
+                if let Some(e) = links.iter_mut().find(|e| e.0 == l as u32) {
+                    e.1 += 1;
+                }
+            } else {
+                self.mark_link[l] = seen;
+                links.push((l as u32, 1));
+            }
+        }
+        let id = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.flows.push(Flow::default());
+                self.class_of.push(NONE);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        for &(l, m) in &links {
+            self.crossings[l as usize] += m;
+            self.on_link[l as usize].push(id);
+        }
+        let f = &mut self.flows[id as usize];
+        f.links = links;
+        f.alive = true;
+        self.alive += 1;
+        id
+    }
+
+    /// A path over slack links only would have nothing to fill against: its tightest link
+    /// (least capacity per crossing so far) joins the filling (the allocation is still
+    /// max-min with it, being feasible).
+    fn track_tightest(&mut self, id: u32) {
+        let f = &self.flows[id as usize];
+        if f.links.is_empty() || f.links.iter().any(|&(l, _)| self.tracked[l as usize]) {
+            return;
+        }
+        let share = |l: u32| self.capacity[l as usize] / f64::from(self.crossings[l as usize]);
+        let tightest = f
+            .links
+            .iter()
+            .map(|&(l, _)| l)
+            .min_by(|&a, &b| share(a).total_cmp(&share(b)).then(a.cmp(&b)))
+            .expect("non-empty path");
+        self.promote(tightest as usize);
     }
 
     /// Remove a flow (finished or cancelled); the rates it disturbs are recomputed.

@@ -1,0 +1,34 @@
+//! Repeat the flow benchmarks and print the fastest of N runs (less noise than one
+//! `orrery bench`): `cargo run --release --example flowbench -- 5 [fat|50k|100k]`. Timings
+//! only: nothing here passes or fails.
+fn main() {
+    let reps: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    // Optional second argument: only "fat", "50k" or "100k".
+    let only = std::env::args().nth(2).unwrap_or_default();
+    let on = |name: &str| only.is_empty() || only == name;
+    let mut best = [f64::INFINITY; 3];
+    for _ in 0..reps {
+        if on("fat") {
+            let (_, fat) = orrery::bench::flow_network(1000, 10_000).expect("fat-tree");
+            best[0] = best[0].min(fat);
+        }
+        for (k, n, name) in [(1, 50_000, "50k"), (2, 100_000, "100k")] {
+            if !on(name) {
+                continue;
+            }
+            let d = orrery::bench::dense_flows(n).expect("dense");
+            best[k] = best[k].min(d.seconds);
+        }
+    }
+    let names = ["fat-tree 10k", "dense 50k", "dense 100k"];
+    let shown: Vec<String> = names
+        .iter()
+        .zip(best)
+        .filter(|(_, t)| t.is_finite())
+        .map(|(n, t)| format!("{n} {t:.3} s"))
+        .collect();
+    println!("best of {reps}: {}", shown.join(", "));
+}
