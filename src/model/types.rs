@@ -129,6 +129,9 @@ pub enum Among {
     Data,
     /// The `ep` ranks of one expert-parallel group.
     Expert,
+    /// The `dp / ep` replicas of one expert shard (the data-parallel ranks holding the same
+    /// experts), which reduce the experts' gradients.
+    ExpertData,
 }
 
 /// A kind of collective call in a step.

@@ -1,0 +1,165 @@
+//! What one rank does in one training iteration: FLOP per microbatch phase, bytes read,
+//! collectives and pipeline traffic, from a model and its layout. See [`StepWork`] for what
+//! each field means; the sources are cited where each is filled.
+
+use super::check::{check, check_dtype};
+use super::memory::{GRAD_BYTES, stage_params};
+use super::types::{Among, Comm, CommOp, Layout, Recompute, Sharding, StepWork, Transformer};
+
+/// The step work of `l` training `m` with `dtype_bytes`-byte weights and activations, or why
+/// the layout does not divide.
+pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWork, String> {
+    let split = check(m, l)?;
+    check_dtype(dtype_bytes)?;
+    let d = dtype_bytes;
+    let t = f64::from(l.tp);
+    let n = f64::from(split.layers_per_stage);
+    let mb = split.microbatches;
+    let sb = m.seq as f64 * l.micro_batch as f64;
+    let sbh = sb * m.hidden as f64;
+    let full = l.recompute == Recompute::Full;
+
+    // FLOP (see `flop`): a stage's layers for one microbatch, split evenly over its TP ranks
+    // (Megatron-LM splits every matrix multiply and the attention heads).
+    let forward_flop = sb * n * m.layer_forward_flop_per_token() / t;
+    let recompute_per_layer = m.recompute_flop_per_token(l.recompute) / f64::from(m.layers);
+    let edge_flop = 3.0 * sb * m.output_forward_flop_per_token() / t;
+
+    // Weights a middle stage's rank reads per microbatch: once forward, once backward, once
+    // more when the forward is recomputed (selective recomputation reads no weights).
+    let layer_weights = {
+        let ls = m.layer_split();
+        n * (ls.split / t + ls.replicated + ls.expert / (t * f64::from(l.ep)))
+    };
+    let passes = if full { 3.0 } else { 2.0 };
+
+    // Forward passes per microbatch that run a layer's communication: the forward, the
+    // backward (its transpose) and a recomputed forward.
+    let runs: u64 = if full { 3 } else { 2 };
+    let layers = u64::from(split.layers_per_stage);
+    let mut per_microbatch = Vec::new();
+    if l.tp > 1 {
+        // Megatron-LM (Shoeybi et al. 2019 §3): each layer all-reduces twice in the forward
+        // (after attention and after the FFN) and twice in the backward. With sequence
+        // parallelism each all-reduce becomes an all-gather and a reduce-scatter of the same
+        // total size (Korthikanti et al. 2022 §4.2.2).
+        let count = 2 * runs * layers;
+        let ops: &[CommOp] = if l.sp {
+            &[CommOp::AllGather, CommOp::ReduceScatter]
+        } else {
+            &[CommOp::AllReduce]
+        };
+        for &op in ops {
+            per_microbatch.push(Comm {
+                op,
+                among: Among::Tensor,
+                bytes: sbh * d,
+                count,
+            });
+        }
+    }
+    if let Some(e) = m.moe.filter(|_| l.ep > 1) {
+        // Expert parallelism (GShard, Lepikhin et al. 2020 §2.2): each MoE layer dispatches
+        // every token's hidden state to its top_k experts and combines them back, two
+        // all-to-alls per pass. With sequence parallelism each TP rank sends only its
+        // sequence slice.
+        let sp = if l.sp { t } else { 1.0 };
+        per_microbatch.push(Comm {
+            op: CommOp::AllToAll,
+            among: Among::Expert,
+            bytes: sbh * f64::from(e.top_k) * d / sp,
+            count: 2 * runs * layers,
+        });
+    }
+
+    // Pipeline sends (Narayanan et al. 2021 §4.1, scatter/gather: each TP rank sends 1/tp of
+    // the b·s·h activation); an interleaved stage sends once per chunk.
+    let p2p_bytes = if l.pp > 1 {
+        f64::from(split.chunks) * sbh * d / t
+    } else {
+        0.0
+    };
+
+    // Data-parallel reduction of the largest stage's gradients (first or last stage).
+    let stages = [0, l.pp - 1].map(|s| stage_params(m, l, &split, s));
+    let biggest = if stages[1].dense > stages[0].dense {
+        stages[1]
+    } else {
+        stages[0]
+    };
+    let mut per_iteration = Vec::new();
+    for (params, replicas, among) in [
+        (biggest.dense, l.dp, Among::Data),
+        (biggest.expert, split.expert_dp, Among::ExpertData),
+    ] {
+        if replicas > 1 && params > 0.0 {
+            per_iteration.extend(gradient_comms(l.sharding, params, d, mb, runs, among));
+        }
+    }
+
+    let bubble_fraction = match l.pp {
+        1 => 0.0,
+        p => f64::from(p - 1) / (f64::from(split.chunks) * mb as f64),
+    };
+    let tokens = l.global_batch as f64 * m.seq as f64;
+    Ok(StepWork {
+        microbatches: mb,
+        forward_flop,
+        backward_flop: 2.0 * forward_flop,
+        recompute_flop: sb * n * recompute_per_layer / t,
+        edge_flop,
+        memory_bytes: passes * layer_weights * d,
+        per_microbatch,
+        p2p_bytes,
+        per_iteration,
+        bubble_fraction,
+        tokens,
+        model_flop: tokens * m.model_flop_per_token(),
+    })
+}
+
+/// Gradient reduction among data-parallel replicas of `params` parameters per rank, per
+/// iteration of `microbatches` microbatches (ZeRO, Rajbhandari et al. 2020 §5 and §7):
+/// - no sharding: one all-reduce of the fp32 gradients after the last microbatch;
+/// - ZeRO-1 (Megatron's distributed optimizer): a reduce-scatter of the gradients, each
+///   replica updates its shard, an all-gather of the updated weights;
+/// - ZeRO-2: a replica keeps only its gradient shard, so each microbatch's gradients are
+///   reduce-scattered as they are made, and the weights all-gathered once;
+/// - ZeRO-3: the weights are gathered for every pass that uses them (forward, backward and a
+///   recomputed forward: `runs`) and the gradients reduce-scattered every microbatch.
+fn gradient_comms(
+    sharding: Sharding,
+    params: f64,
+    d: f64,
+    microbatches: u64,
+    runs: u64,
+    among: Among,
+) -> Vec<Comm> {
+    let grads = params * GRAD_BYTES;
+    let weights = params * d;
+    let comm = |op, bytes, count| Comm {
+        op,
+        among,
+        bytes,
+        count,
+    };
+    match sharding {
+        Sharding::None => vec![comm(CommOp::AllReduce, grads, 1)],
+        Sharding::Zero1 => vec![
+            comm(CommOp::ReduceScatter, grads, 1),
+            comm(CommOp::AllGather, weights, 1),
+        ],
+        Sharding::Zero2 => vec![
+            comm(CommOp::ReduceScatter, grads, microbatches),
+            comm(CommOp::AllGather, weights, 1),
+        ],
+        Sharding::Zero3 => vec![
+            comm(
+                CommOp::AllGather,
+                weights,
+                runs.saturating_mul(microbatches),
+            ),
+            comm(CommOp::ReduceScatter, grads, microbatches),
+        ],
+    }
+}
