@@ -5,7 +5,7 @@
 
 use super::reader::{self as rd, Args, Cx};
 use super::workload::ResourceScope;
-use super::{Spec, cluster, experiment, failure, hardware, schema, transport, workload};
+use super::{Spec, cluster, experiment, failure, hardware, model, schema, transport, workload};
 use crate::diag::{Diagnostic, FileId, SourceMap, Span};
 use crate::syntax::{self, Stmt};
 use std::collections::BTreeMap;
@@ -585,6 +585,18 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder
             .extend(transport::transport(cx, &d.name, d.span, d.body()));
     }
 
+    let model_decls = by_kind.remove("model").unwrap_or_default();
+    let model_decls: Vec<model::ModelDecl> = model_decls
+        .iter()
+        .map(|d| model::ModelDecl {
+            name: &d.name,
+            span: d.span,
+            base: d.extra.as_ref().map(|(b, sp)| (b.as_str(), *sp)),
+            body: d.body(),
+        })
+        .collect();
+    spec.models = model::declare(cx, &model_decls);
+
     let clusters = by_kind.remove("cluster").unwrap_or_default();
     if let Some(second) = clusters.get(1) {
         cx.push(
@@ -732,6 +744,16 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         transport_kinds,
         accelerators: spec.accelerators.keys().cloned().collect(),
         node_types,
+        models: spec.models.clone(),
+        slice_chips: spec
+            .cluster
+            .iter()
+            .flat_map(|c| {
+                c.racks
+                    .iter()
+                    .filter_map(|r| r.slice.as_ref().map(|s| s.chips))
+            })
+            .collect(),
     }
 }
 

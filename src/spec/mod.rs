@@ -9,7 +9,9 @@ pub mod cluster;
 pub mod experiment;
 pub mod failure;
 pub mod hardware;
+pub mod layout;
 pub mod load;
+pub mod model;
 pub mod path;
 pub mod payloads;
 pub mod reader;
@@ -24,6 +26,7 @@ pub use cluster::Cluster;
 pub use experiment::Experiment;
 pub use failure::Failures;
 pub use hardware::{Accelerator, Nic, NodeType};
+pub use layout::ModelTraining;
 pub use load::{LoadOptions, Loaded, Override, load_file, load_file_with, load_str, load_str_with};
 pub use workload::{Tenant, Workload};
 
@@ -53,6 +56,9 @@ pub struct Spec {
     pub workloads: Vec<Workload>,
     pub failures: Vec<Failures>,
     pub experiments: Vec<Experiment>,
+    /// Models the scenario declares (`model NAME { ... }`), by name; training jobs may also
+    /// name the catalog's ([`crate::model::catalog`]).
+    pub models: BTreeMap<String, crate::model::Transformer>,
     /// Declared transports (`transport NAME { kind ... }`), in declaration order.
     pub transports: Vec<transport::Transport>,
     /// Names of catalog entries the scenario replaced.

@@ -90,11 +90,16 @@ fn find(
             });
         return Err(format!("{} has no `{k}` statement{help}", here()));
     }
+    // A last segment that is the first value of a statement without a block, followed by a
+    // value, is that option rather than the statement's name (`parallel tp 8 dp 2` ←
+    // `...parallel.tp`): a name there could only lead to "names a whole statement".
+    let option_not_name =
+        |s: &Stmt, n: &str| segs.len() == 2 && s.block.is_none() && option_index(s, n) == Some(0);
     let named: Vec<usize> = match segs.get(1) {
         Some(n) => cands
             .iter()
             .copied()
-            .filter(|&i| name_of(list[i]) == Some(*n))
+            .filter(|&i| name_of(list[i]) == Some(*n) && !option_not_name(list[i], n))
             .collect(),
         None => Vec::new(),
     };
@@ -287,6 +292,11 @@ mod tests {
         assert!(r.contains("policy ray_default"), "{r}");
         let r = rewrite(SRC, "cluster.fabric.latency", "2 us").unwrap();
         assert!(r.contains("oversubscription 1:1 latency 2 us"), "{r}");
+        let src = "workload a {\n  training t on pg steps 1 {\n    parallel tp 4 dp 2\n  }\n}\n";
+        let r = rewrite(src, "workload.a.training.t.parallel.tp", "8").unwrap();
+        assert!(r.contains("parallel tp 8 dp 2"), "{r}");
+        let r = rewrite(src, "workload.a.training.t.parallel.dp", "1").unwrap();
+        assert!(r.contains("parallel tp 4 dp 1"), "{r}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub const TOP: &[StmtDef] = &[
     many("failures", &[]),
     many("experiment", &[]),
     many("transport", &[]),
+    many("model", &["from"]),
 ];
 
 pub const DTYPES: &[&str] = &["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"];
@@ -205,6 +206,34 @@ pub const TRAINING: &[StmtDef] = &[
     many("alltoall", &["algo", "hierarchical"]),
     one("checkpoint", &["every", "size", "to"]),
     one("device_memory", &[]),
+    one("model", &[]),
+    one("parallel", PARALLEL_WORDS),
+    one("sharding", SHARDINGS),
+    one("recompute", RECOMPUTES),
+    one("batch", &["global", "micro"]),
+    one("precision", DTYPES),
+];
+/// Parts of a training job's `parallel` layout (`src/spec/layout.rs`).
+pub const PARALLEL_WORDS: &[&str] = &["tp", "sp", "pp", "interleave", "dp", "ep"];
+/// Data-parallel state sharding; `fsdp` is ZeRO-3 (FSDP's full sharding).
+pub const SHARDINGS: &[&str] = &["none", "zero1", "zero2", "zero3", "fsdp"];
+pub const RECOMPUTES: &[&str] = &["none", "selective", "full"];
+pub const FFN_KINDS: &[&str] = &["gelu", "swiglu"];
+
+/// A top-level `model` block: a transformer (`src/spec/model.rs`).
+pub const MODEL: &[StmtDef] = &[
+    one("layers", &[]),
+    one("hidden", &[]),
+    one("heads", &[]),
+    one("kv_heads", &[]),
+    one("head_dim", &[]),
+    one("ffn", &[]),
+    one("ffn_kind", FFN_KINDS),
+    one("vocab", &[]),
+    one("seq", &[]),
+    one("tied_embeddings", &["true", "false"]),
+    one("moe", &["experts", "top_k", "expert_ffn"]),
+    one("source", &[]),
 ];
 pub const SERVICE: &[StmtDef] = &[
     one("replicas", &[]),
@@ -299,6 +328,7 @@ pub const ALL: &[(&str, &[StmtDef])] = &[
     ("detection", DETECTION),
     ("experiment", EXPERIMENT),
     ("transport", TRANSPORT),
+    ("model", MODEL),
 ];
 
 /// Enumerated words that appear as values, for documentation checks.
@@ -326,4 +356,8 @@ pub const VALUE_WORDS: &[&[&str]] = &[
     DISTRIBUTION_PARAMS,
     PLOT_KINDS,
     TRANSPORT_KINDS,
+    PARALLEL_WORDS,
+    SHARDINGS,
+    RECOMPUTES,
+    FFN_KINDS,
 ];

@@ -212,6 +212,9 @@ pub struct Training {
     /// Device memory the job needs on each device of its placement group (`device_memory`):
     /// applies to the group's bundles ([`Workload::placement_group_device_memory`]).
     pub device_memory: Option<Bytes>,
+    /// The model-level form (`model NAME` and its layout, [`super::layout`]); it excludes
+    /// `compute` and the collectives, which the model derives.
+    pub model: Option<super::layout::ModelTraining>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -289,6 +292,10 @@ pub struct ResourceScope {
     pub accelerators: BTreeSet<String>,
     /// The node types in scope (the cluster's, or all when there is none).
     pub node_types: Vec<ScopeNodeType>,
+    /// The scenario's declared models (training jobs may also name catalog models).
+    pub models: BTreeMap<String, crate::model::Transformer>,
+    /// Chips of each TPU-style slice of the cluster: the devices a slice group gets.
+    pub slice_chips: Vec<u64>,
 }
 
 /// What a node type offers, for checks that need more than the per-resource maximum.
@@ -1289,7 +1296,9 @@ pub fn workload(
                         collectives: Vec::new(),
                         checkpoint: None,
                         device_memory: None,
+                        model: None,
                     };
+                    let mut jm = super::layout::JobModel::default();
                     cx.each(
                         &blk.stmts,
                         schema::TRAINING,
@@ -1325,6 +1334,9 @@ pub fn workload(
                                             storage,
                                         });
                                     }
+                                    k if super::layout::KEYS.contains(&k) => {
+                                        jm.stmt(cx, &scope.models, s2, def2.key, &mut b)?
+                                    }
                                     op => {
                                         let bytes = rd::bytes(cx, b.req("a message size")?)?;
                                         let algo = match b.opt("algo") {
@@ -1353,11 +1365,13 @@ pub fn workload(
                             b.finish(cx);
                         },
                     );
-                    if t.compute.is_none() && t.collectives.is_empty() {
+                    let named = jm.named();
+                    t.model = jm.finish(cx, &t.name, &blk.stmts);
+                    if t.compute.is_none() && t.collectives.is_empty() && !named {
                         cx.error(
                             s.head_span(),
                             format!(
-                                "training `{}` has neither `compute` nor a collective",
+                                "training `{}` has neither `model`, `compute` nor a collective",
                                 t.name
                             ),
                         );
@@ -1567,6 +1581,7 @@ pub fn workload(
             at,
         );
     }
+    super::layout::check_devices(cx, scope, &w);
     let pgs: Vec<&str> = w.placement_groups.iter().map(|p| p.name.as_str()).collect();
     for (_, pg, sp) in pending_pg {
         if !pgs.contains(&pg.as_str()) {

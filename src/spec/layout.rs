@@ -1,0 +1,469 @@
+//! A training job's model-level form (issue 12): `model NAME` and its parallel layout,
+//! `parallel`, `sharding`, `recompute`, `batch` and `precision`, filling
+//! [`crate::model::Layout`]. The layout rules are Megatron-LM's (Narayanan et al. 2021,
+//! "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM";
+//! `megatron/arguments.py` and `schedules.py` assert the same): tensor parallelism splits
+//! heads and key/value heads, pipeline stages (and interleaved chunks) take whole layers, the
+//! global batch is whole microbatches on every replica, the interleaved schedule needs
+//! pipelining and a multiple of `pp` microbatches, sequence parallelism needs tensor
+//! parallelism and splits the sequence, and tp × pp × dp is the job's devices.
+
+use super::reader::{self as rd, Args, Cx};
+use super::schema;
+use super::workload::{ResourceScope, UNIT_INSTANCE, Workload};
+use crate::diag::{Diagnostic, Span};
+use crate::model::{Layout, Recompute, Schedule, Sharding, Transformer};
+use crate::syntax::ast::{Stmt, ValueKind};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Largest size of one parallel dimension.
+pub const MAX_PARALLEL: u64 = 1_000_000;
+/// Largest global batch (samples per iteration).
+pub const MAX_BATCH: u64 = 1_000_000_000;
+/// The training dtype when `precision` is not given.
+pub const DEFAULT_PRECISION: &str = "bf16";
+
+/// Training statements that belong to the model-level form.
+pub const KEYS: &[&str] = &[
+    "model",
+    "parallel",
+    "sharding",
+    "recompute",
+    "batch",
+    "precision",
+];
+
+/// A training job that names a model: the model, how it is laid out, in which dtype.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelTraining {
+    pub model: crate::model::Transformer,
+    pub layout: crate::model::Layout,
+    /// The training dtype (`precision`, one of [`schema::DTYPES`]; `bf16` by default).
+    pub dtype: String,
+    /// The `model` statement, where errors about the model (memory fit) point.
+    #[serde(skip)]
+    pub span: Span,
+    /// The `parallel` statement (the `model` statement without one), where errors about
+    /// the layout point.
+    #[serde(skip)]
+    pub layout_span: Span,
+}
+
+/// A parallel dimension's size and the span of its value (`None`: not given, 1).
+type Part = (u32, Option<Span>);
+
+struct Parallel {
+    tp: Part,
+    pp: Part,
+    interleave: Part,
+    dp: Part,
+    ep: Part,
+    /// The `sp` word.
+    sp: Option<Span>,
+    head: Span,
+}
+
+/// The model-level statements of one training job, as they are met.
+#[derive(Default)]
+pub struct JobModel {
+    /// The `model` statement's head, and the model when its name is known.
+    model: Option<(Span, Option<Transformer>)>,
+    parallel: Option<Parallel>,
+    sharding: Option<Sharding>,
+    recompute: Option<Recompute>,
+    /// `global` and `micro`, with their spans.
+    batch: Option<((u64, Span), (u64, Span))>,
+    precision: Option<String>,
+    /// Layout statements met (key and head), for "needs `model`".
+    layout_stmts: Vec<(&'static str, Span)>,
+    /// A statement was wrong (and reported): the layout is not checked further.
+    failed: bool,
+}
+
+/// `word INT` of a `parallel` statement: `(1, None)` when left out; a part given twice is
+/// an error.
+fn part(cx: &mut Cx, a: &mut Args, word: &str) -> Result<Part, ()> {
+    let mut at = a.stmt.values.iter().filter(|v| is_word(v, word));
+    if let (Some(first), Some(second)) = (at.next(), at.next()) {
+        cx.push(
+            Diagnostic::error(
+                second.span,
+                format!("`{word}` is given twice in `parallel`"),
+            )
+            .with_secondary(first.span, "first given here"),
+        );
+        return Err(());
+    }
+    match a.opt(word) {
+        None if a.stmt.values.iter().any(|v| is_word(v, word)) => Err(()),
+        None => Ok((1, None)),
+        Some(v) => match rd::count(cx, v, 1, MAX_PARALLEL) {
+            Some(n) => Ok((n as u32, Some(v.span))),
+            None => Err(()),
+        },
+    }
+}
+
+fn is_word(v: &crate::syntax::ast::Value, w: &str) -> bool {
+    matches!(&v.kind, ValueKind::Ident(n) if n == w)
+}
+
+impl JobModel {
+    /// Whether a `model` statement was written (whether or not its name is known).
+    pub fn named(&self) -> bool {
+        self.model.is_some()
+    }
+
+    /// One statement whose key is in [`KEYS`]; `None` when it is wrong (reported).
+    pub fn stmt(
+        &mut self,
+        cx: &mut Cx,
+        declared: &BTreeMap<String, Transformer>,
+        s: &Stmt,
+        key: &'static str,
+        a: &mut Args,
+    ) -> Option<()> {
+        let r = self.read(cx, declared, s, key, a);
+        self.failed |= r.is_none();
+        r
+    }
+
+    fn read(
+        &mut self,
+        cx: &mut Cx,
+        declared: &BTreeMap<String, Transformer>,
+        s: &Stmt,
+        key: &'static str,
+        a: &mut Args,
+    ) -> Option<()> {
+        let head = s.head_span();
+        if key != "model" {
+            self.layout_stmts.push((key, head));
+        }
+        match key {
+            "model" => {
+                let v = a.req("a model name such as `llama3_8b`")?;
+                let n = rd::ident(cx, v, "a model name")?;
+                let t = super::model::find(declared, n);
+                if t.is_none() {
+                    super::model::unknown(cx, declared, n, v.span);
+                }
+                self.model = Some((head, t));
+            }
+            "parallel" => {
+                let sp = a
+                    .stmt
+                    .values
+                    .iter()
+                    .find(|v| is_word(v, "sp"))
+                    .map(|v| v.span);
+                a.flag("sp");
+                let p = Parallel {
+                    tp: part(cx, a, "tp").ok()?,
+                    pp: part(cx, a, "pp").ok()?,
+                    interleave: part(cx, a, "interleave").ok()?,
+                    dp: part(cx, a, "dp").ok()?,
+                    ep: part(cx, a, "ep").ok()?,
+                    sp,
+                    head,
+                };
+                if [p.tp, p.pp, p.interleave, p.dp, p.ep]
+                    .iter()
+                    .all(|x| x.1.is_none())
+                    && sp.is_none()
+                {
+                    cx.push(
+                        Diagnostic::error(a.end_span(), "`parallel` needs at least one part")
+                            .with_help("write `parallel tp 8 sp pp 4 interleave 2 dp 2 ep 1`, any part left out being 1"),
+                    );
+                    return None;
+                }
+                self.parallel = Some(p);
+            }
+            "sharding" => {
+                let v = a.req("`none`, `zero1`, `zero2`, `zero3` or `fsdp`")?;
+                self.sharding = Some(match rd::choice(cx, v, schema::SHARDINGS, "sharding")? {
+                    "zero1" => Sharding::Zero1,
+                    "zero2" => Sharding::Zero2,
+                    "zero3" | "fsdp" => Sharding::Zero3,
+                    _ => Sharding::None,
+                });
+            }
+            "recompute" => {
+                let v = a.req("`none`, `selective` or `full`")?;
+                self.recompute = Some(match rd::choice(cx, v, schema::RECOMPUTES, "recompute")? {
+                    "selective" => Recompute::Selective,
+                    "full" => Recompute::Full,
+                    _ => Recompute::None,
+                });
+            }
+            "batch" => {
+                let g = a.need("global", "global INT")?;
+                let global = (rd::count(cx, g, 1, MAX_BATCH)?, g.span);
+                let m = a.need("micro", "micro INT")?;
+                let micro = (rd::count(cx, m, 1, MAX_BATCH)?, m.span);
+                self.batch = Some((global, micro));
+            }
+            "precision" => {
+                let v = a.req("a dtype such as `bf16`")?;
+                self.precision = Some(rd::choice(cx, v, schema::DTYPES, "dtype")?.to_string());
+            }
+            _ => {}
+        }
+        Some(())
+    }
+
+    /// The job's model-level form, once every statement of its block (`stmts`) was met: the
+    /// layout statements need `model`, `model` excludes `compute` and the collectives, and
+    /// the layout must fit the model (all located errors). The device count is checked by
+    /// [`check_devices`] once the workload's placement groups are known.
+    pub fn finish(self, cx: &mut Cx, job: &str, stmts: &[Stmt]) -> Option<ModelTraining> {
+        let Some((span, model)) = self.model else {
+            for (key, at) in &self.layout_stmts {
+                cx.push(
+                    Diagnostic::error(*at, format!("`{key}` needs `model` in the same training job"))
+                        .with_help("it describes how a model is laid out: name one (`model llama3_8b`) or remove it"),
+                );
+            }
+            return None;
+        };
+        for s in stmts {
+            let key = s.key.name.as_str();
+            if key == "compute" || schema::COLLECTIVES.contains(&key) {
+                cx.push(
+                    Diagnostic::error(s.key.span, format!("`{key}` cannot be used with `model`"))
+                        .with_secondary(span, "the model")
+                        .with_help("the model and its layout derive the job's work and communication; remove one form"),
+                );
+            }
+        }
+        let model = model?;
+        if self.failed {
+            return None;
+        }
+        let Some(((global, gspan), (micro, _))) = self.batch else {
+            cx.push(
+                Diagnostic::error(span, format!("training `{job}` names a model but no batch"))
+                    .with_help(
+                        "add `batch global N micro M` (samples per iteration and per microbatch)",
+                    ),
+            );
+            return None;
+        };
+        let p = self.parallel.unwrap_or(Parallel {
+            tp: (1, None),
+            pp: (1, None),
+            interleave: (1, None),
+            dp: (1, None),
+            ep: (1, None),
+            sp: None,
+            head: span,
+        });
+        let ok = layout_fits(cx, &model, &p, global, gspan, micro, span);
+        let layout = Layout {
+            tp: p.tp.0,
+            sp: p.sp.is_some(),
+            pp: p.pp.0,
+            schedule: if p.interleave.0 > 1 {
+                Schedule::Interleaved(p.interleave.0)
+            } else {
+                Schedule::OneFOneB
+            },
+            dp: p.dp.0,
+            sharding: self.sharding.unwrap_or(Sharding::None),
+            ep: p.ep.0,
+            recompute: self.recompute.unwrap_or(Recompute::None),
+            global_batch: global,
+            micro_batch: micro,
+        };
+        ok.then(|| ModelTraining {
+            model,
+            layout,
+            dtype: self
+                .precision
+                .unwrap_or_else(|| DEFAULT_PRECISION.to_string()),
+            span,
+            layout_span: p.head,
+        })
+    }
+}
+
+/// Megatron-LM's divisibility rules; each failure is an error at the part that breaks it.
+fn layout_fits(
+    cx: &mut Cx,
+    m: &Transformer,
+    p: &Parallel,
+    global: u64,
+    gspan: Span,
+    micro: u64,
+    model_at: Span,
+) -> bool {
+    let n = cx.diags.len();
+    let at = |x: &Part| x.1.unwrap_or(p.head);
+    let (tp, pp, v, dp, ep) = (
+        u64::from(p.tp.0),
+        u64::from(p.pp.0),
+        u64::from(p.interleave.0),
+        u64::from(p.dp.0),
+        u64::from(p.ep.0),
+    );
+    let name = &m.name;
+    if u64::from(m.heads) % tp != 0 {
+        cx.error(
+            at(&p.tp),
+            format!(
+                "tp {tp} does not divide the {} attention heads of `{name}`",
+                m.heads
+            ),
+        );
+    } else if u64::from(m.kv_heads) % tp != 0 {
+        cx.error(
+            at(&p.tp),
+            format!(
+                "tp {tp} does not divide the {} key/value heads of `{name}`",
+                m.kv_heads
+            ),
+        );
+    }
+    if let Some(sp) = p.sp {
+        if tp == 1 {
+            cx.push(
+                Diagnostic::error(sp, "sequence parallelism (`sp`) needs tensor parallelism")
+                    .with_help("it splits the layer's non-tensor-parallel part over the tp ranks: give `tp` above 1"),
+            );
+        } else if !m.seq.is_multiple_of(tp) {
+            cx.error(sp, format!("`sp` splits the sequence over the tp ranks, but tp {tp} does not divide the sequence of {} tokens", m.seq));
+        }
+    }
+    let chunks = pp * v;
+    if u64::from(m.layers) % chunks != 0 {
+        let what = if v > 1 {
+            format!("pp {pp} × interleave {v} = {chunks} model chunks")
+        } else {
+            format!("pp {pp} stages")
+        };
+        let where_ = if v > 1 { at(&p.interleave) } else { at(&p.pp) };
+        cx.error(
+            where_,
+            format!(
+                "{what} do not split the {} layers of `{name}` evenly",
+                m.layers
+            ),
+        );
+    }
+    if v > 1 && pp == 1 {
+        cx.error(
+            at(&p.interleave),
+            "the interleaved schedule (`interleave` above 1) needs pipelining: give `pp` above 1",
+        );
+    }
+    let per_step = micro * dp;
+    if !global.is_multiple_of(per_step) {
+        cx.push(
+            Diagnostic::error(
+                gspan,
+                format!("global batch {global} is not a whole number of microbatches of {micro} on each of the {dp} data-parallel replicas"),
+            )
+            .with_help(format!("make it a multiple of micro × dp = {per_step}")),
+        );
+    } else if v > 1 && pp > 1 && !(global / per_step).is_multiple_of(pp) {
+        cx.error(
+            at(&p.interleave),
+            format!(
+                "the interleaved schedule needs the microbatches per replica ({}) to be a multiple of pp {pp}",
+                global / per_step
+            ),
+        );
+    }
+    if ep > 1 {
+        match &m.moe {
+            None => {
+                cx.push(
+                    Diagnostic::error(
+                        at(&p.ep),
+                        format!("`ep` splits experts, but `{name}` has none"),
+                    )
+                    .with_secondary(model_at, "a dense model"),
+                );
+            }
+            Some(moe) => {
+                if u64::from(moe.experts) % ep != 0 {
+                    cx.error(
+                        at(&p.ep),
+                        format!(
+                            "ep {ep} does not divide the {} experts of `{name}`",
+                            moe.experts
+                        ),
+                    );
+                }
+                if dp % ep != 0 {
+                    cx.error(at(&p.ep), format!("ep {ep} does not divide dp {dp}: expert parallelism splits the data-parallel replicas"));
+                }
+            }
+        }
+    }
+    cx.diags.len() == n
+}
+
+/// Devices a placement group's bundles request (its unit-instance resources: GPU, TPU, …, as
+/// the simulation counts a job's devices); a slice group's are the slice's chips, known for
+/// each slice of the cluster (`None`: no slice).
+fn group_devices(scope: &ResourceScope, pg: &super::workload::PlacementGroup) -> Vec<f64> {
+    if pg.slice {
+        return scope.slice_chips.iter().map(|c| *c as f64).collect();
+    }
+    let total = pg
+        .bundles
+        .iter()
+        .flat_map(|b| b.iter())
+        .filter(|(k, _)| UNIT_INSTANCE.contains(&k.as_str()))
+        .map(|(_, v)| *v)
+        .sum();
+    vec![total]
+}
+
+/// tp × pp × dp must be the devices of the job's placement group (every slice it could get,
+/// for a slice group): a located error at the layout, pointing at the group.
+pub fn check_devices(cx: &mut Cx, scope: &ResourceScope, w: &Workload) {
+    for t in &w.training {
+        let Some(m) = &t.model else { continue };
+        let Some(pg) = w
+            .placement_groups
+            .iter()
+            .find(|p| p.name == t.placement_group)
+        else {
+            continue;
+        };
+        let l = &m.layout;
+        let ranks = u64::from(l.tp) * u64::from(l.pp) * u64::from(l.dp);
+        for devices in group_devices(scope, pg) {
+            if devices == ranks as f64 {
+                continue;
+            }
+            let shown = crate::units::sig3(devices);
+            let what = if pg.slice {
+                "a slice it could get has"
+            } else {
+                "its placement group requests"
+            };
+            cx.push(
+                Diagnostic::error(
+                    m.layout_span,
+                    format!(
+                        "training `{}` lays `{}` over tp {} × pp {} × dp {} = {ranks} device{}, but {what} {shown}",
+                        t.name,
+                        m.model.name,
+                        l.tp,
+                        l.pp,
+                        l.dp,
+                        if ranks == 1 { "" } else { "s" }
+                    ),
+                )
+                .with_secondary(pg.span, format!("placement group `{}`", pg.name))
+                .with_help("every device of the group is one rank of the layout: change `parallel` or the bundles"),
+            );
+            break;
+        }
+    }
+}
