@@ -6,9 +6,10 @@
 //! in the training dtype; gradients accumulated and reduced in fp32 (Megatron-LM does so
 //! whenever it trains in bf16); fp32 master weights (only when the dtype is narrower than
 //! fp32) and Adam's two fp32 moments. With a 2-byte dtype that is 2 + 4 + 12 = 18 bytes,
-//! Megatron Core's "bf16 parameters, fp32 gradients" row (Distributed Optimizer guide; 16 for
-//! fp32, 8 + 8/d); the ZeRO paper's 16 (Rajbhandari et al. 2020 §3.1, K = 12) keeps fp16
-//! gradients. Sharding over data-parallel replicas (ZeRO §5): stage 1 divides the optimizer
+//! Megatron Core's "bf16 parameters, fp32 gradients" row (Distributed Optimizer guide; its
+//! fp32 row, 16, is this with a 4-byte dtype); the ZeRO paper's 16 (Rajbhandari et al. 2020
+//! §3.1, K = 12) keeps fp16 gradients. Korthikanti et al. 2022's Figure 1 is 18 bytes per
+//! parameter too. Sharding over data-parallel replicas (ZeRO §5): stage 1 divides the optimizer
 //! state, stage 2 the gradients too, stage 3 the weights too; expert parameters are held by
 //! dp / ep replicas, so they shard over those.
 //!
