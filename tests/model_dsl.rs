@@ -36,8 +36,8 @@ fn ok(text: &str) -> orrery::spec::Spec {
 }
 
 /// `orrery check` on `text` (as `s.orr`) must exit 2 with `message` at the `nth` occurrence
-/// of `needle`, and must not panic.
-fn fails_at(text: &str, needle: &str, nth: usize, message: &str) {
+/// of `needle`, and must not panic; returns what it printed on stderr.
+fn fails_at(text: &str, needle: &str, nth: usize, message: &str) -> String {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("orrery-model-dsl-{}-{n}", std::process::id()));
@@ -58,6 +58,7 @@ fn fails_at(text: &str, needle: &str, nth: usize, message: &str) {
         err.contains(&want),
         "expected `{want}` in:\n{err}\nfor:\n{text}"
     );
+    err.into_owned()
 }
 
 #[test]
@@ -199,8 +200,20 @@ fn model_block_errors_are_located() {
     );
     fails_at(&t, "m {", 0, "model `m` is missing `ffn`");
     let full = "  hidden 64\n  heads 4\n  vocab 100\n  seq 16\n";
-    let t = scenario(&format!("model m {{\n  layers 0\n{full}}}\n"), "");
-    fails_at(&t, "0\n  hidden", 0, "0 is out of range");
+    // A wrong value is one error: the field is not also missing, and a job naming the model
+    // is not told it is unknown.
+    let t = scenario(
+        &format!("model m {{\n  layers 0\n{full}}}\n"),
+        "    model m\n    batch global 8 micro 1\n",
+    );
+    let err = fails_at(&t, "0\n  hidden", 0, "0 is out of range");
+    assert!(err.contains("has 1 error"), "{err}");
+    let t = scenario(
+        "model m from llama3_8b {\n  moe experts 2 top_k 3\n}\nmodel n from m {\n  seq 8\n}\n",
+        "    model n\n    batch global 8 micro 1\n",
+    );
+    let err = fails_at(&t, "3\n}", 0, "top_k 3 is more than the 2 experts");
+    assert!(err.contains("has 1 error"), "{err}");
     let t = scenario(
         &format!("model m {{\n  layers 2\n{full}  moe experts 2 top_k 3\n}}\n"),
         "",

@@ -15,7 +15,6 @@ use crate::diag::{Diagnostic, Span};
 use crate::model::{Layout, Recompute, Schedule, Sharding, Transformer};
 use crate::syntax::ast::{Stmt, ValueKind};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// Largest size of one parallel dimension.
 pub const MAX_PARALLEL: u64 = 1_000_000;
@@ -119,7 +118,7 @@ impl JobModel {
     pub fn stmt(
         &mut self,
         cx: &mut Cx,
-        declared: &BTreeMap<String, Transformer>,
+        declared: &super::model::Declared,
         s: &Stmt,
         key: &'static str,
         a: &mut Args,
@@ -132,7 +131,7 @@ impl JobModel {
     fn read(
         &mut self,
         cx: &mut Cx,
-        declared: &BTreeMap<String, Transformer>,
+        declared: &super::model::Declared,
         s: &Stmt,
         key: &'static str,
         a: &mut Args,
@@ -143,13 +142,15 @@ impl JobModel {
         }
         match key {
             "model" => {
+                // Written, even if wrong: the job is in the model-level form.
+                self.model = Some((head, None));
                 let v = a.req("a model name such as `llama3_8b`")?;
                 let n = rd::ident(cx, v, "a model name")?;
                 let t = super::model::find(declared, n);
                 if t.is_none() {
                     super::model::unknown(cx, declared, n, v.span);
                 }
-                self.model = Some((head, t));
+                self.model = Some((head, t.flatten()));
             }
             "parallel" => {
                 let sp = a

@@ -595,7 +595,11 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder
             body: d.body(),
         })
         .collect();
-    spec.models = model::declare(cx, &model_decls);
+    let declared = model::declare(cx, &model_decls);
+    spec.models = declared
+        .iter()
+        .filter_map(|(k, t)| Some((k.clone(), t.clone()?)))
+        .collect();
 
     let clusters = by_kind.remove("cluster").unwrap_or_default();
     if let Some(second) = clusters.get(1) {
@@ -615,7 +619,8 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder
         ));
     }
 
-    let scope = resource_scope(&spec);
+    let mut scope = resource_scope(&spec);
+    scope.models = declared;
     let mut tenant_names: BTreeMap<String, Span> = BTreeMap::new();
     for d in by_kind.remove("tenant").unwrap_or_default() {
         if let Some(first) = tenant_names.get(&d.name) {
@@ -744,7 +749,11 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         transport_kinds,
         accelerators: spec.accelerators.keys().cloned().collect(),
         node_types,
-        models: spec.models.clone(),
+        models: spec
+            .models
+            .iter()
+            .map(|(k, t)| (k.clone(), Some(t.clone())))
+            .collect(),
         slice_chips: spec
             .cluster
             .iter()

@@ -58,25 +58,33 @@ struct Given {
     tied: Option<bool>,
     moe: Option<MoeGiven>,
     source: Option<String>,
-    /// Statements written, valid or not: one whose value was wrong is not also "missing".
-    seen: Vec<&'static str>,
+    /// A statement was wrong (reported): the model is not built.
+    failed: bool,
 }
 
-/// The model `name`: a scenario declaration, else the catalog's.
-pub fn find(declared: &BTreeMap<String, Transformer>, name: &str) -> Option<Transformer> {
-    declared.get(name).cloned().or_else(|| catalog::find(name))
+/// The scenario's declared models by name; `None`: declared but invalid (reported there, so
+/// work naming it says nothing more).
+pub type Declared = BTreeMap<String, Option<Transformer>>;
+
+/// The model `name`: a scenario declaration, else the catalog's; `Some(None)` for an invalid
+/// declaration, `None` for a name nobody declares.
+pub fn find(declared: &Declared, name: &str) -> Option<Option<Transformer>> {
+    declared
+        .get(name)
+        .cloned()
+        .or_else(|| catalog::find(name).map(Some))
 }
 
 /// "unknown model `name`", suggesting the nearest declared or catalog name, else listing the
 /// catalog.
-pub fn unknown(cx: &mut Cx, declared: &BTreeMap<String, Transformer>, name: &str, at: Span) {
+pub fn unknown(cx: &mut Cx, declared: &Declared, name: &str, at: Span) {
     let mut names: Vec<&str> = declared.keys().map(String::as_str).collect();
     for n in catalog::names() {
         names.push(n);
     }
     let help = did_you_mean(name, names.iter().copied()).unwrap_or_else(|| {
         format!(
-            "catalog models: {}; or declare one with `model {name} {{ ... }}`",
+            "catalog models: {}; or declare one with `model {name} {{ ... }}` (before any model derived from it)",
             catalog::names().collect::<Vec<_>>().join(", ")
         )
     });
@@ -85,8 +93,8 @@ pub fn unknown(cx: &mut Cx, declared: &BTreeMap<String, Transformer>, name: &str
 
 /// The scenario's model declarations, in order: a name must be new (neither a catalog model
 /// nor declared before) and `from` must name a catalog model or an earlier declaration.
-pub fn declare(cx: &mut Cx, decls: &[ModelDecl]) -> BTreeMap<String, Transformer> {
-    let mut out: BTreeMap<String, Transformer> = BTreeMap::new();
+pub fn declare(cx: &mut Cx, decls: &[ModelDecl]) -> Declared {
+    let mut out = Declared::new();
     let mut spans: BTreeMap<&str, Span> = BTreeMap::new();
     for d in decls {
         let g = given(cx, d.body);
@@ -115,25 +123,20 @@ pub fn declare(cx: &mut Cx, decls: &[ModelDecl]) -> BTreeMap<String, Transformer
         }
         spans.insert(d.name, d.span);
         let base = match d.base {
-            None => None,
+            None => Some(None),
             Some((b, at)) => match find(&out, b) {
-                Some(t) => Some(t),
+                Some(t) => t.map(Some),
                 None => {
-                    if spans.contains_key(b) {
-                        cx.error(
-                            at,
-                            format!("model `{b}` is not valid, so nothing can derive from it"),
-                        );
-                    } else {
-                        unknown(cx, &out, b, at);
-                    }
-                    continue;
+                    unknown(cx, &out, b, at);
+                    None
                 }
             },
         };
-        if let Some(t) = build(cx, d.name, d.span, base.as_ref(), g) {
-            out.insert(d.name.to_string(), t);
-        }
+        let t = match base {
+            Some(base) if !g.failed => build(cx, d.name, d.span, base.as_ref(), g),
+            _ => None,
+        };
+        out.insert(d.name.to_string(), t);
     }
     out
 }
@@ -148,9 +151,8 @@ fn given(cx: &mut Cx, stmts: &[Stmt]) -> Given {
     let mut g = Given::default();
     cx.each(stmts, schema::MODEL, "a model", |cx, s, def| {
         cx.no_block(s);
-        g.seen.push(def.key);
         let mut a = Args::new(s, def);
-        let _ = (|| -> Option<()> {
+        let ok = (|| -> Option<()> {
             match def.key {
                 "layers" => g.layers = Some(int(cx, &mut a, MAX_LAYERS)?),
                 "hidden" => g.hidden = Some(int(cx, &mut a, MAX_WIDTH)?),
@@ -198,6 +200,7 @@ fn given(cx: &mut Cx, stmts: &[Stmt]) -> Given {
             }
             Some(())
         })();
+        g.failed |= ok.is_none();
         a.finish(cx);
     });
     g
@@ -238,10 +241,6 @@ fn build(
     let no_ffn = ffn.is_none() && hidden.is_some();
     if no_ffn {
         missing.push("ffn");
-    }
-    // A statement given with a wrong value was reported already.
-    if missing.iter().any(|m| g.seen.contains(m)) {
-        return None;
     }
     if !missing.is_empty() {
         let list: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();

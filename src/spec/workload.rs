@@ -293,7 +293,7 @@ pub struct ResourceScope {
     /// The node types in scope (the cluster's, or all when there is none).
     pub node_types: Vec<ScopeNodeType>,
     /// The scenario's declared models (training jobs may also name catalog models).
-    pub models: BTreeMap<String, crate::model::Transformer>,
+    pub models: super::model::Declared,
     /// Chips of each TPU-style slice of the cluster: the devices a slice group gets.
     pub slice_chips: Vec<u64>,
 }
