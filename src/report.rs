@@ -118,13 +118,14 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
         );
     }
     let mut train = format!(
-        "{head},workload,job,devices,nodes,steps_done,step_time_s,compute_time_s,communication_time_s,checkpoint_time_s,started_s,finished_s,goodput\n"
+        "{head},workload,job,devices,nodes,steps_done,step_time_s,compute_time_s,communication_time_s,checkpoint_time_s,bubble_time_s,started_s,finished_s,goodput,tokens_per_s,mfu\n"
     );
     for t in &m.training {
         let fin = t.finished.map(|f| f.to_string()).unwrap_or_default();
+        let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
         let _ = writeln!(
             train,
-            "{pre},{},{},{},{},{},{},{},{},{},{},{fin},{}",
+            "{pre},{},{},{},{},{},{},{},{},{},{},{},{fin},{},{},{}",
             csv_field(&t.workload),
             csv_field(&t.name),
             t.devices,
@@ -134,8 +135,11 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             t.compute_time,
             t.communication_time,
             t.checkpoint_time,
+            t.bubble_time,
             t.started,
-            t.goodput
+            t.goodput,
+            opt(t.tokens_per_s),
+            opt(t.mfu)
         );
     }
     let mut svc = format!(

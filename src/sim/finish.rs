@@ -205,6 +205,20 @@ impl Sim<'_> {
                 compute_time: compute,
                 communication_time: comm * job.steps_done as f64 / 1e9,
                 checkpoint_time: job.ckpt_total as f64 / 1e9,
+                bubble_time: job
+                    .model
+                    .as_ref()
+                    .map_or(0.0, |x| x.bubble_ns as f64 * job.steps_done as f64 / 1e9),
+                tokens_per_s: job
+                    .model
+                    .as_ref()
+                    .filter(|_| step > 0.0)
+                    .map(|x| x.tokens / step),
+                mfu: job
+                    .model
+                    .as_ref()
+                    .filter(|x| step > 0.0 && x.peak_flops > 0.0)
+                    .map(|x| x.model_flop / (step * x.peak_flops)),
                 started: job.started.map(|s| s as f64 / 1e9).unwrap_or(0.0),
                 finished: job.finished.map(|f| f as f64 / 1e9),
                 goodput: if wall > 0.0 { compute / wall } else { 0.0 },

@@ -114,6 +114,15 @@ pub struct TrainingMetrics {
     pub communication_time: f64,
     #[serde(rename = "checkpoint_time_s")]
     pub checkpoint_time: f64,
+    /// Of the compute time, the pipeline bubble (a model-level job's stages idle while the
+    /// pipeline fills and drains); 0 for a job declared by its FLOP.
+    #[serde(rename = "bubble_time_s")]
+    pub bubble_time: f64,
+    /// Model-level jobs only: tokens trained per second of step time, and the model FLOP
+    /// utilisation (model FLOP of a step, without recomputation, over the step time and the
+    /// devices' dense peak).
+    pub tokens_per_s: Option<f64>,
+    pub mfu: Option<f64>,
     #[serde(rename = "started_s")]
     pub started: f64,
     #[serde(rename = "finished_s")]

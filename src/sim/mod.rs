@@ -27,6 +27,7 @@ pub mod failures;
 mod finish;
 pub mod links;
 pub mod metrics;
+mod model_steps;
 pub mod models;
 pub mod network;
 mod objects;

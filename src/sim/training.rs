@@ -67,6 +67,24 @@ pub(super) struct Job {
     pub(super) comm_steps: u64,
     /// When the checkpoint write or load in flight began.
     pub(super) ckpt_from: Time,
+    /// Per round, the factor its measured time is stretched by (a model-level job's
+    /// pipeline bubble, `model_steps`); empty: none.
+    pub(super) stretch: Vec<f64>,
+    /// When the round in progress began (before its α).
+    pub(super) round_from: Time,
+    /// A model-level job's figures per step (none for a job declared by its FLOP).
+    pub(super) model: Option<ModelStep>,
+}
+
+/// What a model-level job's step is worth, for its metrics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct ModelStep {
+    pub tokens: f64,
+    /// Model FLOP of a step without recomputation, and the dense peak of all its devices.
+    pub model_flop: f64,
+    pub peak_flops: f64,
+    /// Of the step's compute, the pipeline bubble.
+    pub bubble_ns: Time,
 }
 
 impl Sim<'_> {
@@ -127,6 +145,9 @@ impl Sim<'_> {
                 comm_total: 0,
                 comm_steps: 0,
                 ckpt_from: 0,
+                stretch: Vec::new(),
+                round_from: 0,
+                model: None,
             });
             self.pgs[pg as usize].jobs.push(id);
         }
@@ -147,7 +168,29 @@ impl Sim<'_> {
             _ => 0.0,
         };
         let comm = self.job_comm_secs(j, &per_node);
-        let rounds = self.job_rounds(j);
+        let (compute, rounds, stretch, model) = match &t.model {
+            Some(mt) => match self.model_plan(j, mt, &per_node) {
+                Ok((plan, step)) => (
+                    plan.compute_secs,
+                    Some(plan.rounds),
+                    plan.stretch,
+                    Some(step),
+                ),
+                Err(e) => {
+                    // Not priced: the job does not run rather than run for free.
+                    self.net.note(
+                        network::MovementKind::Collective,
+                        false,
+                        format!(
+                            "training {}: not run, its model cannot be priced ({e})",
+                            t.name
+                        ),
+                    );
+                    return;
+                }
+            },
+            None => (compute, self.job_rounds(j), Vec::new(), None),
+        };
         let ckpt = t
             .checkpoint
             .as_ref()
@@ -174,6 +217,8 @@ impl Sim<'_> {
         job.per_node = per_node.iter().map(|(n, d)| (*n, *d)).collect();
         job.on_wire = rounds.is_some();
         job.rounds = rounds.unwrap_or_default();
+        job.stretch = stretch;
+        job.model = model;
         match job.stopped_at.take() {
             None => {
                 job.progress_from = now;
@@ -341,6 +386,13 @@ impl Sim<'_> {
         let now = self.now();
         let job = &mut self.jobs[j as usize];
         let epoch = job.epoch;
+        // The round just done is stretched by waiting a share of its time before the next
+        // (a bubble stretches the traffic in the stages' critical path like their compute).
+        let extra = match job.round.checked_sub(1).and_then(|k| job.stretch.get(k)) {
+            Some(&f) if f > 1.0 => ((now - job.round_from) as f64 * (f - 1.0)).round() as Time,
+            _ => 0,
+        };
+        job.round_from = now;
         let Some(r) = job.rounds.get(job.round) else {
             let comm = now - job.comm_from;
             job.comm_ns = comm;
@@ -354,7 +406,7 @@ impl Sim<'_> {
             }
             return;
         };
-        let alpha = secs(r.alpha);
+        let alpha = secs(r.alpha) + extra;
         if alpha > 0 {
             self.q.after(alpha, Ev::RoundGo(j, epoch));
         } else {

@@ -468,3 +468,68 @@ pub fn check_devices(cx: &mut Cx, scope: &ResourceScope, w: &Workload) {
         }
     }
 }
+
+/// A model-level job must fit: its per-rank memory (weights, gradients, optimizer state,
+/// activations: [`crate::model::per_rank`]) above the largest device its placement group
+/// could be given is a located error with the breakdown. Otherwise, unless the job declares
+/// `device_memory` itself, that memory becomes its device memory, so placement only puts
+/// its bundles where it fits (as `device_memory` does).
+pub fn fit_memory(cx: &mut Cx, scope: &ResourceScope, w: &mut Workload) {
+    for i in 0..w.training.len() {
+        let t = &w.training[i];
+        let Some(m) = &t.model else { continue };
+        let Some(pg) = w
+            .placement_groups
+            .iter()
+            .find(|p| p.name == t.placement_group)
+        else {
+            continue;
+        };
+        let bytes = crate::model::dtype_bytes(&m.dtype);
+        // A layout that does not divide was reported where it was read.
+        let Ok(mem) = crate::model::per_rank(&m.model, &m.layout, bytes) else {
+            continue;
+        };
+        let units: Vec<&str> = pg
+            .bundles
+            .iter()
+            .flat_map(|b| b.iter())
+            .map(|(k, _)| k.as_str())
+            .filter(|k| UNIT_INSTANCE.contains(k))
+            .collect();
+        let largest = scope
+            .node_types
+            .iter()
+            .flat_map(|nt| nt.devices.iter())
+            .filter(|(_, ray, _, _)| pg.slice || units.contains(&ray.as_str()))
+            .map(|(_, _, mem, _)| mem.0)
+            .max();
+        let need = mem.total_bytes();
+        let shown = |b: f64| crate::units::Bytes(b.max(0.0).round() as u64).to_string();
+        if let Some(largest) = largest
+            && need > largest as f64
+        {
+            cx.push(
+                Diagnostic::error(
+                    m.span,
+                    format!(
+                        "training `{}` needs {} per device for `{}` (weights {}, gradients {}, optimizer state {}, activations {}), more than the {} of the largest device its group can get",
+                        t.name,
+                        shown(need),
+                        m.model.name,
+                        shown(mem.weights_bytes),
+                        shown(mem.gradients_bytes),
+                        shown(mem.optimizer_bytes),
+                        shown(mem.activations_bytes),
+                        crate::units::Bytes(largest)
+                    ),
+                )
+                .with_help("shard it further: raise tp or pp, shard the optimizer (`sharding zero1`), recompute activations, or use a smaller micro batch"),
+            );
+            continue;
+        }
+        if w.training[i].device_memory.is_none() {
+            w.training[i].device_memory = Some(crate::units::Bytes(need.ceil() as u64));
+        }
+    }
+}

@@ -1556,6 +1556,7 @@ pub fn workload(
             ),
         );
     }
+    super::layout::fit_memory(cx, scope, &mut w);
     // A training job's device memory applies to each device of its placement group's bundles.
     for (i, at) in pending_dm {
         let t = &w.training[i];

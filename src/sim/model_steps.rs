@@ -1,0 +1,443 @@
+//! A model-level training job's iteration (issue 12): the per-rank work that
+//! [`crate::model::work::step_work`] derives from the model and its layout, priced on the
+//! devices the placement actually gave the job and on the run's one shared network.
+//!
+//! Assumptions, each a choice Megatron-LM makes by default:
+//! - *Rank order.* The group's devices, in [`super::Sim::job_ranks`] order (node-major,
+//!   devices ascending), take ranks tensor-parallel innermost, then data-parallel, then
+//!   pipeline (Megatron-LM's default order "tp-cp-ep-dp-pp",
+//!   `megatron/core/parallel_state.py`). A tensor-parallel group wider than a node
+//!   therefore crosses the network, and pays what that costs there.
+//! - *Compute.* One microbatch on one stage is the roofline
+//!   ([`crate::compute::Roofline`]) of its forward, backward and recomputed FLOP and its
+//!   weight traffic; the last stage adds the output layer, and the slowest stage sets the
+//!   pace. An iteration is (m + (p − 1)/v) such slots: 1F1B and interleaved 1F1B with v
+//!   chunks (Narayanan et al. 2021, §2.2).
+//! - *Communication* runs as rounds on the shared network after the compute, not overlapped
+//!   with it: tensor-parallel collectives sit in the stage's critical path, and gradient
+//!   reduction is not overlapped (`--overlap-grad-reduce` is off by default). In order: every
+//!   tensor-parallel group at once, every expert-parallel group, the pipeline's sends between
+//!   stages (both directions), then the data-parallel reduction.
+//! - *Aggregation.* Identical calls are one: a microbatch's `count` calls times m
+//!   microbatches run as one call of their summed bytes that pays every call's α, so a
+//!   1,000-layer, 500-microbatch iteration costs a handful of rounds, not a million events.
+//!   Rounds of per-microbatch traffic are stretched by the bubble like the compute: after
+//!   them the job waits (p − 1)/(v m) of the time they took.
+//!
+//! Architecture invariant: nothing here runs the engine; it turns a job into its compute
+//! time and rounds, which `training` runs like any other job's.
+
+use std::collections::BTreeMap;
+
+use super::training::ModelStep;
+use super::{Sim, models, network::MovementKind};
+use crate::compute::Work;
+use crate::model::{Among, Comm, CommOp, Layout, StepWork};
+use crate::network::Graph;
+use crate::network::collective::{self, Algorithm, Op, Options, Rank, Round};
+use crate::placement::NodeId;
+use crate::spec::{ModelTraining, Spec};
+
+/// What one iteration of a model-level job costs, before the network runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Plan {
+    pub compute_secs: f64,
+    /// Of the compute, the pipeline bubble.
+    pub bubble_secs: f64,
+    pub rounds: Vec<Round>,
+    /// Per round, the factor its measured time is stretched by (1: none).
+    pub stretch: Vec<f64>,
+    /// Collectives the flow model could not take, priced in closed form instead (a round
+    /// of α only), with why.
+    pub closed_form: Vec<String>,
+}
+
+/// The global ranks of each group of kind `among` (Megatron order, see the module doc).
+pub(super) fn groups(l: &Layout, among: Among) -> Vec<Vec<usize>> {
+    let (tp, dp, pp) = (l.tp as usize, l.dp as usize, l.pp as usize);
+    let rank = |t: usize, d: usize, p: usize| t + tp * (d + dp * p);
+    let mut out = Vec::new();
+    match among {
+        Among::Tensor => {
+            for p in 0..pp {
+                for d in 0..dp {
+                    out.push((0..tp).map(|t| rank(t, d, p)).collect());
+                }
+            }
+        }
+        Among::Data => {
+            for p in 0..pp {
+                for t in 0..tp {
+                    out.push((0..dp).map(|d| rank(t, d, p)).collect());
+                }
+            }
+        }
+        Among::Expert => {
+            let ep = (l.ep as usize).max(1);
+            for p in 0..pp {
+                for t in 0..tp {
+                    for block in 0..dp / ep {
+                        out.push((0..ep).map(|e| rank(t, block * ep + e, p)).collect());
+                    }
+                }
+            }
+        }
+        Among::ExpertData => {
+            // The same position in every expert-parallel block holds the same experts.
+            let ep = (l.ep as usize).max(1);
+            for p in 0..pp {
+                for t in 0..tp {
+                    for e in 0..ep {
+                        out.push((0..dp / ep).map(|b| rank(t, b * ep + e, p)).collect());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Pairs of ranks in neighbouring pipeline stages (stage s, position k) -> (s + 1, k).
+fn stage_pairs(l: &Layout) -> Vec<[usize; 2]> {
+    let width = (l.tp * l.dp) as usize;
+    (0..(l.pp as usize).saturating_sub(1))
+        .flat_map(|s| (0..width).map(move |k| [s * width + k, (s + 1) * width + k]))
+        .collect()
+}
+
+fn op_of(op: CommOp) -> (Op, Algorithm) {
+    match op {
+        CommOp::AllReduce => (Op::AllReduce, Algorithm::Ring),
+        CommOp::AllGather => (Op::AllGather, Algorithm::Ring),
+        CommOp::ReduceScatter => (Op::ReduceScatter, Algorithm::Ring),
+        CommOp::AllToAll => (Op::AllToAll, Algorithm::Pairwise),
+    }
+}
+
+/// Rounds of several groups running at once: round i of the lot is round i of each.
+fn concurrent(groups: Vec<Vec<Round>>) -> Vec<Round> {
+    let n = groups.iter().map(Vec::len).max().unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            let mut r = Round {
+                alpha: 0.0,
+                chains: Vec::new(),
+            };
+            for g in &groups {
+                if let Some(x) = g.get(i) {
+                    r.alpha = r.alpha.max(x.alpha);
+                    r.chains.extend(x.chains.iter().cloned());
+                }
+            }
+            r
+        })
+        .collect()
+}
+
+/// `k` identical repeats of `rounds` as one: bytes and α times `k`.
+fn repeated(mut rounds: Vec<Round>, k: f64) -> Vec<Round> {
+    for r in &mut rounds {
+        r.alpha *= k;
+        for c in &mut r.chains {
+            c.bytes *= k;
+        }
+    }
+    rounds
+}
+
+/// The plan's inputs that come from the run: the network, the ranks' devices, and a closed
+/// form for what the flow model cannot take.
+pub(super) struct Pricing<'a> {
+    pub graph: Option<&'a Graph>,
+    pub ranks: &'a [Rank],
+    /// Seconds of one call of `op` of `bytes` over the given ranks in closed form.
+    pub closed: &'a dyn Fn(Op, f64, &[Rank]) -> f64,
+}
+
+/// The iteration of a job with `work` on ranks laid out by `l`, on `accelerator`.
+pub(super) fn plan(
+    spec: &Spec,
+    accelerator: &str,
+    dtype: &str,
+    l: &Layout,
+    work: &StepWork,
+    p: &Pricing,
+) -> Result<Plan, String> {
+    let world = (l.tp * l.pp * l.dp) as usize;
+    if p.ranks.len() != world {
+        return Err(format!(
+            "the layout needs tp x pp x dp = {world} devices, the placement gave {}",
+            p.ranks.len()
+        ));
+    }
+    let roof = crate::compute::roofline(spec, accelerator, dtype)
+        .ok_or_else(|| format!("`{accelerator}` has no {dtype} peak"))?;
+    let m = work.microbatches as f64;
+    let slot = |edge: f64| {
+        roof.secs(
+            &Work {
+                flop: work.forward_flop + work.backward_flop + work.recompute_flop + edge,
+                bytes: work.memory_bytes,
+                kernels: 0.0,
+            },
+            1.0,
+        )
+    };
+    let stage = slot(0.0).max(slot(work.edge_flop));
+    let stretch = 1.0 + work.bubble_fraction;
+    let mut plan = Plan {
+        compute_secs: m * stretch * stage,
+        bubble_secs: m * work.bubble_fraction * stage,
+        rounds: Vec::new(),
+        stretch: Vec::new(),
+        closed_form: Vec::new(),
+    };
+    for c in work
+        .per_microbatch
+        .iter()
+        .filter(|c| c.among == Among::Tensor)
+        .chain(
+            work.per_microbatch
+                .iter()
+                .filter(|c| c.among == Among::Expert),
+        )
+    {
+        add(&mut plan, p, c, &groups(l, c.among), m, stretch);
+    }
+    if work.p2p_bytes > 0.0 {
+        let pairs: Vec<Vec<usize>> = stage_pairs(l).iter().map(|x| x.to_vec()).collect();
+        let send = Comm {
+            op: CommOp::AllReduce, // unused: sends are priced as SendRecv below
+            among: Among::Data,
+            bytes: work.p2p_bytes,
+            count: 1,
+        };
+        add_sends(&mut plan, p, &send, &pairs, m, stretch);
+    }
+    for c in &work.per_iteration {
+        add(&mut plan, p, c, &groups(l, c.among), 1.0, 1.0);
+    }
+    if plan.stretch.last().is_some_and(|&f| f > 1.0) {
+        // The last stretched round's wait is paid before this empty one.
+        plan.rounds.push(Round {
+            alpha: 0.0,
+            chains: Vec::new(),
+        });
+        plan.stretch.push(1.0);
+    }
+    Ok(plan)
+}
+
+/// Round(s) for `c` over every group at once, repeated `times` per call count.
+fn add(plan: &mut Plan, p: &Pricing, c: &Comm, groups: &[Vec<usize>], times: f64, stretch: f64) {
+    if groups.first().is_none_or(|g| g.len() < 2) || c.bytes <= 0.0 || c.count == 0 {
+        return;
+    }
+    let (op, algo) = op_of(c.op);
+    let k = c.count as f64 * times;
+    priced(plan, p, groups, op, algo, c.bytes, k, stretch, || {
+        format!(
+            "{:?} among {:?} groups of {}",
+            c.op,
+            c.among,
+            groups[0].len()
+        )
+    });
+}
+
+/// Sends between neighbouring stages, both directions: a two-rank SendRecv per pair.
+fn add_sends(
+    plan: &mut Plan,
+    p: &Pricing,
+    c: &Comm,
+    pairs: &[Vec<usize>],
+    times: f64,
+    stretch: f64,
+) {
+    if pairs.is_empty() {
+        return;
+    }
+    priced(
+        plan,
+        p,
+        pairs,
+        Op::SendRecv,
+        Algorithm::Pairwise,
+        c.bytes,
+        times,
+        stretch,
+        || "pipeline sends".to_string(),
+    );
+}
+
+#[allow(clippy::too_many_arguments)]
+fn priced(
+    plan: &mut Plan,
+    p: &Pricing,
+    groups: &[Vec<usize>],
+    op: Op,
+    algo: Algorithm,
+    bytes: f64,
+    k: f64,
+    stretch: f64,
+    what: impl Fn() -> String,
+) {
+    let ranks_of = |g: &Vec<usize>| -> Vec<Rank> { g.iter().map(|&r| p.ranks[r]).collect() };
+    let flow = p
+        .graph
+        .ok_or_else(|| "no cluster graph".to_string())
+        .and_then(|graph| {
+            groups
+                .iter()
+                .map(|g| {
+                    collective::schedule(graph, op, algo, &ranks_of(g), bytes, &Options::default())
+                })
+                .collect::<Result<Vec<_>, _>>()
+        });
+    let rounds = match flow {
+        Ok(per_group) => repeated(concurrent(per_group), k),
+        Err(e) => {
+            let secs = groups
+                .iter()
+                .map(|g| (p.closed)(op, bytes, &ranks_of(g)))
+                .fold(0.0, f64::max);
+            plan.closed_form
+                .push(format!("{}: closed form ({e})", what()));
+            vec![Round {
+                alpha: secs * k,
+                chains: Vec::new(),
+            }]
+        }
+    };
+    plan.stretch
+        .extend(std::iter::repeat_n(stretch, rounds.len()));
+    plan.rounds.extend(rounds);
+}
+
+impl Sim<'_> {
+    /// Job `j`'s iteration from its model and layout over the devices its group holds now,
+    /// with the figures its metrics need; the run's header notes how its traffic is priced.
+    pub(super) fn model_plan(
+        &mut self,
+        j: u32,
+        mt: &ModelTraining,
+        per_node: &BTreeMap<NodeId, u32>,
+    ) -> Result<(Plan, ModelStep), String> {
+        let spec = self.spec;
+        let job = &self.jobs[j as usize];
+        let name = &spec.workloads[job.workload].training[job.index].name;
+        let acc = per_node
+            .keys()
+            .find_map(|n| self.node_accel[*n].clone())
+            .ok_or("its group holds no accelerator")?;
+        let work =
+            crate::model::step_work(&mt.model, &mt.layout, crate::model::dtype_bytes(&mt.dtype))?;
+        let ranks = self.job_ranks(j);
+        let (node_types, failures) = (&self.node_types, &self.failures);
+        let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {
+            if op == Op::SendRecv {
+                let (a, b) = (ranks[0].0, ranks[ranks.len() - 1].0);
+                return models::transfer_secs(spec, a == b, node_types[b], bytes);
+            }
+            let mut per: BTreeMap<NodeId, u32> = BTreeMap::new();
+            for (n, _) in ranks {
+                *per.entry(*n).or_default() += 1;
+            }
+            let group = models::Group {
+                nodes: per.iter().map(|(n, d)| (node_types[*n], *d)).collect(),
+                factors: per.keys().map(|n| failures.bandwidth_factors(*n)).collect(),
+            };
+            models::collective_secs(spec, op.name(), bytes, false, &group)
+        };
+        let pricing = Pricing {
+            graph: self.wire.graph.as_ref(),
+            ranks: &ranks,
+            closed: &closed,
+        };
+        let plan = plan(spec, &acc, &mt.dtype, &mt.layout, &work, &pricing)?;
+        let peak = models::peak(spec, &acc, &mt.dtype).unwrap_or(0.0) * ranks.len() as f64;
+        let name = name.clone();
+        for c in &plan.closed_form {
+            self.net.note(
+                MovementKind::Collective,
+                false,
+                format!("training {name}: {c}"),
+            );
+        }
+        if plan.closed_form.is_empty() {
+            self.net.note(
+                MovementKind::Collective,
+                true,
+                format!("training {name}: model-level iteration, its traffic on the run's shared network"),
+            );
+        }
+        let step = ModelStep {
+            tokens: work.tokens,
+            model_flop: work.model_flop,
+            peak_flops: peak,
+            bubble_ns: models::secs(plan.bubble_secs),
+        };
+        Ok((plan, step))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Recompute, Schedule, Sharding};
+
+    fn layout(tp: u32, dp: u32, pp: u32) -> Layout {
+        Layout {
+            tp,
+            sp: false,
+            pp,
+            schedule: Schedule::OneFOneB,
+            dp,
+            sharding: Sharding::None,
+            ep: 1,
+            recompute: Recompute::None,
+            global_batch: 8,
+            micro_batch: 1,
+        }
+    }
+
+    #[test]
+    fn ranks_are_tensor_innermost_then_data_then_pipeline() {
+        let l = layout(2, 2, 2);
+        assert_eq!(
+            groups(&l, Among::Tensor),
+            vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
+        );
+        assert_eq!(
+            groups(&l, Among::Data),
+            vec![vec![0, 2], vec![1, 3], vec![4, 6], vec![5, 7]]
+        );
+        assert_eq!(stage_pairs(&l), vec![[0, 4], [1, 5], [2, 6], [3, 7]]);
+    }
+
+    #[test]
+    fn expert_groups_split_the_data_dimension() {
+        let mut l = layout(1, 4, 1);
+        l.ep = 2;
+        assert_eq!(groups(&l, Among::Expert), vec![vec![0, 1], vec![2, 3]]);
+        assert_eq!(groups(&l, Among::ExpertData), vec![vec![0, 2], vec![1, 3]]);
+    }
+
+    #[test]
+    fn repeats_scale_bytes_and_alpha_and_groups_run_at_once() {
+        let r = |a: f64, b: f64| Round {
+            alpha: a,
+            chains: vec![collective::Chain {
+                path: vec![0],
+                bytes: b,
+            }],
+        };
+        let both = concurrent(vec![vec![r(1.0, 10.0)], vec![r(2.0, 20.0)]]);
+        assert_eq!(both.len(), 1);
+        assert_eq!(both[0].alpha, 2.0);
+        assert_eq!(both[0].chains.len(), 2);
+        let x = repeated(both, 3.0);
+        assert_eq!(x[0].alpha, 6.0);
+        assert_eq!(x[0].chains[1].bytes, 60.0);
+    }
+}
