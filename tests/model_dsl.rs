@@ -111,10 +111,10 @@ fn a_declared_model_with_a_full_layout_fills_every_field() {
 fn a_catalog_model_takes_the_defaults() {
     let s = ok(&scenario(
         "",
-        "    model llama3_70b\n    parallel tp 8 pp 4\n    sharding fsdp\n    batch global 32 micro 1\n",
+        "    model llama3_8b\n    parallel tp 8 pp 4\n    sharding fsdp\n    batch global 32 micro 1\n",
     ));
     let m = s.workloads[0].training[0].model.as_ref().unwrap();
-    assert_eq!(m.model, catalog::find("llama3_70b").unwrap());
+    assert_eq!(m.model, catalog::find("llama3_8b").unwrap());
     assert!(s.models.is_empty());
     let l = &m.layout;
     assert_eq!((l.tp, l.sp, l.pp, l.dp, l.ep), (8, false, 4, 1, 1));
@@ -125,7 +125,7 @@ fn a_catalog_model_takes_the_defaults() {
     // `interleave 1` is plain 1F1B, so a sweep may include it.
     let s = ok(&scenario(
         "",
-        "    model llama3_70b\n    parallel tp 8 pp 4 interleave 1\n    batch global 32 micro 1\n",
+        "    model llama3_8b\n    parallel tp 8 pp 4 interleave 1\n    batch global 32 micro 1\n",
     ));
     let l = &s.workloads[0].training[0].model.as_ref().unwrap().layout;
     assert_eq!(l.schedule, Schedule::OneFOneB);
@@ -135,7 +135,7 @@ fn a_catalog_model_takes_the_defaults() {
 fn model_defaults_and_from() {
     let s = ok(&scenario(
         "model gpt {\n  layers 12\n  hidden 768\n  heads 12\n  vocab 50257\n  seq 1024\n}\nmodel long from llama3_8b {\n  seq 32768\n}\nmodel wide from llama3_8b {\n  hidden 8192\n  heads 64\n  tied_embeddings false\n}\nmodel moe8 from gpt {\n  moe experts 8 top_k 2\n  source \"ours\"\n}\n",
-        "    model long\n    parallel tp 8 dp 4\n    batch global 32 micro 1\n",
+        "    model long\n    parallel tp 8 dp 4\n    recompute full\n    batch global 32 micro 1\n",
     ));
     let g = &s.models["gpt"];
     assert_eq!(
