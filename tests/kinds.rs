@@ -142,6 +142,43 @@ fn training_step_time_and_cost_per_step_by_hand() {
     assert!(v.iter().all(|(c, _)| c.kind == "training"));
 }
 
+#[test]
+fn a_model_job_reports_tokens_mfu_and_dollars_per_million_tokens() {
+    let s = spec(
+        "node box from dgx_h100 {\n  price 16 $/h\n  power 8 kW\n}\n\
+         cluster c {\n  node box x 1\n}\n\
+         workload w {\n  placement_group pg strategy PACK {\n    bundle { GPU: 8 }\n  }\n  \
+         training t on pg steps 10 {\n    model llama3_8b\n    parallel tp 8\n    batch global 4 micro 1\n  }\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    let fig = ClusterFigures::of(&s);
+    let v = figures(&fig, &r.metrics);
+    let t = &r.metrics.training[0];
+    let step = value(&v, "w.t.step_time_s").unwrap();
+    // 4 samples of 8,192 tokens per step.
+    let tokens = 4.0 * 8192.0;
+    let near = |key: &str, want: f64| {
+        let got = value(&v, key).unwrap();
+        assert!((got - want).abs() < 1e-9 * want, "{key}: {got} vs {want}");
+    };
+    near("w.t.tokens_per_s", tokens / step);
+    near("w.t.mfu", t.mfu.unwrap());
+    let usd = value(&v, "w.t.usd_per_step").unwrap();
+    near("w.t.usd_per_m_tokens", usd / tokens * 1e6);
+    // A job declared by its FLOP has no tokens: no such columns.
+    let flop = spec(
+        "cluster c {\n  node dgx_h100 x 1\n}\n\
+         workload w {\n  placement_group pg strategy PACK {\n    bundle { GPU: 8 }\n  }\n  \
+         training t on pg steps 2 {\n    compute 1 PFLOP per device bf16\n  }\n}\n",
+    );
+    let r = simulate(&flop, &SimConfig::default());
+    let v = figures(&ClusterFigures::of(&flop), &r.metrics);
+    assert!(
+        v.iter()
+            .all(|(c, _)| !c.key.contains("tokens") && !c.key.ends_with("mfu"))
+    );
+}
+
 /// The cost of a variant is the mean of its per-seed differences from the baseline, with the
 /// paired t interval; and the baseline is the scenario with its failure blocks removed, run
 /// on the same seeds.

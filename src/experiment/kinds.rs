@@ -12,6 +12,9 @@
 //! | training | `goodput` | kept compute time / the job's wall time |
 //! | training | `usd_per_step` | the job's devices × the cluster's $ per device-hour × the job's wall time (h) / steps kept |
 //! | training | `kwh_per_step` | the same with the cluster's kW per device (TDP × time) |
+//! | training (model-level) | `tokens_per_s` | tokens of a step / step time |
+//! | training (model-level) | `mfu` | model FLOP of a step (no recomputation) / (step time × the devices' dense peak) |
+//! | training (model-level) | `usd_per_m_tokens` | `usd_per_step` / tokens of a step × 10⁶ |
 //! | tasks | `tasks.completed` | tasks completed, every group |
 //! | tasks | `tasks.makespan_s` | end of the last task (none if none completed) |
 //! | tasks | `tasks.per_s` | completed / tasks makespan |
@@ -27,7 +30,8 @@
 //! with a replica, or still queued or in flight when the window ended. The cluster's $ and kW
 //! per device are its price and power ([`crate::experiment::measure::ClusterFigures`]) divided by its
 //! devices: a job pays for the share of the cluster it holds, host included. Tokens per second
-//! and time to first token are not reported: no statement declares tokens.
+//! are reported for model-level training jobs only (they know their tokens); time to first
+//! token is not: no service declares tokens yet.
 
 use crate::experiment::measure::ClusterFigures;
 use crate::sim::metrics::RunMetrics;
@@ -56,6 +60,8 @@ impl Column {
         };
         let words = match metric {
             "usd_per_step" => "$/step".to_string(),
+            "usd_per_m_tokens" => "$/M tokens".to_string(),
+            "mfu" => "MFU".to_string(),
             "kwh_per_step" => "kWh/step".to_string(),
             "tasks.per_s" => "tasks/s".to_string(),
             m => {
@@ -116,6 +122,18 @@ pub fn figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>
             c("kwh_per_step", "kWh"),
             per_step(w_dev.map(|w| w / 1000.0)),
         ));
+        // Model-level jobs know their tokens (a job declared by its FLOP does not).
+        if let Some(tps) = t.tokens_per_s.filter(|_| t.steps_done > 0) {
+            out.push((c("tokens_per_s", "1/s"), Some(tps)));
+            out.push((c("mfu", "fraction"), t.mfu));
+            let tokens = tps * t.step_time;
+            out.push((
+                c("usd_per_m_tokens", "$"),
+                per_step(usd_dev_h)
+                    .filter(|_| tokens > 0.0)
+                    .map(|usd| usd / tokens * 1e6),
+            ));
+        }
     }
     if !m.tasks.is_empty() {
         let done: u64 = m.tasks.iter().map(|t| t.completed).sum();
@@ -221,7 +239,7 @@ pub fn cluster_figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Opt
 
 /// Scale and unit suffix to show a value of `key` in, chosen by the size of `x`.
 pub fn display_unit(key: &str, x: f64) -> (f64, &'static str) {
-    let pct = ["goodput", "availability", "attainment", "fraction"];
+    let pct = ["goodput", "availability", "attainment", "fraction", "mfu"];
     // `tasks.per_s` too: a rate, not a time in seconds.
     if key.ends_with("_per_s") || key.ends_with(".per_s") {
         (1.0, "/s")
@@ -236,7 +254,10 @@ pub fn display_unit(key: &str, x: f64) -> (f64, &'static str) {
         }
     } else if pct.iter().any(|p| key.ends_with(p)) {
         (100.0, "%")
-    } else if key.ends_with("_usd") || key.ends_with("usd_per_step") {
+    } else if key.ends_with("_usd")
+        || key.ends_with("usd_per_step")
+        || key.ends_with("usd_per_m_tokens")
+    {
         (1.0, " $")
     } else if key.ends_with("kwh") || key.ends_with("kwh_per_step") {
         (1.0, " kWh")
