@@ -144,8 +144,22 @@ fn catalog_lists_and_exports() {
     ] {
         assert!(out.contains(name), "{name} missing from catalog listing");
     }
+    // Every catalog model, with its parameter count.
+    for name in orrery::model::catalog::names() {
+        assert!(out.contains(name), "{name} missing from catalog listing");
+    }
+    assert!(out.contains("70.6B"), "{out}");
     let v: serde_json::Value =
         serde_json::from_slice(&orrery(&["catalog", "--json"]).stdout).unwrap();
+    let models = v["models"].as_array().expect("models in --json");
+    assert_eq!(models.len(), orrery::model::catalog::names().count());
+    assert_eq!(models[1]["name"], "llama3_70b");
+    assert_eq!(models[1]["layers"], 80);
+    assert!(
+        models
+            .iter()
+            .all(|m| !m["source"].as_str().unwrap().is_empty())
+    );
     assert_eq!(v["schema_version"], orrery::catalog::SCHEMA_VERSION);
     assert_eq!(
         v["accelerators"]["H100_SXM"]["memory_bytes"],

@@ -32,9 +32,10 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 /// Unit words a key (its last dotted part) may be or end in after `_`: seconds, bytes, rates
-/// per second / hour / step, dollars, watts, kWh, device-hours.
+/// per second / hour / step, dollars, watts, kWh, device-hours, tokens.
 const UNITS: &[&str] = &[
     "s",
+    "tokens",
     "bytes",
     "per_s",
     "per_h",
@@ -55,6 +56,7 @@ const RATIOS: &[&str] = &[
     "goodput",
     "speedup",
     "score",
+    "mfu",
 ];
 
 /// Unitless counts and ids: versions, seeds, indices and counts of things.
@@ -127,6 +129,16 @@ const COUNTS: &[&str] = &[
     "workloads",
     "failure_blocks",
     "experiments",
+    // A model's shape: counts of layers, heads and experts, and widths in elements.
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden",
+    "ffn",
+    "experts",
+    "top_k",
+    "expert_ffn",
     "nodes_by_type",
     "devices_by_type",
     "resources",

@@ -103,6 +103,33 @@ pub fn render(s: &Spec) -> String {
         &[1, 4, 5],
         &nodes,
     );
-    out += "\n`orrery catalog --source` prints every figure with its source.\n";
+    out += "\nModels (a training job names one: `model NAME`)\n\n";
+    let models: Vec<Vec<String>> = crate::model::catalog::names()
+        .filter_map(crate::model::catalog::find)
+        .map(|m| {
+            vec![
+                m.name.clone(),
+                format!("{}B", sig3(m.params() / 1e9)),
+                m.layers.to_string(),
+                m.hidden.to_string(),
+                format!("{}/{}", m.heads, m.kv_heads),
+                m.ffn.to_string(),
+                m.vocab.to_string(),
+                m.seq.to_string(),
+                m.moe
+                    .map(|e| format!("{} experts, top {}", e.experts, e.top_k))
+                    .unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    out += &table(
+        &[
+            "name", "params", "layers", "hidden", "heads/kv", "ffn", "vocab", "seq", "moe",
+        ],
+        &[8],
+        &models,
+    );
+    out += "\n`orrery catalog --source` prints every figure with its source (models: \
+            src/model/catalog.rs, `--json` holds each model's source).\n";
     out
 }

@@ -19,7 +19,10 @@ pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
     }
     let s = l.spec.expect("no errors means a spec");
     if json {
-        let v = serde_json::json!({ "schema_version": orrery::catalog::SCHEMA_VERSION, "accelerators": s.accelerators, "nics": s.nics, "node_types": s.node_types });
+        let models: Vec<orrery::model::Transformer> = orrery::model::catalog::names()
+            .filter_map(orrery::model::catalog::find)
+            .collect();
+        let v = serde_json::json!({ "schema_version": orrery::catalog::SCHEMA_VERSION, "accelerators": s.accelerators, "nics": s.nics, "node_types": s.node_types, "models": models });
         outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return ExitCode::SUCCESS;
     }

@@ -40,8 +40,10 @@ pub struct Transformer {
     /// Feed-forward width (of a dense layer; MoE layers use `moe.expert_ffn`).
     pub ffn: u64,
     pub ffn_kind: Ffn,
+    #[serde(rename = "vocab_tokens")]
     pub vocab: u64,
     /// Training sequence length (tokens per sample).
+    #[serde(rename = "seq_tokens")]
     pub seq: u64,
     /// Input and output embeddings share one matrix (GPT-3) or not (Llama).
     pub tied_embeddings: bool,
