@@ -98,10 +98,10 @@ pub(super) fn groups(l: &Layout, among: Among) -> Vec<Vec<usize>> {
 }
 
 /// Pairs of ranks in neighbouring pipeline stages (stage s, position k) -> (s + 1, k).
-fn stage_pairs(l: &Layout) -> Vec<[usize; 2]> {
+fn stage_pairs(l: &Layout) -> Vec<Vec<usize>> {
     let width = (l.tp * l.dp) as usize;
     (0..(l.pp as usize).saturating_sub(1))
-        .flat_map(|s| (0..width).map(move |k| [s * width + k, (s + 1) * width + k]))
+        .flat_map(|s| (0..width).map(move |k| vec![s * width + k, (s + 1) * width + k]))
         .collect()
 }
 
@@ -183,7 +183,8 @@ pub(super) fn plan(
             1.0,
         )
     };
-    let stage = slot(0.0).max(slot(work.edge_flop));
+    // The slowest stage holds the output layer (with one stage, that one).
+    let stage = slot(work.edge_flop);
     let stretch = 1.0 + work.bubble_fraction;
     let mut plan = Plan {
         compute_secs: m * stretch * stage,
@@ -192,27 +193,21 @@ pub(super) fn plan(
         stretch: Vec::new(),
         closed_form: Vec::new(),
     };
-    for c in work
-        .per_microbatch
-        .iter()
-        .filter(|c| c.among == Among::Tensor)
-        .chain(
-            work.per_microbatch
-                .iter()
-                .filter(|c| c.among == Among::Expert),
-        )
-    {
+    // Tensor- then expert-parallel collectives (`step_work` lists them in that order).
+    for c in &work.per_microbatch {
         add(&mut plan, p, c, &groups(l, c.among), m, stretch);
     }
     if work.p2p_bytes > 0.0 {
-        let pairs: Vec<Vec<usize>> = stage_pairs(l).iter().map(|x| x.to_vec()).collect();
-        let send = Comm {
-            op: CommOp::AllReduce, // unused: sends are priced as SendRecv below
-            among: Among::Data,
-            bytes: work.p2p_bytes,
-            count: 1,
-        };
-        add_sends(&mut plan, p, &send, &pairs, m, stretch);
+        priced(
+            &mut plan,
+            p,
+            &stage_pairs(l),
+            (Op::SendRecv, Algorithm::Pairwise),
+            work.p2p_bytes,
+            m,
+            stretch,
+            || "pipeline sends".to_string(),
+        );
     }
     for c in &work.per_iteration {
         add(&mut plan, p, c, &groups(l, c.among), 1.0, 1.0);
@@ -233,9 +228,8 @@ fn add(plan: &mut Plan, p: &Pricing, c: &Comm, groups: &[Vec<usize>], times: f64
     if groups.first().is_none_or(|g| g.len() < 2) || c.bytes <= 0.0 || c.count == 0 {
         return;
     }
-    let (op, algo) = op_of(c.op);
     let k = c.count as f64 * times;
-    priced(plan, p, groups, op, algo, c.bytes, k, stretch, || {
+    priced(plan, p, groups, op_of(c.op), c.bytes, k, stretch, || {
         format!(
             "{:?} among {:?} groups of {}",
             c.op,
@@ -245,38 +239,12 @@ fn add(plan: &mut Plan, p: &Pricing, c: &Comm, groups: &[Vec<usize>], times: f64
     });
 }
 
-/// Sends between neighbouring stages, both directions: a two-rank SendRecv per pair.
-fn add_sends(
-    plan: &mut Plan,
-    p: &Pricing,
-    c: &Comm,
-    pairs: &[Vec<usize>],
-    times: f64,
-    stretch: f64,
-) {
-    if pairs.is_empty() {
-        return;
-    }
-    priced(
-        plan,
-        p,
-        pairs,
-        Op::SendRecv,
-        Algorithm::Pairwise,
-        c.bytes,
-        times,
-        stretch,
-        || "pipeline sends".to_string(),
-    );
-}
-
 #[allow(clippy::too_many_arguments)]
 fn priced(
     plan: &mut Plan,
     p: &Pricing,
     groups: &[Vec<usize>],
-    op: Op,
-    algo: Algorithm,
+    (op, algo): (Op, Algorithm),
     bytes: f64,
     k: f64,
     stretch: f64,
@@ -412,7 +380,10 @@ mod tests {
             groups(&l, Among::Data),
             vec![vec![0, 2], vec![1, 3], vec![4, 6], vec![5, 7]]
         );
-        assert_eq!(stage_pairs(&l), vec![[0, 4], [1, 5], [2, 6], [3, 7]]);
+        assert_eq!(
+            stage_pairs(&l),
+            vec![vec![0, 4], vec![1, 5], vec![2, 6], vec![3, 7]]
+        );
     }
 
     #[test]
