@@ -46,18 +46,16 @@ fn work(s: &Spec) -> StepWork {
 
 /// One microbatch slot of the slowest stage on one H100 (the roofline with its defaults).
 fn slot(s: &Spec, w: &StepWork) -> f64 {
+    // The last stage, with the output layer, is the slowest.
     let r = roofline(s, "H100_SXM", "bf16").expect("bf16 peak");
-    let secs = |edge: f64| {
-        r.secs(
-            &Work {
-                flop: w.forward_flop + w.backward_flop + w.recompute_flop + edge,
-                bytes: w.memory_bytes,
-                kernels: 0.0,
-            },
-            1.0,
-        )
-    };
-    secs(0.0).max(secs(w.edge_flop))
+    r.secs(
+        &Work {
+            flop: w.forward_flop + w.backward_flop + w.recompute_flop + w.edge_flop,
+            bytes: w.memory_bytes,
+            kernels: 0.0,
+        },
+        1.0,
+    )
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -172,4 +170,27 @@ fn a_job_that_fits_carries_its_memory_to_placement() {
         .total_bytes();
     let dm = s.workloads[0].placement_group_device_memory("pg").unwrap();
     assert_eq!(dm.0, need.ceil() as u64);
+}
+
+#[test]
+fn per_microbatch_traffic_is_stretched_by_the_bubble() {
+    // pp 2 over two nodes on an idle network: each microbatch's tensor-parallel and pipeline
+    // traffic takes the same time c whatever m (its α and bytes scale with the calls), so a
+    // step's communication is c (m + p - 1): 5c for 4 microbatches and 9c for 8, a ratio of
+    // 5/9 (4/8 if the bubble did not stretch it).
+    let comm = |global: u32| {
+        let s = spec(&scenario(
+            2,
+            2,
+            8,
+            "STRICT_SPREAD",
+            &format!(
+                "    model llama3_8b\n    parallel tp 8 pp 2\n    batch global {global} micro 1\n"
+            ),
+        ));
+        let t = &run(&s).metrics.training[0];
+        t.communication_time / t.steps_done as f64
+    };
+    let (four, eight) = (comm(4), comm(8));
+    assert!(close(four / eight, 5.0 / 9.0, 1e-6), "{four} / {eight}");
 }

@@ -392,7 +392,8 @@ impl Sim<'_> {
             Some(&f) if f > 1.0 => ((now - job.round_from) as f64 * (f - 1.0)).round() as Time,
             _ => 0,
         };
-        job.round_from = now;
+        // This round's own time starts after that wait (else the wait is stretched again).
+        job.round_from = now + extra;
         let Some(r) = job.rounds.get(job.round) else {
             let comm = now - job.comm_from;
             job.comm_ns = comm;
