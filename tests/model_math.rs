@@ -4,8 +4,6 @@ use orrery::model::catalog;
 use orrery::model::memory::{bytes_per_param, layer_activation_bytes};
 use orrery::model::*;
 
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-
 fn model(name: &str) -> Transformer {
     catalog::find(name).unwrap_or_else(|| panic!("{name} is in the catalog"))
 }
@@ -163,50 +161,6 @@ fn layer_activations_follow_korthikanti_table_2() {
 /// Figure 1's parameter-and-optimizer bar is 18 bytes × 12·l·h² / (t·p), a stage without the
 /// embedding; its activations are the first stage's. So the parameters are checked on a
 /// middle stage (or the only one), the activations on the first, each within 5%.
-#[test]
-fn memory_matches_korthikanti_figure_1() {
-    // (model, pp, interleaved chunks, batch, micro batch, par_opt GiB, act none, act seqsel)
-    let cases = [
-        ("megatron_22b", 1, 1, 4, 4, 45.5625, 59.25, 9.5625),
-        ("megatron_175b", 8, 3, 64, 1, 45.5625, 66.84375, 12.3515625),
-        (
-            "megatron_530b",
-            35,
-            3,
-            280,
-            1,
-            31.640625,
-            114.0234375,
-            23.076171875,
-        ),
-        ("megatron_1t", 64, 1, 512, 1, 32.958984375, 131.25, 26.5625),
-    ];
-    for (name, pp, v, batch, micro, par_opt, act_none, act_seqsel) in cases {
-        let m = model(name);
-        for (seqsel, act) in [(false, act_none), (true, act_seqsel)] {
-            let mut l = layout(8, pp, 1, batch, micro);
-            if v > 1 {
-                l.schedule = Schedule::Interleaved(v);
-            }
-            if seqsel {
-                l.sp = true;
-                l.recompute = Recompute::Selective;
-            }
-            let first = per_rank(&m, &l, 2.0).unwrap();
-            assert_eq!(first, per_rank_at(&m, &l, 2.0, 0).unwrap(), "{name}");
-            let got = first.activations_bytes / GIB;
-            assert!(rel(got, act) < 0.05, "{name} act {got} vs {act}");
-            let middle = per_rank_at(&m, &l, 2.0, pp.min(2) - 1).unwrap();
-            let state =
-                (middle.weights_bytes + middle.gradients_bytes + middle.optimizer_bytes) / GIB;
-            assert!(
-                rel(state, par_opt) < 0.05,
-                "{name} par_opt {state} vs {par_opt}"
-            );
-        }
-    }
-}
-
 /// The first stage holds the middle's state plus the embeddings, 18 bytes each.
 #[test]
 fn first_stage_adds_the_embedding_state() {
@@ -469,4 +423,87 @@ fn bad_layouts_are_plain_errors() {
     assert!(step_work(&m, &ok, 0.0).is_err());
     assert!(per_rank(&m, &ok, f64::NAN).is_err());
     assert!(per_rank_at(&m, &ok, 2.0, 4).is_err());
+}
+
+/// The per-kernel accounting (`model::ops`, Calculon's) and the per-token FLOP count
+/// (`model::flop`, Narayanan et al.'s) are written independently: the matrix kernels of a
+/// layer must add up to exactly the latter, forward, backward (2×) and recomputed, for MHA
+/// GeLU, GQA SwiGLU and MoE models, with and without tensor parallelism.
+#[test]
+fn matrix_kernels_add_up_to_the_flop_count() {
+    use orrery::model::ops::{Engine, Kernel, layer_kernels, output_kernels};
+    // Megatron-LM's MoE router is replicated on every tensor-parallel rank
+    // (`megatron/core/transformer/moe/router.py`: its weight is not split), where the
+    // per-token count divides the whole layer by tp: compared apart.
+    let matrix = |ks: &[Kernel]| -> f64 {
+        ks.iter()
+            .filter(|k| k.engine == Engine::Matrix && k.name != "router")
+            .map(|k| k.flop)
+            .sum()
+    };
+    for (name, tp) in [
+        ("megatron_22b", 8),
+        ("gpt3_175b", 1),
+        ("llama3_70b", 8),
+        ("mixtral_8x7b", 2),
+    ] {
+        let m = model(name);
+        for recompute in [Recompute::None, Recompute::Selective, Recompute::Full] {
+            let mut l = layout(tp, 1, 1, 4, 2);
+            l.recompute = recompute;
+            let k = layer_kernels(&m, &l, 2.0);
+            let tokens = (m.seq * l.micro_batch) as f64 / f64::from(tp);
+            let router = 2.0 * m.router_params();
+            let fw = tokens * (m.layer_forward_flop_per_token() - router);
+            let re = tokens
+                * (m.recompute_flop_per_token(recompute) / f64::from(m.layers)
+                    - if recompute == Recompute::Full {
+                        router
+                    } else {
+                        0.0
+                    });
+            let routed: f64 = k
+                .forward
+                .iter()
+                .filter(|k| k.name == "router")
+                .map(|k| k.flop)
+                .sum();
+            assert_eq!(routed, tokens * f64::from(tp) * router, "{name}");
+            assert!(rel(matrix(&k.forward), fw) < 1e-12, "{name} forward");
+            assert!(
+                rel(matrix(&k.backward), 2.0 * fw) < 1e-12,
+                "{name} backward"
+            );
+            if recompute == Recompute::None {
+                assert_eq!(matrix(&k.recompute), 0.0, "{name}");
+            } else {
+                assert!(
+                    rel(matrix(&k.recompute), re) < 1e-12,
+                    "{name} {recompute:?}"
+                );
+            }
+            let out = tokens * m.output_forward_flop_per_token();
+            assert!(
+                rel(matrix(&output_kernels(&m, &l, 2.0)), 3.0 * out) < 1e-12,
+                "{name}"
+            );
+        }
+    }
+}
+
+/// Calculon's byte counts for two kernels, by hand: the query projection reads its input
+/// and weights and writes its output; the softmax reads and writes the b·a/t·s² scores.
+#[test]
+fn kernel_bytes_are_their_inputs_outputs_and_weights() {
+    use orrery::model::ops::layer_kernels;
+    let m = model("megatron_22b");
+    let l = layout(8, 1, 1, 4, 4);
+    let k = layer_kernels(&m, &l, 2.0);
+    let (s, b, h) = (2048.0, 4.0, 6144.0);
+    let q = k.forward.iter().find(|k| k.name == "query").unwrap();
+    let (mm, n, kk) = (b * s, h, h / 8.0);
+    assert_eq!(q.bytes, 2.0 * (mm * n + n * kk + mm * kk));
+    let sm = k.forward.iter().find(|k| k.name == "softmax").unwrap();
+    assert_eq!(sm.bytes, 2.0 * 2.0 * b * (64.0 / 8.0) * s * s);
+    assert_eq!(sm.flop, 5.0 * b * (64.0 / 8.0) * s * s);
 }

@@ -1,10 +1,12 @@
 //! Model-level training jobs in the simulation (issue 12): the iteration's compute is the
-//! roofline of the work `model::step_work` derives, stretched by the pipeline bubble; its
+//! sum of the kernels `model::step_work` lists, each priced by `compute::kernels`, stretched
+//! by the pipeline bubble, plus the optimizer step; its
 //! traffic runs on the run's network over the ranks the placement gave; the memory it
 //! needs is checked at `check` and reaches placement. Expected values are worked out from
 //! the model library and the roofline, never from the simulation under test.
 
-use orrery::compute::{Work, roofline};
+use orrery::compute::kernels::kernel_rates;
+use orrery::model::ops::Kernel;
 use orrery::model::{StepWork, dtype_bytes, step_work};
 use orrery::sim::{RunResult, SimConfig, simulate};
 use orrery::spec::{Spec, load_str};
@@ -44,18 +46,16 @@ fn work(s: &Spec) -> StepWork {
     step_work(&mt.model, &mt.layout, dtype_bytes(&mt.dtype)).expect("a layout that divides")
 }
 
-/// One microbatch slot of the slowest stage on one H100 (the roofline with its defaults).
-fn slot(s: &Spec, w: &StepWork) -> f64 {
+/// One microbatch slot of the slowest stage on one H100, and the optimizer step: the sum of
+/// their kernels' times at the H100's default rates (compute plus memory time per kernel).
+fn slot(s: &Spec, w: &StepWork) -> (f64, f64) {
+    let r = kernel_rates(s, "H100_SXM", "bf16").expect("bf16 peak");
+    let sum = |ks: &[Kernel]| -> f64 { ks.iter().map(|k| r.secs(k.engine, k.flop, k.bytes)).sum() };
+    let l = &w.layer;
+    let layer = sum(&l.forward) + sum(&l.backward) + sum(&l.recompute);
     // The last stage, with the output layer, is the slowest.
-    let r = roofline(s, "H100_SXM", "bf16").expect("bf16 peak");
-    r.secs(
-        &Work {
-            flop: w.forward_flop + w.backward_flop + w.recompute_flop + w.edge_flop,
-            bytes: w.memory_bytes,
-            kernels: 0.0,
-        },
-        1.0,
-    )
+    let stage = f64::from(w.layers_per_stage) * layer + sum(&w.output);
+    (stage, sum(&[w.optimizer]))
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -75,7 +75,8 @@ fn compute_is_the_roofline_of_the_derived_work_times_the_microbatches() {
     let r = run(&s);
     let t = &r.metrics.training[0];
     assert_eq!(t.steps_done, 2);
-    let expect = w.microbatches as f64 * slot(&s, &w);
+    let (stage, optimizer) = slot(&s, &w);
+    let expect = w.microbatches as f64 * stage + optimizer;
     // Nanosecond rounding of the simulated clock only.
     assert!(
         close(t.compute_time / 2.0, expect, 1e-6),
@@ -109,8 +110,11 @@ fn the_pipeline_bubble_is_p_minus_one_microbatch_slots() {
     assert_eq!(w.microbatches, 4);
     let r = run(&s);
     let t = &r.metrics.training[0];
-    let slot = slot(&s, &w);
-    assert!(close(t.compute_time / 2.0, 5.0 * slot, 1e-6), "{t:?}");
+    let (slot, optimizer) = slot(&s, &w);
+    assert!(
+        close(t.compute_time / 2.0, 5.0 * slot + optimizer, 1e-6),
+        "{t:?}"
+    );
     assert!(close(t.bubble_time / 2.0, slot, 1e-6), "{t:?}");
 }
 

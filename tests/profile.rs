@@ -4,7 +4,7 @@
 //! name the file, line and column, never panics.
 
 use orrery::profile::schema::{
-    ComputeFit, LaunchFit, MemoryFit, PredictionCheck, Provenance, Segment, TransferPath,
+    ComputeFit, LaunchFit, MemoryFit, PredictionCheck, Provenance, Segment, TransferPath, VectorFit,
 };
 use orrery::profile::{Profile, SCHEMA_VERSION, Source, parse};
 use std::collections::BTreeMap;
@@ -68,8 +68,15 @@ fn shipped_profiles_parse_and_source_every_figure() {
             continue;
         }
         assert_eq!(prof.provenance.source, Source::Datasheet, "{}", p.display());
-        assert!(text.starts_with("# DATASHEET-DERIVED"), "{}", p.display());
+        // Hand-written: from datasheets and published measurements, or from a published
+        // model's figures (Calculon's A100 system file).
+        assert!(
+            text.starts_with("# DATASHEET-DERIVED") || text.starts_with("# PUBLISHED-MODEL"),
+            "{}",
+            p.display()
+        );
         let mut sources: Vec<&str> = prof.compute.values().map(|c| c.source.as_str()).collect();
+        sources.extend(prof.vector.values().map(|v| v.source.as_str()));
         sources.push(&prof.memory.source);
         sources.push(&prof.launch.source);
         sources.extend(prof.transfer.iter().map(|t| t.source.as_str()));
@@ -79,8 +86,8 @@ fn shipped_profiles_parse_and_source_every_figure() {
     accelerators.sort();
     assert_eq!(
         accelerators,
-        ["H100_SXM", "H200"],
-        "the datasheet-derived profiles"
+        ["A100_80GB", "H100_SXM", "H200"],
+        "the hand-written profiles"
     );
     // The H200 bf16 efficiency is the published 770-800 of 989 TFLOPS.
     let h200 = parse(&shipped("h200_datasheet")).unwrap();
@@ -115,6 +122,7 @@ fn measured() -> Profile {
                     efficiency: 0.8,
                     efficiency_ci95: [0.79, 0.81],
                     achieved_flops: Some(791.2e12),
+                    efficiency_by_size: vec![[1e11, 0.8], [0.0, 0.2]],
                     source: "cuBLAS GEMM 8192^3, median of 50".into(),
                 },
             ),
@@ -125,6 +133,7 @@ fn measured() -> Profile {
                     efficiency: 0.61,
                     efficiency_ci95: [0.6, 0.62],
                     achieved_flops: None,
+                    efficiency_by_size: Vec::new(),
                     source: "cuBLASLt fp8 GEMM".into(),
                 },
             ),
@@ -134,6 +143,7 @@ fn measured() -> Profile {
             efficiency: 0.86,
             efficiency_ci95: [0.855, 0.865],
             achieved_bytes_per_s: Some(4.128e12),
+            efficiency_by_size: vec![[1e8, 0.86], [0.0, 0.3]],
             source: "triad kernel".into(),
         },
         launch: LaunchFit {
@@ -141,6 +151,14 @@ fn measured() -> Profile {
             overhead_ci95: [2.4e-6, 2.7e-6],
             source: "empty kernel, events".into(),
         },
+        vector: BTreeMap::from([(
+            "bf16".to_string(),
+            VectorFit {
+                peak_flops: 134e12,
+                efficiency_by_size: vec![[1e9, 0.9], [0.0, 0.1]],
+                source: "elementwise kernels".into(),
+            },
+        )]),
         transfer: vec![TransferPath {
             path: "h2d_pinned".into(),
             source: "cuMemcpyAsync, 512 MiB buffers".into(),
@@ -238,15 +256,15 @@ fn a_wrong_type_points_at_the_value() {
 #[test]
 fn a_newer_schema_is_rejected_before_its_fields_are_read() {
     let text = shipped("h200_datasheet")
-        .replace("schema_version = 1", "schema_version = 3\nnew_thing = 1");
+        .replace("schema_version = 1", "schema_version = 4\nnew_thing = 1");
     let e = parse(&text).unwrap_err();
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(
         e[0].message
-            .contains("schema version 3 is newer than this orrery supports (version 2)"),
+            .contains("schema version 4 is newer than this orrery supports (version 3)"),
         "{e:?}"
     );
-    assert_eq!(&text[e[0].span.clone()], "3");
+    assert_eq!(&text[e[0].span.clone()], "4");
     for bad in [
         "schema_version = 0",
         "schema_version = \"1\"",
@@ -311,6 +329,26 @@ fn figures_that_contradict_themselves_are_located() {
         e.iter().any(|e| e.message.contains("raw `medians`")),
         "{e:?}"
     );
+    // Size curves: sizes strictly decreasing to 0, efficiencies in (0, 1], schema 3.
+    let a100 = shipped("a100_80gb_calculon");
+    for (from, to, expect) in [
+        (
+            "[128e9, 0.95], [16e9",
+            "[128e9, 0.95], [200e9",
+            "below the row before",
+        ),
+        ("[1e6, 0.6], [0, 0.3]", "[1e6, 0.6], [1, 0.3]", "must be 0"),
+        ("[1e9, 0.5], [0, 0.1]", "[1e9, 0.5], [0, 1.1]", "in (0, 1]"),
+        (
+            "schema_version = 3",
+            "schema_version = 2",
+            "needs `schema_version = 3`",
+        ),
+    ] {
+        assert!(a100.contains(from), "{from}");
+        let e = parse(&a100.replacen(from, to, 1)).unwrap_err();
+        assert!(e.iter().any(|e| e.message.contains(expect)), "{to}: {e:?}");
+    }
     // Segments must tile the sizes from 0.
     let mut p = measured();
     p.transfer[0].segments[1].min_bytes = 70000;
@@ -371,7 +409,7 @@ fn a_prediction_check_is_optional_and_its_figures_agree() {
         );
     }
     // The field is new in version 2: a version 1 profile with one is an error.
-    let text = base.replacen("schema_version = 2", "schema_version = 1", 1);
+    let text = base.replacen("schema_version = 3", "schema_version = 1", 1);
     let e = parse(&text).unwrap_err();
     assert!(
         e.iter()
@@ -448,7 +486,7 @@ fn a_scenario_reports_bad_profiles_at_file_line_and_column() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(&format!("bad.toml:{line}:14")), "{err}");
     // A newer profile, referenced from an accelerator block.
-    let newer = shipped("h200_datasheet").replace("schema_version = 1", "schema_version = 3");
+    let newer = shipped("h200_datasheet").replace("schema_version = 1", "schema_version = 4");
     let s = project(
         "newer",
         &[("next", &newer)],
@@ -456,7 +494,7 @@ fn a_scenario_reports_bad_profiles_at_file_line_and_column() {
     );
     let out = errs(&s);
     assert!(
-        out.contains("next.toml:5:18: profile schema version 3 is newer"),
+        out.contains("next.toml:5:18: profile schema version 4 is newer"),
         "{out}"
     );
     assert!(out.contains("s.orr:2:11"), "{out}");

@@ -72,6 +72,7 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
                 efficiency: eff,
                 efficiency_ci95: ci,
                 achieved_flops: Some(achieved),
+                efficiency_by_size: Vec::new(),
                 source: peak_note(&c.source, c.peak, peak),
             },
         );
@@ -82,6 +83,7 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
         efficiency: eff,
         efficiency_ci95: ci,
         achieved_bytes_per_s: Some(achieved),
+        efficiency_by_size: Vec::new(),
         source: peak_note(&m.memory.source, m.memory.peak, peak),
     };
     let kept = stats::reject_outliers(&m.launch.reps, 3.5);
@@ -143,6 +145,7 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
         compute,
         memory,
         launch,
+        vector: Default::default(),
         transfer,
     }
 }

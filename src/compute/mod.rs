@@ -3,6 +3,7 @@
 //! scenario names one, and from stated datasheet defaults otherwise, and every model says
 //! which ([`ModelSource`]), so that results can too.
 
+pub mod kernels;
 pub mod roofline;
 
 pub use roofline::{

@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod check;
 pub mod flop;
 pub mod memory;
+pub mod ops;
 pub mod params;
 pub mod types;
 pub mod work;

@@ -170,9 +170,14 @@ pub struct StepWork {
     /// Extra FLOP per microbatch of the stage holding the output layer (logits and their
     /// gradient), on each of its ranks.
     pub edge_flop: f64,
-    /// Device-memory bytes one rank reads and writes per microbatch (weights read for the
-    /// forward, backward and recompute passes), for the roofline's memory term.
-    pub memory_bytes: f64,
+    /// The kernels of one layer for one microbatch on one rank (`ops::layer_kernels`), which
+    /// the compute time is priced from; a middle stage runs `layers_per_stage` of them.
+    pub layer: super::ops::LayerKernels,
+    pub layers_per_stage: u32,
+    /// The output layer's kernels per microbatch on the last stage (`edge_flop`'s kernels).
+    pub output: Vec<super::ops::Kernel>,
+    /// The optimizer step once per iteration over the parameters the rank updates.
+    pub optimizer: super::ops::Kernel,
     /// Tensor- and expert-parallel collectives per microbatch on each rank, in the critical
     /// path of its stage (Megatron-LM does not overlap them by default).
     pub per_microbatch: Vec<Comm>,

@@ -25,14 +25,6 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
     let recompute_per_layer = m.recompute_flop_per_token(l.recompute) / f64::from(m.layers);
     let edge_flop = 3.0 * sb * m.output_forward_flop_per_token() / t;
 
-    // Weights a middle stage's rank reads per microbatch: once forward, once backward, once
-    // more when the forward is recomputed (selective recomputation reads no weights).
-    let layer_weights = {
-        let ls = m.layer_split();
-        n * (ls.split / t + ls.replicated + ls.expert / (t * f64::from(l.ep)))
-    };
-    let passes = if full { 3.0 } else { 2.0 };
-
     // Forward passes per microbatch that run a layer's communication: the forward, the
     // backward (its transpose) and a recomputed forward.
     let runs: u64 = if full { 3 } else { 2 };
@@ -97,6 +89,13 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
         }
     }
 
+    // The optimizer updates the biggest stage's parameters, a 1/dp (1/(dp/ep) for experts)
+    // shard of them when the optimizer state is sharded (ZeRO-1 and up).
+    let updated = match l.sharding {
+        Sharding::None => biggest.dense + biggest.expert,
+        _ => biggest.dense / f64::from(l.dp) + biggest.expert / f64::from(split.expert_dp),
+    };
+
     let bubble_fraction = match l.pp {
         1 => 0.0,
         p => f64::from(p - 1) / (f64::from(split.chunks) * mb as f64),
@@ -108,7 +107,10 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
         backward_flop: 2.0 * forward_flop,
         recompute_flop: sb * n * recompute_per_layer / t,
         edge_flop,
-        memory_bytes: passes * layer_weights * d,
+        layer: super::ops::layer_kernels(m, l, d),
+        layers_per_stage: split.layers_per_stage,
+        output: super::ops::output_kernels(m, l, d),
+        optimizer: super::ops::optimizer_kernel(updated),
         per_microbatch,
         p2p_bytes,
         per_iteration,

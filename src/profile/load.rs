@@ -193,6 +193,36 @@ impl Checker<'_, '_> {
         }
     }
 
+    /// An `efficiency_by_size` curve: rows `[min_size, efficiency]`, sizes strictly
+    /// decreasing down to 0 (so every size has a row), efficiencies in (0, 1].
+    fn curve(&mut self, version: u32, path: &[Key], rows: &[[f64; 2]]) {
+        if rows.is_empty() {
+            return;
+        }
+        if version < 3 {
+            self.err(path, "`efficiency_by_size` needs `schema_version = 3`");
+        }
+        let mut last = f64::INFINITY;
+        for (i, r) in rows.iter().enumerate() {
+            let mut at = path.to_vec();
+            at.push(Key::Index(i));
+            if !(r[0].is_finite() && r[0] >= 0.0 && r[0] < last) {
+                self.err(
+                    &at,
+                    "a row is `[min_size, efficiency]` with `min_size` at least 0 and below the row before",
+                );
+            }
+            self.efficiency(&at, r[1]);
+            last = r[0];
+        }
+        if last != 0.0 {
+            self.err(
+                path,
+                "the last row's `min_size` must be 0, so every size has an efficiency",
+            );
+        }
+    }
+
     fn text(&mut self, path: &[Key], what: &str, s: &str) {
         if s.trim().is_empty() {
             self.err(path, format!("{what} must not be empty"));
@@ -259,7 +289,37 @@ fn validate(p: &Profile, root: &Spanned<DeTable>) -> Vec<ProfileError> {
                 );
             }
         }
+        c.curve(
+            p.schema_version,
+            &[N("compute"), N(dt), N("efficiency_by_size")],
+            &f.efficiency_by_size,
+        );
         c.text(&at("source"), "`source`", &f.source);
+    }
+    for (dt, v) in &p.vector {
+        let at = |k| [N("vector"), N(dt), N(k)];
+        if !DTYPES.contains(&dt.as_str()) {
+            c.err(
+                &[N("vector"), N(dt)],
+                format!("unknown dtype `{dt}` in `vector`"),
+            );
+        }
+        if p.schema_version < 3 {
+            c.err(&[N("vector"), N(dt)], "`vector` needs `schema_version = 3`");
+        }
+        c.positive(&at("peak_flops"), "`peak_flops`", v.peak_flops);
+        if v.efficiency_by_size.is_empty() {
+            c.err(
+                &at("efficiency_by_size"),
+                "`efficiency_by_size` needs at least one row",
+            );
+        }
+        c.curve(
+            p.schema_version,
+            &at("efficiency_by_size"),
+            &v.efficiency_by_size,
+        );
+        c.text(&at("source"), "`source`", &v.source);
     }
 
     let m = &p.memory;
@@ -274,6 +334,11 @@ fn validate(p: &Profile, root: &Spanned<DeTable>) -> Vec<ProfileError> {
     if let Some(a) = m.achieved_bytes_per_s {
         c.positive(&at("achieved_bytes_per_s"), "`achieved_bytes_per_s`", a);
     }
+    c.curve(
+        p.schema_version,
+        &at("efficiency_by_size"),
+        &m.efficiency_by_size,
+    );
     c.text(&at("source"), "`source`", &m.source);
 
     let l = &p.launch;

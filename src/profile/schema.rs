@@ -10,8 +10,16 @@ use std::collections::BTreeMap;
 
 /// The newest profile schema this build reads and the one `orrery calibrate` writes. A
 /// profile with a higher `schema_version` is rejected with an error, never half-read.
-/// Version 2 added the optional `check` of a transfer path; version 1 profiles read unchanged.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 2 added the optional `check` of a transfer path, version 3 the optional
+/// size-dependent efficiencies (`efficiency_by_size`) and vector-unit rates (`[vector.DTYPE]`);
+/// older profiles read unchanged.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// Efficiency by the size of one kernel (schema 3): rows `[min_size, efficiency]` with
+/// `min_size` strictly decreasing down to 0; a kernel of size x runs at the efficiency of the
+/// first row whose `min_size` ≤ x (Calculon's rule, `calculon/processor.py` and
+/// `calculon/memory.py`). Sizes are FLOP for compute and vector rates, bytes for memory.
+pub type SizeCurve = Vec<[f64; 2]>;
 
 /// Transfer paths a profile may describe.
 pub const TRANSFER_PATHS: &[&str] = &[
@@ -36,6 +44,9 @@ pub struct Profile {
     pub compute: BTreeMap<String, ComputeFit>,
     pub memory: MemoryFit,
     pub launch: LaunchFit,
+    /// Vector-unit (non-tensor) throughput per dtype, for elementwise kernels (schema 3).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vector: BTreeMap<String, VectorFit>,
     /// Data-movement paths, each a piecewise α–β fit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transfer: Vec<TransferPath>,
@@ -92,6 +103,19 @@ pub struct ComputeFit {
     /// Median achieved throughput (FLOP/s), when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub achieved_flops: Option<f64>,
+    /// Matrix-multiply efficiency by the FLOP of one multiply (schema 3); `efficiency` stays
+    /// the figure for whole-work rooflines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub efficiency_by_size: SizeCurve,
+    pub source: String,
+}
+
+/// Peak and achieved throughput of the vector units for one dtype.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorFit {
+    pub peak_flops: f64,
+    pub efficiency_by_size: SizeCurve,
     pub source: String,
 }
 
@@ -104,6 +128,9 @@ pub struct MemoryFit {
     pub efficiency_ci95: [f64; 2],
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub achieved_bytes_per_s: Option<f64>,
+    /// Efficiency by the bytes one kernel moves (schema 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub efficiency_by_size: SizeCurve,
     pub source: String,
 }
 

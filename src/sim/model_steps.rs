@@ -8,11 +8,12 @@
 //!   pipeline (Megatron-LM's default order "tp-cp-ep-dp-pp",
 //!   `megatron/core/parallel_state.py`). A tensor-parallel group wider than a node
 //!   therefore crosses the network, and pays what that costs there.
-//! - *Compute.* One microbatch on one stage is the roofline
-//!   ([`crate::compute::Roofline`]) of its forward, backward and recomputed FLOP and its
-//!   weight traffic; the last stage adds the output layer, and the slowest stage sets the
-//!   pace. An iteration is (m + (p − 1)/v) such slots: 1F1B and interleaved 1F1B with v
-//!   chunks (Narayanan et al. 2021, §2.2).
+//! - *Compute.* One microbatch on one stage is the sum of its kernels' times
+//!   ([`crate::model::ops`] lists them, [`crate::compute::kernels`] prices each: compute
+//!   plus memory time at size-dependent efficiencies); the last stage adds the output layer,
+//!   and the slowest stage sets the pace. An iteration is (m + (p − 1)/v) such slots: 1F1B
+//!   and interleaved 1F1B with v chunks (Narayanan et al. 2021, §2.2), then the optimizer
+//!   step.
 //! - *Communication* runs as rounds on the shared network after the compute, not overlapped
 //!   with it: tensor-parallel collectives sit in the stage's critical path, and gradient
 //!   reduction is not overlapped (`--overlap-grad-reduce` is off by default). In order: every
@@ -31,7 +32,8 @@ use std::collections::BTreeMap;
 
 use super::training::ModelStep;
 use super::{Sim, models, network::MovementKind};
-use crate::compute::Work;
+use crate::compute::kernels::KernelRates;
+use crate::model::ops::Kernel;
 use crate::model::{Among, Comm, CommOp, Layout, StepWork};
 use crate::network::Graph;
 use crate::network::collective::{self, Algorithm, Op, Options, Rank, Round};
@@ -170,24 +172,13 @@ pub(super) fn plan(
             p.ranks.len()
         ));
     }
-    let roof = crate::compute::roofline(spec, accelerator, dtype)
+    let rates = crate::compute::kernels::kernel_rates(spec, accelerator, dtype)
         .ok_or_else(|| format!("`{accelerator}` has no {dtype} peak"))?;
     let m = work.microbatches as f64;
-    let slot = |edge: f64| {
-        roof.secs(
-            &Work {
-                flop: work.forward_flop + work.backward_flop + work.recompute_flop + edge,
-                bytes: work.memory_bytes,
-                kernels: 0.0,
-            },
-            1.0,
-        )
-    };
-    // The slowest stage holds the output layer (with one stage, that one).
-    let stage = slot(work.edge_flop);
+    let (stage, optimizer) = stage_secs(&rates, work);
     let stretch = 1.0 + work.bubble_fraction;
     let mut plan = Plan {
-        compute_secs: m * stretch * stage,
+        compute_secs: m * stretch * stage + optimizer,
         bubble_secs: m * work.bubble_fraction * stage,
         rounds: Vec::new(),
         stretch: Vec::new(),
@@ -221,6 +212,21 @@ pub(super) fn plan(
         plan.stretch.push(1.0);
     }
     Ok(plan)
+}
+
+/// Seconds of one microbatch on the slowest stage (the one with the output layer: with one
+/// stage, that one) — its layers' forward, backward and recomputed kernels and the output
+/// layer's — and of the iteration's optimizer step, each kernel priced by `rates`.
+pub fn stage_secs(rates: &KernelRates, work: &StepWork) -> (f64, f64) {
+    let sum = |ks: &[Kernel]| -> f64 {
+        ks.iter()
+            .map(|k| rates.secs(k.engine, k.flop, k.bytes))
+            .sum()
+    };
+    let l = &work.layer;
+    let layer = sum(&l.forward) + sum(&l.backward) + sum(&l.recompute);
+    let stage = f64::from(work.layers_per_stage) * layer + sum(&work.output);
+    (stage, sum(std::slice::from_ref(&work.optimizer)))
 }
 
 /// Round(s) for `c` over every group at once, repeated `times` per call count.

@@ -1,0 +1,262 @@
+//! The kernels one rank runs for one microbatch: every matrix multiply and every elementwise
+//! operation of a transformer layer, with its FLOP and the device-memory bytes it moves, for
+//! the forward pass, the backward pass (gradients of the inputs and of the weights) and the
+//! forward a recomputation redoes. [`crate::compute::kernels`] prices each one.
+//!
+//! The accounting is Calculon's (Isaev et al. 2023, "Calculon: a Methodology and Tool for
+//! High-Level Codesign of Systems and Large Language Models", SC '23), ported from
+//! `calculon/llm/layers.py` and `calculon/llm/llm.py` (`_build_attn_block`,
+//! `_build_mlp_block`) of github.com/calculon-ai/calculon at commit caa4b11:
+//! - a linear layer (m × n)·(n × k) is 2mnk FLOP forward and again for each of the input and
+//!   weight gradients; it reads its input and weights and writes its output (m·n + n·k + m·k
+//!   elements) in each pass;
+//! - the attention scores and the weighted sum over V are batched matrix multiplies over
+//!   the rank's heads (no fused attention: Megatron-LM in 2022, and the activation memory of
+//!   [`super::memory`] alike); their backward is twice the forward;
+//! - elementwise FLOP per element: LayerNorm 9 forward, 14 input and 7 weight gradient;
+//!   softmax 5 and 8; GeLU 8 and 13; dropout and the residual add 1 and 1 (2 for the add);
+//!   a fork of an activation to u users adds u per element in the backward; each reads its
+//!   input and writes its output, a dropout also its 1-byte mask;
+//! - a tensor-parallel all-reduce adds (t − 1)/t per element of local reduction and reads
+//!   and writes the activation (its transfer is the network's, not counted here).
+//!
+//! Beyond Calculon's GPT block, for the catalog's other models: SwiGLU (Llama, Mixtral) is a
+//! gate and an up projection (one linear of 2·ffn outputs), the GeLU element counts for the
+//! activation and an elementwise product; RMSNorm is counted as LayerNorm; models without
+//! dropout have no dropout kernels; GQA shrinks the key and value projections to kv_heads
+//! (Megatron replicates a KV head on ranks when kv_heads < tp); an MoE layer's experts are
+//! one linear over the rank's share of the routed tokens (b·s·top_k, balanced over experts),
+//! plus the router. Sequence parallelism divides the norm, dropout and residual kernels by t.
+//! The output layer (logits) is a linear of vocab / t outputs on the last stage; the input
+//! embedding is a lookup and not counted; the optimizer step is Calculon's: 11 FLOP per
+//! parameter on the vector units, reading its fp32 master weights and two moments.
+
+use super::types::{Ffn, Layout, Recompute, Transformer};
+/// Which units run a kernel: tensor cores (matrix multiplies) or the vector units.
+pub use crate::compute::kernels::Units as Engine;
+
+/// One kernel: its units, FLOP and device-memory bytes.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Kernel {
+    pub name: &'static str,
+    pub engine: Engine,
+    pub flop: f64,
+    pub bytes: f64,
+}
+
+/// One layer's kernels for one microbatch on one rank.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct LayerKernels {
+    pub forward: Vec<Kernel>,
+    /// Input and weight gradients.
+    pub backward: Vec<Kernel>,
+    /// The forward kernels recomputation runs again before the backward.
+    pub recompute: Vec<Kernel>,
+}
+
+/// Builds kernels with the element size, as `layers.py` does.
+struct Pass {
+    d: f64,
+    out: LayerKernels,
+    /// Kernels of the attention core (what selective recomputation redoes) are marked.
+    core: Vec<bool>,
+}
+
+impl Pass {
+    fn fw(&mut self, name: &'static str, engine: Engine, flop: f64, elems: f64, core: bool) {
+        self.out.forward.push(Kernel {
+            name,
+            engine,
+            flop,
+            bytes: elems * self.d,
+        });
+        self.core.push(core);
+    }
+
+    fn bw(&mut self, name: &'static str, engine: Engine, flop: f64, elems: f64) {
+        if flop > 0.0 || elems > 0.0 {
+            self.out.backward.push(Kernel {
+                name,
+                engine,
+                flop,
+                bytes: elems * self.d,
+            });
+        }
+    }
+
+    /// (m × n)·(n × k) with weights: forward, input gradient, weight gradient.
+    fn linear(&mut self, name: &'static str, m: f64, n: f64, k: f64) {
+        let (f, e) = (2.0 * m * n * k, m * n + n * k + m * k);
+        self.fw(name, Engine::Matrix, f, e, false);
+        self.bw(name, Engine::Matrix, f, e);
+        self.bw(name, Engine::Matrix, f, e);
+    }
+
+    /// `batch` multiplies of (m × n)·(n × k) without weights.
+    fn batched(&mut self, name: &'static str, batch: f64, m: f64, n: f64, k: f64) {
+        let (f, e) = (batch * 2.0 * m * n * k, batch * (m * n + n * k + m * k));
+        self.fw(name, Engine::Matrix, f, e, true);
+        self.bw(name, Engine::Matrix, 2.0 * f, e);
+    }
+
+    /// An elementwise kernel over `a` elements: forward and backward FLOP per element.
+    fn elementwise(&mut self, name: &'static str, a: f64, fw: f64, bw: f64, core: bool) {
+        self.fw(name, Engine::Vector, fw * a, 2.0 * a, core);
+        self.bw(name, Engine::Vector, bw * a, 2.0 * a);
+    }
+
+    fn norm(&mut self, a: f64, h: f64) {
+        // Weights 2h read forward; gradients 2h written by the weight gradient.
+        self.fw("norm", Engine::Vector, 9.0 * a, 2.0 * a + 2.0 * h, false);
+        self.bw("norm", Engine::Vector, 14.0 * a, 2.0 * a + 2.0 * h);
+        self.bw("norm", Engine::Vector, 7.0 * a, 2.0 * a + 2.0 * h);
+    }
+
+    fn dropout(&mut self, a: f64, core: bool) {
+        // Input and output in the dtype plus a one-byte mask, forward and backward.
+        let e = 2.0 * a + a / self.d;
+        self.fw("dropout", Engine::Vector, a, e, core);
+        self.bw("dropout", Engine::Vector, a, e);
+    }
+
+    fn residual(&mut self, a: f64) {
+        self.fw("residual", Engine::Vector, a, 3.0 * a, false);
+        self.bw("residual", Engine::Vector, 2.0 * a, 3.0 * a);
+    }
+
+    fn fork(&mut self, a: f64, users: f64) {
+        self.bw("fork", Engine::Vector, users * a, a * (users + 1.0));
+    }
+
+    /// The local reduction of a tensor-parallel all-reduce: forward after attention and the
+    /// FFN (`conjugate`), backward before them.
+    fn tp_reduce(&mut self, a: f64, t: f64, conjugate: bool) {
+        if t <= 1.0 {
+            return;
+        }
+        let f = a * (t - 1.0) / t;
+        if conjugate {
+            self.fw("tp_reduce", Engine::Vector, f, 2.0 * a, false);
+        } else {
+            self.bw("tp_reduce", Engine::Vector, f, 2.0 * a);
+        }
+    }
+}
+
+/// The kernels of one layer of `m` for one microbatch on one rank of layout `l`, elements
+/// of `dtype_bytes` bytes.
+pub fn layer_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> LayerKernels {
+    let t = f64::from(l.tp);
+    let (s, b, h) = (m.seq as f64, l.micro_batch as f64, m.hidden as f64);
+    let bs = b * s;
+    let a = bs * h;
+    // Norms, dropouts and residuals run on a sequence slice with sequence parallelism.
+    let a_sp = if l.sp { a / t } else { a };
+    let heads = f64::from(m.heads) / t;
+    let kv = (f64::from(m.kv_heads) / t).max(1.0) * m.head_dim as f64;
+    let hd = m.head_dim as f64;
+    let drop = m.gpt_style();
+    let mut p = Pass {
+        d: dtype_bytes,
+        out: LayerKernels::default(),
+        core: Vec::new(),
+    };
+
+    // Attention block (`_build_attn_block`).
+    p.fork(a_sp, 2.0);
+    p.norm(a_sp, h);
+    p.tp_reduce(a, t, false);
+    p.fork(a, 3.0);
+    p.linear("query", bs, h, heads * hd);
+    p.linear("key", bs, h, kv);
+    p.linear("value", bs, h, kv);
+    let scores = b * heads * s * s;
+    p.batched("scores", b * heads, s, hd, s);
+    p.elementwise("softmax", scores, 5.0, 8.0, true);
+    if drop {
+        p.dropout(scores, true);
+    }
+    p.batched("attend", b * heads, s, s, hd);
+    p.linear("attn_out", bs, heads * hd, h);
+    p.tp_reduce(a, t, true);
+    if drop {
+        p.dropout(a_sp, false);
+    }
+    p.residual(a_sp);
+
+    // Feed-forward block (`_build_mlp_block`).
+    p.fork(a_sp, 2.0);
+    p.norm(a_sp, h);
+    p.tp_reduce(a, t, false);
+    let (tokens, ffn) = match m.moe {
+        None => (bs, m.ffn as f64),
+        Some(e) => {
+            p.linear("router", bs, h, f64::from(e.experts));
+            (bs * f64::from(e.top_k), e.expert_ffn as f64)
+        }
+    };
+    let inner = tokens * ffn / t;
+    match m.ffn_kind {
+        Ffn::Gelu => {
+            p.linear("ffn_up", tokens, h, ffn / t);
+            p.elementwise("gelu", inner, 8.0, 13.0, false);
+        }
+        Ffn::SwiGlu => {
+            p.linear("ffn_gate_up", tokens, h, 2.0 * ffn / t);
+            p.elementwise("silu", inner, 8.0, 13.0, false);
+            p.elementwise("gate_mul", inner, 1.0, 2.0, false);
+        }
+    }
+    p.linear("ffn_down", tokens, ffn / t, h);
+    p.tp_reduce(a, t, true);
+    if drop {
+        p.dropout(a_sp, false);
+    }
+    p.residual(a_sp);
+
+    let mut out = p.out;
+    out.recompute = match l.recompute {
+        Recompute::None => Vec::new(),
+        Recompute::Full => out.forward.clone(),
+        Recompute::Selective => out
+            .forward
+            .iter()
+            .zip(&p.core)
+            .filter(|(_, c)| **c)
+            .map(|(k, _)| *k)
+            .collect(),
+    };
+    out
+}
+
+/// The output layer's kernels on the last stage for one microbatch on one rank: the logits
+/// linear (vocab split over the tensor-parallel ranks), forward and backward.
+pub fn output_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Vec<Kernel> {
+    let bs = m.seq as f64 * l.micro_batch as f64;
+    let mut p = Pass {
+        d: dtype_bytes,
+        out: LayerKernels::default(),
+        core: Vec::new(),
+    };
+    p.linear(
+        "logits",
+        bs,
+        m.hidden as f64,
+        m.vocab as f64 / f64::from(l.tp),
+    );
+    let mut all = p.out.forward;
+    all.extend(p.out.backward);
+    all
+}
+
+/// The optimizer step over `params` parameters a rank updates (Calculon
+/// `Layer.get_optim_step_flops` / `get_optimizer`: 11 FLOP per parameter; its fp32 master
+/// copy and two fp32 moments, 12 bytes per parameter).
+pub fn optimizer_kernel(params: f64) -> Kernel {
+    Kernel {
+        name: "optimizer",
+        engine: Engine::Vector,
+        flop: 11.0 * params,
+        bytes: 12.0 * params,
+    }
+}
