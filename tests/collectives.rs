@@ -621,3 +621,27 @@ fn shared_network_rounds_take_what_the_private_simulation_gives_on_an_idle_netwo
         }
     }
 }
+
+/// On a fully meshed node (MI300X: seven Infinity Fabric links of 64 GB/s per direction per
+/// device) a ring collective runs one ring per stride coprime with p — 1, 3, 5 and 7 for
+/// eight devices — each on its own directed links, so it moves at 4 links' bandwidth: the
+/// closed form with 4 × 64 GB/s where one ring would give 64.
+#[test]
+fn a_mesh_node_runs_one_ring_per_coprime_stride() {
+    let g = Graph::build(&spec("cluster c {\n  node mi300x_8 x 1\n}\n"));
+    let (p, n) = (8.0, 1e9);
+    let link = 896e9 / 2.0 / 7.0;
+    let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &gpus(8), n);
+    assert_close(
+        r.secs,
+        2.0 * (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / (4.0 * link),
+    );
+    assert_eq!(r.flows, 14 * 8 * 4);
+    // Four devices: strides 1 and 3 (each its own direction round the ring).
+    let r = run(&g, &idle(&g), Op::AllGather, Algorithm::Ring, &gpus(4), n);
+    assert_close(r.secs, 3.0 * ALPHA_NVLINK + 3.0 / 4.0 * n / (2.0 * link));
+    // An NVSwitch node keeps one ring: every ring would share the same switch links.
+    let g = dgx();
+    let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &gpus(8), n);
+    assert_eq!(r.flows, 14 * 8);
+}

@@ -53,7 +53,7 @@ pub(super) fn channels(graph: &crate::network::Graph, ranks: &[Rank]) -> Vec<Vec
         }
     }
     if nodes.len() < 2 {
-        return vec![ranks.to_vec()];
+        return mesh_channels(graph, ranks).unwrap_or_else(|| vec![ranks.to_vec()]);
     }
     let reps: Vec<Vec<usize>> = nodes
         .iter()
@@ -84,6 +84,46 @@ pub(super) fn channels(graph: &crate::network::Graph, ranks: &[Rank]) -> Vec<Vec
             order
         })
         .collect()
+}
+
+/// The rings of a collective on one node whose devices are directly linked to each other
+/// (`link mesh`, e.g. MI300X's Infinity Fabric): one ring per stride k coprime with p, rank i
+/// sending to rank i + k, so each ring is a Hamiltonian cycle on its own directed links and
+/// the rings together use φ(p) of each device's p − 1 links (4 of 7 for eight devices) where
+/// one ring would use one. Model, not RCCL's exact graph search: RCCL likewise runs a ring
+/// collective over several channels on distinct XGMI links (`src/graph/search.cc`,
+/// `rome_models.cc` in ROCm/rccl). `None` when any ring step lacks a direct link (an
+/// NVSwitch node: every ring shares the same switch links, so one ring is the same).
+fn mesh_channels(graph: &crate::network::Graph, ranks: &[Rank]) -> Option<Vec<Vec<Rank>>> {
+    use crate::network::graph::Vertex;
+    let p = ranks.len();
+    if p < 3 {
+        return None;
+    }
+    let dev = |r: Rank| Vertex::Device {
+        node: r.0,
+        device: r.1,
+    };
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let mut out = Vec::new();
+    for k in (1..p).filter(|&k| gcd(k, p) == 1) {
+        let order: Vec<Rank> = (0..p).map(|i| ranks[(i * k) % p]).collect();
+        let direct = (0..p).all(|i| {
+            graph
+                .link_between(dev(order[i]), dev(order[(i + 1) % p]))
+                .is_some()
+        });
+        if !direct {
+            return None;
+        }
+        out.push(order);
+    }
+    (out.len() > 1).then_some(out)
 }
 
 /// Pairwise all-to-all: in step s every rank sends n/p to the rank s places after it.
