@@ -11,7 +11,7 @@ pub mod types;
 pub mod work;
 
 pub use check::{Split, check};
-pub use memory::{per_rank, per_rank_at};
+pub use memory::{GRAD_BYTES, per_rank, per_rank_at};
 pub use params::LayerSplit;
 pub use types::*;
 pub use work::step_work;

@@ -179,6 +179,11 @@ impl Sim<'_> {
             } else {
                 job.comm_ns as f64
             };
+            let traffic = if job.comm_steps > 0 {
+                job.traffic_total as f64 / job.comm_steps as f64
+            } else {
+                job.comm_ns as f64
+            };
             let step = (job.compute_ns as f64 + comm) / 1e9;
             let wall = job
                 .started
@@ -203,7 +208,8 @@ impl Sim<'_> {
                 steps_done: job.steps_done,
                 step_time: step,
                 compute_time: compute,
-                communication_time: comm * job.steps_done as f64 / 1e9,
+                communication_time: traffic * job.steps_done as f64 / 1e9,
+                exposed_comm_time: comm * job.steps_done as f64 / 1e9,
                 checkpoint_time: job.ckpt_total as f64 / 1e9,
                 bubble_time: job
                     .model

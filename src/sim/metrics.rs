@@ -110,8 +110,14 @@ pub struct TrainingMetrics {
     pub step_time: f64,
     #[serde(rename = "compute_time_s")]
     pub compute_time: f64,
+    /// Seconds some of the job's communication was in flight (overlapped with its compute
+    /// or not), over its steps.
     #[serde(rename = "communication_time_s")]
     pub communication_time: f64,
+    /// Of the step time, what is not compute: communication the compute did not hide (step
+    /// time − compute time), over its steps; `communication_time_s` without overlap.
+    #[serde(rename = "exposed_comm_time_s")]
+    pub exposed_comm_time: f64,
     #[serde(rename = "checkpoint_time_s")]
     pub checkpoint_time: f64,
     /// Of the compute time, the pipeline bubble (a model-level job's stages idle while the

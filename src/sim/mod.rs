@@ -21,6 +21,7 @@
 //! Architecture invariant: no IO. Trace arrivals come in through [`SimConfig::traces`].
 
 mod actors;
+mod buckets;
 mod checkpoints;
 mod explain;
 pub mod failures;
@@ -31,6 +32,7 @@ mod model_steps;
 pub mod models;
 pub mod network;
 mod objects;
+mod overlap;
 mod payloads;
 mod placement_groups;
 mod scheduling;
@@ -215,6 +217,10 @@ pub(crate) enum Ev {
     CommStart(u32, u32),
     /// A round of a job's collectives has paid its α: its flows start (job, epoch).
     RoundGo(u32, u32),
+    /// A unit of a job's overlapped gradient stream is ready (job, epoch, stream).
+    BucketReady(u32, u32, u32),
+    /// A round of a stream's launch has paid its α: its flows start (job, epoch, stream).
+    BucketGo(u32, u32, u32),
     /// A task's input fetch has paid its fixed part: its flows start (task, epoch).
     FetchGo(u32, u32),
     /// A checkpoint with nothing to move is done (job, epoch, load).
@@ -541,6 +547,8 @@ impl<'s> Sim<'s> {
             Ev::WireFlush => self.rearm_now(),
             Ev::CommStart(j, epoch) => self.on_comm_start(j, epoch),
             Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
+            Ev::BucketReady(j, epoch, s) => self.on_bucket_ready(j, epoch, s),
+            Ev::BucketGo(j, epoch, s) => self.on_bucket_go(j, epoch, s),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
             Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
             Ev::TensorGo(a, epoch) => self.on_tensor_go(a, epoch),

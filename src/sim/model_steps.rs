@@ -18,7 +18,10 @@
 //!   with it: tensor-parallel collectives sit in the stage's critical path, and gradient
 //!   reduction is not overlapped (`--overlap-grad-reduce` is off by default). In order: every
 //!   tensor-parallel group at once, every expert-parallel group, the pipeline's sends between
-//!   stages (both directions), then the data-parallel reduction.
+//!   stages (both directions), then the data-parallel reduction. With `overlap grad_reduce`
+//!   the gradient reduction is instead bucketed streams that run during the last
+//!   microbatch's backward (`buckets`), and the rounds wait for them at the plan's gate
+//!   before what follows the reduction (ZeRO-1's weight all-gather).
 //! - *Aggregation.* Identical calls are one: a microbatch's `count` calls times m
 //!   microbatches run as one call of their summed bytes that pays every call's α, so a
 //!   1,000-layer, 500-microbatch iteration costs a handful of rounds, not a million events.
@@ -38,6 +41,7 @@ use crate::model::{Among, Comm, CommOp, Layout, StepWork};
 use crate::network::Graph;
 use crate::network::collective::{self, Algorithm, Op, Options, Rank, Round};
 use crate::placement::NodeId;
+use crate::spec::overlap::GradOverlap;
 use crate::spec::{ModelTraining, Spec};
 
 /// What one iteration of a model-level job costs, before the network runs it.
@@ -52,6 +56,14 @@ pub(super) struct Plan {
     /// Collectives the flow model could not take, priced in closed form instead (a round
     /// of α only), with why.
     pub closed_form: Vec<String>,
+    /// Overlapped gradient reduction (`overlap grad_reduce`): one stream per communicator,
+    /// started during the compute; empty without overlap.
+    pub streams: Vec<super::buckets::Stream>,
+    /// The round before which the rounds wait for every stream to finish (`rounds.len()`:
+    /// after the last).
+    pub gate: usize,
+    /// What the run's header should say about how the plan was aggregated.
+    pub notes: Vec<String>,
 }
 
 /// The global ranks of each group of kind `among` (Megatron order, see the module doc).
@@ -107,7 +119,7 @@ fn stage_pairs(l: &Layout) -> Vec<Vec<usize>> {
         .collect()
 }
 
-fn op_of(op: CommOp) -> (Op, Algorithm) {
+pub(super) fn op_of(op: CommOp) -> (Op, Algorithm) {
     match op {
         CommOp::AllReduce => (Op::AllReduce, Algorithm::Ring),
         CommOp::AllGather => (Op::AllGather, Algorithm::Ring),
@@ -163,6 +175,7 @@ pub(super) fn plan(
     dtype: &str,
     l: &Layout,
     work: &StepWork,
+    overlap: Option<&GradOverlap>,
     p: &Pricing,
 ) -> Result<Plan, String> {
     let world = (l.tp * l.pp * l.dp) as usize;
@@ -183,6 +196,9 @@ pub(super) fn plan(
         rounds: Vec::new(),
         stretch: Vec::new(),
         closed_form: Vec::new(),
+        streams: Vec::new(),
+        gate: 0,
+        notes: Vec::new(),
     };
     // Tensor- then expert-parallel collectives (`step_work` lists them in that order).
     for c in &work.per_microbatch {
@@ -200,18 +216,51 @@ pub(super) fn plan(
             || "pipeline sends".to_string(),
         );
     }
-    for c in &work.per_iteration {
-        add(&mut plan, p, c, &groups(l, c.among), 1.0, 1.0);
-    }
+    let Some(o) = overlap else {
+        for c in &work.per_iteration {
+            add(&mut plan, p, c, &groups(l, c.among), 1.0, 1.0);
+        }
+        pad_stretched(&mut plan);
+        plan.gate = plan.rounds.len();
+        return Ok(plan);
+    };
+    pad_stretched(&mut plan);
+    let backward = backward_secs(&rates, work);
+    super::buckets::plan(
+        &mut plan,
+        p,
+        l,
+        &work.per_iteration,
+        o.bucket(l.dp),
+        backward,
+        optimizer,
+    );
+    Ok(plan)
+}
+
+/// The last stretched round's wait is paid before an empty one after it.
+fn pad_stretched(plan: &mut Plan) {
     if plan.stretch.last().is_some_and(|&f| f > 1.0) {
-        // The last stretched round's wait is paid before this empty one.
         plan.rounds.push(Round {
             alpha: 0.0,
             chains: Vec::new(),
         });
         plan.stretch.push(1.0);
     }
-    Ok(plan)
+}
+
+/// Seconds of the last microbatch's backward on the slowest stage: its layers' backward and
+/// recomputed kernels and the output layer's backward (gradients appear as it runs).
+pub fn backward_secs(rates: &KernelRates, work: &StepWork) -> f64 {
+    let sum = |ks: &[Kernel]| -> f64 {
+        ks.iter()
+            .map(|k| rates.secs(k.engine, k.flop, k.bytes))
+            .sum()
+    };
+    let l = &work.layer;
+    // The output layer's kernels are its forward, then its two gradients.
+    let out_bw = work.output.get(1..).map_or(0.0, sum);
+    f64::from(work.layers_per_stage) * (sum(&l.backward) + sum(&l.recompute)) + out_bw
 }
 
 /// Seconds of one microbatch on the slowest stage (the one with the output layer: with one
@@ -230,7 +279,14 @@ pub fn stage_secs(rates: &KernelRates, work: &StepWork) -> (f64, f64) {
 }
 
 /// Round(s) for `c` over every group at once, repeated `times` per call count.
-fn add(plan: &mut Plan, p: &Pricing, c: &Comm, groups: &[Vec<usize>], times: f64, stretch: f64) {
+pub(super) fn add(
+    plan: &mut Plan,
+    p: &Pricing,
+    c: &Comm,
+    groups: &[Vec<usize>],
+    times: f64,
+    stretch: f64,
+) {
     if groups.first().is_none_or(|g| g.len() < 2) || c.bytes <= 0.0 || c.count == 0 {
         return;
     }
@@ -250,12 +306,28 @@ fn priced(
     plan: &mut Plan,
     p: &Pricing,
     groups: &[Vec<usize>],
-    (op, algo): (Op, Algorithm),
+    op: (Op, Algorithm),
     bytes: f64,
     k: f64,
     stretch: f64,
     what: impl Fn() -> String,
 ) {
+    let rounds = repeated(group_rounds(plan, p, groups, op, bytes, what), k);
+    plan.stretch
+        .extend(std::iter::repeat_n(stretch, rounds.len()));
+    plan.rounds.extend(rounds);
+}
+
+/// One call of `op` of `bytes` over every group at once, as rounds on the network, or in
+/// closed form (a round of α only, noted in the plan) where the flow model cannot take it.
+pub(super) fn group_rounds(
+    plan: &mut Plan,
+    p: &Pricing,
+    groups: &[Vec<usize>],
+    (op, algo): (Op, Algorithm),
+    bytes: f64,
+    what: impl Fn() -> String,
+) -> Vec<Round> {
     let ranks_of = |g: &Vec<usize>| -> Vec<Rank> { g.iter().map(|&r| p.ranks[r]).collect() };
     let flow = p
         .graph
@@ -268,8 +340,8 @@ fn priced(
                 })
                 .collect::<Result<Vec<_>, _>>()
         });
-    let rounds = match flow {
-        Ok(per_group) => repeated(concurrent(per_group), k),
+    match flow {
+        Ok(per_group) => concurrent(per_group),
         Err(e) => {
             let secs = groups
                 .iter()
@@ -278,14 +350,11 @@ fn priced(
             plan.closed_form
                 .push(format!("{}: closed form ({e})", what()));
             vec![Round {
-                alpha: secs * k,
+                alpha: secs,
                 chains: Vec::new(),
             }]
         }
-    };
-    plan.stretch
-        .extend(std::iter::repeat_n(stretch, rounds.len()));
-    plan.rounds.extend(rounds);
+    }
 }
 
 impl Sim<'_> {
@@ -328,7 +397,15 @@ impl Sim<'_> {
             ranks: &ranks,
             closed: &closed,
         };
-        let plan = plan(spec, &acc, &mt.dtype, &mt.layout, &work, &pricing)?;
+        let plan = plan(
+            spec,
+            &acc,
+            &mt.dtype,
+            &mt.layout,
+            &work,
+            mt.overlap.as_ref(),
+            &pricing,
+        )?;
         let peak = models::peak(spec, &acc, &mt.dtype).unwrap_or(0.0) * ranks.len() as f64;
         let name = name.clone();
         for c in &plan.closed_form {
@@ -336,6 +413,13 @@ impl Sim<'_> {
                 MovementKind::Collective,
                 false,
                 format!("training {name}: {c}"),
+            );
+        }
+        for n in &plan.notes {
+            self.net.note(
+                MovementKind::Collective,
+                true,
+                format!("training {name}: {n}"),
             );
         }
         if plan.closed_form.is_empty() {

@@ -209,6 +209,7 @@ impl Sim<'_> {
         for o in &done {
             match *o {
                 Owner::Round { job, epoch } => self.on_round_done(job, epoch),
+                Owner::Bucket { job, epoch, stream } => self.on_bucket_done(job, epoch, stream),
                 Owner::Fetch { task, epoch } => self.on_fetch_done(task, epoch),
                 Owner::Checkpoint { job, epoch, load } => self.on_checkpoint_done(job, epoch, load),
                 Owner::Spill { task, epoch } => self.on_spill_done(task, epoch),

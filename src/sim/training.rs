@@ -74,6 +74,12 @@ pub(super) struct Job {
     pub(super) round_from: Time,
     /// A model-level job's figures per step (none for a job declared by its FLOP).
     pub(super) model: Option<ModelStep>,
+    /// Its overlapped gradient reduction (`overlap grad_reduce`), if any.
+    pub(super) overlap: Option<super::overlap::Overlap>,
+    /// Its communication in flight this step, and in flight over every step that finished
+    /// (`comm_total` is the exposed part: after the compute).
+    pub(super) busy: super::overlap::Busy,
+    pub(super) traffic_total: Time,
 }
 
 /// What a model-level job's step is worth, for its metrics.
@@ -148,6 +154,9 @@ impl Sim<'_> {
                 stretch: Vec::new(),
                 round_from: 0,
                 model: None,
+                overlap: None,
+                busy: Default::default(),
+                traffic_total: 0,
             });
             self.pgs[pg as usize].jobs.push(id);
         }
@@ -168,13 +177,15 @@ impl Sim<'_> {
             _ => 0.0,
         };
         let comm = self.job_comm_secs(j, &per_node);
-        let (compute, rounds, stretch, model) = match &t.model {
+        let (compute, rounds, stretch, model, overlap) = match &t.model {
             Some(mt) => match self.model_plan(j, mt, &per_node) {
                 Ok((plan, step)) => (
                     plan.compute_secs,
                     Some(plan.rounds),
                     plan.stretch,
                     Some(step),
+                    (!plan.streams.is_empty())
+                        .then(|| super::overlap::Overlap::new(plan.streams, plan.gate)),
                 ),
                 Err(e) => {
                     // Not priced: the job does not run rather than run for free.
@@ -189,7 +200,7 @@ impl Sim<'_> {
                     return;
                 }
             },
-            None => (compute, self.job_rounds(j), Vec::new(), None),
+            None => (compute, self.job_rounds(j), Vec::new(), None, None),
         };
         let ckpt = t
             .checkpoint
@@ -219,6 +230,7 @@ impl Sim<'_> {
         job.rounds = rounds.unwrap_or_default();
         job.stretch = stretch;
         job.model = model;
+        job.overlap = overlap;
         match job.stopped_at.take() {
             None => {
                 job.progress_from = now;
@@ -359,10 +371,14 @@ impl Sim<'_> {
     /// Start a step of job `j` after `lead` (a checkpoint write before it): compute, then its
     /// collectives — on the run's network, or for the closed-form `comm_ns`.
     pub(super) fn begin_step(&mut self, j: u32, lead: Time) {
-        let job = &self.jobs[j as usize];
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
         let epoch = job.epoch;
+        job.busy = Default::default();
         if job.on_wire {
             self.q.after(lead + job.compute_ns, Ev::CommStart(j, epoch));
+            // Overlapped gradient buckets start during the compute.
+            self.overlap_begin(j, now + lead);
         } else {
             let d = (lead + job.compute_ns + job.comm_ns).max(1);
             self.q.after(d, Ev::StepDone(j, epoch));
@@ -378,11 +394,13 @@ impl Sim<'_> {
         }
         job.comm_from = now;
         job.round = 0;
+        job.busy.on(now);
         self.next_round(j);
     }
 
-    /// The next round of the step's collectives after its α, or the step is done.
-    fn next_round(&mut self, j: u32) {
+    /// The next round of the step's collectives after its α, or the step is done; at the
+    /// overlap's gate, only once every gradient stream is done.
+    pub(super) fn next_round(&mut self, j: u32) {
         let now = self.now();
         let job = &mut self.jobs[j as usize];
         let epoch = job.epoch;
@@ -394,11 +412,22 @@ impl Sim<'_> {
         };
         // This round's own time starts after that wait (else the wait is stretched again).
         job.round_from = now + extra;
+        if let Some(o) = &mut job.overlap
+            && job.round == o.gate
+            && o.left > 0
+        {
+            // The gate comes after an unstretched round (`model_steps::pad_stretched`).
+            o.parked = true;
+            job.busy.off(now);
+            return;
+        }
         let Some(r) = job.rounds.get(job.round) else {
             let comm = now - job.comm_from;
             job.comm_ns = comm;
             job.comm_total += comm;
             job.comm_steps += 1;
+            job.busy.off(now);
+            job.traffic_total += job.busy.ns;
             if comm == 0 && job.compute_ns == 0 {
                 // Nothing takes time: keep the clock moving as the closed-form path does.
                 self.q.after(1, Ev::StepDone(j, epoch));
@@ -452,8 +481,9 @@ impl Sim<'_> {
         if let Some(x) = self.jobs[j].xfer.take() {
             let now = self.now();
             self.wire.cancel(now, x);
-            self.rearm_wire();
         }
+        self.cancel_bucket_transfers(j);
+        self.rearm_wire();
     }
 
     /// A node's bandwidth changed: running jobs on it take the new collective time from
@@ -501,6 +531,7 @@ impl Sim<'_> {
         let job = &mut self.jobs[j as usize];
         if !job.on_wire {
             job.comm_total += job.comm_ns;
+            job.traffic_total += job.comm_ns;
             job.comm_steps += 1;
         }
         let mut lead = 0;

@@ -45,6 +45,9 @@ use crate::network::{FlowId, FlowNet, Graph, LinkId};
 pub(crate) enum Owner {
     /// A round of job `job`'s collectives (attempt `epoch`).
     Round { job: u32, epoch: u32 },
+    /// A round of a launch of job `job`'s overlapped gradient stream `stream` (attempt
+    /// `epoch`).
+    Bucket { job: u32, epoch: u32, stream: u32 },
     /// Task `task`'s input fetch (attempt `epoch`).
     Fetch { task: u32, epoch: u32 },
     /// Job `job`'s checkpoint write, or its load after a restart (attempt `epoch`).

@@ -31,6 +31,7 @@ pub const KEYS: &[&str] = &[
     "recompute",
     "batch",
     "precision",
+    "overlap",
 ];
 
 /// A training job that names a model: the model, how it is laid out, in which dtype.
@@ -40,6 +41,9 @@ pub struct ModelTraining {
     pub layout: crate::model::Layout,
     /// The training dtype (`precision`, one of [`schema::DTYPES`]; `bf16` by default).
     pub dtype: String,
+    /// `overlap grad_reduce`: the gradient reduction overlapped with the backward pass
+    /// (`None`: after it, Megatron-LM's default).
+    pub overlap: Option<super::overlap::GradOverlap>,
     /// The `model` statement, where errors about the model (memory fit) point.
     #[serde(skip)]
     pub span: Span,
@@ -74,6 +78,7 @@ pub struct JobModel {
     /// `global` and `micro`, with their spans.
     batch: Option<((u64, Span), (u64, Span))>,
     precision: Option<String>,
+    overlap: Option<super::overlap::GradOverlap>,
     /// Layout statements met (key and head), for "needs `model`".
     layout_stmts: Vec<(&'static str, Span)>,
     /// A statement was wrong (and reported): the layout is not checked further.
@@ -210,6 +215,7 @@ impl JobModel {
                 let v = a.req("a dtype such as `bf16`")?;
                 self.precision = Some(rd::choice(cx, v, schema::DTYPES, "dtype")?.to_string());
             }
+            "overlap" => self.overlap = Some(super::overlap::read(cx, a, head)?),
             _ => {}
         }
         Some(())
@@ -261,7 +267,7 @@ impl JobModel {
             sp: None,
             head: span,
         });
-        let ok = layout_fits(cx, &model, &p, global, gspan, micro, span);
+        let mut ok = layout_fits(cx, &model, &p, global, gspan, micro, span);
         let layout = Layout {
             tp: p.tp.0,
             sp: p.sp.is_some(),
@@ -278,12 +284,16 @@ impl JobModel {
             global_batch: global,
             micro_batch: micro,
         };
+        if let Some(o) = &self.overlap {
+            ok &= super::overlap::check(cx, o, &layout);
+        }
         ok.then(|| ModelTraining {
             model,
             layout,
             dtype: self
                 .precision
                 .unwrap_or_else(|| DEFAULT_PRECISION.to_string()),
+            overlap: self.overlap,
             span,
             layout_span: p.head,
         })

@@ -12,6 +12,7 @@ pub mod hardware;
 pub mod layout;
 pub mod load;
 pub mod model;
+pub mod overlap;
 pub mod path;
 pub mod payloads;
 pub mod reader;

@@ -212,6 +212,7 @@ pub const TRAINING: &[StmtDef] = &[
     one("recompute", RECOMPUTES),
     one("batch", &["global", "micro"]),
     one("precision", DTYPES),
+    one("overlap", &["grad_reduce", "bucket"]),
 ];
 /// Parts of a training job's `parallel` layout (`src/spec/layout.rs`).
 pub const PARALLEL_WORDS: &[&str] = &["tp", "sp", "pp", "interleave", "dp", "ep"];

@@ -1,0 +1,224 @@
+//! A model-level job's overlapped gradient reduction on the run's network (`overlap
+//! grad_reduce`; the plan is `buckets.rs`): each stream (one communicator's buckets) launches
+//! its buckets as they become ready during the step's compute, one launch at a time, the
+//! flows on the shared network like every other transfer, so other traffic slows them and
+//! they slow it. The job's rounds (`training.rs`) wait at the plan's gate until every stream
+//! is done; the step ends when both are. Exposed communication is then step − compute.
+//!
+//! Also here: the job's traffic time, the union of the intervals in which any of its
+//! communication (rounds or streams) is in flight, for `communication_time_s`.
+//!
+//! Architecture invariant: flows start and leave only through `wire`; stale events (a
+//! failure restarted the job) are recognised by the job's epoch.
+
+use super::buckets::Stream;
+use super::wire::{Owner, TransferId};
+use super::{Ev, Sim, models::secs};
+use crate::engine::Time;
+
+/// Where one stream is in the step.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Run {
+    /// The first unit not yet reduced, and how many from it the launch in flight holds.
+    next: usize,
+    launched: usize,
+    /// The launch's bytes and α multiples of the stream's rounds, and its round.
+    scale: f64,
+    calls: f64,
+    round: usize,
+    busy: bool,
+    xfer: Option<TransferId>,
+}
+
+/// A job's overlapped reduction: its streams and their state in the current step.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Overlap {
+    pub streams: Vec<Stream>,
+    runs: Vec<Run>,
+    /// The round the job's rounds wait at, and whether they are waiting there now.
+    pub gate: usize,
+    pub parked: bool,
+    /// Streams not finished this step.
+    pub left: usize,
+    /// When the step's compute began (units' ready times count from it).
+    from: Time,
+}
+
+impl Overlap {
+    pub fn new(streams: Vec<Stream>, gate: usize) -> Overlap {
+        Overlap {
+            streams,
+            gate,
+            ..Overlap::default()
+        }
+    }
+}
+
+/// The union of the intervals in which any of a job's communication is in flight.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Busy {
+    open: u32,
+    since: Time,
+    /// In flight so far in this step.
+    pub ns: Time,
+}
+
+impl Busy {
+    pub fn on(&mut self, now: Time) {
+        if self.open == 0 {
+            self.since = now;
+        }
+        self.open += 1;
+    }
+
+    pub fn off(&mut self, now: Time) {
+        self.open = self.open.saturating_sub(1);
+        if self.open == 0 {
+            self.ns += now - self.since;
+        }
+    }
+}
+
+impl Sim<'_> {
+    /// Job `j`'s step computes from `from`: each stream waits for its first unit.
+    pub(super) fn overlap_begin(&mut self, j: u32, from: Time) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        let epoch = job.epoch;
+        let Some(o) = &mut job.overlap else { return };
+        o.from = from;
+        o.parked = false;
+        o.left = o.streams.len();
+        o.runs = vec![Run::default(); o.streams.len()];
+        for (s, st) in o.streams.iter().enumerate() {
+            let at = from + secs(st.units[0].ready_secs.max(0.0));
+            self.q
+                .after(at.saturating_sub(now), Ev::BucketReady(j, epoch, s as u32));
+        }
+    }
+
+    /// A unit of stream `s` is ready: launch it unless the stream is busy (it takes it next).
+    pub(super) fn on_bucket_ready(&mut self, j: u32, epoch: u32, s: u32) {
+        let job = &self.jobs[j as usize];
+        let Some(o) = &job.overlap else { return };
+        if epoch != job.epoch || o.runs[s as usize].busy {
+            return;
+        }
+        self.launch(j, s);
+    }
+
+    /// Every unit of stream `s` ready by now goes as one launch; none: wait for the next.
+    fn launch(&mut self, j: u32, s: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        let epoch = job.epoch;
+        let Some(o) = &mut job.overlap else { return };
+        let (st, run) = (&o.streams[s as usize], &mut o.runs[s as usize]);
+        let ready = |u: &super::buckets::Unit| o.from + secs(u.ready_secs.max(0.0));
+        let k = st.units[run.next..]
+            .iter()
+            .take_while(|u| ready(u) <= now)
+            .count();
+        if k == 0 {
+            let at = ready(&st.units[run.next]);
+            self.q.after(at - now, Ev::BucketReady(j, epoch, s));
+            return;
+        }
+        let units = &st.units[run.next..run.next + k];
+        run.launched = k;
+        run.scale = units.iter().map(|u| u.scale).sum();
+        run.calls = units.iter().map(|u| u.calls).sum();
+        run.round = 0;
+        run.busy = true;
+        job.busy.on(now);
+        self.bucket_round(j, s);
+    }
+
+    /// The launch's next round after its α.
+    fn bucket_round(&mut self, j: u32, s: u32) {
+        let job = &self.jobs[j as usize];
+        let Some(o) = &job.overlap else { return };
+        let run = &o.runs[s as usize];
+        let alpha = secs(o.streams[s as usize].rounds[run.round].alpha * run.calls);
+        if alpha > 0 {
+            self.q.after(alpha, Ev::BucketGo(j, job.epoch, s));
+        } else {
+            self.on_bucket_go(j, job.epoch, s);
+        }
+    }
+
+    /// A launch's round paid its α: its chains, scaled to the launch's bytes, start.
+    pub(super) fn on_bucket_go(&mut self, j: u32, epoch: u32, s: u32) {
+        let now = self.now();
+        let job = &self.jobs[j as usize];
+        let Some(o) = &job.overlap else { return };
+        if epoch != job.epoch {
+            return;
+        }
+        let run = &o.runs[s as usize];
+        let scale = run.scale;
+        let flows = o.streams[s as usize].rounds[run.round]
+            .chains
+            .iter()
+            .map(|c| (c.path.clone(), c.bytes * scale));
+        let owner = Owner::Bucket {
+            job: j,
+            epoch,
+            stream: s,
+        };
+        match self.wire.start(now, flows, owner) {
+            Some(x) => {
+                if let Some(o) = &mut self.jobs[j as usize].overlap {
+                    o.runs[s as usize].xfer = Some(x);
+                }
+                self.rearm_wire();
+            }
+            None => self.on_bucket_done(j, epoch, s),
+        }
+    }
+
+    /// A launch's round finished: its next round, the stream's next launch, or the stream
+    /// is done (and the job's rounds go on if they waited for it).
+    pub(super) fn on_bucket_done(&mut self, j: u32, epoch: u32, s: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        let Some(o) = &mut job.overlap else { return };
+        let rounds = o.streams[s as usize].rounds.len();
+        let units = o.streams[s as usize].units.len();
+        let run = &mut o.runs[s as usize];
+        run.xfer = None;
+        run.round += 1;
+        if run.round < rounds {
+            self.bucket_round(j, s);
+            return;
+        }
+        run.next += run.launched;
+        run.busy = false;
+        job.busy.off(now);
+        if run.next < units {
+            self.launch(j, s);
+            return;
+        }
+        o.left -= 1;
+        if o.left == 0 && o.parked {
+            o.parked = false;
+            job.busy.on(now);
+            self.next_round(j);
+        }
+    }
+
+    /// A failure stopped job `j`: its streams' flows leave the network.
+    pub(super) fn cancel_bucket_transfers(&mut self, j: usize) {
+        let now = self.now();
+        let Some(o) = &mut self.jobs[j].overlap else {
+            return;
+        };
+        let xs: Vec<TransferId> = o.runs.iter_mut().filter_map(|r| r.xfer.take()).collect();
+        for x in xs {
+            self.wire.cancel(now, x);
+        }
+    }
+}
