@@ -6,6 +6,7 @@ pub mod check;
 pub mod flop;
 pub mod memory;
 pub mod params;
+pub mod serving;
 pub mod types;
 pub mod work;
 
