@@ -244,7 +244,13 @@ impl Sim<'_> {
     pub(super) fn on_arrival(&mut self, s: u32) {
         let now = self.now();
         if self.services[s as usize].llm.is_some() {
-            let n = self.services[s as usize].burst.max(1);
+            // Trace arrivals at this same time join the engine together (one iteration).
+            let svc = &mut self.services[s as usize];
+            let mut n = svc.burst.max(1);
+            while svc.trace.get(svc.trace_next) == Some(&now) {
+                svc.trace_next += 1;
+                n += 1;
+            }
             self.llm_arrive(s, n);
             self.schedule_arrival(s);
             return;

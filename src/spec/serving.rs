@@ -433,6 +433,19 @@ impl ServiceModel {
             );
             return None;
         };
+        let e = self.engine.unwrap_or_default();
+        let longest = u64::from(prompt.max()) + u64::from(output.max());
+        if !e.chunked_prefill && longest > u64::from(e.token_budget) {
+            let at = stmts
+                .iter()
+                .find(|s| s.key.name == "engine")
+                .map_or(span, |s| s.head_span());
+            cx.push(
+                Diagnostic::error(at, format!("without chunked prefill a request of up to {longest} tokens (prompt and output, recomputed after preemption) never fits the token_budget of {}", e.token_budget))
+                    .with_help("raise token_budget or turn `chunked_prefill on` (vLLM asks max_num_batched_tokens ≥ max_model_len likewise)"),
+            );
+            return None;
+        }
         let llm = LlmServing {
             model,
             tp,

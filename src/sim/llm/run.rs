@@ -44,6 +44,7 @@ impl Sim<'_> {
     pub(crate) fn llm_arrive(&mut self, sid: u32, n: u64) {
         let llm = self.llm_of(sid).expect("an LLM service").clone();
         let now = self.now();
+        let mut touched = Vec::new();
         for _ in 0..n {
             let svc = &mut self.services[sid as usize];
             svc.arrived += 1;
@@ -89,6 +90,11 @@ impl Sim<'_> {
                         .dropped += 1
                 }
             }
+            if !touched.contains(&r) {
+                touched.push(r);
+            }
+        }
+        for r in touched {
             self.llm_kick(r);
         }
     }
