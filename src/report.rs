@@ -161,6 +161,40 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             s.slo_violation_fraction
         );
     }
+    let mut llm = format!(
+        "{head},workload,service,model,tp,replicas,arrived,finished,preemptions,output_tokens_per_s,requests_per_s,goodput_per_s,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_mean_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,inter_token_mean_s,inter_token_p99_s,e2e_mean_s,e2e_p99_s,kv_utilization_mean_fraction,kv_utilization_peak_fraction\n"
+    );
+    for s in &m.llm_services {
+        let _ = writeln!(
+            llm,
+            "{pre},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            csv_field(&s.workload),
+            csv_field(&s.name),
+            csv_field(&s.model),
+            s.tp,
+            s.replicas_placed,
+            s.arrived,
+            s.finished,
+            s.preemptions,
+            s.output_tokens_per_s,
+            s.requests_per_s,
+            s.goodput_per_s,
+            s.ttft.mean,
+            s.ttft.p50,
+            s.ttft.p90,
+            s.ttft.p99,
+            s.tpot.mean,
+            s.tpot.p50,
+            s.tpot.p90,
+            s.tpot.p99,
+            s.inter_token.mean,
+            s.inter_token.p99,
+            s.e2e.mean,
+            s.e2e.p99,
+            s.kv_utilization_mean_fraction,
+            s.kv_utilization_peak_fraction
+        );
+    }
     let mut util = format!("{head},scope,name,devices,time_s,busy_devices,allocated_devices\n");
     for (scope, map) in [
         ("device_class", &m.utilization),
@@ -192,6 +226,7 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
         ("placement_groups.csv", pgs),
         ("training.csv", train),
         ("services.csv", svc),
+        ("llm_services.csv", llm),
         ("utilization.csv", util),
         ("links.csv", links),
     ]
@@ -351,6 +386,53 @@ pub fn table(m: &RunMetrics) -> String {
                 s(j.step_time - comm_frac),
                 s(comm_frac),
                 format!("{:.1}%", j.goodput * 100.0),
+            ]);
+        }
+        let _ = write!(o, "\n{t}");
+    }
+    if !m.llm_services.is_empty() {
+        let mut t = Table::new([
+            "LLM services",
+            "done",
+            "tok/s",
+            "TTFT p50",
+            "TTFT p99",
+            "TPOT p50",
+            "TPOT p99",
+            "KV mean",
+            "preempt",
+            "SLO",
+        ])
+        .left(&[9]);
+        for v in &m.llm_services {
+            let slo = if v.slo.is_empty() {
+                "-".to_string()
+            } else {
+                v.slo
+                    .iter()
+                    .map(|x| {
+                        format!(
+                            "{} {}≤{} {}",
+                            x.kind,
+                            x.percentile,
+                            s(x.target_s),
+                            if x.met { "met" } else { "MISSED" }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            t.row([
+                name(&v.workload, &v.name),
+                v.finished.to_string(),
+                format!("{:.0}", v.output_tokens_per_s),
+                s(v.ttft.p50),
+                s(v.ttft.p99),
+                s(v.tpot.p50),
+                s(v.tpot.p99),
+                format!("{:.0}%", v.kv_utilization_mean_fraction * 100.0),
+                v.preemptions.to_string(),
+                slo,
             ]);
         }
         let _ = write!(o, "\n{t}");

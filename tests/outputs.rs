@@ -117,6 +117,7 @@ fn run_writes_plots_report_and_the_data_behind_them() {
         names(&out),
         set(&[
             "links.csv",
+            "llm_services.csv",
             "placement_groups.csv",
             "queueing_cdf.png",
             "queueing_cdf.svg",

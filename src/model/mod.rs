@@ -7,6 +7,7 @@ pub mod flop;
 pub mod memory;
 pub mod ops;
 pub mod params;
+pub mod serving;
 pub mod types;
 pub mod work;
 

@@ -234,9 +234,13 @@ impl Sim<'_> {
                 stalled_device_hours: stalled / 3.6e12,
             });
         }
+        m.llm_services = self.llm_metrics(end);
         for s in &mut self.services {
             let w = &spec.workloads[s.workload];
             let sv = &w.services[s.index];
+            if sv.llm.is_some() {
+                continue;
+            }
             let lat = Stats::of(&mut s.latencies);
             let slo: Vec<(String, f64, f64, bool)> = sv
                 .slo

@@ -358,6 +358,8 @@ pub struct RunMetrics {
     pub placement_groups: Vec<PgMetrics>,
     pub training: Vec<TrainingMetrics>,
     pub services: Vec<ServiceMetrics>,
+    /// Services that name a model (`sim::llm`): TTFT, TPOT, tokens/s, KV use, SLOs.
+    pub llm_services: Vec<super::llm::metrics::LlmServiceMetrics>,
     pub actors: Vec<ActorMetrics>,
     /// Per device class (accelerator).
     pub utilization: BTreeMap<String, Utilization>,

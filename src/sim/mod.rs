@@ -27,6 +27,7 @@ mod explain;
 pub mod failures;
 mod finish;
 pub mod links;
+pub mod llm;
 pub mod metrics;
 mod model_steps;
 pub mod models;
@@ -235,6 +236,11 @@ pub(crate) enum Ev {
     /// moves to the next completion (queued once per burst of changes, after the events
     /// already queued for this time, so a burst of starts is one batch).
     WireFlush,
+    /// An LLM replica's iteration finished computing (replica, epoch).
+    LlmComputed(u32, u32),
+    /// An LLM iteration's all-reduce round paid its α, or (true) its closed-form time is
+    /// over (replica, epoch, closed).
+    LlmRoundGo(u32, u32, bool),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -549,6 +555,8 @@ impl<'s> Sim<'s> {
             Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
             Ev::BucketReady(j, epoch, s) => self.on_bucket_ready(j, epoch, s),
             Ev::BucketGo(j, epoch, s) => self.on_bucket_go(j, epoch, s),
+            Ev::LlmComputed(r, epoch) => self.on_llm_computed(r, epoch),
+            Ev::LlmRoundGo(r, epoch, closed) => self.on_llm_round_go(r, epoch, closed),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
             Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
             Ev::TensorGo(a, epoch) => self.on_tensor_go(a, epoch),

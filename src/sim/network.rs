@@ -217,6 +217,7 @@ impl Sim<'_> {
                 Owner::Tensor { actor, epoch } => self.on_tensor_done(actor, epoch),
                 Owner::Request { replica, epoch } => self.on_requests_arrived(replica, epoch),
                 Owner::Response { slot } => self.on_responses_arrived(slot),
+                Owner::LlmRound { replica, epoch } => self.on_llm_round_done(replica, epoch),
             }
         }
         self.net.done = done;

@@ -255,6 +255,7 @@ impl Sim<'_> {
 
     /// Replica `r` was lost: its requests in flight leave the network.
     pub(crate) fn cancel_requests(&mut self, r: usize) {
+        self.llm_lost(r);
         let rep = &mut self.replicas[r];
         rep.req_flows = None;
         if let Some(x) = rep.req_xfer.take() {

@@ -383,8 +383,12 @@ impl Sim<'_> {
                 rep.node = Some(node);
                 rep.alloc = Some(alloc);
                 let s = rep.service;
-                self.services[s as usize].idle.push(r);
-                self.serve(s);
+                if self.services[s as usize].llm.is_some() {
+                    self.llm_replica_up(r);
+                } else {
+                    self.services[s as usize].idle.push(r);
+                    self.serve(s);
+                }
             }
         }
         true

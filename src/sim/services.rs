@@ -28,6 +28,10 @@ pub(super) struct Replica {
     pub(super) pending_dur: Time,
     pub(super) req_flows: Option<Vec<(Vec<crate::network::LinkId>, f64)>>,
     pub(super) req_xfer: Option<super::wire::TransferId>,
+    /// An LLM service's engine while the replica is placed (`sim::llm`), and the requests
+    /// routed to it before.
+    pub(super) llm: Option<Box<super::llm::LlmReplica>>,
+    pub(super) llm_waiting: Vec<super::llm::engine::Seq>,
 }
 
 pub(super) struct Service {
@@ -55,6 +59,8 @@ pub(super) struct Service {
     /// Bytes of each request and response between the ingress and a replica (0: none).
     pub(super) request_bytes: f64,
     pub(super) response_bytes: f64,
+    /// An LLM service's measurements (`None`: the FLOP-level form).
+    pub(super) llm: Option<Box<super::llm::LlmService>>,
 }
 
 impl Sim<'_> {
@@ -111,6 +117,7 @@ impl Sim<'_> {
                 ),
                 request_bytes: s.request.map_or(0.0, |b| b.0 as f64),
                 response_bytes: s.response.map_or(0.0, |b| b.0 as f64),
+                llm: s.llm.as_ref().map(|_| Box::default()),
             });
             for _ in 0..s.replicas {
                 let rid = self.replicas.len() as u32;
@@ -125,6 +132,8 @@ impl Sim<'_> {
                     pending_dur: 0,
                     req_flows: None,
                     req_xfer: None,
+                    llm: None,
+                    llm_waiting: Vec::new(),
                 });
                 self.services[sid as usize].replicas.push(rid);
                 self.submit(Work::Replica(rid));
@@ -234,6 +243,18 @@ impl Sim<'_> {
     /// Requests arrive at service `s` (one, or a burst).
     pub(super) fn on_arrival(&mut self, s: u32) {
         let now = self.now();
+        if self.services[s as usize].llm.is_some() {
+            // Trace arrivals at this same time join the engine together (one iteration).
+            let svc = &mut self.services[s as usize];
+            let mut n = svc.burst.max(1);
+            while svc.trace.get(svc.trace_next) == Some(&now) {
+                svc.trace_next += 1;
+                n += 1;
+            }
+            self.llm_arrive(s, n);
+            self.schedule_arrival(s);
+            return;
+        }
         let svc = &mut self.services[s as usize];
         for _ in 0..svc.burst.max(1) {
             svc.queue.push_back(now);

@@ -63,6 +63,8 @@ pub(crate) enum Owner {
     /// Responses of a finished batch on their way back to the ingress (`slot` of
     /// `sim::payloads`).
     Response { slot: u32 },
+    /// A round of an LLM replica's iteration all-reduce (incarnation `epoch`).
+    LlmRound { replica: u32, epoch: u32 },
 }
 
 /// Handle of a started transfer.

@@ -17,6 +17,7 @@ pub mod path;
 pub mod payloads;
 pub mod reader;
 pub mod schema;
+pub mod serving;
 pub mod transport;
 pub mod workload;
 

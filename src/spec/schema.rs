@@ -243,11 +243,21 @@ pub const SERVICE: &[StmtDef] = &[
     one("compute", &["per", "request", "memory", "kernels"]),
     one("service_time", &["exponential"]),
     one("batch", &["max", "wait"]),
-    many("slo", PERCENTILES),
+    many("slo", SLO_WORDS),
     one("device_memory", &[]),
     one("request", &[]),
     one("response", &[]),
+    one("model", &[]),
+    one("parallel", &["tp", "pp"]),
+    one("precision", DTYPES),
+    one("prompt", TOKEN_WORDS),
+    one("output", TOKEN_WORDS),
+    one("engine", super::serving::ENGINE_WORDS),
 ];
+/// An `slo`'s words: what an LLM service's SLO bounds, then the percentile.
+pub const SLO_WORDS: &[&str] = &["ttft", "tpot", "e2e", "p50", "p90", "p99", "p999"];
+/// `prompt` / `output` of an LLM service: `tokens fixed N` or `tokens uniform A..B`.
+pub const TOKEN_WORDS: &[&str] = &["tokens", "fixed", "uniform"];
 
 pub const ACTIONS: &[&str] = &["kill", "down", "degrade", "power_loss", "xid"];
 pub const TARGET_CLASSES: &[&str] = &[

@@ -247,6 +247,9 @@ pub struct Service {
     /// Its `resources` statement (else its head), where "can never be placed" points.
     #[serde(skip)]
     pub span: Span,
+    /// The model-level form (`model NAME` and its engine, [`super::serving`]); it excludes
+    /// `compute`, `service_time`, `batch`, `device_memory`, `request` and `response`.
+    pub llm: Option<super::serving::LlmServing>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -1400,8 +1403,10 @@ pub fn workload(
                         request: None,
                         response: None,
                         span: stmt_span(&blk.stmts, "resources", s.head_span()),
+                        llm: None,
                     };
                     let mut has_arrival = false;
+                    let mut sm = super::serving::ServiceModel::default();
                     cx.each(&blk.stmts, schema::SERVICE, "a service", |cx, s2, def2| {
                         cx.no_block(s2);
                         let mut b = Args::new(s2, def2);
@@ -1457,7 +1462,11 @@ pub fn workload(
                                     let wait = rd::duration(cx, b.need("wait", "wait TIME")?)?;
                                     sv.batch = Some((max, wait));
                                 }
-                                "slo" => {
+                                k if k == "slo" || super::serving::KEYS.contains(&k) => {
+                                    sm.stmt(cx, &scope.models, s2, &mut b)?;
+                                    if k != "slo" || sm.named_slo(s2) {
+                                        return Some(());
+                                    }
                                     let p = rd::choice(
                                         cx,
                                         b.req("a percentile such as `p99`")?,
@@ -1492,6 +1501,22 @@ pub fn workload(
                             s.head_span(),
                             format!("service `{}` needs an `arrival` process", sv.name),
                         );
+                    }
+                    let named = sm.named();
+                    sv.llm = sm.finish(cx, scope, &sv, &blk.stmts);
+                    if named {
+                        if let Some(dm) = sv.llm.as_ref().map(super::serving::device_memory) {
+                            sv.device_memory = Some(dm);
+                        }
+                        check_quota(
+                            cx,
+                            rules,
+                            &format!("a replica of service `{}`", sv.name),
+                            &sv.resources,
+                            stmt_span(&blk.stmts, "resources", s.head_span()),
+                        );
+                        w.services.push(sv);
+                        return Some(());
                     }
                     if sv.compute.is_some() && !requests_device(&sv.resources) {
                         cx.error(s.head_span(), format!("service `{}` has `compute` but its replicas request no device", sv.name));

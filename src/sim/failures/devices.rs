@@ -91,6 +91,7 @@ impl Sim<'_> {
                 continue;
             }
             let s = self.replicas[r].service as usize;
+            self.llm_lost(r);
             let alloc = self.replicas[r].alloc.take().expect("checked");
             let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
             self.free(&alloc, self.services[s].tenant);

@@ -1,0 +1,175 @@
+//! What an LLM service measures (`run.json`'s `llm_services`, `llm_services.csv`, the run
+//! table), built from [`super::LlmService`] and its replicas at the end of the run.
+
+use super::Samples;
+use crate::sim::metrics::Stats;
+use serde::Serialize;
+
+/// One `slo KIND pNN TIME`: attainment over arrived requests (one not finished in the
+/// window counts against it), met when it reaches the percentile.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LlmSloMetrics {
+    pub kind: String,
+    pub percentile: String,
+    pub target_s: f64,
+    /// The percentile of the finished requests' values.
+    pub measured_s: f64,
+    pub within: u64,
+    pub attainment_fraction: f64,
+    pub met: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LlmServiceMetrics {
+    pub workload: String,
+    pub name: String,
+    pub model: String,
+    pub tp: u32,
+    pub replicas_placed: u32,
+    /// KV blocks per rank of the first replica placed, and tokens per block.
+    pub kv_blocks: u64,
+    pub kv_block_tokens: u32,
+    pub arrived: u64,
+    pub finished: u64,
+    /// Arrivals beyond a replica's waiting-queue bound (`engine::MAX_WAITING`).
+    pub dropped: u64,
+    /// Requests lost with a replica to a failure.
+    pub lost: u64,
+    pub preemptions: u64,
+    pub output_tokens: u64,
+    pub output_tokens_per_s: f64,
+    pub requests_per_s: f64,
+    /// Finished requests meeting every SLO, per second of the window.
+    pub goodput_per_s: f64,
+    /// Arrival to first token; mean time per output token after the first; gaps between
+    /// consecutive tokens of a request; arrival to last token.
+    pub ttft: Stats,
+    pub tpot: Stats,
+    pub inter_token: Stats,
+    pub e2e: Stats,
+    /// KV blocks in use over the replicas' placed time, and the highest at any iteration.
+    pub kv_utilization_mean_fraction: f64,
+    pub kv_utilization_peak_fraction: f64,
+    pub slo: Vec<LlmSloMetrics>,
+}
+
+/// Order statistics of the kept samples; count and mean over every sample seen.
+pub(crate) fn stats(s: &mut Samples) -> Stats {
+    let mut st = Stats::of(&mut s.kept);
+    st.count = s.seen;
+    if s.seen > 0 {
+        st.mean = s.sum / s.seen as f64;
+    }
+    st
+}
+
+pub(crate) fn at(st: &Stats, p: &str) -> f64 {
+    match p {
+        "p50" => st.p50,
+        "p90" => st.p90,
+        "p99" => st.p99,
+        _ => st.p999,
+    }
+}
+
+impl crate::sim::Sim<'_> {
+    /// Every LLM service's metrics at `end` (ns).
+    pub(crate) fn llm_metrics(&mut self, end: crate::engine::Time) -> Vec<LlmServiceMetrics> {
+        let mut out = Vec::new();
+        let window = end as f64 / 1e9;
+        let per_s = |x: f64| if window > 0.0 { x / window } else { 0.0 };
+        for sid in 0..self.services.len() {
+            let s = &self.services[sid];
+            let sv = &self.spec.workloads[s.workload].services[s.index];
+            let Some(llm) = sv.llm.as_ref() else { continue };
+            let (mut kv_int, mut placed_ns, mut peak, mut placed, mut dropped, mut blocks) =
+                (0.0, 0.0, 0.0_f64, 0u32, 0u64, 0u64);
+            for &r in &s.replicas {
+                if let Some(l) = &self.replicas[r as usize].llm {
+                    placed += 1;
+                    kv_int += l.kv_integral;
+                    placed_ns += (end.saturating_sub(l.placed_at)) as f64;
+                    peak = peak.max(l.kv_peak);
+                    dropped += l.engine.dropped;
+                    if blocks == 0 {
+                        blocks = l.engine.total_blocks;
+                    }
+                }
+            }
+            let arrived = s.arrived;
+            let workload = self.spec.workloads[s.workload].name.clone();
+            let Some(m) = self.services[sid].llm.as_mut() else {
+                continue;
+            };
+            kv_int += m.kv_integral_gone;
+            placed_ns += m.placed_ns_gone;
+            let (ttft, tpot, itl, e2e) = (
+                stats(&mut m.ttft),
+                stats(&mut m.tpot),
+                stats(&mut m.itl),
+                stats(&mut m.e2e),
+            );
+            let slo = llm
+                .slo
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let st = match x.kind.as_str() {
+                        "ttft" => &ttft,
+                        "tpot" => &tpot,
+                        _ => &e2e,
+                    };
+                    let within = m.within.get(i).copied().unwrap_or(0);
+                    let att = if arrived == 0 {
+                        1.0
+                    } else {
+                        within as f64 / arrived as f64
+                    };
+                    LlmSloMetrics {
+                        kind: x.kind.clone(),
+                        percentile: x.percentile.clone(),
+                        target_s: x.target.0 as f64 / 1e9,
+                        measured_s: at(st, &x.percentile),
+                        within,
+                        attainment_fraction: att,
+                        met: att >= crate::sim::percentile(&x.percentile),
+                    }
+                })
+                .collect();
+            out.push(LlmServiceMetrics {
+                workload,
+                name: sv.name.clone(),
+                model: llm.model.name.clone(),
+                tp: llm.tp,
+                replicas_placed: placed,
+                kv_blocks: if blocks > 0 { blocks } else { m.kv_blocks },
+                kv_block_tokens: llm.engine.kv_block,
+                arrived,
+                finished: m.finished,
+                dropped: m.dropped + dropped,
+                lost: m.lost,
+                preemptions: m.preemptions,
+                output_tokens: m.output_tokens,
+                output_tokens_per_s: per_s(m.output_tokens as f64),
+                requests_per_s: per_s(m.finished as f64),
+                goodput_per_s: per_s(if llm.slo.is_empty() {
+                    m.finished
+                } else {
+                    m.within_all
+                } as f64),
+                ttft,
+                tpot,
+                inter_token: itl,
+                e2e,
+                kv_utilization_mean_fraction: if placed_ns > 0.0 {
+                    kv_int / placed_ns
+                } else {
+                    0.0
+                },
+                kv_utilization_peak_fraction: peak.max(m.kv_peak),
+                slo,
+            });
+        }
+        out
+    }
+}

@@ -1,0 +1,119 @@
+//! LLM services (issue 12, serving): each replica runs an [`engine::Engine`]; this module
+//! schedules its iterations on the engine's clock and runs their tensor-parallel
+//! all-reduces on the run's shared network.
+//!
+//! An iteration is the roofline ([`crate::compute::Roofline`]) of its batch on one rank
+//! ([`crate::model::serving::iteration_work`]) plus any swap copies, then — with tp > 1 —
+//! its 2·layers all-reduces of tokens × hidden × dtype bytes among the replica's devices,
+//! aggregated as one call of their summed bytes paying every call's α (as `model_steps`
+//! aggregates a training step's calls), ring algorithm, as rounds of flows on the run's
+//! network. The iteration ends when its compute and then its collective are done; tokens
+//! are emitted at its end.
+//!
+//! Assumptions: requests go to the placed replica with the fewest requests waiting or
+//! running (ties: the lowest replica; none placed: all replicas are candidates), a
+//! least-outstanding router; swap copies move blocks over each rank's own PCIe link at the
+//! accelerator's `pcie` bandwidth ([`DEFAULT_PCIE`] without one), in closed form, inside
+//! the iteration that preempts or resumes.
+
+pub mod engine;
+pub mod metrics;
+mod run;
+
+pub use engine::Engine;
+
+use crate::compute::Roofline;
+use crate::engine::Time;
+use crate::model::serving::Footprint;
+use crate::network::collective::Round;
+
+/// PCIe bandwidth a swap copy gets when the accelerator states none: gen5 x16 per
+/// direction (PCI-SIG, 63 GB/s).
+pub const DEFAULT_PCIE: f64 = 0.985e9 * 4.0 * 16.0;
+
+/// Most samples a latency metric keeps; beyond, every other one is dropped and the stride
+/// doubles (deterministic), so percentiles come from an even subsample. Means are exact.
+pub const MAX_LATENCY_SAMPLES: usize = 1 << 20;
+
+/// A bounded, evenly strided sample of a latency (seconds).
+#[derive(Debug, Clone)]
+pub(crate) struct Samples {
+    pub(crate) kept: Vec<f64>,
+    stride: u64,
+    pub(crate) seen: u64,
+    pub(crate) sum: f64,
+}
+
+impl Default for Samples {
+    fn default() -> Self {
+        Samples {
+            kept: Vec::new(),
+            stride: 1,
+            seen: 0,
+            sum: 0.0,
+        }
+    }
+}
+
+impl Samples {
+    pub(crate) fn push(&mut self, x: f64) {
+        if self.seen.is_multiple_of(self.stride) {
+            self.kept.push(x);
+            if self.kept.len() >= MAX_LATENCY_SAMPLES {
+                let mut i = 0;
+                self.kept.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride *= 2;
+            }
+        }
+        self.seen += 1;
+        self.sum += x;
+    }
+}
+
+/// One replica's engine and the iteration in progress.
+pub(crate) struct LlmReplica {
+    pub(crate) engine: Engine,
+    pub(crate) foot: Footprint,
+    pub(crate) roof: Roofline,
+    /// The ranks' PCIe bandwidth (swap copies).
+    pub(crate) pcie: f64,
+    /// The all-reduce of 1 byte as rounds on the network (`None`: tp 1, or closed form).
+    pub(crate) unit_rounds: Option<Vec<Round>>,
+    /// Seconds of one 1-byte all-reduce in closed form, when the flow model cannot take it.
+    pub(crate) closed_secs: Option<(f64, f64)>,
+    pub(crate) batch: Option<engine::Batch>,
+    pub(crate) rounds: Vec<Round>,
+    pub(crate) round: usize,
+    pub(crate) xfer: Option<super::wire::TransferId>,
+    pub(crate) iter_from: Time,
+    pub(crate) placed_at: Time,
+    /// ∫ KV blocks in use / total dt (ns), and the peak fraction.
+    pub(crate) kv_integral: f64,
+    pub(crate) kv_peak: f64,
+}
+
+/// A service's LLM measurements, over its replicas.
+#[derive(Default)]
+pub(crate) struct LlmService {
+    pub(crate) ttft: Samples,
+    pub(crate) tpot: Samples,
+    pub(crate) itl: Samples,
+    pub(crate) e2e: Samples,
+    pub(crate) finished: u64,
+    pub(crate) output_tokens: u64,
+    /// Per `slo` statement, finished requests within its target; requests within all.
+    pub(crate) within: Vec<u64>,
+    pub(crate) within_all: u64,
+    pub(crate) preemptions: u64,
+    pub(crate) dropped: u64,
+    pub(crate) lost: u64,
+    /// ∫ KV use of replicas gone (lost to failures), ns·fraction and ns placed.
+    pub(crate) kv_integral_gone: f64,
+    pub(crate) placed_ns_gone: f64,
+    pub(crate) kv_peak: f64,
+    /// KV blocks per rank of the first replica placed.
+    pub(crate) kv_blocks: u64,
+}

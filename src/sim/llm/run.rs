@@ -1,0 +1,451 @@
+//! The engine's iterations as events: arrivals routed to a replica, a batch scheduled,
+//! its compute, its all-reduce rounds on the run's network, its tokens emitted.
+
+use super::engine::{Emitted, Engine, Seq};
+use super::{LlmReplica, LlmService};
+use crate::model::serving::{self as ms, Footprint};
+use crate::network::collective::{self, Algorithm, Op, Options};
+use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
+use crate::spec::serving::{LlmServing, Tokens};
+use rand::RngExt;
+
+fn draw(t: Tokens, rng: &mut rand_chacha::ChaCha8Rng) -> u32 {
+    match t {
+        Tokens::Fixed(n) => n,
+        Tokens::Uniform(lo, hi) => rng.random_range(lo..=hi),
+    }
+}
+
+/// `k` repeats of `rounds` as one: bytes and α times `k` (`model_steps` does the same).
+fn scaled(
+    rounds: &[crate::network::collective::Round],
+    bytes: f64,
+    k: f64,
+) -> Vec<crate::network::collective::Round> {
+    let mut out = rounds.to_vec();
+    for r in &mut out {
+        r.alpha *= k;
+        for c in &mut r.chains {
+            c.bytes *= bytes * k;
+        }
+    }
+    out
+}
+
+impl Sim<'_> {
+    pub(crate) fn llm_of(&self, sid: u32) -> Option<&'_ LlmServing> {
+        let s = &self.services[sid as usize];
+        self.spec.workloads[s.workload].services[s.index]
+            .llm
+            .as_ref()
+    }
+
+    /// Requests arrive at LLM service `sid`: each routed to a replica's engine.
+    pub(crate) fn llm_arrive(&mut self, sid: u32, n: u64) {
+        let llm = self.llm_of(sid).expect("an LLM service").clone();
+        let now = self.now();
+        let mut touched = Vec::new();
+        for _ in 0..n {
+            let svc = &mut self.services[sid as usize];
+            svc.arrived += 1;
+            let seq = Seq::new(
+                now,
+                draw(llm.prompt, &mut svc.rng),
+                draw(llm.output, &mut svc.rng),
+            );
+            let reps = svc.replicas.clone();
+            let placed = reps
+                .iter()
+                .any(|r| self.replicas[*r as usize].llm.is_some());
+            let load = |r: &u32| match &self.replicas[*r as usize].llm {
+                Some(l) => (0, l.engine.outstanding()),
+                None => (1, self.replicas[*r as usize].llm_waiting.len()),
+            };
+            let Some(&r) = reps
+                .iter()
+                .filter(|r| !placed || self.replicas[**r as usize].llm.is_some())
+                .min_by_key(|r| load(r))
+            else {
+                continue;
+            };
+            let rep = &mut self.replicas[r as usize];
+            match rep.llm.as_mut() {
+                Some(l) => {
+                    if !l.engine.arrive(seq) {
+                        self.services[sid as usize]
+                            .llm
+                            .as_mut()
+                            .expect("llm")
+                            .dropped += 1;
+                    }
+                }
+                None if rep.llm_waiting.len() < super::engine::MAX_WAITING => {
+                    rep.llm_waiting.push(seq)
+                }
+                None => {
+                    self.services[sid as usize]
+                        .llm
+                        .as_mut()
+                        .expect("llm")
+                        .dropped += 1
+                }
+            }
+            if !touched.contains(&r) {
+                touched.push(r);
+            }
+        }
+        for r in touched {
+            self.llm_kick(r);
+        }
+    }
+
+    /// Replica `r` of an LLM service was placed: its engine starts with the KV blocks its
+    /// device leaves after weights and reserve, and its all-reduce is priced once.
+    pub(crate) fn llm_replica_up(&mut self, r: u32) {
+        let sid = self.replicas[r as usize].service;
+        let llm = self.llm_of(sid).expect("an LLM service").clone();
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let acc_name = self.node_accel[node].clone().unwrap_or_default();
+        let spec = self.spec;
+        let name = {
+            let s = &self.services[sid as usize];
+            format!(
+                "{}.{}",
+                spec.workloads[s.workload].name, spec.workloads[s.workload].services[s.index].name
+            )
+        };
+        let (Some(acc), Some(roof)) = (
+            spec.accelerators.get(&acc_name),
+            crate::compute::roofline(spec, &acc_name, &llm.dtype),
+        ) else {
+            // Not priced: the replica does not serve rather than serve for free.
+            self.net.note(
+                MovementKind::Collective,
+                false,
+                format!(
+                    "service {name}: `{acc_name}` has no {} peak; the replica does not serve",
+                    llm.dtype
+                ),
+            );
+            return;
+        };
+        let foot = Footprint::of(&llm);
+        let blocks = foot.kv_blocks(
+            acc.memory.0 as f64,
+            llm.engine.memory_fraction,
+            llm.engine.kv_block,
+        );
+        let ranks = self.replica_ranks(r);
+        let (mut unit_rounds, mut closed_secs) = (None, None);
+        if llm.tp > 1 {
+            let r = match &self.wire.graph {
+                Some(g) => collective::schedule(
+                    g,
+                    Op::AllReduce,
+                    Algorithm::Ring,
+                    &ranks,
+                    1.0,
+                    &Options::default(),
+                ),
+                None => Err("no cluster graph".to_string()),
+            };
+            match r {
+                Ok(rounds) => {
+                    self.net.note(MovementKind::Collective, true, format!("service {name}: tensor-parallel all-reduces on the run's shared network"));
+                    unit_rounds = Some(rounds);
+                }
+                Err(e) => {
+                    let group = models::Group {
+                        nodes: vec![(self.node_types[node], llm.tp)],
+                        factors: vec![self.failures.bandwidth_factors(node)],
+                    };
+                    // α + β·bytes from two sizes of the closed form.
+                    let one = models::collective_secs(spec, "allreduce", 1.0, false, &group);
+                    let big = models::collective_secs(spec, "allreduce", 1e9, false, &group);
+                    let beta = (big - one) / (1e9 - 1.0);
+                    closed_secs = Some((one - beta, beta));
+                    self.net.note(
+                        MovementKind::Collective,
+                        false,
+                        format!("service {name}: tensor-parallel all-reduces in closed form ({e})"),
+                    );
+                }
+            }
+        }
+        let pcie = acc.pcie.map_or(super::DEFAULT_PCIE, |p| p.bandwidth().0);
+        let mut engine = Engine::new(llm.engine, blocks);
+        for s in std::mem::take(&mut self.replicas[r as usize].llm_waiting) {
+            if !engine.arrive(s) {
+                self.services[sid as usize]
+                    .llm
+                    .as_mut()
+                    .expect("llm")
+                    .dropped += 1;
+            }
+        }
+        let now = self.now();
+        let svc = self.services[sid as usize].llm.as_mut().expect("llm");
+        if svc.kv_blocks == 0 {
+            svc.kv_blocks = blocks;
+        }
+        self.replicas[r as usize].llm = Some(Box::new(LlmReplica {
+            engine,
+            foot,
+            roof,
+            pcie,
+            unit_rounds,
+            closed_secs,
+            batch: None,
+            rounds: Vec::new(),
+            round: 0,
+            xfer: None,
+            iter_from: now,
+            placed_at: now,
+            kv_integral: 0.0,
+            kv_peak: 0.0,
+        }));
+        self.llm_kick(r);
+    }
+
+    /// (node, device) of each device replica `r` holds, ascending: its tensor-parallel ranks.
+    fn replica_ranks(&self, r: u32) -> Vec<(usize, usize)> {
+        let rep = &self.replicas[r as usize];
+        let (Some(node), Some(a)) = (rep.node, rep.alloc.as_ref()) else {
+            return Vec::new();
+        };
+        let mut devs: Vec<usize> = a
+            .instances
+            .iter()
+            .filter(|(rid, _)| self.unit_ids.contains(rid))
+            .flat_map(|(_, amounts)| {
+                amounts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| **x > 0)
+                    .map(|(d, _)| d)
+            })
+            .collect();
+        devs.sort_unstable();
+        devs.dedup();
+        devs.into_iter().map(|d| (node, d)).collect()
+    }
+
+    /// Start replica `r`'s next iteration if it is idle and has work.
+    pub(crate) fn llm_kick(&mut self, r: u32) {
+        let epoch = self.replicas[r as usize].epoch;
+        let sid = self.replicas[r as usize].service;
+        let llm = self.llm_of(sid).expect("an LLM service");
+        let (tp, model) = (llm.tp, llm.model.clone());
+        let now = self.now();
+        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
+            return;
+        };
+        if l.batch.is_some() {
+            return;
+        }
+        let mut b = l.engine.schedule();
+        if b.is_empty() && b.preempted > 0 {
+            // Everything that ran was preempted: the waiting queue is admitted next.
+            let mut again = l.engine.schedule();
+            again.preempted += b.preempted;
+            again.swap_out_blocks += b.swap_out_blocks;
+            b = again;
+        }
+        if b.is_empty() {
+            return;
+        }
+        let work = ms::iteration_work(&model, tp, &l.foot, &b.shape);
+        let swap = (b.swap_out_blocks + b.swap_in_blocks) as f64
+            * l.foot.block_bytes(l.engine.cfg.kv_block)
+            / l.pcie;
+        let secs = l.roof.secs(&work, 1.0) + swap;
+        let util = l.engine.used_blocks() as f64 / l.engine.total_blocks.max(1) as f64;
+        l.kv_peak = l.kv_peak.max(util);
+        l.iter_from = now;
+        l.batch = Some(b);
+        self.q
+            .after(models::secs(secs).max(1), Ev::LlmComputed(r, epoch));
+    }
+
+    /// Replica `r`'s iteration finished computing: its all-reduce, or its end.
+    pub(crate) fn on_llm_computed(&mut self, r: u32, epoch: u32) {
+        if epoch != self.replicas[r as usize].epoch {
+            return;
+        }
+        let sid = self.replicas[r as usize].service;
+        let llm = self.llm_of(sid).expect("an LLM service");
+        let (k, dtype_bytes) = (
+            ms::allreduces(&llm.model),
+            crate::model::dtype_bytes(&llm.dtype),
+        );
+        let hidden = llm.model.clone();
+        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
+            return;
+        };
+        let tokens = l.batch.as_ref().map_or(0.0, |b| b.shape.tokens);
+        let bytes = ms::allreduce_bytes(&hidden, tokens, dtype_bytes);
+        if let Some(unit) = &l.unit_rounds {
+            l.rounds = scaled(unit, bytes, k);
+            l.round = 0;
+            self.llm_next_round(r);
+        } else if let Some((alpha, beta)) = l.closed_secs {
+            let t = k * (alpha + beta * bytes);
+            self.q
+                .after(models::secs(t).max(1), Ev::LlmRoundGo(r, epoch, true));
+        } else {
+            self.llm_iteration_done(r);
+        }
+    }
+
+    fn llm_next_round(&mut self, r: u32) {
+        let epoch = self.replicas[r as usize].epoch;
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let Some(round) = l.rounds.get(l.round) else {
+            self.llm_iteration_done(r);
+            return;
+        };
+        let alpha = models::secs(round.alpha);
+        if alpha > 0 {
+            self.q.after(alpha, Ev::LlmRoundGo(r, epoch, false));
+        } else {
+            self.on_llm_round_go(r, epoch, false);
+        }
+    }
+
+    /// A round paid its α: its flows start (`closed`: the closed-form time is over).
+    pub(crate) fn on_llm_round_go(&mut self, r: u32, epoch: u32, closed: bool) {
+        if epoch != self.replicas[r as usize].epoch {
+            return;
+        }
+        if closed {
+            self.llm_iteration_done(r);
+            return;
+        }
+        let now = self.now();
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let flows: Vec<_> = l.rounds[l.round]
+            .chains
+            .iter()
+            .map(|c| (c.path.clone(), c.bytes))
+            .collect();
+        match self
+            .wire
+            .start(now, flows, Owner::LlmRound { replica: r, epoch })
+        {
+            Some(x) => {
+                self.replicas[r as usize].llm.as_mut().expect("engine").xfer = Some(x);
+                self.rearm_wire();
+            }
+            None => self.on_llm_round_done(r, epoch),
+        }
+    }
+
+    pub(crate) fn on_llm_round_done(&mut self, r: u32, epoch: u32) {
+        if epoch != self.replicas[r as usize].epoch {
+            return;
+        }
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        l.xfer = None;
+        l.round += 1;
+        self.llm_next_round(r);
+    }
+
+    /// The iteration is over: its tokens are emitted, finished requests measured.
+    fn llm_iteration_done(&mut self, r: u32) {
+        let now = self.now();
+        let sid = self.replicas[r as usize].service;
+        let slo: Vec<(String, f64)> = self
+            .llm_of(sid)
+            .expect("an LLM service")
+            .slo
+            .iter()
+            .map(|s| (s.kind.clone(), s.target.0 as f64 / 1e9))
+            .collect();
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let Some(mut l) = self.replicas[r as usize].llm.take() else {
+            return;
+        };
+        let b = l.batch.take().expect("an iteration");
+        let util = l.engine.used_blocks() as f64 / l.engine.total_blocks.max(1) as f64;
+        l.kv_integral += util * (now - l.iter_from) as f64;
+        let from = l.iter_from;
+        let svc: &mut LlmService = self.services[sid as usize].llm.as_mut().expect("llm");
+        if svc.within.len() != slo.len() {
+            svc.within = vec![0; slo.len()];
+        }
+        l.engine.complete(
+            &b,
+            now,
+            |e| match e {
+                Emitted::First { ttft } => svc.ttft.push(ttft as f64 / 1e9),
+                Emitted::Next { gap } => svc.itl.push(gap as f64 / 1e9),
+            },
+            |f| {
+                let ttft = (f.first_token - f.arrival) as f64 / 1e9;
+                let e2e = (f.done - f.arrival) as f64 / 1e9;
+                // TPOT: mean time per output token after the first (0 with one token).
+                let tpot = if f.output > 1 {
+                    (f.done - f.first_token) as f64 / 1e9 / f64::from(f.output - 1)
+                } else {
+                    0.0
+                };
+                svc.tpot.push(tpot);
+                svc.e2e.push(e2e);
+                svc.finished += 1;
+                svc.output_tokens += u64::from(f.output);
+                let mut all = true;
+                for (i, (kind, target)) in slo.iter().enumerate() {
+                    let x = match kind.as_str() {
+                        "ttft" => ttft,
+                        "tpot" => tpot,
+                        _ => e2e,
+                    };
+                    if x <= *target {
+                        svc.within[i] += 1;
+                    } else {
+                        all = false;
+                    }
+                }
+                if all {
+                    svc.within_all += 1;
+                }
+            },
+        );
+        svc.preemptions += b.preempted as u64;
+        let units = f64::from(self.llm_of(sid).expect("llm").tp);
+        self.replicas[r as usize].llm = Some(l);
+        self.worked(node, units, from, now);
+        if self.tl.on {
+            let rep = &self.replicas[r as usize];
+            let devs = self.alloc_devices(node, rep.alloc.as_ref());
+            let s = &self.services[sid as usize];
+            let w = &self.spec.workloads[s.workload];
+            let label = format!("{}.{}", w.name, w.services[s.index].name);
+            self.tl
+                .span(&devs, from, now, timeline::SpanKind::Compute, &label);
+        }
+        self.llm_kick(r);
+    }
+
+    /// Replica `r` was lost to a failure: its requests are lost, its flows leave the network.
+    pub(crate) fn llm_lost(&mut self, r: usize) {
+        let now = self.now();
+        let waiting = std::mem::take(&mut self.replicas[r].llm_waiting).len() as u64;
+        let Some(l) = self.replicas[r].llm.take() else {
+            return;
+        };
+        if let Some(x) = l.xfer {
+            self.wire.cancel(now, x);
+            self.rearm_wire();
+        }
+        let lost = l.engine.outstanding() as u64 + waiting;
+        self.failures.requests_lost += lost;
+        let sid = self.replicas[r].service as usize;
+        let svc = self.services[sid].llm.as_mut().expect("llm");
+        svc.lost += lost;
+        svc.dropped += l.engine.dropped;
+        svc.kv_integral_gone += l.kv_integral;
+        svc.placed_ns_gone += (now - l.placed_at) as f64;
+        svc.kv_peak = svc.kv_peak.max(l.kv_peak);
+    }
+}

@@ -1,0 +1,513 @@
+//! A service's model-level form (issue 12, serving): `model NAME`, `parallel tp N`,
+//! `precision`, `prompt tokens ...`, `output tokens ...`, `engine ...` and `slo KIND ...`,
+//! filling [`LlmServing`], which `sim::llm` runs as one vLLM-style engine per replica.
+//!
+//! Defaults of `engine` follow vLLM's engine arguments (`vllm/engine/arg_utils.py`, read at
+//! commit 00024d31 of vllm-project/vllm): `block_size` 16, `gpu_memory_utilization` 0.9,
+//! `max_num_seqs` 256, chunked prefill on (V1), recompute preemption (V1 has no swap);
+//! `max_num_batched_tokens` 8192 (its default for the OpenAI server on large GPUs).
+
+use super::reader::{self as rd, Args, Cx};
+use super::schema;
+use super::workload::{ResourceScope, Service, UNIT_INSTANCE};
+use crate::diag::{Diagnostic, Span};
+use crate::model::Transformer;
+use crate::syntax::ast::{Stmt, ValueKind};
+use serde::Serialize;
+
+/// Largest `max_seqs` (running sequences per replica).
+pub const MAX_SEQS: u64 = 65_536;
+/// Largest `token_budget` (tokens per iteration).
+pub const MAX_TOKEN_BUDGET: u64 = 1_048_576;
+/// Largest `kv_block` (tokens per KV block).
+pub const MAX_KV_BLOCK: u64 = 4_096;
+/// Largest prompt or output of one request, in tokens.
+pub const MAX_REQUEST_TOKENS: u64 = 1_048_576;
+
+/// Service statements that belong to the model-level form.
+pub const KEYS: &[&str] = &[
+    "model",
+    "parallel",
+    "precision",
+    "prompt",
+    "output",
+    "engine",
+];
+/// Statements of the FLOP-level form, which the model-level form excludes.
+pub const FLOP_KEYS: &[&str] = &["compute", "service_time", "batch", "device_memory"];
+/// What an LLM service's `slo` may bound.
+pub const SLO_KINDS: &[&str] = &["ttft", "tpot", "e2e"];
+/// Words of `engine`.
+pub const ENGINE_WORDS: &[&str] = &[
+    "token_budget",
+    "max_seqs",
+    "chunked_prefill",
+    "kv_block",
+    "memory_fraction",
+    "preempt",
+    "on",
+    "off",
+    "recompute",
+    "swap",
+];
+
+/// Tokens of each request's prompt or output.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum Tokens {
+    Fixed(u32),
+    /// Uniform over `lo..=hi`.
+    Uniform(u32, u32),
+}
+
+impl Tokens {
+    pub fn max(self) -> u32 {
+        match self {
+            Tokens::Fixed(n) => n,
+            Tokens::Uniform(_, hi) => hi,
+        }
+    }
+}
+
+/// What a preempted sequence does with its KV cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Preempt {
+    /// Freed; the sequence is recomputed as a prefill when it resumes (vLLM V1).
+    Recompute,
+    /// Copied to host memory over PCIe and back before it resumes (vLLM V0's swap).
+    Swap,
+}
+
+/// The engine of each replica (`engine` statement).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EngineConfig {
+    /// Tokens one iteration may compute (vLLM `max_num_batched_tokens`).
+    pub token_budget: u32,
+    /// Sequences running at once (vLLM `max_num_seqs`).
+    pub max_seqs: u32,
+    pub chunked_prefill: bool,
+    /// Tokens per KV block (vLLM `block_size`).
+    pub kv_block: u32,
+    /// Share of device memory the engine may use (vLLM `gpu_memory_utilization`).
+    pub memory_fraction: f64,
+    pub preempt: Preempt,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            token_budget: 8192,
+            max_seqs: 256,
+            chunked_prefill: true,
+            kv_block: 16,
+            memory_fraction: 0.9,
+            preempt: Preempt::Recompute,
+        }
+    }
+}
+
+/// One `slo KIND pNN TIME` of an LLM service.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LlmSlo {
+    /// `ttft`, `tpot` or `e2e`.
+    pub kind: String,
+    pub percentile: String,
+    pub target: crate::units::Duration,
+}
+
+/// A service that names a model: an LLM inference engine per replica.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LlmServing {
+    pub model: Transformer,
+    /// Tensor-parallel ranks per replica (its devices).
+    pub tp: u32,
+    /// The serving dtype of weights and KV cache (`precision`, `bf16` by default).
+    pub dtype: String,
+    pub prompt: Tokens,
+    pub output: Tokens,
+    pub engine: EngineConfig,
+    pub slo: Vec<LlmSlo>,
+    /// The `model` statement, where memory-fit errors point.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// The model-level statements of one service, as they are met.
+#[derive(Default)]
+pub struct ServiceModel {
+    model: Option<(Span, Option<Transformer>)>,
+    tp: Option<(u32, Span)>,
+    precision: Option<String>,
+    prompt: Option<Tokens>,
+    output: Option<Tokens>,
+    engine: Option<EngineConfig>,
+    slo: Vec<(LlmSlo, Span)>,
+    /// `slo` statements in the FLOP-level form (no kind), for "needs a kind".
+    flop_slo: Vec<Span>,
+    failed: bool,
+}
+
+fn tokens(cx: &mut Cx, a: &mut Args) -> Option<Tokens> {
+    if !a.peek_word("tokens") {
+        cx.push(
+            Diagnostic::error(
+                a.end_span(),
+                format!("`{}` needs `tokens`", a.stmt.key.name),
+            )
+            .with_help("write `tokens fixed 512` or `tokens uniform 100..2000`"),
+        );
+        return None;
+    }
+    let kind = rd::choice(
+        cx,
+        a.req("`fixed` or `uniform`")?,
+        &["fixed", "uniform"],
+        "token distribution",
+    )?;
+    let v = a.req("a token count")?;
+    if kind == "fixed" {
+        return Some(Tokens::Fixed(
+            rd::count(cx, v, 1, MAX_REQUEST_TOKENS)? as u32
+        ));
+    }
+    match v.kind {
+        ValueKind::Range { lo, hi } if lo >= 1 && lo <= hi && hi as u64 <= MAX_REQUEST_TOKENS => {
+            Some(Tokens::Uniform(lo as u32, hi as u32))
+        }
+        _ => {
+            cx.push(
+                Diagnostic::error(v.span, "expected a token range `LO..HI`")
+                    .with_label(format!("from 1 to {MAX_REQUEST_TOKENS}, LO at most HI")),
+            );
+            None
+        }
+    }
+}
+
+fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
+    let mut e = EngineConfig::default();
+    if let Some(v) = a.opt("token_budget") {
+        e.token_budget = rd::count(cx, v, 1, MAX_TOKEN_BUDGET)? as u32;
+    }
+    if let Some(v) = a.opt("max_seqs") {
+        e.max_seqs = rd::count(cx, v, 1, MAX_SEQS)? as u32;
+    }
+    if let Some(v) = a.opt("kv_block") {
+        e.kv_block = rd::count(cx, v, 1, MAX_KV_BLOCK)? as u32;
+    }
+    if let Some(v) = a.opt("chunked_prefill") {
+        e.chunked_prefill = rd::choice(cx, v, &["on", "off"], "chunked_prefill setting")? == "on";
+    }
+    if let Some(v) = a.opt("preempt") {
+        e.preempt = match rd::choice(cx, v, &["recompute", "swap"], "preemption mode")? {
+            "swap" => Preempt::Swap,
+            _ => Preempt::Recompute,
+        };
+    }
+    if let Some(v) = a.opt("memory_fraction") {
+        let f = rd::number(cx, v)?;
+        if !(f > 0.0 && f <= 1.0) {
+            cx.error(v.span, format!("memory_fraction {f} is not in (0, 1]"));
+            return None;
+        }
+        e.memory_fraction = f;
+    }
+    Some(e)
+}
+
+/// Device memory a replica needs on each of its devices: its weights, reserve and the KV
+/// cache of one longest request (placement puts replicas only where that fits).
+pub fn device_memory(llm: &LlmServing) -> crate::units::Bytes {
+    let f = crate::model::serving::Footprint::of(llm);
+    let k = llm.engine.kv_block;
+    let longest = f.blocks_for(u64::from(llm.prompt.max()) + u64::from(llm.output.max()), k) as f64
+        * f.block_bytes(k);
+    crate::units::Bytes((f.weights_bytes + f.reserve_bytes + longest).ceil() as u64)
+}
+
+fn kinded(s: &Stmt) -> bool {
+    s.values
+        .first()
+        .is_some_and(|v| matches!(&v.kind, ValueKind::Ident(n) if SLO_KINDS.contains(&n.as_str())))
+}
+
+impl ServiceModel {
+    /// Whether `s` (an `slo`) names what it bounds (the model-level form's `slo`).
+    pub fn named_slo(&self, s: &Stmt) -> bool {
+        kinded(s)
+    }
+
+    /// Whether a `model` statement was written.
+    pub fn named(&self) -> bool {
+        self.model.is_some()
+    }
+
+    /// One statement whose key is in [`KEYS`], or an `slo`; `None` when wrong (reported).
+    pub fn stmt(
+        &mut self,
+        cx: &mut Cx,
+        declared: &super::model::Declared,
+        s: &Stmt,
+        a: &mut Args,
+    ) -> Option<()> {
+        let r = self.read(cx, declared, s, a);
+        self.failed |= r.is_none();
+        r
+    }
+
+    fn read(
+        &mut self,
+        cx: &mut Cx,
+        declared: &super::model::Declared,
+        s: &Stmt,
+        a: &mut Args,
+    ) -> Option<()> {
+        let head = s.head_span();
+        match s.key.name.as_str() {
+            "model" => {
+                self.model = Some((head, None));
+                let v = a.req("a model name such as `llama3_8b`")?;
+                let n = rd::ident(cx, v, "a model name")?;
+                let t = super::model::find(declared, n);
+                if t.is_none() {
+                    super::model::unknown(cx, declared, n, v.span);
+                }
+                self.model = Some((head, t.flatten()));
+            }
+            "parallel" => {
+                if let Some(v) = a.opt("pp") {
+                    cx.push(
+                        Diagnostic::error(
+                            v.span,
+                            "pipeline parallelism is not modelled for services",
+                        )
+                        .with_help("serve with `parallel tp N` (the replica's devices)"),
+                    );
+                    return None;
+                }
+                let v = a.need("tp", "tp N")?;
+                self.tp = Some((
+                    rd::count(cx, v, 1, super::layout::MAX_PARALLEL)? as u32,
+                    v.span,
+                ));
+            }
+            "precision" => {
+                let v = a.req("a dtype such as `bf16`")?;
+                self.precision = Some(rd::choice(cx, v, schema::DTYPES, "dtype")?.to_string());
+            }
+            "prompt" => self.prompt = Some(tokens(cx, a)?),
+            "output" => self.output = Some(tokens(cx, a)?),
+            "engine" => self.engine = Some(engine(cx, a)?),
+            "slo" => {
+                if !kinded(s) {
+                    self.flop_slo.push(head);
+                    return Some(());
+                }
+                let kind = rd::choice(cx, a.req("an SLO kind")?, SLO_KINDS, "SLO kind")?;
+                let p = rd::choice(
+                    cx,
+                    a.req("a percentile such as `p99`")?,
+                    schema::PERCENTILES,
+                    "percentile",
+                )?;
+                let d = rd::duration(cx, a.req("a latency target")?)?;
+                self.slo.push((
+                    LlmSlo {
+                        kind: kind.to_string(),
+                        percentile: p.to_string(),
+                        target: d,
+                    },
+                    head,
+                ));
+            }
+            _ => {}
+        }
+        Some(())
+    }
+
+    /// The service's model-level form once its whole block (`stmts`) was read: the
+    /// model-level statements need `model`, `model` excludes the FLOP-level statements, the
+    /// replica requests exactly `tp` devices, and the model must fit on them.
+    pub fn finish(
+        self,
+        cx: &mut Cx,
+        scope: &ResourceScope,
+        sv: &Service,
+        stmts: &[Stmt],
+    ) -> Option<LlmServing> {
+        let Some((span, model)) = self.model else {
+            for s in stmts {
+                let k = s.key.name.as_str();
+                if KEYS.contains(&k) {
+                    cx.push(
+                        Diagnostic::error(s.key.span, format!("`{k}` needs `model` in the same service"))
+                            .with_help("it describes an LLM engine: name a model (`model llama3_8b`) or remove it"),
+                    );
+                }
+            }
+            for (_, at) in &self.slo {
+                cx.push(
+                    Diagnostic::error(
+                        *at,
+                        "an SLO kind (`ttft`, `tpot`, `e2e`) needs `model` in the same service",
+                    )
+                    .with_help("a FLOP-level service's SLO is on its latency: `slo p99 50 ms`"),
+                );
+            }
+            return None;
+        };
+        let n = cx.diags.len();
+        for s in stmts {
+            let k = s.key.name.as_str();
+            if FLOP_KEYS.contains(&k) || k == "request" || k == "response" {
+                cx.push(
+                    Diagnostic::error(s.key.span, format!("`{k}` cannot be used with `model`"))
+                        .with_secondary(span, "the model")
+                        .with_help(
+                            "the model and its engine derive the service's work; remove one form",
+                        ),
+                );
+            }
+        }
+        for at in &self.flop_slo {
+            cx.push(
+                Diagnostic::error(*at, "an LLM service's `slo` names what it bounds").with_help(
+                    "write `slo ttft p99 500 ms`, `slo tpot p99 50 ms` or `slo e2e p99 10 s`",
+                ),
+            );
+        }
+        let model = model?;
+        if self.failed || cx.diags.len() != n {
+            return None;
+        }
+        let (tp, tp_at) = self.tp.unwrap_or((1, span));
+        let kv = u64::from(model.kv_heads);
+        let t = u64::from(tp);
+        if u64::from(model.heads) % t != 0 {
+            cx.error(
+                tp_at,
+                format!(
+                    "tp {tp} does not divide the {} attention heads of `{}`",
+                    model.heads, model.name
+                ),
+            );
+            return None;
+        }
+        if kv % t != 0 && t % kv != 0 {
+            cx.error(
+                tp_at,
+                format!(
+                    "tp {tp} and the {kv} key/value heads of `{}` do not divide one another",
+                    model.name
+                ),
+            );
+            return None;
+        }
+        let devices: f64 = sv
+            .resources
+            .iter()
+            .filter(|(k, _)| UNIT_INSTANCE.contains(&k.as_str()))
+            .map(|(_, v)| *v)
+            .sum();
+        if devices != f64::from(tp) {
+            let at = stmts
+                .iter()
+                .find(|s| s.key.name == "resources")
+                .map_or(span, |s| s.head_span());
+            cx.push(
+                Diagnostic::error(at, format!("service `{}` serves `{}` with tp {tp}, but each replica requests {} device(s)", sv.name, model.name, crate::units::sig3(devices)))
+                    .with_secondary(tp_at, "the layout")
+                    .with_help("each device of a replica is one tensor-parallel rank: request `GPU: tp`"),
+            );
+            return None;
+        }
+        let (Some(prompt), Some(output)) = (self.prompt, self.output) else {
+            cx.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "service `{}` names a model but not its requests' tokens",
+                        sv.name
+                    ),
+                )
+                .with_help("add `prompt tokens fixed 512` and `output tokens fixed 128`"),
+            );
+            return None;
+        };
+        let e = self.engine.unwrap_or_default();
+        let longest = u64::from(prompt.max()) + u64::from(output.max());
+        if !e.chunked_prefill && longest > u64::from(e.token_budget) {
+            let at = stmts
+                .iter()
+                .find(|s| s.key.name == "engine")
+                .map_or(span, |s| s.head_span());
+            cx.push(
+                Diagnostic::error(at, format!("without chunked prefill a request of up to {longest} tokens (prompt and output, recomputed after preemption) never fits the token_budget of {}", e.token_budget))
+                    .with_help("raise token_budget or turn `chunked_prefill on` (vLLM asks max_num_batched_tokens ≥ max_model_len likewise)"),
+            );
+            return None;
+        }
+        let llm = LlmServing {
+            model,
+            tp,
+            dtype: self
+                .precision
+                .unwrap_or_else(|| super::layout::DEFAULT_PRECISION.to_string()),
+            prompt,
+            output,
+            engine: self.engine.unwrap_or_default(),
+            slo: self.slo.into_iter().map(|(s, _)| s).collect(),
+            span,
+        };
+        fit(cx, scope, sv, &llm).then_some(llm)
+    }
+}
+
+/// The weights, reserve and one longest request's KV cache must fit in `memory_fraction`
+/// of the smallest device a replica can be given; a located error with the breakdown.
+fn fit(cx: &mut Cx, scope: &ResourceScope, sv: &Service, llm: &LlmServing) -> bool {
+    let units: Vec<&str> = sv
+        .resources
+        .keys()
+        .map(String::as_str)
+        .filter(|k| UNIT_INSTANCE.contains(k))
+        .collect();
+    let Some(smallest) = scope
+        .node_types
+        .iter()
+        .flat_map(|nt| nt.devices.iter())
+        .filter(|(_, ray, _, _)| units.contains(&ray.as_str()))
+        .map(|(_, _, mem, _)| mem.0)
+        .min()
+    else {
+        return true;
+    };
+    let f = crate::model::serving::Footprint::of(llm);
+    let usable = smallest as f64 * llm.engine.memory_fraction;
+    let longest = f.blocks_for(
+        u64::from(llm.prompt.max()) + u64::from(llm.output.max()),
+        llm.engine.kv_block,
+    ) as f64
+        * f.block_bytes(llm.engine.kv_block);
+    if f.weights_bytes + f.reserve_bytes + longest <= usable {
+        return true;
+    }
+    let b = |x: f64| crate::units::Bytes(x.max(0.0).round() as u64).to_string();
+    cx.push(
+        Diagnostic::error(
+            llm.span,
+            format!(
+                "service `{}` needs {} per device for `{}` (weights {}, activation reserve {}, KV cache of its longest request {}), more than {} of the {} device it can be given",
+                sv.name,
+                b(f.weights_bytes + f.reserve_bytes + longest),
+                llm.model.name,
+                b(f.weights_bytes),
+                b(f.reserve_bytes),
+                b(longest),
+                llm.engine.memory_fraction,
+                crate::units::Bytes(smallest)
+            ),
+        )
+        .with_help("raise tp, use a narrower precision, shorten the requests or lower token_budget"),
+    );
+    false
+}
