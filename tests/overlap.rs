@@ -147,7 +147,10 @@ fn a_reduction_longer_than_the_backward_runs_back_to_back_from_the_first_bucket(
         "",
     ));
     let (c, _, o, _) = figures(&s);
-    assert!(2.0 * ALPHA + 4.0 * bucket / NDR > b / 8.0, "not the long case");
+    assert!(
+        2.0 * ALPHA + 4.0 * bucket / NDR > b / 8.0,
+        "not the long case"
+    );
     let end = c - o - b + b / 8.0 + 8.0 * 2.0 * ALPHA + 4.0 * p / NDR;
     let (step, _, exposed) = per_step(&run(&s)[0]);
     assert!(close(step, end), "{step} vs {end}");
