@@ -249,14 +249,17 @@ fn pad_stretched(plan: &mut Plan) {
     }
 }
 
+/// Seconds of `ks` one after another.
+fn kernels_secs(rates: &KernelRates, ks: &[Kernel]) -> f64 {
+    ks.iter()
+        .map(|k| rates.secs(k.engine, k.flop, k.bytes))
+        .sum()
+}
+
 /// Seconds of the last microbatch's backward on the slowest stage: its layers' backward and
 /// recomputed kernels and the output layer's backward (gradients appear as it runs).
 pub fn backward_secs(rates: &KernelRates, work: &StepWork) -> f64 {
-    let sum = |ks: &[Kernel]| -> f64 {
-        ks.iter()
-            .map(|k| rates.secs(k.engine, k.flop, k.bytes))
-            .sum()
-    };
+    let sum = |ks: &[Kernel]| kernels_secs(rates, ks);
     let l = &work.layer;
     // The output layer's kernels are its forward, then its two gradients.
     let out_bw = work.output.get(1..).map_or(0.0, sum);
@@ -267,11 +270,7 @@ pub fn backward_secs(rates: &KernelRates, work: &StepWork) -> f64 {
 /// stage, that one) — its layers' forward, backward and recomputed kernels and the output
 /// layer's — and of the iteration's optimizer step, each kernel priced by `rates`.
 pub fn stage_secs(rates: &KernelRates, work: &StepWork) -> (f64, f64) {
-    let sum = |ks: &[Kernel]| -> f64 {
-        ks.iter()
-            .map(|k| rates.secs(k.engine, k.flop, k.bytes))
-            .sum()
-    };
+    let sum = |ks: &[Kernel]| kernels_secs(rates, ks);
     let l = &work.layer;
     let layer = sum(&l.forward) + sum(&l.backward) + sum(&l.recompute);
     let stage = f64::from(work.layers_per_stage) * layer + sum(&work.output);

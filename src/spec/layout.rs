@@ -149,13 +149,8 @@ impl JobModel {
             "model" => {
                 // Written, even if wrong: the job is in the model-level form.
                 self.model = Some((head, None));
-                let v = a.req("a model name such as `llama3_8b`")?;
-                let n = rd::ident(cx, v, "a model name")?;
-                let t = super::model::find(declared, n);
-                if t.is_none() {
-                    super::model::unknown(cx, declared, n, v.span);
-                }
-                self.model = Some((head, t.flatten()));
+                let t = super::model::of_statement(cx, declared, a)?;
+                self.model = Some((head, t));
             }
             "parallel" => {
                 let sp = a

@@ -75,6 +75,19 @@ pub fn find(declared: &Declared, name: &str) -> Option<Option<Transformer>> {
         .or_else(|| catalog::find(name).map(Some))
 }
 
+/// The model a `model NAME` statement (of a training job or a service) names: `None` when
+/// the statement is malformed, `Some(None)` when the name is unknown (reported) or its
+/// declaration invalid.
+pub fn of_statement(cx: &mut Cx, declared: &Declared, a: &mut Args) -> Option<Option<Transformer>> {
+    let v = a.req("a model name such as `llama3_8b`")?;
+    let n = rd::ident(cx, v, "a model name")?;
+    let t = find(declared, n);
+    if t.is_none() {
+        unknown(cx, declared, n, v.span);
+    }
+    Some(t.flatten())
+}
+
 /// "unknown model `name`", suggesting the nearest declared or catalog name, else listing the
 /// catalog.
 pub fn unknown(cx: &mut Cx, declared: &Declared, name: &str, at: Span) {

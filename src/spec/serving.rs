@@ -265,13 +265,8 @@ impl ServiceModel {
         match s.key.name.as_str() {
             "model" => {
                 self.model = Some((head, None));
-                let v = a.req("a model name such as `llama3_8b`")?;
-                let n = rd::ident(cx, v, "a model name")?;
-                let t = super::model::find(declared, n);
-                if t.is_none() {
-                    super::model::unknown(cx, declared, n, v.span);
-                }
-                self.model = Some((head, t.flatten()));
+                let t = super::model::of_statement(cx, declared, a)?;
+                self.model = Some((head, t));
             }
             "parallel" => {
                 if let Some(v) = a.opt("pp") {

@@ -892,6 +892,47 @@ fn show_amount(k: &str, x: f64) -> String {
 /// Work (`what`, requesting `r`, at `at`) that alone needs more of a resource than its
 /// tenant's `quota` could never be placed: a located error. Amounts compare in Ray's
 /// 1/10000 units, as placement does.
+/// The FLOP-level form's own rules for service `sv` (head at `head`): a `compute` service
+/// requests a device, exactly one of `compute` and `service_time`, its `device_memory` fits.
+fn check_flop_service(
+    cx: &mut Cx,
+    scope: &ResourceScope,
+    rules: Option<&Tenant>,
+    sv: &Service,
+    stmts: &[Stmt],
+    head: Span,
+) {
+    if sv.compute.is_some() && !requests_device(&sv.resources) {
+        cx.error(
+            head,
+            format!(
+                "service `{}` has `compute` but its replicas request no device",
+                sv.name
+            ),
+        );
+    }
+    if sv.compute.is_some() == sv.service_time.is_some() {
+        cx.error(
+            head,
+            format!(
+                "service `{}` needs exactly one of `compute` and `service_time`",
+                sv.name
+            ),
+        );
+    }
+    if let Some(dm) = sv.device_memory {
+        check_device_memory(
+            cx,
+            scope,
+            rules,
+            &format!("service `{}`", sv.name),
+            &[&sv.resources],
+            dm,
+            stmt_span(stmts, "device_memory", head),
+        );
+    }
+}
+
 fn check_quota(cx: &mut Cx, rules: Option<&Tenant>, what: &str, r: &Resources, at: Span) {
     let Some(t) = rules else { return };
     let fixed = |x: f64| (x * 10_000.0).round();
@@ -1505,41 +1546,12 @@ pub fn workload(
                     let named = sm.named();
                     sv.llm = sm.finish(cx, scope, &sv, &blk.stmts);
                     if named {
+                        // The model form checks its own memory fit (`serving`).
                         if let Some(dm) = sv.llm.as_ref().map(super::serving::device_memory) {
                             sv.device_memory = Some(dm);
                         }
-                        check_quota(
-                            cx,
-                            rules,
-                            &format!("a replica of service `{}`", sv.name),
-                            &sv.resources,
-                            stmt_span(&blk.stmts, "resources", s.head_span()),
-                        );
-                        w.services.push(sv);
-                        return Some(());
-                    }
-                    if sv.compute.is_some() && !requests_device(&sv.resources) {
-                        cx.error(s.head_span(), format!("service `{}` has `compute` but its replicas request no device", sv.name));
-                    }
-                    if sv.compute.is_some() == sv.service_time.is_some() {
-                        cx.error(
-                            s.head_span(),
-                            format!(
-                                "service `{}` needs exactly one of `compute` and `service_time`",
-                                sv.name
-                            ),
-                        );
-                    }
-                    if let Some(dm) = sv.device_memory {
-                        check_device_memory(
-                            cx,
-                            scope,
-                            rules,
-                            &format!("service `{}`", sv.name),
-                            &[&sv.resources],
-                            dm,
-                            stmt_span(&blk.stmts, "device_memory", s.head_span()),
-                        );
+                    } else {
+                        check_flop_service(cx, scope, rules, &sv, &blk.stmts, s.head_span());
                     }
                     check_quota(
                         cx,
