@@ -273,7 +273,7 @@ pub fn table(r: &CompareReport) -> String {
     );
     let _ = writeln!(
         out,
-        "$/step and kWh/step: the job's devices' share of the cluster's price and TDP over its wall time, per step kept; SLO attainment: requests served within the target / requests arrived"
+        "$/step and kWh/step: the job's devices' share of the cluster's price and TDP over its wall time, per step kept; SLO attainment: requests served within the target / requests arrived (LLM services: / requests the window decides)"
     );
     out
 }

@@ -22,6 +22,12 @@
 //! | services | `served_per_s` | served / W |
 //! | services | `latency_p50_s`, `latency_p99_s` | of the served requests |
 //! | services | `slo_<p>_attainment` | requests served within the SLO's target / requests arrived |
+//! | services (LLM) | `arrived`, `finished` | requests that arrived in the window, and produced their last token |
+//! | services (LLM) | `ttft_p50_s` … `e2e_p99_s` | time to first token, time per output token, arrival to last token, of finished requests |
+//! | services (LLM) | `output_tokens_per_s`, `goodput_per_s` | output tokens / W; finished requests meeting every SLO / W |
+//! | services (LLM) | `kv_utilization_mean`, `preemptions` | KV blocks in use over the placed time; sequences preempted |
+//! | services (LLM) | `usd_per_m_tokens` | replicas × tp devices × $ per device-hour × W (h) / output tokens × 10⁶ |
+//! | services (LLM) | `slo_<kind>_<p>_attainment` | requests within the SLO / requests arrived |
 //! | failures | `lost_device_hours` | `lost_work_device_hours` (work thrown away) + `stalled_device_hours` (devices waiting on recovery) |
 //! | failures | `node_failures`, `time_to_detect_s`, `time_to_recover_s`, `requests_lost`, `node_availability` | as [`crate::sim::metrics::FailureMetrics`] |
 //!
@@ -30,8 +36,7 @@
 //! with a replica, or still queued or in flight when the window ended. The cluster's $ and kW
 //! per device are its price and power ([`crate::experiment::measure::ClusterFigures`]) divided by its
 //! devices: a job pays for the share of the cluster it holds, host included. Tokens per second
-//! are reported for model-level training jobs only (they know their tokens); time to first
-//! token is not: no service declares tokens yet.
+//! are reported for model-level training jobs and services (they know their tokens).
 
 use crate::experiment::measure::ClusterFigures;
 use crate::sim::metrics::RunMetrics;
@@ -176,7 +181,74 @@ pub fn figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>
             ));
         }
     }
+    for l in &m.llm_services {
+        llm_figures(&mut out, l, m.horizon, usd_dev_h);
+    }
     out
+}
+
+/// An LLM service's figures (`sim::llm`): latencies of the requests that finished, output
+/// tokens/s and goodput over the window, KV use, and $ per million output tokens (the
+/// replicas' devices × $ per device-hour × the window / output tokens; the service pays for
+/// the devices it holds for the whole window, idle or not).
+fn llm_figures(
+    out: &mut Vec<(Column, Option<f64>)>,
+    l: &crate::sim::llm::metrics::LlmServiceMetrics,
+    horizon: f64,
+    usd_dev_h: Option<f64>,
+) {
+    let item = format!("{}.{}", l.workload, l.name);
+    let c = |metric: &str, unit| Column::new("services", Some(&item), metric, unit);
+    let done = (l.finished > 0).then_some(());
+    let stat = |s: &crate::sim::metrics::Stats, p: &str| match p {
+        "p50" => s.p50,
+        _ => s.p99,
+    };
+    out.push((c("arrived", "count"), Some(l.arrived as f64)));
+    out.push((c("finished", "count"), Some(l.finished as f64)));
+    for (name, s) in [("ttft", &l.ttft), ("tpot", &l.tpot), ("e2e", &l.e2e)] {
+        for p in ["p50", "p99"] {
+            let key = format!("{name}_{p}_s");
+            let label = format!("{item} {} {p}", name.to_uppercase());
+            out.push((c(&key, "s").labelled(label), done.map(|_| stat(s, p))));
+        }
+    }
+    out.push((
+        c("output_tokens_per_s", "1/s").labelled(format!("{item} output tokens/s")),
+        (horizon > 0.0).then_some(l.output_tokens_per_s),
+    ));
+    out.push((
+        c("goodput_per_s", "1/s")
+            .labelled(format!("{item} goodput (requests/s meeting every SLO)")),
+        (horizon > 0.0 && !l.slo.is_empty()).then_some(l.goodput_per_s),
+    ));
+    out.push((
+        c("kv_utilization_mean", "fraction").labelled(format!("{item} KV use (mean)")),
+        Some(l.kv_utilization_mean_fraction),
+    ));
+    out.push((c("preemptions", "count"), Some(l.preemptions as f64)));
+    let devices = f64::from(l.replicas_placed) * f64::from(l.tp);
+    out.push((
+        c("usd_per_m_tokens", "$").labelled(format!("{item} $/M output tokens")),
+        usd_dev_h
+            .filter(|_| l.output_tokens > 0)
+            .map(|usd| usd * devices * horizon / 3600.0 / l.output_tokens as f64 * 1e6),
+    ));
+    for slo in &l.slo {
+        let metric = format!("slo_{}_{}_attainment", slo.kind, slo.percentile);
+        let col = Column::new("services", Some(&item), &metric, "fraction").labelled(format!(
+            "{item} SLO {} {} ≤ {} s: attained (target {}%)",
+            slo.kind.to_uppercase(),
+            slo.percentile,
+            crate::units::sig3(slo.target_s),
+            crate::units::sig3(crate::sim::percentile(&slo.percentile) * 100.0)
+        ));
+        // No decided request: the window says nothing of this SLO.
+        out.push((
+            col,
+            (l.arrived > slo.undecided).then_some(slo.attainment_fraction),
+        ));
+    }
 }
 
 /// The failure figures of one run, `None` where the run has none (no failure was detected,
@@ -239,7 +311,14 @@ pub fn cluster_figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Opt
 
 /// Scale and unit suffix to show a value of `key` in, chosen by the size of `x`.
 pub fn display_unit(key: &str, x: f64) -> (f64, &'static str) {
-    let pct = ["goodput", "availability", "attainment", "fraction", "mfu"];
+    let pct = [
+        "goodput",
+        "availability",
+        "attainment",
+        "fraction",
+        "mfu",
+        "utilization_mean",
+    ];
     // `tasks.per_s` too: a rate, not a time in seconds.
     if key.ends_with("_per_s") || key.ends_with(".per_s") {
         (1.0, "/s")

@@ -2,11 +2,12 @@
 //! table), built from [`super::LlmService`] and its replicas at the end of the run.
 
 use super::Samples;
+use crate::engine::Time;
 use crate::sim::metrics::Stats;
 use serde::Serialize;
 
-/// One `slo KIND pNN TIME`: attainment over arrived requests (one not finished in the
-/// window counts against it), met when it reaches the percentile.
+/// One `slo KIND pNN TIME`: attainment over the arrived requests whose outcome the window
+/// decided ([`decided`]), met when it reaches the percentile.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LlmSloMetrics {
     pub kind: String,
@@ -14,7 +15,14 @@ pub struct LlmSloMetrics {
     pub target_s: f64,
     /// The percentile of the finished requests' values.
     pub measured_s: f64,
+    /// Requests whose value is known to be within the target: finished ones, and (TTFT)
+    /// ones still in flight whose first token came in time.
     pub within: u64,
+    /// Requests still queued or in flight at the window's end whose outcome the window
+    /// cannot tell ([`decided`]); left out of the attainment.
+    pub undecided: u64,
+    /// `within` / (arrived − undecided): every decided request that is not within counts
+    /// against it — late, lost with a replica, dropped, or past its target unfinished.
     pub attainment_fraction: f64,
     pub met: bool,
 }
@@ -63,6 +71,27 @@ pub(crate) fn stats(s: &mut Samples) -> Stats {
     st
 }
 
+/// Whether a request still queued or in flight at `end` (ns) meets an SLO of `kind` with
+/// `target` (ns): `Some(true)` / `Some(false)` when the window already decides it, `None`
+/// when only its future would. TTFT is decided by a first token, or by the target passing
+/// without one; e2e is decided (missed) once the target has passed; TPOT, the mean gap
+/// after the first token over `output − 1` gaps, is at least (end − first token) /
+/// (output − 1) whatever comes next, so it is decided (missed) once that bound exceeds the
+/// target. Without this, an LLM service whose requests take seconds would "miss" every
+/// SLO by the requests the window's end cuts off (≈ arrival rate × e2e latency of them).
+pub fn decided(seq: &super::engine::Seq, kind: &str, target: Time, end: Time) -> Option<bool> {
+    let waited = end.saturating_sub(seq.arrival);
+    match (kind, seq.first_token) {
+        ("ttft", Some(t)) => Some(t - seq.arrival <= target),
+        ("ttft", None) | ("e2e", _) => (waited > target).then_some(false),
+        (_, Some(t)) if seq.output > 1 => {
+            let bound = end.saturating_sub(t) / u64::from(seq.output - 1);
+            (bound > target).then_some(false)
+        }
+        _ => None,
+    }
+}
+
 pub(crate) fn at(st: &Stats, p: &str) -> f64 {
     match p {
         "p50" => st.p50,
@@ -97,6 +126,25 @@ impl crate::sim::Sim<'_> {
                 }
             }
             let arrived = s.arrived;
+            // In-flight requests the window decides within the target, and those it cannot
+            // decide, per SLO.
+            let mut open = vec![(0u64, 0u64); llm.slo.len()];
+            for &r in &s.replicas {
+                let rep = &self.replicas[r as usize];
+                let seqs = rep
+                    .llm
+                    .iter()
+                    .flat_map(|l| l.engine.waiting.iter().chain(l.engine.running.iter()));
+                for q in seqs.chain(rep.llm_waiting.iter()) {
+                    for (o, x) in open.iter_mut().zip(&llm.slo) {
+                        match decided(q, &x.kind, x.target.0, end) {
+                            Some(true) => o.0 += 1,
+                            Some(false) => {}
+                            None => o.1 += 1,
+                        }
+                    }
+                }
+            }
             let workload = self.spec.workloads[s.workload].name.clone();
             let Some(m) = self.services[sid].llm.as_mut() else {
                 continue;
@@ -119,11 +167,13 @@ impl crate::sim::Sim<'_> {
                         "tpot" => &tpot,
                         _ => &e2e,
                     };
-                    let within = m.within.get(i).copied().unwrap_or(0);
-                    let att = if arrived == 0 {
+                    let (early, undecided) = open[i];
+                    let within = m.within.get(i).copied().unwrap_or(0) + early;
+                    let decided = arrived.saturating_sub(undecided);
+                    let att = if decided == 0 {
                         1.0
                     } else {
-                        within as f64 / arrived as f64
+                        within as f64 / decided as f64
                     };
                     LlmSloMetrics {
                         kind: x.kind.clone(),
@@ -131,6 +181,7 @@ impl crate::sim::Sim<'_> {
                         target_s: x.target.0 as f64 / 1e9,
                         measured_s: at(st, &x.percentile),
                         within,
+                        undecided,
                         attainment_fraction: att,
                         met: att >= crate::sim::percentile(&x.percentile),
                     }
