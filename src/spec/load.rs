@@ -749,6 +749,7 @@ pub fn resource_scope(spec: &Spec) -> ResourceScope {
         transport_kinds,
         accelerators: spec.accelerators.keys().cloned().collect(),
         node_types,
+        cluster_scoped: spec.cluster.as_ref().is_some_and(|c| !c.groups.is_empty()),
         models: spec
             .models
             .iter()

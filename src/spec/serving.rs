@@ -458,22 +458,30 @@ impl ServiceModel {
 }
 
 /// The weights, reserve and one longest request's KV cache must fit in `memory_fraction`
-/// of the smallest device a replica can be given; a located error with the breakdown.
+/// of the smallest device a replica can be given (of the node types with enough such
+/// devices for one replica); a located error with the breakdown. Without a cluster (a
+/// workload file included by clusters it cannot see) only when no known device fits.
 fn fit(cx: &mut Cx, scope: &ResourceScope, sv: &Service, llm: &LlmServing) -> bool {
-    let units: Vec<&str> = sv
+    let units: Vec<(&str, f64)> = sv
         .resources
-        .keys()
-        .map(String::as_str)
-        .filter(|k| UNIT_INSTANCE.contains(k))
-        .collect();
-    let Some(smallest) = scope
-        .node_types
         .iter()
-        .flat_map(|nt| nt.devices.iter())
-        .filter(|(_, ray, _, _)| units.contains(&ray.as_str()))
-        .map(|(_, _, mem, _)| mem.0)
-        .min()
-    else {
+        .filter(|(k, _)| UNIT_INSTANCE.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    let can_host = scope.node_types.iter().flat_map(|nt| {
+        nt.devices.iter().filter(|(_, ray, _, n)| {
+            units
+                .iter()
+                .any(|(u, need)| u == ray && f64::from(*n) >= *need)
+        })
+    });
+    let mems = can_host.map(|(_, _, mem, _)| mem.0);
+    let given = if scope.cluster_scoped {
+        mems.min()
+    } else {
+        mems.max()
+    };
+    let Some(smallest) = given else {
         return true;
     };
     let f = crate::model::serving::Footprint::of(llm);

@@ -295,6 +295,9 @@ pub struct ResourceScope {
     pub accelerators: BTreeSet<String>,
     /// The node types in scope (the cluster's, or all when there is none).
     pub node_types: Vec<ScopeNodeType>,
+    /// Whether `node_types` are a cluster's (else every known type: a workload file
+    /// included by clusters it cannot see, so checks that need the hardware are lenient).
+    pub cluster_scoped: bool,
     /// The scenario's declared models (training jobs may also name catalog models).
     pub models: super::model::Declared,
     /// Chips of each TPU-style slice of the cluster: the devices a slice group gets.
