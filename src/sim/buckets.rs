@@ -18,11 +18,13 @@
 //! - A stage's layers are identical, so its gradients appear at a uniform rate through the
 //!   last microbatch's backward, the slowest stage's backward and recomputed kernels and the
 //!   output layer's gradients (`model_steps::backward_secs`).
+//! - The optimizer step waits at the gate for every stream (`finish_grad_sync` before
+//!   `optimizer.step()` in Megatron-LM's `training.py`), then what follows it runs.
 //!   A bucket is `bucket_size` parameters exactly (whole tensors make Megatron's a little
 //!   larger), the last one the rest.
 //! - 1F1B: stage s finishes its last backward s backward slots (of one chunk when
 //!   interleaved, B / v) before the first stage, whose last backward ends the compute but
-//!   for the optimizer step (counted after it, not after the reduction it waits for).
+//!   for the optimizer step.
 //! - Every stage reduces as many bytes as the largest (`step_work`'s per-iteration sizes).
 //! - *Aggregation:* a group's buckets are reduced in order, each launched when it is ready
 //!   and the previous one is done; buckets ready together when the communicator frees up are
@@ -84,9 +86,18 @@ fn units(params: f64, bucket: f64, backward: f64, end: f64) -> (Vec<Unit>, u64) 
     (out, n)
 }
 
+/// Whether per-iteration traffic `c` comes after the optimizer step rather than before it:
+/// only the distributed optimizer's one all-gather of the updated parameters (ZeRO-1/2,
+/// Megatron-LM's `DistributedOptimizer`). Gradient reductions come before the step, and so
+/// do ZeRO-3's per-layer weight gathers (`count` > 1: inside the forward and backward).
+pub(super) fn follows_optimizer(c: &Comm) -> bool {
+    c.op == CommOp::AllGather && c.count == 1
+}
+
 /// The streams of a job whose per-iteration traffic is `per_iteration`, into `plan`: each
-/// gradient reduction bucketed per stage; what follows it (ZeRO-1's weight all-gather) joins
-/// the plan's rounds after the gate, once every stream is done.
+/// gradient reduction bucketed per stage; what follows the optimizer step (ZeRO-1's weight
+/// all-gather) joins the plan's rounds after the gate, once every stream and the optimizer
+/// step are done.
 pub(super) fn plan(
     plan: &mut Plan,
     p: &Pricing,
@@ -103,8 +114,14 @@ pub(super) fn plan(
     let stage_width = (l.tp * l.dp) as usize;
     let mut after = Vec::new();
     for c in per_iteration {
+        // Not bucketed: the optimizer's all-gather after the gate; per-microbatch
+        // reductions and ZeRO-3's gathers before it, beside the streams.
         if c.op == CommOp::AllGather || c.count != 1 {
-            after.push(*c);
+            if follows_optimizer(c) {
+                after.push(*c);
+            } else {
+                super::model_steps::add(plan, p, c, &groups(l, c.among), 1.0, 1.0);
+            }
             continue;
         }
         let all = groups(l, c.among);
@@ -118,8 +135,7 @@ pub(super) fn plan(
                 .filter(|g| g[0] / stage_width == s)
                 .cloned()
                 .collect();
-            // The backward ends before the optimizer step (its kernels come last in the
-            // compute; that it waits for the reduction is not modelled).
+            // The backward ends before the optimizer step, which waits at the gate.
             let end = plan.compute_secs - optimizer - s as f64 * backward / v;
             let (units, n) = if s == 0 {
                 units(params, bucket_params as f64, backward, end)

@@ -218,6 +218,8 @@ pub(crate) enum Ev {
     CommStart(u32, u32),
     /// A round of a job's collectives has paid its α: its flows start (job, epoch).
     RoundGo(u32, u32),
+    /// A model-level job's optimizer step is done (job, epoch).
+    OptimizerDone(u32, u32),
     /// A unit of a job's overlapped gradient stream is ready (job, epoch, stream).
     BucketReady(u32, u32, u32),
     /// A round of a stream's launch has paid its α: its flows start (job, epoch, stream).
@@ -553,6 +555,7 @@ impl<'s> Sim<'s> {
             Ev::WireFlush => self.rearm_now(),
             Ev::CommStart(j, epoch) => self.on_comm_start(j, epoch),
             Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
+            Ev::OptimizerDone(j, epoch) => self.on_optimizer_done(j, epoch),
             Ev::BucketReady(j, epoch, s) => self.on_bucket_ready(j, epoch, s),
             Ev::BucketGo(j, epoch, s) => self.on_bucket_go(j, epoch, s),
             Ev::LlmComputed(r, epoch) => self.on_llm_computed(r, epoch),

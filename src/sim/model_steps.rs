@@ -47,7 +47,12 @@ use crate::spec::{ModelTraining, Spec};
 /// What one iteration of a model-level job costs, before the network runs it.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Plan {
+    /// The step's compute, its optimizer step included.
     pub compute_secs: f64,
+    /// Of the compute, the optimizer step: it runs at the gate, once the gradients it
+    /// reads are reduced (Megatron-LM's `optimizer.step()` follows `finish_grad_sync()`),
+    /// and before what follows it (the distributed optimizer's parameter all-gather).
+    pub optimizer_secs: f64,
     /// Of the compute, the pipeline bubble.
     pub bubble_secs: f64,
     pub rounds: Vec<Round>,
@@ -59,8 +64,8 @@ pub(super) struct Plan {
     /// Overlapped gradient reduction (`overlap grad_reduce`): one stream per communicator,
     /// started during the compute; empty without overlap.
     pub streams: Vec<super::buckets::Stream>,
-    /// The round before which the rounds wait for every stream to finish (`rounds.len()`:
-    /// after the last).
+    /// The round before which the rounds wait for every stream to finish and then for the
+    /// optimizer step (`rounds.len()`: after the last).
     pub gate: usize,
     /// What the run's header should say about how the plan was aggregated.
     pub notes: Vec<String>,
@@ -192,6 +197,7 @@ pub(super) fn plan(
     let stretch = 1.0 + work.bubble_fraction;
     let mut plan = Plan {
         compute_secs: m * stretch * stage + optimizer,
+        optimizer_secs: optimizer,
         bubble_secs: m * work.bubble_fraction * stage,
         rounds: Vec::new(),
         stretch: Vec::new(),
@@ -217,11 +223,18 @@ pub(super) fn plan(
         );
     }
     let Some(o) = overlap else {
-        for c in &work.per_iteration {
+        pad_stretched(&mut plan);
+        let (before, after): (Vec<&Comm>, Vec<&Comm>) = work
+            .per_iteration
+            .iter()
+            .partition(|c| !super::buckets::follows_optimizer(c));
+        for c in before {
             add(&mut plan, p, c, &groups(l, c.among), 1.0, 1.0);
         }
-        pad_stretched(&mut plan);
         plan.gate = plan.rounds.len();
+        for c in after {
+            add(&mut plan, p, c, &groups(l, c.among), 1.0, 1.0);
+        }
         return Ok(plan);
     };
     pad_stretched(&mut plan);

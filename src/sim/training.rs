@@ -18,7 +18,13 @@ pub(super) struct Job {
     pub(super) pg: u32,
     pub(super) steps_left: u64,
     pub(super) steps_done: u64,
+    /// A step's compute, its optimizer step included, and of it the optimizer step, which
+    /// runs at round `opt_gate` (a model-level job's gate, `model_steps::Plan::gate`) once
+    /// the gradients are reduced; `opt_done`: it has run this step.
     pub(super) compute_ns: Time,
+    pub(super) optimizer_ns: Time,
+    pub(super) opt_gate: usize,
+    pub(super) opt_done: bool,
     pub(super) comm_ns: Time,
     pub(super) ckpt_every: Option<Time>,
     pub(super) ckpt_ns: Time,
@@ -118,6 +124,9 @@ impl Sim<'_> {
                 steps_left: t.steps,
                 steps_done: 0,
                 compute_ns: 0,
+                optimizer_ns: 0,
+                opt_gate: 0,
+                opt_done: false,
                 comm_ns: 0,
                 ckpt_every: t.checkpoint.as_ref().map(|c| c.every.0),
                 ckpt_ns: 0,
@@ -177,10 +186,14 @@ impl Sim<'_> {
             _ => 0.0,
         };
         let comm = self.job_comm_secs(j, &per_node);
+        let (mut optimizer, mut gate) = (0.0, 0);
         let (compute, rounds, stretch, model, overlap) = match &t.model {
             Some(mt) => match self.model_plan(j, mt, &per_node) {
                 Ok((plan, step)) => (
-                    plan.compute_secs,
+                    {
+                        (optimizer, gate) = (plan.optimizer_secs, plan.gate);
+                        plan.compute_secs
+                    },
                     Some(plan.rounds),
                     plan.stretch,
                     Some(step),
@@ -217,6 +230,8 @@ impl Sim<'_> {
             .collect();
         let job = &mut self.jobs[j as usize];
         job.compute_ns = secs(compute);
+        job.optimizer_ns = secs(optimizer).min(job.compute_ns);
+        job.opt_gate = gate;
         job.comm_ns = secs(comm);
         job.ckpt_ns = ckpt;
         // Loading the checkpoint after a restart reads it back at the same rate.
@@ -376,7 +391,9 @@ impl Sim<'_> {
         let epoch = job.epoch;
         job.busy = Default::default();
         if job.on_wire {
-            self.q.after(lead + job.compute_ns, Ev::CommStart(j, epoch));
+            // The optimizer step waits for the reduction (`next_round`).
+            let until = lead + job.compute_ns - job.optimizer_ns;
+            self.q.after(until, Ev::CommStart(j, epoch));
             // Overlapped gradient buckets start during the compute.
             self.overlap_begin(j, now + lead);
         } else {
@@ -394,6 +411,7 @@ impl Sim<'_> {
         }
         job.comm_from = now;
         job.round = 0;
+        job.opt_done = false;
         job.busy.on(now);
         self.next_round(j);
     }
@@ -421,8 +439,18 @@ impl Sim<'_> {
             job.busy.off(now);
             return;
         }
+        if job.round == job.opt_gate && !job.opt_done && job.optimizer_ns > 0 {
+            // Every gradient is reduced: the optimizer step, then what follows it.
+            job.opt_done = true;
+            job.busy.off(now);
+            self.q
+                .after(job.optimizer_ns + extra, Ev::OptimizerDone(j, epoch));
+            return;
+        }
         let Some(r) = job.rounds.get(job.round) else {
-            let comm = now - job.comm_from;
+            // The optimizer step ran inside this interval; it is compute.
+            let opt = if job.opt_done { job.optimizer_ns } else { 0 };
+            let comm = (now - job.comm_from).saturating_sub(opt);
             job.comm_ns = comm;
             job.comm_total += comm;
             job.comm_steps += 1;
@@ -442,6 +470,18 @@ impl Sim<'_> {
         } else {
             self.on_round_go(j, epoch);
         }
+    }
+
+    /// The optimizer step is done: the rounds after the gate.
+    pub(super) fn on_optimizer_done(&mut self, j: u32, epoch: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        job.busy.on(now);
+        job.round_from = now;
+        self.next_round(j);
     }
 
     /// A round paid its α: its chains start on the run's network.
