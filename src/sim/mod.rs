@@ -39,6 +39,7 @@ mod placement_groups;
 mod scheduling;
 mod services;
 mod spills;
+mod steps;
 mod tasks;
 mod tensors;
 pub mod timeline;

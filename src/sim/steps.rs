@@ -1,0 +1,158 @@
+//! One training step's phases on the run's network (`training.rs` starts jobs and ends
+//! steps): the compute, then the rounds of its collectives one after another, each paying
+//! its α and then its flows; at the plan's gate the rounds wait for the overlapped gradient
+//! streams (`overlap.rs`) and then for the optimizer step, which reads the reduced
+//! gradients (Megatron-LM's `finish_grad_sync()` before `optimizer.step()`); the rounds
+//! after the gate (ZeRO-1's parameter all-gather) follow, and the step is done.
+//!
+//! Architecture invariant: flows start and leave only through `wire`; stale events (a
+//! failure restarted the job) are recognised by the job's epoch.
+
+use super::models::secs;
+use super::{Ev, Sim};
+use crate::engine::Time;
+
+impl Sim<'_> {
+    /// Start a step of job `j` after `lead` (a checkpoint write before it): compute, then its
+    /// collectives — on the run's network, or for the closed-form `comm_ns`.
+    pub(super) fn begin_step(&mut self, j: u32, lead: Time) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        let epoch = job.epoch;
+        job.busy = Default::default();
+        if job.on_wire {
+            // The optimizer step waits for the reduction (`next_round`).
+            let until = lead + job.compute_ns - job.optimizer_ns;
+            self.q.after(until, Ev::CommStart(j, epoch));
+            // Overlapped gradient buckets start during the compute.
+            self.overlap_begin(j, now + lead);
+        } else {
+            let d = (lead + job.compute_ns + job.comm_ns).max(1);
+            self.q.after(d, Ev::StepDone(j, epoch));
+        }
+    }
+
+    /// Job `j`'s step finished computing: its first round.
+    pub(super) fn on_comm_start(&mut self, j: u32, epoch: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        job.comm_from = now;
+        job.round = 0;
+        job.opt_done = false;
+        job.busy.on(now);
+        self.next_round(j);
+    }
+
+    /// The next round of the step's collectives after its α, or the step is done; at the
+    /// overlap's gate, only once every gradient stream is done.
+    pub(super) fn next_round(&mut self, j: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        let epoch = job.epoch;
+        // The round just done is stretched by waiting a share of its time before the next
+        // (a bubble stretches the traffic in the stages' critical path like their compute).
+        let extra = match job.round.checked_sub(1).and_then(|k| job.stretch.get(k)) {
+            Some(&f) if f > 1.0 => ((now - job.round_from) as f64 * (f - 1.0)).round() as Time,
+            _ => 0,
+        };
+        // This round's own time starts after that wait (else the wait is stretched again).
+        job.round_from = now + extra;
+        if let Some(o) = &mut job.overlap
+            && job.round == o.gate
+            && o.left > 0
+        {
+            // The gate comes after an unstretched round (`model_steps::pad_stretched`).
+            o.parked = true;
+            job.busy.off(now);
+            return;
+        }
+        if job.round == job.opt_gate && !job.opt_done && job.optimizer_ns > 0 {
+            // Every gradient is reduced: the optimizer step, then what follows it.
+            job.opt_done = true;
+            job.busy.off(now);
+            self.q
+                .after(job.optimizer_ns + extra, Ev::OptimizerDone(j, epoch));
+            return;
+        }
+        let Some(r) = job.rounds.get(job.round) else {
+            // The optimizer step ran inside this interval; it is compute.
+            let opt = if job.opt_done { job.optimizer_ns } else { 0 };
+            let comm = (now - job.comm_from).saturating_sub(opt);
+            job.comm_ns = comm;
+            job.comm_total += comm;
+            job.comm_steps += 1;
+            job.busy.off(now);
+            job.traffic_total += job.busy.ns;
+            if comm == 0 && job.compute_ns == 0 {
+                // Nothing takes time: keep the clock moving as the closed-form path does.
+                self.q.after(1, Ev::StepDone(j, epoch));
+            } else {
+                self.on_step_done(j, epoch);
+            }
+            return;
+        };
+        let alpha = secs(r.alpha) + extra;
+        if alpha > 0 {
+            self.q.after(alpha, Ev::RoundGo(j, epoch));
+        } else {
+            self.on_round_go(j, epoch);
+        }
+    }
+
+    /// The optimizer step is done: the rounds after the gate.
+    pub(super) fn on_optimizer_done(&mut self, j: u32, epoch: u32) {
+        let now = self.now();
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        job.busy.on(now);
+        job.round_from = now;
+        self.next_round(j);
+    }
+
+    /// A round paid its α: its chains start on the run's network.
+    pub(super) fn on_round_go(&mut self, j: u32, epoch: u32) {
+        let now = self.now();
+        let job = &self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        let flows = job.rounds[job.round]
+            .chains
+            .iter()
+            .map(|c| (c.path.clone(), c.bytes));
+        let owner = super::wire::Owner::Round { job: j, epoch };
+        match self.wire.start(now, flows, owner) {
+            Some(x) => {
+                self.jobs[j as usize].xfer = Some(x);
+                self.rearm_wire();
+            }
+            None => self.on_round_done(j, epoch),
+        }
+    }
+
+    /// A round's flows all finished.
+    pub(super) fn on_round_done(&mut self, j: u32, epoch: u32) {
+        let job = &mut self.jobs[j as usize];
+        if epoch != job.epoch {
+            return;
+        }
+        job.xfer = None;
+        job.round += 1;
+        self.next_round(j);
+    }
+
+    /// A failure stopped job `j`: its flows leave the network.
+    pub(crate) fn cancel_job_transfer(&mut self, j: usize) {
+        if let Some(x) = self.jobs[j].xfer.take() {
+            let now = self.now();
+            self.wire.cancel(now, x);
+        }
+        self.cancel_bucket_transfers(j);
+        self.rearm_wire();
+    }
+}
