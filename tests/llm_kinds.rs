@@ -155,9 +155,11 @@ fn llm_service_figures_carry_latencies_tokens_and_price_per_token() {
         k("slo_tpot_p90_attainment"),
         Some(m.slo[1].attainment_fraction)
     );
-    // Two one-GPU replicas of an 8-GPU DGX H100: 2/8 of its price for the window.
+    // Two one-GPU replicas of an 8-GPU DGX H100, placed at 0 for the whole window: 2/8 of
+    // its price for the window.
     let price = fig.price_per_hour.expect("the catalog prices a DGX H100");
     assert_eq!(fig.devices, 8);
+    assert_eq!(m.device_seconds, 2.0 * horizon);
     let usd = price * 2.0 / 8.0 * horizon / 3600.0;
     let want = usd / m.output_tokens as f64 * 1e6;
     let got = k("usd_per_m_tokens").unwrap();
@@ -194,4 +196,25 @@ fn the_fit_check_uses_the_devices_a_replica_can_really_get() {
         l.has_errors() && text.contains("more than 0.9 of the 24 GB device it can be given"),
         "{text}"
     );
+}
+
+/// A replica lost with its node stops holding its devices: one 1-GPU replica on n0 (the only
+/// GPU node; the head n1 cannot take it back), n0 killed at 30 s of a 100 s window, holds 30
+/// device-seconds, and its $ per token is priced by those.
+#[test]
+fn a_replica_lost_to_a_failure_stops_paying_for_its_devices() {
+    let s = spec(
+        "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\n\
+         cluster c {\n  node dgx_h100 x 1\n  node cpu8 x 1\n  head n1\n}\n\
+         workload w {\n  service chat {\n    model llama3_8b\n    resources { GPU: 1 }\n    arrival poisson 2 /s\n    prompt tokens fixed 128\n    output tokens fixed 16\n  }\n}\n\
+         failures {\n  at 30 s kill node n0\n}\n",
+    );
+    let r = run(&s, 100.0, vec![]);
+    let m = &r.metrics.llm_services[0];
+    assert_eq!(m.device_seconds, 30.0);
+    let fig = ClusterFigures::of(&s);
+    let per_device_h = fig.price_per_hour.unwrap() / fig.devices as f64;
+    let want = per_device_h * 30.0 / 3600.0 / m.output_tokens as f64 * 1e6;
+    let got = value(&figures(&fig, &r.metrics), "w.chat.usd_per_m_tokens").unwrap();
+    assert!((got - want).abs() < 1e-12 * want, "{got} vs {want}");
 }

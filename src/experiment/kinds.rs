@@ -26,7 +26,7 @@
 //! | services (LLM) | `ttft_p50_s` … `e2e_p99_s` | time to first token, time per output token, arrival to last token, of finished requests |
 //! | services (LLM) | `output_tokens_per_s`, `goodput_per_s` | output tokens / W; finished requests meeting every SLO / W |
 //! | services (LLM) | `kv_utilization_mean`, `preemptions` | KV blocks in use over the placed time; sequences preempted |
-//! | services (LLM) | `usd_per_m_tokens` | replicas × tp devices × $ per device-hour × W (h) / output tokens × 10⁶ |
+//! | services (LLM) | `usd_per_m_tokens` | device-hours its replicas held (tp devices × time placed) × $ per device-hour / output tokens × 10⁶ |
 //! | services (LLM) | `slo_<kind>_<p>_attainment` | requests within the SLO / requests arrived |
 //! | failures | `lost_device_hours` | `lost_work_device_hours` (work thrown away) + `stalled_device_hours` (devices waiting on recovery) |
 //! | failures | `node_failures`, `time_to_detect_s`, `time_to_recover_s`, `requests_lost`, `node_availability` | as [`crate::sim::metrics::FailureMetrics`] |
@@ -189,8 +189,8 @@ pub fn figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>
 
 /// An LLM service's figures (`sim::llm`): latencies of the requests that finished, output
 /// tokens/s and goodput over the window, KV use, and $ per million output tokens (the
-/// replicas' devices × $ per device-hour × the window / output tokens; the service pays for
-/// the devices it holds for the whole window, idle or not).
+/// device-hours its replicas held × $ per device-hour / output tokens; a replica pays for its
+/// devices while it is placed, idle or not, and stops when a failure takes it).
 fn llm_figures(
     out: &mut Vec<(Column, Option<f64>)>,
     l: &crate::sim::llm::metrics::LlmServiceMetrics,
@@ -227,12 +227,11 @@ fn llm_figures(
         Some(l.kv_utilization_mean_fraction),
     ));
     out.push((c("preemptions", "count"), Some(l.preemptions as f64)));
-    let devices = f64::from(l.replicas_placed) * f64::from(l.tp);
     out.push((
         c("usd_per_m_tokens", "$").labelled(format!("{item} $/M output tokens")),
         usd_dev_h
             .filter(|_| l.output_tokens > 0)
-            .map(|usd| usd * devices * horizon / 3600.0 / l.output_tokens as f64 * 1e6),
+            .map(|usd| usd * l.device_seconds / 3600.0 / l.output_tokens as f64 * 1e6),
     ));
     for slo in &l.slo {
         let metric = format!("slo_{}_{}_attainment", slo.kind, slo.percentile);
