@@ -444,7 +444,8 @@ impl FlowNet {
         for k in 0..self.touched.len() {
             let l = self.touched[k] as usize;
             let cap = self.capacity[l];
-            if cap > 0.0 {
+            // (Divide only for a new peak.)
+            if cap > 0.0 && self.load[l] > self.peak[l] * cap {
                 let u = self.load[l] / cap;
                 // A saturated link's load is its capacity up to the rounding of the shares.
                 let u = if u >= 1.0 - 1e-9 { 1.0 } else { u };
@@ -452,8 +453,10 @@ impl FlowNet {
                     self.peak[l] = u;
                 }
             }
+            if self.tracked[l] {
+                self.demote_if_idle(l);
+            }
         }
-        self.demote_idle();
         for k in 0..self.dirty.len() {
             let c = self.dirty[k];
             self.queue_finish(c);
