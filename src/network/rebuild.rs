@@ -18,6 +18,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 
 use super::classes::NONE;
 use super::flows::FlowNet;
@@ -49,7 +50,9 @@ impl FlowNet {
         let mut s = std::mem::take(&mut self.scratch);
         s.flows.clear();
         s.links.clear();
-        s.heap.clear();
+        // Entries gathered first and heapified once (O(links)).
+        let mut entries = std::mem::take(&mut s.heap).into_vec();
+        entries.clear();
         if s.left.len() < self.capacity.len() {
             s.left.resize(self.capacity.len(), 0.0);
             s.rising.resize(self.capacity.len(), 0);
@@ -103,21 +106,26 @@ impl FlowNet {
                 s.left[li] = self.capacity[li];
                 s.rising[li] = self.crossings[li];
                 let share = self.capacity[li] / f64::from(self.crossings[li]);
-                s.heap.push(Reverse((key(share), l)));
+                entries.push(Reverse((key(share), l)));
             }
         }
+        s.heap = BinaryHeap::from(entries);
         // The filling: the lowest share saturates its link; its unfrozen flows freeze there
         // (a flow's class is its mark of frozen).
-        while let Some(Reverse((k, l))) = s.heap.pop() {
+        while let Some(mut top) = s.heap.peek_mut() {
+            let Reverse((k, l)) = *top;
             let li = l as usize;
             if s.rising[li] == 0 {
+                PeekMut::pop(top);
                 continue;
             }
             let share = s.left[li] / f64::from(s.rising[li]);
             if key(share) != k {
-                s.heap.push(Reverse((key(share), l)));
+                // Requeued in place: one sift instead of a pop and a push.
+                *top = Reverse((key(share), l));
                 continue;
             }
+            PeekMut::pop(top);
             // A cut link stalls its flows at exactly 0 (`Wire::stalled` looks for rate 0).
             let x = if self.capacity[li] == 0.0 {
                 0.0
