@@ -171,6 +171,8 @@ impl FlowNet {
     }
 
     /// Start many flows at once with a single recomputation (flows that start together).
+    /// A batch of [`REBUILD_BATCH`] or more, at least as many as are active, is filled from
+    /// scratch ([`super::rebuild`]); a smaller one is refilled incrementally.
     pub fn add_batch(
         &mut self,
         flows: impl IntoIterator<Item = (Vec<LinkId>, f64)>,
