@@ -435,6 +435,123 @@ fn dense_identical_paths_and_capacity_changes_match_the_reference() {
 }
 
 #[test]
+fn large_batches_filled_from_scratch_match_the_reference() {
+    // A batch at least as large as the network it joins is filled from scratch (16 flows or
+    // more); the incremental changes after it, and the next large batch over the flows
+    // already there, must agree with the textbook filling, bytes included. Paths repeat
+    // links, some are empty (unconstrained), capacities drop to zero and come back.
+    let mut s = 0x0ba7_c4e5_u64;
+    let cases: usize = std::env::var("MAXMIN_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .map(|c: usize| (c / 10).max(30))
+        .unwrap_or(30);
+    for case in 0..cases {
+        let links = 2 + (rng(&mut s) % 16) as usize;
+        let mut caps: Vec<f64> = (0..links)
+            .map(|_| 1.0 + (rng(&mut s) % 30) as f64)
+            .collect();
+        let path = |s: &mut u64| -> Vec<usize> {
+            let len = (rng(s) % 5) as usize;
+            let mut p: Vec<usize> = (0..len).map(|_| (rng(s) % links as u64) as usize).collect();
+            if !rng(s).is_multiple_of(8) {
+                p.sort_unstable();
+                p.dedup();
+            }
+            p
+        };
+        let mut n = FlowNet::new(caps.clone());
+        let mut live: Vec<(FlowId, Vec<usize>, f64)> = Vec::new();
+        for step in 0..80 {
+            match rng(&mut s) % 7 {
+                0 | 1 => {
+                    let size = 16 + rng(&mut s) % 40;
+                    let batch: Vec<(Vec<usize>, f64)> = (0..size)
+                        .map(|_| (path(&mut s), 100.0 + (rng(&mut s) % 1000) as f64))
+                        .collect();
+                    let ids = n.add_batch(batch.clone());
+                    // An unconstrained flow is done at once.
+                    let left = |p: &Vec<usize>, b: f64| if p.is_empty() { 0.0 } else { b };
+                    live.extend(
+                        ids.into_iter()
+                            .zip(batch)
+                            .map(|(f, (p, b))| (f, p.clone(), left(&p, b))),
+                    );
+                }
+                2 if !live.is_empty() => {
+                    let k = (1 + rng(&mut s) % 20).min(live.len() as u64);
+                    let gone: Vec<FlowId> = (0..k)
+                        .map(|_| {
+                            let j = (rng(&mut s) % live.len() as u64) as usize;
+                            live.swap_remove(j).0
+                        })
+                        .collect();
+                    n.remove_batch(&gone);
+                }
+                3 => {
+                    let l = (rng(&mut s) % links as u64) as usize;
+                    caps[l] = if rng(&mut s).is_multiple_of(5) {
+                        0.0
+                    } else {
+                        1.0 + (rng(&mut s) % 30) as f64
+                    };
+                    n.set_capacity(l, caps[l]);
+                }
+                4 => {
+                    let want: Vec<Vec<usize>> = live.iter().map(|x| x.1.clone()).collect();
+                    let rates = reference(&caps, &want);
+                    let dt = (rng(&mut s) % 100) as f64 / 100.0;
+                    n.advance(dt);
+                    for (x, r) in live.iter_mut().zip(rates) {
+                        x.2 = if r.is_infinite() {
+                            0.0
+                        } else {
+                            (x.2 - r * dt).max(0.0)
+                        };
+                    }
+                }
+                _ => {
+                    let p = path(&mut s);
+                    let b = 100.0 + (rng(&mut s) % 1000) as f64;
+                    let left = if p.is_empty() { 0.0 } else { b };
+                    live.push((n.add(p.clone(), b), p, left));
+                }
+            }
+            if let Err(e) = n.audit() {
+                panic!("case {case} step {step}: {e}");
+            }
+            let want: Vec<Vec<usize>> = live.iter().map(|x| x.1.clone()).collect();
+            let rates = reference(&caps, &want);
+            for ((f, p, left), r) in live.iter().zip(&rates) {
+                let got = n.rate(*f);
+                assert!(
+                    got == *r || close(got, *r),
+                    "case {case} step {step}: {got} vs {r} on {p:?}"
+                );
+                let rem = n.remaining(*f);
+                assert!(
+                    (rem - left).abs() <= 1e-7 * left.max(1.0),
+                    "case {case} step {step}: {rem} bytes left vs {left}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_large_batch_on_one_link_shares_it_equally() {
+    // 20 flows of 10 bytes start together on a 10 B/s link (filled from scratch): 0.5 B/s
+    // each, done in 20 s; then a 21st joins one at a time (incrementally) at t = 10 s.
+    let mut n = FlowNet::new(vec![10.0]);
+    let ids = n.add_batch((0..20).map(|_| (vec![0], 10.0)));
+    assert!(ids.iter().all(|f| close(n.rate(*f), 0.5)));
+    n.advance(10.0);
+    let late = n.add(vec![0], 100.0);
+    assert!(close(n.rate(late), 10.0 / 21.0) && close(n.remaining(ids[3]), 5.0));
+    n.audit().unwrap();
+}
+
+#[test]
 fn the_reference_agrees_with_hand_computed_shares() {
     // Parking lot with a doubled middle link: the long flow and two short ones share link 1
     // (1/3 each), the outer short flows take the rest (2/3); a repeated link counts twice.

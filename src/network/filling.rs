@@ -71,7 +71,7 @@ pub(super) struct Region {
     unfrozen: Vec<u32>,
     /// Region links by (share, id), lazily updated: every link with rising classes has an
     /// entry no higher than its share; `queued` bounds its lowest entry from above.
-    heap: BinaryHeap<Reverse<(u64, LinkId)>>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
     queued: Vec<u64>,
     /// Links whose share admitted classes may have lowered, to requeue (`stale` marks them).
     dirty: Vec<LinkId>,
@@ -164,31 +164,27 @@ impl FlowNet {
         self.touch(l);
     }
 
-    /// Turn slack the tracked links this operation touched that bind nobody and carry at most
-    /// half their capacity.
-    pub(super) fn demote_idle(&mut self) {
-        for k in 0..self.touched.len() {
-            let l = self.touched[k] as usize;
-            if !self.tracked[l]
-                || self.crossings[l] > DEMOTE_CROSSINGS
-                || self.capacity[l] <= 0.0
-                || !self.held[l].is_empty()
-                || self.load[l] > 0.5 * self.capacity[l]
-            {
-                continue;
-            }
-            self.tracked[l] = false;
-            self.load[l] = self.exact_load(l);
-            for n in 0..self.on_link[l].len() {
-                let g = self.on_link[l][n] as usize;
-                let c = self.class_of[g];
-                let m = self.multiplicity(g, l);
-                let k = &mut self.classes[c as usize];
-                k.tracked.sub(l as u32, m);
-                k.slack.add(l as u32, m);
-            }
-            self.classes_on[l].clear();
+    /// Turn slack a tracked link that binds nobody, carries at most half its capacity and
+    /// few flows cross (read for every tracked link an operation touched).
+    pub(super) fn demote_if_idle(&mut self, l: LinkId) {
+        if self.crossings[l] > DEMOTE_CROSSINGS
+            || self.capacity[l] <= 0.0
+            || !self.held[l].is_empty()
+            || self.load[l] > 0.5 * self.capacity[l]
+        {
+            return;
         }
+        self.tracked[l] = false;
+        self.load[l] = self.exact_load(l);
+        for n in 0..self.on_link[l].len() {
+            let g = self.on_link[l][n] as usize;
+            let c = self.class_of[g];
+            let m = self.multiplicity(g, l);
+            let k = &mut self.classes[c as usize];
+            k.tracked.sub(l as u32, m);
+            k.slack.add(l as u32, m);
+        }
+        self.classes_on[l].clear();
     }
 
     pub(super) fn multiplicity(&self, g: usize, l: LinkId) -> u32 {
@@ -232,7 +228,7 @@ impl FlowNet {
                 let k = key(r.left[i] / f64::from(r.unfrozen[i]));
                 if k < r.queued[i] {
                     r.queued[i] = k;
-                    r.heap.push(Reverse((k, d)));
+                    r.heap.push(Reverse((k, d as u32)));
                 }
             }
             if r.rising == 0 {
@@ -242,6 +238,7 @@ impl FlowNet {
                 break;
             };
             let Reverse((k, l)) = *top;
+            let l = l as usize;
             let i = self.link_pos[l];
             if r.unfrozen[i] == 0 {
                 r.queued[i] = u64::MAX;
@@ -254,7 +251,7 @@ impl FlowNet {
                 // Other entries of the link are no lower than `k`; `queued` may overstate
                 // their minimum, which only costs a spare entry.
                 r.queued[i] = key(share);
-                *top = Reverse((key(share), l));
+                *top = Reverse((key(share), l as u32));
                 continue;
             }
             r.queued[i] = u64::MAX;
@@ -286,7 +283,7 @@ impl FlowNet {
             if !r.queue.is_empty() {
                 // Not saturated at x after all: those classes rise with it.
                 r.queued[i] = k;
-                r.heap.push(Reverse((k, l)));
+                r.heap.push(Reverse((k, l as u32)));
                 continue;
             }
             self.saturate(&mut r, l, x);

@@ -30,6 +30,7 @@ use std::collections::BinaryHeap;
 
 use super::classes::{Class, NONE};
 use super::filling::Region;
+use super::rebuild::Rebuild;
 
 /// Index of a directed link.
 pub type LinkId = usize;
@@ -47,6 +48,8 @@ pub(super) struct Flow {
     pub key: f64,
     /// Bumped whenever it leaves a class: older entries in class heaps are stale.
     pub version: u32,
+    /// Position in [`FlowNet::live`].
+    pub live_pos: u32,
     pub alive: bool,
 }
 
@@ -58,6 +61,8 @@ pub struct FlowNet {
     /// Each flow's class, apart from [`Flow`] so a link's flows are scanned densely.
     pub(super) class_of: Vec<u32>,
     free: Vec<u32>,
+    /// Every active flow, densely (a rebuild refills them all).
+    pub(super) live: Vec<u32>,
     pub(super) classes: Vec<Class>,
     pub(super) free_classes: Vec<u32>,
     /// Active flows crossing each link (once each).
@@ -88,9 +93,12 @@ pub struct FlowNet {
     /// Epoch of the current public operation (dirty classes, touched links).
     pub(super) op: u64,
     pub(super) region: Region,
+    pub(super) scratch: Rebuild,
     /// A refill's inputs: classes of new flows, and links whose load or capacity changed
     /// (with whether every flow on them may move, not only those bottlenecked there).
     pub(super) seeds: Vec<u32>,
+    /// A batch's new flows with their bytes.
+    fresh: Vec<(u32, f64)>,
     pub(super) seed_links: Vec<(LinkId, bool)>,
     /// Links whose load changed in this operation (their peaks are read at its end).
     pub(super) touched: Vec<u32>,
@@ -114,6 +122,11 @@ pub(super) fn touch(mark: &mut [u64], touched: &mut Vec<u32>, op: u64, l: LinkId
 
 /// A flow's bytes below this count as done (rounding of `advance`).
 const DONE: f64 = 1e-6;
+
+/// A batch of at least this many flows, and at least as many as are active already, is
+/// filled from scratch ([`super::rebuild`]): it would disturb most of the network anyway, and
+/// one pass over its links beats rounds of incremental refills.
+const REBUILD_BATCH: usize = 16;
 
 impl FlowNet {
     pub fn new(capacities: Vec<f64>) -> Self {
@@ -158,24 +171,43 @@ impl FlowNet {
     }
 
     /// Start many flows at once with a single recomputation (flows that start together).
+    /// A batch of [`REBUILD_BATCH`] or more, at least as many as are active, is filled from
+    /// scratch ([`super::rebuild`]); a smaller one is refilled incrementally.
     pub fn add_batch(
         &mut self,
         flows: impl IntoIterator<Item = (Vec<LinkId>, f64)>,
     ) -> Vec<FlowId> {
         self.begin_op();
-        let mut ids = Vec::new();
+        let before = self.alive;
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
         for (path, bytes) in flows {
             let id = self.register(&path);
-            self.track_tightest(id);
-            let c = self.new_class();
-            if self.flows[id as usize].links.is_empty() {
-                self.classes[c as usize].rate = f64::INFINITY;
-            } else {
-                self.seeds.push(c);
-            }
-            self.join_class(c, id, bytes.max(0.0));
-            ids.push(FlowId(id));
+            fresh.push((id, bytes.max(0.0)));
         }
+        let ids: Vec<FlowId> = fresh.iter().map(|&(id, _)| FlowId(id)).collect();
+        let rebuild = fresh.len() >= REBUILD_BATCH.max(before);
+        for &(id, bytes) in &fresh {
+            if self.flows[id as usize].links.is_empty() {
+                let c = self.new_class();
+                self.classes[c as usize].rate = f64::INFINITY;
+                self.join_class(c, id, bytes);
+            } else if !rebuild {
+                self.track_tightest(id);
+                let c = self.new_class();
+                self.seeds.push(c);
+                self.join_class(c, id, bytes);
+            }
+        }
+        if rebuild {
+            self.rebuild(&fresh);
+            self.fresh = fresh;
+            // Only the slack links' feasibility is left to check (rounding).
+            self.settle(f64::INFINITY);
+            self.end_op();
+            return ids;
+        }
+        self.fresh = fresh;
         let floor = ids
             .iter()
             .map(|f| self.rate_floor(f.0))
@@ -218,6 +250,8 @@ impl FlowNet {
         let f = &mut self.flows[id as usize];
         f.links = links;
         f.alive = true;
+        f.live_pos = self.live.len() as u32;
+        self.live.push(id);
         self.alive += 1;
         id
     }
@@ -275,6 +309,11 @@ impl FlowNet {
             fl.links = links;
             fl.links.clear();
             fl.alive = false;
+            let pos = fl.live_pos as usize;
+            self.live.swap_remove(pos);
+            if let Some(&moved) = self.live.get(pos) {
+                self.flows[moved as usize].live_pos = pos as u32;
+            }
             self.class_of[i] = NONE;
             self.free.push(f.0);
             self.alive -= 1;
@@ -343,7 +382,9 @@ impl FlowNet {
     /// The flow that finishes first at current rates, and in how many seconds (ties: lowest
     /// id, for determinism). Each class queues its first finish; entries of classes whose
     /// rate or members changed since are skipped (their version moved on), so this is
-    /// O(log n) amortised.
+    /// O(log n) amortised. Kept out of line (one call per event) so profiles see the
+    /// solver's whole cost in its own functions.
+    #[inline(never)]
     pub fn next_completion(&mut self) -> Option<(FlowId, f64)> {
         while let Some(&Reverse((t, id, c, version))) = self.finishes.peek() {
             let k = &self.classes[c as usize];
@@ -405,7 +446,8 @@ impl FlowNet {
         for k in 0..self.touched.len() {
             let l = self.touched[k] as usize;
             let cap = self.capacity[l];
-            if cap > 0.0 {
+            // (Divide only for a new peak.)
+            if cap > 0.0 && self.load[l] > self.peak[l] * cap {
                 let u = self.load[l] / cap;
                 // A saturated link's load is its capacity up to the rounding of the shares.
                 let u = if u >= 1.0 - 1e-9 { 1.0 } else { u };
@@ -413,8 +455,10 @@ impl FlowNet {
                     self.peak[l] = u;
                 }
             }
+            if self.tracked[l] {
+                self.demote_if_idle(l);
+            }
         }
-        self.demote_idle();
         for k in 0..self.dirty.len() {
             let c = self.dirty[k];
             self.queue_finish(c);

@@ -8,6 +8,7 @@ pub mod collective;
 mod filling;
 pub mod flows;
 pub mod graph;
+mod rebuild;
 mod storage;
 
 pub use flows::{FlowId, FlowNet, LinkId};

@@ -1,0 +1,163 @@
+//! A from-scratch progressive filling for a batch at least as large as the network it joins
+//! (10,000 flows starting together on an empty fat-tree, a collective round on an idle
+//! fabric): one pass over every link the flows cross, then the rate classes built from its
+//! result, instead of the incremental refill's rounds of slack links overflowing one after
+//! another.
+//!
+//! Textbook progressive filling (Bertsekas & Gallager, "Data Networks", §6.5.2): every
+//! unfrozen flow rises together; the link whose share (capacity left ÷ unfrozen crossings) is
+//! lowest saturates, freezing its unfrozen flows at that share; repeat. The result is the
+//! unique max-min allocation over all links. The flows that froze at one link form one class
+//! bottlenecked there (what the incremental filling's merges leave too), and exactly those
+//! bottleneck links are tracked: every flow then crosses a tracked saturated link where none
+//! is faster, and every other link is within capacity, which is the state the incremental
+//! solver keeps (see `filling`). Bytes left carry over from the old classes' clocks.
+//!
+//! Architecture invariant: this replaces the solver's state for every flow with links; flows
+//! with empty paths keep their (unconstrained) classes.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
+
+use super::classes::NONE;
+use super::flows::FlowNet;
+
+/// Scratch state of a rebuild, kept to avoid allocating per batch.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Rebuild {
+    /// Every flow with links, with its bytes left.
+    flows: Vec<(u32, f64)>,
+    /// Every link they cross.
+    links: Vec<u32>,
+    /// Per link (by id): capacity not yet taken by frozen flows, and unfrozen crossings.
+    left: Vec<f64>,
+    rising: Vec<u32>,
+    /// Links by (share, id), lazily updated: a share only rises as flows freeze elsewhere,
+    /// so a popped entry below its link's share is pushed again at the share.
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+/// A heap key ordering non-negative shares (negative rounding counts as zero).
+fn key(x: f64) -> u64 {
+    if x > 0.0 { x.to_bits() } else { 0 }
+}
+
+impl FlowNet {
+    /// Recompute every rate from scratch after registering the flows `fresh` (on their links,
+    /// in no class yet) with their bytes; every live flow with links is refilled.
+    pub(super) fn rebuild(&mut self, fresh: &[(u32, f64)]) {
+        let mut s = std::mem::take(&mut self.scratch);
+        s.flows.clear();
+        s.links.clear();
+        // Entries gathered first and heapified once (O(links)).
+        let mut entries = std::mem::take(&mut s.heap).into_vec();
+        entries.clear();
+        if s.left.len() < self.capacity.len() {
+            s.left.resize(self.capacity.len(), 0.0);
+            s.rising.resize(self.capacity.len(), 0);
+        }
+        // The old classes dissolve; their members keep their bytes left.
+        for k in 0..self.live.len() {
+            let g = self.live[k];
+            let c = self.class_of[g as usize];
+            if c == NONE || self.flows[g as usize].links.is_empty() {
+                continue;
+            }
+            s.flows.push((g, self.left_of(g)));
+        }
+        for k in 0..s.flows.len() {
+            let g = s.flows[k].0 as usize;
+            let c = self.class_of[g];
+            self.class_of[g] = NONE;
+            let k = &mut self.classes[c as usize];
+            if k.alive {
+                k.members.clear();
+                k.tracked.clear();
+                k.slack.clear();
+                k.heap.clear();
+                k.bottleneck = NONE;
+                k.alive = false;
+                k.version = k.version.wrapping_add(1);
+                self.free_classes.push(c);
+            }
+        }
+        s.flows.extend(
+            fresh
+                .iter()
+                .filter(|&&(g, _)| !self.flows[g as usize].links.is_empty()),
+        );
+        // Every link they cross starts empty, its share its capacity over its crossings.
+        let seen = self.next_epoch();
+        for k in 0..s.flows.len() {
+            let g = s.flows[k].0 as usize;
+            for &(l, _) in &self.flows[g].links {
+                let li = l as usize;
+                if self.mark_link[li] == seen {
+                    continue;
+                }
+                self.mark_link[li] = seen;
+                s.links.push(l);
+                self.load[li] = 0.0;
+                self.fastest[li] = 0.0;
+                self.tracked[li] = false;
+                self.classes_on[li].clear();
+                self.held[li].clear();
+                s.left[li] = self.capacity[li];
+                s.rising[li] = self.crossings[li];
+                let share = self.capacity[li] / f64::from(self.crossings[li]);
+                entries.push(Reverse((key(share), l)));
+            }
+        }
+        s.heap = BinaryHeap::from(entries);
+        // The filling: the lowest share saturates its link; its unfrozen flows freeze there
+        // (a flow's class is its mark of frozen).
+        while let Some(mut top) = s.heap.peek_mut() {
+            let Reverse((k, l)) = *top;
+            let li = l as usize;
+            if s.rising[li] == 0 {
+                PeekMut::pop(top);
+                continue;
+            }
+            let share = s.left[li] / f64::from(s.rising[li]);
+            if key(share) != k {
+                // Requeued in place: one sift instead of a pop and a push.
+                *top = Reverse((key(share), l));
+                continue;
+            }
+            PeekMut::pop(top);
+            // A cut link stalls its flows at exactly 0 (`Wire::stalled` looks for rate 0).
+            let x = if self.capacity[li] == 0.0 {
+                0.0
+            } else {
+                share.max(0.0)
+            };
+            let c = self.new_class();
+            self.classes[c as usize].rate = x;
+            self.set_bottleneck(c, l);
+            self.tracked[li] = true;
+            for n in 0..self.on_link[li].len() {
+                let g = self.on_link[li][n] as usize;
+                if self.class_of[g] != NONE {
+                    continue;
+                }
+                self.class_of[g] = c;
+                for &(m, mult) in &self.flows[g].links {
+                    s.left[m as usize] -= f64::from(mult) * x;
+                    s.rising[m as usize] -= mult;
+                }
+            }
+        }
+        // Members join their classes now that every tracked link is known.
+        for k in 0..s.flows.len() {
+            let (g, left) = s.flows[k];
+            let c = self.class_of[g as usize];
+            self.join_class(c, g, left);
+        }
+        for k in 0..s.links.len() {
+            let l = s.links[k] as usize;
+            self.touch(l);
+        }
+        self.scratch = s;
+    }
+}
