@@ -194,15 +194,17 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             s.kv_utilization_mean_fraction,
             s.kv_utilization_peak_fraction,
             // Disaggregation: pools, transport, KV transfer time and bytes; blank colocated.
-            s.disaggregation.as_ref().map_or(",,,,,".to_string(), |d| format!(
-                "{},{},{},{},{},{}",
-                d.prefill_replicas,
-                d.decode_replicas,
-                csv_field(&d.transport),
-                d.kv_transfer.mean,
-                d.kv_transfer.p99,
-                d.kv_transfer_bytes
-            ))
+            s.disaggregation
+                .as_ref()
+                .map_or(",,,,,".to_string(), |d| format!(
+                    "{},{},{},{},{},{}",
+                    d.prefill_replicas,
+                    d.decode_replicas,
+                    csv_field(&d.transport),
+                    d.kv_transfer.mean,
+                    d.kv_transfer.p99,
+                    d.kv_transfer_bytes
+                ))
         );
     }
     let mut util = format!("{head},scope,name,devices,time_s,busy_devices,allocated_devices\n");

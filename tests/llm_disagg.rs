@@ -107,9 +107,11 @@ fn one_request_is_prefill_then_kv_transfer_then_decode_exactly() {
     assert!(close(d.kv_transfer.mean, kv as f64 / 1e9));
     assert_eq!(d.kv_transfer_bytes, bytes);
     assert_eq!(m.output_tokens, k);
-    assert!(r.network_models.iter().any(|n| n.on_graph
-        && n.text.contains("KV cache")
-        && n.text.contains("nixl")));
+    assert!(
+        r.network_models
+            .iter()
+            .any(|n| n.on_graph && n.text.contains("KV cache") && n.text.contains("nixl"))
+    );
 }
 
 #[test]
@@ -132,7 +134,11 @@ fn two_kv_caches_leaving_one_gpu_share_its_nic_max_min() {
     assert_eq!(d.kv_transfer.count, 2);
     // Each gets half the NIC: twice the wire time of one alone.
     let shared = nixl_ns(bytes, 2.0) as f64 / 1e9;
-    assert!(close(d.kv_transfer.mean, shared), "{} vs {shared}", d.kv_transfer.mean);
+    assert!(
+        close(d.kv_transfer.mean, shared),
+        "{} vs {shared}",
+        d.kv_transfer.mean
+    );
     assert!(close(d.kv_transfer.max, shared));
     assert_eq!(d.kv_transfer_bytes, 2.0 * bytes);
     // Both decode on their own replica: the same TTFT.
@@ -145,7 +151,8 @@ fn errors(src: &str) -> String {
     l.render(false)
 }
 
-const TENANT: &str = "tenant locked {\n  no_rdma\n}\n\ntenant listed {\n  transports [object_store, gloo]\n}\n\n";
+const TENANT: &str =
+    "tenant locked {\n  no_rdma\n}\n\ntenant listed {\n  transports [object_store, gloo]\n}\n\n";
 
 fn tenant_scenario(tenant: &str, transport: &str) -> String {
     format!(
@@ -163,7 +170,10 @@ fn a_transport_the_tenant_forbids_is_a_located_error() {
         assert!(out.contains("no_rdma"), "{out}");
     }
     let out = errors(&tenant_scenario("listed", " transport nccl"));
-    assert!(out.contains("t.orr:21:5") && out.contains("allows only"), "{out}");
+    assert!(
+        out.contains("t.orr:21:5") && out.contains("allows only"),
+        "{out}"
+    );
     // What the tenant allows loads.
     spec(&tenant_scenario("locked", " transport object_store"));
     spec(&tenant_scenario("listed", " transport gloo"));
@@ -179,8 +189,13 @@ fn unknown_and_incompatible_transports_and_replicas_are_located_errors() {
             ),
         )
     };
-    let out = errors(&body("    disaggregate prefill 1 decode 1 transport nixll\n"));
-    assert!(out.contains("unknown transport `nixll`") && out.contains("t.orr:13:47"), "{out}");
+    let out = errors(&body(
+        "    disaggregate prefill 1 decode 1 transport nixll\n",
+    ));
+    assert!(
+        out.contains("unknown transport `nixll`") && out.contains("t.orr:13:47"),
+        "{out}"
+    );
     for t in ["tcp", "rdma", "nvlink_p2p"] {
         let out = errors(&body(&format!(
             "    disaggregate prefill 1 decode 1 transport {t}\n"
@@ -190,8 +205,13 @@ fn unknown_and_incompatible_transports_and_replicas_are_located_errors() {
             "{out}"
         );
     }
-    let out = errors(&body("    replicas 2\n    disaggregate prefill 1 decode 1\n"));
-    assert!(out.contains("`replicas` cannot be used with `disaggregate`"), "{out}");
+    let out = errors(&body(
+        "    replicas 2\n    disaggregate prefill 1 decode 1\n",
+    ));
+    assert!(
+        out.contains("`replicas` cannot be used with `disaggregate`"),
+        "{out}"
+    );
     let out = errors(&body("    disaggregate prefill 0 decode 1\n"));
     assert!(out.contains("t.orr:13:26"), "{out}");
     // A declared transport of a kind that moves device memory is accepted.
@@ -199,7 +219,13 @@ fn unknown_and_incompatible_transports_and_replicas_are_located_errors() {
         "transport kv {{\n  kind gpudirect_rdma\n  latency 4 us\n}}\n\n{}",
         body("    disaggregate prefill 1 decode 1 transport kv\n")
     ));
-    let d = s.workloads[0].services[0].llm.as_ref().unwrap().disagg.clone().unwrap();
+    let d = s.workloads[0].services[0]
+        .llm
+        .as_ref()
+        .unwrap()
+        .disagg
+        .clone()
+        .unwrap();
     assert_eq!((d.prefill, d.decode, d.transport.as_str()), (1, 1, "kv"));
     assert_eq!(s.workloads[0].services[0].replicas, 2);
 }
@@ -249,7 +275,8 @@ fn a_colocated_service_is_unchanged_beside_a_disaggregated_one() {
 
 #[test]
 fn the_scenario_runs_and_moves_kv_caches() {
-    let l = orrery::spec::load_file(std::path::Path::new("scenarios/llm_disaggregated.orr")).unwrap();
+    let l =
+        orrery::spec::load_file(std::path::Path::new("scenarios/llm_disaggregated.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     let r = run(&s, 5, None);
@@ -263,5 +290,8 @@ fn the_scenario_runs_and_moves_kv_caches() {
     for m in &r.metrics.llm_services {
         assert!(m.finished > 0, "{}", m.workload);
     }
-    assert!(pd.iter().all(|m| m.disaggregation.as_ref().unwrap().kv_transfer_bytes > 0.0));
+    assert!(
+        pd.iter()
+            .all(|m| m.disaggregation.as_ref().unwrap().kv_transfer_bytes > 0.0)
+    );
 }

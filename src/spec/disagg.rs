@@ -73,17 +73,15 @@ pub fn read(cx: &mut Cx, a: &mut Args, span: Span) -> Option<Pending> {
 
 /// Check the pools against the service's block (`replicas` excluded: the pools count the
 /// replicas) and the transport against the scope.
-pub fn finish(
-    cx: &mut Cx,
-    scope: &ResourceScope,
-    p: Pending,
-    stmts: &[Stmt],
-) -> Option<Disagg> {
+pub fn finish(cx: &mut Cx, scope: &ResourceScope, p: Pending, stmts: &[Stmt]) -> Option<Disagg> {
     if let Some(s) = stmts.iter().find(|s| s.key.name == "replicas") {
         cx.push(
-            Diagnostic::error(s.head_span(), "`replicas` cannot be used with `disaggregate`")
-                .with_secondary(p.span, "the pools")
-                .with_help("the prefill and decode pools give the replica count"),
+            Diagnostic::error(
+                s.head_span(),
+                "`replicas` cannot be used with `disaggregate`",
+            )
+            .with_secondary(p.span, "the pools")
+            .with_help("the prefill and decode pools give the replica count"),
         );
         return None;
     }

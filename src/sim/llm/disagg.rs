@@ -163,19 +163,33 @@ impl Sim<'_> {
     /// Start moving `h`'s KV cache to a decode replica, or park it until one is placed.
     fn llm_kv_send(&mut self, sid: u32, h: Handoff) {
         let Some(to) = self.llm_route(sid, Pool::Decode, true) else {
-            let d = &mut self.services[sid as usize].llm.as_mut().expect("llm").disagg;
+            let d = &mut self.services[sid as usize]
+                .llm
+                .as_mut()
+                .expect("llm")
+                .disagg;
             if d.parked.len() < MAX_WAITING {
                 d.parked.push_back(h);
             } else {
-                self.services[sid as usize].llm.as_mut().expect("llm").dropped += 1;
+                self.services[sid as usize]
+                    .llm
+                    .as_mut()
+                    .expect("llm")
+                    .dropped += 1;
                 self.llm_release(&h);
             }
             return;
         };
         let spec = self.spec;
         let s = &self.services[sid as usize];
-        let (w, sv) = (&spec.workloads[s.workload], &spec.workloads[s.workload].services[s.index]);
-        let what = format!("service {}.{}: KV cache to the decode pool", w.name, sv.name);
+        let (w, sv) = (
+            &spec.workloads[s.workload],
+            &spec.workloads[s.workload].services[s.index],
+        );
+        let what = format!(
+            "service {}.{}: KV cache to the decode pool",
+            w.name, sv.name
+        );
         let declared = sv
             .llm
             .as_ref()
@@ -220,7 +234,11 @@ impl Sim<'_> {
         if let Some(l) = self.replicas[to as usize].llm.as_mut() {
             l.incoming += 1;
         }
-        let d = &mut self.services[sid as usize].llm.as_mut().expect("llm").disagg;
+        let d = &mut self.services[sid as usize]
+            .llm
+            .as_mut()
+            .expect("llm")
+            .disagg;
         let m = KvMove {
             h,
             to,
@@ -243,8 +261,7 @@ impl Sim<'_> {
             }
         };
         let g = d.moves[slot as usize].generation;
-        self.q
-            .after(models::secs(fixed), Ev::LlmKvGo(sid, slot, g));
+        self.q.after(models::secs(fixed), Ev::LlmKvGo(sid, slot, g));
     }
 
     /// A KV move paid its fixed part: its flows start.
@@ -261,16 +278,16 @@ impl Sim<'_> {
             return;
         }
         let flows = std::mem::take(&mut m.flows);
-        match self.wire.start(
-            now,
-            flows,
-            Owner::LlmKv {
-                service: sid,
-                slot,
-            },
-        ) {
+        match self
+            .wire
+            .start(now, flows, Owner::LlmKv { service: sid, slot })
+        {
             Some(x) => {
-                let d = &mut self.services[sid as usize].llm.as_mut().expect("llm").disagg;
+                let d = &mut self.services[sid as usize]
+                    .llm
+                    .as_mut()
+                    .expect("llm")
+                    .disagg;
                 d.moves[slot as usize].xfer = Some(x);
                 self.rearm_wire();
             }

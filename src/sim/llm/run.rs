@@ -384,42 +384,42 @@ impl Sim<'_> {
             l.engine.complete(&b, now, |_| {}, |f| handed.push(f));
         } else {
             l.engine.complete(
-            &b,
-            now,
-            |e| match e {
-                Emitted::First { ttft } => svc.ttft.push(ttft as f64 / 1e9),
-                Emitted::Next { gap } => svc.itl.push(gap as f64 / 1e9),
-            },
-            |f| {
-                let ttft = (f.first_token - f.arrival) as f64 / 1e9;
-                let e2e = (f.done - f.arrival) as f64 / 1e9;
-                // TPOT: mean time per output token after the first (0 with one token).
-                let tpot = if f.output > 1 {
-                    (f.done - f.first_token) as f64 / 1e9 / f64::from(f.output - 1)
-                } else {
-                    0.0
-                };
-                svc.tpot.push(tpot);
-                svc.e2e.push(e2e);
-                svc.finished += 1;
-                svc.output_tokens += u64::from(f.output);
-                let mut all = true;
-                for (i, (kind, target)) in slo.iter().enumerate() {
-                    let x = match kind.as_str() {
-                        "ttft" => ttft,
-                        "tpot" => tpot,
-                        _ => e2e,
-                    };
-                    if x <= *target {
-                        svc.within[i] += 1;
+                &b,
+                now,
+                |e| match e {
+                    Emitted::First { ttft } => svc.ttft.push(ttft as f64 / 1e9),
+                    Emitted::Next { gap } => svc.itl.push(gap as f64 / 1e9),
+                },
+                |f| {
+                    let ttft = (f.first_token - f.arrival) as f64 / 1e9;
+                    let e2e = (f.done - f.arrival) as f64 / 1e9;
+                    // TPOT: mean time per output token after the first (0 with one token).
+                    let tpot = if f.output > 1 {
+                        (f.done - f.first_token) as f64 / 1e9 / f64::from(f.output - 1)
                     } else {
-                        all = false;
+                        0.0
+                    };
+                    svc.tpot.push(tpot);
+                    svc.e2e.push(e2e);
+                    svc.finished += 1;
+                    svc.output_tokens += u64::from(f.output);
+                    let mut all = true;
+                    for (i, (kind, target)) in slo.iter().enumerate() {
+                        let x = match kind.as_str() {
+                            "ttft" => ttft,
+                            "tpot" => tpot,
+                            _ => e2e,
+                        };
+                        if x <= *target {
+                            svc.within[i] += 1;
+                        } else {
+                            all = false;
+                        }
                     }
-                }
-                if all {
-                    svc.within_all += 1;
-                }
-            },
+                    if all {
+                        svc.within_all += 1;
+                    }
+                },
             );
         }
         svc.preemptions += b.preempted as u64;
