@@ -295,3 +295,24 @@ fn the_scenario_runs_and_moves_kv_caches() {
             .all(|m| m.disaggregation.as_ref().unwrap().kv_transfer_bytes > 0.0)
     );
 }
+
+#[test]
+fn a_decode_replica_lost_loses_its_requests_and_the_rest_keep_finishing() {
+    let src = format!(
+        "{}\nfailures f {{\n  at 3 s kill node n1\n}}\n",
+        scenario(
+            3,
+            "    arrival poisson 30 /s\n    prompt tokens uniform 1000..4000\n    output tokens uniform 16..200\n    disaggregate prefill 1 decode 2\n",
+        )
+    );
+    let s = spec(&src);
+    let before = run(&s, 3, None).metrics.llm_services[0].finished;
+    let r = run(&s, 8, None);
+    let m = &r.metrics.llm_services[0];
+    // The replica on n1 (a decode replica: the prefill one is on n0) takes its running and
+    // arriving requests with it; the other decode replica keeps serving.
+    assert!(m.lost > 0, "{}", m.lost);
+    assert!(m.finished > before, "{} vs {before}", m.finished);
+    assert!(m.finished + m.lost + m.dropped <= m.arrived);
+    assert_eq!(r.metrics.failures.requests_lost, m.lost);
+}
