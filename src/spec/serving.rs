@@ -1,6 +1,7 @@
 //! A service's model-level form (issue 12, serving): `model NAME`, `parallel tp N`,
-//! `precision`, `prompt tokens ...`, `output tokens ...`, `engine ...` and `slo KIND ...`,
-//! filling [`LlmServing`], which `sim::llm` runs as one vLLM-style engine per replica.
+//! `precision`, `prompt tokens ...`, `output tokens ...`, `engine ...`, `slo KIND ...` and
+//! `disaggregate ...` ([`super::disagg`]), filling [`LlmServing`], which `sim::llm` runs as
+//! one vLLM-style engine per replica.
 //!
 //! Defaults of `engine` follow vLLM's engine arguments (`vllm/engine/arg_utils.py`, read at
 //! commit 00024d31 of vllm-project/vllm): `block_size` 16, `gpu_memory_utilization` 0.9,

@@ -194,7 +194,9 @@ impl Sim<'_> {
             .llm
             .as_ref()
             .and_then(|l| l.disagg.as_ref())
-            .map_or("nixl", |d| d.transport.as_str());
+            .map_or(crate::spec::disagg::DEFAULT_TRANSPORT, |d| {
+                d.transport.as_str()
+            });
         let name = self
             .transport_override
             .clone()
