@@ -162,12 +162,12 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
         );
     }
     let mut llm = format!(
-        "{head},workload,service,model,tp,replicas,arrived,finished,preemptions,output_tokens_per_s,requests_per_s,goodput_per_s,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_mean_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,inter_token_mean_s,inter_token_p99_s,e2e_mean_s,e2e_p99_s,kv_utilization_mean_fraction,kv_utilization_peak_fraction\n"
+        "{head},workload,service,model,tp,replicas,arrived,finished,preemptions,output_tokens_per_s,requests_per_s,goodput_per_s,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_mean_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,inter_token_mean_s,inter_token_p99_s,e2e_mean_s,e2e_p99_s,kv_utilization_mean_fraction,kv_utilization_peak_fraction,prefill_replicas,decode_replicas,kv_transport,kv_transfer_mean_s,kv_transfer_p99_s,kv_transfer_bytes\n"
     );
     for s in &m.llm_services {
         let _ = writeln!(
             llm,
-            "{pre},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{pre},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             csv_field(&s.workload),
             csv_field(&s.name),
             csv_field(&s.model),
@@ -192,7 +192,19 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             s.e2e.mean,
             s.e2e.p99,
             s.kv_utilization_mean_fraction,
-            s.kv_utilization_peak_fraction
+            s.kv_utilization_peak_fraction,
+            // Disaggregation: pools, transport, KV transfer time and bytes; blank colocated.
+            s.disaggregation
+                .as_ref()
+                .map_or(",,,,,".to_string(), |d| format!(
+                    "{},{},{},{},{},{}",
+                    d.prefill_replicas,
+                    d.decode_replicas,
+                    csv_field(&d.transport),
+                    d.kv_transfer.mean,
+                    d.kv_transfer.p99,
+                    d.kv_transfer_bytes
+                ))
         );
     }
     let mut util = format!("{head},scope,name,devices,time_s,busy_devices,allocated_devices\n");
@@ -400,10 +412,11 @@ pub fn table(m: &RunMetrics) -> String {
             "TPOT p50",
             "TPOT p99",
             "KV mean",
+            "KV move p99",
             "preempt",
             "SLO",
         ])
-        .left(&[9]);
+        .left(&[10]);
         for v in &m.llm_services {
             let slo = if v.slo.is_empty() {
                 "-".to_string()
@@ -431,6 +444,9 @@ pub fn table(m: &RunMetrics) -> String {
                 s(v.tpot.p50),
                 s(v.tpot.p99),
                 format!("{:.0}%", v.kv_utilization_mean_fraction * 100.0),
+                v.disaggregation
+                    .as_ref()
+                    .map_or("-".to_string(), |d| s(d.kv_transfer.p99)),
                 v.preemptions.to_string(),
                 slo,
             ]);

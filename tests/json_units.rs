@@ -139,6 +139,17 @@ const COUNTS: &[&str] = &[
     "experts",
     "top_k",
     "expert_ffn",
+    // An LLM service's counts: tensor-parallel ranks, KV blocks, requests, preemptions,
+    // requests within an SLO, replicas per pool.
+    "tp",
+    "kv_blocks",
+    "finished",
+    "dropped",
+    "lost",
+    "preemptions",
+    "within",
+    "prefill_replicas",
+    "decode_replicas",
     "nodes_by_type",
     "devices_by_type",
     "resources",
@@ -262,6 +273,15 @@ workload chat {
     service_time 50 ms exponential
     slo p99 500 ms
   }
+  service llm {
+    model llama3_8b
+    resources { GPU: 1 }
+    arrival poisson 5 /s
+    prompt tokens uniform 64..512
+    output tokens fixed 16
+    disaggregate prefill 1 decode 1
+    slo ttft p99 1 s
+  }
 }
 
 failures crash {
@@ -297,6 +317,7 @@ fn every_number_in_every_json_output_says_its_unit() {
         "services",
         "actors",
         "placement_groups",
+        "llm_services",
     ] {
         assert!(
             m[section].as_array().is_some_and(|a| !a.is_empty()),

@@ -244,6 +244,8 @@ pub(crate) enum Ev {
     /// An LLM iteration's all-reduce round paid its α, or (true) its closed-form time is
     /// over (replica, epoch, closed).
     LlmRoundGo(u32, u32, bool),
+    /// A KV cache move paid its fixed part: its flows start (service, move slot, generation).
+    LlmKvGo(u32, u32, u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -561,6 +563,7 @@ impl<'s> Sim<'s> {
             Ev::BucketGo(j, epoch, s) => self.on_bucket_go(j, epoch, s),
             Ev::LlmComputed(r, epoch) => self.on_llm_computed(r, epoch),
             Ev::LlmRoundGo(r, epoch, closed) => self.on_llm_round_go(r, epoch, closed),
+            Ev::LlmKvGo(sid, slot, generation) => self.on_llm_kv_go(sid, slot, generation),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
             Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
             Ev::TensorGo(a, epoch) => self.on_tensor_go(a, epoch),

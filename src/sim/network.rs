@@ -67,6 +67,8 @@ pub enum MovementKind {
     Tensor,
     /// Service requests and responses.
     Payload,
+    /// KV caches from an LLM service's prefill pool to its decode pool.
+    KvCache,
 }
 
 impl std::fmt::Display for NetworkModel {
@@ -218,6 +220,7 @@ impl Sim<'_> {
                 Owner::Request { replica, epoch } => self.on_requests_arrived(replica, epoch),
                 Owner::Response { slot } => self.on_responses_arrived(slot),
                 Owner::LlmRound { replica, epoch } => self.on_llm_round_done(replica, epoch),
+                Owner::LlmKv { service, slot } => self.on_llm_kv_done(service, slot),
             }
         }
         self.net.done = done;

@@ -304,6 +304,7 @@ impl Sim<'_> {
                     .is_some_and(|s| s.flows.is_some())
             })
             .collect();
+        let mut kv = Vec::new();
         for (_, o) in stalled {
             match *o {
                 Owner::Tensor { actor, epoch } if epoch == self.actors[actor as usize].epoch => {
@@ -315,6 +316,7 @@ impl Sim<'_> {
                     replicas.push(replica)
                 }
                 Owner::Response { slot } => slots.push(slot),
+                Owner::LlmKv { service, slot } => kv.push((service, slot)),
                 _ => {}
             }
         }
@@ -322,6 +324,7 @@ impl Sim<'_> {
             v.sort_unstable();
             v.dedup();
         }
+        self.llm_kv_reroute(&kv);
         for a in actors {
             self.cancel_tensor(a as usize);
             self.actors[a as usize].epoch += 1;

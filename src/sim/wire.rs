@@ -65,6 +65,8 @@ pub(crate) enum Owner {
     Response { slot: u32 },
     /// A round of an LLM replica's iteration all-reduce (incarnation `epoch`).
     LlmRound { replica: u32, epoch: u32 },
+    /// A disaggregated LLM service's KV cache moving to a decode replica (its move slot).
+    LlmKv { service: u32, slot: u32 },
 }
 
 /// Handle of a started transfer.

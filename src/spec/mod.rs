@@ -6,6 +6,7 @@
 //! the engine never sees an unknown name, a wrong unit or an impossible topology.
 
 pub mod cluster;
+pub mod disagg;
 pub mod experiment;
 pub mod failure;
 pub mod hardware;

@@ -253,6 +253,7 @@ pub const SERVICE: &[StmtDef] = &[
     one("prompt", TOKEN_WORDS),
     one("output", TOKEN_WORDS),
     one("engine", super::serving::ENGINE_WORDS),
+    one("disaggregate", super::disagg::WORDS),
 ];
 /// An `slo`'s words: what an LLM service's SLO bounds, then the percentile.
 pub const SLO_WORDS: &[&str] = &["ttft", "tpot", "e2e", "p50", "p90", "p99", "p999"];

@@ -1,6 +1,7 @@
 //! A service's model-level form (issue 12, serving): `model NAME`, `parallel tp N`,
-//! `precision`, `prompt tokens ...`, `output tokens ...`, `engine ...` and `slo KIND ...`,
-//! filling [`LlmServing`], which `sim::llm` runs as one vLLM-style engine per replica.
+//! `precision`, `prompt tokens ...`, `output tokens ...`, `engine ...`, `slo KIND ...` and
+//! `disaggregate ...` ([`super::disagg`]), filling [`LlmServing`], which `sim::llm` runs as
+//! one vLLM-style engine per replica.
 //!
 //! Defaults of `engine` follow vLLM's engine arguments (`vllm/engine/arg_utils.py`, read at
 //! commit 00024d31 of vllm-project/vllm): `block_size` 16, `gpu_memory_utilization` 0.9,
@@ -32,6 +33,7 @@ pub const KEYS: &[&str] = &[
     "prompt",
     "output",
     "engine",
+    "disaggregate",
 ];
 /// Statements of the FLOP-level form, which the model-level form excludes.
 pub const FLOP_KEYS: &[&str] = &["compute", "service_time", "batch", "device_memory"];
@@ -126,6 +128,9 @@ pub struct LlmServing {
     pub output: Tokens,
     pub engine: EngineConfig,
     pub slo: Vec<LlmSlo>,
+    /// Prefill and decode pools with the KV cache moved between them (`disaggregate`);
+    /// `None`: every replica prefills and decodes its own requests.
+    pub disagg: Option<super::disagg::Disagg>,
     /// The `model` statement, where memory-fit errors point.
     #[serde(skip)]
     pub span: Span,
@@ -141,6 +146,7 @@ pub struct ServiceModel {
     output: Option<Tokens>,
     engine: Option<EngineConfig>,
     slo: Vec<(LlmSlo, Span)>,
+    disagg: Option<super::disagg::Pending>,
     /// `slo` statements in the FLOP-level form (no kind), for "needs a kind".
     flop_slo: Vec<Span>,
     failed: bool,
@@ -292,6 +298,7 @@ impl ServiceModel {
             "prompt" => self.prompt = Some(tokens(cx, a)?),
             "output" => self.output = Some(tokens(cx, a)?),
             "engine" => self.engine = Some(engine(cx, a)?),
+            "disaggregate" => self.disagg = Some(super::disagg::read(cx, a, head)?),
             "slo" => {
                 if !kinded(s) {
                     self.flop_slo.push(head);
@@ -428,6 +435,10 @@ impl ServiceModel {
             );
             return None;
         };
+        let disagg = match self.disagg {
+            Some(p) => Some(super::disagg::finish(cx, scope, p, stmts)?),
+            None => None,
+        };
         let e = self.engine.unwrap_or_default();
         let longest = u64::from(prompt.max()) + u64::from(output.max());
         if !e.chunked_prefill && longest > u64::from(e.token_budget) {
@@ -451,6 +462,7 @@ impl ServiceModel {
             output,
             engine: self.engine.unwrap_or_default(),
             slo: self.slo.into_iter().map(|(s, _)| s).collect(),
+            disagg,
             span,
         };
         fit(cx, scope, sv, &llm).then_some(llm)

@@ -1548,6 +1548,12 @@ pub fn workload(
                     }
                     let named = sm.named();
                     sv.llm = sm.finish(cx, scope, &sv, &blk.stmts);
+                    if let Some(d) = sv.llm.as_ref().and_then(|l| l.disagg.as_ref()) {
+                        // The pools are the replicas; the KV cache's transport obeys the
+                        // tenant's rules like any selection.
+                        sv.replicas = d.prefill + d.decode;
+                        check_tenant_transport(cx, scope, rules, name, &d.transport, d.span);
+                    }
                     if named {
                         // The model form checks its own memory fit (`serving`).
                         if let Some(dm) = sv.llm.as_ref().map(super::serving::device_memory) {

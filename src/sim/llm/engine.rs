@@ -45,6 +45,9 @@ pub struct Seq {
     pub swapped: bool,
     pub first_token: Option<Time>,
     pub last_token: Time,
+    /// A prefill-pool sequence (`disaggregate`): the tokens its decode replica generates
+    /// once its KV cache has moved there. The engine only carries it to [`Finished`].
+    pub handoff: Option<u32>,
 }
 
 impl Seq {
@@ -59,6 +62,7 @@ impl Seq {
             swapped: false,
             first_token: None,
             last_token: arrival,
+            handoff: None,
         }
     }
 
@@ -101,7 +105,11 @@ pub struct Finished {
     pub arrival: Time,
     pub first_token: Time,
     pub done: Time,
+    pub prompt: u32,
     pub output: u32,
+    /// Blocks it held until now (freed).
+    pub blocks: u32,
+    pub handoff: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +150,20 @@ impl Engine {
     /// Requests waiting or running.
     pub fn outstanding(&self) -> usize {
         self.waiting.len() + self.running.len()
+    }
+
+    /// Keep `n` blocks out of the pool (a prefill replica's KV cache until its transfer to a
+    /// decode replica is done: vLLM's `NixlConnector` delays freeing the blocks of a request
+    /// handed off, `request_finished` returning `delay_free_blocks`). At most the free ones.
+    pub fn hold(&mut self, n: u64) -> u64 {
+        let n = n.min(self.free_blocks);
+        self.free_blocks -= n;
+        n
+    }
+
+    /// Give back `n` blocks kept by [`Engine::hold`].
+    pub fn release(&mut self, n: u64) {
+        self.free_blocks = (self.free_blocks + n).min(self.total_blocks);
     }
 
     pub fn used_blocks(&self) -> u64 {
@@ -288,7 +310,10 @@ impl Engine {
                 arrival: s.arrival,
                 first_token: s.first_token.unwrap_or(now),
                 done: now,
+                prompt: s.prompt,
                 output: s.output,
+                blocks: s.blocks,
+                handoff: s.handoff,
             });
         }
     }

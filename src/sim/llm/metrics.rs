@@ -27,6 +27,20 @@ pub struct LlmSloMetrics {
     pub met: bool,
 }
 
+/// A disaggregated service's pools and its KV cache moves (`disaggregate`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LlmDisaggMetrics {
+    pub prefill_replicas: u32,
+    pub decode_replicas: u32,
+    /// The transport the KV caches moved with (as declared; a run's override wins).
+    pub transport: String,
+    /// From a prompt's prefill end to its KV cache's arrival at the decode replica
+    /// (`count`: KV caches that arrived).
+    pub kv_transfer: Stats,
+    /// Bytes of the arrived KV caches, every rank together.
+    pub kv_transfer_bytes: f64,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LlmServiceMetrics {
     pub workload: String,
@@ -62,6 +76,8 @@ pub struct LlmServiceMetrics {
     /// (a replica lost to a failure stops holding them); what its $ per token is priced by.
     pub device_seconds: f64,
     pub slo: Vec<LlmSloMetrics>,
+    /// `None`: a colocated service (every replica prefills and decodes).
+    pub disaggregation: Option<LlmDisaggMetrics>,
 }
 
 /// Order statistics of the kept samples; count and mean over every sample seen.
@@ -160,6 +176,16 @@ impl crate::sim::Sim<'_> {
                 stats(&mut m.itl),
                 stats(&mut m.e2e),
             );
+            let disaggregation = llm.disagg.as_ref().map(|d| LlmDisaggMetrics {
+                prefill_replicas: d.prefill,
+                decode_replicas: d.decode,
+                transport: self
+                    .transport_override
+                    .clone()
+                    .unwrap_or_else(|| d.transport.clone()),
+                kv_transfer: stats(&mut m.disagg.secs),
+                kv_transfer_bytes: m.disagg.bytes,
+            });
             let slo = llm
                 .slo
                 .iter()
@@ -223,6 +249,7 @@ impl crate::sim::Sim<'_> {
                 kv_utilization_peak_fraction: peak.max(m.kv_peak),
                 device_seconds: placed_ns / 1e9 * f64::from(llm.tp),
                 slo,
+                disaggregation,
             });
         }
         out

@@ -16,9 +16,12 @@
 //! accelerator's `pcie` bandwidth ([`DEFAULT_PCIE`] without one), in closed form, inside
 //! the iteration that preempts or resumes.
 
+mod disagg;
 pub mod engine;
 pub mod metrics;
 mod run;
+
+pub(crate) use disagg::{DisaggState, Pool};
 
 pub use engine::Engine;
 
@@ -93,6 +96,9 @@ pub(crate) struct LlmReplica {
     /// ∫ KV blocks in use / total dt (ns), and the peak fraction.
     pub(crate) kv_integral: f64,
     pub(crate) kv_peak: f64,
+    /// Which pool it serves (`disaggregate`), and KV caches on their way to it (decode).
+    pub(crate) pool: Pool,
+    pub(crate) incoming: u32,
 }
 
 /// A service's LLM measurements, over its replicas.
@@ -116,4 +122,6 @@ pub(crate) struct LlmService {
     pub(crate) kv_peak: f64,
     /// KV blocks per rank of the first replica placed.
     pub(crate) kv_blocks: u64,
+    /// KV caches moving from the prefill pool to the decode pool (`disaggregate`).
+    pub(crate) disagg: DisaggState,
 }

@@ -2,7 +2,7 @@
 //! its compute, its all-reduce rounds on the run's network, its tokens emitted.
 
 use super::engine::{Emitted, Engine, Seq};
-use super::{LlmReplica, LlmService};
+use super::{LlmReplica, LlmService, Pool};
 use crate::model::serving::{self as ms, Footprint};
 use crate::network::collective::{self, Algorithm, Op, Options};
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
@@ -45,27 +45,27 @@ impl Sim<'_> {
         let llm = self.llm_of(sid).expect("an LLM service").clone();
         let now = self.now();
         let mut touched = Vec::new();
+        // Disaggregated: arrivals go to the prefill pool, for their prompt only.
+        let pool = if llm.disagg.is_some() {
+            Pool::Prefill
+        } else {
+            Pool::Both
+        };
         for _ in 0..n {
             let svc = &mut self.services[sid as usize];
             svc.arrived += 1;
-            let seq = Seq::new(
-                now,
+            let (prompt, output) = (
                 draw(llm.prompt, &mut svc.rng),
                 draw(llm.output, &mut svc.rng),
             );
-            let reps = svc.replicas.clone();
-            let placed = reps
-                .iter()
-                .any(|r| self.replicas[*r as usize].llm.is_some());
-            let load = |r: &u32| match &self.replicas[*r as usize].llm {
-                Some(l) => (0, l.engine.outstanding()),
-                None => (1, self.replicas[*r as usize].llm_waiting.len()),
+            let seq = if pool == Pool::Prefill {
+                let mut s = Seq::new(now, prompt, 1);
+                s.handoff = Some(output);
+                s
+            } else {
+                Seq::new(now, prompt, output)
             };
-            let Some(&r) = reps
-                .iter()
-                .filter(|r| !placed || self.replicas[**r as usize].llm.is_some())
-                .min_by_key(|r| load(r))
-            else {
+            let Some(r) = self.llm_route(sid, pool, false) else {
                 continue;
             };
             let rep = &mut self.replicas[r as usize];
@@ -203,12 +203,17 @@ impl Sim<'_> {
             placed_at: now,
             kv_integral: 0.0,
             kv_peak: 0.0,
+            pool: self.llm_pool(r),
+            incoming: 0,
         }));
+        if self.llm_pool(r) == Pool::Decode {
+            self.llm_unpark(sid);
+        }
         self.llm_kick(r);
     }
 
     /// (node, device) of each device replica `r` holds, ascending: its tensor-parallel ranks.
-    fn replica_ranks(&self, r: u32) -> Vec<(usize, usize)> {
+    pub(super) fn replica_ranks(&self, r: u32) -> Vec<(usize, usize)> {
         let rep = &self.replicas[r as usize];
         let (Some(node), Some(a)) = (rep.node, rep.alloc.as_ref()) else {
             return Vec::new();
@@ -373,44 +378,50 @@ impl Sim<'_> {
         if svc.within.len() != slo.len() {
             svc.within = vec![0; slo.len()];
         }
-        l.engine.complete(
-            &b,
-            now,
-            |e| match e {
-                Emitted::First { ttft } => svc.ttft.push(ttft as f64 / 1e9),
-                Emitted::Next { gap } => svc.itl.push(gap as f64 / 1e9),
-            },
-            |f| {
-                let ttft = (f.first_token - f.arrival) as f64 / 1e9;
-                let e2e = (f.done - f.arrival) as f64 / 1e9;
-                // TPOT: mean time per output token after the first (0 with one token).
-                let tpot = if f.output > 1 {
-                    (f.done - f.first_token) as f64 / 1e9 / f64::from(f.output - 1)
-                } else {
-                    0.0
-                };
-                svc.tpot.push(tpot);
-                svc.e2e.push(e2e);
-                svc.finished += 1;
-                svc.output_tokens += u64::from(f.output);
-                let mut all = true;
-                for (i, (kind, target)) in slo.iter().enumerate() {
-                    let x = match kind.as_str() {
-                        "ttft" => ttft,
-                        "tpot" => tpot,
-                        _ => e2e,
-                    };
-                    if x <= *target {
-                        svc.within[i] += 1;
+        let mut handed = Vec::new();
+        if l.pool == Pool::Prefill {
+            // Prompts done: their first token is the decode pool's to emit (`disagg`).
+            l.engine.complete(&b, now, |_| {}, |f| handed.push(f));
+        } else {
+            l.engine.complete(
+                &b,
+                now,
+                |e| match e {
+                    Emitted::First { ttft } => svc.ttft.push(ttft as f64 / 1e9),
+                    Emitted::Next { gap } => svc.itl.push(gap as f64 / 1e9),
+                },
+                |f| {
+                    let ttft = (f.first_token - f.arrival) as f64 / 1e9;
+                    let e2e = (f.done - f.arrival) as f64 / 1e9;
+                    // TPOT: mean time per output token after the first (0 with one token).
+                    let tpot = if f.output > 1 {
+                        (f.done - f.first_token) as f64 / 1e9 / f64::from(f.output - 1)
                     } else {
-                        all = false;
+                        0.0
+                    };
+                    svc.tpot.push(tpot);
+                    svc.e2e.push(e2e);
+                    svc.finished += 1;
+                    svc.output_tokens += u64::from(f.output);
+                    let mut all = true;
+                    for (i, (kind, target)) in slo.iter().enumerate() {
+                        let x = match kind.as_str() {
+                            "ttft" => ttft,
+                            "tpot" => tpot,
+                            _ => e2e,
+                        };
+                        if x <= *target {
+                            svc.within[i] += 1;
+                        } else {
+                            all = false;
+                        }
                     }
-                }
-                if all {
-                    svc.within_all += 1;
-                }
-            },
-        );
+                    if all {
+                        svc.within_all += 1;
+                    }
+                },
+            );
+        }
         svc.preemptions += b.preempted as u64;
         let units = f64::from(self.llm_of(sid).expect("llm").tp);
         self.replicas[r as usize].llm = Some(l);
@@ -423,6 +434,9 @@ impl Sim<'_> {
             let label = format!("{}.{}", w.name, w.services[s.index].name);
             self.tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, &label);
+        }
+        if !handed.is_empty() {
+            self.llm_handoff(sid, r, handed);
         }
         self.llm_kick(r);
     }
@@ -447,5 +461,6 @@ impl Sim<'_> {
         svc.kv_integral_gone += l.kv_integral;
         svc.placed_ns_gone += (now - l.placed_at) as f64;
         svc.kv_peak = svc.kv_peak.max(l.kv_peak);
+        self.llm_disagg_lost(r as u32);
     }
 }
