@@ -316,3 +316,41 @@ fn a_decode_replica_lost_loses_its_requests_and_the_rest_keep_finishing() {
     assert!(m.finished + m.lost + m.dropped <= m.arrived);
     assert_eq!(r.metrics.failures.requests_lost, m.lost);
 }
+
+/// The window decides an SLO only from what the client has seen: a request whose KV cache is
+/// still moving when the window ends has no first token yet (the prefill replica's sampled
+/// token is discarded by the proxy), so a TTFT target not yet passed leaves it undecided, and
+/// one already passed is a miss.
+#[test]
+fn a_request_cut_off_between_prefill_and_decode_is_undecided_or_missed() {
+    let p = 2000u64;
+    let body = |slo: &str| {
+        format!(
+            "    arrival trace \"a.csv\"\n    prompt tokens fixed {p}\n    output tokens fixed 6\n    disaggregate prefill 1 decode 1 transport nixl\n    slo ttft p50 {slo}\n"
+        )
+    };
+    let probe = spec(&scenario(2, &body("10 s")));
+    let llm = probe.workloads[0].services[0].llm.as_ref().unwrap();
+    let bytes = p as f64 * Footprint::of(llm).kv_token_bytes;
+    // Half-way through the KV transfer.
+    let end = iter_ns(&probe, &one(p, 0)) + nixl_ns(bytes, 1.0) / 2;
+    let at_end = |s: &Spec| {
+        let cfg = SimConfig {
+            horizon: Some(end),
+            traces: BTreeMap::from([("a.csv".to_string(), vec![0.0])]),
+            ..SimConfig::default()
+        };
+        let r = simulate(s, &cfg);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        let m = &r.metrics.llm_services[0];
+        assert_eq!((m.arrived, m.finished), (1, 0));
+        let x = &m.slo[0];
+        (x.within, x.undecided, x.attainment_fraction)
+    };
+    assert_eq!(at_end(&probe), (0, 1, 1.0));
+    let us = end / 2_000;
+    assert_eq!(
+        at_end(&spec(&scenario(2, &body(&format!("{us} us"))))),
+        (0, 0, 0.0)
+    );
+}

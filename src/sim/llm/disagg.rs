@@ -85,6 +85,15 @@ pub(crate) struct DisaggState {
     pub(crate) bytes: f64,
 }
 
+impl DisaggState {
+    /// The decode-side sequences of requests between their prefill and a decode engine
+    /// (KV caches moving, or waiting for a decode replica).
+    pub(crate) fn between(&self) -> impl Iterator<Item = &Seq> {
+        let moving = self.moves.iter().filter(|m| m.live).map(|m| &m.h.seq);
+        moving.chain(self.parked.iter().map(|h| &h.seq))
+    }
+}
+
 impl Sim<'_> {
     /// The pool replica `r` serves.
     pub(crate) fn llm_pool(&self, r: u32) -> Pool {

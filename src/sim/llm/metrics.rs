@@ -98,13 +98,19 @@ pub(crate) fn stats(s: &mut Samples) -> Stats {
 /// (output − 1) whatever comes next, so it is decided (missed) once that bound exceeds the
 /// target. Without this, an LLM service whose requests take seconds would "miss" every
 /// SLO by the requests the window's end cuts off (≈ arrival rate × e2e latency of them).
+/// A prefill-pool sequence (`handoff`) has no client-visible token yet: the client's first
+/// token comes from the decode pool.
 pub fn decided(seq: &super::engine::Seq, kind: &str, target: Time, end: Time) -> Option<bool> {
     let waited = end.saturating_sub(seq.arrival);
-    match (kind, seq.first_token) {
+    let (first, output) = match seq.handoff {
+        Some(out) => (None, out),
+        None => (seq.first_token, seq.output),
+    };
+    match (kind, first) {
         ("ttft", Some(t)) => Some(t - seq.arrival <= target),
         ("ttft", None) | ("e2e", _) => (waited > target).then_some(false),
-        (_, Some(t)) if seq.output > 1 => {
-            let bound = end.saturating_sub(t) / u64::from(seq.output - 1);
+        (_, Some(t)) if output > 1 => {
+            let bound = end.saturating_sub(t) / u64::from(output - 1);
             (bound > target).then_some(false)
         }
         _ => None,
@@ -148,19 +154,21 @@ impl crate::sim::Sim<'_> {
             // In-flight requests the window decides within the target, and those it cannot
             // decide, per SLO.
             let mut open = vec![(0u64, 0u64); llm.slo.len()];
-            for &r in &s.replicas {
-                let rep = &self.replicas[r as usize];
-                let seqs = rep
+            let replicas = s.replicas.iter().map(|&r| &self.replicas[r as usize]);
+            let engines = replicas.flat_map(|rep| {
+                let engine = rep
                     .llm
                     .iter()
                     .flat_map(|l| l.engine.waiting.iter().chain(l.engine.running.iter()));
-                for q in seqs.chain(rep.llm_waiting.iter()) {
-                    for (o, x) in open.iter_mut().zip(&llm.slo) {
-                        match decided(q, &x.kind, x.target.0, end) {
-                            Some(true) => o.0 += 1,
-                            Some(false) => {}
-                            None => o.1 += 1,
-                        }
+                engine.chain(rep.llm_waiting.iter())
+            });
+            let between = s.llm.iter().flat_map(|m| m.disagg.between());
+            for q in engines.chain(between) {
+                for (o, x) in open.iter_mut().zip(&llm.slo) {
+                    match decided(q, &x.kind, x.target.0, end) {
+                        Some(true) => o.0 += 1,
+                        Some(false) => {}
+                        None => o.1 += 1,
                     }
                 }
             }
