@@ -140,7 +140,7 @@ const COUNTS: &[&str] = &[
     "top_k",
     "expert_ffn",
     // An LLM service's counts: tensor-parallel ranks, KV blocks, requests, preemptions,
-    // requests within an SLO, replicas per pool.
+    // requests within an SLO or undecided by the window, replicas per pool.
     "tp",
     "kv_blocks",
     "finished",
@@ -148,6 +148,7 @@ const COUNTS: &[&str] = &[
     "lost",
     "preemptions",
     "within",
+    "undecided",
     "prefill_replicas",
     "decode_replicas",
     "nodes_by_type",

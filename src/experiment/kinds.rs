@@ -25,7 +25,7 @@
 //! | services (LLM) | `arrived`, `finished` | requests that arrived in the window, and produced their last token |
 //! | services (LLM) | `ttft_p50_s` … `e2e_p99_s` | time to first token, time per output token, arrival to last token, of finished requests |
 //! | services (LLM) | `output_tokens_per_s`, `goodput_per_s` | output tokens / W; finished requests meeting every SLO / W |
-//! | services (LLM) | `kv_utilization_mean`, `preemptions` | KV blocks in use over the placed time; sequences preempted |
+//! | services (LLM) | `kv_mean_utilization`, `preemptions` | KV blocks in use over the placed time; sequences preempted |
 //! | services (LLM) | `usd_per_m_tokens` | device-hours its replicas held (tp devices × time placed) × $ per device-hour / output tokens × 10⁶ |
 //! | services (LLM) | `slo_<kind>_<p>_attainment` | requests within the SLO / requests arrived |
 //! | failures | `lost_device_hours` | `lost_work_device_hours` (work thrown away) + `stalled_device_hours` (devices waiting on recovery) |
@@ -223,7 +223,7 @@ fn llm_figures(
         (horizon > 0.0 && !l.slo.is_empty()).then_some(l.goodput_per_s),
     ));
     out.push((
-        c("kv_utilization_mean", "fraction").labelled(format!("{item} KV use (mean)")),
+        c("kv_mean_utilization", "fraction").labelled(format!("{item} KV use (mean)")),
         Some(l.kv_utilization_mean_fraction),
     ));
     out.push((c("preemptions", "count"), Some(l.preemptions as f64)));
@@ -231,7 +231,7 @@ fn llm_figures(
         c("usd_per_m_tokens", "$").labelled(format!("{item} $/M output tokens")),
         usd_dev_h
             .filter(|_| l.output_tokens > 0)
-            .map(|usd| usd * l.device_seconds / 3600.0 / l.output_tokens as f64 * 1e6),
+            .map(|usd| usd * l.device_hours / l.output_tokens as f64 * 1e6),
     ));
     for slo in &l.slo {
         let metric = format!("slo_{}_{}_attainment", slo.kind, slo.percentile);
@@ -316,7 +316,7 @@ pub fn display_unit(key: &str, x: f64) -> (f64, &'static str) {
         "attainment",
         "fraction",
         "mfu",
-        "utilization_mean",
+        "utilization",
     ];
     // `tasks.per_s` too: a rate, not a time in seconds.
     if key.ends_with("_per_s") || key.ends_with(".per_s") {

@@ -72,9 +72,9 @@ pub struct LlmServiceMetrics {
     /// KV blocks in use over the replicas' placed time, and the highest at any iteration.
     pub kv_utilization_mean_fraction: f64,
     pub kv_utilization_peak_fraction: f64,
-    /// Device-seconds its replicas held: each replica's devices × the time it was placed
-    /// (a replica lost to a failure stops holding them); what its $ per token is priced by.
-    pub device_seconds: f64,
+    /// Device-hours its replicas held: each replica's devices × the time it was placed (a
+    /// replica lost to a failure stops holding them); what its $ per token is priced by.
+    pub device_hours: f64,
     pub slo: Vec<LlmSloMetrics>,
     /// `None`: a colocated service (every replica prefills and decodes).
     pub disaggregation: Option<LlmDisaggMetrics>,
@@ -255,7 +255,7 @@ impl crate::sim::Sim<'_> {
                     0.0
                 },
                 kv_utilization_peak_fraction: peak.max(m.kv_peak),
-                device_seconds: placed_ns / 1e9 * f64::from(llm.tp),
+                device_hours: placed_ns / 3.6e12 * f64::from(llm.tp),
                 slo,
                 disaggregation,
             });
