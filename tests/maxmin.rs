@@ -436,10 +436,11 @@ fn dense_identical_paths_and_capacity_changes_match_the_reference() {
 
 #[test]
 fn large_batches_filled_from_scratch_match_the_reference() {
-    // A batch at least as large as the network it joins is filled from scratch (16 flows or
-    // more); the incremental changes after it, and the next large batch over the flows
-    // already there, must agree with the textbook filling, bytes included. Paths repeat
-    // links, some are empty (unconstrained), capacities drop to zero and come back.
+    // A batch at least four times as large as the network it joins is filled from scratch
+    // (16 flows or more: the first, and later ones after removals); the incremental changes
+    // after it, and the next large batch over the flows already there, must agree with the
+    // textbook filling, bytes included. Paths repeat links, some are empty (unconstrained),
+    // capacities drop to zero and come back.
     let mut s = 0x0ba7_c4e5_u64;
     let cases: usize = std::env::var("MAXMIN_CASES")
         .ok()

@@ -123,9 +123,11 @@ pub(super) fn touch(mark: &mut [u64], touched: &mut Vec<u32>, op: u64, l: LinkId
 /// A flow's bytes below this count as done (rounding of `advance`).
 const DONE: f64 = 1e-6;
 
-/// A batch of at least this many flows, and at least as many as are active already, is
-/// filled from scratch ([`super::rebuild`]): it would disturb most of the network anyway, and
-/// one pass over its links beats rounds of incremental refills.
+/// A batch of at least this many flows, and at least four times as many as are active
+/// already, is filled from scratch ([`super::rebuild`]): it would disturb most of the network
+/// anyway, and one pass over its links beats rounds of incremental refills. (At one times,
+/// `orrery bench --contention` took 49 s against 36–38 s: its rings' rounds of 128+ flows
+/// then rebuilt a network of a few thousand flows too often.)
 const REBUILD_BATCH: usize = 16;
 
 impl FlowNet {
@@ -171,7 +173,7 @@ impl FlowNet {
     }
 
     /// Start many flows at once with a single recomputation (flows that start together).
-    /// A batch of [`REBUILD_BATCH`] or more, at least as many as are active, is filled from
+    /// A batch of [`REBUILD_BATCH`] or more, at least 4× as many as are active, is filled from
     /// scratch ([`super::rebuild`]); a smaller one is refilled incrementally.
     pub fn add_batch(
         &mut self,
@@ -186,7 +188,7 @@ impl FlowNet {
             fresh.push((id, bytes.max(0.0)));
         }
         let ids: Vec<FlowId> = fresh.iter().map(|&(id, _)| FlowId(id)).collect();
-        let rebuild = fresh.len() >= REBUILD_BATCH.max(before);
+        let rebuild = fresh.len() >= REBUILD_BATCH.max(4 * before);
         for &(id, bytes) in &fresh {
             if self.flows[id as usize].links.is_empty() {
                 let c = self.new_class();

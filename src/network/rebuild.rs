@@ -1,8 +1,8 @@
-//! A from-scratch progressive filling for a batch at least as large as the network it joins
-//! (10,000 flows starting together on an empty fat-tree, a collective round on an idle
-//! fabric): one pass over every link the flows cross, then the rate classes built from its
-//! result, instead of the incremental refill's rounds of slack links overflowing one after
-//! another.
+//! A from-scratch progressive filling for a batch at least four times as large as the
+//! network it joins (10,000 flows starting together on an empty fat-tree, a collective round
+//! on an idle fabric): one pass over every link the flows cross, then the rate classes built
+//! from its result, instead of the incremental refill's rounds of slack links overflowing one
+//! after another.
 //!
 //! Textbook progressive filling (Bertsekas & Gallager, "Data Networks", §6.5.2): every
 //! unfrozen flow rises together; the link whose share (capacity left ÷ unfrozen crossings) is
