@@ -34,10 +34,10 @@ const DYING_SERVICE: &str = "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 
     failures {\n  at 30 s kill node n0\n}\n\
     experiment e {\n  horizon 100 s\n}\n";
 
-fn arrivals() -> BTreeMap<String, Vec<f64>> {
+fn arrivals() -> BTreeMap<String, orrery::spec::arrivals::Trace> {
     BTreeMap::from([(
         "a.csv".to_string(),
-        (0..100).map(|i| i as f64 + 0.5).collect(),
+        (0..100).map(|i| i as f64 + 0.5).collect::<Vec<_>>().into(),
     )])
 }
 

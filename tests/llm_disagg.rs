@@ -35,7 +35,7 @@ fn run(s: &Spec, horizon_s: u64, trace: Option<Vec<f64>>) -> RunResult {
         ..SimConfig::default()
     };
     if let Some(t) = trace {
-        cfg.traces = BTreeMap::from([("a.csv".to_string(), t)]);
+        cfg.traces = BTreeMap::from([("a.csv".to_string(), t.into())]);
     }
     let r = simulate(s, &cfg);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
@@ -337,7 +337,7 @@ fn a_request_cut_off_between_prefill_and_decode_is_undecided_or_missed() {
     let at_end = |s: &Spec| {
         let cfg = SimConfig {
             horizon: Some(end),
-            traces: BTreeMap::from([("a.csv".to_string(), vec![0.0])]),
+            traces: BTreeMap::from([("a.csv".to_string(), vec![0.0].into())]),
             ..SimConfig::default()
         };
         let r = simulate(s, &cfg);

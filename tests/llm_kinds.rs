@@ -28,7 +28,7 @@ fn scenario(body: &str) -> String {
 fn run(s: &Spec, horizon_s: f64, trace: Vec<f64>) -> RunResult {
     let cfg = SimConfig {
         horizon: Some((horizon_s * 1e9) as u64),
-        traces: BTreeMap::from([("a.csv".to_string(), trace)]),
+        traces: BTreeMap::from([("a.csv".to_string(), trace.into())]),
         ..SimConfig::default()
     };
     let r = simulate(s, &cfg);

@@ -76,7 +76,7 @@ fn swap_preemption_moves_the_blocks_by_hand_and_pays_their_pcie_time() {
 
     let cfg = SimConfig {
         horizon: Some(60_000_000_000),
-        traces: BTreeMap::from([("a.csv".to_string(), vec![0.0, 0.0])]),
+        traces: BTreeMap::from([("a.csv".to_string(), vec![0.0, 0.0].into())]),
         ..SimConfig::default()
     };
     let run = simulate(&s, &cfg);

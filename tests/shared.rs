@@ -372,7 +372,7 @@ fn service_payloads_move_between_the_head_and_the_replica() {
     let run = |text: &str, arrivals: Vec<f64>| {
         let s = spec(text);
         let cfg = SimConfig {
-            traces: [("t".to_string(), arrivals)].into(),
+            traces: [("t".to_string(), arrivals.into())].into(),
             horizon: Some(100 * orrery::engine::SEC),
             ..SimConfig::default()
         };
@@ -416,7 +416,7 @@ fn service_payloads_move_between_the_head_and_the_replica() {
     let local = svc("").replace("r: 1 }", "l: 1 }");
     let s = spec(&pair_nodes("none", &local));
     let cfg = SimConfig {
-        traces: [("t".to_string(), vec![0.0])].into(),
+        traces: [("t".to_string(), vec![0.0].into())].into(),
         horizon: Some(100 * orrery::engine::SEC),
         ..SimConfig::default()
     };

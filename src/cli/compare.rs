@@ -43,7 +43,7 @@ pub(super) fn compare(
             Err(e) => return fail(format!("{}: {e}", f.display())),
         };
         let (traces, empirical) =
-            match traces(&spec, Some(f)).and_then(|t| Ok((t, empirical(&spec, f)?))) {
+            match traces(&spec, &l.sources, Some(f)).and_then(|t| Ok((t, empirical(&spec, f)?))) {
                 Ok(x) => x,
                 Err(e) => return fail(e),
             };

@@ -41,7 +41,8 @@ pub(super) fn drill(
             Err(c) => return c,
         };
         let spec = l.spec.as_ref().expect("no errors means a spec");
-        let inputs = traces(spec, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?)));
+        let inputs =
+            traces(spec, &l.sources, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?)));
         let (traces, empirical) = match inputs {
             Ok(x) => x,
             Err(e) => {

@@ -58,7 +58,7 @@ pub(super) fn run(
     h.failures = failure_block.clone();
     h.horizon = horizon.map(str::to_string);
     outln!("{}", h.line());
-    let inputs = traces(spec, file).and_then(|t| match file {
+    let inputs = traces(spec, &l.sources, file).and_then(|t| match file {
         Some(f) => Ok((t, empirical(spec, f)?)),
         None => Ok((t, Default::default())),
     });

@@ -50,7 +50,7 @@ pub(super) fn sweep(
     };
     let spec = l.spec.as_ref().expect("no errors means a spec");
     let (traces, empirical) =
-        match traces(spec, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?))) {
+        match traces(spec, &l.sources, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?))) {
             Ok(x) => x,
             Err(e) => return fail(e),
         };

@@ -36,7 +36,7 @@ pub struct Entry {
     pub file: String,
     pub scenario_hash: String,
     pub spec: Spec,
-    pub traces: BTreeMap<String, Vec<f64>>,
+    pub traces: BTreeMap<String, crate::spec::arrivals::Trace>,
     pub empirical: BTreeMap<String, Vec<f64>>,
     /// Apply only this `failures` block (default: every block).
     pub failure_block: Option<String>,

@@ -66,7 +66,7 @@ pub struct DrillConfig {
     /// End of the simulated window (default: as `orrery run`, the first experiment's horizon).
     pub horizon: Option<Time>,
     /// Arrival traces, as [`SimConfig::traces`].
-    pub traces: BTreeMap<String, Vec<f64>>,
+    pub traces: BTreeMap<String, crate::spec::arrivals::Trace>,
     /// Empirical distribution samples, as [`SimConfig::empirical`].
     pub empirical: BTreeMap<String, Vec<f64>>,
     /// Advanced once per finished run (hidden when `None`).

@@ -123,7 +123,7 @@ pub struct SweepConfig {
     pub threads: usize,
     /// `(i, n)`: run only the runs whose number mod n = i.
     pub shard: Option<(usize, usize)>,
-    pub traces: BTreeMap<String, Vec<f64>>,
+    pub traces: BTreeMap<String, crate::spec::arrivals::Trace>,
     pub empirical: BTreeMap<String, Vec<f64>>,
     pub progress: Option<ProgressBar>,
 }

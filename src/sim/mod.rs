@@ -132,8 +132,9 @@ pub struct SimConfig {
     pub horizon: Option<Time>,
     /// `workload.item` whose first placement decision is explained.
     pub explain: Option<String>,
-    /// Arrival times (seconds) of `arrival trace` services, by file name as written.
-    pub traces: BTreeMap<String, Vec<f64>>,
+    /// Arrival traces of `arrival trace` services (times in seconds, token columns), by
+    /// file name as written.
+    pub traces: BTreeMap<String, crate::spec::arrivals::Trace>,
     /// Keep every allocation and free in [`RunResult::trace`] (for invariant checks).
     pub record: bool,
     /// Apply only the `failures NAME` block of that name (default: every block).

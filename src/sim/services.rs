@@ -45,6 +45,8 @@ pub(super) struct Service {
     pub(super) rate: f64,
     pub(super) burst: u64,
     pub(super) trace: Vec<Time>,
+    /// Each trace row's (prompt, output) tokens, in `trace`'s order (empty: none in the file).
+    pub(super) trace_tokens: Vec<(u32, u32)>,
     pub(super) trace_next: usize,
     pub(super) arrived: u64,
     pub(super) latencies: Vec<f64>,
@@ -75,17 +77,22 @@ impl Sim<'_> {
         // Services: replicas now, arrivals from time zero.
         for (si, s) in w.services.iter().enumerate() {
             let sid = self.services.len() as u32;
-            let (rate, burst, trace) = match &s.arrival {
-                Arrival::Poisson(r) => (r.0, 1, Vec::new()),
-                Arrival::Bursty { rate, burst } => (rate.0, *burst, Vec::new()),
+            let (rate, burst, trace, trace_tokens) = match &s.arrival {
+                Arrival::Poisson(r) => (r.0, 1, Vec::new(), Vec::new()),
+                Arrival::Bursty { rate, burst } => (rate.0, *burst, Vec::new(), Vec::new()),
                 Arrival::Trace(path) => {
-                    let mut t: Vec<Time> = cfg
-                        .traces
-                        .get(path)
-                        .map(|v| v.iter().map(|x| secs(*x)).collect())
-                        .unwrap_or_default();
-                    t.sort_unstable();
-                    (0.0, 1, t)
+                    let empty = crate::spec::arrivals::Trace::default();
+                    let tr = cfg.traces.get(path).unwrap_or(&empty);
+                    // Rows in time order, ties in file order, their tokens along.
+                    let mut order: Vec<usize> = (0..tr.arrivals.len()).collect();
+                    order.sort_by_key(|&i| secs(tr.arrivals[i]));
+                    let t = order.iter().map(|&i| secs(tr.arrivals[i])).collect();
+                    let tokens = if tr.tokens.len() == tr.arrivals.len() {
+                        order.iter().map(|&i| tr.tokens[i]).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    (0.0, 1, t, tokens)
                 }
             };
             let request = self
@@ -102,6 +109,7 @@ impl Sim<'_> {
                 rate,
                 burst,
                 trace,
+                trace_tokens,
                 trace_next: 0,
                 arrived: 0,
                 latencies: Vec::new(),

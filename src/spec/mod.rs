@@ -5,6 +5,7 @@
 //! location. Architecture invariant: a `Spec` is only handed out when there were no errors, so
 //! the engine never sees an unknown name, a wrong unit or an impossible topology.
 
+pub mod arrivals;
 pub mod cluster;
 pub mod disagg;
 pub mod experiment;

@@ -257,8 +257,9 @@ pub const SERVICE: &[StmtDef] = &[
 ];
 /// An `slo`'s words: what an LLM service's SLO bounds, then the percentile.
 pub const SLO_WORDS: &[&str] = &["ttft", "tpot", "e2e", "p50", "p90", "p99", "p999"];
-/// `prompt` / `output` of an LLM service: `tokens fixed N` or `tokens uniform A..B`.
-pub const TOKEN_WORDS: &[&str] = &["tokens", "fixed", "uniform"];
+/// `prompt` / `output` of an LLM service: `tokens fixed N`, `tokens uniform A..B` or
+/// `tokens trace max N`.
+pub const TOKEN_WORDS: &[&str] = &["tokens", "fixed", "uniform", "trace", "max"];
 
 pub const ACTIONS: &[&str] = &["kill", "down", "degrade", "power_loss", "xid"];
 pub const TARGET_CLASSES: &[&str] = &[

@@ -59,6 +59,11 @@ pub enum Tokens {
     Fixed(u32),
     /// Uniform over `lo..=hi`.
     Uniform(u32, u32),
+    /// Each request's row of the service's arrival trace ([`super::arrivals`]), at most
+    /// `max` (what memory is planned for, as vLLM's `max_model_len`; a longer row is an error).
+    Trace {
+        max: u32,
+    },
 }
 
 impl Tokens {
@@ -66,6 +71,7 @@ impl Tokens {
         match self {
             Tokens::Fixed(n) => n,
             Tokens::Uniform(_, hi) => hi,
+            Tokens::Trace { max } => max,
         }
     }
 }
@@ -159,16 +165,24 @@ fn tokens(cx: &mut Cx, a: &mut Args) -> Option<Tokens> {
                 a.end_span(),
                 format!("`{}` needs `tokens`", a.stmt.key.name),
             )
-            .with_help("write `tokens fixed 512` or `tokens uniform 100..2000`"),
+            .with_help(
+                "write `tokens fixed 512`, `tokens uniform 100..2000` or `tokens trace max 8192`",
+            ),
         );
         return None;
     }
     let kind = rd::choice(
         cx,
-        a.req("`fixed` or `uniform`")?,
-        &["fixed", "uniform"],
+        a.req("`fixed`, `uniform` or `trace`")?,
+        &["fixed", "uniform", "trace"],
         "token distribution",
     )?;
+    if kind == "trace" {
+        let v = a.need("max", "max N (the longest the trace may hold)")?;
+        return Some(Tokens::Trace {
+            max: rd::count(cx, v, 1, MAX_REQUEST_TOKENS)? as u32,
+        });
+    }
     let v = a.req("a token count")?;
     if kind == "fixed" {
         return Some(Tokens::Fixed(
@@ -435,6 +449,22 @@ impl ServiceModel {
             );
             return None;
         };
+        let traced = [("prompt", prompt), ("output", output)]
+            .into_iter()
+            .find(|(_, t)| matches!(t, Tokens::Trace { .. }));
+        if let Some((what, _)) = traced
+            && !matches!(sv.arrival, super::workload::Arrival::Trace(_))
+        {
+            let at = stmts
+                .iter()
+                .find(|s| s.key.name == what)
+                .map_or(span, |s| s.head_span());
+            cx.push(
+                Diagnostic::error(at, format!("`{what} tokens trace` reads the arrival trace's token columns, but service `{}` has no `arrival trace`", sv.name))
+                    .with_help("write `arrival trace \"FILE\"` with rows `arrival_s,prompt_tokens,output_tokens`, or draw the tokens (`tokens uniform 100..2000`)"),
+            );
+            return None;
+        }
         let disagg = match self.disagg {
             Some(p) => Some(super::disagg::finish(cx, scope, p, stmts)?),
             None => None,

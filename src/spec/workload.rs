@@ -247,6 +247,9 @@ pub struct Service {
     /// Its `resources` statement (else its head), where "can never be placed" points.
     #[serde(skip)]
     pub span: Span,
+    /// Its `arrival` statement, which errors about a trace's rows name beside the file.
+    #[serde(skip)]
+    pub arrival_span: Option<Span>,
     /// The model-level form (`model NAME` and its engine, [`super::serving`]); it excludes
     /// `compute`, `service_time`, `batch`, `device_memory`, `request` and `response`.
     pub llm: Option<super::serving::LlmServing>,
@@ -1447,6 +1450,7 @@ pub fn workload(
                         request: None,
                         response: None,
                         span: stmt_span(&blk.stmts, "resources", s.head_span()),
+                        arrival_span: None,
                         llm: None,
                     };
                     let mut has_arrival = false;
@@ -1491,6 +1495,7 @@ pub fn workload(
                                         ),
                                     };
                                     has_arrival = true;
+                                    sv.arrival_span = Some(s2.head_span());
                                 }
                                 "compute" => sv.compute = Some(compute(cx, &mut b, "request")?),
                                 "device_memory" => {

@@ -9,10 +9,14 @@ use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
 use crate::spec::serving::{LlmServing, Tokens};
 use rand::RngExt;
 
-fn draw(t: Tokens, rng: &mut rand_chacha::ChaCha8Rng) -> u32 {
+/// A request's tokens: drawn, or its trace row's (`row`: that column), clamped to
+/// `1..=max` (the CLI rejects longer rows, `spec::arrivals::check_tokens`; a trace without
+/// the column gives `max`).
+fn draw(t: Tokens, row: Option<u32>, rng: &mut rand_chacha::ChaCha8Rng) -> u32 {
     match t {
         Tokens::Fixed(n) => n,
         Tokens::Uniform(lo, hi) => rng.random_range(lo..=hi),
+        Tokens::Trace { max } => row.unwrap_or(max).clamp(1, max),
     }
 }
 
@@ -51,12 +55,17 @@ impl Sim<'_> {
         } else {
             Pool::Both
         };
-        for _ in 0..n {
+        // Trace arrivals: the rows just consumed, `trace_next - n ..`.
+        let first_row = self.services[sid as usize]
+            .trace_next
+            .checked_sub(n as usize);
+        for k in 0..n as usize {
             let svc = &mut self.services[sid as usize];
             svc.arrived += 1;
+            let row = first_row.and_then(|f| svc.trace_tokens.get(f + k).copied());
             let (prompt, output) = (
-                draw(llm.prompt, &mut svc.rng),
-                draw(llm.output, &mut svc.rng),
+                draw(llm.prompt, row.map(|r| r.0), &mut svc.rng),
+                draw(llm.output, row.map(|r| r.1), &mut svc.rng),
             );
             let seq = if pool == Pool::Prefill {
                 let mut s = Seq::new(now, prompt, 1);
