@@ -213,6 +213,28 @@ pub(super) enum Command {
         #[arg(long)]
         remote_inputs: bool,
     },
+    /// Price one collective at many sizes for ranks placed on a scenario's cluster, printed as
+    /// nccl-tests prints its table (size, count, type, time, algbw, busbw).
+    Collectives {
+        file: PathBuf,
+        /// allreduce, allgather, reducescatter, alltoall, broadcast or sendrecv.
+        #[arg(long, default_value = "allreduce")]
+        op: String,
+        /// ring, tree, nvls, hierarchical or pairwise (default: the fastest the model has for
+        /// each size, named in the last column).
+        #[arg(long)]
+        algo: Option<String>,
+        /// `N` (N one-device bundles, PACK) or `NODESxDEVICES` (STRICT_SPREAD), placed by the
+        /// scenario's policy on the empty cluster (default: every device of the first node).
+        #[arg(long)]
+        ranks: Option<String>,
+        /// `LO..HI` doubling (K, M, G: powers of 1024, as nccl-tests' -b/-e) or a list.
+        #[arg(long, default_value = "1K..8G")]
+        sizes: String,
+        /// Print `size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm` rows instead.
+        #[arg(long)]
+        csv: bool,
+    },
     /// Compare transports (object store, NVLink P2P, NCCL, Gloo, NIXL, RDMA, GPUDirect RDMA,
     /// host-staged RDMA, TCP) on the same transfers over a scenario's cluster.
     Transports {

@@ -9,6 +9,7 @@ mod bench;
 mod calibrate;
 mod catalog;
 mod check;
+mod collectives;
 mod common;
 mod compare;
 mod drill;
@@ -118,6 +119,23 @@ pub fn main() -> ExitCode {
             write,
         } => fmt::fmt(&files, check, write),
         Command::Catalog { json, source } => catalog::catalog(json, source),
+        Command::Collectives {
+            file,
+            op,
+            algo,
+            ranks,
+            sizes,
+            csv,
+        } => collectives::collectives(
+            &file,
+            collectives::Choices {
+                op: &op,
+                algo: algo.as_deref(),
+                ranks: ranks.as_deref(),
+                sizes: &sizes,
+                csv,
+            },
+        ),
         Command::Transports {
             file,
             sizes,

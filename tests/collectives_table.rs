@@ -1,0 +1,136 @@
+//! `orrery collectives`: nccl-tests' table for ranks the scenario's placement places, priced
+//! by the same collective model as the simulation (checked against its closed forms here).
+
+use orrery::experiment::collectives::{self as ec, parse_sizes, place_ranks, table};
+use orrery::network::collective::Algorithm;
+use orrery::sim::models::ALPHA_NVLINK;
+use orrery::spec::{Spec, load_str};
+use std::process::Command;
+
+fn spec(src: &str) -> Spec {
+    let l = load_str("t.orr", src);
+    assert!(!l.has_errors(), "{}", l.render(false));
+    l.spec.unwrap()
+}
+
+const TWO_DGX: &str = "cluster c {\n  node dgx_h100 x 2\n  fabric single_switch\n}\n";
+
+#[test]
+fn sizes_double_from_lo_to_hi_in_powers_of_1024() {
+    assert_eq!(
+        parse_sizes("1K..8K").unwrap(),
+        vec![1024.0, 2048.0, 4096.0, 8192.0]
+    );
+    assert_eq!(parse_sizes("1K..8G").unwrap().len(), 24);
+    assert_eq!(
+        parse_sizes("1M,64MiB,100").unwrap(),
+        vec![1048576.0, 67108864.0, 100.0]
+    );
+    for bad in ["8K..1K", "1Q", "0", "x..1K", "1..1P"] {
+        assert!(parse_sizes(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn ranks_are_placed_by_the_scenarios_placement() {
+    let s = spec(TWO_DGX);
+    // 2x8: STRICT_SPREAD, one bundle of 8 on each node, node by node.
+    let (r, _) = place_ranks(&s, "2x8").unwrap();
+    assert_eq!(r.len(), 16);
+    assert!(r[..8].iter().all(|&(n, _)| n == r[0].0));
+    assert!(r[8..].iter().all(|&(n, _)| n == r[8].0) && r[0].0 != r[8].0);
+    // 4 one-GPU bundles with PACK: one node.
+    let (r, _) = place_ranks(&s, "4").unwrap();
+    assert_eq!(r.len(), 4);
+    assert!(r.iter().all(|&(n, _)| n == r[0].0));
+    // More than the cluster holds, or nonsense.
+    assert!(place_ranks(&s, "3x8").unwrap_err().contains("cannot hold"));
+    assert!(place_ranks(&s, "17").unwrap_err().contains("cannot hold"));
+    for bad in ["0", "x8", "2xq", "-1"] {
+        assert!(place_ranks(&s, bad).is_err(), "{bad}");
+    }
+    assert_eq!(ec::default_ranks(&s).unwrap(), "1x8");
+}
+
+#[test]
+fn a_ring_row_is_the_models_closed_form_and_busbw_follows_nccl_tests() {
+    // One DGX H100, ring allreduce: 2(p−1)α + 2(p−1)/p·n/β with β the NVLink rate
+    // (tests/collectives.rs derives it for the model).
+    let s = spec(TWO_DGX);
+    let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
+    let n = 1024f64.powi(3);
+    let t = table(
+        &s,
+        ec::parse_op("allreduce").unwrap(),
+        Some(Algorithm::Ring),
+        ranks,
+        policy,
+        &[n],
+    )
+    .unwrap();
+    let p = 8.0;
+    let want = 2.0 * (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / 450e9;
+    let row = &t.rows[0];
+    assert!(
+        (row.result.secs - want).abs() < 1e-9 * want,
+        "{}",
+        row.result.secs
+    );
+    assert!((row.result.algbw - n / want).abs() < 1e-6 * row.result.algbw);
+    assert!((row.result.busbw - row.result.algbw * 2.0 * 7.0 / 8.0).abs() < 1.0);
+    assert_eq!(row.count, (n / 4.0) as u64);
+    // Without --algo each size takes the fastest the model has: never slower than the ring.
+    let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
+    let op = ec::parse_op("allreduce").unwrap();
+    let best = table(&s, op, None, ranks, policy, &[1024.0, n]).unwrap();
+    assert!(best.rows[1].result.secs <= row.result.secs);
+    // An algorithm the op does not have is an error.
+    let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
+    let ag = ec::parse_op("allgather").unwrap();
+    let e = table(&s, ag, Some(Algorithm::Tree), ranks, policy, &[n]).unwrap_err();
+    assert!(e.contains("no tree"), "{e}");
+}
+
+#[test]
+fn the_cli_prints_nccl_tests_columns_and_csv() {
+    let dir = std::env::temp_dir().join(format!("orrery-colls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("two.orr");
+    std::fs::write(&f, TWO_DGX).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_orrery"))
+            .arg("collectives")
+            .arg(&f)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--ranks", "2x8", "--sizes", "1K..1M", "--csv"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm"
+    );
+    assert_eq!(lines.len(), 1 + 11);
+    assert!(lines[1].starts_with("1024,256,"), "{}", lines[1]);
+    let o = run(&["--op", "alltoall", "--sizes", "1M"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("(GB/s)") && text.contains("pairwise"),
+        "{text}"
+    );
+    for bad in [
+        &["--op", "reduce"][..],
+        &["--algo", "nvlsx"],
+        &["--sizes", "9G..1K"],
+        &["--ranks", "9x8"],
+    ] {
+        let o = run(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: "));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
