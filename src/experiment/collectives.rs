@@ -381,8 +381,8 @@ impl std::fmt::Display for Table {
         )?;
         writeln!(
             f,
-            "#{:>12} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {}",
-            "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "algorithm"
+            "#{:>12} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  algorithm",
+            "size", "count", "type", "redop", "root", "time", "algbw", "busbw"
         )?;
         writeln!(
             f,
