@@ -19,6 +19,7 @@
 mod disagg;
 pub mod engine;
 pub mod metrics;
+mod pipeline;
 mod run;
 
 pub(crate) use disagg::{DisaggState, Pool};
@@ -99,6 +100,8 @@ pub(crate) struct LlmReplica {
     /// Which pool it serves (`disaggregate`), and KV caches on their way to it (decode).
     pub(crate) pool: Pool,
     pub(crate) incoming: u32,
+    /// Its pipeline stages and batches in flight (pp > 1; `None`: one batch at a time).
+    pub(crate) pipe: Option<Box<pipeline::Pipe>>,
 }
 
 /// A service's LLM measurements, over its replicas.
