@@ -196,13 +196,14 @@ fn two_batches_in_flight_overlap_as_two_replicas_would() {
         // One batch at a time through the pipeline: both batches in turn, 2·(c0 + x + c1).
         serial = serial.min(2.0 * (st[0] + x + st[1]));
     }
-    assert!(bound < 1.01, "{bound}");
+    assert!(bound < 1.005, "{bound}");
     let ratio = ma.tpot.mean / mb.tpot.mean;
     assert!(
         ratio >= 1.0 - 1e-6 && ratio <= bound + 1e-6,
         "{ratio} {bound}"
     );
-    // Tokens per second: the same tokens over the decode time.
+    // The same tokens; decoding, n sequences make n tokens per TPOT, so the tokens/s ratio
+    // (pp 2 over two replicas) is 1 / ratio, in [1 / bound, 1].
     assert_eq!(ma.output_tokens, mb.output_tokens);
     // And nowhere near one batch at a time.
     assert!(ma.tpot.mean < 0.55 * serial, "{} {serial}", ma.tpot.mean);
