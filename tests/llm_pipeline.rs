@@ -29,7 +29,7 @@ fn run(s: &Spec, horizon_s: u64, trace: Option<Vec<f64>>) -> RunResult {
         ..SimConfig::default()
     };
     if let Some(t) = trace {
-        cfg.traces = BTreeMap::from([("a.csv".to_string(), t)]);
+        cfg.traces = BTreeMap::from([("a.csv".to_string(), t.into())]);
     }
     let r = simulate(s, &cfg);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
