@@ -293,3 +293,39 @@ fn a_pipelined_replica_lost_with_batches_in_flight_loses_their_requests() {
         serde_json::to_string(&b.metrics).unwrap()
     );
 }
+
+#[test]
+fn the_pipeline_scenario_pays_only_when_batches_split() {
+    // scenarios/llm_pipeline.orr's answer (seed 1, 300 s): at the default budget tp 4 pp 2
+    // runs one batch at a time and falls far behind tp 8; at budget 512 its batches overlap
+    // and it matches tp 8.
+    let l = orrery::spec::load_file(std::path::Path::new("scenarios/llm_pipeline.orr")).unwrap();
+    assert!(!l.has_errors(), "{}", l.render(false));
+    let s = l.spec.unwrap();
+    let cfg = SimConfig {
+        seed: 1,
+        horizon: Some(300 * orrery::engine::SEC),
+        ..SimConfig::default()
+    };
+    let r = simulate(&s, &cfg);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let by = |w: &str| {
+        r.metrics
+            .llm_services
+            .iter()
+            .find(|m| m.workload == w)
+            .unwrap()
+            .clone()
+    };
+    let (tp8, pp2) = (by("tp8"), by("tp4pp2"));
+    assert!(
+        pp2.ttft.p50 > 10.0 * tp8.ttft.p50,
+        "{} {}",
+        pp2.ttft.p50,
+        tp8.ttft.p50
+    );
+    assert!(pp2.tpot.p50 > 2.0 * tp8.tpot.p50);
+    let (tp8, pp2) = (by("tp8_b512"), by("tp4pp2_b512"));
+    assert!(pp2.ttft.p50 < tp8.ttft.p50);
+    assert!((pp2.tpot.p50 / tp8.tpot.p50 - 1.0).abs() < 0.10);
+}
