@@ -25,6 +25,12 @@
 //! - *Iteration bytes* (per rank): all weights read once, the KV of every scheduled
 //!   sequence's cached context read, the new tokens' KV written; activations stay on chip.
 //! - *Kernels*: [`KERNELS_PER_LAYER`] per layer plus [`KERNELS_FIXED`] per iteration.
+//! - *Pipeline stages* (`pp` > 1): stage s holds [`stage_layers`] of the layers (vLLM's
+//!   `get_pp_indices`, `vllm/distributed/utils.py`, read at commit 5a6541db of
+//!   vllm-project/vllm), the first also the embedding, the last the final norm and the output
+//!   layer (each stage its own copy when the embeddings are tied). A [`Footprint`] is one
+//!   stage's rank: its weights, its layers' KV, its reserve (the logits only on the last), and
+//!   [`iteration_work`] is that stage's share of the iteration.
 
 use super::check::Split;
 use super::memory::stage_params;
@@ -39,21 +45,38 @@ pub const KERNELS_PER_LAYER: f64 = 9.0;
 /// Kernels per iteration outside the layers: final norm, logits GEMM, sampler.
 pub const KERNELS_FIXED: f64 = 3.0;
 
-/// Per-rank memory figures of one replica.
+/// Per-rank memory figures of one pipeline stage of a replica (the replica's, with pp 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Footprint {
     pub weights_bytes: f64,
     /// KV cache bytes one token takes on one rank.
     pub kv_token_bytes: f64,
     pub reserve_bytes: f64,
+    /// The stage's layers (all of them with pp 1).
+    pub layers: u32,
+    /// The last stage: it computes the final norm, the logits and samples.
+    pub last: bool,
 }
 
-/// One layer-one-stage layout of `tp` ranks (for [`stage_params`]).
-fn layout(tp: u32) -> (Layout, Split) {
+/// Layers of each of `pp` stages, as vLLM's `get_pp_indices` splits them: ⌊layers / pp⌋
+/// each, the remainder one more each on the stages before the last, from the second-to-last
+/// backwards (the last holds the final norm and output layer, the first the embedding).
+pub fn stage_layers(layers: u32, pp: u32) -> Vec<u32> {
+    let pp = pp.max(1) as usize;
+    let mut out = vec![layers / pp as u32; pp];
+    let rem = (layers % pp as u32) as usize;
+    for i in 2..rem + 2 {
+        out[pp - i] += 1;
+    }
+    out
+}
+
+/// A `pp`-stage layout of `tp` ranks (for [`stage_params`]).
+fn layout(tp: u32, pp: u32) -> (Layout, Split) {
     let l = Layout {
         tp,
         sp: false,
-        pp: 1,
+        pp,
         schedule: Schedule::OneFOneB,
         dp: 1,
         sharding: Sharding::None,
@@ -86,9 +109,24 @@ impl Footprint {
         token_budget: u32,
         max_seqs: u32,
     ) -> Self {
-        let (l, mut split) = layout(tp);
-        split.layers_per_stage = m.layers;
-        let p = stage_params(m, &l, &split, 0);
+        Footprint::stage(m, tp, 1, 0, dtype_bytes, token_budget, max_seqs)
+    }
+
+    /// Stage `stage` of `pp` (layers as [`stage_layers`]).
+    pub fn stage(
+        m: &Transformer,
+        tp: u32,
+        pp: u32,
+        stage: u32,
+        dtype_bytes: f64,
+        token_budget: u32,
+        max_seqs: u32,
+    ) -> Self {
+        let layers = stage_layers(m.layers, pp)[stage as usize];
+        let last = stage + 1 == pp;
+        let (l, mut split) = layout(tp, pp);
+        split.layers_per_stage = layers;
+        let p = stage_params(m, &l, &split, stage);
         let t = f64::from(tp);
         let (h, q, kv) = (m.hidden as f64, m.q_dim(), m.kv_dim());
         let ffn = m
@@ -98,24 +136,59 @@ impl Footprint {
         Footprint {
             weights_bytes: (p.dense + p.expert) * dtype_bytes,
             kv_token_bytes: 2.0
-                * f64::from(m.layers)
+                * f64::from(layers)
                 * kv_heads_per_rank(m, tp)
                 * m.head_dim as f64
                 * dtype_bytes,
             reserve_bytes: f64::from(token_budget) * per_token
-                + f64::from(max_seqs) * 4.0 * m.vocab as f64 / t,
+                + if last {
+                    f64::from(max_seqs) * 4.0 * m.vocab as f64 / t
+                } else {
+                    0.0
+                },
+            layers,
+            last,
         }
     }
 
-    /// An LLM service's footprint.
+    /// Each pipeline stage's footprint of an LLM service (one with pp 1).
+    pub fn stages(s: &crate::spec::serving::LlmServing) -> Vec<Self> {
+        (0..s.pp)
+            .map(|i| {
+                Footprint::stage(
+                    &s.model,
+                    s.tp,
+                    s.pp,
+                    i,
+                    super::dtype_bytes(&s.dtype),
+                    s.engine.token_budget,
+                    s.engine.max_seqs,
+                )
+            })
+            .collect()
+    }
+
+    /// An LLM service's footprint: with pp > 1, of the stage whose ranks need the most
+    /// memory for one longest request (the placement's need).
     pub fn of(s: &crate::spec::serving::LlmServing) -> Self {
-        Footprint::new(
-            &s.model,
-            s.tp,
-            super::dtype_bytes(&s.dtype),
-            s.engine.token_budget,
-            s.engine.max_seqs,
-        )
+        let tokens = u64::from(s.prompt.max()) + u64::from(s.output.max());
+        let k = s.engine.kv_block;
+        let mut all = Footprint::stages(s);
+        let need = |f: &Footprint| f.need(tokens, k);
+        let mut best = all.swap_remove(0);
+        for f in all {
+            if need(&f) > need(&best) {
+                best = f;
+            }
+        }
+        best
+    }
+
+    /// Bytes one rank needs: weights, reserve and the KV blocks of `tokens` tokens.
+    pub fn need(&self, tokens: u64, kv_block: u32) -> f64 {
+        self.weights_bytes
+            + self.reserve_bytes
+            + self.blocks_for(tokens, kv_block) as f64 * self.block_bytes(kv_block)
     }
 
     pub fn block_bytes(&self, kv_block: u32) -> f64 {
@@ -161,7 +234,8 @@ impl BatchShape {
     }
 }
 
-/// One iteration's work on one rank (see the module doc).
+/// One iteration's work on one rank of `f`'s stage (see the module doc): its layers, and
+/// on the last stage the logits and the fixed kernels.
 pub fn iteration_work(
     m: &Transformer,
     tp: u32,
@@ -169,15 +243,28 @@ pub fn iteration_work(
     b: &BatchShape,
 ) -> crate::compute::Work {
     let t = f64::from(tp);
-    let layers = f64::from(m.layers);
+    let layers = f64::from(f.layers);
     let matmul = 2.0 * layers * m.layer_matmul_params() * b.tokens;
     let attention = layers * 4.0 * m.q_dim() * b.attention_pairs;
-    let logits = m.output_forward_flop_per_token() * b.sampled;
+    let (logits, fixed) = if f.last {
+        (m.output_forward_flop_per_token() * b.sampled, KERNELS_FIXED)
+    } else {
+        (0.0, 0.0)
+    };
     crate::compute::Work {
         flop: (matmul + attention + logits) / t,
         bytes: f.weights_bytes + f.kv_token_bytes * (b.context_tokens + b.tokens),
-        kernels: KERNELS_PER_LAYER * layers + KERNELS_FIXED,
+        kernels: KERNELS_PER_LAYER * layers + fixed,
     }
+}
+
+/// Bytes one rank sends to the same rank of the next stage per iteration: the intermediate
+/// tensors (hidden states and residual, 2 × tokens × hidden × dtype bytes) split over the
+/// stage's `tp` ranks — vLLM's send-allgather (`GroupCoordinator.send_tensor_dict` with
+/// `all_gather_group` the TP group, `vllm/distributed/parallel_state.py`): each rank sends
+/// its 1/tp slice of each tensor and the receiving stage all-gathers them.
+pub fn stage_send_bytes(m: &Transformer, tp: u32, tokens: f64, dtype_bytes: f64) -> f64 {
+    2.0 * tokens * m.hidden as f64 * dtype_bytes / f64::from(tp)
 }
 
 /// Bytes of one tensor-parallel all-reduce of the iteration (per rank, nccl-tests' size):
@@ -189,6 +276,11 @@ pub fn allreduce_bytes(m: &Transformer, tokens: f64, dtype_bytes: f64) -> f64 {
 /// All-reduces per iteration: 2 per layer.
 pub fn allreduces(m: &Transformer) -> f64 {
     2.0 * f64::from(m.layers)
+}
+
+/// All-reduces of `f`'s stage per iteration: 2 per layer it holds.
+pub fn stage_allreduces(f: &Footprint) -> f64 {
+    2.0 * f64::from(f.layers)
 }
 
 #[cfg(test)]
@@ -207,6 +299,28 @@ mod tests {
         // tp 16 > 8 KV heads: one head per rank.
         let f16 = Footprint::new(&m, 16, 2.0, 8192, 256);
         assert_eq!(f16.kv_token_bytes, 2.0 * 32.0 * 128.0 * 2.0);
+    }
+
+    #[test]
+    fn stages_split_layers_as_vllm_does() {
+        assert_eq!(stage_layers(80, 2), vec![40, 40]);
+        // get_pp_indices: the remainder goes to the stages before the last, backwards.
+        assert_eq!(stage_layers(32, 3), vec![11, 11, 10]);
+        assert_eq!(stage_layers(30, 4), vec![7, 8, 8, 7]);
+        assert_eq!(stage_layers(31, 4), vec![8, 8, 8, 7]);
+        let m = crate::model::catalog::find("llama3_8b").unwrap();
+        let one = Footprint::new(&m, 1, 2.0, 8192, 256);
+        let s: Vec<_> = (0..2)
+            .map(|i| Footprint::stage(&m, 1, 2, i, 2.0, 8192, 256))
+            .collect();
+        // Untied embeddings: the stages' weights and KV add up to the whole replica's.
+        assert!((s[0].weights_bytes + s[1].weights_bytes - one.weights_bytes).abs() < 1.0);
+        assert_eq!(
+            s[0].kv_token_bytes + s[1].kv_token_bytes,
+            one.kv_token_bytes
+        );
+        assert!(s[1].last && !s[0].last && s[0].reserve_bytes < s[1].reserve_bytes);
+        assert_eq!(s[1].reserve_bytes, one.reserve_bytes);
     }
 
     #[test]

@@ -247,6 +247,9 @@ pub(crate) enum Ev {
     LlmRoundGo(u32, u32, bool),
     /// A KV cache move paid its fixed part: its flows start (service, move slot, generation).
     LlmKvGo(u32, u32, u32),
+    /// A pipelined LLM batch's timer is over (replica, epoch, flight; true: a round paid its
+    /// α, else its stage computed or a closed-form part is over).
+    LlmPipe(u32, u32, u32, bool),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -565,6 +568,7 @@ impl<'s> Sim<'s> {
             Ev::LlmComputed(r, epoch) => self.on_llm_computed(r, epoch),
             Ev::LlmRoundGo(r, epoch, closed) => self.on_llm_round_go(r, epoch, closed),
             Ev::LlmKvGo(sid, slot, generation) => self.on_llm_kv_go(sid, slot, generation),
+            Ev::LlmPipe(r, epoch, f, go) => self.on_llm_pipe(r, epoch, f, go),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
             Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
             Ev::TensorGo(a, epoch) => self.on_tensor_go(a, epoch),

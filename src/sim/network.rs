@@ -220,6 +220,11 @@ impl Sim<'_> {
                 Owner::Request { replica, epoch } => self.on_requests_arrived(replica, epoch),
                 Owner::Response { slot } => self.on_responses_arrived(slot),
                 Owner::LlmRound { replica, epoch } => self.on_llm_round_done(replica, epoch),
+                Owner::LlmPipe {
+                    replica,
+                    epoch,
+                    flight,
+                } => self.on_llm_pipe_flows(replica, epoch, flight),
                 Owner::LlmKv { service, slot } => self.on_llm_kv_done(service, slot),
             }
         }

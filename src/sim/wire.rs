@@ -65,6 +65,13 @@ pub(crate) enum Owner {
     Response { slot: u32 },
     /// A round of an LLM replica's iteration all-reduce (incarnation `epoch`).
     LlmRound { replica: u32, epoch: u32 },
+    /// A round of a pipelined LLM batch (`flight`): a stage's all-reduce, or its send to
+    /// the next stage and that stage's all-gather.
+    LlmPipe {
+        replica: u32,
+        epoch: u32,
+        flight: u32,
+    },
     /// A disaggregated LLM service's KV cache moving to a decode replica (its move slot).
     LlmKv { service: u32, slot: u32 },
 }

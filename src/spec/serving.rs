@@ -1,4 +1,4 @@
-//! A service's model-level form (issue 12, serving): `model NAME`, `parallel tp N`,
+//! A service's model-level form (issue 12, serving): `model NAME`, `parallel tp N [pp P]`,
 //! `precision`, `prompt tokens ...`, `output tokens ...`, `engine ...`, `slo KIND ...` and
 //! `disaggregate ...` ([`super::disagg`]), filling [`LlmServing`], which `sim::llm` runs as
 //! one vLLM-style engine per replica.
@@ -126,8 +126,11 @@ pub struct LlmSlo {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LlmServing {
     pub model: Transformer,
-    /// Tensor-parallel ranks per replica (its devices).
+    /// Tensor-parallel ranks per pipeline stage.
     pub tp: u32,
+    /// Pipeline stages per replica (`parallel tp N pp P`): a replica has tp × pp devices.
+    #[serde(skip_serializing_if = "is_one")]
+    pub pp: u32,
     /// The serving dtype of weights and KV cache (`precision`, `bf16` by default).
     pub dtype: String,
     pub prompt: Tokens,
@@ -142,11 +145,16 @@ pub struct LlmServing {
     pub span: Span,
 }
 
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
 /// The model-level statements of one service, as they are met.
 #[derive(Default)]
 pub struct ServiceModel {
     model: Option<(Span, Option<Transformer>)>,
     tp: Option<(u32, Span)>,
+    pp: Option<(u32, Span)>,
     precision: Option<String>,
     prompt: Option<Tokens>,
     output: Option<Tokens>,
@@ -235,7 +243,8 @@ fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
 }
 
 /// Device memory a replica needs on each of its devices: its weights, reserve and the KV
-/// cache of one longest request (placement puts replicas only where that fits).
+/// cache of one longest request, on its most loaded stage's ranks (placement puts replicas
+/// only where that fits).
 pub fn device_memory(llm: &LlmServing) -> crate::units::Bytes {
     let f = crate::model::serving::Footprint::of(llm);
     let k = llm.engine.kv_block;
@@ -289,21 +298,12 @@ impl ServiceModel {
                 self.model = Some((head, t));
             }
             "parallel" => {
-                if let Some(v) = a.opt("pp") {
-                    cx.push(
-                        Diagnostic::error(
-                            v.span,
-                            "pipeline parallelism is not modelled for services",
-                        )
-                        .with_help("serve with `parallel tp N` (the replica's devices)"),
-                    );
-                    return None;
-                }
+                let max = super::layout::MAX_PARALLEL;
                 let v = a.need("tp", "tp N")?;
-                self.tp = Some((
-                    rd::count(cx, v, 1, super::layout::MAX_PARALLEL)? as u32,
-                    v.span,
-                ));
+                self.tp = Some((rd::count(cx, v, 1, max)? as u32, v.span));
+                if let Some(v) = a.opt("pp") {
+                    self.pp = Some((rd::count(cx, v, 1, max)? as u32, v.span));
+                }
             }
             "precision" => {
                 let v = a.req("a dtype such as `bf16`")?;
@@ -396,6 +396,30 @@ impl ServiceModel {
             return None;
         }
         let (tp, tp_at) = self.tp.unwrap_or((1, span));
+        let (pp, pp_at) = self.pp.unwrap_or((1, tp_at));
+        if pp > model.layers {
+            cx.error(
+                pp_at,
+                format!(
+                    "pp {pp} is more pipeline stages than the {} layers of `{}`",
+                    model.layers, model.name
+                ),
+            );
+            return None;
+        }
+        if pp > 1 && self.disagg.is_some() {
+            cx.push(
+                Diagnostic::error(
+                    pp_at,
+                    "pipeline parallelism is not modelled for disaggregated services",
+                )
+                .with_help(
+                    "serve the prefill and decode pools with `parallel tp N` (their KV caches \
+                     move rank to rank), or remove `disaggregate`",
+                ),
+            );
+            return None;
+        }
         let kv = u64::from(model.kv_heads);
         let t = u64::from(tp);
         if u64::from(model.heads) % t != 0 {
@@ -424,15 +448,26 @@ impl ServiceModel {
             .filter(|(k, _)| UNIT_INSTANCE.contains(&k.as_str()))
             .map(|(_, v)| *v)
             .sum();
-        if devices != f64::from(tp) {
+        if devices != f64::from(tp) * f64::from(pp) {
             let at = stmts
                 .iter()
                 .find(|s| s.key.name == "resources")
                 .map_or(span, |s| s.head_span());
+            let (layout, help) = if pp > 1 {
+                (
+                    format!("tp {tp} pp {pp} ({} devices)", tp * pp),
+                    "each device of a replica is one rank of one pipeline stage: request `GPU: tp × pp`",
+                )
+            } else {
+                (
+                    format!("tp {tp}"),
+                    "each device of a replica is one tensor-parallel rank: request `GPU: tp`",
+                )
+            };
             cx.push(
-                Diagnostic::error(at, format!("service `{}` serves `{}` with tp {tp}, but each replica requests {} device(s)", sv.name, model.name, crate::units::sig3(devices)))
+                Diagnostic::error(at, format!("service `{}` serves `{}` with {layout}, but each replica requests {} device(s)", sv.name, model.name, crate::units::sig3(devices)))
                     .with_secondary(tp_at, "the layout")
-                    .with_help("each device of a replica is one tensor-parallel rank: request `GPU: tp`"),
+                    .with_help(help),
             );
             return None;
         }
@@ -485,6 +520,7 @@ impl ServiceModel {
         let llm = LlmServing {
             model,
             tp,
+            pp,
             dtype: self
                 .precision
                 .unwrap_or_else(|| super::layout::DEFAULT_PRECISION.to_string()),
@@ -499,8 +535,8 @@ impl ServiceModel {
     }
 }
 
-/// The weights, reserve and one longest request's KV cache must fit in `memory_fraction`
-/// of the smallest device a replica can be given (of the node types with enough such
+/// The weights, reserve and one longest request's KV cache (on the most loaded stage's
+/// ranks) must fit in `memory_fraction` of the smallest device a replica can be given (of the node types with enough such
 /// devices for one replica); a located error with the breakdown. Without a cluster (a
 /// workload file included by clusters it cannot see) only when no known device fits.
 fn fit(cx: &mut Cx, scope: &ResourceScope, sv: &Service, llm: &LlmServing) -> bool {
@@ -537,11 +573,25 @@ fn fit(cx: &mut Cx, scope: &ResourceScope, sv: &Service, llm: &LlmServing) -> bo
         return true;
     }
     let b = |x: f64| crate::units::Bytes(x.max(0.0).round() as u64).to_string();
+    let (whose, help) = if llm.pp > 1 {
+        (
+            format!(
+                " on its most loaded pipeline stage, {} of its {} layers over {} stages,",
+                f.layers, llm.model.layers, llm.pp
+            ),
+            "raise tp or pp, use a narrower precision, shorten the requests or lower token_budget",
+        )
+    } else {
+        (
+            String::new(),
+            "raise tp (or add pipeline stages, `pp`), use a narrower precision, shorten the requests or lower token_budget",
+        )
+    };
     cx.push(
         Diagnostic::error(
             llm.span,
             format!(
-                "service `{}` needs {} per device for `{}` (weights {}, activation reserve {}, KV cache of its longest request {}), more than {} of the {} device it can be given",
+                "service `{}` needs {} per device for `{}`{whose} (weights {}, activation reserve {}, KV cache of its longest request {}), more than {} of the {} device it can be given",
                 sv.name,
                 b(f.weights_bytes + f.reserve_bytes + longest),
                 llm.model.name,
@@ -552,7 +602,7 @@ fn fit(cx: &mut Cx, scope: &ResourceScope, sv: &Service, llm: &LlmServing) -> bo
                 crate::units::Bytes(smallest)
             ),
         )
-        .with_help("raise tp, use a narrower precision, shorten the requests or lower token_budget"),
+        .with_help(help),
     );
     false
 }

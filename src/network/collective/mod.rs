@@ -234,6 +234,28 @@ pub fn schedule(
     Ok(run.into_rounds())
 }
 
+/// One-way point-to-point sends of `bytes` from each pair's first rank to its second, at
+/// once, as rounds on `graph` (a pipeline stage's activations to the next stage's ranks;
+/// [`Op::SendRecv`] is nccl-tests' two-way ring). One step: its α and one flow per pair.
+pub fn sends(
+    graph: &Graph,
+    pairs: &[(Rank, Rank)],
+    bytes: f64,
+    opts: &Options,
+) -> Result<Vec<Round>, String> {
+    if pairs.is_empty() || !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(format!("{} sends of {bytes} bytes", pairs.len()));
+    }
+    let idle = FlowNet::default();
+    let mut run = Runner::recording(graph, &idle, opts);
+    let flows: Vec<run::Flow> = pairs
+        .iter()
+        .map(|&(a, b)| run::Flow::new(a, b, bytes))
+        .collect();
+    run.step(&flows, 1)?;
+    Ok(run.into_rounds())
+}
+
 /// Seconds for `rounds` run one after another from time 0 on a copy of `background` (its
 /// flows keep competing and leave when they finish): how the simulation runs a schedule,
 /// without the engine. Errors if a chain can never finish.

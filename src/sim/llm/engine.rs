@@ -20,6 +20,15 @@
 //!   waiting queue with nothing computed; its prompt and generated tokens are recomputed as
 //!   one prefill. Swap preemption (vLLM V0) keeps its KV in host memory: it resumes at the
 //!   front of the queue with its KV copied back ([`Batch::swap_in_blocks`]).
+//! - Several batches in flight (pipeline parallelism, `sim::llm::pipeline`): tokens
+//!   scheduled but not yet computed are a sequence's `pending`; as vLLM advances
+//!   `num_computed_tokens` when it schedules, a sequence gets `tokens − computed − pending`
+//!   new tokens, so one decoding, or whose prompt is all scheduled, is skipped until its
+//!   batch completes (`num_new_tokens == 0`: "PP>1 and we have already scheduled all prompt
+//!   tokens but they are not finished yet", `scheduler.py` read at commit b4622cf9), while
+//!   a long prompt's next chunk may follow its previous one. A sequence in flight is never
+//!   preempted (here; vLLM pops the latest running one regardless): the latest admitted
+//!   one not in flight is. With one batch at a time nothing is pending when scheduling.
 
 use crate::engine::Time;
 use crate::model::serving::BatchShape;
@@ -32,6 +41,8 @@ pub const MAX_WAITING: usize = 1_000_000;
 /// One request in the engine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seq {
+    /// The engine's number for it (given by [`Engine::arrive`]).
+    pub id: u64,
     pub arrival: Time,
     pub prompt: u32,
     /// Tokens to generate.
@@ -39,6 +50,8 @@ pub struct Seq {
     pub generated: u32,
     /// Tokens whose KV is cached (on the device, or in host memory while swapped).
     pub computed: u32,
+    /// Tokens scheduled in batches still in flight (pipeline parallelism).
+    pub pending: u32,
     /// KV blocks it holds on the device.
     pub blocks: u32,
     /// Its KV is in host memory (swap preemption).
@@ -53,11 +66,13 @@ pub struct Seq {
 impl Seq {
     pub fn new(arrival: Time, prompt: u32, output: u32) -> Seq {
         Seq {
+            id: 0,
             arrival,
             prompt,
             output,
             generated: 0,
             computed: 0,
+            pending: 0,
             blocks: 0,
             swapped: false,
             first_token: None,
@@ -76,6 +91,8 @@ impl Seq {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Batch {
     pub scheduled: Vec<(usize, u32)>,
+    /// The scheduled sequences' ids, in the order of `scheduled`.
+    pub ids: Vec<u64>,
     pub shape: BatchShape,
     /// Blocks preempted sequences move to host memory this iteration, and blocks resumed
     /// ones move back (swap preemption).
@@ -122,6 +139,7 @@ pub struct Engine {
     pub running: Vec<Seq>,
     pub preemptions: u64,
     pub dropped: u64,
+    next_id: u64,
 }
 
 impl Engine {
@@ -134,15 +152,18 @@ impl Engine {
             running: Vec::with_capacity(cfg.max_seqs as usize),
             preemptions: 0,
             dropped: 0,
+            next_id: 0,
         }
     }
 
     /// A request arrives; `false` when the waiting queue is full and it is dropped.
-    pub fn arrive(&mut self, s: Seq) -> bool {
+    pub fn arrive(&mut self, mut s: Seq) -> bool {
         if self.waiting.len() >= MAX_WAITING {
             self.dropped += 1;
             return false;
         }
+        s.id = self.next_id;
+        self.next_id += 1;
         self.waiting.push_back(s);
         true
     }
@@ -174,14 +195,17 @@ impl Engine {
         tokens.div_ceil(self.cfg.kv_block)
     }
 
-    /// Give `s` blocks for `computed + n` tokens, if the pool has them.
+    /// Give `s` blocks for `computed + pending + n` tokens, if the pool has them.
     fn allocate(&mut self, s: usize, n: u32, running: bool) -> bool {
         let seq = if running {
             &self.running[s]
         } else {
             &self.waiting[s]
         };
-        let need = u64::from(self.blocks_for(seq.computed + n).saturating_sub(seq.blocks));
+        let need = u64::from(
+            self.blocks_for(seq.computed + seq.pending + n)
+                .saturating_sub(seq.blocks),
+        );
         if need > self.free_blocks {
             return false;
         }
@@ -195,10 +219,14 @@ impl Engine {
         true
     }
 
-    /// Preempt the most recently admitted running sequence; its position in `running`.
-    fn preempt_last(&mut self, b: &mut Batch) -> usize {
-        let mut s = self.running.pop().expect("a running sequence");
-        let at = self.running.len();
+    /// Preempt the most recently admitted running sequence at position `from` or later that
+    /// is not in flight (the last one, with one batch at a time); its position in `running`,
+    /// `None` when there is none.
+    fn preempt_last(&mut self, b: &mut Batch, from: usize) -> Option<usize> {
+        let at = (from..self.running.len())
+            .rev()
+            .find(|&j| self.running[j].pending == 0)?;
+        let mut s = self.running.remove(at);
         self.free_blocks += u64::from(s.blocks);
         match self.cfg.preempt {
             Preempt::Recompute => s.computed = 0,
@@ -211,7 +239,7 @@ impl Engine {
         self.preemptions += 1;
         b.preempted += 1;
         self.waiting.push_front(s);
-        at
+        Some(at)
     }
 
     /// The next iteration's batch (empty: nothing to run).
@@ -220,10 +248,16 @@ impl Engine {
         let mut budget = self.cfg.token_budget;
         let mut i = 0;
         while i < self.running.len() && budget > 0 {
-            let n = (self.running[i].tokens() - self.running[i].computed).min(budget);
+            let s = &self.running[i];
+            let n = (s.tokens() - s.computed - s.pending).min(budget);
+            if n == 0 {
+                // In flight with nothing left to schedule (pipeline parallelism).
+                i += 1;
+                continue;
+            }
             let mut fits = true;
             while !self.allocate(i, n, true) {
-                if self.preempt_last(&mut b) == i {
+                if self.preempt_last(&mut b, i).is_none_or(|at| at == i) {
                     fits = false;
                     break;
                 }
@@ -258,12 +292,11 @@ impl Engine {
             budget -= n;
         }
         for &(k, n) in &b.scheduled {
-            let s = &self.running[k];
-            b.shape.add(
-                u64::from(n),
-                u64::from(s.computed),
-                s.computed + n == s.tokens(),
-            );
+            let s = &mut self.running[k];
+            let c = s.computed + s.pending;
+            b.shape.add(u64::from(n), u64::from(c), c + n == s.tokens());
+            s.pending += n;
+            b.ids.push(s.id);
         }
         b
     }
@@ -277,8 +310,21 @@ impl Engine {
         mut emit: impl FnMut(Emitted),
         mut done: impl FnMut(Finished),
     ) {
-        for &(k, n) in &b.scheduled {
+        // Where the batch's sequences are now: other batches may have completed (and removed
+        // finished sequences) since it was scheduled; their order in `running` is kept.
+        let mut from = 0;
+        for (&(pos, n), &id) in b.scheduled.iter().zip(&b.ids) {
+            let k = if self.running.get(pos).is_some_and(|s| s.id == id) {
+                pos
+            } else {
+                match self.running[from..].iter().position(|s| s.id == id) {
+                    Some(p) => from + p,
+                    None => continue,
+                }
+            };
+            from = k + 1;
             let s = &mut self.running[k];
+            s.pending -= n;
             s.computed += n;
             if s.computed < s.tokens() {
                 continue;
@@ -362,6 +408,28 @@ mod tests {
         assert_eq!(b.scheduled, vec![(0, 6)]);
         let (b, _) = run(&mut e, 2);
         assert_eq!(b.scheduled, vec![(0, 1), (1, 6)]);
+    }
+
+    #[test]
+    fn a_second_batch_in_flight_skips_the_first_ones_sequences() {
+        let mut e = Engine::new(cfg(8, 8, true), 100);
+        e.arrive(Seq::new(0, 2, 3));
+        e.arrive(Seq::new(0, 20, 2));
+        // Batch A: the short prompt whole, 6 tokens of the long one.
+        let a = e.schedule();
+        assert_eq!(a.scheduled, vec![(0, 2), (1, 6)]);
+        // Batch B while A is in flight: the short one waits for its token; the long prompt's
+        // next chunk follows its first, over its 6 pending tokens.
+        let b = e.schedule();
+        assert_eq!(b.scheduled, vec![(1, 8)]);
+        assert_eq!(b.shape.context_tokens, 6.0);
+        e.complete(&a, 1, |_| {}, |_| {});
+        let c = e.schedule();
+        assert_eq!(c.scheduled, vec![(0, 1), (1, 6)]);
+        e.complete(&b, 2, |_| {}, |_| {});
+        e.complete(&c, 3, |_| {}, |_| {});
+        assert_eq!(e.running[1].computed, 20);
+        assert!(e.running.iter().all(|s| s.pending == 0));
     }
 
     #[test]

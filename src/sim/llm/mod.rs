@@ -8,7 +8,9 @@
 //! aggregated as one call of their summed bytes paying every call's α (as `model_steps`
 //! aggregates a training step's calls), ring algorithm, as rounds of flows on the run's
 //! network. The iteration ends when its compute and then its collective are done; tokens
-//! are emitted at its end.
+//! are emitted at its end. With pipeline stages (`pp` > 1) [`pipeline`] runs the iterations
+//! instead: up to pp batches in flight, each stage's share of the work, and the sends between
+//! stages.
 //!
 //! Assumptions: requests go to the placed replica with the fewest requests waiting or
 //! running (ties: the lowest replica; none placed: all replicas are candidates), a
@@ -19,6 +21,7 @@
 mod disagg;
 pub mod engine;
 pub mod metrics;
+mod pipeline;
 mod run;
 
 pub(crate) use disagg::{DisaggState, Pool};
@@ -99,6 +102,8 @@ pub(crate) struct LlmReplica {
     /// Which pool it serves (`disaggregate`), and KV caches on their way to it (decode).
     pub(crate) pool: Pool,
     pub(crate) incoming: u32,
+    /// Its pipeline stages and batches in flight (pp > 1; `None`: one batch at a time).
+    pub(crate) pipe: Option<Box<pipeline::Pipe>>,
 }
 
 /// A service's LLM measurements, over its replicas.

@@ -21,7 +21,7 @@ fn draw(t: Tokens, row: Option<u32>, rng: &mut rand_chacha::ChaCha8Rng) -> u32 {
 }
 
 /// `k` repeats of `rounds` as one: bytes and α times `k` (`model_steps` does the same).
-fn scaled(
+pub(super) fn scaled(
     rounds: &[crate::network::collective::Round],
     bytes: f64,
     k: f64,
@@ -139,14 +139,24 @@ impl Sim<'_> {
             return;
         };
         let foot = Footprint::of(&llm);
-        let blocks = foot.kv_blocks(
-            acc.memory.0 as f64,
-            llm.engine.memory_fraction,
-            llm.engine.kv_block,
-        );
+        // vLLM takes the fewest blocks over its workers: the most loaded stage's.
+        let blocks = Footprint::stages(&llm)
+            .iter()
+            .map(|f| {
+                f.kv_blocks(
+                    acc.memory.0 as f64,
+                    llm.engine.memory_fraction,
+                    llm.engine.kv_block,
+                )
+            })
+            .min()
+            .unwrap_or(0);
         let ranks = self.replica_ranks(r);
-        let (mut unit_rounds, mut closed_secs) = (None, None);
-        if llm.tp > 1 {
+        let (mut unit_rounds, mut closed_secs, mut pipe) = (None, None, None);
+        if llm.pp > 1 {
+            let now = self.now();
+            pipe = Some(Box::new(self.llm_pipe(&name, &llm, node, &ranks, now)));
+        } else if llm.tp > 1 {
             let r = match &self.wire.graph {
                 Some(g) => collective::schedule(
                     g,
@@ -214,6 +224,7 @@ impl Sim<'_> {
             kv_peak: 0.0,
             pool: self.llm_pool(r),
             incoming: 0,
+            pipe,
         }));
         if self.llm_pool(r) == Pool::Decode {
             self.llm_unpark(sid);
@@ -254,6 +265,10 @@ impl Sim<'_> {
         let Some(l) = self.replicas[r as usize].llm.as_mut() else {
             return;
         };
+        if l.pipe.is_some() {
+            self.llm_pipe_kick(r);
+            return;
+        }
         if l.batch.is_some() {
             return;
         }
@@ -366,6 +381,24 @@ impl Sim<'_> {
 
     /// The iteration is over: its tokens are emitted, finished requests measured.
     fn llm_iteration_done(&mut self, r: u32) {
+        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
+            return;
+        };
+        let b = l.batch.take().expect("an iteration");
+        let from = l.iter_from;
+        self.llm_completed(r, b, from, Some(from));
+        self.llm_kick(r);
+    }
+
+    /// Batch `b` of replica `r` is done now: KV use integrated since `kv_from`, its tokens
+    /// emitted, finished requests measured, and (`worked`: since then) its devices busy.
+    pub(super) fn llm_completed(
+        &mut self,
+        r: u32,
+        b: super::engine::Batch,
+        kv_from: crate::engine::Time,
+        worked: Option<crate::engine::Time>,
+    ) {
         let now = self.now();
         let sid = self.replicas[r as usize].service;
         let slo: Vec<(String, f64)> = self
@@ -379,10 +412,8 @@ impl Sim<'_> {
         let Some(mut l) = self.replicas[r as usize].llm.take() else {
             return;
         };
-        let b = l.batch.take().expect("an iteration");
         let util = l.engine.used_blocks() as f64 / l.engine.total_blocks.max(1) as f64;
-        l.kv_integral += util * (now - l.iter_from) as f64;
-        let from = l.iter_from;
+        l.kv_integral += util * (now - kv_from) as f64;
         let svc: &mut LlmService = self.services[sid as usize].llm.as_mut().expect("llm");
         if svc.within.len() != slo.len() {
             svc.within = vec![0; slo.len()];
@@ -434,6 +465,17 @@ impl Sim<'_> {
         svc.preemptions += b.preempted as u64;
         let units = f64::from(self.llm_of(sid).expect("llm").tp);
         self.replicas[r as usize].llm = Some(l);
+        if let Some(from) = worked {
+            self.llm_worked(r, sid, node, units, from);
+        }
+        if !handed.is_empty() {
+            self.llm_handoff(sid, r, handed);
+        }
+    }
+
+    /// Replica `r`'s devices worked from `from` to now (pp 1: the whole iteration).
+    fn llm_worked(&mut self, r: u32, sid: u32, node: usize, units: f64, from: u64) {
+        let now = self.now();
         self.worked(node, units, from, now);
         if self.tl.on {
             let rep = &self.replicas[r as usize];
@@ -444,10 +486,6 @@ impl Sim<'_> {
             self.tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, &label);
         }
-        if !handed.is_empty() {
-            self.llm_handoff(sid, r, handed);
-        }
-        self.llm_kick(r);
     }
 
     /// Replica `r` was lost to a failure: its requests are lost, its flows leave the network.
@@ -457,7 +495,8 @@ impl Sim<'_> {
         let Some(l) = self.replicas[r].llm.take() else {
             return;
         };
-        if let Some(x) = l.xfer {
+        let pipe = l.pipe.as_ref().map(|p| p.xfers()).unwrap_or_default();
+        for x in l.xfer.into_iter().chain(pipe) {
             self.wire.cancel(now, x);
             self.rearm_wire();
         }
