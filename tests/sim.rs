@@ -134,9 +134,10 @@ fn training_step_is_compute_plus_ring_allreduce() {
     );
     let r = simulate(&s, &SimConfig::default());
     let t = &r.metrics.training[0];
-    // compute: 1e15 / (989e12 × 0.75); ring on one NVSwitch node, p = 8, β = 450 GB/s, α = 3.4 µs.
+    // compute: 1e15 / (989e12 × 0.75); ring on one NVSwitch node, p = 8, α = 3.4 µs, β =
+    // 370.8 GB/s (NCCL's NVLink4 figure, the catalog's `collective`; line rate 450).
     let compute = 1e15 / (989e12 * 0.75);
-    let comm = 2.0 * 7.0 * 3.4e-6 + 2.0 * 7.0 / 8.0 * 1e9 / 450e9;
+    let comm = 2.0 * 7.0 * 3.4e-6 + 2.0 * 7.0 / 8.0 * 1e9 / 370.8e9;
     assert!(
         (t.step_time - (compute + comm)).abs() < 2e-9,
         "{} vs {}",
@@ -408,7 +409,8 @@ fn degraded_nvlink_slows_collectives_without_failing() {
     let t = &r.metrics.training[0];
     assert_eq!(t.restarts, 0);
     let slow = t.finished.unwrap();
-    let beta_term = 2.0 * 7.0 / 8.0 * 4e9 / 450e9;
+    // At the collective's NVLink bandwidth, 370.8 GB/s (catalog `collective`).
+    let beta_term = 2.0 * 7.0 / 8.0 * 4e9 / 370.8e9;
     // Steps after the change pay the bandwidth term twice: finish later by roughly
     // (steps left) × beta_term.
     assert!(
