@@ -767,3 +767,20 @@ fn mmc_replicas_are_busy_at_the_offered_load_and_allocated_throughout() {
     assert_eq!(t.busy_fraction, u.busy_fraction);
     assert_eq!(t.allocated_fraction, u.allocated_fraction);
 }
+
+#[test]
+fn a_collectives_scale_up_bytes_are_stretched_by_line_over_collective_rate() {
+    // One ring allreduce of 1 GB over a DGX H100's 8 GPUs: each rank sends 2(p−1)/p · n, and
+    // each send crosses two NVLink links (up to the NVSwitch, down to the next rank). The
+    // flows run at the catalog's `collective` 370.8 GB/s of the 450 GB/s line, so each counts
+    // 450 / 370.8 times its payload (README, "links").
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  placement_group pg strategy PACK {\n    bundle { GPU: 8 }\n  }\n  training t on pg steps 1 {\n    compute 1 TFLOP per device bf16\n    allreduce 1 GB algo ring\n  }\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let payload = 8.0 * 2.0 * 7.0 / 8.0 * 1e9 * 2.0;
+    let got = r.metrics.links["scale_up"].link_bytes;
+    let want = payload * 450.0 / 370.8;
+    assert!((got - want).abs() / want < 1e-9, "{got} vs {want}");
+}

@@ -71,7 +71,13 @@ pub const ACCELERATOR: &[StmtDef] = &[
     one("flops", DTYPES),
     one(
         "interconnect",
-        &["per_direction", "bidirectional", "links", "collective", "nvls"],
+        &[
+            "per_direction",
+            "bidirectional",
+            "links",
+            "collective",
+            "nvls",
+        ],
     ),
     one("pcie", &[]),
     one("tdp", &[]),
