@@ -11,7 +11,9 @@ use orrery::spec::load_str;
 const ALPHA_NET: f64 = 14e-6;
 const ALPHA_NVLINK: f64 = 3.4e-6;
 const NIC: f64 = 50e9;
-const NVLINK: f64 = 450e9;
+/// What a collective gets over an H100's NVLink: NCCL's 20.6 GB/s per link × 18 (the
+/// catalog's `collective`; line rate 450 GB/s).
+const NVLINK: f64 = 370.8e9;
 /// All-to-alls per step: 2 per layer per pass (forward, backward, recomputed forward), 32
 /// layers, one microbatch.
 const CALLS: f64 = 2.0 * 3.0 * 32.0;

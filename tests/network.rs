@@ -106,13 +106,14 @@ fn gpus_without_a_local_nic_cross_the_socket() {
 #[test]
 fn ring_allreduce_as_flows_equals_the_closed_form_when_uncontended() {
     // 8 GPUs of one DGX H100 in a ring through the NVSwitch: each step's 8 flows use
-    // distinct links at β = 450 GB/s, so t = 2(p−1)·α + 2(p−1)/p · n/β exactly.
+    // distinct links at β = 370.8 GB/s (NCCL's NVLink4 figure, the catalog's `collective`;
+    // line rate 450), so t = 2(p−1)·α + 2(p−1)/p · n/β exactly.
     use orrery::network::collective::{bandwidths, ring_allreduce_secs};
     let s = spec("cluster c {\n  node dgx_h100 x 1\n}\n");
     let g = Graph::build(&s);
     let net = FlowNet::new(g.capacity.clone());
     let ranks: Vec<(usize, usize)> = (0..8).map(|d| (0, d)).collect();
-    let (n, alpha, beta) = (1e9, 3.4e-6, 450e9);
+    let (n, alpha, beta) = (1e9, 3.4e-6, 370.8e9);
     let t = ring_allreduce_secs(&g, &net, &ranks, n, alpha).unwrap();
     let closed = 2.0 * 7.0 * alpha + 2.0 * 7.0 / 8.0 * n / beta;
     assert!((t - closed).abs() < 1e-12, "{t} vs {closed}");

@@ -134,9 +134,10 @@ fn training_step_is_compute_plus_ring_allreduce() {
     );
     let r = simulate(&s, &SimConfig::default());
     let t = &r.metrics.training[0];
-    // compute: 1e15 / (989e12 × 0.75); ring on one NVSwitch node, p = 8, β = 450 GB/s, α = 3.4 µs.
+    // compute: 1e15 / (989e12 × 0.75); ring on one NVSwitch node, p = 8, α = 3.4 µs, β =
+    // 370.8 GB/s (NCCL's NVLink4 figure, the catalog's `collective`; line rate 450).
     let compute = 1e15 / (989e12 * 0.75);
-    let comm = 2.0 * 7.0 * 3.4e-6 + 2.0 * 7.0 / 8.0 * 1e9 / 450e9;
+    let comm = 2.0 * 7.0 * 3.4e-6 + 2.0 * 7.0 / 8.0 * 1e9 / 370.8e9;
     assert!(
         (t.step_time - (compute + comm)).abs() < 2e-9,
         "{} vs {}",
@@ -408,7 +409,8 @@ fn degraded_nvlink_slows_collectives_without_failing() {
     let t = &r.metrics.training[0];
     assert_eq!(t.restarts, 0);
     let slow = t.finished.unwrap();
-    let beta_term = 2.0 * 7.0 / 8.0 * 4e9 / 450e9;
+    // At the collective's NVLink bandwidth, 370.8 GB/s (catalog `collective`).
+    let beta_term = 2.0 * 7.0 / 8.0 * 4e9 / 370.8e9;
     // Steps after the change pay the bandwidth term twice: finish later by roughly
     // (steps left) × beta_term.
     assert!(
@@ -764,4 +766,21 @@ fn mmc_replicas_are_busy_at_the_offered_load_and_allocated_throughout() {
     assert_eq!(t.devices, 4);
     assert_eq!(t.busy_fraction, u.busy_fraction);
     assert_eq!(t.allocated_fraction, u.allocated_fraction);
+}
+
+#[test]
+fn a_collectives_scale_up_bytes_are_stretched_by_line_over_collective_rate() {
+    // One ring allreduce of 1 GB over a DGX H100's 8 GPUs: each rank sends 2(p−1)/p · n, and
+    // each send crosses two NVLink links (up to the NVSwitch, down to the next rank). The
+    // flows run at the catalog's `collective` 370.8 GB/s of the 450 GB/s line, so each counts
+    // 450 / 370.8 times its payload (README, "links").
+    let s = spec(
+        "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  placement_group pg strategy PACK {\n    bundle { GPU: 8 }\n  }\n  training t on pg steps 1 {\n    compute 1 TFLOP per device bf16\n    allreduce 1 GB algo ring\n  }\n}\n",
+    );
+    let r = simulate(&s, &SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let payload = 8.0 * 2.0 * 7.0 / 8.0 * 1e9 * 2.0;
+    let got = r.metrics.links["scale_up"].link_bytes;
+    let want = payload * 450.0 / 370.8;
+    assert!((got - want).abs() / want < 1e-9, "{got} vs {want}");
 }

@@ -377,7 +377,8 @@ impl std::fmt::Display for Table {
         )?;
         writeln!(
             f,
-            "# idle network; model: src/network/collective (flows at link rates, per-step α)"
+            "# idle network; model: src/network/collective (max-min flows, scale-up links at the \
+             accelerator's `collective` share, NCCL per-step α)"
         )?;
         writeln!(
             f,

@@ -173,6 +173,9 @@ pub struct Graph {
     /// undeclared default disk.
     pub(super) spill: Option<usize>,
     pub(super) spill_implicit: bool,
+    /// Per node: the share of its scale-up line rate collectives get, and of that an in-switch
+    /// reduction gets (`Interconnect::collective`, `nvls`; 1 when not stated).
+    collective_share: Vec<(f64, f64)>,
 }
 
 impl Graph {
@@ -278,6 +281,14 @@ impl Graph {
             std::collections::BTreeMap::new();
         for (node, (nt, rack)) in nodes.iter().enumerate() {
             g.node_rack.push(*rack);
+            let ic = nt
+                .devices
+                .first()
+                .and_then(|d| spec.accelerators.get(&d.accelerator))
+                .and_then(|a| a.interconnect.as_ref());
+            g.collective_share.push(ic.map_or((1.0, 1.0), |i| {
+                (i.collective_share(), i.nvls.unwrap_or(1.0))
+            }));
             g.switch_numa
                 .push(nt.switches.iter().map(|sw| sw.numa).collect());
             let root = |numa: u32| Vertex::Root { node, numa };
@@ -864,5 +875,37 @@ impl Graph {
     pub fn nic_of(&self, (node, device): (usize, usize)) -> Option<Vertex> {
         let n = self.nic_near(Vertex::Device { node, device })?;
         Some(Vertex::Nic { node, nic: n.nic })
+    }
+}
+
+impl Graph {
+    /// How much longer a collective's `bytes` take over `path` than at line rate, alone on
+    /// it: the path's line-rate bottleneck over its bottleneck at collective rates, where a
+    /// scale-up link runs at its node's collective share (times the NVLS share for a flow to
+    /// or from the reducing switch, `in_switch`). 1 when the path's bottleneck is not
+    /// scale-up (a ring whose NIC hops limit it). Under contention the stretched bytes share
+    /// every link of the path, an approximation where the shares differ along it.
+    pub fn collective_stretch(&self, path: &[LinkId], in_switch: bool) -> f64 {
+        let (mut line, mut eff) = (f64::INFINITY, f64::INFINITY);
+        for &l in path {
+            let c = self.capacity[l];
+            line = line.min(c);
+            let share = if self.kind[l] == LinkKind::ScaleUp {
+                let node = match self.ends[l] {
+                    (Vertex::Device { node, .. }, _) | (Vertex::NvSwitch { node }, _) => Some(node),
+                    _ => None,
+                };
+                node.and_then(|n| self.collective_share.get(n))
+                    .map_or(1.0, |&(up, nvls)| if in_switch { up * nvls } else { up })
+            } else {
+                1.0
+            };
+            eff = eff.min(c * share);
+        }
+        if line.is_finite() && eff > 0.0 {
+            line / eff
+        } else {
+            1.0
+        }
     }
 }

@@ -62,7 +62,8 @@ pub fn injection(spec: &Spec, nt: &NodeType) -> f64 {
     if b > 0.0 { b } else { FALLBACK_NIC_BW }
 }
 
-/// Per-direction scale-up bandwidth between devices of a node, if they are linked.
+/// Per-direction scale-up bandwidth a collective gets between devices of a node, if they
+/// are linked (line rate × [`crate::spec::hardware::Interconnect::collective_share`]).
 pub fn scale_up(spec: &Spec, nt: &NodeType) -> Option<f64> {
     let g = nt.devices.first()?;
     if g.link == "none" {
@@ -72,7 +73,7 @@ pub fn scale_up(spec: &Spec, nt: &NodeType) -> Option<f64> {
         .get(&g.accelerator)?
         .interconnect
         .as_ref()
-        .map(|i| i.per_direction.0)
+        .map(|i| i.per_direction.0 * i.collective_share())
 }
 
 /// Where the ranks of a collective sit: devices per node, and the node types.
@@ -184,7 +185,8 @@ mod tests {
             factors: Vec::new(),
         };
         let n = 1e9;
-        let beta = 450e9;
+        // NCCL's NVLink4 figure, 20.6 GB/s × 18 links (catalog `collective`).
+        let beta = 370.8e9;
         let expect = 2.0 * 7.0 * ALPHA_NVLINK + 2.0 * 7.0 / 8.0 * n / beta;
         assert!((collective_secs(&s, "allreduce", n, false, &g) - expect).abs() < 1e-12);
     }

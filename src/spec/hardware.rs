@@ -43,6 +43,24 @@ pub struct Interconnect {
     #[serde(rename = "per_direction_bytes_per_s")]
     pub per_direction: Bandwidth,
     pub links: Option<u32>,
+    /// Per direction, what the vendor's collective library gets over it (`collective BW`:
+    /// NCCL's or RCCL's per-link figure × links, `src/graph/topo.h`); `None`: line rate.
+    #[serde(rename = "collective_per_direction_bytes_per_s")]
+    pub collective: Option<Bandwidth>,
+    /// Share of that an in-switch (NVLS) reduction reaches (`nvls F`: NCCL's
+    /// `nvlsEfficiency` by compute capability, `src/graph/tuning.cc`); `None`: 1.
+    #[serde(rename = "nvls_fraction")]
+    pub nvls: Option<f64>,
+}
+
+impl Interconnect {
+    /// Collective bandwidth over line rate (1 without a `collective` figure).
+    pub fn collective_share(&self) -> f64 {
+        match self.collective {
+            Some(c) if self.per_direction.0 > 0.0 => (c.0 / self.per_direction.0).min(1.0),
+            _ => 1.0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -324,7 +342,32 @@ pub fn accelerator(
                             None => None,
                         };
                         let per_direction = if bidir { Bandwidth(bw.0 / 2.0) } else { bw };
-                        acc.interconnect = Some(Interconnect { kind: kind.to_string(), per_direction, links });
+                        let collective = match a.opt("collective") {
+                            Some(v) => {
+                                let c = rd::bandwidth(cx, v)?;
+                                if !(c.0 > 0.0 && c.0 <= per_direction.0) {
+                                    cx.push(
+                                        Diagnostic::error(v.span, format!("collective bandwidth {c} is not above 0 and at most the {per_direction} per direction"))
+                                            .with_help("`collective` is per direction: what NCCL/RCCL reach over the link, at most its line rate"),
+                                    );
+                                    return None;
+                                }
+                                Some(c)
+                            }
+                            None => None,
+                        };
+                        let nvls = match a.opt("nvls") {
+                            Some(v) => {
+                                let f = rd::number(cx, v)?;
+                                if !(f > 0.0 && f <= 1.0) {
+                                    cx.error(v.span, format!("nvls efficiency {f} is not in (0, 1]"));
+                                    return None;
+                                }
+                                Some(f)
+                            }
+                            None => None,
+                        };
+                        acc.interconnect = Some(Interconnect { kind: kind.to_string(), per_direction, links, collective, nvls });
                     }
                 }
                 "pcie" => acc.pcie = Some(pcie_link(cx, &mut a)?),

@@ -69,7 +69,16 @@ pub const ACCELERATOR: &[StmtDef] = &[
     one("memory", &[]),
     one("memory_bw", &[]),
     one("flops", DTYPES),
-    one("interconnect", &["per_direction", "bidirectional", "links"]),
+    one(
+        "interconnect",
+        &[
+            "per_direction",
+            "bidirectional",
+            "links",
+            "collective",
+            "nvls",
+        ],
+    ),
     one("pcie", &[]),
     one("tdp", &[]),
     one("price", &[]),

@@ -22,6 +22,11 @@ pub(super) struct Flow {
 }
 
 impl Flow {
+    /// To or from the reducing switch (an in-switch reduction's flow).
+    fn in_switch(&self) -> bool {
+        self.src == End::Switch || self.dst == End::Switch
+    }
+
     pub fn new(src: Rank, dst: Rank, bytes: f64) -> Flow {
         Flow {
             src: End::Rank(src),
@@ -218,9 +223,10 @@ impl<'a> Runner<'a> {
                 path.extend_from_slice(self.path(f.src, f.dst)?);
             }
             self.flows += repeat * r.len() as u64;
+            let stretch = self.graph.collective_stretch(&path, false);
             chains.push(Chain {
                 path,
-                bytes: first.bytes * repeat as f64,
+                bytes: first.bytes * repeat as f64 * stretch,
             });
         }
         self.push_round(chains);
@@ -241,9 +247,11 @@ impl<'a> Runner<'a> {
             // slowest flow stays slowest (the flows of one pattern do not trade bandwidth).
             let mut chains = Vec::with_capacity(flows.len());
             for f in flows {
+                let path = self.path(f.src, f.dst)?.to_vec();
+                let stretch = self.graph.collective_stretch(&path, f.in_switch());
                 chains.push(Chain {
-                    path: self.path(f.src, f.dst)?.to_vec(),
-                    bytes: f.bytes * repeat as f64,
+                    path,
+                    bytes: f.bytes * repeat as f64 * stretch,
                 });
             }
             self.push_round(chains);
@@ -274,8 +282,12 @@ impl<'a> Runner<'a> {
     /// background (whose flows compete, and leave the copy when they finish).
     fn simulate(&mut self, flows: &[Flow]) -> Result<f64, String> {
         let mut batch = Vec::with_capacity(flows.len());
+        let mut stretched = Vec::with_capacity(flows.len());
         for f in flows {
-            batch.push((self.path(f.src, f.dst)?.to_vec(), f.bytes));
+            let path = self.path(f.src, f.dst)?.to_vec();
+            let b = f.bytes * self.graph.collective_stretch(&path, f.in_switch());
+            stretched.push(b);
+            batch.push((path, b));
         }
         let mut net = self.net.clone();
         let ids = net.add_batch(batch);
@@ -284,7 +296,7 @@ impl<'a> Runner<'a> {
         // Flows finish in no particular order and often all at once: `done` counts the leading
         // flows known finished (bytes only decrease), so checking costs O(flows) per step.
         let finished =
-            |net: &FlowNet, i: usize| net.remaining(ids[i]) <= 1e-6 + 1e-12 * flows[i].bytes;
+            |net: &FlowNet, i: usize| net.remaining(ids[i]) <= 1e-6 + 1e-12 * stretched[i];
         let mut mine = vec![false; ids.iter().map(|f| f.0 as usize + 1).max().unwrap_or(0)];
         for f in &ids {
             mine[f.0 as usize] = true;
