@@ -19,6 +19,10 @@ const NVLINK: f64 = 370.8e9;
 const LINE: f64 = 450e9;
 const NVLS: f64 = NVLINK * 0.85;
 const NIC: f64 = 50e9;
+/// NCCL's base latency of a ring (and tree) call with Simple, once per call
+/// (`baseLatencies`, NCCL 2.30.7 `src/graph/tuning.cc`), and the tree's NVLink hop.
+const BASE: f64 = 8.4e-6;
+const ALPHA_TREE_NVLINK: f64 = 4.0e-6;
 
 const BOX: &str = "node box {\n  cpu sockets 1, cores 16\n  memory 256 GiB\n  pcie gen5\n  switch sw[0..1] numa 0 uplink gen5 x16\n  device H100_SXM x 2 at sw[0..1] link switch\n  nic ib_ndr_400g x 2 at sw[0..1] role compute\n}\n";
 
@@ -80,7 +84,7 @@ fn ring_allreduce_is_the_closed_form_and_one_simulated_step() {
     let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &gpus(8), n);
     assert_close(
         r.secs,
-        2.0 * (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / NVLINK,
+        BASE + 2.0 * (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / NVLINK,
     );
     assert_eq!((r.steps, r.flows, r.simulated_steps), (14, 14 * 8, 1));
 }
@@ -89,7 +93,7 @@ fn ring_allreduce_is_the_closed_form_and_one_simulated_step() {
 fn ring_allgather_and_reduce_scatter_are_half_an_allreduce() {
     let g = dgx();
     let (p, n) = (8.0, 3e8);
-    let want = (p - 1.0) * ALPHA_NVLINK + (p - 1.0) / p * n / NVLINK;
+    let want = BASE + (p - 1.0) * ALPHA_NVLINK + (p - 1.0) / p * n / NVLINK;
     for op in [Op::AllGather, Op::ReduceScatter] {
         let r = run(&g, &idle(&g), op, Algorithm::Ring, &gpus(8), n);
         assert_close(r.secs, want);
@@ -159,7 +163,7 @@ fn broadcast_is_a_pipelined_chain_from_the_root() {
     );
     assert_close(
         r.secs,
-        (p - 1.0) * ALPHA_NVLINK + (k + p - 2.0) * c / NVLINK,
+        BASE + (p - 1.0) * ALPHA_NVLINK + (k + p - 2.0) * c / NVLINK,
     );
     assert_eq!(r.steps, 16 + 6);
     // A short last chunk: only the final step, the last hop alone, moves it.
@@ -172,7 +176,7 @@ fn broadcast_is_a_pipelined_chain_from_the_root() {
         &gpus(8),
         k * c + tail,
     );
-    let want = (p - 1.0) * ALPHA_NVLINK + ((k + 1.0 + p - 3.0) * c + tail) / NVLINK;
+    let want = BASE + (p - 1.0) * ALPHA_NVLINK + ((k + 1.0 + p - 3.0) * c + tail) / NVLINK;
     assert_close(r.secs, want);
 }
 
@@ -186,14 +190,17 @@ fn tree_allreduce_matches_its_derived_closed_form() {
     let k = 8.0;
     let n = 2.0 * k * c;
     let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Tree, &gpus(2), n);
-    assert_close(r.secs, 2.0 * ALPHA_NVLINK + n / NVLINK);
+    assert_close(r.secs, BASE + 2.0 * ALPHA_TREE_NVLINK + n / NVLINK);
     // 4 ranks: tree A 1,3 → 2 → 0, its mirror B 2,0 → 1 → 3 (H = 2, 4 stages). On the NVSwitch
     // a step lasts L·c/β, L the most flows on one GPU's link in either direction. Counting the
     // flows active in each of the k + 3 steps gives L = 2, 2, 3, then 4 for k − 3 steady steps
     // (ranks 1 and 2 are inner in one tree and the parent's neighbour in the other), then 3, 2,
     // 2: T = 4α + (4k + 2)·c/β.
     let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Tree, &gpus(4), n);
-    assert_close(r.secs, 4.0 * ALPHA_NVLINK + (4.0 * k + 2.0) * c / NVLINK);
+    assert_close(
+        r.secs,
+        BASE + 4.0 * ALPHA_TREE_NVLINK + (4.0 * k + 2.0) * c / NVLINK,
+    );
     assert_eq!(r.steps, 8 + 3);
 }
 
@@ -246,20 +253,20 @@ fn hierarchical_is_intra_reduce_scatter_inter_rails_intra_allgather() {
         &ranks,
         n,
     );
-    assert_close(r.secs, 2.0 * half + inter(2.0));
+    assert_close(r.secs, BASE + 2.0 * half + inter(2.0));
     assert_eq!(r.steps, 1 + 6 + 1);
     // The intra-node allgather repeats the reduce-scatter's pattern: reused, not re-run.
     assert_eq!(r.simulated_steps, 2);
     for op in [Op::ReduceScatter, Op::AllGather] {
         let r = run(&b, &idle(&b), op, Algorithm::Hierarchical, &ranks, n);
-        assert_close(r.secs, half + inter(1.0));
+        assert_close(r.secs, BASE + half + inter(1.0));
     }
     // Flat: two channels (one per NIC, as NCCL's rings), each a ring with half the bytes that
     // crosses the network every step on its own NIC at the NIC's full rate.
     let flat = run(&b, &idle(&b), Op::AllReduce, Algorithm::Ring, &ranks, n);
     assert_close(
         flat.secs,
-        2.0 * 7.0 * ALPHA_NET + 2.0 * 7.0 / 8.0 * (n / 2.0) / NIC,
+        BASE + 2.0 * 7.0 * ALPHA_NET + 2.0 * 7.0 / 8.0 * (n / 2.0) / NIC,
     );
     // With g = 2 the intra-node phases (at NVLink's collective rate) cost about what the flat
     // ring's extra network steps do: the two are within 1 % here, as the closed forms say.
@@ -278,7 +285,7 @@ fn a_background_flow_slows_a_collective_by_the_max_min_amount() {
     let r = run(&g, &busy, Op::AllGather, Algorithm::Ring, &gpus(8), n);
     assert_close(
         r.secs,
-        (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / NVLINK,
+        BASE + (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / NVLINK,
     );
     // A short one (b < c) shares the link until it ends: the link moves the step's c (at the
     // collective's share of line rate) and b (at line rate) per step. Every step sees the
@@ -289,7 +296,7 @@ fn a_background_flow_slows_a_collective_by_the_max_min_amount() {
     let r = run(&g, &short, Op::AllGather, Algorithm::Ring, &gpus(8), n);
     assert_close(
         r.secs,
-        (p - 1.0) * ALPHA_NVLINK + (p - 1.0) * (c / NVLINK + b / LINE),
+        BASE + (p - 1.0) * ALPHA_NVLINK + (p - 1.0) * (c / NVLINK + b / LINE),
     );
     // Across nodes: a transfer into node 1's NIC halves a send/recv pair's inbound share.
     let bx = boxes(3);
@@ -355,7 +362,10 @@ fn a_ring_across_a_fat_tree_is_bound_by_the_nics() {
     let ranks: Vec<Rank> = (0..512).map(|d| (d / 8, d % 8)).collect();
     let (p, n) = (512.0, 1e9);
     let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &ranks, n);
-    assert_close(r.secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / (8.0 * p) / NIC));
+    assert_close(
+        r.secs,
+        BASE + 2.0 * (p - 1.0) * (ALPHA_NET + n / (8.0 * p) / NIC),
+    );
     assert_eq!((r.steps, r.simulated_steps), (1022, 1));
 }
 
@@ -534,7 +544,10 @@ fn bench_allreduce_reports_events_and_the_simulated_time() {
     let (p, n) = (512.0, (1u64 << 30) as f64);
     assert_eq!(events, 1 + 8 * 512);
     assert!(wall > 0.0);
-    assert_close(secs, 2.0 * (p - 1.0) * (ALPHA_NET + n / (8.0 * p) / NIC));
+    assert_close(
+        secs,
+        BASE + 2.0 * (p - 1.0) * (ALPHA_NET + n / (8.0 * p) / NIC),
+    );
     assert!(bench_allreduce(0).is_err());
 }
 

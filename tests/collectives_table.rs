@@ -2,7 +2,8 @@
 //! by the same collective model as the simulation (checked against its closed forms here).
 
 use orrery::experiment::collectives::{self as ec, parse_sizes, place_ranks, table};
-use orrery::network::collective::Algorithm;
+use orrery::network::collective::tuning::base_latency;
+use orrery::network::collective::{Algorithm, Protocol};
 use orrery::sim::models::ALPHA_NVLINK;
 use orrery::spec::{Spec, load_str};
 use std::process::Command;
@@ -54,8 +55,9 @@ fn ranks_are_placed_by_the_scenarios_placement() {
 
 #[test]
 fn a_ring_row_is_the_models_closed_form_and_busbw_follows_nccl_tests() {
-    // One DGX H100, ring allreduce: 2(p−1)α + 2(p−1)/p·n/β with β the NVLink bandwidth NCCL
-    // gets, 20.6 GB/s × 18 links (tests/collectives.rs derives the form for the model).
+    // One DGX H100, ring allreduce, Simple: base + 2(p−1)α + 2(p−1)/p·n/β with NCCL's base
+    // (8.4 µs) and NVLink hop (3.4 µs) latencies and β the NVLink bandwidth NCCL gets,
+    // 20.6 GB/s × 18 links (tests/collectives.rs derives the form for the model).
     let s = spec(TWO_DGX);
     let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
     let n = 1024f64.powi(3);
@@ -63,13 +65,16 @@ fn a_ring_row_is_the_models_closed_form_and_busbw_follows_nccl_tests() {
         &s,
         ec::parse_op("allreduce").unwrap(),
         Some(Algorithm::Ring),
+        Some(Protocol::Simple),
         ranks,
         policy,
         &[n],
     )
     .unwrap();
     let p = 8.0;
-    let want = 2.0 * (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / 370.8e9;
+    let base = base_latency(Algorithm::Ring, Protocol::Simple);
+    assert_eq!(base, 8.4e-6);
+    let want = base + 2.0 * (p - 1.0) * ALPHA_NVLINK + 2.0 * (p - 1.0) / p * n / 370.8e9;
     let row = &t.rows[0];
     assert!(
         (row.result.secs - want).abs() < 1e-9 * want,
@@ -79,16 +84,51 @@ fn a_ring_row_is_the_models_closed_form_and_busbw_follows_nccl_tests() {
     assert!((row.result.algbw - n / want).abs() < 1e-6 * row.result.algbw);
     assert!((row.result.busbw - row.result.algbw * 2.0 * 7.0 / 8.0).abs() < 1.0);
     assert_eq!(row.count, (n / 4.0) as u64);
-    // Without --algo each size takes the fastest the model has: never slower than the ring.
+    // Without --algo each size runs as NCCL picks it: 1 KiB ring LL, 1 GiB NVLS (faster
+    // than the ring).
     let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
     let op = ec::parse_op("allreduce").unwrap();
-    let best = table(&s, op, None, ranks, policy, &[1024.0, n]).unwrap();
+    let best = table(&s, op, None, None, ranks, policy, &[1024.0, n]).unwrap();
+    assert_eq!(
+        (best.rows[0].algorithm, best.rows[0].protocol),
+        (Algorithm::Ring, Protocol::LL)
+    );
+    assert_eq!(
+        (best.rows[1].algorithm, best.rows[1].protocol),
+        (Algorithm::InSwitch, Protocol::Simple)
+    );
     assert!(best.rows[1].result.secs <= row.result.secs);
     // An algorithm the op does not have is an error.
     let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
     let ag = ec::parse_op("allgather").unwrap();
-    let e = table(&s, ag, Some(Algorithm::Tree), ranks, policy, &[n]).unwrap_err();
+    let e = table(&s, ag, Some(Algorithm::Tree), None, ranks, policy, &[n]).unwrap_err();
     assert!(e.contains("no tree"), "{e}");
+    // A pair NCCL does not have is an error too.
+    let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
+    let e = table(
+        &s,
+        op,
+        Some(Algorithm::InSwitch),
+        Some(Protocol::LL),
+        ranks,
+        policy,
+        &[n],
+    )
+    .unwrap_err();
+    assert!(e.contains("no nvls with protocol ll"), "{e}");
+}
+
+#[test]
+fn a_small_ll_allreduce_costs_nccls_latency() {
+    // 1 KiB over one DGX H100, ring LL: NCCL's 6.6 µs base + 14 NVLink hops of 0.6 µs, and
+    // 2·7/8 KiB at LL's 141 GB/s (llMaxBw) instead of 370.8: 15.0 µs + 0.013 µs.
+    let s = spec(TWO_DGX);
+    let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
+    let op = ec::parse_op("allreduce").unwrap();
+    let t = table(&s, op, None, None, ranks, policy, &[1024.0]).unwrap();
+    let want = 6.6e-6 + 14.0 * 0.6e-6 + 2.0 * 7.0 / 8.0 * 1024.0 / 141e9;
+    let got = t.rows[0].result.secs;
+    assert!((got - want).abs() < 1e-9 * want.max(1.0), "{got} vs {want}");
 }
 
 #[test]
@@ -111,7 +151,7 @@ fn the_cli_prints_nccl_tests_columns_and_csv() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm"
+        "size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm,protocol"
     );
     assert_eq!(lines.len(), 1 + 11);
     assert!(lines[1].starts_with("1024,256,"), "{}", lines[1]);
@@ -127,6 +167,8 @@ fn the_cli_prints_nccl_tests_columns_and_csv() {
         &["--algo", "nvlsx"],
         &["--sizes", "9G..1K"],
         &["--ranks", "9x8"],
+        &["--proto", "ll64"],
+        &["--algo", "nvls", "--proto", "ll"],
     ] {
         let o = run(bad);
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
@@ -143,7 +185,16 @@ fn a_dgx_h100_allreduce_lands_where_nccl_tests_measures_it() {
     let op = ec::parse_op("allreduce").unwrap();
     let busbw = |a: Algorithm| {
         let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
-        let t = table(&s, op, Some(a), ranks, policy, &[8.0 * 1024f64.powi(3)]).unwrap();
+        let t = table(
+            &s,
+            op,
+            Some(a),
+            None,
+            ranks,
+            policy,
+            &[8.0 * 1024f64.powi(3)],
+        )
+        .unwrap();
         t.rows[0].result.busbw / 1e9
     };
     let ring = busbw(Algorithm::Ring);

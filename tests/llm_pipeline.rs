@@ -297,8 +297,9 @@ fn a_pipelined_replica_lost_with_batches_in_flight_loses_their_requests() {
 #[test]
 fn the_pipeline_scenario_pays_only_when_batches_split() {
     // scenarios/llm_pipeline.orr's answer (seed 1, 300 s): at the default budget tp 4 pp 2
-    // runs one batch at a time and falls far behind tp 8; at budget 512 its batches overlap
-    // and it matches tp 8.
+    // runs one batch at a time and falls far behind tp 8 (TPOT over 3×); at budget 512 its
+    // batches overlap and it comes within 1.5× of tp 8's TPOT, whose small all-reduces run
+    // NCCL's LL protocol, and beats its TTFT.
     let l = orrery::spec::load_file(std::path::Path::new("scenarios/llm_pipeline.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
@@ -327,5 +328,6 @@ fn the_pipeline_scenario_pays_only_when_batches_split() {
     assert!(pp2.tpot.p50 > 2.0 * tp8.tpot.p50);
     let (tp8, pp2) = (by("tp8_b512"), by("tp4pp2_b512"));
     assert!(pp2.ttft.p50 < tp8.ttft.p50);
-    assert!((pp2.tpot.p50 / tp8.tpot.p50 - 1.0).abs() < 0.10);
+    let ratio = pp2.tpot.p50 / tp8.tpot.p50;
+    assert!((1.0..1.5).contains(&ratio), "{ratio}");
 }

@@ -13,6 +13,9 @@ use orrery::sim::{SimConfig, simulate};
 use orrery::spec::{Spec, load_str};
 
 const ALPHA: f64 = 14e-6;
+/// NCCL's base latency of a ring Simple call (`baseLatencies`, NCCL 2.30.7
+/// `src/graph/tuning.cc`): once per collective.
+const BASE: f64 = 8.4e-6;
 const NDR: f64 = 50e9;
 
 fn spec(src: &str) -> Spec {
@@ -96,7 +99,7 @@ fn without_overlap_the_reduction_follows_the_compute_as_before() {
     let t = &run(&s)[0];
     let (step, compute, exposed) = per_step(t);
     assert!(close(compute, c), "{compute} vs {c}");
-    let allreduce = 2.0 * ALPHA + 4.0 * p / NDR;
+    let allreduce = BASE + 2.0 * ALPHA + 4.0 * p / NDR;
     assert!(close(step, c + allreduce), "{step} vs {}", c + allreduce);
     assert!(close(exposed, allreduce), "{exposed}");
     // Nothing overlaps: all of the communication is exposed.
@@ -117,7 +120,7 @@ fn a_reduction_shorter_than_the_backward_exposes_only_the_last_bucket() {
     ));
     let (c, b2, o, p2) = figures(&s);
     assert_eq!((b, p), (b2, p2));
-    let one = |params: f64| 2.0 * ALPHA + 4.0 * params / NDR;
+    let one = |params: f64| BASE + 2.0 * ALPHA + 4.0 * params / NDR;
     assert!(one(bucket) < b / 8.0, "{} vs {}", one(bucket), b / 8.0);
     let last = p - 7.0 * bucket;
     // The last is ready when the backward ends; the optimizer step's O waits for it.
@@ -149,10 +152,10 @@ fn a_reduction_longer_than_the_backward_runs_back_to_back_from_the_first_bucket(
     ));
     let (c, _, o, _) = figures(&s);
     assert!(
-        2.0 * ALPHA + 4.0 * bucket / NDR > b / 8.0,
+        BASE + 2.0 * ALPHA + 4.0 * bucket / NDR > b / 8.0,
         "not the long case"
     );
-    let end = c - o - b + b / 8.0 + 8.0 * 2.0 * ALPHA + 4.0 * p / NDR + o;
+    let end = c - o - b + b / 8.0 + 8.0 * (BASE + 2.0 * ALPHA) + 4.0 * p / NDR + o;
     let (step, _, exposed) = per_step(&run(&s)[0]);
     assert!(close(step, end), "{step} vs {end}");
     assert!(close(exposed, end - c), "{exposed}");
@@ -171,7 +174,7 @@ fn another_job_on_the_same_nics_halves_the_overlapped_reduction() {
     let overlap = format!("    overlap grad_reduce bucket {bucket}\n");
     let alone = run(&spec(&scenario(1, &overlap, "")));
     let both = run(&spec(&scenario(1, &overlap, b_job)));
-    let shared = c - o - b + b / 8.0 + 8.0 * 2.0 * ALPHA + 4.0 * p / (NDR / 2.0) + o;
+    let shared = c - o - b + b / 8.0 + 8.0 * (BASE + 2.0 * ALPHA) + 4.0 * p / (NDR / 2.0) + o;
     assert!(both[1].step_time > 1.0, "b outlasts a: {:?}", both[1]);
     assert!(
         close(both[0].step_time, shared),

@@ -19,8 +19,10 @@ const NDR: f64 = 50e9;
 /// The allreduce every job below runs: 1 GB, ring, p = 2 (so 2(p−1)/p = 1 and 2 steps).
 const N: f64 = 1e9;
 
+/// Two ranks' ring all-reduce: NCCL's ring Simple base latency once (8.4 µs, NCCL 2.30.7
+/// `src/graph/tuning.cc`), two steps of α, and N/β.
 fn ring2(alpha: f64, beta: f64) -> f64 {
-    2.0 * alpha + N / beta
+    8.4e-6 + 2.0 * alpha + N / beta
 }
 
 fn spec(src: &str) -> Spec {

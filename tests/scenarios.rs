@@ -193,9 +193,9 @@ fn shared_fabric_step_times_depend_on_contention_and_placement() {
         near(vision, 74.0) && near(vision_alone, 57.0),
         "{vision} {vision_alone}"
     );
-    // Packed: the ring closed form 2(p−1)α + 2(p−1)/p·(n/8)/β over p = 16 ranks on 8
+    // Packed: the ring closed form base + 2(p−1)α + 2(p−1)/p·(n/8)/β over p = 16 ranks on 8
     // channels, α = 14 µs, β = a NIC's 50 GB/s; n = 8 GB (lang), 4 GB (vision).
-    let ring = |n: f64| 30.0 * 14e-6 + 30.0 / 16.0 * (n / 8.0) / 50e9;
+    let ring = |n: f64| 8.4e-6 + 30.0 * 14e-6 + 30.0 / 16.0 * (n / 8.0) / 50e9;
     assert!(
         (packed["lang_pretrain"] - ring(8e9)).abs() < 1e-6,
         "{packed:?}"

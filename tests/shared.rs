@@ -6,6 +6,9 @@ use orrery::spec::{Spec, load_str};
 
 /// NCCL's per-step network α (tuning.cc hwLat, `orrery::sim::models::ALPHA_NET`).
 const ALPHA: f64 = 14e-6;
+/// NCCL's base latency of a ring Simple call (`baseLatencies`, NCCL 2.30.7
+/// `src/graph/tuning.cc`): once per collective.
+const BASE: f64 = 8.4e-6;
 /// ConnectX-7 NDR and a 100 GbE NIC, per direction.
 const NDR: f64 = 50e9;
 const ETH: f64 = 12.5e9;
@@ -61,12 +64,12 @@ fn two_equal_jobs_on_one_bottleneck_get_half_of_it_each() {
     )));
     let n = 1e9;
     assert!(
-        (alone[0] - (2.0 * ALPHA + n / NDR)).abs() < 1e-8,
+        (alone[0] - (BASE + 2.0 * ALPHA + n / NDR)).abs() < 1e-8,
         "{alone:?}"
     );
     for c in &both {
         assert!(
-            (c - (2.0 * ALPHA + n / (NDR / 2.0))).abs() < 1e-8,
+            (c - (BASE + 2.0 * ALPHA + n / (NDR / 2.0))).abs() < 1e-8,
             "{both:?}"
         );
     }
@@ -91,10 +94,13 @@ fn background_traffic_of_known_rate_removes_exactly_its_share() {
     )));
     let n = 1e9;
     assert!(
-        (c[0] - (2.0 * ALPHA + n / (NDR - ETH))).abs() < 1e-8,
+        (c[0] - (BASE + 2.0 * ALPHA + n / (NDR - ETH))).abs() < 1e-8,
         "{c:?}"
     );
-    assert!((c[1] - (2.0 * ALPHA + n / ETH)).abs() < 1e-8, "{c:?}");
+    assert!(
+        (c[1] - (BASE + 2.0 * ALPHA + n / ETH)).abs() < 1e-8,
+        "{c:?}"
+    );
 }
 
 /// Eight one-NIC nodes in one rack, two of them with the jobs' resources (a 1:1 leaf has 8 × 50 GB/s up: 100 GB/s per spine

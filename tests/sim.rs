@@ -134,10 +134,11 @@ fn training_step_is_compute_plus_ring_allreduce() {
     );
     let r = simulate(&s, &SimConfig::default());
     let t = &r.metrics.training[0];
-    // compute: 1e15 / (989e12 × 0.75); ring on one NVSwitch node, p = 8, α = 3.4 µs, β =
-    // 370.8 GB/s (NCCL's NVLink4 figure, the catalog's `collective`; line rate 450).
+    // compute: 1e15 / (989e12 × 0.75); ring on one NVSwitch node (NCCL's protocol for it at
+    // 1 GB: Simple), p = 8, base 8.4 µs, α = 3.4 µs, β = 370.8 GB/s (NCCL's NVLink4 figure,
+    // the catalog's `collective`; line rate 450).
     let compute = 1e15 / (989e12 * 0.75);
-    let comm = 2.0 * 7.0 * 3.4e-6 + 2.0 * 7.0 / 8.0 * 1e9 / 370.8e9;
+    let comm = 8.4e-6 + 2.0 * 7.0 * 3.4e-6 + 2.0 * 7.0 / 8.0 * 1e9 / 370.8e9;
     assert!(
         (t.step_time - (compute + comm)).abs() < 2e-9,
         "{} vs {}",
@@ -633,14 +634,16 @@ fn an_oversubscribed_spine_slows_a_cross_rack_ring_by_its_share() {
         let r = simulate(&s, &SimConfig::default());
         assert!(
             r.network_models.iter().any(|m| m.on_graph
-                && m.text == "collective allreduce ring: flow model on the run's shared network"),
+                && m.text
+                    == "collective allreduce ring: ring simple on the run's shared network (flow model)"),
             "{:?}",
             r.network_models
         );
         r.metrics.training[0].step_time
     };
     let compute = 1e12 / (989e12 * 0.75);
-    let comm = |beta: f64| 2.0 * 15.0 * 14e-6 + 2.0 * 15.0 / 16.0 * 1e9 / beta;
+    // NCCL's ring Simple base latency (8.4 µs) once per call, then the ring's steps.
+    let comm = |beta: f64| 8.4e-6 + 2.0 * 15.0 * 14e-6 + 2.0 * 15.0 / 16.0 * 1e9 / beta;
     let same = run("  rack r0 {\n    node dgx_h100 x 2\n  }\n");
     let split =
         run("  rack r0 {\n    node dgx_h100 x 1\n  }\n  rack r1 {\n    node dgx_h100 x 1\n  }\n");

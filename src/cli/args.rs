@@ -220,10 +220,14 @@ pub(super) enum Command {
         /// allreduce, allgather, reducescatter, alltoall, broadcast or sendrecv.
         #[arg(long, default_value = "allreduce")]
         op: String,
-        /// ring, tree, nvls, hierarchical or pairwise (default: the fastest the model has for
-        /// each size, named in the last column).
+        /// ring, tree, nvls, hierarchical or pairwise (default: NCCL's choice for each size
+        /// on NVIDIA devices, by its tuning model; elsewhere the fastest the flow model has).
         #[arg(long)]
         algo: Option<String>,
+        /// NCCL protocol: ll, ll128 or simple (default: NCCL's choice for each size; simple
+        /// where NCCL's model does not apply).
+        #[arg(long)]
+        proto: Option<String>,
         /// `N` (N one-device bundles, PACK) or `NODESxDEVICES` (STRICT_SPREAD), placed by the
         /// scenario's policy on the empty cluster (default: every device of the first node).
         #[arg(long)]
@@ -231,7 +235,7 @@ pub(super) enum Command {
         /// `LO..HI` doubling (K, M, G: powers of 1024, as nccl-tests' -b/-e) or a list.
         #[arg(long, default_value = "1K..8G")]
         sizes: String,
-        /// Print `size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm` rows instead.
+        /// Print `size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm,protocol` rows instead.
         #[arg(long)]
         csv: bool,
     },

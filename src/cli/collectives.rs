@@ -7,6 +7,7 @@ use std::process::ExitCode;
 pub(super) struct Choices<'a> {
     pub(super) op: &'a str,
     pub(super) algo: Option<&'a str>,
+    pub(super) proto: Option<&'a str>,
     pub(super) ranks: Option<&'a str>,
     pub(super) sizes: &'a str,
     pub(super) csv: bool,
@@ -26,13 +27,21 @@ pub(super) fn collectives(file: &Path, c: Choices) -> ExitCode {
             .map(ec::parse_algorithm)
             .transpose()
             .map_err(|e| format!("--algo: {e}"))?;
+        let proto = c
+            .proto
+            .map(|p| {
+                orrery::network::collective::Protocol::parse(p)
+                    .ok_or_else(|| format!("`{p}` is not a protocol: ll, ll128 or simple"))
+            })
+            .transpose()
+            .map_err(|e| format!("--proto: {e}"))?;
         let sizes = ec::parse_sizes(c.sizes).map_err(|e| format!("--sizes: {e}"))?;
         let sel = match c.ranks {
             Some(s) => s.to_string(),
             None => ec::default_ranks(spec)?,
         };
         let (ranks, policy) = ec::place_ranks(spec, &sel).map_err(|e| format!("--ranks: {e}"))?;
-        ec::table(spec, op, algo, ranks, policy, &sizes)
+        ec::table(spec, op, algo, proto, ranks, policy, &sizes)
     })();
     match r {
         Ok(t) if c.csv => {

@@ -123,6 +123,7 @@ pub fn main() -> ExitCode {
             file,
             op,
             algo,
+            proto,
             ranks,
             sizes,
             csv,
@@ -131,6 +132,7 @@ pub fn main() -> ExitCode {
             collectives::Choices {
                 op: &op,
                 algo: algo.as_deref(),
+                proto: proto.as_deref(),
                 ranks: ranks.as_deref(),
                 sizes: &sizes,
                 csv,

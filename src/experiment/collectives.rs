@@ -16,7 +16,7 @@
 //! [`busbw_factor`] (nccl-tests' `doc/PERFORMANCE.md`).
 
 use crate::network::collective::{
-    self as coll, Algorithm, CollectiveResult, Op, Options, Rank, busbw_factor,
+    self as coll, Algorithm, CollectiveResult, Op, Options, Protocol, Rank, busbw_factor,
 };
 use crate::network::{FlowNet, Graph};
 use crate::placement::{self, BundleRequest, ClusterState, PgDecision, Request};
@@ -34,8 +34,11 @@ pub const MAX_RANKS: usize = 65_536;
 pub struct Row {
     pub bytes: f64,
     pub count: u64,
-    /// The algorithm that priced it (the fastest of those the model has, unless fixed).
+    /// The algorithm that priced it: NCCL's choice on NVIDIA devices (see the module docs),
+    /// elsewhere the fastest the flow model has, unless fixed.
     pub algorithm: Algorithm,
+    /// The NCCL protocol it ran with (Simple where NCCL's model does not apply).
+    pub protocol: Protocol,
     pub result: CollectiveResult,
 }
 
@@ -47,6 +50,8 @@ pub struct Table {
     /// `node.dN` name of each rank.
     pub rank_names: Vec<String>,
     pub policy: Policy,
+    /// Whether NCCL's tuning model chose the algorithms and protocols (NVIDIA devices).
+    pub nccl: bool,
     pub rows: Vec<Row>,
 }
 
@@ -259,12 +264,15 @@ fn candidates(op: Op) -> Vec<Algorithm> {
     .collect()
 }
 
-/// The table for `op` over `ranks` at `sizes`, with `algorithm` or (None) the fastest the
-/// model has for each size; a fixed algorithm the topology cannot run is an error.
+/// The table for `op` over `ranks` at `sizes`. Each size runs with the algorithm and
+/// protocol NCCL would pick ([`coll::pick`]), either or both fixed by `algorithm` and
+/// `protocol`; where NCCL's model does not apply and no algorithm is fixed, the fastest the
+/// flow model has. A fixed algorithm the topology cannot run is an error.
 pub fn table(
     spec: &Spec,
     op: Op,
     algorithm: Option<Algorithm>,
+    protocol: Option<Protocol>,
     ranks: Vec<Rank>,
     policy: Policy,
     sizes: &[f64],
@@ -297,24 +305,39 @@ pub fn table(
         .iter()
         .map(|&(n, d)| format!("{}.d{d}", names.get(n).map_or("?", String::as_str)))
         .collect();
-    let algos = algorithm.map_or_else(|| candidates(op), |a| vec![a]);
+    let nccl = graph.nccl_comm(&ranks).is_some();
     let mut rows = Vec::new();
     for &bytes in sizes {
-        let mut best: Option<(Algorithm, CollectiveResult)> = None;
+        // NCCL's pick, or (no NCCL model, nothing fixed) every algorithm the flow model has.
+        let tries: Vec<(Algorithm, Protocol)> = if nccl || algorithm.is_some() {
+            vec![coll::pick(&graph, op, &ranks, bytes, algorithm, protocol)?]
+        } else {
+            coll::pick(&graph, op, &ranks, bytes, None, protocol)?;
+            candidates(op)
+                .into_iter()
+                .map(|a| (a, Protocol::Simple))
+                .collect()
+        };
+        let mut best: Option<(Algorithm, Protocol, CollectiveResult)> = None;
         let mut last_err = None;
-        for &a in &algos {
-            match coll::simulate(&graph, &net, op, a, &ranks, bytes, &Options::default()) {
-                Ok(r) if best.as_ref().is_none_or(|(_, b)| r.secs < b.secs) => best = Some((a, r)),
+        for (a, p) in tries {
+            let opts = Options {
+                protocol: p,
+                ..Options::default()
+            };
+            match coll::simulate(&graph, &net, op, a, &ranks, bytes, &opts) {
+                Ok(r) if best.as_ref().is_none_or(|b| r.secs < b.2.secs) => best = Some((a, p, r)),
                 Ok(_) => {}
                 Err(e) => last_err = Some(format!("{}: {e}", a.name())),
             }
         }
-        let (a, r) = best
+        let (a, p, r) = best
             .ok_or_else(|| last_err.unwrap_or_else(|| "no algorithm could price it".to_string()))?;
         rows.push(Row {
             bytes,
             count: (bytes / 4.0) as u64,
             algorithm: a,
+            protocol: p,
             result: r,
         });
     }
@@ -323,6 +346,7 @@ pub fn table(
         ranks,
         rank_names,
         policy,
+        nccl,
         rows,
     })
 }
@@ -335,18 +359,20 @@ impl Table {
         }
     }
 
-    /// `size_bytes,count,time_us,algbw_GBps,busbw_GBps` (and `algorithm`, last).
+    /// `size_bytes,count,time_us,algbw_GBps,busbw_GBps` (and `algorithm`, `protocol`, last).
     pub fn csv(&self) -> String {
-        let mut s = String::from("size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm\n");
+        let mut s =
+            String::from("size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm,protocol\n");
         for r in &self.rows {
             s.push_str(&format!(
-                "{},{},{:.3},{:.3},{:.3},{}\n",
+                "{},{},{:.3},{:.3},{:.3},{},{}\n",
                 r.bytes,
                 r.count,
                 r.result.secs * 1e6,
                 r.result.algbw / 1e9,
                 r.result.busbw / 1e9,
-                r.algorithm.name()
+                r.algorithm.name(),
+                r.protocol.name()
             ));
         }
         s
@@ -378,11 +404,20 @@ impl std::fmt::Display for Table {
         writeln!(
             f,
             "# idle network; model: src/network/collective (max-min flows, scale-up links at the \
-             accelerator's `collective` share, NCCL per-step α)"
+             accelerator's `collective` share, NCCL 2.30.7 latencies and protocols)"
         )?;
         writeln!(
             f,
-            "#{:>12} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  algorithm",
+            "# algorithm/protocol: {}",
+            if self.nccl {
+                "NCCL's choice by its tuning model (src/graph/tuning.cc) unless fixed"
+            } else {
+                "no NCCL model for these devices: the fastest the flow model has unless fixed, simple"
+            }
+        )?;
+        writeln!(
+            f,
+            "#{:>12} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  algorithm protocol",
             "size", "count", "type", "redop", "root", "time", "algbw", "busbw"
         )?;
         writeln!(
@@ -398,7 +433,7 @@ impl std::fmt::Display for Table {
         for r in &self.rows {
             writeln!(
                 f,
-                " {:>12} {:>12} {:>8} {:>6} {:>6} {:>10.2} {:>8.2} {:>8.2}  {}",
+                " {:>12} {:>12} {:>8} {:>6} {:>6} {:>10.2} {:>8.2} {:>8.2}  {:<9} {}",
                 r.bytes,
                 r.count,
                 "float",
@@ -407,7 +442,8 @@ impl std::fmt::Display for Table {
                 r.result.secs * 1e6,
                 r.result.algbw / 1e9,
                 r.result.busbw / 1e9,
-                r.algorithm.name()
+                r.algorithm.name(),
+                r.protocol.name()
             )?;
         }
         Ok(())

@@ -43,6 +43,7 @@ use crate::spec::Spec;
 use crate::spec::hardware::NodeType;
 
 use super::LinkId;
+use super::collective::tuning::{Arch, Comm, Hw};
 
 /// Spine switches of a leaf-spine fabric (ECMP width).
 pub const SPINES: usize = 4;
@@ -176,6 +177,9 @@ pub struct Graph {
     /// Per node: the share of its scale-up line rate collectives get, and of that an in-switch
     /// reduction gets (`Interconnect::collective`, `nvls`; 1 when not stated).
     collective_share: Vec<(f64, f64)>,
+    /// Per node: its GPUs' generation in NCCL's tuning model (`None`: not an NVIDIA part NCCL
+    /// tunes for, see `collective::tuning`).
+    arch: Vec<Option<Arch>>,
 }
 
 impl Graph {
@@ -286,6 +290,12 @@ impl Graph {
                 .first()
                 .and_then(|d| spec.accelerators.get(&d.accelerator))
                 .and_then(|a| a.interconnect.as_ref());
+            let acc = nt
+                .devices
+                .first()
+                .and_then(|d| spec.accelerators.get(&d.accelerator));
+            g.arch
+                .push(acc.and_then(|a| Arch::of(&a.vendor, &a.name, a.model.as_deref())));
             g.collective_share.push(ic.map_or((1.0, 1.0), |i| {
                 (i.collective_share(), i.nvls.unwrap_or(1.0))
             }));
@@ -907,5 +917,84 @@ impl Graph {
         } else {
             1.0
         }
+    }
+}
+
+impl Graph {
+    /// What NCCL's tuning model sees of a communicator over `ranks` (`collective::tuning`):
+    /// `None` when a node of it has no NCCL model (not NVIDIA) or the GPUs differ in
+    /// generation. Bandwidths in GB/s at collective rates: inside a node a rank's share of
+    /// the NVSwitch (or its direct links, or its PCIe path to another rank of the node);
+    /// across nodes the node's compute NICs together.
+    pub fn nccl_comm(&self, ranks: &[(usize, usize)]) -> Option<Comm> {
+        let &(n0, d0) = ranks.first()?;
+        let arch = self.arch.get(n0).copied().flatten()?;
+        if ranks
+            .iter()
+            .any(|r| self.arch.get(r.0).copied().flatten() != Some(arch))
+        {
+            return None;
+        }
+        let mut nodes: Vec<usize> = ranks.iter().map(|r| r.0).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let dev = Vertex::Device {
+            node: n0,
+            device: d0,
+        };
+        let share = self.collective_share.get(n0).map_or(1.0, |s| s.0);
+        let nvs = self.link_between(dev, Vertex::NvSwitch { node: n0 });
+        let direct: f64 = self
+            .out
+            .get(&dev)
+            .into_iter()
+            .flatten()
+            .filter(|&&l| matches!(self.ends[l].1, Vertex::Device { .. }))
+            .map(|&l| self.capacity[l])
+            .sum();
+        let (intra, bw_intra) = if let Some(l) = nvs {
+            (Hw::NvLink, self.capacity[l] * share)
+        } else if direct > 0.0 {
+            (Hw::NvLink, direct * share)
+        } else {
+            let peer = ranks.iter().find(|r| r.0 == n0 && r.1 != d0);
+            let bw = peer
+                .and_then(|&q| self.route((n0, d0), q, 0))
+                .map_or(0.0, |p| self.path_bottleneck(&p));
+            (Hw::Pci, if bw.is_finite() { bw } else { 0.0 })
+        };
+        let bw_inter: f64 = self
+            .nics
+            .get(n0)
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                let v = Vertex::Nic {
+                    node: n0,
+                    nic: n.nic,
+                };
+                self.out
+                    .get(&v)
+                    .into_iter()
+                    .flatten()
+                    .filter(|&&l| matches!(self.ends[l].1, Vertex::Leaf { .. }))
+                    .map(|&l| self.capacity[l])
+                    .sum::<f64>()
+            })
+            .sum();
+        let bw_intra = if bw_intra > 0.0 { bw_intra } else { bw_inter };
+        Some(Comm {
+            ranks: ranks.len(),
+            nodes: nodes.len(),
+            arch,
+            intra,
+            bw_intra: bw_intra / 1e9,
+            bw_inter: if bw_inter > 0.0 {
+                bw_inter / 1e9
+            } else {
+                bw_intra / 1e9
+            },
+            nvls: nodes.len() == 1 && nvs.is_some() && arch >= Arch::Hopper,
+        })
     }
 }

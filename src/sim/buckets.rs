@@ -150,6 +150,9 @@ pub(super) fn plan(
                 ));
             }
             let what = || format!("{:?} among {:?} (overlapped)", c.op, c.among);
+            // Priced (and NCCL's algorithm and protocol picked) at the whole reduction's
+            // size, then scaled to each launch's bytes: exact for rings (linear in bytes);
+            // buckets are tens of MB, where NCCL picks Simple as it would for the whole.
             let rounds = group_rounds(plan, p, &of_stage, op_of(c.op), c.bytes, what);
             plan.streams.push(Stream { rounds, units });
         }

@@ -39,7 +39,7 @@ use crate::compute::kernels::KernelRates;
 use crate::model::ops::Kernel;
 use crate::model::{Among, Comm, CommOp, Layout, StepWork};
 use crate::network::Graph;
-use crate::network::collective::{self, Algorithm, Op, Options, Rank, Round};
+use crate::network::collective::{self, Op, Options, Rank, Round};
 use crate::placement::NodeId;
 use crate::spec::overlap::GradOverlap;
 use crate::spec::{ModelTraining, Spec};
@@ -124,12 +124,14 @@ fn stage_pairs(l: &Layout) -> Vec<Vec<usize>> {
         .collect()
 }
 
-pub(super) fn op_of(op: CommOp) -> (Op, Algorithm) {
+/// The flow model's op; its algorithm and protocol are NCCL's choice by size
+/// ([`collective::pick`], in [`group_rounds`]).
+pub(super) fn op_of(op: CommOp) -> Op {
     match op {
-        CommOp::AllReduce => (Op::AllReduce, Algorithm::Ring),
-        CommOp::AllGather => (Op::AllGather, Algorithm::Ring),
-        CommOp::ReduceScatter => (Op::ReduceScatter, Algorithm::Ring),
-        CommOp::AllToAll => (Op::AllToAll, Algorithm::Pairwise),
+        CommOp::AllReduce => Op::AllReduce,
+        CommOp::AllGather => Op::AllGather,
+        CommOp::ReduceScatter => Op::ReduceScatter,
+        CommOp::AllToAll => Op::AllToAll,
     }
 }
 
@@ -215,7 +217,7 @@ pub(super) fn plan(
             &mut plan,
             p,
             &stage_pairs(l),
-            (Op::SendRecv, Algorithm::Pairwise),
+            Op::SendRecv,
             work.p2p_bytes,
             m,
             stretch,
@@ -318,7 +320,7 @@ fn priced(
     plan: &mut Plan,
     p: &Pricing,
     groups: &[Vec<usize>],
-    op: (Op, Algorithm),
+    op: Op,
     bytes: f64,
     k: f64,
     stretch: f64,
@@ -336,7 +338,7 @@ pub(super) fn group_rounds(
     plan: &mut Plan,
     p: &Pricing,
     groups: &[Vec<usize>],
-    (op, algo): (Op, Algorithm),
+    op: Op,
     bytes: f64,
     what: impl Fn() -> String,
 ) -> Vec<Round> {
@@ -348,7 +350,13 @@ pub(super) fn group_rounds(
             groups
                 .iter()
                 .map(|g| {
-                    collective::schedule(graph, op, algo, &ranks_of(g), bytes, &Options::default())
+                    let ranks = ranks_of(g);
+                    let (algo, protocol) = collective::pick(graph, op, &ranks, bytes, None, None)?;
+                    let opts = Options {
+                        protocol,
+                        ..Options::default()
+                    };
+                    collective::schedule(graph, op, algo, &ranks, bytes, &opts)
                 })
                 .collect::<Result<Vec<_>, _>>()
         });

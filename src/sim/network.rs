@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::Sim;
 use super::wire::{Owner, Wire};
 use crate::engine::Time;
-use crate::network::collective::{self, Algorithm, Op, Options, Round};
+use crate::network::collective::{self, Algorithm, Op, Options, Protocol, Round};
 use crate::network::{Graph, LinkId, LinkKind};
 use crate::placement::NodeId;
 use crate::spec::workload::Collective;
@@ -117,8 +117,11 @@ pub(crate) struct NetState {
     done: Vec<Owner>,
 }
 
-/// The flow model's op and algorithm for a declared collective.
-pub fn op_and_algorithm(c: &Collective) -> Result<(Op, Algorithm), String> {
+/// The flow model's op for a declared collective, and the algorithm and protocol it fixes
+/// (`None`: NCCL's choice by size, [`collective::pick`]).
+pub fn op_and_algorithm(
+    c: &Collective,
+) -> Result<(Op, Option<Algorithm>, Option<Protocol>), String> {
     let op = match c.op.as_str() {
         "allreduce" => Op::AllReduce,
         "allgather" => Op::AllGather,
@@ -128,25 +131,31 @@ pub fn op_and_algorithm(c: &Collective) -> Result<(Op, Algorithm), String> {
         other => return Err(format!("no flow model for `{other}`")),
     };
     let algo = if c.hierarchical {
-        Algorithm::Hierarchical
+        Some(Algorithm::Hierarchical)
     } else {
         match (op, c.algo.as_deref()) {
-            (Op::AllToAll, _) => Algorithm::Pairwise,
-            (_, Some("tree")) => Algorithm::Tree,
-            (_, Some("nvls")) => Algorithm::InSwitch,
-            _ => Algorithm::Ring,
+            (Op::AllToAll, _) => Some(Algorithm::Pairwise),
+            (_, Some("tree")) => Some(Algorithm::Tree),
+            (_, Some("nvls")) => Some(Algorithm::InSwitch),
+            (_, Some("ring")) => Some(Algorithm::Ring),
+            _ => None,
         }
     };
-    Ok((op, algo))
+    let proto = match c.proto.as_deref() {
+        Some(p) => Some(Protocol::parse(p).ok_or_else(|| format!("no NCCL protocol `{p}`"))?),
+        None => None,
+    };
+    Ok((op, algo, proto))
 }
 
-/// The rounds of `c` over `ranks` on `graph`, or why the flow model cannot price it.
+/// The rounds of `c` over `ranks` on `graph` with the algorithm and protocol it fixes or
+/// NCCL would pick for its size (returned with them), or why the flow model cannot price it.
 pub fn collective_rounds(
     graph: &Graph,
     c: &Collective,
     ranks: &[(usize, usize)],
-) -> Result<Vec<Round>, String> {
-    let (op, algo) = op_and_algorithm(c)?;
+) -> Result<(Vec<Round>, Algorithm, Protocol), String> {
+    let (op, algo, proto) = op_and_algorithm(c)?;
     if matches!(op, Op::AllToAll | Op::Broadcast { .. }) && ranks.len() > MAX_QUADRATIC_RANKS {
         return Err(format!(
             "{} over {} ranks exceeds the flow model's {MAX_QUADRATIC_RANKS}",
@@ -154,14 +163,17 @@ pub fn collective_rounds(
             ranks.len()
         ));
     }
-    collective::schedule(
-        graph,
-        op,
+    let bytes = c.bytes.0 as f64;
+    let (algo, protocol) = collective::pick(graph, op, ranks, bytes, algo, proto)?;
+    let opts = Options {
+        protocol,
+        ..Options::default()
+    };
+    Ok((
+        collective::schedule(graph, op, algo, ranks, bytes, &opts)?,
         algo,
-        ranks,
-        c.bytes.0 as f64,
-        &Options::default(),
-    )
+        protocol,
+    ))
 }
 
 impl Sim<'_> {

@@ -353,9 +353,12 @@ impl Sim<'_> {
         let mut ok = true;
         for c in &t.collectives {
             let what = format!(
-                "collective {} {}{}",
+                "collective {} {}{}{}",
                 c.op,
-                c.algo.as_deref().unwrap_or("ring"),
+                c.algo.as_deref().unwrap_or("(NCCL's choice)"),
+                c.proto
+                    .as_deref()
+                    .map_or(String::new(), |p| format!(" {p}")),
                 if c.hierarchical { " hierarchical" } else { "" }
             );
             let r = match &self.wire.graph {
@@ -363,11 +366,15 @@ impl Sim<'_> {
                 None => Err("no cluster graph".into()),
             };
             match r {
-                Ok(r) => {
+                Ok((r, algo, proto)) => {
                     self.net.note(
                         network::MovementKind::Collective,
                         true,
-                        format!("{what}: flow model on the run's shared network"),
+                        format!(
+                            "{what}: {} {} on the run's shared network (flow model)",
+                            algo.name(),
+                            proto.name()
+                        ),
                     );
                     all.extend(r);
                 }

@@ -169,6 +169,8 @@ pub const COLLECTIVES: &[&str] = &[
     "alltoall",
 ];
 pub const COLLECTIVE_ALGOS: &[&str] = &["ring", "tree", "nvls"];
+/// NCCL's protocols (`network::collective::tuning::Protocol`).
+pub const COLLECTIVE_PROTOS: &[&str] = &["ll", "ll128", "simple"];
 pub const ARRIVALS: &[&str] = &["poisson", "bursty", "burst", "trace"];
 pub const PERCENTILES: &[&str] = &["p50", "p90", "p99", "p999"];
 
@@ -208,11 +210,11 @@ pub const ACTOR: &[StmtDef] = &[
 pub const PLACEMENT_GROUP: &[StmtDef] = &[many("bundle", &["x"])];
 pub const TRAINING: &[StmtDef] = &[
     one("compute", &["per", "device", "memory", "kernels"]),
-    many("allreduce", &["algo", "hierarchical"]),
-    many("allgather", &["algo", "hierarchical"]),
-    many("reduce_scatter", &["algo", "hierarchical"]),
-    many("broadcast", &["algo", "hierarchical"]),
-    many("alltoall", &["algo", "hierarchical"]),
+    many("allreduce", &["algo", "proto", "hierarchical"]),
+    many("allgather", &["algo", "proto", "hierarchical"]),
+    many("reduce_scatter", &["algo", "proto", "hierarchical"]),
+    many("broadcast", &["algo", "proto", "hierarchical"]),
+    many("alltoall", &["algo", "proto", "hierarchical"]),
     one("checkpoint", &["every", "size", "to"]),
     one("device_memory", &[]),
     one("model", &[]),
@@ -370,6 +372,7 @@ pub const VALUE_WORDS: &[&[&str]] = &[
     TASK_STRATEGIES,
     COLLECTIVES,
     COLLECTIVE_ALGOS,
+    COLLECTIVE_PROTOS,
     ARRIVALS,
     PERCENTILES,
     ACTIONS,

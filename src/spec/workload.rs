@@ -187,6 +187,8 @@ pub struct Collective {
     pub op: String,
     pub bytes: Bytes,
     pub algo: Option<String>,
+    /// NCCL protocol (`ll`, `ll128`, `simple`); `None`: NCCL's choice by size.
+    pub proto: Option<String>,
     pub hierarchical: bool,
 }
 
@@ -1401,11 +1403,33 @@ pub fn workload(
                                             ),
                                             None => None,
                                         };
+                                        let proto = match b.opt("proto") {
+                                            Some(v) => Some(
+                                                rd::choice(
+                                                    cx,
+                                                    v,
+                                                    schema::COLLECTIVE_PROTOS,
+                                                    "NCCL protocol",
+                                                )?
+                                                .to_string(),
+                                            ),
+                                            None => None,
+                                        };
+                                        if algo.as_deref() == Some("nvls")
+                                            && proto.as_deref().is_some_and(|p| p != "simple")
+                                        {
+                                            cx.error(
+                                                s2.head_span(),
+                                                "NCCL runs NVLS with the Simple protocol only: `algo nvls` takes `proto simple` or none".to_string(),
+                                            );
+                                            return None;
+                                        }
                                         let hierarchical = b.flag("hierarchical");
                                         t.collectives.push(Collective {
                                             op: op.to_string(),
                                             bytes,
                                             algo,
+                                            proto,
                                             hierarchical,
                                         });
                                     }

@@ -18,19 +18,24 @@
 //! NCCL has no tree or NVLS allgather/broadcast in this model's scope, all-to-all is a set of
 //! point-to-point exchanges, and send/recv is point to point by definition.
 //!
-//! Cost of a step, α: the NCCL per-step latency of the slowest link kind any of its flows
-//! crosses — network (a path through a leaf switch) 14 µs, else PCIe 5.7 µs when a path uses
-//! neither the NVSwitch nor a direct device-device link, else NVLink 3.4 µs (NCCL
-//! src/graph/tuning.cc hwLat, in shared/reference/hardware-and-models.md and
-//! [`crate::sim::models`]). Pipelined algorithms (tree, broadcast, in-switch) overlap the α of
-//! successive chunks, as NCCL's own model does (latency = stage count × hwLat, not chunk count):
-//! they pay α once per pipeline stage and the bandwidth time of every chunk step; NVLS adds its
-//! 25 µs base latency ([`NVLS_BASE`]).
+//! Cost of a step, α: NCCL's per-hop latency of the slowest link kind any of its flows
+//! crosses — network (a path through a leaf switch), else PCIe when a path uses neither the
+//! NVSwitch nor a direct device-device link, else NVLink — for the call's algorithm and
+//! protocol ([`tuning`], NCCL 2.30.7 `src/graph/tuning.cc` `hwLatencies`: ring Simple 14,
+//! 5.7 and 3.4 µs; tree Simple 14, 4.0 and 4.0; LL 2.7/1.0/0.6). Under NCCL's model (NVIDIA
+//! devices) a call also pays its base latency once (ring Simple 8.4 µs, LL 6.6, LL128 14; NVLS
+//! 25 µs, [`NVLS_BASE`]) and its flows' bytes are stretched by the protocol's bandwidth
+//! relative to Simple ([`tuning::protocol_stretch`]); elsewhere calls are Simple with the
+//! ring's α and no base. Pipelined algorithms (tree, broadcast, in-switch) overlap the α of
+//! successive chunks, as NCCL's own model does (latency = stage count × hwLat, not chunk
+//! count): they pay α once per pipeline stage and the bandwidth time of every chunk step.
+//! Which algorithm and protocol a call runs with, when the caller fixes neither, is NCCL's
+//! pick by size ([`pick`]).
 //!
 //! Closed forms on an uncontended topology (p ranks, n bytes as nccl-tests counts them, β the
 //! bottleneck bandwidth per rank and direction, c the chunk, k = ⌈n'/c⌉ chunks of the n' bytes
 //! a pipeline carries):
-//! - ring allreduce 2(p−1)·α + 2(p−1)/p·n/β; ring allgather and reduce-scatter (p−1)·α +
+//! - (each + the base latency b under NCCL's model) ring allreduce 2(p−1)·α + 2(p−1)/p·n/β; ring allgather and reduce-scatter (p−1)·α +
 //!   (p−1)/p·n/β; pairwise all-to-all the same; send/recv α + n/β.
 //! - broadcast, a chain from the root: (p−1)·α + (k + p − 2)·c/β, n' = n.
 //! - hierarchical allreduce: intra-node reduce-scatter + inter-node allreduce of n/g on g
@@ -53,15 +58,19 @@
 mod bench;
 mod in_switch;
 mod pipeline;
+mod recurring;
 mod ring;
 mod run;
 mod tree;
+pub mod tuning;
 
 pub use bench::{BENCH_BYTES, bench_allreduce};
 
 use super::{FlowNet, Graph};
+pub use recurring::Recurring;
 use run::Runner;
 pub use run::{Chain, Round};
+pub use tuning::Protocol;
 
 /// A rank: (node, device) in the graph's numbering.
 pub type Rank = (usize, usize);
@@ -154,6 +163,10 @@ pub struct Options {
     /// Simulate each distinct step pattern once and reuse its duration (exact; see the module
     /// docs). Off simulates every step, to check that.
     pub reuse: bool,
+    /// NCCL protocol ([`tuning`]): its base latency once per call, its per-hop α, and its
+    /// bandwidth relative to Simple (on NVIDIA devices; elsewhere Simple's). [`choose`] picks
+    /// it with the algorithm as NCCL would.
+    pub protocol: Protocol,
 }
 
 impl Default for Options {
@@ -162,6 +175,7 @@ impl Default for Options {
             chunk: DEFAULT_CHUNK,
             alpha: None,
             reuse: true,
+            protocol: Protocol::Simple,
         }
     }
 }
@@ -352,6 +366,28 @@ fn decompose(
     if ranks.len() < 2 {
         return Ok(());
     }
+    let comm = graph.nccl_comm(ranks);
+    // Which column of NCCL's hop latencies the steps pay: the algorithm's under NCCL's
+    // model, the ring's (the α this crate always charged) elsewhere.
+    run.family = if comm.is_some() {
+        algorithm
+    } else {
+        Algorithm::Ring
+    };
+    let protocol = if comm.is_some() {
+        run.opts.protocol
+    } else {
+        Protocol::Simple
+    };
+    run.protocol = protocol;
+    if let Some(c) = &comm {
+        run.protocol_stretch = tuning::protocol_stretch(c, op, algorithm, protocol);
+    }
+    // NCCL's base latency, once per call, where its model applies (RCCL's constants are its
+    // own and not modelled: other vendors' calls pay their per-step α only, as before).
+    if run.opts.alpha.is_none() && comm.is_some() {
+        run.secs += tuning::base_latency(algorithm, protocol);
+    }
     match (op, algorithm) {
         (Op::Broadcast { root }, _) => pipeline::broadcast(run, ranks, root, bytes),
         (_, Algorithm::Ring) => ring::ring(run, op, ranks, bytes),
@@ -361,6 +397,59 @@ fn decompose(
         (_, Algorithm::Tree) => tree::allreduce(run, ranks, bytes),
         (_, Algorithm::InSwitch) => in_switch::allreduce(run, graph, ranks, bytes),
         _ => unreachable!("supported() admitted {op:?} with {algorithm:?}"),
+    }
+}
+
+/// The algorithm and protocol NCCL would run `op` of `bytes` over `ranks` with, either or
+/// both fixed by the caller ([`tuning::choose`]: least time by NCCL's own estimate among
+/// ring, tree and NVLS × LL, LL128 and Simple, on NVIDIA devices). All-to-all and send/recv
+/// are pairwise, Simple (NCCL runs them as point-to-point copies, outside its tuning model).
+/// Where NCCL's model does not apply (other vendors, mixed generations) the algorithm is the
+/// one fixed or ring, and the protocol Simple; `Err` when a protocol was fixed there, or
+/// when NCCL has no such (algorithm, protocol) for the op.
+pub fn pick(
+    graph: &Graph,
+    op: Op,
+    ranks: &[Rank],
+    bytes: f64,
+    algorithm: Option<Algorithm>,
+    protocol: Option<Protocol>,
+) -> Result<(Algorithm, Protocol), String> {
+    if matches!(op, Op::AllToAll | Op::SendRecv) {
+        return match protocol {
+            None | Some(Protocol::Simple) => Ok((Algorithm::Pairwise, Protocol::Simple)),
+            Some(p) => Err(format!(
+                "{} runs as NCCL point-to-point copies, outside its protocols; `{}` does not apply",
+                op.name(),
+                p.name()
+            )),
+        };
+    }
+    let Some(c) = graph.nccl_comm(ranks) else {
+        return match protocol {
+            None | Some(Protocol::Simple) => {
+                Ok((algorithm.unwrap_or(Algorithm::Ring), Protocol::Simple))
+            }
+            Some(p) => Err(format!(
+                "protocol `{}` is NCCL's, and these ranks' devices have no NCCL tuning model \
+                 (not NVIDIA, or mixed generations)",
+                p.name()
+            )),
+        };
+    };
+    match tuning::choose(&c, op, bytes, algorithm, protocol) {
+        Some(pair) => Ok(pair),
+        // NCCL's model has no pair for it (hierarchical; in-switch across nodes, which is
+        // CollNet/SHARP, Simple only): Simple.
+        None if protocol.is_none_or(|p| p == Protocol::Simple) => {
+            Ok((algorithm.unwrap_or(Algorithm::Ring), Protocol::Simple))
+        }
+        None => Err(format!(
+            "NCCL has no {}{} for {} over these ranks",
+            algorithm.map_or("algorithm", |a| a.name()),
+            protocol.map_or(String::new(), |p| format!(" with protocol {}", p.name())),
+            op.name()
+        )),
     }
 }
 

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use super::super::{FlowNet, Graph, LinkId, Vertex};
-use super::{Options, Rank};
-use crate::sim::models::{ALPHA_NET, ALPHA_NVLINK, ALPHA_PCIE};
+use super::tuning::{self, Hw};
+use super::{Algorithm, Options, Protocol, Rank};
 
 /// One end of a flow: a rank, or the switch that reduces in the network (in-switch only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +76,12 @@ pub(super) struct Runner<'a> {
     pub flows: u64,
     pub simulated: u64,
     pub events: u64,
+    /// The algorithm being run (which column of NCCL's latencies its hops pay).
+    pub family: Algorithm,
+    /// The protocol it runs with (Simple where NCCL's model does not apply).
+    pub protocol: Protocol,
+    /// busBw(Simple) / busBw(protocol) by NCCL's model: the flows' bytes are stretched by it.
+    pub protocol_stretch: f64,
 }
 
 impl<'a> Runner<'a> {
@@ -94,6 +100,9 @@ impl<'a> Runner<'a> {
             flows: 0,
             simulated: 0,
             events: 0,
+            family: Algorithm::Ring,
+            protocol: Protocol::Simple,
+            protocol_stretch: 1.0,
         }
     }
 
@@ -123,33 +132,41 @@ impl<'a> Runner<'a> {
         Ok(&self.routes[&(src, dst)])
     }
 
-    /// NCCL's per-step latency for a path: network if it crosses a leaf switch, NVLink if it
-    /// goes through the NVSwitch or a direct device-device link, else PCIe (0 if empty).
-    fn path_alpha(graph: &Graph, path: &[LinkId]) -> f64 {
-        let mut alpha: f64 = if path.is_empty() { 0.0 } else { ALPHA_PCIE };
+    /// The link kind NCCL charges a path's hops at: network if it crosses a leaf switch,
+    /// NVLink if it goes through the NVSwitch or a direct device-device link, else PCIe
+    /// (`None` if empty).
+    fn path_hw(graph: &Graph, path: &[LinkId]) -> Option<Hw> {
+        if path.is_empty() {
+            return None;
+        }
+        let mut hw = Hw::Pci;
         for &l in path {
             match graph.ends[l] {
-                (Vertex::Leaf { .. }, _) | (_, Vertex::Leaf { .. }) => return ALPHA_NET,
+                (Vertex::Leaf { .. }, _) | (_, Vertex::Leaf { .. }) => return Some(Hw::Net),
                 (Vertex::NvSwitch { .. }, _)
                 | (_, Vertex::NvSwitch { .. })
-                | (Vertex::Device { .. }, Vertex::Device { .. }) => alpha = ALPHA_NVLINK,
+                | (Vertex::Device { .. }, Vertex::Device { .. }) => hw = Hw::NvLink,
                 _ => {}
             }
         }
-        alpha
+        Some(hw)
     }
 
-    /// α of a step (or pipeline stage): that of the slowest link kind its flows cross, unless
-    /// the options fix it.
+    /// α of a step (or pipeline stage): NCCL's per-hop latency (`tuning::hop_latency`, the
+    /// algorithm's column, the protocol's entry) of the slowest link kind its flows cross,
+    /// unless the options fix it.
     pub fn alpha(&mut self, flows: &[Flow]) -> Result<f64, String> {
         if let Some(a) = self.opts.alpha {
             return Ok(a);
         }
+        let (family, protocol) = (self.family, self.protocol);
         let mut alpha: f64 = 0.0;
         for f in flows {
-            let a = Self::path_alpha(self.graph, self.path(f.src, f.dst)?);
-            alpha = alpha.max(a);
-            if alpha >= ALPHA_NET {
+            let Some(hw) = Self::path_hw(self.graph, self.path(f.src, f.dst)?) else {
+                continue;
+            };
+            alpha = alpha.max(tuning::hop_latency(hw, family, protocol));
+            if hw == Hw::Net {
                 break;
             }
         }
@@ -223,7 +240,7 @@ impl<'a> Runner<'a> {
                 path.extend_from_slice(self.path(f.src, f.dst)?);
             }
             self.flows += repeat * r.len() as u64;
-            let stretch = self.graph.collective_stretch(&path, false);
+            let stretch = self.graph.collective_stretch(&path, false) * self.protocol_stretch;
             chains.push(Chain {
                 path,
                 bytes: first.bytes * repeat as f64 * stretch,
@@ -248,7 +265,8 @@ impl<'a> Runner<'a> {
             let mut chains = Vec::with_capacity(flows.len());
             for f in flows {
                 let path = self.path(f.src, f.dst)?.to_vec();
-                let stretch = self.graph.collective_stretch(&path, f.in_switch());
+                let stretch =
+                    self.graph.collective_stretch(&path, f.in_switch()) * self.protocol_stretch;
                 chains.push(Chain {
                     path,
                     bytes: f.bytes * repeat as f64 * stretch,
@@ -285,7 +303,9 @@ impl<'a> Runner<'a> {
         let mut stretched = Vec::with_capacity(flows.len());
         for f in flows {
             let path = self.path(f.src, f.dst)?.to_vec();
-            let b = f.bytes * self.graph.collective_stretch(&path, f.in_switch());
+            let b = f.bytes
+                * self.graph.collective_stretch(&path, f.in_switch())
+                * self.protocol_stretch;
             stretched.push(b);
             batch.push((path, b));
         }

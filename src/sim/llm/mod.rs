@@ -86,8 +86,9 @@ pub(crate) struct LlmReplica {
     pub(crate) roof: Roofline,
     /// The ranks' PCIe bandwidth (swap copies).
     pub(crate) pcie: f64,
-    /// The all-reduce of 1 byte as rounds on the network (`None`: tp 1, or closed form).
-    pub(crate) unit_rounds: Option<Vec<Round>>,
+    /// The all-reduce on the network, scheduled per size as NCCL would run it (`None`: tp 1,
+    /// or closed form).
+    pub(crate) unit_rounds: Option<crate::network::collective::Recurring>,
     /// Seconds of one 1-byte all-reduce in closed form, when the flow model cannot take it.
     pub(crate) closed_secs: Option<(f64, f64)>,
     pub(crate) batch: Option<engine::Batch>,

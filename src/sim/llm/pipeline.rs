@@ -37,26 +37,33 @@ use super::LlmReplica;
 use super::engine::Batch;
 use crate::engine::Time;
 use crate::model::serving::{self as ms, Footprint};
-use crate::network::collective::{self, Algorithm, Op, Options, Round};
+use crate::network::Graph;
+use crate::network::collective::{self, Op, Options, Recurring, Round};
 use crate::sim::wire::{Owner, TransferId};
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline};
 use std::collections::VecDeque;
 
-/// A communication of 1 byte per rank: rounds on the network, or α and β in closed form.
+/// A communication: rounds of 1 byte per rank on the network (point-to-point sends, linear
+/// in the bytes), a collective scheduled per size as NCCL would run it, or α and β in closed
+/// form.
 #[derive(Debug, Clone)]
 pub(crate) enum Unit {
     None,
     Rounds(Vec<Round>),
+    Collective(Recurring),
     Closed(f64, f64),
 }
 
 impl Unit {
     /// `k` calls of `bytes` each, as one (rounds and the seconds paid before them).
-    fn scaled(&self, bytes: f64, k: f64) -> (Vec<Round>, f64) {
-        match self {
-            Unit::None => (Vec::new(), 0.0),
-            Unit::Rounds(r) => (super::run::scaled(r, bytes, k), 0.0),
-            Unit::Closed(a, b) => (Vec::new(), k * (a + b * bytes)),
+    fn scaled(&self, graph: Option<&Graph>, bytes: f64, k: f64) -> (Vec<Round>, f64) {
+        match (self, graph) {
+            (Unit::Rounds(r), _) => (super::run::scaled(r, bytes, k), 0.0),
+            (Unit::Collective(c), Some(g)) => {
+                (super::run::scaled(&c.rounds(g, bytes), 1.0, k), 0.0)
+            }
+            (Unit::Closed(a, b), _) => (Vec::new(), k * (a + b * bytes)),
+            (Unit::None | Unit::Collective(_), _) => (Vec::new(), 0.0),
         }
     }
 }
@@ -168,14 +175,14 @@ impl<'s> Sim<'s> {
             let last = s + 1 == feet.len();
             let graph = self.wire.graph.as_ref().filter(|_| on_graph);
             let opts = Options::default();
-            let ring = |op, rs: &[(usize, usize)]| match graph {
-                Some(g) => collective::schedule(g, op, Algorithm::Ring, rs, 1.0, &opts),
+            let coll = |op, rs: &[(usize, usize)]| match graph {
+                Some(g) => Recurring::new(g, op, rs, None, None),
                 None => Err("no cluster graph".to_string()),
             };
             let mut units = [Unit::None, Unit::None, Unit::None];
             if tp > 1 {
-                units[0] = match ring(Op::AllReduce, &mine) {
-                    Ok(r) => Unit::Rounds(r),
+                units[0] = match coll(Op::AllReduce, &mine) {
+                    Ok(r) => Unit::Collective(r),
                     Err(e) => {
                         (on_graph, why) = (false, e);
                         closed("allreduce")
@@ -199,8 +206,8 @@ impl<'s> Sim<'s> {
                     }
                 };
                 if tp > 1 {
-                    units[2] = match ring(Op::AllGather, &next) {
-                        Ok(r) => Unit::Rounds(r),
+                    units[2] = match coll(Op::AllGather, &next) {
+                        Ok(r) => Unit::Collective(r),
                         Err(e) => {
                             (on_graph, why) = (false, e);
                             closed("allgather")
@@ -354,8 +361,9 @@ impl<'s> Sim<'s> {
         };
         let (s, tokens) = (f.stage, f.batch.shape.tokens);
         // Two sends of each rank's slice (hidden states, residual), then two all-gathers.
-        let (mut rounds, mut closed) = p.stages[s].send.scaled(per_rank(tokens) / 2.0, 2.0);
-        let (more, c) = p.stages[s].gather.scaled(tensor(tokens), 2.0);
+        let g = self.wire.graph.as_ref();
+        let (mut rounds, mut closed) = p.stages[s].send.scaled(g, per_rank(tokens) / 2.0, 2.0);
+        let (more, c) = p.stages[s].gather.scaled(g, tensor(tokens), 2.0);
         rounds.extend(more);
         closed += c;
         let f = p.find(id).expect("flight");
@@ -443,9 +451,11 @@ impl<'s> Sim<'s> {
         let f = p.flights.iter().find(|f| f.id == id).expect("flight");
         let stage = &p.stages[f.stage];
         let bytes = ms::allreduce_bytes(model, f.batch.shape.tokens, d);
-        let (rounds, closed) = stage
-            .allreduce
-            .scaled(bytes, ms::stage_allreduces(&stage.foot));
+        let (rounds, closed) = stage.allreduce.scaled(
+            self.wire.graph.as_ref(),
+            bytes,
+            ms::stage_allreduces(&stage.foot),
+        );
         let f = p.find(id).expect("flight");
         (f.phase, f.rounds, f.round, f.closed) = (Phase::Reduce, rounds, 0, closed);
         self.llm_pipe_comm(r, id);

@@ -4,7 +4,7 @@
 use super::engine::{Emitted, Engine, Seq};
 use super::{LlmReplica, LlmService, Pool};
 use crate::model::serving::{self as ms, Footprint};
-use crate::network::collective::{self, Algorithm, Op, Options};
+use crate::network::collective::{self, Op};
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
 use crate::spec::serving::{LlmServing, Tokens};
 use rand::RngExt;
@@ -158,14 +158,7 @@ impl Sim<'_> {
             pipe = Some(Box::new(self.llm_pipe(&name, &llm, node, &ranks, now)));
         } else if llm.tp > 1 {
             let r = match &self.wire.graph {
-                Some(g) => collective::schedule(
-                    g,
-                    Op::AllReduce,
-                    Algorithm::Ring,
-                    &ranks,
-                    1.0,
-                    &Options::default(),
-                ),
+                Some(g) => collective::Recurring::new(g, Op::AllReduce, &ranks, None, None),
                 None => Err("no cluster graph".to_string()),
             };
             match r {
@@ -313,8 +306,8 @@ impl Sim<'_> {
         };
         let tokens = l.batch.as_ref().map_or(0.0, |b| b.shape.tokens);
         let bytes = ms::allreduce_bytes(&hidden, tokens, dtype_bytes);
-        if let Some(unit) = &l.unit_rounds {
-            l.rounds = scaled(unit, bytes, k);
+        if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.wire.graph) {
+            l.rounds = scaled(&rec.rounds(g, bytes), 1.0, k);
             l.round = 0;
             self.llm_next_round(r);
         } else if let Some((alpha, beta)) = l.closed_secs {

@@ -1,0 +1,107 @@
+//! One collective called again and again at sizes that change call to call (a serving
+//! replica's tensor-parallel all-reduce, whose bytes follow each iteration's tokens). NCCL
+//! picks the algorithm and protocol by size ([`super::pick`]), and tree and in-switch
+//! schedules are chunked pipelines whose rounds are not linear in the bytes, so each size is
+//! scheduled as it is and the rounds kept per size (a bounded memo: sizes repeat, since they
+//! are tokens × a constant).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use super::{Algorithm, Op, Options, Protocol, Rank, Round, pick, schedule};
+use crate::network::Graph;
+
+/// Most sizes kept; past it the memo starts over (memory stays bounded on any run).
+const MEMO: usize = 4096;
+
+#[derive(Debug, Clone)]
+pub struct Recurring {
+    op: Op,
+    ranks: Vec<Rank>,
+    algorithm: Option<Algorithm>,
+    protocol: Option<Protocol>,
+    memo: RefCell<HashMap<u64, Vec<Round>>>,
+}
+
+impl Recurring {
+    /// `op` over `ranks` on `graph`, the algorithm and protocol NCCL's choice by size unless
+    /// fixed; `Err` when the flow model cannot run it there (checked on a ring of 1 MiB and
+    /// on NCCL's pick at 1 MiB).
+    pub fn new(
+        graph: &Graph,
+        op: Op,
+        ranks: &[Rank],
+        algorithm: Option<Algorithm>,
+        protocol: Option<Protocol>,
+    ) -> Result<Recurring, String> {
+        let r = Recurring {
+            op,
+            ranks: ranks.to_vec(),
+            algorithm,
+            protocol,
+            memo: RefCell::new(HashMap::new()),
+        };
+        if algorithm.is_none() {
+            schedule(
+                graph,
+                op,
+                fallback(op),
+                ranks,
+                1048576.0,
+                &Options::default(),
+            )?;
+        }
+        r.schedule(graph, 1048576.0)?;
+        Ok(r)
+    }
+
+    fn schedule(&self, graph: &Graph, bytes: f64) -> Result<Vec<Round>, String> {
+        let (a, p) = pick(
+            graph,
+            self.op,
+            &self.ranks,
+            bytes,
+            self.algorithm,
+            self.protocol,
+        )?;
+        let opts = Options {
+            protocol: p,
+            ..Options::default()
+        };
+        schedule(graph, self.op, a, &self.ranks, bytes, &opts)
+    }
+
+    /// The rounds of one call of `bytes` per rank. Should NCCL's pick not run at this size
+    /// (the checks in [`Recurring::new`] make that unlikely), the op's plain ring (or
+    /// pairwise) schedule, which `new` checked; no rounds only if that fails too.
+    pub fn rounds(&self, graph: &Graph, bytes: f64) -> Vec<Round> {
+        let key = bytes.to_bits();
+        if let Some(r) = self.memo.borrow().get(&key) {
+            return r.clone();
+        }
+        let r = self.schedule(graph, bytes).unwrap_or_else(|_| {
+            schedule(
+                graph,
+                self.op,
+                fallback(self.op),
+                &self.ranks,
+                bytes,
+                &Options::default(),
+            )
+            .unwrap_or_default()
+        });
+        let mut m = self.memo.borrow_mut();
+        if m.len() >= MEMO {
+            m.clear();
+        }
+        m.insert(key, r.clone());
+        r
+    }
+}
+
+fn fallback(op: Op) -> Algorithm {
+    match op {
+        Op::AllToAll | Op::SendRecv => Algorithm::Pairwise,
+        _ => Algorithm::Ring,
+    }
+}

@@ -1,0 +1,643 @@
+//! NCCL's tuning model: what each (algorithm, protocol) costs by NCCL's own estimate, and the
+//! pair NCCL picks for a collective of a given size when the scenario does not fix one.
+//!
+//! Source: NCCL 2.30.7 (github.com/NVIDIA/nccl), `src/graph/tuning.cc`:
+//! `ncclTunerConstantsDefaults` (base and per-hop latencies, LL and per-channel bandwidth
+//! caps), `ncclTopoTuneModel` (bus bandwidth per algorithm and protocol, latency per op) and
+//! `ncclTopoGetAlgoTime` (time = latency + bytes / bandwidth, the tree correction factors, the
+//! ring plateau). NCCL picks the enabled pair of least estimated time (`src/enqueue.cc`
+//! `topoGetAlgoInfo`).
+//!
+//! How Orrery uses it. The flow model simulates a collective's bytes on the link graph; this
+//! model supplies what the flows cannot know: the protocol's per-hop latency (the step α),
+//! its base latency (once per call), and its bandwidth relative to Simple, which stretches the
+//! flows' bytes by busBw(Simple) / busBw(protocol) — LL moves 8-byte lines of 4 data bytes
+//! (≤ half the bandwidth, and at most NCCL's `llMaxBw`), LL128 128-byte lines of 120. Only
+//! NVIDIA devices have it (AMD's RCCL forks the model with its own constants; other vendors'
+//! libraries are not NCCL): elsewhere collectives run Simple, ring, as before.
+//!
+//! Assumptions, each stated where it is used: NCCL's channel count is [`CHANNELS`]; the CPU is
+//! Intel-like (net overhead 1 µs; AMD hosts lower `llMaxBw` across nodes); CollNet (SHARP) and
+//! PAT are off (NCCL's defaults: `collnetEnable` 0; PAT only with one GPU per node), so the
+//! candidates are ring, tree and, on one NVSwitch node with NVLS, NVLS.
+
+use super::{Algorithm, Op};
+
+/// NCCL's three protocols (`src/include/device.h`, `NCCL_PROTO_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// 8-byte lines: 4 data bytes and a 4-byte flag; lowest latency, half the bandwidth.
+    LL,
+    /// 128-byte lines: 120 data bytes and an 8-byte flag.
+    LL128,
+    /// Plain copies with a memory fence per step: full bandwidth, highest latency.
+    Simple,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 3] = [Protocol::LL, Protocol::LL128, Protocol::Simple];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::LL => "ll",
+            Protocol::LL128 => "ll128",
+            Protocol::Simple => "simple",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Protocol> {
+        match s.to_ascii_lowercase().as_str() {
+            "ll" => Some(Protocol::LL),
+            "ll128" => Some(Protocol::LL128),
+            "simple" => Some(Protocol::Simple),
+            _ => None,
+        }
+    }
+
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// The link kind a hop's latency is charged at (`NCCL_HW_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hw {
+    NvLink,
+    Pci,
+    Net,
+}
+
+/// GPU generation, NCCL's compute-capability index (`NCCL_*_COMPCAP_IDX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Arch {
+    Volta,
+    /// SM 8.x: A100, A10, L4, L40 (NCCL groups every SM 8.x with Ampere).
+    Ampere,
+    Hopper,
+    Blackwell,
+}
+
+impl Arch {
+    /// The generation of an NVIDIA part from its catalog name or model string; `None` for
+    /// other vendors and unknown parts (no NCCL tuning model for them).
+    pub fn of(vendor: &str, name: &str, model: Option<&str>) -> Option<Arch> {
+        if !vendor.eq_ignore_ascii_case("nvidia") {
+            return None;
+        }
+        let s = format!("{name} {}", model.unwrap_or("")).to_ascii_uppercase();
+        let has = |k: &[&str]| k.iter().any(|k| s.contains(k));
+        if has(&["B200", "B300", "GB200", "GB300", "B100"]) {
+            Some(Arch::Blackwell)
+        } else if has(&["H100", "H200", "H800", "GH200", "H20"]) {
+            Some(Arch::Hopper)
+        } else if has(&[
+            "A100", "A800", "A10", "A30", "A40", "L4", "L40", "RTX 40", "RTX A",
+        ]) {
+            Some(Arch::Ampere)
+        } else if has(&["V100"]) {
+            Some(Arch::Volta)
+        } else {
+            None
+        }
+    }
+
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// The algorithms of NCCL's model this crate has (rows of its tables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Row {
+    Tree,
+    Ring,
+    Nvls,
+}
+
+/// `baseLatencies` in µs, [Tree, Ring, NVLS][LL, LL128, Simple].
+const BASE_LAT: [[f64; 3]; 3] = [[6.8, 14.0, 8.4], [6.6, 14.0, 8.4], [0.0, 0.0, 0.0]];
+/// `hwLatencies` in µs, [NVLINK, PCI, NET][Tree, Ring, NVLS][LL, LL128, Simple].
+const HW_LAT: [[[f64; 3]; 3]; 3] = [
+    [[0.6, 1.25, 4.0], [0.6, 1.9, 3.4], [0.0, 0.0, 25.0]],
+    [[1.0, 1.9, 4.0], [1.0, 2.5, 5.7], [0.0, 0.0, 0.0]],
+    [[5.0, 8.5, 14.0], [2.7, 4.0, 14.0], [0.0, 0.0, 18.0]],
+];
+/// `llMaxBws` in GB/s: [Volta-N1 | Intel, Ampere-N1 | AMD, Hopper-N1, Blackwell-N1][N1, N2, N4+]
+/// (one node: the GPU's row; several: the CPU vendor's row, Intel = 0).
+const LL_MAX_BW: [[f64; 3]; 4] = [
+    [39.0, 39.0, 20.4],
+    [87.7, 22.5, 19.0],
+    [141.0, 45.0, 35.0],
+    [282.0, 90.0, 70.0],
+];
+/// `perChMaxRingLL128Bws`, `perChMaxTreeLL128Bws`, `perChMaxTreeBws` in GB/s per channel,
+/// [Volta, Ampere, Hopper, Blackwell][N1, N2, N4+].
+const RING_LL128_BW: [[f64; 3]; 4] = [
+    [20.0, 20.0, 20.0],
+    [20.0, 20.0, 20.0],
+    [36.7, 36.7, 36.7],
+    [40.0, 40.0, 40.0],
+];
+const TREE_LL128_BW: [[f64; 3]; 4] = [
+    [20.0, 20.0, 20.0],
+    [20.0, 20.0, 20.0],
+    [36.7, 36.7, 29.0],
+    [55.6, 31.67, 20.0],
+];
+const TREE_BW: [[f64; 3]; 4] = [
+    [26.5, 18.5, 10.0],
+    [24.0, 23.6, 17.8],
+    [38.7, 41.4, 36.0],
+    [70.0, 42.8, 24.0],
+];
+/// `nvlsEfficiency` by generation (0: no NVLS before Hopper).
+const NVLS_EFFICIENCY: [f64; 4] = [0.0, 0.0, 0.85, 0.74];
+/// `treeCorrectionFactor`, [LL, LL128, Simple][log2(bytes / 64)] for 64 B … 256 MiB.
+const TREE_CORRECTION: [[f64; 23]; 3] = [
+    [
+        1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.7, 0.7, 0.7, 0.7, 0.6, 0.5, 0.4, 0.4, 0.5, 0.6, 0.7, 0.8,
+        0.9, 1.0, 1.0, 1.0, 1.0,
+    ],
+    [
+        1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.8, 0.9,
+        0.9, 0.9, 0.9, 1.0, 1.0,
+    ],
+    [
+        0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6, 0.6, 0.5, 0.5, 0.5, 0.5, 0.6, 0.7, 0.8,
+        0.7, 0.7, 0.8, 0.9, 0.9,
+    ],
+];
+/// Net post overhead per inter-node ring step on an Intel host, µs (`getNetOverhead`; 2 on
+/// AMD), tripled for Simple.
+const NET_OVERHEAD: f64 = 1.0;
+/// NCCL's channel count, for the per-channel caps and NVLS's (nChannels − 1) / nChannels.
+/// NCCL finds 16 NVLS channels on an 8-GPU Hopper NVSwitch node and at least as many ring
+/// channels; at 16 the per-channel caps (36.7 GB/s LL128 ring × 16 = 587 GB/s) bind on no
+/// catalog node, so the figure matters little. An assumption, not a measurement.
+pub const CHANNELS: f64 = 16.0;
+
+/// What NCCL's model sees of a communicator: ranks, nodes, the GPUs' generation, the link
+/// kind inside a node, and bus bandwidth inside a node and per node across nodes (GB/s: the
+/// graph's collective rates, NCCL's nChannels × bwIntra and × bwInter).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Comm {
+    pub ranks: usize,
+    pub nodes: usize,
+    pub arch: Arch,
+    pub intra: Hw,
+    pub bw_intra: f64,
+    pub bw_inter: f64,
+    /// The node's NVSwitch reduces (NVLS): one node, NVSwitch, Hopper or later.
+    pub nvls: bool,
+}
+
+/// NCCL's estimate for one (algorithm, protocol): latency in µs and bus bandwidth in GB/s as
+/// `comm->latencies` / `comm->bandwidths` hold them (the bandwidth already algorithm
+/// bandwidth, as NCCL converts it), `None` where NCCL disables the pair.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub latency_us: f64,
+    pub bw_gbps: f64,
+    /// Bus bandwidth before NCCL's conversion to algorithm bandwidth.
+    pub bus_gbps: f64,
+}
+
+fn row(a: Algorithm) -> Option<Row> {
+    match a {
+        Algorithm::Ring => Some(Row::Ring),
+        Algorithm::Tree => Some(Row::Tree),
+        Algorithm::InSwitch => Some(Row::Nvls),
+        _ => None,
+    }
+}
+
+fn log2i(n: usize) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        (usize::BITS - 1 - n.leading_zeros()) as f64
+    }
+}
+
+/// NCCL's `ncclTopoTuneModel` for one op, algorithm and protocol.
+pub fn estimate(c: &Comm, op: Op, a: Algorithm, p: Protocol) -> Option<Estimate> {
+    let r = row(a)?;
+    let allreduce = matches!(op, Op::AllReduce);
+    let gather = matches!(op, Op::AllGather | Op::ReduceScatter);
+    let bcast = matches!(op, Op::Broadcast { .. });
+    if !matches!(
+        op,
+        Op::AllReduce | Op::AllGather | Op::ReduceScatter | Op::Broadcast { .. }
+    ) {
+        return None;
+    }
+    if (bcast && r != Row::Ring) || (gather && r == Row::Tree) {
+        return None;
+    }
+    // NVLS: Simple only, one node here (multi-node NVLS needs CollNet), allreduce in this
+    // crate's decomposition.
+    if r == Row::Nvls && (p != Protocol::Simple || !c.nvls || c.nodes != 1 || !allreduce) {
+        return None;
+    }
+    // LL128 is on by default only where the intra-node path is NVLink (`typeIntra <=
+    // PATH_NVB` in tuning.cc's protocol enable); the NIC path is assumed PXB/PXN (a NIC
+    // under the GPU's PCIe switch, as on HGX/DGX boards), where NCCL keeps it on.
+    if p == Protocol::LL128 && c.intra == Hw::Pci {
+        return None;
+    }
+    let n = c.ranks.max(1);
+    if n < 2 {
+        return None;
+    }
+    let nodes = c.nodes.max(1);
+    let ppn = n as f64 / nodes as f64;
+    let i2 = if nodes <= 2 { nodes - 1 } else { 2 };
+    let (ai, pi) = (c.arch.idx(), p.idx());
+    // LL: one node, the GPU's row; several, the CPU's (Intel assumed).
+    let ll_max = LL_MAX_BW[if nodes == 1 { ai } else { 0 }][i2];
+    let nsteps = if allreduce {
+        2 * (n - 1)
+    } else if gather {
+        n - 1
+    } else {
+        n
+    } as f64;
+    // NCCL's graph search (`src/graph/search.cc`, `ncclTopoCompute`) keeps a ring's bwIntra
+    // equal to its bwInter (one speed for the whole ring, so the NICs bound a multi-node
+    // ring), and raises a tree's bwIntra up to twice its bwInter; tuning then takes bwIntra
+    // up to 2 nodes and bwInter beyond.
+    let bus_of = |intra: f64| {
+        if nodes == 1 {
+            intra
+        } else if nodes <= 2 {
+            intra.min(if r == Row::Tree {
+                2.0 * c.bw_inter
+            } else {
+                c.bw_inter
+            })
+        } else {
+            c.bw_inter.min(intra)
+        }
+    };
+    let mut bus = bus_of(c.bw_intra);
+    if r == Row::Nvls {
+        if NVLS_EFFICIENCY[ai] == 0.0 {
+            return None;
+        }
+        // One node: no NIC in the path (multi-node NVLS is not modelled, see above).
+        bus = c.bw_intra * NVLS_EFFICIENCY[ai] * (CHANNELS - 1.0) / CHANNELS * 2.0;
+    }
+    match (r, p) {
+        (Row::Ring, Protocol::LL) => bus = ll_max.min(bus * 0.5),
+        (Row::Ring, Protocol::LL128) => bus = (bus * 0.92).min(CHANNELS * RING_LL128_BW[ai][i2]),
+        _ => {}
+    }
+    if r == Row::Tree && allreduce {
+        bus = (bus * 0.92).min(CHANNELS * TREE_BW[ai][i2]);
+    }
+    match (r, p) {
+        (Row::Tree, Protocol::LL) => bus = (bus / 3.8).min(ll_max),
+        (Row::Tree, Protocol::LL128) => {
+            let f = if nodes == 1 { 7.0 / 9.0 } else { 120.0 / 128.0 };
+            bus = (bus * f).min(CHANNELS * TREE_LL128_BW[ai][i2]);
+        }
+        _ => {}
+    }
+    let ratio = match r {
+        Row::Ring | Row::Nvls => n as f64 / nsteps,
+        Row::Tree => 0.5,
+    };
+    let algbw = bus * ratio;
+    let ri = r as usize;
+    let intra_hw = match c.intra {
+        Hw::NvLink => 0,
+        _ => 1,
+    };
+    let hw = if nodes == 1 { intra_hw } else { 2 };
+    let mut lat = BASE_LAT[ri][pi];
+    let mut intra_lat = HW_LAT[intra_hw][ri][pi];
+    // With one rank per node latencies are fully exposed: NCCL uses the tree's. (NCCL adds
+    // `graphs[a]->latencyInter`, 0 unless the net plugin reports one.)
+    let inter_lat = if ppn == 1.0 {
+        HW_LAT[2][Row::Tree as usize][pi]
+    } else {
+        HW_LAT[2][ri][pi]
+    };
+    match r {
+        Row::Ring => {
+            let hop = HW_LAT[hw][ri][pi];
+            if bcast {
+                lat += hop;
+            } else {
+                let overhead = if nodes > 1 {
+                    NET_OVERHEAD * if p == Protocol::Simple { 3.0 } else { 1.0 }
+                } else {
+                    0.0
+                };
+                intra_lat = intra_lat.max(overhead);
+                let inter_steps = if nodes == 1 {
+                    0.0
+                } else if allreduce {
+                    2.0 * (nodes as f64 - 1.0)
+                } else {
+                    nodes as f64 - 1.0
+                };
+                lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+            }
+        }
+        Row::Tree => {
+            lat += 2.0 * ((ppn - 1.0) * intra_lat + log2i(nodes) * inter_lat);
+        }
+        Row::Nvls => {
+            lat = intra_lat;
+            if nodes > 1 {
+                lat += inter_lat;
+            }
+        }
+    }
+    Some(Estimate {
+        latency_us: lat,
+        bw_gbps: algbw,
+        bus_gbps: bus,
+    })
+}
+
+/// NCCL's estimated seconds for `bytes` with (a, p) (`ncclTopoGetAlgoTime`, one op in flight).
+pub fn time(c: &Comm, op: Op, a: Algorithm, p: Protocol, bytes: f64) -> Option<f64> {
+    let e = estimate(c, op, a, p)?;
+    let mut bw = e.bw_gbps;
+    if bw <= 0.0 {
+        return None;
+    }
+    let mut lat = e.latency_us;
+    let log = if bytes >= 64.0 {
+        log2i((bytes as usize) >> 6) as i64
+    } else {
+        -1
+    };
+    if a == Algorithm::Tree && matches!(op, Op::AllReduce) && (0..23).contains(&log) {
+        bw *= TREE_CORRECTION[p.idx()][log as usize];
+    }
+    if a == Algorithm::Ring
+        && p == Protocol::Simple
+        && c.nodes > 1
+        && matches!(op, Op::AllReduce)
+        && bytes / (CHANNELS * c.ranks as f64) >= 64.0
+    {
+        // "Plateau effect of ring".
+        lat *= if c.arch < Arch::Ampere { 1.9 } else { 1.4 };
+    }
+    Some((lat + bytes / (1000.0 * bw)) * 1e-6)
+}
+
+/// The (algorithm, protocol) NCCL picks for `bytes`, either or both fixed by the caller:
+/// least estimated time among the pairs it enables (ring and tree for allreduce, NVLS on one
+/// NVSwitch node; ring otherwise). Ties go to the earlier pair in NCCL's order (tree before
+/// ring before NVLS, LL before LL128 before Simple). `None`: no enabled pair.
+pub fn choose(
+    c: &Comm,
+    op: Op,
+    bytes: f64,
+    algorithm: Option<Algorithm>,
+    protocol: Option<Protocol>,
+) -> Option<(Algorithm, Protocol)> {
+    let mut best: Option<(f64, Algorithm, Protocol)> = None;
+    for a in [Algorithm::Tree, Algorithm::Ring, Algorithm::InSwitch] {
+        if algorithm.is_some_and(|x| x != a) {
+            continue;
+        }
+        for p in Protocol::ALL {
+            if protocol.is_some_and(|x| x != p) {
+                continue;
+            }
+            let Some(t) = time(c, op, a, p, bytes) else {
+                continue;
+            };
+            if best.is_none_or(|(b, _, _)| t < b) {
+                best = Some((t, a, p));
+            }
+        }
+    }
+    best.map(|(_, a, p)| (a, p))
+}
+
+/// How much slower than Simple `p` moves bytes with `a` by NCCL's model: busBw(Simple) /
+/// busBw(p), at least 1 (the flows' bytes are stretched by it).
+pub fn protocol_stretch(c: &Comm, op: Op, a: Algorithm, p: Protocol) -> f64 {
+    if p == Protocol::Simple {
+        return 1.0;
+    }
+    match (estimate(c, op, a, Protocol::Simple), estimate(c, op, a, p)) {
+        (Some(s), Some(x)) if x.bus_gbps > 0.0 => (s.bus_gbps / x.bus_gbps).max(1.0),
+        _ => 1.0,
+    }
+}
+
+/// Per-hop latency in seconds of `p` on a hop of kind `hw` for algorithm family `a` (ring
+/// steps; tree and pipelined chains use the tree's column).
+pub fn hop_latency(hw: Hw, a: Algorithm, p: Protocol) -> f64 {
+    let r = match a {
+        Algorithm::Tree => Row::Tree,
+        _ => Row::Ring,
+    } as usize;
+    let h = match hw {
+        Hw::NvLink => 0,
+        Hw::Pci => 1,
+        Hw::Net => 2,
+    };
+    HW_LAT[h][r][p.idx()] * 1e-6
+}
+
+/// Base latency in seconds of one call with (a, p); NVLS's 25 µs is charged by the in-switch
+/// decomposition itself ([`super::NVLS_BASE`]).
+pub fn base_latency(a: Algorithm, p: Protocol) -> f64 {
+    match a {
+        Algorithm::Tree => BASE_LAT[0][p.idx()] * 1e-6,
+        Algorithm::InSwitch | Algorithm::Pairwise => 0.0,
+        _ => BASE_LAT[1][p.idx()] * 1e-6,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Figures worked by hand from `src/graph/tuning.cc` (NCCL 2.30.7) for a DGX H100 node:
+    //! 8 ranks, NVSwitch, NCCL's 18 × 20.6 = 370.8 GB/s of NVLink per GPU, 8 × 50 GB/s NICs.
+    use super::*;
+
+    fn dgx(nodes: usize) -> Comm {
+        Comm {
+            ranks: 8 * nodes,
+            nodes,
+            arch: Arch::Hopper,
+            intra: Hw::NvLink,
+            bw_intra: 370.8,
+            bw_inter: 400.0,
+            nvls: nodes == 1,
+        }
+    }
+
+    fn est(c: &Comm, a: Algorithm, p: Protocol) -> Estimate {
+        estimate(c, Op::AllReduce, a, p).unwrap()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn one_node_ring_latencies_and_bandwidths() {
+        let c = dgx(1);
+        // LL: 6.6 + 14 × 0.6 µs; min(llMaxBw 141, 370.8 / 2) × 8 / 14.
+        let e = est(&c, Algorithm::Ring, Protocol::LL);
+        assert!(close(e.latency_us, 15.0), "{e:?}");
+        assert!(close(e.bw_gbps, 141.0 * 8.0 / 14.0), "{e:?}");
+        // LL128: 14 + 14 × 1.9; min(370.8 × 0.92, 16 × 36.7).
+        let e = est(&c, Algorithm::Ring, Protocol::LL128);
+        assert!(close(e.latency_us, 40.6), "{e:?}");
+        assert!(close(e.bus_gbps, 370.8 * 0.92), "{e:?}");
+        // Simple: 8.4 + 14 × 3.4; the full 370.8.
+        let e = est(&c, Algorithm::Ring, Protocol::Simple);
+        assert!(close(e.latency_us, 56.0), "{e:?}");
+        assert!(close(e.bus_gbps, 370.8), "{e:?}");
+    }
+
+    #[test]
+    fn one_node_tree_and_nvls() {
+        let c = dgx(1);
+        // Tree Simple: 8.4 + 2 × 7 × 4.0; min(370.8 × 0.92, 16 × 38.7) × 0.5.
+        let e = est(&c, Algorithm::Tree, Protocol::Simple);
+        assert!(close(e.latency_us, 64.4), "{e:?}");
+        assert!(close(e.bw_gbps, 370.8 * 0.92 * 0.5), "{e:?}");
+        // Tree LL: 370.8 × 0.92 / 3.8 (under llMaxBw).
+        let e = est(&c, Algorithm::Tree, Protocol::LL);
+        assert!(close(e.bus_gbps, 370.8 * 0.92 / 3.8), "{e:?}");
+        assert!(close(e.latency_us, 6.8 + 14.0 * 0.6), "{e:?}");
+        // NVLS: 25 µs (replacing the base); 370.8 × 0.85 × 15/16 × 2, × 8 / 14.
+        let e = est(&c, Algorithm::InSwitch, Protocol::Simple);
+        assert!(close(e.latency_us, 25.0), "{e:?}");
+        assert!(
+            close(e.bw_gbps, 370.8 * 0.85 * 15.0 / 16.0 * 2.0 * 8.0 / 14.0),
+            "{e:?}"
+        );
+        assert!(estimate(&c, Op::AllReduce, Algorithm::InSwitch, Protocol::LL).is_none());
+        assert!(estimate(&c, Op::AllGather, Algorithm::Tree, Protocol::Simple).is_none());
+    }
+
+    #[test]
+    fn nccl_picks_ll_ring_then_nvls_on_one_node() {
+        let c = dgx(1);
+        let ar = |b: f64| choose(&c, Op::AllReduce, b, None, None).unwrap();
+        assert_eq!(ar(1024.0), (Algorithm::Ring, Protocol::LL));
+        assert_eq!(
+            ar(8.0 * 1024f64.powi(3)),
+            (Algorithm::InSwitch, Protocol::Simple)
+        );
+        // The LL-ring / NVLS crossover: 15 + b / 80.57 = 25 + b / 337.7 (µs, bytes / 1000).
+        let x = 10.0 * 1000.0
+            / (14.0 / (8.0 * 141.0) - 1.0 / (370.8 * 0.85 * 15.0 / 16.0 * 2.0 * 8.0 / 14.0));
+        assert_eq!(ar(x * 0.99).0, Algorithm::Ring);
+        assert_eq!(ar(x * 1.01).0, Algorithm::InSwitch);
+        // Without NVLS (an A100 node) large allreduces go ring Simple.
+        let a100 = Comm {
+            arch: Arch::Ampere,
+            nvls: false,
+            bw_intra: 240.0,
+            ..c
+        };
+        assert_eq!(
+            choose(&a100, Op::AllReduce, 1e9, None, None).unwrap(),
+            (Algorithm::Ring, Protocol::Simple)
+        );
+        // Allgather has only the ring here.
+        assert_eq!(
+            choose(&c, Op::AllGather, 1e9, None, None).unwrap().0,
+            Algorithm::Ring
+        );
+    }
+
+    #[test]
+    fn two_nodes_ring_is_bound_by_the_nics_and_pays_the_net_hops() {
+        let c = Comm {
+            bw_intra: 450.0,
+            ..dgx(2)
+        };
+        // Ring: one speed for intra and inter (search.cc), so min(450, 400).
+        let e = est(&c, Algorithm::Ring, Protocol::Simple);
+        assert!(close(e.bus_gbps, 400.0), "{e:?}");
+        // 30 steps, 2 of them across the net at 14 µs, 28 at max(3.4, 3 × 1 µs overhead).
+        assert!(close(e.latency_us, 8.4 + 28.0 * 3.4 + 2.0 * 14.0), "{e:?}");
+        // Tree: bwIntra up to 2 × bwInter: 450 × 0.92 under 16 × 41.4.
+        let e = est(&c, Algorithm::Tree, Protocol::Simple);
+        assert!(close(e.bus_gbps, 450.0 * 0.92), "{e:?}");
+        assert!(
+            close(e.latency_us, 8.4 + 2.0 * (7.0 * 4.0 + 1.0 * 14.0)),
+            "{e:?}"
+        );
+        // Ring Simple's plateau: latency × 1.4 once each channel carries 64 B per rank.
+        let t = time(&c, Op::AllReduce, Algorithm::Ring, Protocol::Simple, 1e6).unwrap();
+        assert!(close(
+            t,
+            (e_lat(&c) * 1.4 + 1e6 / (1000.0 * 400.0 * 16.0 / 30.0)) * 1e-6
+        ));
+        assert!(estimate(&c, Op::AllReduce, Algorithm::InSwitch, Protocol::Simple).is_none());
+    }
+
+    fn e_lat(c: &Comm) -> f64 {
+        est(c, Algorithm::Ring, Protocol::Simple).latency_us
+    }
+
+    #[test]
+    fn tree_correction_applies_by_size() {
+        let c = dgx(1);
+        let e = est(&c, Algorithm::Tree, Protocol::Simple);
+        // 64 KiB: log2(65536 / 64) = 10 → factor 0.6 for Simple.
+        let t = time(
+            &c,
+            Op::AllReduce,
+            Algorithm::Tree,
+            Protocol::Simple,
+            65536.0,
+        )
+        .unwrap();
+        assert!(close(
+            t,
+            (e.latency_us + 65536.0 / (1000.0 * e.bw_gbps * 0.6)) * 1e-6
+        ));
+    }
+
+    #[test]
+    fn protocol_stretch_is_the_simple_to_protocol_bandwidth_ratio() {
+        let c = dgx(1);
+        let s = protocol_stretch(&c, Op::AllReduce, Algorithm::Ring, Protocol::LL);
+        assert!(close(s, 370.8 / 141.0), "{s}");
+        let s = protocol_stretch(&c, Op::AllReduce, Algorithm::Ring, Protocol::LL128);
+        assert!(close(s, 1.0 / 0.92), "{s}");
+        assert_eq!(
+            protocol_stretch(&c, Op::AllReduce, Algorithm::Ring, Protocol::Simple),
+            1.0
+        );
+    }
+
+    #[test]
+    fn no_ll128_over_pcie() {
+        let c = Comm {
+            intra: Hw::Pci,
+            arch: Arch::Ampere,
+            nvls: false,
+            bw_intra: 25.0,
+            ..dgx(1)
+        };
+        assert!(estimate(&c, Op::AllReduce, Algorithm::Ring, Protocol::LL128).is_none());
+        assert!(estimate(&c, Op::AllReduce, Algorithm::Ring, Protocol::LL).is_some());
+    }
+
+    #[test]
+    fn generations_from_catalog_names() {
+        assert_eq!(Arch::of("NVIDIA", "H200", None), Some(Arch::Hopper));
+        assert_eq!(Arch::of("nvidia", "b200", None), Some(Arch::Blackwell));
+        assert_eq!(Arch::of("NVIDIA", "L4", None), Some(Arch::Ampere));
+        assert_eq!(Arch::of("AMD", "MI300X", None), None);
+        assert_eq!(Protocol::parse("LL128"), Some(Protocol::LL128));
+        assert_eq!(Protocol::parse("fast"), None);
+    }
+}
