@@ -7,11 +7,16 @@
 //! - inventory: name, memory, SM count, compute capability, PCI bus id, NUMA node (from
 //!   /sys/bus/pci/devices/<bus id>/numa_node), the P2P matrix of every pair;
 //! - H2D and D2H from pinned (page-locked, not write-combined) and pageable host memory, D2D,
-//!   and P2P to the next device (peer access enabled; `p2p_no_peer` where it cannot be),
+//!   and P2P to the next device (peer access enabled; `p2p_no_peer` where it cannot be;
+//!   issued and timed on the destination GPU's stream, see the P2P block),
 //!   4 KiB … 1 GiB, with 1.5 × 2^k sizes held out of the fit; a 256 MiB copy per pair;
 //! - launch latency: events around 1,000 back-to-back empty kernels;
 //! - a memory-bound triad and a compute-bound multiply–add kernel (fp32, fp64), compiled with
-//!   NVRTC; cuBLAS GEMM bf16 and fp16 (8192³; 4096³ quick).
+//!   NVRTC; cuBLAS GEMM bf16 and fp16 (8192³; 4096³ quick) on seeded random operands.
+//!
+//! Not yet run on a GPU (no device machine has been lent to this project's sessions): the
+//! P2P and GEMM code follows cudarc 0.19's documented semantics, and CI builds it
+//! (`cargo check --features cuda`) without running it.
 //!   Peaks are the catalog accelerator's datasheet figures when the device is in the catalog.
 
 use super::detect::{Gpu, GpuInventory, pci_numa_node};
@@ -280,13 +285,15 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
     let mut pageable = vec![0x5au8; n];
 
     let mut transfers = Vec::new();
-    let mut sweep = |path: &str,
-                     source: String,
-                     f: &mut dyn FnMut(usize) -> Result<(), String>|
+    // Each sweep is timed on the stream that issues its copies (`on`).
+    let mut sweep_on = |on: &Timer,
+                        path: &str,
+                        source: String,
+                        f: &mut dyn FnMut(usize) -> Result<(), String>|
      -> Result<(), String> {
         let mut points = Vec::new();
         for &(bytes, held_out) in &sizes {
-            let reps = timer.reps(p.reps, p.min_rep_s, || f(bytes as usize))?;
+            let reps = on.reps(p.reps, p.min_rep_s, || f(bytes as usize))?;
             points.push(Point {
                 bytes,
                 reps,
@@ -308,37 +315,67 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
     };
     {
         let host = pinned.as_slice().map_err(err("pinned host slice"))?;
-        sweep("h2d_pinned", src("host (pinned) to device"), &mut |b| {
-            stream
-                .memcpy_htod(&host[..b], &mut d_a.slice_mut(..b))
-                .map_err(err("H2D copy"))
-        })?;
+        sweep_on(
+            &timer,
+            "h2d_pinned",
+            src("host (pinned) to device"),
+            &mut |b| {
+                stream
+                    .memcpy_htod(&host[..b], &mut d_a.slice_mut(..b))
+                    .map_err(err("H2D copy"))
+            },
+        )?;
     }
-    sweep("h2d_pageable", src("host (pageable) to device"), &mut |b| {
-        stream
-            .memcpy_htod(&pageable[..b], &mut d_a.slice_mut(..b))
-            .map_err(err("H2D copy"))
-    })?;
+    sweep_on(
+        &timer,
+        "h2d_pageable",
+        src("host (pageable) to device"),
+        &mut |b| {
+            stream
+                .memcpy_htod(&pageable[..b], &mut d_a.slice_mut(..b))
+                .map_err(err("H2D copy"))
+        },
+    )?;
     {
         let host = pinned.as_mut_slice().map_err(err("pinned host slice"))?;
-        sweep("d2h_pinned", src("device to host (pinned)"), &mut |b| {
-            stream
-                .memcpy_dtoh(&d_a.slice(..b), &mut host[..b])
-                .map_err(err("D2H copy"))
-        })?;
+        sweep_on(
+            &timer,
+            "d2h_pinned",
+            src("device to host (pinned)"),
+            &mut |b| {
+                stream
+                    .memcpy_dtoh(&d_a.slice(..b), &mut host[..b])
+                    .map_err(err("D2H copy"))
+            },
+        )?;
     }
-    sweep("d2h_pageable", src("device to host (pageable)"), &mut |b| {
-        stream
-            .memcpy_dtoh(&d_a.slice(..b), &mut pageable[..b])
-            .map_err(err("D2H copy"))
-    })?;
-    sweep("d2d", src("device to device (same GPU)"), &mut |b| {
-        stream
-            .memcpy_dtod(&d_a.slice(..b), &mut d_b.slice_mut(..b))
-            .map_err(err("D2D copy"))
-    })?;
+    sweep_on(
+        &timer,
+        "d2h_pageable",
+        src("device to host (pageable)"),
+        &mut |b| {
+            stream
+                .memcpy_dtoh(&d_a.slice(..b), &mut pageable[..b])
+                .map_err(err("D2H copy"))
+        },
+    )?;
+    sweep_on(
+        &timer,
+        "d2d",
+        src("device to device (same GPU)"),
+        &mut |b| {
+            stream
+                .memcpy_dtod(&d_a.slice(..b), &mut d_b.slice_mut(..b))
+                .map_err(err("D2D copy"))
+        },
+    )?;
 
-    // P2P: the full sweep to the next device; one 256 MiB copy for every pair.
+    // P2P: the full sweep to the next device; one 256 MiB copy for every pair. Each copy is
+    // issued, and timed, on a stream of the destination GPU, pulling from the source: CUDA
+    // events are only recorded on streams of the context that created them, and cudarc's
+    // cross-context copy (`memcpy_peer_async`) keeps every event on its own context only when
+    // the stream is the destination's (a stream of the source would record the destination
+    // buffer's event on it: CUDA_ERROR_INVALID_CONTEXT).
     if ctxs.len() >= 2 {
         let j = (i + 1) % ctxs.len();
         let peer = can_access_peer(&ctx, &ctxs[j]);
@@ -346,8 +383,9 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
             enable_peer(&ctx, &ctxs[j]);
             enable_peer(&ctxs[j], &ctx);
         }
-        let mut d_peer = ctxs[j]
-            .default_stream()
+        let pstream = ctxs[j].new_stream().map_err(err("stream"))?;
+        let ptimer = Timer::new(&ctxs[j], &pstream)?;
+        let mut d_peer = pstream
             .alloc_zeros::<u8>(n)
             .map_err(err("peer device alloc"))?;
         let (path, what) = if peer {
@@ -358,8 +396,8 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
                 format!("cuda:{i} to cuda:{j}, no peer access (staged)"),
             )
         };
-        sweep(path, src(&what), &mut |b| {
-            stream
+        sweep_on(&ptimer, path, src(&what), &mut |b| {
+            pstream
                 .memcpy_dtod(&d_a.slice(..b), &mut d_peer.slice_mut(..b))
                 .map_err(err("P2P copy"))
         })?;
@@ -374,13 +412,14 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
                 if inv.p2p[a][b] {
                     enable_peer(&ctxs[a], &ctxs[b]);
                 }
-                let s = ctxs[a].new_stream().map_err(err("stream"))?;
-                let t = Timer::new(&ctxs[a], &s)?;
-                let x = s.alloc_zeros::<u8>(pair_bytes).map_err(err("alloc"))?;
-                let mut y = ctxs[b]
+                // Issued and timed on the destination's stream (see above).
+                let s = ctxs[b].new_stream().map_err(err("stream"))?;
+                let t = Timer::new(&ctxs[b], &s)?;
+                let x = ctxs[a]
                     .default_stream()
                     .alloc_zeros::<u8>(pair_bytes)
                     .map_err(err("alloc"))?;
+                let mut y = s.alloc_zeros::<u8>(pair_bytes).map_err(err("alloc"))?;
                 let secs = t.reps(3, 0.0, || {
                     s.memcpy_dtod(&x, &mut y).map_err(err("P2P copy"))
                 })?;
@@ -522,6 +561,7 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
                 g,
                 p.reps,
                 gemm_cfg(g, half::bf16::ONE, half::bf16::ZERO),
+                half::bf16::from_f32,
             );
             let fp = gemm::<half::f16>(
                 &stream,
@@ -530,6 +570,7 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
                 g,
                 p.reps,
                 gemm_cfg(g, half::f16::ONE, half::f16::ZERO),
+                half::f16::from_f32,
             );
             for (dtype, r) in [("bf16", bf), ("fp16", fp)] {
                 match r {
@@ -578,6 +619,15 @@ fn enable_peer(from: &CudaContext, to: &CudaContext) {
     }
 }
 
+/// A `g` × `g` matrix of values uniform in [−1, 1), from `seed` (deterministic).
+fn random_matrix<T>(g: usize, seed: u64, from_f32: fn(f32) -> T) -> Vec<T> {
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..g * g)
+        .map(|_| from_f32(rng.random_range(-1.0f32..1.0)))
+        .collect()
+}
+
 /// Square column-major `g`³ GEMM, no transposes.
 fn gemm_cfg<T>(g: usize, one: T, zero: T) -> GemmConfig<T> {
     GemmConfig {
@@ -601,16 +651,19 @@ fn gemm<T>(
     g: usize,
     reps: usize,
     cfg: GemmConfig<T>,
+    from_f32: fn(f32) -> T,
 ) -> Result<Vec<f64>, String>
 where
     T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy,
     CudaBlas: Gemm<T>,
 {
+    // Inputs uniform in [−1, 1) from a fixed seed: tensor cores on all-zero operands toggle
+    // no bits and draw less power, so zeros measure optimistic clocks (issue 13).
     let a = stream
-        .alloc_zeros::<T>(g * g)
+        .clone_htod(&random_matrix(g, 1, from_f32))
         .map_err(err("device alloc"))?;
     let b = stream
-        .alloc_zeros::<T>(g * g)
+        .clone_htod(&random_matrix(g, 2, from_f32))
         .map_err(err("device alloc"))?;
     let mut c = stream
         .alloc_zeros::<T>(g * g)
