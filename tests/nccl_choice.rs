@@ -3,7 +3,7 @@
 //! scenario fixes with `algo` / `proto`, and are priced with that protocol's latencies and
 //! bandwidth. One DGX H100 node, 8 ranks: NCCL's per-GPU NVLink figure 370.8 GB/s.
 
-use orrery::network::collective::{self as coll, Algorithm, Op, Options, Protocol};
+use orrery::network::collective::{self as coll, Algorithm, Op, Options};
 use orrery::network::{FlowNet, Graph};
 use orrery::sim::{SimConfig, simulate};
 use orrery::spec::{Spec, load_str};
@@ -100,7 +100,19 @@ fn nvls_with_ll_is_an_error_and_proto_without_nccl_is_priced_in_closed_form() {
     );
     assert!(l.has_errors());
     let e = l.render(false);
-    assert!(e.contains("Simple protocol only"), "{e}");
+    assert!(e.contains("NCCL runs NVLS with Simple only"), "{e}");
+    // Hierarchical and all-to-all run Simple too: another protocol is a located error.
+    for (stmt, what) in [
+        ("allreduce 1 GiB proto ll hierarchical", "`hierarchical`"),
+        ("alltoall 1 GiB proto ll128", "`alltoall`"),
+    ] {
+        let l = load_str("t.orr", &job("dgx_h100", stmt));
+        let e = l.render(false);
+        assert!(
+            l.has_errors() && e.contains(what) && e.contains("t.orr:10:5"),
+            "{e}"
+        );
+    }
     let l = load_str("t.orr", &job("dgx_h100", "allreduce 1 GiB proto ll256"));
     assert!(l.has_errors());
     // AMD devices have no NCCL model: ring Simple by default, a protocol is closed form.
@@ -108,5 +120,4 @@ fn nvls_with_ll_is_an_error_and_proto_without_nccl_is_priced_in_closed_form() {
     assert!(on && note.contains("ring simple"), "{note}");
     let (_, note, on) = comm(&job("mi300x_8", "allreduce 1 GiB proto ll"));
     assert!(!on && note.contains("no NCCL tuning model"), "{note}");
-    let _ = Protocol::LL;
 }

@@ -308,15 +308,13 @@ pub fn table(
     let nccl = graph.nccl_comm(&ranks).is_some();
     let mut rows = Vec::new();
     for &bytes in sizes {
-        // NCCL's pick, or (no NCCL model, nothing fixed) every algorithm the flow model has.
+        // NCCL's pick; without NCCL's model and with nothing fixed, every algorithm the flow
+        // model has with the protocol `pick` gives there (Simple; a fixed other is its error).
+        let picked = coll::pick(&graph, op, &ranks, bytes, algorithm, protocol)?;
         let tries: Vec<(Algorithm, Protocol)> = if nccl || algorithm.is_some() {
-            vec![coll::pick(&graph, op, &ranks, bytes, algorithm, protocol)?]
+            vec![picked]
         } else {
-            coll::pick(&graph, op, &ranks, bytes, None, protocol)?;
-            candidates(op)
-                .into_iter()
-                .map(|a| (a, Protocol::Simple))
-                .collect()
+            candidates(op).into_iter().map(|a| (a, picked.1)).collect()
         };
         let mut best: Option<(Algorithm, Protocol, CollectiveResult)> = None;
         let mut last_err = None;

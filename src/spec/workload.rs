@@ -1391,40 +1391,39 @@ pub fn workload(
                                     }
                                     op => {
                                         let bytes = rd::bytes(cx, b.req("a message size")?)?;
-                                        let algo = match b.opt("algo") {
-                                            Some(v) => Some(
-                                                rd::choice(
-                                                    cx,
-                                                    v,
-                                                    schema::COLLECTIVE_ALGOS,
-                                                    "collective algorithm",
-                                                )?
-                                                .to_string(),
-                                            ),
-                                            None => None,
+                                        let mut word = |key, list, what| match b.opt(key) {
+                                            Some(v) => rd::choice(cx, v, list, what)
+                                                .map(|w| Some(w.to_string())),
+                                            None => Some(None),
                                         };
-                                        let proto = match b.opt("proto") {
-                                            Some(v) => Some(
-                                                rd::choice(
-                                                    cx,
-                                                    v,
-                                                    schema::COLLECTIVE_PROTOS,
-                                                    "NCCL protocol",
-                                                )?
-                                                .to_string(),
-                                            ),
-                                            None => None,
+                                        let algo = word(
+                                            "algo",
+                                            schema::COLLECTIVE_ALGOS,
+                                            "collective algorithm",
+                                        )?;
+                                        let proto =
+                                            word("proto", schema::COLLECTIVE_PROTOS, "NCCL protocol")?;
+                                        let hierarchical = b.flag("hierarchical");
+                                        // NCCL has only Simple for these (NVLS; its send/recv
+                                        // for all-to-all); hierarchical is not NCCL's, run Simple.
+                                        let simple_only = if algo.as_deref() == Some("nvls") {
+                                            Some("`algo nvls` (NCCL runs NVLS with Simple only)")
+                                        } else if op == "alltoall" {
+                                            Some("`alltoall` (NCCL's point-to-point copies)")
+                                        } else if hierarchical {
+                                            Some("`hierarchical` (not an NCCL algorithm; it runs Simple)")
+                                        } else {
+                                            None
                                         };
-                                        if algo.as_deref() == Some("nvls")
+                                        if let Some(what) = simple_only
                                             && proto.as_deref().is_some_and(|p| p != "simple")
                                         {
                                             cx.error(
                                                 s2.head_span(),
-                                                "NCCL runs NVLS with the Simple protocol only: `algo nvls` takes `proto simple` or none".to_string(),
+                                                format!("{what} takes `proto simple` or none"),
                                             );
                                             return None;
                                         }
-                                        let hierarchical = b.flag("hierarchical");
                                         t.collectives.push(Collective {
                                             op: op.to_string(),
                                             bytes,

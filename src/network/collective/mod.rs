@@ -35,7 +35,8 @@
 //! Closed forms on an uncontended topology (p ranks, n bytes as nccl-tests counts them, β the
 //! bottleneck bandwidth per rank and direction, c the chunk, k = ⌈n'/c⌉ chunks of the n' bytes
 //! a pipeline carries):
-//! - (each + the base latency b under NCCL's model) ring allreduce 2(p−1)·α + 2(p−1)/p·n/β; ring allgather and reduce-scatter (p−1)·α +
+//! (each plus the call's base latency under NCCL's model):
+//! - ring allreduce 2(p−1)·α + 2(p−1)/p·n/β; ring allgather and reduce-scatter (p−1)·α +
 //!   (p−1)/p·n/β; pairwise all-to-all the same; send/recv α + n/β.
 //! - broadcast, a chain from the root: (p−1)·α + (k + p − 2)·c/β, n' = n.
 //! - hierarchical allreduce: intra-node reduce-scatter + inter-node allreduce of n/g on g
@@ -164,7 +165,7 @@ pub struct Options {
     /// docs). Off simulates every step, to check that.
     pub reuse: bool,
     /// NCCL protocol ([`tuning`]): its base latency once per call, its per-hop α, and its
-    /// bandwidth relative to Simple (on NVIDIA devices; elsewhere Simple's). [`choose`] picks
+    /// bandwidth relative to Simple (on NVIDIA devices; elsewhere Simple's). [`pick`] picks
     /// it with the algorithm as NCCL would.
     pub protocol: Protocol,
 }
@@ -366,27 +367,20 @@ fn decompose(
     if ranks.len() < 2 {
         return Ok(());
     }
-    let comm = graph.nccl_comm(ranks);
-    // Which column of NCCL's hop latencies the steps pay: the algorithm's under NCCL's
-    // model, the ring's (the α this crate always charged) elsewhere.
-    run.family = if comm.is_some() {
-        algorithm
-    } else {
-        Algorithm::Ring
+    // Under NCCL's model: the algorithm's column of hop latencies, the protocol's bandwidth
+    // stretch and its base latency once per call. Elsewhere (RCCL's constants are its own and
+    // not modelled) Simple with the ring's α, the one this crate always charged, and no base.
+    let base;
+    (run.family, run.protocol, run.protocol_stretch, base) = match graph.nccl_comm(ranks) {
+        Some(c) => {
+            let p = run.opts.protocol;
+            let stretch = tuning::protocol_stretch(&c, op, algorithm, p);
+            (algorithm, p, stretch, tuning::base_latency(algorithm, p))
+        }
+        None => (Algorithm::Ring, Protocol::Simple, 1.0, 0.0),
     };
-    let protocol = if comm.is_some() {
-        run.opts.protocol
-    } else {
-        Protocol::Simple
-    };
-    run.protocol = protocol;
-    if let Some(c) = &comm {
-        run.protocol_stretch = tuning::protocol_stretch(c, op, algorithm, protocol);
-    }
-    // NCCL's base latency, once per call, where its model applies (RCCL's constants are its
-    // own and not modelled: other vendors' calls pay their per-step α only, as before).
-    if run.opts.alpha.is_none() && comm.is_some() {
-        run.secs += tuning::base_latency(algorithm, protocol);
+    if run.opts.alpha.is_none() {
+        run.secs += base;
     }
     match (op, algorithm) {
         (Op::Broadcast { root }, _) => pipeline::broadcast(run, ranks, root, bytes),

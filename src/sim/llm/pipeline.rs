@@ -58,10 +58,8 @@ impl Unit {
     /// `k` calls of `bytes` each, as one (rounds and the seconds paid before them).
     fn scaled(&self, graph: Option<&Graph>, bytes: f64, k: f64) -> (Vec<Round>, f64) {
         match (self, graph) {
-            (Unit::Rounds(r), _) => (super::run::scaled(r, bytes, k), 0.0),
-            (Unit::Collective(c), Some(g)) => {
-                (super::run::scaled(&c.rounds(g, bytes), 1.0, k), 0.0)
-            }
+            (Unit::Rounds(r), _) => (super::run::scaled(r.clone(), bytes, k), 0.0),
+            (Unit::Collective(c), Some(g)) => (super::run::scaled(c.rounds(g, bytes), 1.0, k), 0.0),
             (Unit::Closed(a, b), _) => (Vec::new(), k * (a + b * bytes)),
             (Unit::None | Unit::Collective(_), _) => (Vec::new(), 0.0),
         }

@@ -22,11 +22,10 @@ fn draw(t: Tokens, row: Option<u32>, rng: &mut rand_chacha::ChaCha8Rng) -> u32 {
 
 /// `k` repeats of `rounds` as one: bytes and α times `k` (`model_steps` does the same).
 pub(super) fn scaled(
-    rounds: &[crate::network::collective::Round],
+    mut out: Vec<crate::network::collective::Round>,
     bytes: f64,
     k: f64,
 ) -> Vec<crate::network::collective::Round> {
-    let mut out = rounds.to_vec();
     for r in &mut out {
         r.alpha *= k;
         for c in &mut r.chains {
@@ -307,7 +306,7 @@ impl Sim<'_> {
         let tokens = l.batch.as_ref().map_or(0.0, |b| b.shape.tokens);
         let bytes = ms::allreduce_bytes(&hidden, tokens, dtype_bytes);
         if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.wire.graph) {
-            l.rounds = scaled(&rec.rounds(g, bytes), 1.0, k);
+            l.rounds = scaled(rec.rounds(g, bytes), 1.0, k);
             l.round = 0;
             self.llm_next_round(r);
         } else if let Some((alpha, beta)) = l.closed_secs {
