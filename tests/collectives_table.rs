@@ -151,7 +151,7 @@ fn the_cli_prints_nccl_tests_columns_and_csv() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm,protocol"
+        "size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,priced_by"
     );
     assert_eq!(lines.len(), 1 + 11);
     assert!(lines[1].starts_with("1024,256,"), "{}", lines[1]);

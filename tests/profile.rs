@@ -77,8 +77,8 @@ fn shipped_profiles_parse_and_source_every_figure() {
         );
         let mut sources: Vec<&str> = prof.compute.values().map(|c| c.source.as_str()).collect();
         sources.extend(prof.vector.values().map(|v| v.source.as_str()));
-        sources.push(&prof.memory.source);
-        sources.push(&prof.launch.source);
+        sources.extend(prof.memory.as_ref().map(|m| m.source.as_str()));
+        sources.extend(prof.launch.as_ref().map(|l| l.source.as_str()));
         sources.extend(prof.transfer.iter().map(|t| t.source.as_str()));
         assert!(sources.iter().all(|s| s.len() > 20), "{}", p.display());
         accelerators.push(prof.provenance.accelerator.clone());
@@ -113,6 +113,7 @@ fn measured() -> Profile {
             command: "orrery calibrate --out calibration/h200_node17.toml".into(),
             seed: 7,
             notes: Some("quoted \"text\" and unicode µs survive".into()),
+            imports: Vec::new(),
         },
         compute: BTreeMap::from([
             (
@@ -138,19 +139,19 @@ fn measured() -> Profile {
                 },
             ),
         ]),
-        memory: MemoryFit {
+        memory: Some(MemoryFit {
             peak_bytes_per_s: 4.8e12,
             efficiency: 0.86,
             efficiency_ci95: [0.855, 0.865],
             achieved_bytes_per_s: Some(4.128e12),
             efficiency_by_size: vec![[1e8, 0.86], [0.0, 0.3]],
             source: "triad kernel".into(),
-        },
-        launch: LaunchFit {
+        }),
+        launch: Some(LaunchFit {
             overhead_s: 2.5e-6,
             overhead_ci95: [2.4e-6, 2.7e-6],
             source: "empty kernel, events".into(),
-        },
+        }),
         vector: BTreeMap::from([(
             "bf16".to_string(),
             VectorFit {
@@ -194,7 +195,9 @@ fn measured() -> Profile {
                 date: "2026-11-29T10:05:00Z".into(),
                 method: "a chain of held-out sizes, median of 31".into(),
             }),
+            holdout: None,
         }],
+        collective: Vec::new(),
     }
 }
 
@@ -256,15 +259,15 @@ fn a_wrong_type_points_at_the_value() {
 #[test]
 fn a_newer_schema_is_rejected_before_its_fields_are_read() {
     let text = shipped("h200_datasheet")
-        .replace("schema_version = 1", "schema_version = 4\nnew_thing = 1");
+        .replace("schema_version = 1", "schema_version = 5\nnew_thing = 1");
     let e = parse(&text).unwrap_err();
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(
         e[0].message
-            .contains("schema version 4 is newer than this orrery supports (version 3)"),
+            .contains("schema version 5 is newer than this orrery supports (version 4)"),
         "{e:?}"
     );
-    assert_eq!(&text[e[0].span.clone()], "4");
+    assert_eq!(&text[e[0].span.clone()], "5");
     for bad in [
         "schema_version = 0",
         "schema_version = \"1\"",
@@ -409,7 +412,7 @@ fn a_prediction_check_is_optional_and_its_figures_agree() {
         );
     }
     // The field is new in version 2: a version 1 profile with one is an error.
-    let text = base.replacen("schema_version = 3", "schema_version = 1", 1);
+    let text = base.replacen("schema_version = 4", "schema_version = 1", 1);
     let e = parse(&text).unwrap_err();
     assert!(
         e.iter()
@@ -486,7 +489,7 @@ fn a_scenario_reports_bad_profiles_at_file_line_and_column() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(&format!("bad.toml:{line}:14")), "{err}");
     // A newer profile, referenced from an accelerator block.
-    let newer = shipped("h200_datasheet").replace("schema_version = 1", "schema_version = 4");
+    let newer = shipped("h200_datasheet").replace("schema_version = 1", "schema_version = 5");
     let s = project(
         "newer",
         &[("next", &newer)],
@@ -494,7 +497,7 @@ fn a_scenario_reports_bad_profiles_at_file_line_and_column() {
     );
     let out = errs(&s);
     assert!(
-        out.contains("next.toml:5:18: profile schema version 4 is newer"),
+        out.contains("next.toml:5:18: profile schema version 5 is newer"),
         "{out}"
     );
     assert!(out.contains("s.orr:2:11"), "{out}");

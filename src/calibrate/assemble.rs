@@ -125,6 +125,7 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
                     .map(|&(b, t)| [b as f64, t])
                     .collect(),
                 check: None,
+                holdout: f.holdout_record(),
             }
         })
         .collect();
@@ -141,11 +142,13 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
             command: o.command.clone(),
             seed: o.seed,
             notes: (!notes.is_empty()).then(|| notes.join("; ")),
+            imports: Vec::new(),
         },
         compute,
-        memory,
-        launch,
+        memory: Some(memory),
+        launch: Some(launch),
         vector: Default::default(),
         transfer,
+        collective: Vec::new(),
     }
 }

@@ -164,6 +164,7 @@ mod tests {
             }],
             medians: Vec::new(),
             check: None,
+            holdout: None,
         };
         // 1000 B: 1 µs + 1 µs; 3000 B: 1 µs + 3 µs → 6 µs predicted. Median of 5, 8, 7 µs = 7.
         let c = figure(&path, &[1000, 3000], &[5e-6, 8e-6, 7e-6], "m".into()).unwrap();

@@ -162,6 +162,11 @@ pub fn now_iso8601() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    iso8601(secs)
+}
+
+/// Seconds since 1970-01-01 UTC as ISO 8601 (`2026-11-29T10:00:00Z`).
+pub fn iso8601(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;

@@ -13,7 +13,9 @@
 //!    itself. A segment boundary is the geometric mean of the sizes either side of it.
 //! 4. 95% intervals: bootstrap over repetitions (each size's repetitions resampled with
 //!    replacement, medians refitted with the chosen breakpoints), percentiles 2.5 and 97.5,
-//!    from a ChaCha stream seeded by the caller (deterministic).
+//!    from a ChaCha stream seeded by the caller (deterministic). When every size has a
+//!    single repetition (a benchmark tool's table: one time per size), over sizes instead:
+//!    each segment's (size, time) pairs resampled with replacement and refitted.
 //! 5. Weighted R² per segment, relative residuals per fitted size, and the relative error of
 //!    the prediction at every held-out size (measured, never fitted).
 
@@ -103,6 +105,16 @@ impl PathFit {
     pub fn holdout_error(&self) -> Option<(f64, f64)> {
         let e: Vec<f64> = self.holdout.iter().map(|h| h.rel_error.abs()).collect();
         (!e.is_empty()).then(|| (stats::median(&e), e.iter().copied().fold(0.0, f64::max)))
+    }
+
+    /// The held-out sizes and errors as a profile records them (None without any).
+    pub fn holdout_record(&self) -> Option<crate::profile::schema::Holdout> {
+        let (median, max) = self.holdout_error()?;
+        Some(crate::profile::schema::Holdout {
+            sizes_bytes: self.holdout.iter().map(|h| h.bytes).collect(),
+            median_abs_rel_error: median,
+            max_abs_rel_error: max,
+        })
     }
 
     /// Root-mean-square relative residual over the fitted sizes.
@@ -281,7 +293,21 @@ pub fn fit_path(points: &[Point], o: &FitOptions) -> Result<PathFit, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(o.seed);
     let mut boot: Vec<Vec<(f64, f64)>> = vec![Vec::new(); rs.len()];
     let mut sample = Vec::new();
+    let single = fit_idx.iter().all(|&i| kept[i].len() < 2);
     for _ in 0..o.bootstrap {
+        if single {
+            for (si, r) in rs.iter().enumerate() {
+                let idx: Vec<usize> = (0..r.len())
+                    .map(|_| r.start + rng.random_range(0..r.len()))
+                    .collect();
+                let bx: Vec<f64> = idx.iter().map(|&i| xs[i]).collect();
+                let by: Vec<f64> = idx.iter().map(|&i| ys[i]).collect();
+                if let Some((a, b)) = wls(&bx, &by, &weights(&by)) {
+                    boot[si].push((a, 1.0 / b));
+                }
+            }
+            continue;
+        }
         let yb: Vec<f64> = fit_idx
             .iter()
             .map(|&i| {

@@ -20,6 +20,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod detect;
 pub mod fit;
+pub mod import;
 pub mod plot;
 pub mod stats;
 pub mod validate;
@@ -360,24 +361,26 @@ impl Calibration {
                 c.efficiency_ci95[1]
             );
         }
-        let m = &p.memory;
-        let _ = writeln!(
-            s,
-            "memory: {:.2} GB/s (efficiency {:.3} of {:.2} GB/s)",
-            m.achieved_bytes_per_s
-                .unwrap_or(m.efficiency * m.peak_bytes_per_s)
-                / 1e9,
-            m.efficiency,
-            m.peak_bytes_per_s / 1e9
-        );
-        let l = &p.launch;
-        let _ = writeln!(
-            s,
-            "launch: {:.3} µs [{:.3}, {:.3}]",
-            l.overhead_s * 1e6,
-            l.overhead_ci95[0] * 1e6,
-            l.overhead_ci95[1] * 1e6
-        );
+        if let Some(m) = &p.memory {
+            let _ = writeln!(
+                s,
+                "memory: {:.2} GB/s (efficiency {:.3} of {:.2} GB/s)",
+                m.achieved_bytes_per_s
+                    .unwrap_or(m.efficiency * m.peak_bytes_per_s)
+                    / 1e9,
+                m.efficiency,
+                m.peak_bytes_per_s / 1e9
+            );
+        }
+        if let Some(l) = &p.launch {
+            let _ = writeln!(
+                s,
+                "launch: {:.3} µs [{:.3}, {:.3}]",
+                l.overhead_s * 1e6,
+                l.overhead_ci95[0] * 1e6,
+                l.overhead_ci95[1] * 1e6
+            );
+        }
         for n in &self.measurement.notes {
             let _ = writeln!(s, "note: {n}");
         }

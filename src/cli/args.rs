@@ -269,8 +269,12 @@ pub(super) enum Command {
         no_plots: bool,
     },
     /// Measure this machine (memcpy, hand-off latency, memory- and compute-bound kernels; with
-    /// `--features cuda` the GPUs) and write a calibration profile with its plot.
+    /// `--features cuda` the GPUs) and write a calibration profile with its plot; or, with
+    /// `import`, fit one from benchmark tools' outputs.
+    #[command(args_conflicts_with_subcommands = true)]
     Calibrate {
+        #[command(subcommand)]
+        import: Option<CalibrateSub>,
         /// `cpu` or `cuda:N` (CUDA needs a build with `--features cuda`).
         #[arg(long, default_value = "cpu", value_parser = parse_device)]
         device: orrery::calibrate::Device,
@@ -305,6 +309,33 @@ pub(super) enum Command {
         /// Print the catalog's source text (it is written in the scenario language).
         #[arg(long)]
         source: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum CalibrateSub {
+    /// Fit a calibration profile from nccl-tests / rccl-tests `*_perf`, nvbandwidth and
+    /// perftest (`ib_*_bw`, `ib_*_lat`) outputs.
+    Import {
+        /// Output files of the tools (format detected from their text); a plain-text
+        /// nvbandwidth output as `FILE@SIZE`, SIZE its buffer (`512MiB`).
+        #[arg(required = true)]
+        files: Vec<String>,
+        /// Profile to write (calibration/NAME.toml).
+        #[arg(long)]
+        out: PathBuf,
+        /// The accelerator the profile describes (default: found from the device names).
+        #[arg(long)]
+        accelerator: Option<String>,
+        /// A profile whose compute, memory, launch and other paths the new one keeps.
+        #[arg(long)]
+        base: Option<PathBuf>,
+        /// Fit nccl-tests' in-place times instead of the out-of-place ones.
+        #[arg(long)]
+        in_place: bool,
+        /// Seed of the bootstrap intervals.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
 }
 

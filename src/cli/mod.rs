@@ -7,6 +7,7 @@ mod out;
 mod args;
 mod bench;
 mod calibrate;
+mod calibrate_import;
 mod catalog;
 mod check;
 mod collectives;
@@ -157,6 +158,19 @@ pub fn main() -> ExitCode {
             !no_plots,
         ),
         Command::Calibrate {
+            import:
+                Some(args::CalibrateSub::Import {
+                    files,
+                    out,
+                    accelerator,
+                    base,
+                    in_place,
+                    seed,
+                }),
+            ..
+        } => calibrate_import::import(&files, &out, accelerator, base.as_deref(), in_place, seed),
+        Command::Calibrate {
+            import: None,
             device,
             out,
             quick,

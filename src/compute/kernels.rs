@@ -126,7 +126,9 @@ pub fn kernel_rates(spec: &Spec, accelerator: &str, dtype: &str) -> Option<Kerne
     if let Some(c) = p.compute.get(dt) {
         k.matrix = Curve::from_rows(&c.efficiency_by_size, r.compute_efficiency);
     }
-    k.memory = Curve::from_rows(&p.memory.efficiency_by_size, r.memory_efficiency);
+    if let Some(m) = &p.memory {
+        k.memory = Curve::from_rows(&m.efficiency_by_size, r.memory_efficiency);
+    }
     if let Some(v) = p.vector.get(dt) {
         k.vector = Some((v.peak_flops, Curve::from_rows(&v.efficiency_by_size, 1.0)));
     }

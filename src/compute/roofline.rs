@@ -191,9 +191,15 @@ pub fn roofline(spec: &Spec, accelerator: &str, dtype: &str) -> Option<Roofline>
         version: p.schema_version,
         source: p.provenance.source,
     };
-    r.memory_efficiency = p.memory.efficiency;
-    r.launch_overhead = p.launch.overhead_s;
-    r.memory_source = from(p);
+    // A profile without memory or launch figures (an imported one, schema 4) keeps the
+    // defaults for them.
+    if let Some(m) = &p.memory {
+        r.memory_efficiency = m.efficiency;
+        r.memory_source = from(p);
+    }
+    if let Some(l) = &p.launch {
+        r.launch_overhead = l.overhead_s;
+    }
     if let Some(c) = p.compute.get(dt) {
         r.compute_efficiency = c.efficiency;
         r.compute_source = from(p);

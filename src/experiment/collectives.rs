@@ -39,6 +39,9 @@ pub struct Row {
     pub algorithm: Algorithm,
     /// The NCCL protocol it ran with (Simple where NCCL's model does not apply).
     pub protocol: Protocol,
+    /// Priced by the calibration profile's measurement (`network::collective::measured`),
+    /// the algorithm and protocol then only shaping its flows.
+    pub measured: bool,
     pub result: CollectiveResult,
 }
 
@@ -52,6 +55,8 @@ pub struct Table {
     pub policy: Policy,
     /// Whether NCCL's tuning model chose the algorithms and protocols (NVIDIA devices).
     pub nccl: bool,
+    /// Which profile fit priced rows, when one did ([`coll::measured::describe`]).
+    pub measured: Option<String>,
     pub rows: Vec<Row>,
 }
 
@@ -307,7 +312,31 @@ pub fn table(
         .collect();
     let nccl = graph.nccl_comm(&ranks).is_some();
     let mut rows = Vec::new();
+    let mut measured = None;
     for &bytes in sizes {
+        // A calibration profile's measurement of this call, where one applies.
+        let choice = coll::configure(&graph, op, &ranks, bytes, algorithm, protocol)?;
+        if let Some(by) = choice.measured {
+            let r = coll::simulate(
+                &graph,
+                &net,
+                op,
+                choice.algorithm,
+                &ranks,
+                bytes,
+                &choice.options,
+            )?;
+            rows.push(Row {
+                bytes,
+                count: (bytes / 4.0) as u64,
+                algorithm: choice.algorithm,
+                protocol: choice.protocol,
+                measured: true,
+                result: r,
+            });
+            measured = Some(by);
+            continue;
+        }
         // NCCL's pick; without NCCL's model and with nothing fixed, every algorithm the flow
         // model has with the protocol `pick` gives there (Simple; a fixed other is its error).
         let picked = coll::pick(&graph, op, &ranks, bytes, algorithm, protocol)?;
@@ -336,6 +365,7 @@ pub fn table(
             count: (bytes / 4.0) as u64,
             algorithm: a,
             protocol: p,
+            measured: false,
             result: r,
         });
     }
@@ -345,6 +375,7 @@ pub fn table(
         rank_names,
         policy,
         nccl,
+        measured,
         rows,
     })
 }
@@ -357,20 +388,23 @@ impl Table {
         }
     }
 
-    /// `size_bytes,count,time_us,algbw_GBps,busbw_GBps` (and `algorithm`, `protocol`, last).
+    /// `size_bytes,count,time_us,algbw_GBps,busbw_GBps` (then `algorithm`, `protocol`: the
+    /// model's, whose flows a measured row follows; `priced_by`: `model` or `measured`).
     pub fn csv(&self) -> String {
-        let mut s =
-            String::from("size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm,protocol\n");
+        let mut s = String::from(
+            "size_bytes,count,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,priced_by\n",
+        );
         for r in &self.rows {
             s.push_str(&format!(
-                "{},{},{:.3},{:.3},{:.3},{},{}\n",
+                "{},{},{:.3},{:.3},{:.3},{},{},{}\n",
                 r.bytes,
                 r.count,
                 r.result.secs * 1e6,
                 r.result.algbw / 1e9,
                 r.result.busbw / 1e9,
                 r.algorithm.name(),
-                r.protocol.name()
+                r.protocol.name(),
+                if r.measured { "measured" } else { "model" }
             ));
         }
         s
@@ -413,6 +447,12 @@ impl std::fmt::Display for Table {
                 "no NCCL model for these devices: the fastest the flow model has unless fixed, simple"
             }
         )?;
+        if let Some(m) = &self.measured {
+            writeln!(
+                f,
+                "# rows marked `measured`: {m}; their flows follow the model's algorithm"
+            )?;
+        }
         writeln!(
             f,
             "#{:>12} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  algorithm protocol",
@@ -440,8 +480,12 @@ impl std::fmt::Display for Table {
                 r.result.secs * 1e6,
                 r.result.algbw / 1e9,
                 r.result.busbw / 1e9,
-                r.algorithm.name(),
-                r.protocol.name()
+                if r.measured {
+                    "measured"
+                } else {
+                    r.algorithm.name()
+                },
+                if r.measured { "-" } else { r.protocol.name() }
             )?;
         }
         Ok(())

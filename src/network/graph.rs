@@ -180,6 +180,16 @@ pub struct Graph {
     /// Per node: its GPUs' generation in NCCL's tuning model (`None`: not an NVIDIA part NCCL
     /// tunes for, see `collective::tuning`).
     arch: Vec<Option<Arch>>,
+    /// Per node: the collectives its accelerator's calibration profile measured (`None`
+    /// without a profile or with none in it), shared by the nodes of one profile.
+    measured: Vec<Option<std::sync::Arc<MeasuredCollectives>>>,
+}
+
+/// The `[[collective]]` fits of one calibration profile, with its name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredCollectives {
+    pub profile: String,
+    pub fits: Vec<crate::profile::schema::CollectiveFit>,
 }
 
 impl Graph {
@@ -296,6 +306,23 @@ impl Graph {
                 .and_then(|d| spec.accelerators.get(&d.accelerator));
             g.arch
                 .push(acc.and_then(|a| Arch::of(&a.vendor, &a.name, a.model.as_deref())));
+            let profile = acc.and_then(|a| a.profile.as_ref());
+            let known = g
+                .measured
+                .iter()
+                .flatten()
+                .find(|m| Some(&m.profile) == profile)
+                .cloned();
+            g.measured.push(known.or_else(|| {
+                let name = profile?;
+                let p = spec.profiles.get(name)?;
+                (!p.collective.is_empty()).then(|| {
+                    std::sync::Arc::new(MeasuredCollectives {
+                        profile: name.clone(),
+                        fits: p.collective.clone(),
+                    })
+                })
+            }));
             g.collective_share.push(ic.map_or((1.0, 1.0), |i| {
                 (i.collective_share(), i.nvls.unwrap_or(1.0))
             }));
@@ -921,6 +948,11 @@ impl Graph {
 }
 
 impl Graph {
+    /// The measured collectives of a node's accelerator profile, if it has any.
+    pub fn measured_collectives(&self, node: usize) -> Option<&MeasuredCollectives> {
+        self.measured.get(node)?.as_deref()
+    }
+
     /// What NCCL's tuning model sees of a communicator over `ranks` (`collective::tuning`):
     /// `None` when a node of it has no NCCL model (not NVIDIA) or the GPUs differ in
     /// generation. Bandwidths in GB/s at collective rates: inside a node a rank's share of

@@ -12,5 +12,5 @@ mod rebuild;
 mod storage;
 
 pub use flows::{FlowId, FlowNet, LinkId};
-pub use graph::{Graph, LinkKind, Vertex};
+pub use graph::{Graph, LinkKind, MeasuredCollectives, Vertex};
 pub use storage::SPILL_DISK_BW;

@@ -4,7 +4,7 @@
 //! segments). Every problem carries the byte range it is about; `spec::load`, which found and
 //! read the file, turns them into located diagnostics. No file system access here.
 
-use super::schema::{PredictionCheck, Profile, SCHEMA_VERSION, Source, TRANSFER_PATHS};
+use super::schema::{PredictionCheck, Profile, SCHEMA_VERSION};
 use crate::spec::schema::DTYPES;
 use std::ops::Range;
 use toml::Spanned;
@@ -105,13 +105,13 @@ fn get<'a, 'i>(t: &'a DeTable<'i>, key: &str) -> Option<&'a Spanned<DeValue<'i>>
 
 /// A step into the TOML tree.
 #[derive(Clone, Copy)]
-enum Key<'a> {
+pub(super) enum Key<'a> {
     Name(&'a str),
     Index(usize),
 }
 
 /// Span of the deepest value along `path` (the parent's when the last step is missing).
-fn span_at(root: &Spanned<DeTable>, path: &[Key]) -> Range<usize> {
+pub(super) fn span_at(root: &Spanned<DeTable>, path: &[Key]) -> Range<usize> {
     let mut span = root.span();
     let Some((first, rest)) = path.split_first() else {
         return span;
@@ -138,18 +138,23 @@ fn span_at(root: &Spanned<DeTable>, path: &[Key]) -> Range<usize> {
     span
 }
 
-struct Checker<'a, 'i> {
+pub(super) struct Checker<'a, 'i> {
     root: &'a Spanned<DeTable<'i>>,
-    errs: Vec<ProfileError>,
+    pub(super) errs: Vec<ProfileError>,
 }
 
 impl Checker<'_, '_> {
-    fn err(&mut self, path: &[Key], msg: impl Into<String>) {
+    pub(super) fn err(&mut self, path: &[Key], msg: impl Into<String>) {
         let span = span_at(self.root, path);
         self.errs.push(ProfileError::new(span, msg));
     }
 
-    fn finite(&mut self, path: &[Key], what: &str, x: f64) -> bool {
+    pub(super) fn err_help(&mut self, path: &[Key], msg: impl Into<String>, help: String) {
+        let span = span_at(self.root, path);
+        self.errs.push(ProfileError::new(span, msg).help(help));
+    }
+
+    pub(super) fn finite(&mut self, path: &[Key], what: &str, x: f64) -> bool {
         if x.is_finite() {
             true
         } else {
@@ -158,7 +163,7 @@ impl Checker<'_, '_> {
         }
     }
 
-    fn positive(&mut self, path: &[Key], what: &str, x: f64) {
+    pub(super) fn positive(&mut self, path: &[Key], what: &str, x: f64) {
         if self.finite(path, what, x) && x <= 0.0 {
             self.err(
                 path,
@@ -167,7 +172,7 @@ impl Checker<'_, '_> {
         }
     }
 
-    fn efficiency(&mut self, path: &[Key], x: f64) {
+    pub(super) fn efficiency(&mut self, path: &[Key], x: f64) {
         if self.finite(path, "an efficiency", x) && !(x > 0.0 && x <= 1.0) {
             self.err(
                 path,
@@ -177,7 +182,7 @@ impl Checker<'_, '_> {
     }
 
     /// `[low, high]` must hold the value it is the interval of.
-    fn interval(&mut self, path: &[Key], value: f64, ci: [f64; 2]) {
+    pub(super) fn interval(&mut self, path: &[Key], value: f64, ci: [f64; 2]) {
         if !(ci[0].is_finite() && ci[1].is_finite()) {
             self.err(path, "a confidence interval must be two finite numbers");
         } else if !(ci[0] <= value && value <= ci[1]) {
@@ -195,7 +200,7 @@ impl Checker<'_, '_> {
 
     /// An `efficiency_by_size` curve: rows `[min_size, efficiency]`, sizes strictly
     /// decreasing down to 0 (so every size has a row), efficiencies in (0, 1].
-    fn curve(&mut self, version: u32, path: &[Key], rows: &[[f64; 2]]) {
+    pub(super) fn curve(&mut self, version: u32, path: &[Key], rows: &[[f64; 2]]) {
         if rows.is_empty() {
             return;
         }
@@ -223,7 +228,7 @@ impl Checker<'_, '_> {
         }
     }
 
-    fn text(&mut self, path: &[Key], what: &str, s: &str) {
+    pub(super) fn text(&mut self, path: &[Key], what: &str, s: &str) {
         if s.trim().is_empty() {
             self.err(path, format!("{what} must not be empty"));
         }
@@ -231,7 +236,7 @@ impl Checker<'_, '_> {
 }
 
 /// A figure as errors show it: `2.5e-6` rather than `0.0000025`.
-fn num(x: f64) -> String {
+pub(super) fn num(x: f64) -> String {
     if x != 0.0 && !(1e-3..1e6).contains(&x.abs()) {
         format!("{x:e}")
     } else {
@@ -240,7 +245,7 @@ fn num(x: f64) -> String {
 }
 
 fn validate(p: &Profile, root: &Spanned<DeTable>) -> Vec<ProfileError> {
-    use Key::{Index as I, Name as N};
+    use Key::Name as N;
     let mut c = Checker {
         root,
         errs: Vec::new(),
@@ -255,7 +260,7 @@ fn validate(p: &Profile, root: &Spanned<DeTable>) -> Vec<ProfileError> {
         c.text(&[N("provenance"), N(k)], &format!("`provenance.{k}`"), v);
     }
 
-    if p.compute.is_empty() {
+    if p.compute.is_empty() && p.schema_version < 4 {
         c.err(
             &[N("compute")],
             "`compute` needs at least one dtype, such as `[compute.bf16]`",
@@ -322,146 +327,60 @@ fn validate(p: &Profile, root: &Spanned<DeTable>) -> Vec<ProfileError> {
         c.text(&at("source"), "`source`", &v.source);
     }
 
-    let m = &p.memory;
-    let at = |k| [N("memory"), N(k)];
-    c.positive(
-        &at("peak_bytes_per_s"),
-        "`peak_bytes_per_s`",
-        m.peak_bytes_per_s,
-    );
-    c.efficiency(&at("efficiency"), m.efficiency);
-    c.interval(&at("efficiency_ci95"), m.efficiency, m.efficiency_ci95);
-    if let Some(a) = m.achieved_bytes_per_s {
-        c.positive(&at("achieved_bytes_per_s"), "`achieved_bytes_per_s`", a);
-    }
-    c.curve(
-        p.schema_version,
-        &at("efficiency_by_size"),
-        &m.efficiency_by_size,
-    );
-    c.text(&at("source"), "`source`", &m.source);
-
-    let l = &p.launch;
-    let at = |k| [N("launch"), N(k)];
-    if c.finite(&at("overhead_s"), "`overhead_s`", l.overhead_s)
-        && !(0.0..1.0).contains(&l.overhead_s)
-    {
+    if let Some(m) = &p.memory {
+        let at = |k| [N("memory"), N(k)];
+        c.positive(
+            &at("peak_bytes_per_s"),
+            "`peak_bytes_per_s`",
+            m.peak_bytes_per_s,
+        );
+        c.efficiency(&at("efficiency"), m.efficiency);
+        c.interval(&at("efficiency_ci95"), m.efficiency, m.efficiency_ci95);
+        if let Some(a) = m.achieved_bytes_per_s {
+            c.positive(&at("achieved_bytes_per_s"), "`achieved_bytes_per_s`", a);
+        }
+        c.curve(
+            p.schema_version,
+            &at("efficiency_by_size"),
+            &m.efficiency_by_size,
+        );
+        c.text(&at("source"), "`source`", &m.source);
+    } else if p.schema_version < 4 {
         c.err(
-            &at("overhead_s"),
-            format!(
-                "a launch overhead is seconds in [0, 1), found {}",
-                l.overhead_s
-            ),
+            &[],
+            "missing field `memory` (optional from `schema_version = 4`)",
         );
     }
-    c.interval(&at("overhead_ci95"), l.overhead_s, l.overhead_ci95);
-    c.text(&at("source"), "`source`", &l.source);
 
-    let measured = pv.source == Source::Measured;
-    for (ti, t) in p.transfer.iter().enumerate() {
-        let at = |k| [N("transfer"), I(ti), N(k)];
-        if !TRANSFER_PATHS.contains(&t.path.as_str()) {
-            let help = crate::diag::did_you_mean(&t.path, TRANSFER_PATHS.iter().copied())
-                .unwrap_or_else(|| format!("paths: {}", TRANSFER_PATHS.join(", ")));
-            c.errs.push(
-                ProfileError::new(
-                    span_at(root, &at("path")),
-                    format!("unknown transfer path `{}`", t.path),
-                )
-                .help(help),
-            );
-        }
-        if p.transfer[..ti].iter().any(|o| o.path == t.path) {
+    if let Some(l) = &p.launch {
+        let at = |k| [N("launch"), N(k)];
+        if c.finite(&at("overhead_s"), "`overhead_s`", l.overhead_s)
+            && !(0.0..1.0).contains(&l.overhead_s)
+        {
             c.err(
-                &at("path"),
-                format!("transfer path `{}` is given twice", t.path),
-            );
-        }
-        c.text(&at("source"), "`source`", &t.source);
-        if t.segments.is_empty() {
-            c.err(
-                &at("path"),
-                format!("transfer path `{}` has no segments", t.path),
-            );
-        }
-        let mut expect_min = 0u64;
-        for (si, s) in t.segments.iter().enumerate() {
-            let at = |k| [N("transfer"), I(ti), N("segments"), I(si), N(k)];
-            if s.min_bytes != expect_min {
-                c.err(
-                    &at("min_bytes"),
-                    format!(
-                        "segments must be contiguous from 0: expected `min_bytes = {expect_min}`, found {}",
-                        s.min_bytes
-                    ),
-                );
-            }
-            match s.max_bytes {
-                Some(mx) if mx <= s.min_bytes => c.err(
-                    &at("max_bytes"),
-                    format!("`max_bytes` {mx} is not above `min_bytes` {}", s.min_bytes),
+                &at("overhead_s"),
+                format!(
+                    "a launch overhead is seconds in [0, 1), found {}",
+                    l.overhead_s
                 ),
-                Some(mx) => expect_min = mx,
-                None if si + 1 < t.segments.len() => c.err(
-                    &at("min_bytes"),
-                    "only the last segment may leave out `max_bytes`",
-                ),
-                None => {}
-            }
-            if c.finite(&at("latency_s"), "`latency_s`", s.latency_s) && s.latency_s < 0.0 {
-                c.err(&at("latency_s"), "`latency_s` must not be negative");
-            }
-            c.interval(&at("latency_ci95"), s.latency_s, s.latency_ci95);
-            c.positive(
-                &at("bandwidth_bytes_per_s"),
-                "`bandwidth_bytes_per_s`",
-                s.bandwidth_bytes_per_s,
-            );
-            c.interval(
-                &at("bandwidth_ci95"),
-                s.bandwidth_bytes_per_s,
-                s.bandwidth_ci95,
-            );
-            match s.r2 {
-                Some(r) if !(0.0..=1.0).contains(&r) => {
-                    c.err(&at("r2"), format!("`r2` must be in [0, 1], found {r}"))
-                }
-                None if measured => c.err(
-                    &[N("transfer"), I(ti), N("segments"), I(si)],
-                    "a measured profile needs `r2` for every segment",
-                ),
-                _ => {}
-            }
-        }
-        if measured && t.medians.is_empty() {
-            c.err(
-                &at("path"),
-                "a measured profile needs the raw `medians` of each path",
             );
         }
-        let mut last = 0.0;
-        for (mi, md) in t.medians.iter().enumerate() {
-            let path = [N("transfer"), I(ti), N("medians"), I(mi)];
-            if !(md[0].is_finite() && md[1].is_finite() && md[0] > 0.0 && md[1] > 0.0) {
-                c.err(
-                    &path,
-                    "a median is `[bytes, seconds]`, both greater than zero",
-                );
-            } else if md[0] <= last {
-                c.err(&path, "medians must be in order of increasing size");
-            }
-            last = md[0];
-        }
-        if let Some(k) = &t.check {
-            check_figure(&mut c, p.schema_version, ti, k);
-        }
+        c.interval(&at("overhead_ci95"), l.overhead_s, l.overhead_ci95);
+        c.text(&at("source"), "`source`", &l.source);
+    } else if p.schema_version < 4 {
+        c.err(
+            &[],
+            "missing field `launch` (optional from `schema_version = 4`)",
+        );
     }
+
+    super::paths::validate(&mut c, p);
     c.errs
 }
 
 /// A transfer path's `check`: the counts agree with the sizes, the times are positive and
 /// the error is what they give.
-fn check_figure(c: &mut Checker, version: u32, ti: usize, k: &PredictionCheck) {
+pub(super) fn check_figure(c: &mut Checker, version: u32, ti: usize, k: &PredictionCheck) {
     use Key::{Index as I, Name as N};
     let at = |f| [N("transfer"), I(ti), N("check"), N(f)];
     if version < 2 {

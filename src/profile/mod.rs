@@ -5,6 +5,7 @@
 //! system).
 
 pub mod load;
+mod paths;
 pub mod schema;
 
 pub use load::{ProfileError, parse};

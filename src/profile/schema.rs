@@ -11,9 +11,12 @@ use std::collections::BTreeMap;
 /// The newest profile schema this build reads and the one `orrery calibrate` writes. A
 /// profile with a higher `schema_version` is rejected with an error, never half-read.
 /// Version 2 added the optional `check` of a transfer path, version 3 the optional
-/// size-dependent efficiencies (`efficiency_by_size`) and vector-unit rates (`[vector.DTYPE]`);
+/// size-dependent efficiencies (`efficiency_by_size`) and vector-unit rates (`[vector.DTYPE]`),
+/// version 4 imported profiles (`source = "imported"`, `provenance.imports`), collective fits
+/// (`[[collective]]`), held-out errors of fits (`holdout`) and made `compute`, `memory` and
+/// `launch` optional (a profile imported from transfer benchmarks measures none of them);
 /// older profiles read unchanged.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Efficiency by the size of one kernel (schema 3): rows `[min_size, efficiency]` with
 /// `min_size` strictly decreasing down to 0; a kernel of size x runs at the efficiency of the
@@ -40,16 +43,25 @@ pub const TRANSFER_PATHS: &[&str] = &[
 pub struct Profile {
     pub schema_version: u32,
     pub provenance: Provenance,
-    /// Dense matrix-multiply throughput per dtype (`bf16`, `fp8`, ...).
+    /// Dense matrix-multiply throughput per dtype (`bf16`, `fp8`, ...); at least one before
+    /// schema 4.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub compute: BTreeMap<String, ComputeFit>,
-    pub memory: MemoryFit,
-    pub launch: LaunchFit,
+    /// Required before schema 4; without it the datasheet defaults apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryFit>,
+    /// Required before schema 4; without it the datasheet default applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<LaunchFit>,
     /// Vector-unit (non-tensor) throughput per dtype, for elementwise kernels (schema 3).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub vector: BTreeMap<String, VectorFit>,
     /// Data-movement paths, each a piecewise α–β fit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transfer: Vec<TransferPath>,
+    /// Collectives measured on a communicator of a given shape (schema 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collective: Vec<CollectiveFit>,
 }
 
 /// Whether the figures were measured on a device or derived from datasheets and published
@@ -57,8 +69,12 @@ pub struct Profile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
+    /// Measured by `orrery calibrate` on the device.
     Measured,
+    /// Written from datasheets and published measurements.
     Datasheet,
+    /// Fitted by `orrery calibrate import` from standard benchmark tools' outputs (schema 4).
+    Imported,
 }
 
 impl Source {
@@ -66,7 +82,13 @@ impl Source {
         match self {
             Source::Measured => "measured",
             Source::Datasheet => "datasheet",
+            Source::Imported => "imported",
         }
+    }
+
+    /// Figures from measurements on hardware (ours or a standard tool's), not datasheets.
+    pub fn is_measurement(self) -> bool {
+        matches!(self, Source::Measured | Source::Imported)
     }
 }
 
@@ -89,6 +111,86 @@ pub struct Provenance {
     pub seed: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
+    /// The files an imported profile was fitted from (schema 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<ImportRecord>,
+}
+
+/// One benchmark output an imported profile was fitted from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportRecord {
+    /// The file as it was named on the command line.
+    pub file: String,
+    /// `nccl-tests`, `rccl-tests`, `nvbandwidth` or `perftest`.
+    pub tool: String,
+    /// The version lines found in the file, verbatim (none when the tool prints none).
+    #[serde(default)]
+    pub version_lines: Vec<String>,
+    /// The file's modification time (ISO 8601): the outputs carry no measurement date.
+    pub file_date: String,
+    /// FNV-1a 64 of the file's bytes, hex: the same file is recognised again.
+    pub fnv1a64: String,
+    /// What was taken from it (`allreduce 8 ranks on 1 node`, `h2d_pinned`, ...).
+    pub used_for: Vec<String>,
+}
+
+/// How well a fit predicts sizes it was not fitted on (schema 4): every fourth measured size
+/// is held back from the fit and predicted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Holdout {
+    /// The held-back sizes (bytes).
+    pub sizes_bytes: Vec<u64>,
+    /// Median and largest |predicted − measured| / measured over them.
+    pub median_abs_rel_error: f64,
+    pub max_abs_rel_error: f64,
+}
+
+/// A collective timed on a communicator of `ranks` ranks over `nodes` nodes (as nccl-tests
+/// reports it: `bytes` is its size column, seconds its time column): seconds = latency +
+/// bytes / bandwidth per size segment, `bandwidth` being algbw. A scenario's collective of
+/// the same op on a communicator of the same shape, with NCCL choosing its algorithm and
+/// protocol, takes this time on an idle network (`network::collective`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectiveFit {
+    /// `allreduce`, `allgather`, `reduce_scatter`, `alltoall`, `broadcast`, `sendrecv` (the
+    /// ops the collective model has).
+    pub op: String,
+    pub ranks: u32,
+    pub nodes: u32,
+    /// Element type and reduction of the measurement (`float`, `sum`).
+    pub dtype: String,
+    pub redop: String,
+    /// `out_of_place` or `in_place`: which half of the table was fitted.
+    pub placement: String,
+    pub source: String,
+    pub segments: Vec<Segment>,
+    /// `[bytes, seconds]` of every measured size (median over files), by increasing size.
+    pub medians: Vec<[f64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<Holdout>,
+}
+
+/// Collective ops a profile may describe.
+pub const COLLECTIVE_OPS: &[&str] = &[
+    "allreduce",
+    "allgather",
+    "reduce_scatter",
+    "alltoall",
+    "broadcast",
+    "sendrecv",
+];
+
+impl CollectiveFit {
+    /// The segment that prices `bytes` (the last beyond the fitted range).
+    pub fn segment(&self, bytes: f64) -> Option<&Segment> {
+        self.segments
+            .iter()
+            .find(|s| s.max_bytes.is_none_or(|m| bytes < m as f64))
+            .or(self.segments.last())
+    }
 }
 
 /// Achieved dense throughput for one dtype, as a fraction of the peak it was measured against.
@@ -159,6 +261,9 @@ pub struct TransferPath {
     /// schema version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<PredictionCheck>,
+    /// Held-out sizes and how well the fit predicts them (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<Holdout>,
 }
 
 /// A chain of copies of sizes the fit never saw, timed on the machine and compared with the
@@ -230,5 +335,12 @@ impl Profile {
 
     pub fn transfer(&self, path: &str) -> Option<&TransferPath> {
         self.transfer.iter().find(|t| t.path == path)
+    }
+
+    /// The fit of `op` on `ranks` ranks over `nodes` nodes, if the profile has one.
+    pub fn collective(&self, op: &str, ranks: usize, nodes: usize) -> Option<&CollectiveFit> {
+        self.collective
+            .iter()
+            .find(|c| c.op == op && c.ranks as usize == ranks && c.nodes as usize == nodes)
     }
 }

@@ -39,7 +39,7 @@ use crate::compute::kernels::KernelRates;
 use crate::model::ops::Kernel;
 use crate::model::{Among, Comm, CommOp, Layout, StepWork};
 use crate::network::Graph;
-use crate::network::collective::{self, Op, Options, Rank, Round};
+use crate::network::collective::{self, Op, Rank, Round};
 use crate::placement::NodeId;
 use crate::spec::overlap::GradOverlap;
 use crate::spec::{ModelTraining, Spec};
@@ -351,12 +351,8 @@ pub(super) fn group_rounds(
                 .iter()
                 .map(|g| {
                     let ranks = ranks_of(g);
-                    let (algo, protocol) = collective::pick(graph, op, &ranks, bytes, None, None)?;
-                    let opts = Options {
-                        protocol,
-                        ..Options::default()
-                    };
-                    collective::schedule(graph, op, algo, &ranks, bytes, &opts)
+                    let c = collective::configure(graph, op, &ranks, bytes, None, None)?;
+                    collective::schedule(graph, op, c.algorithm, &ranks, bytes, &c.options)
                 })
                 .collect::<Result<Vec<_>, _>>()
         });

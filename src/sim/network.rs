@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::Sim;
 use super::wire::{Owner, Wire};
 use crate::engine::Time;
-use crate::network::collective::{self, Algorithm, Op, Options, Protocol, Round};
+use crate::network::collective::{self, Algorithm, Op, Protocol, Round};
 use crate::network::{Graph, LinkId, LinkKind};
 use crate::placement::NodeId;
 use crate::spec::workload::Collective;
@@ -154,7 +154,7 @@ pub fn collective_rounds(
     graph: &Graph,
     c: &Collective,
     ranks: &[(usize, usize)],
-) -> Result<(Vec<Round>, Algorithm, Protocol), String> {
+) -> Result<Rounds, String> {
     let (op, algo, proto) = op_and_algorithm(c)?;
     if matches!(op, Op::AllToAll | Op::Broadcast { .. }) && ranks.len() > MAX_QUADRATIC_RANKS {
         return Err(format!(
@@ -164,16 +164,22 @@ pub fn collective_rounds(
         ));
     }
     let bytes = c.bytes.0 as f64;
-    let (algo, protocol) = collective::pick(graph, op, ranks, bytes, algo, proto)?;
-    let opts = Options {
-        protocol,
-        ..Options::default()
-    };
-    Ok((
-        collective::schedule(graph, op, algo, ranks, bytes, &opts)?,
-        algo,
-        protocol,
-    ))
+    let choice = collective::configure(graph, op, ranks, bytes, algo, proto)?;
+    Ok(Rounds {
+        rounds: collective::schedule(graph, op, choice.algorithm, ranks, bytes, &choice.options)?,
+        algorithm: choice.algorithm,
+        protocol: choice.protocol,
+        measured: choice.measured,
+    })
+}
+
+/// A declared collective's rounds and how they were priced.
+pub struct Rounds {
+    pub rounds: Vec<Round>,
+    pub algorithm: Algorithm,
+    pub protocol: Protocol,
+    /// The calibration profile's fit that priced it, if one did.
+    pub measured: Option<String>,
 }
 
 impl Sim<'_> {

@@ -366,17 +366,17 @@ impl Sim<'_> {
                 None => Err("no cluster graph".into()),
             };
             match r {
-                Ok((r, algo, proto)) => {
+                Ok(r) => {
+                    let how = match &r.measured {
+                        Some(m) => format!("{m}, flows as {}", r.algorithm.name()),
+                        None => format!("{} {}", r.algorithm.name(), r.protocol.name()),
+                    };
                     self.net.note(
                         network::MovementKind::Collective,
                         true,
-                        format!(
-                            "{what}: {} {} on the run's shared network (flow model)",
-                            algo.name(),
-                            proto.name()
-                        ),
+                        format!("{what}: {how} on the run's shared network (flow model)"),
                     );
-                    all.extend(r);
+                    all.extend(r.rounds);
                 }
                 Err(e) => {
                     self.net.note(

@@ -199,6 +199,10 @@ pub struct Fits {
     pub p2p: Option<crate::profile::schema::TransferPath>,
     /// Host memory copies (`memcpy` of the host profile).
     pub memcpy: Option<crate::profile::schema::TransferPath>,
+    /// RDMA over the source node's NICs (`nic_rdma`, e.g. imported from perftest), for the
+    /// network stage of the RDMA kinds (`rdma`, `gpudirect_rdma`, `host_staged_rdma`, and
+    /// `nixl` between nodes).
+    pub rdma: Option<crate::profile::schema::TransferPath>,
     /// Which profiles were used (`d2h_pinned from h200_datasheet`, ...).
     pub sources: Vec<String>,
 }
@@ -403,6 +407,9 @@ impl TransportParams {
         if let Some((name, p)) = profile_of(src_node) {
             fits.d2h = take(name, p, "d2h_pinned");
             fits.p2p = take(name, p, "p2p");
+            if src_node != dst_node {
+                fits.rdma = take(name, p, "nic_rdma");
+            }
         }
         if let Some((name, p)) = profile_of(dst_node) {
             fits.h2d = take(name, p, "h2d_pinned");

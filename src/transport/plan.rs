@@ -484,6 +484,40 @@ impl<'a> Builder<'a> {
             );
             return;
         }
+        // An RDMA kind between nodes with a measured NIC fit (perftest): its latency and
+        // bandwidth over the network stage, in place of the software latency and
+        // `efficiency` (the socket penalty, not part of what perftest saw, still applies).
+        let rdma_kind = matches!(
+            self.p.kind,
+            TransportKind::Rdma
+                | TransportKind::GpudirectRdma
+                | TransportKind::HostStagedRdma
+                | TransportKind::Nixl
+        );
+        if rdma_kind
+            && has(g, &path, LinkKind::Network)
+            && let Some((alpha, beta)) = self.fit(self.p.fits.rdma.as_ref())
+        {
+            self.latency_paid = true;
+            let cap = g.path_bottleneck(&path);
+            let mut inflation = if cap.is_finite() {
+                (cap / beta).max(1.0)
+            } else {
+                1.0
+            };
+            if device && has(g, &path, LinkKind::Socket) {
+                inflation /= self.p.cross_socket;
+            }
+            let alpha = (alpha - g.path_latency(&path)).max(0.0);
+            self.flow(
+                StageKind::Wire,
+                path,
+                inflation,
+                alpha + extra,
+                self.p.overhead,
+            );
+            return;
+        }
         let latency = self.software_latency() + extra;
         self.flow(StageKind::Wire, path, 1.0 / e, latency, self.p.overhead);
     }

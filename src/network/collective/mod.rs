@@ -58,6 +58,7 @@
 
 mod bench;
 mod in_switch;
+pub mod measured;
 mod pipeline;
 mod recurring;
 mod ring;
@@ -168,6 +169,10 @@ pub struct Options {
     /// bandwidth relative to Simple (on NVIDIA devices; elsewhere Simple's). [`pick`] picks
     /// it with the algorithm as NCCL would.
     pub protocol: Protocol,
+    /// A calibration profile's measurement of this call ([`measured`]): it pays the fit's α
+    /// once and no per-hop α, and its flows are stretched so that it takes the measured time
+    /// on an idle network. Set by [`configure`].
+    pub measured: Option<measured::Measured>,
 }
 
 impl Default for Options {
@@ -177,6 +182,7 @@ impl Default for Options {
             alpha: None,
             reuse: true,
             protocol: Protocol::Simple,
+            measured: None,
         }
     }
 }
@@ -379,7 +385,32 @@ fn decompose(
         }
         None => (Algorithm::Ring, Protocol::Simple, 1.0, 0.0),
     };
-    if run.opts.alpha.is_none() {
+    if let Some(m) = run.opts.measured {
+        // The model's bandwidth time on an idle network, no α, Simple: the stretch makes the
+        // call's flows take bytes / algbw of the fit there (see `measured`).
+        let bare = Options {
+            alpha: Some(0.0),
+            protocol: Protocol::Simple,
+            measured: None,
+            ..*run.opts
+        };
+        let idle = FlowNet::new(graph.capacity.clone());
+        let mut t0 = simulate(graph, &idle, op, algorithm, ranks, bytes, &bare)?.secs;
+        // NVLS on one node pays its base even with a fixed α: not bandwidth time.
+        if algorithm == Algorithm::InSwitch && ranks.iter().all(|r| r.0 == ranks[0].0) {
+            t0 -= NVLS_BASE;
+        }
+        // T₀ ran with Simple's own stretch (1 unless the algorithm's Simple differs): keep it.
+        let s0 = graph.nccl_comm(ranks).map_or(1.0, |c| {
+            tuning::protocol_stretch(&c, op, algorithm, Protocol::Simple)
+        });
+        run.protocol_stretch = if t0 > 0.0 {
+            s0 * bytes / m.algbw / t0
+        } else {
+            1.0
+        };
+        run.secs += m.alpha;
+    } else if run.opts.alpha.is_none() {
         run.secs += base;
     }
     match (op, algorithm) {
@@ -445,6 +476,52 @@ pub fn pick(
             op.name()
         )),
     }
+}
+
+/// How a call runs: the algorithm its flows follow, its options, and, when a calibration
+/// profile's measurement prices it, which fit ([`measured::describe`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    pub algorithm: Algorithm,
+    pub protocol: Protocol,
+    pub options: Options,
+    pub measured: Option<String>,
+}
+
+/// [`pick`], then the measurement of the ranks' calibration profile where one applies: the
+/// caller fixed neither algorithm nor protocol (a measurement is of NCCL's own choice; the
+/// pairwise ops have one algorithm), and the profile timed `op` on a communicator of this
+/// shape ([`measured::lookup`]).
+pub fn configure(
+    graph: &Graph,
+    op: Op,
+    ranks: &[Rank],
+    bytes: f64,
+    algorithm: Option<Algorithm>,
+    protocol: Option<Protocol>,
+) -> Result<Choice, String> {
+    let (algo, proto) = pick(graph, op, ranks, bytes, algorithm, protocol)?;
+    let mut options = Options {
+        protocol: proto,
+        ..Options::default()
+    };
+    let free =
+        protocol.is_none() && (algorithm.is_none() || matches!(op, Op::AllToAll | Op::SendRecv));
+    let mut by = None;
+    if free
+        && ranks.len() >= 2
+        && let Some((fit, profile)) = measured::lookup(graph, op, ranks)
+        && let Some(m) = measured::at(fit, bytes)
+    {
+        options.measured = Some(m);
+        by = Some(measured::describe(fit, profile));
+    }
+    Ok(Choice {
+        algorithm: algo,
+        protocol: proto,
+        options,
+        measured: by,
+    })
 }
 
 /// Seconds for a ring allreduce of `bytes` per rank over `ranks` (in ring order), each step

@@ -1,6 +1,7 @@
 //! One collective called again and again at sizes that change call to call (a serving
 //! replica's tensor-parallel all-reduce, whose bytes follow each iteration's tokens). NCCL
-//! picks the algorithm and protocol by size ([`super::pick`]), and tree and in-switch
+//! picks the algorithm and protocol by size ([`super::configure`]: NCCL's pick, or a
+//! calibration profile's measurement), and tree and in-switch
 //! schedules are chunked pipelines whose rounds are not linear in the bytes, so each size is
 //! scheduled as it is and the rounds kept per size (a bounded memo: sizes repeat, since they
 //! are tokens × a constant).
@@ -8,7 +9,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::{Algorithm, Op, Options, Protocol, Rank, Round, pick, schedule};
+use super::{Algorithm, Op, Options, Protocol, Rank, Round, configure, schedule};
 use crate::network::Graph;
 
 /// Most sizes kept; past it the memo starts over (memory stays bounded on any run).
@@ -56,7 +57,7 @@ impl Recurring {
     }
 
     fn schedule(&self, graph: &Graph, bytes: f64) -> Result<Vec<Round>, String> {
-        let (a, p) = pick(
+        let c = configure(
             graph,
             self.op,
             &self.ranks,
@@ -64,11 +65,7 @@ impl Recurring {
             self.algorithm,
             self.protocol,
         )?;
-        let opts = Options {
-            protocol: p,
-            ..Options::default()
-        };
-        schedule(graph, self.op, a, &self.ranks, bytes, &opts)
+        schedule(graph, self.op, c.algorithm, &self.ranks, bytes, &c.options)
     }
 
     /// The rounds of one call of `bytes` per rank. Should NCCL's pick not run at this size

@@ -159,6 +159,10 @@ impl<'a> Runner<'a> {
         if let Some(a) = self.opts.alpha {
             return Ok(a);
         }
+        if self.opts.measured.is_some() {
+            // The measured α was paid once for the whole call.
+            return Ok(0.0);
+        }
         let (family, protocol) = (self.family, self.protocol);
         let mut alpha: f64 = 0.0;
         for f in flows {

@@ -1,0 +1,199 @@
+//! `orrery calibrate import FILE... --out calibration/NAME.toml`: read the tools' outputs
+//! (regular files only, at most [`MAX_INPUT`] bytes each, the limit enforced while reading),
+//! fit them (`orrery::calibrate::import`), check the profile reads back, write it atomically.
+
+use orrery::calibrate::import::{self, ImportOptions, Input};
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Largest input file read (the scenario limit).
+const MAX_INPUT: u64 = 16 << 20;
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+/// `FILE` or `FILE@SIZE` (SIZE with a unit of bytes: `512MiB`).
+fn split_size(arg: &str) -> Result<(&str, Option<u64>), String> {
+    let Some((file, size)) = arg.rsplit_once('@') else {
+        return Ok((arg, None));
+    };
+    let cut = size
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(size.len());
+    let (num, unit) = size.split_at(cut);
+    let x: f64 = num
+        .parse()
+        .map_err(|_| format!("`{arg}`: `@{size}` is not a size such as `@512MiB`"))?;
+    let f = match orrery::units::lookup(unit.trim()) {
+        Some((orrery::units::Kind::Bytes, f)) => f,
+        _ => {
+            return Err(format!(
+                "`{arg}`: `@{size}` needs a unit of bytes (`@512MiB`; nvbandwidth's `-b` is MiB)"
+            ));
+        }
+    };
+    let b = (x * f).round();
+    if !(1.0..=1e15).contains(&b) {
+        return Err(format!("`{arg}`: a buffer from 1 B to 1 PB"));
+    }
+    Ok((file, Some(b as u64)))
+}
+
+/// A regular file's text, refusing anything larger than [`MAX_INPUT`] before reading past it.
+fn read(path: &Path) -> Result<(String, String), String> {
+    let shown = path.display();
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_INPUT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT {
+        return Err(format!("{shown} is larger than {} MiB", MAX_INPUT >> 20));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{shown} is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or_else(
+            || "unknown".to_string(),
+            |d| orrery::calibrate::detect::iso8601(d.as_secs()),
+        );
+    Ok((text, modified))
+}
+
+/// Names the fit may match device names against: the catalog's accelerators.
+fn known_accelerators() -> Vec<String> {
+    let l = orrery::spec::load_str("<catalog>", "");
+    l.spec
+        .map(|s| s.accelerators.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+pub(super) fn import(
+    files: &[String],
+    out: &Path,
+    accelerator: Option<String>,
+    base: Option<&Path>,
+    in_place: bool,
+    seed: u64,
+) -> ExitCode {
+    if out.extension().and_then(|e| e.to_str()) != Some("toml") {
+        return fail(format!(
+            "--out {}: a profile is calibration/NAME.toml",
+            out.display()
+        ));
+    }
+    let mut inputs = Vec::with_capacity(files.len());
+    for arg in files {
+        let (file, buffer_bytes) = match split_size(arg) {
+            Ok(x) => x,
+            Err(e) => return fail(e),
+        };
+        let (text, modified) = match read(Path::new(file)) {
+            Ok(x) => x,
+            Err(e) => return fail(e),
+        };
+        inputs.push(Input {
+            name: file.to_string(),
+            text,
+            modified,
+            buffer_bytes,
+        });
+    }
+    let base = match base {
+        None => None,
+        Some(p) => {
+            let (text, _) = match read(p) {
+                Ok(x) => x,
+                Err(e) => return fail(e),
+            };
+            match orrery::profile::parse(&text) {
+                Ok(prof) => Some((
+                    p.file_stem()
+                        .map_or_else(|| p.display().to_string(), |s| s.to_string_lossy().into()),
+                    prof,
+                )),
+                Err(errs) => {
+                    for e in errs {
+                        let (line, col) = line_col(&text, e.span.start);
+                        eprintln!("{}:{line}:{col}: error: {}", p.display(), e.message);
+                    }
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    let o = ImportOptions {
+        accelerator,
+        known_accelerators: known_accelerators(),
+        base,
+        in_place,
+        seed,
+        command: std::iter::once("orrery".to_string())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" "),
+        date: orrery::calibrate::detect::now_iso8601(),
+    };
+    let imported = match import::import(&inputs, &o) {
+        Ok(i) => i,
+        Err(e) => {
+            return match e.file {
+                Some(f) => {
+                    eprintln!("{f}:{}:{}: error: {}", e.line, e.column, e.message);
+                    ExitCode::from(2)
+                }
+                None => fail(e.message),
+            };
+        }
+    };
+    let text = match imported.profile.to_toml() {
+        Ok(t) => t,
+        Err(e) => return fail(format!("cannot write the profile: {e}")),
+    };
+    // The profile must read back as written: a fit the schema rejects is a bug, not a file.
+    if let Err(errs) = orrery::profile::parse(&text) {
+        let first = errs.first().map_or_else(String::new, |e| e.message.clone());
+        return fail(format!("the fitted profile does not validate: {first}"));
+    }
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Err(e) = orrery::atomic::create_dir(dir)
+    {
+        return fail(format!("cannot create {}: {e}", dir.display()));
+    }
+    if let Err(e) = orrery::atomic::write_atomic(out, text.as_bytes()) {
+        return fail(format!("cannot write {}: {e}", out.display()));
+    }
+    outln!(
+        "profile for {} (source imported, schema {})",
+        imported.profile.provenance.accelerator,
+        imported.profile.schema_version
+    );
+    for r in &imported.report {
+        outln!("  {r}");
+    }
+    outln!("wrote {}", out.display());
+    ExitCode::SUCCESS
+}
+
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
