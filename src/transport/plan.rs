@@ -466,22 +466,7 @@ impl<'a> Builder<'a> {
         if self.p.kind == TransportKind::NvlinkP2p
             && let Some((alpha, beta)) = self.fit(self.p.fits.p2p.as_ref())
         {
-            self.latency_paid = true;
-            let cap = g.path_bottleneck(&path);
-            let inflation = if cap.is_finite() {
-                (cap / beta).max(1.0)
-            } else {
-                1.0
-            };
-            // α was measured end to end: the graph's hop latencies are part of it.
-            let alpha = (alpha - g.path_latency(&path)).max(0.0);
-            self.flow(
-                StageKind::Wire,
-                path,
-                inflation,
-                alpha + extra,
-                self.p.overhead,
-            );
+            self.measured_wire(path, alpha, beta, extra, 1.0);
             return;
         }
         // An RDMA kind between nodes with a measured NIC fit (perftest): its latency and
@@ -498,28 +483,38 @@ impl<'a> Builder<'a> {
             && has(g, &path, LinkKind::Network)
             && let Some((alpha, beta)) = self.fit(self.p.fits.rdma.as_ref())
         {
-            self.latency_paid = true;
-            let cap = g.path_bottleneck(&path);
-            let mut inflation = if cap.is_finite() {
-                (cap / beta).max(1.0)
+            let socket = if device && has(g, &path, LinkKind::Socket) {
+                self.p.cross_socket
             } else {
                 1.0
             };
-            if device && has(g, &path, LinkKind::Socket) {
-                inflation /= self.p.cross_socket;
-            }
-            let alpha = (alpha - g.path_latency(&path)).max(0.0);
-            self.flow(
-                StageKind::Wire,
-                path,
-                inflation,
-                alpha + extra,
-                self.p.overhead,
-            );
+            self.measured_wire(path, alpha, beta, extra, socket);
             return;
         }
         let latency = self.software_latency() + extra;
         self.flow(StageKind::Wire, path, 1.0 / e, latency, self.p.overhead);
+    }
+
+    /// A network stage at a measured fit's α and β (held to the links' capacity), its
+    /// bandwidth further scaled by `share`: α was measured end to end, so the graph's hop
+    /// latencies are part of it, and it replaces the transport's software latency.
+    fn measured_wire(&mut self, path: Vec<LinkId>, alpha: f64, beta: f64, extra: f64, share: f64) {
+        self.latency_paid = true;
+        let g = self.g;
+        let cap = g.path_bottleneck(&path);
+        let inflation = if cap.is_finite() {
+            (cap / beta).max(1.0)
+        } else {
+            1.0
+        } / share;
+        let alpha = (alpha - g.path_latency(&path)).max(0.0);
+        self.flow(
+            StageKind::Wire,
+            path,
+            inflation,
+            alpha + extra,
+            self.p.overhead,
+        );
     }
 
     /// A TCP loopback on one node: a memcpy that is the transport's network stage.
