@@ -198,6 +198,25 @@ fn measured() -> Profile {
             holdout: None,
         }],
         collective: Vec::new(),
+        p2p_matrix: vec![orrery::profile::schema::PeerCopy {
+            from: 0,
+            to: 1,
+            bytes: 256 << 20,
+            bandwidth_bytes_per_s: 3.9e11,
+            peer_access: true,
+            link: "nvlink".into(),
+        }],
+        validation: vec![orrery::profile::schema::ValidationRecord {
+            date: "2026-11-29T11:00:00Z".into(),
+            host: "node-17".into(),
+            node_type: "hgx_h200".into(),
+            scenario: "cluster.orr".into(),
+            orrery_version: "0.1.0".into(),
+            matched: 30,
+            mismatches: 0,
+            unknown: 2,
+            devices: vec!["NVIDIA H200".into(); 8],
+        }],
     }
 }
 
@@ -259,15 +278,15 @@ fn a_wrong_type_points_at_the_value() {
 #[test]
 fn a_newer_schema_is_rejected_before_its_fields_are_read() {
     let text = shipped("h200_datasheet")
-        .replace("schema_version = 1", "schema_version = 5\nnew_thing = 1");
+        .replace("schema_version = 1", "schema_version = 6\nnew_thing = 1");
     let e = parse(&text).unwrap_err();
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(
         e[0].message
-            .contains("schema version 5 is newer than this orrery supports (version 4)"),
+            .contains("schema version 6 is newer than this orrery supports (version 5)"),
         "{e:?}"
     );
-    assert_eq!(&text[e[0].span.clone()], "5");
+    assert_eq!(&text[e[0].span.clone()], "6");
     for bad in [
         "schema_version = 0",
         "schema_version = \"1\"",
@@ -412,7 +431,7 @@ fn a_prediction_check_is_optional_and_its_figures_agree() {
         );
     }
     // The field is new in version 2: a version 1 profile with one is an error.
-    let text = base.replacen("schema_version = 4", "schema_version = 1", 1);
+    let text = base.replacen("schema_version = 5", "schema_version = 1", 1);
     let e = parse(&text).unwrap_err();
     assert!(
         e.iter()
@@ -489,7 +508,7 @@ fn a_scenario_reports_bad_profiles_at_file_line_and_column() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(&format!("bad.toml:{line}:14")), "{err}");
     // A newer profile, referenced from an accelerator block.
-    let newer = shipped("h200_datasheet").replace("schema_version = 1", "schema_version = 5");
+    let newer = shipped("h200_datasheet").replace("schema_version = 1", "schema_version = 6");
     let s = project(
         "newer",
         &[("next", &newer)],
@@ -497,7 +516,7 @@ fn a_scenario_reports_bad_profiles_at_file_line_and_column() {
     );
     let out = errs(&s);
     assert!(
-        out.contains("next.toml:5:18: profile schema version 5 is newer"),
+        out.contains("next.toml:5:18: profile schema version 6 is newer"),
         "{out}"
     );
     assert!(out.contains("s.orr:2:11"), "{out}");
@@ -621,4 +640,51 @@ fn check_says_which_profile_calibrates_what() {
         "{out}"
     );
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn schema_5_evidence_is_checked_and_needs_its_version() {
+    let base = toml::to_string(&measured()).unwrap();
+    assert!(parse(&base).is_ok());
+    for (from, to, expect) in [
+        ("from = 0\n", "from = 1\n", "joins two different devices"),
+        (
+            "link = \"nvlink\"",
+            "link = \"carrier pigeon\"",
+            "unknown link",
+        ),
+        (
+            "bandwidth_bytes_per_s = 390000000000.0",
+            "bandwidth_bytes_per_s = -1.0",
+            "bandwidth_bytes_per_s",
+        ),
+        (
+            "host = \"node-17\"\nnode_type",
+            "host = \"\"\nnode_type",
+            "`host`",
+        ),
+        (
+            "matched = 30\nmismatches = 0\nunknown = 2",
+            "matched = 0\nmismatches = 0\nunknown = 0",
+            "at least one check",
+        ),
+    ] {
+        assert!(base.contains(from), "{from} not in\n{base}");
+        let e = parse(&base.replacen(from, to, 1)).unwrap_err();
+        assert!(e.iter().any(|e| e.message.contains(expect)), "{to}: {e:?}");
+    }
+    let old = base.replacen("schema_version = 5", "schema_version = 4", 1);
+    let e = parse(&old).unwrap_err();
+    assert!(
+        e.iter().any(|e| e
+            .message
+            .contains("`[[p2p_matrix]]` needs `schema_version = 5`")),
+        "{e:?}"
+    );
+    assert!(
+        e.iter().any(|e| e
+            .message
+            .contains("`[[validation]]` needs `schema_version = 5`")),
+        "{e:?}"
+    );
 }

@@ -150,5 +150,7 @@ pub fn profile(m: &Measurement, fits: &[(String, PathFit)], host: &Host, o: &Opt
         vector: Default::default(),
         transfer,
         collective: Vec::new(),
+        p2p_matrix: Vec::new(),
+        validation: Vec::new(),
     }
 }

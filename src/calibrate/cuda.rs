@@ -104,6 +104,35 @@ fn can_access_peer(a: &CudaContext, b: &CudaContext) -> bool {
     r == sys::CUresult::CUDA_SUCCESS && can != 0
 }
 
+fn p2p_attribute(
+    a: &CudaContext,
+    b: &CudaContext,
+    what: sys::CUdevice_P2PAttribute,
+) -> Option<i32> {
+    let mut v = 0i32;
+    // SAFETY: out-parameter call on two valid device handles.
+    let r = unsafe { sys::cuDeviceGetP2PAttribute(&mut v, what, a.cu_device(), b.cu_device()) };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(v)
+}
+
+/// The link from `a` to `b` as the driver lets us tell it. The CUDA driver API has no call
+/// naming the link (NVML has); `cuDeviceGetP2PAttribute` reports whether native atomics work
+/// over it, which NVIDIA GPUs support over NVLink and not over PCIe peer mappings (CUDA C++
+/// Programming Guide, "Peer-to-Peer Memory Access" and `cudaDevP2PAttrNativeAtomicSupported`).
+/// So: no peer access → `none`; peer access with native atomics → `nvlink`; without → `pcie`.
+/// This inference has not yet been checked on an NVLink machine by this project.
+fn link_kind(a: &CudaContext, b: &CudaContext) -> String {
+    use sys::CUdevice_P2PAttribute as P;
+    let access = p2p_attribute(a, b, P::CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED);
+    let atomic = p2p_attribute(a, b, P::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED);
+    match (access, atomic) {
+        (Some(0), _) => "none".into(),
+        (Some(_), Some(x)) if x != 0 => "nvlink".into(),
+        (Some(_), Some(_)) => "pcie".into(),
+        _ => String::new(),
+    }
+}
+
 /// Every GPU and the P2P matrix.
 pub fn inventory() -> Result<GpuInventory, String> {
     let ctxs = contexts()?;
@@ -120,10 +149,25 @@ fn inventory_of(ctxs: &[Arc<CudaContext>]) -> Result<GpuInventory, String> {
                 .collect()
         })
         .collect();
+    let links = ctxs
+        .iter()
+        .map(|a| {
+            ctxs.iter()
+                .map(|b| {
+                    if Arc::ptr_eq(a, b) {
+                        "self".to_string()
+                    } else {
+                        link_kind(a, b)
+                    }
+                })
+                .collect()
+        })
+        .collect();
     Ok(GpuInventory {
         driver: driver_version(),
         gpus,
         p2p,
+        links,
     })
 }
 

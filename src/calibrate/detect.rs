@@ -46,6 +46,10 @@ pub struct GpuInventory {
     pub driver: String,
     pub gpus: Vec<Gpu>,
     pub p2p: Vec<Vec<bool>>,
+    /// The link kind between each ordered pair as the driver lets us tell it (`links[i][j]`:
+    /// `nvlink`, `pcie`, `none`; `self` on the diagonal; empty where unknown).
+    #[serde(default)]
+    pub links: Vec<Vec<String>>,
 }
 
 fn read(p: impl AsRef<Path>) -> Option<String> {

@@ -375,6 +375,7 @@ fn validate(p: &Profile, root: &Spanned<DeTable>) -> Vec<ProfileError> {
     }
 
     super::paths::validate(&mut c, p);
+    super::evidence::validate(&mut c, p);
     c.errs
 }
 

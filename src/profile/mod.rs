@@ -4,6 +4,8 @@
 //! Finding and reading the file is `spec::load`'s job (only it and `atomic` touch the file
 //! system).
 
+pub use evidence::LINKS as P2P_LINKS;
+mod evidence;
 pub mod load;
 mod paths;
 pub mod schema;

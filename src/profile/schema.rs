@@ -14,9 +14,11 @@ use std::collections::BTreeMap;
 /// size-dependent efficiencies (`efficiency_by_size`) and vector-unit rates (`[vector.DTYPE]`),
 /// version 4 imported profiles (`source = "imported"`, `provenance.imports`), collective fits
 /// (`[[collective]]`), held-out errors of fits (`holdout`) and made `compute`, `memory` and
-/// `launch` optional (a profile imported from transfer benchmarks measures none of them);
-/// older profiles read unchanged.
-pub const SCHEMA_VERSION: u32 = 4;
+/// `launch` optional (a profile imported from transfer benchmarks measures none of them),
+/// version 5 the device-pair copy matrix (`[[p2p_matrix]]`) and the record of `orrery
+/// validate --record` runs (`[[validation]]`) that maturity tiers are computed from; older
+/// profiles read unchanged.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Efficiency by the size of one kernel (schema 3): rows `[min_size, efficiency]` with
 /// `min_size` strictly decreasing down to 0; a kernel of size x runs at the efficiency of the
@@ -62,6 +64,53 @@ pub struct Profile {
     /// Collectives measured on a communicator of a given shape (schema 4).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub collective: Vec<CollectiveFit>,
+    /// One copy between every ordered pair of the calibrated host's devices (schema 5).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub p2p_matrix: Vec<PeerCopy>,
+    /// `orrery validate --record` runs that checked a node declared with this profile
+    /// against the hardware they ran on (schema 5), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation: Vec<ValidationRecord>,
+}
+
+/// A timed copy from device `from` to device `to` of the calibrated host (schema 5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerCopy {
+    pub from: u32,
+    pub to: u32,
+    /// Bytes per copy.
+    pub bytes: u64,
+    /// Median over repetitions.
+    pub bandwidth_bytes_per_s: f64,
+    /// Whether the driver allowed direct peer access (false: staged through the host).
+    pub peer_access: bool,
+    /// The link between the two as the driver reports it (`nvlink`, `pcie`, `none`,
+    /// `unknown`).
+    pub link: String,
+}
+
+/// One `orrery validate FILE --node TYPE --record` run (schema 5): the declared node type
+/// against the hardware present, summarised. A maturity tier of `validated` needs the
+/// newest record made on a host the profile was measured on to have no mismatch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidationRecord {
+    /// When it ran (ISO 8601).
+    pub date: String,
+    /// The machine's host name.
+    pub host: String,
+    /// The node type checked and the scenario file (name only) that declared it.
+    pub node_type: String,
+    pub scenario: String,
+    pub orrery_version: String,
+    /// Checks that matched, did not match, and could not be made here.
+    pub matched: u32,
+    pub mismatches: u32,
+    pub unknown: u32,
+    /// The devices seen, as the driver or PCI IDs name them (`NVIDIA H200`).
+    #[serde(default)]
+    pub devices: Vec<String>,
 }
 
 /// Whether the figures were measured on a device or derived from datasheets and published

@@ -270,6 +270,8 @@ pub fn import(inputs: &[Input], o: &ImportOptions) -> Result<Imported, ImportErr
         vector: Default::default(),
         transfer: fitted.transfer,
         collective: fitted.collective,
+        p2p_matrix: Vec::new(),
+        validation: Vec::new(),
     };
     if let Some((name, base)) = &o.base {
         notes.push(format!(
@@ -282,6 +284,9 @@ pub fn import(inputs: &[Input], o: &ImportOptions) -> Result<Imported, ImportErr
         profile.memory = base.memory.clone();
         profile.launch = base.launch.clone();
         profile.vector = base.vector.clone();
+        // The copy matrix is the base's hardware; its validation records vouch for the base's
+        // figures, not these, so they are not carried over.
+        profile.p2p_matrix = base.p2p_matrix.clone();
         for t in &base.transfer {
             if profile.transfer(&t.path).is_none() {
                 profile.transfer.push(t.clone());
