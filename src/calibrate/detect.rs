@@ -1,13 +1,14 @@
 //! What this machine is, read from Linux's /proc and /sys (each figure `None` or empty where it
 //! is not visible): host name, kernel, CPU model, sockets, physical cores, hardware threads,
-//! memory, NUMA nodes, network interfaces (physical ones: those backed by a device), RDMA
-//! devices and NVIDIA PCI functions. `orrery calibrate` records it as provenance and
+//! memory, NUMA nodes, network adapters (interfaces backed by a device, RDMA devices and
+//! their ports), accelerator PCI functions with their NUMA node, PCIe switch and link
+//! ([`super::sysfs`]), TPU chips, and the environment Ray's accelerator managers read. `orrery calibrate` records it as provenance and
 //! `orrery validate` compares it with a declared node type. With the `cuda` feature the GPU
 //! inventory comes from the driver instead (`cuda.rs`).
 
+use super::sysfs::{Adapter, PciFn, Sysfs};
 use serde::Serialize;
-use std::collections::BTreeSet;
-use std::fs;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -20,13 +21,15 @@ pub struct Host {
     pub threads: u32,
     pub memory_bytes: Option<u64>,
     pub numa_nodes: Option<u32>,
-    /// Network interfaces backed by a device (not `lo`, bridges, `ifb`, veth...), with their
-    /// speed in bits/s where the kernel reports one.
-    pub nics: Vec<(String, Option<f64>)>,
-    /// RDMA devices (/sys/class/infiniband).
-    pub rdma: Vec<String>,
-    /// NVIDIA display/3D controller PCI functions (bus ids), from /sys/bus/pci.
-    pub nvidia_pci: Vec<String>,
+    /// Network adapters (interfaces backed by a device, RDMA devices), by PCI bus id.
+    pub adapters: Vec<Adapter>,
+    /// Accelerator PCI functions (GPUs and other accelerators of known vendors), by bus id.
+    pub accelerators: Vec<PciFn>,
+    /// TPU chips (`/dev/accel*` or `/dev/vfio/N`), as Ray counts them.
+    pub tpu_chips: u32,
+    /// The environment variables Ray's accelerator managers read (`CUDA_VISIBLE_DEVICES`,
+    /// `TPU_NAME`, ...), those that are set.
+    pub ray_env: BTreeMap<String, String>,
 }
 
 /// One GPU as the driver reports it.
@@ -52,25 +55,40 @@ pub struct GpuInventory {
     pub links: Vec<Vec<String>>,
 }
 
-fn read(p: impl AsRef<Path>) -> Option<String> {
-    fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+impl Host {
+    /// Adapters with an RDMA device.
+    pub fn rdma(&self) -> impl Iterator<Item = &Adapter> {
+        self.adapters.iter().filter(|a| a.rdma.is_some())
+    }
 }
 
-fn entries(dir: &str) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
+/// PCI vendors whose display or processing-accelerator functions are accelerators: NVIDIA,
+/// AMD, Intel Habana (Gaudi); Intel's own GPUs share Intel's vendor id with everything else
+/// Intel makes and are not listed.
+const ACCELERATOR_VENDORS: &[u16] = &[0x10de, 0x1002, 0x1da3];
+
+/// Whether a PCI function is an accelerator: a known vendor's display controller (class
+/// 0x03) or processing accelerator (0x12). NVSwitches are bridges (0x0680) and are not.
+pub fn is_accelerator(f: &PciFn) -> bool {
+    ACCELERATOR_VENDORS.contains(&f.vendor) && matches!(f.class >> 16, 0x03 | 0x12)
 }
+
+/// The variables Ray's accelerator managers read (`python/ray/_private/accelerators/`:
+/// nvidia_gpu.py, amd_gpu.py, tpu.py).
+pub const RAY_ENV: &[&str] = &[
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "TPU_VISIBLE_CHIPS",
+    "TPU_NAME",
+    "TPU_WORKER_ID",
+    "TPU_ACCELERATOR_TYPE",
+    "TPU_TOPOLOGY",
+];
 
 /// NUMA nodes visible in /sys/devices/system/node (None when the folder is absent).
-pub fn numa_nodes() -> Option<u32> {
-    let n = entries("/sys/devices/system/node")
+fn numa_nodes(fs: &Sysfs) -> Option<u32> {
+    let n = fs
+        .entries("/sys/devices/system/node")
         .iter()
         .filter(|e| {
             e.strip_prefix("node")
@@ -82,18 +100,33 @@ pub fn numa_nodes() -> Option<u32> {
 
 /// The NUMA node of a PCI device (`0000:17:00.0`), when the kernel knows it.
 pub fn pci_numa_node(bus_id: &str) -> Option<i64> {
-    let id = bus_id.to_ascii_lowercase();
-    read(format!("/sys/bus/pci/devices/{id}/numa_node")).and_then(|s| s.parse().ok())
+    Sysfs::new("/")
+        .pci(bus_id)
+        .and_then(|p| p.numa)
+        .map(i64::from)
 }
 
+/// This machine.
 pub fn detect() -> Host {
-    let hostname = read("/proc/sys/kernel/hostname")
-        .or_else(|| read("/etc/hostname"))
+    let env = RAY_ENV
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    detect_at(Path::new("/"), env)
+}
+
+/// The machine whose /proc, /sys and /dev are under `root`, with Ray's variables `ray_env`.
+pub fn detect_at(root: &Path, ray_env: BTreeMap<String, String>) -> Host {
+    let fs = Sysfs::new(root);
+    let hostname = fs
+        .read("/proc/sys/kernel/hostname")
+        .or_else(|| fs.read("/etc/hostname"))
         .unwrap_or_else(|| "unknown".into());
-    let kernel = read("/proc/sys/kernel/osrelease")
+    let kernel = fs
+        .read("/proc/sys/kernel/osrelease")
         .map(|r| format!("Linux {r}"))
         .unwrap_or_else(|| std::env::consts::OS.to_string());
-    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let cpuinfo = fs.read("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
         .lines()
         .find(|l| l.starts_with("model name"))
@@ -103,14 +136,14 @@ pub fn detect() -> Host {
     let mut packages = BTreeSet::new();
     let mut cores = BTreeSet::new();
     let mut threads = 0u32;
-    for e in entries("/sys/devices/system/cpu") {
+    for e in fs.entries("/sys/devices/system/cpu") {
         let Some(n) = e.strip_prefix("cpu").filter(|d| d.parse::<u32>().is_ok()) else {
             continue;
         };
         let base = format!("/sys/devices/system/cpu/cpu{n}/topology");
         let (Some(pkg), Some(core)) = (
-            read(format!("{base}/physical_package_id")),
-            read(format!("{base}/core_id")),
+            fs.read(&format!("{base}/physical_package_id")),
+            fs.read(&format!("{base}/core_id")),
         ) else {
             continue;
         };
@@ -118,33 +151,22 @@ pub fn detect() -> Host {
         packages.insert(pkg.clone());
         cores.insert((pkg, core));
     }
-    let avail = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let threads = if threads == 0 { avail } else { threads };
-    let memory_bytes = read("/proc/meminfo").and_then(|m| {
+    let threads = if threads == 0 && root == Path::new("/") {
+        std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+    } else {
+        threads
+    };
+    let memory_bytes = fs.read("/proc/meminfo").and_then(|m| {
         m.lines()
             .find(|l| l.starts_with("MemTotal:"))
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|k| k.parse::<u64>().ok())
             .map(|k| k * 1024)
     });
-    let nics = entries("/sys/class/net")
+    let accelerators = fs
+        .pci_functions()
         .into_iter()
-        .filter(|n| Path::new(&format!("/sys/class/net/{n}/device")).exists())
-        .map(|n| {
-            let speed = read(format!("/sys/class/net/{n}/speed"))
-                .and_then(|s| s.parse::<f64>().ok())
-                .filter(|s| *s > 0.0)
-                .map(|mbps| mbps * 1e6);
-            (n, speed)
-        })
-        .collect();
-    let nvidia_pci = entries("/sys/bus/pci/devices")
-        .into_iter()
-        .filter(|d| {
-            let base = format!("/sys/bus/pci/devices/{d}");
-            read(format!("{base}/vendor")).as_deref() == Some("0x10de")
-                && read(format!("{base}/class")).is_some_and(|c| c.starts_with("0x03"))
-        })
+        .filter(is_accelerator)
         .collect();
     Host {
         hostname,
@@ -154,10 +176,11 @@ pub fn detect() -> Host {
         cores: (!cores.is_empty()).then_some(cores.len() as u32),
         threads,
         memory_bytes,
-        numa_nodes: numa_nodes(),
-        nics,
-        rdma: entries("/sys/class/infiniband"),
-        nvidia_pci,
+        numa_nodes: numa_nodes(&fs),
+        adapters: fs.adapters(),
+        accelerators,
+        tpu_chips: fs.tpu_chips(),
+        ray_env,
     }
 }
 

@@ -21,8 +21,11 @@ pub mod cuda;
 pub mod detect;
 pub mod fit;
 pub mod import;
+pub mod node_block;
 pub mod plot;
+pub mod record;
 pub mod stats;
+pub mod sysfs;
 pub mod validate;
 
 use crate::profile::Profile;

@@ -300,6 +300,23 @@ pub(super) enum Command {
         /// The node type (declared in the scenario or the built-in catalog).
         #[arg(long)]
         node: String,
+        /// Read /proc, /sys and /dev under this folder (a copy of another machine's tree)
+        /// instead of this machine's; no driver inventory.
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Append the result to the calibration profiles the node's accelerators name (a
+        /// `[[validation]]` record: what maturity tiers are computed from).
+        #[arg(long)]
+        record: bool,
+    },
+    /// Print a node-type block for this machine, in the scenario language.
+    Detect {
+        /// The node type's name.
+        #[arg(long, default_value = "detected")]
+        name: String,
+        /// Read /proc, /sys and /dev under this folder instead of this machine's.
+        #[arg(long)]
+        root: Option<PathBuf>,
     },
     /// List the built-in catalog of accelerators, NICs and node types.
     Catalog {

@@ -177,7 +177,13 @@ pub fn main() -> ExitCode {
             seed,
             check,
         } => calibrate::calibrate(device, out, quick, seed, check),
-        Command::Validate { file, node } => validate::validate(&file, &node),
+        Command::Validate {
+            file,
+            node,
+            root,
+            record,
+        } => validate::validate(&file, &node, root.as_deref(), record),
+        Command::Detect { name, root } => validate::detect_node(&name, root.as_deref()),
         Command::Explain {
             file,
             item,

@@ -1,12 +1,32 @@
-//! `orrery validate`.
+//! `orrery validate` and `orrery detect`.
 
 use super::common::load;
+use orrery::calibrate::detect::{self, GpuInventory, Host};
 use orrery::diag;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub(super) fn validate(file: &Path, node: &str) -> ExitCode {
-    use orrery::calibrate::{detect, validate::Verdict};
+/// The machine to look at: this one (with the driver's inventory where the `cuda` feature
+/// can read one), or a copied tree under `root` (no driver).
+fn machine(root: Option<&Path>) -> Result<(Host, Option<GpuInventory>), ExitCode> {
+    match root {
+        None => Ok((detect::detect(), gpu_inventory())),
+        Some(r) if r.is_dir() => Ok((detect::detect_at(r, Default::default()), None)),
+        Some(r) => {
+            eprintln!("error: --root {}: not a folder", r.display());
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: bool) -> ExitCode {
+    use orrery::calibrate::validate::Verdict;
+    if record && root.is_some() {
+        eprintln!(
+            "error: --record vouches for the machine validate runs on; it cannot be used with --root"
+        );
+        return ExitCode::from(2);
+    }
     let l = match load(Some(file)) {
         Ok(l) => l,
         Err(c) => return c,
@@ -30,8 +50,22 @@ pub(super) fn validate(file: &Path, node: &str) -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let host = detect::detect();
-    let gpus = gpu_inventory();
+    // Profiles to record into, found before any checking (a bad target is exit 2).
+    let targets = if record {
+        match record_targets(spec, nt, file) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let (host, gpus) = match machine(root) {
+        Ok(m) => m,
+        Err(c) => return c,
+    };
     outln!(
         "node type `{node}` against {} ({}{})",
         host.hostname,
@@ -45,10 +79,41 @@ pub(super) fn validate(file: &Path, node: &str) -> ExitCode {
     for c in &checks {
         outln!("{c}");
     }
-    let bad = checks
-        .iter()
-        .filter(|c| c.verdict == Verdict::Mismatch)
-        .count();
+    let n = |v: Verdict| checks.iter().filter(|c| c.verdict == v).count() as u32;
+    let (bad, matched, unknown) = (n(Verdict::Mismatch), n(Verdict::Match), n(Verdict::Unknown));
+    for (name, path) in &targets {
+        let rec = orrery::profile::schema::ValidationRecord {
+            date: detect::now_iso8601(),
+            host: host.hostname.clone(),
+            node_type: node.to_string(),
+            scenario: file.file_name().map_or_else(
+                || file.display().to_string(),
+                |f| f.to_string_lossy().into_owned(),
+            ),
+            orrery_version: env!("CARGO_PKG_VERSION").to_string(),
+            matched,
+            mismatches: bad,
+            unknown,
+            devices: devices_seen(&host, gpus.as_ref()),
+        };
+        let written = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .and_then(|t| orrery::calibrate::record::append_validation(&t, &rec))
+            .and_then(|t| {
+                orrery::atomic::write_atomic(path, t.as_bytes())
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            });
+        match written {
+            Ok(()) => outln!(
+                "recorded in profile {name} ({}): {matched} matched, {bad} mismatched, {unknown} not visible",
+                path.display()
+            ),
+            Err(e) => {
+                eprintln!("error: profile {name}: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if bad > 0 {
         outln!("{bad} mismatch{}", if bad == 1 { "" } else { "es" });
         ExitCode::from(1)
@@ -58,8 +123,85 @@ pub(super) fn validate(file: &Path, node: &str) -> ExitCode {
     }
 }
 
+/// The devices a record names: the driver's names, else the PCI database's.
+fn devices_seen(host: &Host, gpus: Option<&GpuInventory>) -> Vec<String> {
+    orrery::calibrate::validate::devices_in_bus_order(host, gpus)
+        .into_iter()
+        .map(|(n, _, _)| n)
+        .collect()
+}
+
+/// The profiles the node's accelerators name, and their files.
+fn record_targets(
+    spec: &orrery::spec::Spec,
+    nt: &orrery::spec::NodeType,
+    file: &Path,
+) -> Result<Vec<(String, std::path::PathBuf)>, String> {
+    let mut names: Vec<&str> = nt
+        .devices
+        .iter()
+        .filter_map(|g| spec.accelerators.get(&g.accelerator)?.profile.as_deref())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        return Err(format!(
+            "node type `{}` names no calibration profile (its accelerators have no `profile`): nothing to record into",
+            nt.name
+        ));
+    }
+    let dirs = orrery::spec::load::profile_dirs(file.parent());
+    names
+        .into_iter()
+        .map(|n| {
+            orrery::spec::load::profile_path(&dirs, n)
+                .map(|p| (n.to_string(), p))
+                .ok_or_else(|| format!("profile `{n}` has no file in the calibration folders"))
+        })
+        .collect()
+}
+
+pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
+    let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident {
+        eprintln!(
+            "error: --name {name:?} is not a name (letters, digits, `_`, starting with a letter)"
+        );
+        return ExitCode::from(2);
+    }
+    let (host, gpus) = match machine(root) {
+        Ok(m) => m,
+        Err(c) => return c,
+    };
+    let catalog = orrery::spec::load_str("<catalog>", "");
+    let Some(spec) = catalog.spec.as_ref() else {
+        eprintln!("error: the built-in catalog does not load");
+        return ExitCode::from(2);
+    };
+    let fs = orrery::calibrate::sysfs::Sysfs::new(root.unwrap_or(Path::new("/")));
+    let nvswitches = fs
+        .pci_functions()
+        .iter()
+        .filter(|f| f.vendor == 0x10de && f.class >> 8 == 0x0680)
+        .count();
+    let block =
+        orrery::calibrate::node_block::node_block(spec, name, &host, gpus.as_ref(), nvswitches);
+    // What is printed must read back as a node type.
+    let back = orrery::spec::load_str("detected.orr", &block);
+    if back.has_errors() {
+        eprintln!(
+            "error: the detected block does not read back (a bug):\n{block}\n{}",
+            back.render(false)
+        );
+        return ExitCode::from(2);
+    }
+    out!("{block}");
+    ExitCode::SUCCESS
+}
+
 #[cfg(feature = "cuda")]
-pub(super) fn gpu_inventory() -> Option<orrery::calibrate::detect::GpuInventory> {
+pub(super) fn gpu_inventory() -> Option<GpuInventory> {
     match orrery::calibrate::cuda::inventory() {
         Ok(inv) => Some(inv),
         Err(e) => {
@@ -70,6 +212,6 @@ pub(super) fn gpu_inventory() -> Option<orrery::calibrate::detect::GpuInventory>
 }
 
 #[cfg(not(feature = "cuda"))]
-pub(super) fn gpu_inventory() -> Option<orrery::calibrate::detect::GpuInventory> {
+pub(super) fn gpu_inventory() -> Option<GpuInventory> {
     None
 }

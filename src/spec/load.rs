@@ -824,6 +824,12 @@ pub fn profile_dirs(scenario_dir: Option<&Path>) -> Vec<PathBuf> {
     dirs
 }
 
+/// The file of profile `name`: `NAME.toml` in the first of `dirs` that has one.
+pub fn profile_path(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
+    let file = format!("{name}.toml");
+    dirs.iter().map(|d| d.join(&file)).find(|p| p.is_file())
+}
+
 /// Profile names (file stems of `*.toml`) available in `dirs`, sorted.
 pub fn available_profiles(dirs: &[PathBuf]) -> Vec<String> {
     let mut names: Vec<String> = dirs
@@ -864,12 +870,7 @@ impl ProfileFinder<'_> {
 
     fn load(&mut self, cx: &mut Cx, name: &str, at: Span) -> Option<crate::profile::Profile> {
         let file = format!("{name}.toml");
-        let Some(path) = self
-            .dirs
-            .iter()
-            .map(|d| d.join(&file))
-            .find(|p| p.is_file())
-        else {
+        let Some(path) = profile_path(&self.dirs, name) else {
             let available = available_profiles(&self.dirs);
             let help = crate::diag::did_you_mean(name, available.iter().map(String::as_str))
                 .unwrap_or_else(|| {
