@@ -18,6 +18,10 @@ pub mod check;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_gemm;
+#[cfg(feature = "cuda")]
+mod cuda_kernels;
 pub mod detect;
 pub mod fit;
 pub mod import;
@@ -127,6 +131,9 @@ pub struct ComputeMeasure {
     /// The datasheet peak the efficiency is relative to (None: the best repetition).
     pub peak: Option<f64>,
     pub source: String,
+    /// The same kernel at several sizes: (FLOP of one kernel, achieved FLOP/s per repetition),
+    /// which [`assemble`] turns into `efficiency_by_size`; empty where one size is measured.
+    pub by_size: Vec<(f64, Vec<f64>)>,
 }
 
 /// Achieved bytes/s per repetition of a memory-bound kernel.
@@ -136,6 +143,22 @@ pub struct MemoryMeasure {
     /// The datasheet peak (None: the best repetition).
     pub peak: Option<f64>,
     pub source: String,
+    /// The same kernel at several sizes: (bytes one kernel moves, achieved bytes/s per
+    /// repetition); empty where one size is measured.
+    pub by_size: Vec<(f64, Vec<f64>)>,
+}
+
+/// Seconds per repetition of one copy of `bytes` from device `from` to device `to`.
+#[derive(Debug, Clone)]
+pub struct PeerMeasure {
+    pub from: u32,
+    pub to: u32,
+    pub bytes: u64,
+    pub secs: Vec<f64>,
+    /// Whether the driver allowed direct peer access between the two.
+    pub peer_access: bool,
+    /// The link kind as the inventory tells it (`nvlink`, `pcie`, `none`; empty: unknown).
+    pub link: String,
 }
 
 /// Seconds per repetition of the fixed per-launch (or per-hand-off) cost.
@@ -156,7 +179,9 @@ pub struct Measurement {
     pub compute: Vec<ComputeMeasure>,
     pub memory: MemoryMeasure,
     pub launch: LaunchMeasure,
-    /// Extra findings (inventory, P2P matrix, ...), kept in the profile's notes.
+    /// One copy for every ordered pair of the host's devices (empty with fewer than two).
+    pub p2p: Vec<PeerMeasure>,
+    /// Extra findings (inventory, ...), kept in the profile's notes.
     pub notes: Vec<String>,
 }
 
