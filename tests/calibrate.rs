@@ -106,16 +106,19 @@ fn synthetic(seed: u64) -> calibrate::Measurement {
             reps: around(75e9),
             peak: None,
             source: "synthetic".into(),
+            by_size: Vec::new(),
         }],
         memory: calibrate::MemoryMeasure {
             reps: around(34e9),
             peak: None,
             source: "synthetic".into(),
+            by_size: Vec::new(),
         },
         launch: calibrate::LaunchMeasure {
             reps: around(5e-8),
             source: "synthetic".into(),
         },
+        p2p: Vec::new(),
         notes: Vec::new(),
     }
 }

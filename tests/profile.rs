@@ -615,6 +615,27 @@ fn the_documented_example_is_a_valid_profile() {
     assert_eq!(parse(&p.to_toml().unwrap()).unwrap(), p);
 }
 
+/// The `[[p2p_matrix]]` example (schema 5), appended to the main example, reads back.
+#[test]
+fn the_documented_p2p_matrix_entry_is_valid() {
+    let doc = std::fs::read_to_string("calibration/README.md").unwrap();
+    let block = |from: usize| {
+        let start = from + doc[from..].find("```toml\n").unwrap() + "```toml\n".len();
+        &doc[start..start + doc[start..].find("```").unwrap()]
+    };
+    let example = block(0);
+    let entry = block(doc.find("Version 5 adds `[[p2p_matrix]]`").unwrap());
+    assert!(entry.starts_with("[[p2p_matrix]]"), "{entry}");
+    let text = format!(
+        "{}\n{entry}",
+        example.replacen("schema_version = 4", "schema_version = 5", 1)
+    );
+    let p = parse(&text).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(p.p2p_matrix.len(), 1);
+    assert_eq!(p.p2p_matrix[0].link, "nvlink");
+    assert_eq!(p.p2p_matrix[0].bytes, 256 << 20);
+}
+
 #[test]
 fn check_says_which_profile_calibrates_what() {
     let d = std::env::temp_dir().join(format!("orrery-check-cal-{}", std::process::id()));

@@ -279,6 +279,7 @@ fn triad(o: &Options) -> MemoryMeasure {
             "STREAM triad a = b + s·c, 3 × {mib} MiB f64 arrays, rayon on {} threads, median of {reps}",
             rayon::current_num_threads()
         ),
+        by_size: Vec::new(),
     }
 }
 
@@ -336,6 +337,7 @@ fn compute(o: &Options, dtype: &str) -> ComputeMeasure {
              on {} threads, median of {reps}",
             rayon::current_num_threads()
         ),
+        by_size: Vec::new(),
     }
 }
 
@@ -368,6 +370,7 @@ pub fn measure(o: &Options, host: &super::detect::Host) -> Measurement {
         compute,
         memory,
         launch,
+        p2p: Vec::new(),
         notes,
     }
 }

@@ -9,10 +9,12 @@
 //! - H2D and D2H from pinned (page-locked, not write-combined) and pageable host memory, D2D,
 //!   and P2P to the next device (peer access enabled; `p2p_no_peer` where it cannot be;
 //!   issued and timed on the destination GPU's stream, see the P2P block),
-//!   4 KiB … 1 GiB, with 1.5 × 2^k sizes held out of the fit; a 256 MiB copy per pair;
+//!   4 KiB … 1 GiB, with 1.5 × 2^k sizes held out of the fit; a 256 MiB copy for every
+//!   ordered pair of devices (the profile's `[[p2p_matrix]]`);
 //! - launch latency: events around 1,000 back-to-back empty kernels;
-//! - a memory-bound triad and a compute-bound multiply–add kernel (fp32, fp64), compiled with
-//!   NVRTC; cuBLAS GEMM bf16 and fp16 (8192³; 4096³ quick) on seeded random operands.
+//! - a memory-bound triad over array sizes (`memory.efficiency_by_size`) and a compute-bound
+//!   multiply–add kernel (fp32, fp64), compiled with NVRTC; cuBLAS GEMM bf16 and fp16 over
+//!   sizes 256³ … 8192³ (4096³ quick) on seeded random operands ([`super::cuda_gemm`]).
 //!
 //! Not yet run on a GPU (no device machine has been lent to this project's sessions): the
 //! P2P and GEMM code follows cudarc 0.19's documented semantics, and CI builds it
@@ -21,9 +23,8 @@
 
 use super::detect::{Gpu, GpuInventory, pci_numa_node};
 use super::fit::Point;
-use super::{ComputeMeasure, LaunchMeasure, Measurement, MemoryMeasure, Options, PathMeasure};
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys as blas_sys};
-use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg, sys};
+use super::{Measurement, Options, PathMeasure, PeerMeasure};
+use cudarc::driver::{CudaContext, CudaStream, sys};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -42,7 +43,7 @@ pub fn probe() -> Result<(), String> {
     Ok(())
 }
 
-fn err<E: Debug>(what: &'static str) -> impl Fn(E) -> String {
+pub(super) fn err<E: Debug>(what: &'static str) -> impl Fn(E) -> String {
     move |e| format!("{what}: {e:?}")
 }
 
@@ -172,7 +173,7 @@ fn inventory_of(ctxs: &[Arc<CudaContext>]) -> Result<GpuInventory, String> {
 }
 
 /// Times `inner` calls of `f` between two events on `stream`, in seconds per call.
-struct Timer {
+pub(super) struct Timer {
     stream: Arc<CudaStream>,
     start: cudarc::driver::CudaEvent,
     end: cudarc::driver::CudaEvent,
@@ -191,7 +192,11 @@ impl Timer {
         })
     }
 
-    fn time(&self, inner: usize, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    pub(super) fn time(
+        &self,
+        inner: usize,
+        mut f: impl FnMut() -> Result<(), String>,
+    ) -> Result<f64, String> {
         self.start
             .record(&self.stream)
             .map_err(err("event record"))?;
@@ -208,7 +213,7 @@ impl Timer {
     }
 
     /// One warm-up, then `reps` timed repetitions, each of enough calls to last `min_rep_s`.
-    fn reps(
+    pub(super) fn reps(
         &self,
         reps: usize,
         min_rep_s: f64,
@@ -224,7 +229,6 @@ struct Plan {
     max_bytes: usize,
     reps: usize,
     min_rep_s: f64,
-    gemm_n: usize,
 }
 
 fn plan(quick: bool) -> Plan {
@@ -233,47 +237,24 @@ fn plan(quick: bool) -> Plan {
             max_bytes: 64 << 20,
             reps: 7,
             min_rep_s: 2e-4,
-            gemm_n: 4096,
         }
     } else {
         Plan {
             max_bytes: 1 << 30,
             reps: 15,
             min_rep_s: 2e-3,
-            gemm_n: 8192,
         }
     }
 }
 
+/// Progress-bar steps: six swept paths (five local, one to the next device), the pair
+/// matrix, then the kernels'. Steps that do not run (one device, no cuBLAS) are still ticked,
+/// so the bar ends full.
 pub fn steps(quick: bool) -> u64 {
-    6 * super::cpu::sizes(plan(quick).max_bytes as u64).len() as u64 + 6
+    6 * super::cpu::sizes(plan(quick).max_bytes as u64).len() as u64
+        + 1
+        + super::cuda_kernels::steps(quick)
 }
-
-const KERNELS: &str = r#"
-extern "C" __global__ void empty() {}
-
-extern "C" __global__ void triad(float* a, const float* b, const float* c, float s,
-                                 unsigned long long n) {
-    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-         i < n; i += stride)
-        a[i] = b[i] + s * c[i];
-}
-
-#define FMA_KERNEL(NAME, T, FMA)                                                  \
-extern "C" __global__ void NAME(T* out, int iters, T a, T b) {                    \
-    T x0 = threadIdx.x * (T)1e-3, x1 = x0 + 1, x2 = x0 + 2, x3 = x0 + 3;          \
-    T x4 = x0 + 4, x5 = x0 + 5, x6 = x0 + 6, x7 = x0 + 7;                         \
-    for (int i = 0; i < iters; ++i) {                                             \
-        x0 = FMA(x0, a, b); x1 = FMA(x1, a, b); x2 = FMA(x2, a, b);               \
-        x3 = FMA(x3, a, b); x4 = FMA(x4, a, b); x5 = FMA(x5, a, b);               \
-        x6 = FMA(x6, a, b); x7 = FMA(x7, a, b);                                   \
-    }                                                                             \
-    out[blockIdx.x * blockDim.x + threadIdx.x] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7; \
-}
-FMA_KERNEL(fma32, float, fmaf)
-FMA_KERNEL(fma64, double, fma)
-"#;
 
 /// The catalog accelerator this device is: name matches, closest memory wins.
 fn catalog_match(name: &str, memory: u64) -> Option<crate::spec::hardware::Accelerator> {
@@ -420,6 +401,7 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
     // cross-context copy (`memcpy_peer_async`) keeps every event on its own context only when
     // the stream is the destination's (a stream of the source would record the destination
     // buffer's event on it: CUDA_ERROR_INVALID_CONTEXT).
+    let mut p2p = Vec::new();
     if ctxs.len() >= 2 {
         let j = (i + 1) % ctxs.len();
         let peer = can_access_peer(&ctx, &ctxs[j]);
@@ -447,7 +429,6 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
         })?;
         drop(d_peer);
         let pair_bytes = (256usize << 20).min(n);
-        let mut row = Vec::new();
         for a in 0..ctxs.len() {
             for b in 0..ctxs.len() {
                 if a == b {
@@ -467,170 +448,43 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
                 let secs = t.reps(3, 0.0, || {
                     s.memcpy_dtod(&x, &mut y).map_err(err("P2P copy"))
                 })?;
-                row.push(format!(
-                    "{a}→{b} {:.0} GB/s{}",
-                    pair_bytes as f64 / super::stats::median(&secs) / 1e9,
-                    if inv.p2p[a][b] { "" } else { " (no peer)" }
-                ));
+                p2p.push(PeerMeasure {
+                    from: a as u32,
+                    to: b as u32,
+                    bytes: pair_bytes as u64,
+                    secs,
+                    peer_access: inv.p2p[a][b],
+                    link: inv.links[a][b].clone(),
+                });
             }
         }
-        notes.push(format!("P2P 256 MiB copies: {}", row.join(", ")));
+        o.tick("P2P matrix");
+    } else {
+        // One device: no P2P sweep and no pairs.
+        for _ in 0..=sizes.len() {
+            o.tick("P2P (one device)");
+        }
     }
     drop(d_b);
     drop(pinned);
     drop(pageable);
 
-    // Kernels.
-    let ptx =
-        cudarc::nvrtc::compile_ptx(KERNELS).map_err(err("NVRTC cannot compile the kernels"))?;
-    let module = ctx
-        .load_module(ptx)
-        .map_err(err("cannot load the kernels"))?;
-    let f = |name: &'static str| {
-        module
-            .load_function(name)
-            .map_err(err("cannot load a kernel"))
+    // Kernels: launch latency, triad, FMA, GEMM.
+    let reps = super::cuda_kernels::Reps {
+        reps: p.reps,
+        min_rep_s: p.min_rep_s,
     };
-    let (empty, triad, fma32, fma64) = (f("empty")?, f("triad")?, f("fma32")?, f("fma64")?);
-
-    let launch = || {
-        let mut l = stream.launch_builder(&empty);
-        // SAFETY: the kernel takes no arguments.
-        unsafe { l.launch(LaunchConfig::for_num_elems(1)) }
-            .map(|_| ())
-            .map_err(err("kernel launch"))
-    };
-    timer.time(100, launch)?; // warm-up
-    let launch_reps = (0..p.reps)
-        .map(|_| timer.time(1000, launch))
-        .collect::<Result<Vec<f64>, String>>()?;
-    o.tick("launch latency");
-
     let sms = me.sm_count.unwrap_or(132);
-    let elems = if o.quick {
-        16usize << 20
-    } else {
-        256usize << 20
-    };
-    let mut a = stream
-        .alloc_zeros::<f32>(elems)
-        .map_err(err("device alloc"))?;
-    let b = stream
-        .alloc_zeros::<f32>(elems)
-        .map_err(err("device alloc"))?;
-    let c = stream
-        .alloc_zeros::<f32>(elems)
-        .map_err(err("device alloc"))?;
-    let (s, nn) = (3.0f32, elems as u64);
-    let grid = LaunchConfig {
-        grid_dim: (sms * 8, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let triad_s = timer.reps(p.reps, p.min_rep_s, || {
-        let mut l = stream.launch_builder(&triad);
-        l.arg(&mut a).arg(&b).arg(&c).arg(&s).arg(&nn);
-        // SAFETY: argument types and order match the kernel; every array holds `elems` floats.
-        unsafe { l.launch(grid) }
-            .map(|_| ())
-            .map_err(err("kernel launch"))
-    })?;
-    drop((a, b, c));
-    let memory = MemoryMeasure {
-        reps: triad_s.iter().map(|t| 12.0 * elems as f64 / t).collect(),
-        peak: cat.as_ref().map(|a| a.memory_bw.0),
-        source: format!(
-            "triad a = b + s·c (NVRTC), 3 × {} MiB f32 arrays, grid-stride, {} blocks × 256, events, median of {}",
-            (elems * 4) >> 20,
-            sms * 8,
-            p.reps
-        ),
-    };
-    o.tick("memory-bound triad");
-
-    let mut compute = Vec::new();
-    let threads = (sms * 16 * 256) as usize;
-    let iters: i32 = if o.quick { 4096 } else { 65536 };
-    for (dtype, func) in [("fp32", &fma32), ("fp64", &fma64)] {
-        let cfg = LaunchConfig {
-            grid_dim: (sms * 16, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let secs = if dtype == "fp32" {
-            let mut out = stream.alloc_zeros::<f32>(threads).map_err(err("alloc"))?;
-            let (x, y) = (0.9999f32, 1e-4f32);
-            timer.reps(p.reps, 0.0, || {
-                let mut l = stream.launch_builder(func);
-                l.arg(&mut out).arg(&iters).arg(&x).arg(&y);
-                // SAFETY: argument types and order match the kernel; `out` has a slot per thread.
-                unsafe { l.launch(cfg) }
-                    .map(|_| ())
-                    .map_err(err("kernel launch"))
-            })?
-        } else {
-            let mut out = stream.alloc_zeros::<f64>(threads).map_err(err("alloc"))?;
-            let (x, y) = (0.9999f64, 1e-4f64);
-            timer.reps(p.reps, 0.0, || {
-                let mut l = stream.launch_builder(func);
-                l.arg(&mut out).arg(&iters).arg(&x).arg(&y);
-                // SAFETY: as above, with doubles.
-                unsafe { l.launch(cfg) }
-                    .map(|_| ())
-                    .map_err(err("kernel launch"))
-            })?
-        };
-        let flop = 2.0 * 8.0 * f64::from(iters) * threads as f64;
-        compute.push(ComputeMeasure {
-            dtype: dtype.into(),
-            reps: secs.iter().map(|t| flop / t).collect(),
-            peak: cat.as_ref().and_then(|a| a.flops.get(dtype)).map(|f| f.0),
-            source: format!(
-                "8 independent FMA chains per thread (NVRTC), {threads} threads × {iters} iterations, events, median of {}",
-                p.reps
-            ),
-        });
-        o.tick(&format!("compute {dtype}"));
-    }
-
-    // cuBLAS GEMM, bf16 and fp16 (fp32 accumulate), where cuBLAS loads and supports them.
-    match CudaBlas::new(stream.clone()) {
-        Ok(blas) => {
-            let g = p.gemm_n;
-            let flop = 2.0 * (g as f64).powi(3);
-            let bf = gemm::<half::bf16>(
-                &stream,
-                &timer,
-                &blas,
-                g,
-                p.reps,
-                gemm_cfg(g, half::bf16::ONE, half::bf16::ZERO),
-                half::bf16::from_f32,
-            );
-            let fp = gemm::<half::f16>(
-                &stream,
-                &timer,
-                &blas,
-                g,
-                p.reps,
-                gemm_cfg(g, half::f16::ONE, half::f16::ZERO),
-                half::f16::from_f32,
-            );
-            for (dtype, r) in [("bf16", bf), ("fp16", fp)] {
-                match r {
-                    Ok(secs) => compute.push(ComputeMeasure {
-                        dtype: dtype.into(),
-                        reps: secs.iter().map(|t| flop / t).collect(),
-                        peak: cat.as_ref().and_then(|a| a.flops.get(dtype)).map(|f| f.0),
-                        source: format!("cuBLAS GEMM {g}³ {dtype}, events, median of {}", p.reps),
-                    }),
-                    Err(e) => notes.push(format!("{dtype} GEMM not measured: {e}")),
-                }
-                o.tick(&format!("GEMM {dtype}"));
-            }
-        }
-        Err(e) => notes.push(format!("cuBLAS not available ({e:?}): no GEMM figures")),
-    }
+    let k = super::cuda_kernels::measure(
+        o,
+        &ctx,
+        &stream,
+        &timer,
+        &reps,
+        sms,
+        cat.as_ref(),
+        &mut notes,
+    )?;
 
     let accelerator = cat
         .as_ref()
@@ -643,15 +497,10 @@ pub fn measure(o: &Options, idx: u32) -> Result<Measurement, String> {
         device: me.name.clone(),
         driver: inv.driver.clone(),
         transfers,
-        compute,
-        memory,
-        launch: LaunchMeasure {
-            reps: launch_reps,
-            source: format!(
-                "empty kernel: events around 1,000 back-to-back launches on one stream, median of {}",
-                p.reps
-            ),
-        },
+        compute: k.compute,
+        memory: k.memory,
+        p2p,
+        launch: k.launch,
         notes,
     })
 }
@@ -661,59 +510,4 @@ fn enable_peer(from: &CudaContext, to: &CudaContext) {
         // SAFETY: both contexts are valid; "already enabled" is an error we ignore.
         let _ = unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) };
     }
-}
-
-/// A `g` × `g` matrix of values uniform in [−1, 1), from `seed` (deterministic).
-fn random_matrix<T>(g: usize, seed: u64, from_f32: fn(f32) -> T) -> Vec<T> {
-    use rand::{RngExt, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    (0..g * g)
-        .map(|_| from_f32(rng.random_range(-1.0f32..1.0)))
-        .collect()
-}
-
-/// Square column-major `g`³ GEMM, no transposes.
-fn gemm_cfg<T>(g: usize, one: T, zero: T) -> GemmConfig<T> {
-    GemmConfig {
-        transa: blas_sys::cublasOperation_t::CUBLAS_OP_N,
-        transb: blas_sys::cublasOperation_t::CUBLAS_OP_N,
-        m: g as i32,
-        n: g as i32,
-        k: g as i32,
-        alpha: one,
-        lda: g as i32,
-        ldb: g as i32,
-        beta: zero,
-        ldc: g as i32,
-    }
-}
-
-fn gemm<T>(
-    stream: &Arc<CudaStream>,
-    timer: &Timer,
-    blas: &CudaBlas,
-    g: usize,
-    reps: usize,
-    cfg: GemmConfig<T>,
-    from_f32: fn(f32) -> T,
-) -> Result<Vec<f64>, String>
-where
-    T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy,
-    CudaBlas: Gemm<T>,
-{
-    // Inputs uniform in [−1, 1) from a fixed seed: tensor cores on all-zero operands toggle
-    // no bits and draw less power, so zeros measure optimistic clocks (issue 13).
-    let a = stream
-        .clone_htod(&random_matrix(g, 1, from_f32))
-        .map_err(err("device alloc"))?;
-    let b = stream
-        .clone_htod(&random_matrix(g, 2, from_f32))
-        .map_err(err("device alloc"))?;
-    let mut c = stream
-        .alloc_zeros::<T>(g * g)
-        .map_err(err("device alloc"))?;
-    timer.reps(reps, 0.0, || {
-        // SAFETY: every matrix holds g × g elements and the leading dimensions are g.
-        unsafe { blas.gemm(cfg, &a, &b, &mut c) }.map_err(err("cuBLAS GEMM"))
-    })
 }

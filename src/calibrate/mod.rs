@@ -18,6 +18,10 @@ pub mod check;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_gemm;
+#[cfg(feature = "cuda")]
+mod cuda_kernels;
 pub mod detect;
 pub mod fit;
 pub mod import;
@@ -130,6 +134,9 @@ pub struct ComputeMeasure {
     /// The datasheet peak the efficiency is relative to (None: the best repetition).
     pub peak: Option<f64>,
     pub source: String,
+    /// The same kernel at several sizes: (FLOP of one kernel, achieved FLOP/s per repetition),
+    /// which [`assemble`] turns into `efficiency_by_size`; empty where one size is measured.
+    pub by_size: Vec<(f64, Vec<f64>)>,
 }
 
 /// Achieved bytes/s per repetition of a memory-bound kernel.
@@ -139,6 +146,22 @@ pub struct MemoryMeasure {
     /// The datasheet peak (None: the best repetition).
     pub peak: Option<f64>,
     pub source: String,
+    /// The same kernel at several sizes: (bytes one kernel moves, achieved bytes/s per
+    /// repetition); empty where one size is measured.
+    pub by_size: Vec<(f64, Vec<f64>)>,
+}
+
+/// Seconds per repetition of one copy of `bytes` from device `from` to device `to`.
+#[derive(Debug, Clone)]
+pub struct PeerMeasure {
+    pub from: u32,
+    pub to: u32,
+    pub bytes: u64,
+    pub secs: Vec<f64>,
+    /// Whether the driver allowed direct peer access between the two.
+    pub peer_access: bool,
+    /// The link kind as the inventory tells it (`nvlink`, `pcie`, `none`; empty: unknown).
+    pub link: String,
 }
 
 /// Seconds per repetition of the fixed per-launch (or per-hand-off) cost.
@@ -159,7 +182,9 @@ pub struct Measurement {
     pub compute: Vec<ComputeMeasure>,
     pub memory: MemoryMeasure,
     pub launch: LaunchMeasure,
-    /// Extra findings (inventory, P2P matrix, ...), kept in the profile's notes.
+    /// One copy for every ordered pair of the host's devices (empty with fewer than two).
+    pub p2p: Vec<PeerMeasure>,
+    /// Extra findings (inventory, ...), kept in the profile's notes.
     pub notes: Vec<String>,
 }
 
@@ -363,6 +388,13 @@ impl Calibration {
                 c.efficiency_ci95[0],
                 c.efficiency_ci95[1]
             );
+            if !c.efficiency_by_size.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "  by FLOP of one kernel: {}",
+                    curve(&c.efficiency_by_size, "FLOP")
+                );
+            }
         }
         if let Some(m) = &p.memory {
             let _ = writeln!(
@@ -374,6 +406,13 @@ impl Calibration {
                 m.efficiency,
                 m.peak_bytes_per_s / 1e9
             );
+            if !m.efficiency_by_size.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "  by bytes one kernel moves: {}",
+                    curve(&m.efficiency_by_size, "B")
+                );
+            }
         }
         if let Some(l) = &p.launch {
             let _ = writeln!(
@@ -384,11 +423,81 @@ impl Calibration {
                 l.overhead_ci95[1] * 1e6
             );
         }
+        if !p.p2p_matrix.is_empty() {
+            s.push_str(&p2p_table(&p.p2p_matrix));
+        }
         for n in &self.measurement.notes {
             let _ = writeln!(s, "note: {n}");
         }
         s
     }
+}
+
+/// `1.10 T`, `268 M`, `0`: three significant figures with an SI prefix.
+fn si(x: f64) -> String {
+    const PREFIXES: [(f64, &str); 5] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")];
+    match PREFIXES.iter().find(|(f, _)| x.abs() >= *f) {
+        Some((f, p)) => {
+            let v = x / f;
+            let digits = if v >= 100.0 {
+                0
+            } else if v >= 10.0 {
+                1
+            } else {
+                2
+            };
+            format!("{v:.digits$} {p}")
+        }
+        None => format!("{x}"),
+    }
+}
+
+/// An `efficiency_by_size` curve on one line, largest first: `≥ 1.10 TFLOP 0.791 · … · ≥ 0 0.050`.
+fn curve(rows: &[[f64; 2]], unit: &str) -> String {
+    rows.iter()
+        .map(|r| {
+            if r[0] == 0.0 {
+                format!("≥ 0 {:.3}", r[1])
+            } else {
+                format!("≥ {}{unit} {:.3}", si(r[0]), r[1])
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The device-pair copies as a from × to table of GB/s and link kind (`staged` where the
+/// driver allowed no peer access).
+fn p2p_table(m: &[crate::profile::schema::PeerCopy]) -> String {
+    let n = m.iter().map(|c| c.from.max(c.to) + 1).max().unwrap_or(0);
+    let bytes = m.first().map_or(0, |c| c.bytes);
+    let mut out = if m.iter().all(|c| c.bytes == bytes) {
+        format!(
+            "P2P copies of {} (GB/s, link), from row to column:\n",
+            human_bytes(bytes)
+        )
+    } else {
+        "P2P copies (GB/s, link), from row to column:\n".to_string()
+    };
+    let mut t = crate::table::Table::new(
+        std::iter::once("from\\to".to_string()).chain((0..n).map(|j| j.to_string())),
+    );
+    for i in 0..n {
+        t.row(std::iter::once(i.to_string()).chain((0..n).map(|j| {
+            match m.iter().find(|c| c.from == i && c.to == j) {
+                _ if i == j => "—".to_string(),
+                Some(c) => format!(
+                    "{:.1} {}{}",
+                    c.bandwidth_bytes_per_s / 1e9,
+                    c.link,
+                    if c.peer_access { "" } else { " staged" }
+                ),
+                None => "?".to_string(),
+            }
+        })));
+    }
+    out.push_str(&t.render());
+    out
 }
 
 #[cfg(test)]
@@ -402,6 +511,34 @@ mod tests {
         assert_eq!("cuda".parse::<Device>(), Ok(Device::Cuda(0)));
         assert!("gpu".parse::<Device>().is_err());
         assert!("cuda:x".parse::<Device>().is_err());
+    }
+
+    #[test]
+    fn the_summary_shows_curves_and_the_matrix_compactly() {
+        assert_eq!(
+            curve(&[[1.1e12, 0.79], [2.68e8, 0.2], [0.0, 0.05]], "FLOP"),
+            "≥ 1.10 TFLOP 0.790 · ≥ 268 MFLOP 0.200 · ≥ 0 0.050"
+        );
+        let copy =
+            |from, to, gbps: f64, peer_access, link: &str| crate::profile::schema::PeerCopy {
+                from,
+                to,
+                bytes: 256 << 20,
+                bandwidth_bytes_per_s: gbps * 1e9,
+                peer_access,
+                link: link.into(),
+            };
+        let t = p2p_table(&[
+            copy(0, 1, 390.0, true, "nvlink"),
+            copy(1, 0, 25.5, false, "none"),
+        ]);
+        assert!(
+            t.starts_with("P2P copies of 256 MiB (GB/s, link), from row to column:\n"),
+            "{t}"
+        );
+        assert!(t.contains("390.0 nvlink"), "{t}");
+        assert!(t.contains("25.5 none staged"), "{t}");
+        assert_eq!(t.matches('—').count(), 2, "{t}");
     }
 
     #[test]
