@@ -36,6 +36,9 @@ pub struct Header {
     /// What the run's timeline left out at its bounds, with counts (`Timeline::limits`).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub timeline_limits: Vec<String>,
+    /// The maturity tier that priced each accelerator, with its evidence (`crate::maturity`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub tiers: Vec<String>,
 }
 
 impl Header {
@@ -67,6 +70,9 @@ impl Header {
         }
         for m in &self.timeline_limits {
             line.push_str(&format!("\ntimeline: {m}"));
+        }
+        for m in &self.tiers {
+            line.push_str(&format!("\ntier: {m}"));
         }
         line
     }

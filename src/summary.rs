@@ -94,6 +94,9 @@ pub struct Summary {
     /// Which calibration profile prices what: `H200: h200_datasheet (datasheet)`,
     /// `host: cpu_epyc_2vcpu (measured)`.
     pub calibration: Vec<String>,
+    /// The maturity tier of each accelerator the cluster has, with its evidence
+    /// (`crate::maturity`).
+    pub tiers: Vec<crate::maturity::Maturity>,
 }
 
 /// Injection bandwidth of one node: its compute NICs, or all NICs if none is marked compute.
@@ -255,6 +258,7 @@ pub fn summarize(spec: &Spec) -> Summary {
         workloads: spec.workloads.len(),
         failure_blocks: spec.failures.len(),
         experiments: spec.experiments.len(),
+        tiers: Vec::new(),
         overridden: spec.overridden.clone(),
         calibration: {
             let kind = |name: &str| {
@@ -281,6 +285,7 @@ pub fn summarize(spec: &Spec) -> Summary {
             c
         },
     };
+    s.tiers = crate::maturity::of_spec(spec);
     let Some(c) = &spec.cluster else {
         s.price = None;
         s.power = None;
@@ -502,6 +507,9 @@ impl std::fmt::Display for Summary {
         );
         if !self.calibration.is_empty() {
             let _ = writeln!(o, "calibration  {}", self.calibration.join(", "));
+        }
+        for m in &self.tiers {
+            let _ = writeln!(o, "tier         {}", m.line());
         }
         if !self.overridden.is_empty() {
             let _ = writeln!(

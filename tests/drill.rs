@@ -165,6 +165,7 @@ fn results_do_not_depend_on_the_thread_count() {
         model_sources: Vec::new(),
         network_models: Vec::new(),
         timeline_limits: Vec::new(),
+        tiers: Vec::new(),
     };
     let one = drill(&s, 8, 1);
     let four = drill(&s, 8, 4);

@@ -552,6 +552,7 @@ fn transfers_past_the_limit_are_counted_in_the_trace_and_the_run_header() {
         model_sources: Vec::new(),
         network_models: Vec::new(),
         timeline_limits: t.limits(),
+        tiers: Vec::new(),
     };
     assert!(
         h.line().ends_with(&format!("\ntimeline: {said}")),

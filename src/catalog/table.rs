@@ -36,7 +36,7 @@ pub fn render(s: &Spec) -> String {
                     .unwrap_or_else(|| "-".into()),
                 opt(a.tdp),
                 opt(a.price),
-                format!("{:?}", a.tier).to_lowercase(),
+                a.tier.as_str().to_string(),
             ]
         })
         .collect();

@@ -65,6 +65,16 @@ pub(super) fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::repo
             .unwrap_or_default(),
         network_models: Vec::new(),
         timeline_limits: Vec::new(),
+        tiers: l
+            .spec
+            .as_ref()
+            .map(|s| {
+                orrery::maturity::of_spec(s)
+                    .iter()
+                    .map(orrery::maturity::Maturity::line)
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 

@@ -64,6 +64,8 @@ pub struct CompareRow {
     pub price_usd_per_h: Option<f64>,
     pub power_w: Option<f64>,
     pub devices: u64,
+    /// The maturity tier of each of its accelerators (`crate::maturity`).
+    pub tiers: Vec<crate::maturity::Maturity>,
     /// The window every run of this scenario used, and why (`horizon_s`, `horizon_source`).
     #[serde(flatten)]
     pub window: Window,
@@ -85,6 +87,9 @@ pub struct CompareReport {
     /// Every column of any scenario, labelled (key with unit, kind, item, unit).
     pub columns: Vec<Column>,
     pub rows: Vec<CompareRow>,
+    /// Why the comparison may mislead (rows priced at different maturity tiers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What [`Aggregate`] intervals are.
@@ -145,7 +150,7 @@ pub fn compare(
             }
         }
     }
-    let rows = entries
+    let rows: Vec<CompareRow> = entries
         .iter()
         .enumerate()
         .map(|(i, en)| {
@@ -175,12 +180,18 @@ pub fn compare(
                 price_usd_per_h: figs[i].price_per_hour,
                 power_w: figs[i].power_watts,
                 devices: figs[i].devices,
+                tiers: crate::maturity::of_spec(&en.spec),
                 window: crate::sim::window(&en.spec, en.horizon),
                 runs,
                 metrics,
             }
         })
         .collect();
+    let tiers: Vec<(&str, &[crate::maturity::Maturity])> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.tiers.as_slice()))
+        .collect();
+    let warnings = crate::maturity::mixed(&tiers).into_iter().collect();
     CompareReport {
         schema_version: SCHEMA_VERSION,
         orrery: env!("CARGO_PKG_VERSION").to_string(),
@@ -188,6 +199,7 @@ pub fn compare(
         interval: INTERVAL.to_string(),
         columns,
         rows,
+        warnings,
     }
 }
 
@@ -242,10 +254,30 @@ pub fn write(dir: &Path, r: &CompareReport) -> std::io::Result<Vec<String>> {
 /// value); the window of each scenario first, with its source.
 pub fn table(r: &CompareReport) -> String {
     let names: Vec<String> = r.rows.iter().map(|x| x.name.clone()).collect();
-    let mut rows: Vec<(String, Vec<String>)> = vec![(
-        "window".into(),
-        r.rows.iter().map(|x| x.window.label()).collect(),
-    )];
+    let mut rows: Vec<(String, Vec<String>)> = vec![
+        (
+            "window".into(),
+            r.rows.iter().map(|x| x.window.label()).collect(),
+        ),
+        (
+            "tiers".into(),
+            r.rows
+                .iter()
+                .map(|x| {
+                    let t: Vec<String> = x
+                        .tiers
+                        .iter()
+                        .map(|m| format!("{} {}", m.accelerator, m.tier.as_str()))
+                        .collect();
+                    if t.is_empty() {
+                        "-".into()
+                    } else {
+                        t.join(", ")
+                    }
+                })
+                .collect(),
+        ),
+    ];
     let shown: Vec<Column> = r
         .columns
         .iter()
@@ -266,6 +298,9 @@ pub fn table(r: &CompareReport) -> String {
             .collect()
     }));
     let mut out = kinds::grid("metric", &names, &rows);
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
     let _ = writeln!(
         out,
         "{} seeds; ± is the half-width of the {INTERVAL_SHORT}",

@@ -188,6 +188,9 @@ pub fn write(
     for m in &h.network_models {
         facts.push(("network model", m.clone()));
     }
+    for m in &h.tiers {
+        facts.push(("tier", m.clone()));
+    }
     rep.facts(&facts);
     rep.md.push_str(&format!(
         "Reproduce: `orrery run {}{}{}{} --seed {}`\n\n",

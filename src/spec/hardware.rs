@@ -14,11 +14,27 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Where a figure came from: the statement's own `source`, else the block's.
 pub type Sources = BTreeMap<String, String>;
 
+/// How far an accelerator's figures can be trusted, lowest first. `estimated` and
+/// `datasheet` are declared (`tier`); `calibrated` and `validated` are computed from a named
+/// profile's evidence (`crate::maturity`), never declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Tier {
+    Estimated,
     Datasheet,
     Calibrated,
-    Estimated,
+    Validated,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Estimated => "estimated",
+            Tier::Datasheet => "datasheet",
+            Tier::Calibrated => "calibrated",
+            Tier::Validated => "validated",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -374,9 +390,20 @@ pub fn accelerator(
                 "tdp" => acc.tdp = Some(rd::power(cx, a.req("a power such as `700 W`")?)?),
                 "price" => acc.price = Some(rd::price(cx, a.req("a price such as `2.99 $/h`")?)?),
                 "tier" => {
-                    acc.tier = match rd::choice(cx, a.req("a tier")?, schema::TIERS, "tier")? {
+                    let v = a.req("a tier")?;
+                    if let ValueKind::Ident(t) = &v.kind
+                        && (t == "calibrated" || t == "validated")
+                    {
+                        cx.push(
+                            Diagnostic::error(v.span, format!("tier `{t}` is computed, not declared"))
+                                .with_help(
+                                    "`tier` says where the figures come from (`datasheet` or `estimated`); name a measured or imported calibration profile with `profile NAME` and the tier follows its evidence",
+                                ),
+                        );
+                        return None;
+                    }
+                    acc.tier = match rd::choice(cx, v, schema::TIERS, "tier")? {
                         "datasheet" => Tier::Datasheet,
-                        "calibrated" => Tier::Calibrated,
                         _ => Tier::Estimated,
                     }
                 }

@@ -59,7 +59,8 @@ pub const LINK_KINDS: &[&str] = &[
 ];
 pub const PCIE_GENS: &[&str] = &["gen3", "gen4", "gen5", "gen6"];
 pub const PCIE_LANES: &[&str] = &["x1", "x2", "x4", "x8", "x16"];
-pub const TIERS: &[&str] = &["datasheet", "calibrated", "estimated"];
+/// Declarable tiers; `calibrated` and `validated` are computed (`crate::maturity`).
+pub const TIERS: &[&str] = &["datasheet", "estimated"];
 
 pub const ACCELERATOR: &[StmtDef] = &[
     one("vendor", &[]),
