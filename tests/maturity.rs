@@ -24,7 +24,7 @@ fn orrery(args: &[&str]) -> (i32, String, String) {
 }
 
 /// A project folder (its own `.git` stops the profile search) with an imported H100 profile
-/// `h100_imp`, fitted from the nccl-tests fixture measured on host `dgx01`.
+/// `h100_imp`, fitted from the nccl-tests allreduce and allgather fixtures of host `dgx01`.
 fn project(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("orrery-maturity-{}-{name}", std::process::id()));
     let _ = fs::remove_dir_all(&d);
@@ -35,6 +35,7 @@ fn project(name: &str) -> PathBuf {
         "calibrate",
         "import",
         "tests/fixtures/import/dgx_h100_all_reduce_perf.txt",
+        "tests/fixtures/import/dgx_h100_all_gather_perf.txt",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -291,5 +292,49 @@ fn compare_prints_each_scenarios_tiers_and_warns_when_they_differ() {
     assert!(out.contains("warning: the compared hardware is priced at different maturity tiers (imp: H100_SXM calibrated; sheet: H100_SXM datasheet)"), "{out}");
     let json = fs::read_to_string(out_dir.join("compare.json")).unwrap();
     assert!(json.contains("\"warnings\""), "{json}");
+    let _ = fs::remove_dir_all(&d);
+}
+
+/// Model-level training and served models say in the run's header when a calibration
+/// measurement priced their collectives (as declared training `allreduce`s do).
+#[test]
+fn model_level_jobs_and_services_name_the_measurement_that_priced_them() {
+    let d = project("notes");
+    let f = d.join("m.orr");
+    fs::write(
+        &f,
+        "accelerator H100_SXM from H100_SXM {\n  profile h100_imp\n}\n\
+         cluster c {\n  node dgx_h100 x 2\n  fabric single_switch\n}\n\
+         workload train {\n  placement_group pg strategy STRICT_PACK {\n    bundle { GPU: 8 } x 1\n  }\n\
+         \x20 training llama on pg steps 2 {\n    model llama3_8b\n    parallel dp 8\n    sharding zero3\n    recompute full\n    batch global 8 micro 1\n  }\n}\n\
+         workload serve {\n  service chat {\n    model llama3_8b\n    parallel tp 8\n    precision bf16\n    replicas 1\n\
+         \x20   resources { GPU: 8 }\n    arrival poisson 5 /s\n    prompt tokens uniform 256..512\n    output tokens uniform 16..32\n  }\n}\n",
+    )
+    .unwrap();
+    let out_dir = d.join("out");
+    let (code, out, err) = orrery(&[
+        "run",
+        f.to_str().unwrap(),
+        "--horizon",
+        "20s",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-plots",
+    ]);
+    assert_eq!(code, 0, "{err}\n{out}");
+    // ZeRO-3 gathers parameters (allgather, measured) and reduce-scatters gradients (not).
+    let gathered = "priced by allgather of 8 ranks on 1 node: measured (profile h100_imp";
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("network model: training llama") && l.contains(gathered)),
+        "{out}"
+    );
+    let measured = "priced by allreduce of 8 ranks on 1 node: measured (profile h100_imp";
+    assert!(
+        out.lines().any(|l| l
+            .starts_with("network model: service serve.chat: tensor-parallel all-reduces")
+            && l.contains(measured)),
+        "{out}"
+    );
     let _ = fs::remove_dir_all(&d);
 }

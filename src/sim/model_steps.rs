@@ -352,6 +352,12 @@ pub(super) fn group_rounds(
                 .map(|g| {
                     let ranks = ranks_of(g);
                     let c = collective::configure(graph, op, &ranks, bytes, None, None)?;
+                    if let Some(m) = &c.measured {
+                        let n = format!("{}: priced by {m}", what());
+                        if !plan.notes.contains(&n) {
+                            plan.notes.push(n);
+                        }
+                    }
                     collective::schedule(graph, op, c.algorithm, &ranks, bytes, &c.options)
                 })
                 .collect::<Result<Vec<_>, _>>()

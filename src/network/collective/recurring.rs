@@ -56,6 +56,17 @@ impl Recurring {
         Ok(r)
     }
 
+    /// The calibration measurement that prices its calls, in words, when one does: NCCL
+    /// chooses (neither algorithm nor protocol fixed) and the ranks' profile timed this op on
+    /// a communicator of this shape ([`super::measured::lookup`]).
+    pub fn measured(&self, graph: &Graph) -> Option<String> {
+        if self.algorithm.is_some() || self.protocol.is_some() {
+            return None;
+        }
+        super::measured::lookup(graph, self.op, &self.ranks)
+            .map(|(fit, profile)| super::measured::describe(fit, profile))
+    }
+
     fn schedule(&self, graph: &Graph, bytes: f64) -> Result<Vec<Round>, String> {
         let c = configure(
             graph,

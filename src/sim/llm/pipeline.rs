@@ -224,8 +224,21 @@ impl<'s> Sim<'s> {
             });
         }
         let what = "pipeline sends and tensor-parallel all-reduces";
+        let mut measured: Vec<String> = stages
+            .iter()
+            .filter_map(|s| match (&s.allreduce, self.wire.graph.as_ref()) {
+                (Unit::Collective(r), Some(g)) => r.measured(g),
+                _ => None,
+            })
+            .collect();
+        measured.dedup();
+        let how = if measured.is_empty() {
+            String::new()
+        } else {
+            format!(", all-reduces priced by {}", measured.join("; "))
+        };
         let note = if on_graph {
-            format!("service {name}: {what} on the run's shared network")
+            format!("service {name}: {what} on the run's shared network{how}")
         } else {
             format!("service {name}: {what} in closed form ({why})")
         };

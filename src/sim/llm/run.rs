@@ -162,7 +162,13 @@ impl Sim<'_> {
             };
             match r {
                 Ok(rounds) => {
-                    self.net.note(MovementKind::Collective, true, format!("service {name}: tensor-parallel all-reduces on the run's shared network"));
+                    let how = self
+                        .wire
+                        .graph
+                        .as_ref()
+                        .and_then(|g| rounds.measured(g))
+                        .map_or(String::new(), |m| format!(", priced by {m}"));
+                    self.net.note(MovementKind::Collective, true, format!("service {name}: tensor-parallel all-reduces on the run's shared network{how}"));
                     unit_rounds = Some(rounds);
                 }
                 Err(e) => {
