@@ -14,6 +14,7 @@ pub mod nvbandwidth;
 pub mod perftest;
 mod points;
 pub mod record;
+mod text;
 
 use crate::profile::schema::{ImportRecord, Profile, Provenance, SCHEMA_VERSION, Source};
 use record::{CollectiveTable, Format, NvbandwidthRun, Origin, ParseError, PerftestTable};

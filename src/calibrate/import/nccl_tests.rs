@@ -14,6 +14,7 @@
 //! first token is an integer, after a result header and before its footer, must be a whole row.
 
 use super::record::{CollectiveRow, CollectiveTable, Format, Origin, ParseError};
+use super::text::{parse_number, tokenize};
 
 /// More rows than this in one file is an error (the largest real sweeps have a few hundred).
 const MAX_ROWS: usize = 100_000;
@@ -555,46 +556,6 @@ fn push_unique(lines: &mut Vec<String>, line: &str) {
 
 fn is_unsigned(token: &str) -> bool {
     !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// A number as printf prints one (`38.55`, `1.2e+05`, `inf`, `-nan`).
-fn parse_number(token: &str) -> Option<f64> {
-    let body = token.trim_start_matches(['+', '-']);
-    if body.eq_ignore_ascii_case("nan") {
-        return Some(f64::NAN);
-    }
-    if body.eq_ignore_ascii_case("inf") {
-        return Some(f64::INFINITY);
-    }
-    if !body.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
-        return None;
-    }
-    token.parse::<f64>().ok()
-}
-
-/// Whitespace-separated tokens with their 1-based column in characters.
-fn tokenize(line: &str) -> Vec<(usize, &str)> {
-    let mut tokens = Vec::new();
-    let mut start: Option<(usize, usize)> = None;
-    let mut column = 0usize;
-    for (byte, c) in line.char_indices() {
-        column += 1;
-        if c.is_whitespace() {
-            if let Some((at, col)) = start.take()
-                && let Some(token) = line.get(at..byte)
-            {
-                tokens.push((col, token));
-            }
-        } else if start.is_none() {
-            start = Some((byte, column));
-        }
-    }
-    if let Some((at, col)) = start
-        && let Some(token) = line.get(at..)
-    {
-        tokens.push((col, token));
-    }
-    tokens
 }
 
 #[cfg(test)]

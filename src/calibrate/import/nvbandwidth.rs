@@ -18,6 +18,7 @@
 //! from a `bufferSize` (MiB) member of `nvbandwidth`, of the top level or of a testcase when
 //! one is there (a wrapper may add it), and is `None` otherwise.
 
+use super::text::tokenize;
 use serde_json::Value;
 
 use super::record::{Matrix, MatrixUnit, NvbandwidthRun, Origin, ParseError};
@@ -530,31 +531,6 @@ fn char_column(text: &str, line: usize, byte_column: usize) -> usize {
         end -= 1;
     }
     l.get(..end).map_or(1, |p| p.chars().count() + 1)
-}
-
-/// Whitespace-separated tokens with their 1-based column in characters.
-fn tokenize(line: &str) -> Vec<(usize, &str)> {
-    let mut tokens = Vec::new();
-    let mut start: Option<(usize, usize)> = None;
-    let mut column = 0usize;
-    for (byte, c) in line.char_indices() {
-        column += 1;
-        if c.is_whitespace() {
-            if let Some((at, col)) = start.take()
-                && let Some(token) = line.get(at..byte)
-            {
-                tokens.push((col, token));
-            }
-        } else if start.is_none() {
-            start = Some((byte, column));
-        }
-    }
-    if let Some((at, col)) = start
-        && let Some(token) = line.get(at..)
-    {
-        tokens.push((col, token));
-    }
-    tokens
 }
 
 #[cfg(test)]
