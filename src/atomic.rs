@@ -32,6 +32,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.persist(path).map(drop).map_err(|e| e.error)
 }
 
+/// Rewrite an existing file atomically, keeping what it is: through a symlink the file it
+/// points to is rewritten (the link stays a link), and its permission bits stay as they were
+/// (`fmt --write`).
+pub fn rewrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let target = std::fs::canonicalize(path)?;
+    let perms = std::fs::metadata(&target)?.permissions();
+    write_atomic(&target, bytes)?;
+    std::fs::set_permissions(&target, perms)
+}
+
 /// Create an output folder (and its parents) if missing: with [`write_atomic`], the only way
 /// the library writes to the file system.
 pub fn create_dir(dir: &Path) -> std::io::Result<()> {

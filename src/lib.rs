@@ -12,6 +12,7 @@ pub mod csv;
 pub mod diag;
 pub mod engine;
 pub mod experiment;
+pub mod files;
 pub mod maturity;
 pub mod model;
 pub mod network;

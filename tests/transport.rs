@@ -582,7 +582,12 @@ fn the_same_workload_runs_under_each_transport_against_the_object_store() {
     )
     .spec
     .unwrap();
-    let c = orrery::experiment::transports::compare_workload(&s, 1);
+    let c = orrery::experiment::transports::compare_workload(
+        &s,
+        1,
+        &Default::default(),
+        &Default::default(),
+    );
     let row = |n: &str| c.rows.iter().find(|r| r.transport == n).unwrap();
     let run = |n: &str| row(n).run_mean[1].1;
     assert_eq!(row("object_store").speedup, Some(1.0));

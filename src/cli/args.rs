@@ -56,7 +56,7 @@ pub(super) enum Command {
         /// `seeds`, else 1..10).
         #[arg(long)]
         seeds: Option<String>,
-        /// Worker threads (default: one per CPU). Results do not depend on it.
+        /// Worker threads, 1 to 4 per CPU (default: one per CPU). Results do not depend on it.
         #[arg(long)]
         threads: Option<usize>,
         /// Where results go (default outputs/<scenario name>-drill).
@@ -88,7 +88,7 @@ pub(super) enum Command {
         /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default: the experiment's).
         #[arg(long)]
         seeds: Option<String>,
-        /// Worker threads (default: one per CPU). Results do not depend on it.
+        /// Worker threads, 1 to 4 per CPU (default: one per CPU). Results do not depend on it.
         #[arg(long)]
         threads: Option<usize>,
         /// `i/n`: run only runs whose number mod n = i and write shard-i-of-n.json.
@@ -136,7 +136,7 @@ pub(super) enum Command {
         /// warning (default: it is an error, exit 2).
         #[arg(long)]
         allow_infeasible: bool,
-        /// Worker threads (default: one per CPU). Results do not depend on it.
+        /// Worker threads, 1 to 4 per CPU (default: one per CPU). Results do not depend on it.
         #[arg(long)]
         threads: Option<usize>,
         /// Where compare.csv and compare.json go (default outputs/compare-<A>-<B>...).

@@ -4,6 +4,21 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Whether `out` can be written: not a folder, its folder creatable, a file creatable in it.
+fn writable(out: &std::path::Path) -> Result<(), String> {
+    if out.is_dir() {
+        return Err("is a folder".into());
+    }
+    let dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    orrery::atomic::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    tempfile::tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))
+}
+
 pub(super) fn calibrate(
     device: orrery::calibrate::Device,
     out: Option<PathBuf>,
@@ -18,6 +33,26 @@ pub(super) fn calibrate(
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ");
+    let out = out.unwrap_or_else(|| {
+        let host: String = calibrate::detect::detect()
+            .hostname
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dev = device.to_string().replace(':', "");
+        PathBuf::from("calibration").join(format!("{dev}_{host}.toml"))
+    });
+    // The output must be writable before minutes of measuring, not after.
+    if let Err(e) = writable(&out) {
+        eprintln!("error: --out {}: {e}", out.display());
+        return ExitCode::from(2);
+    }
     if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(calibrate::steps(&o));
         if let Ok(style) =
@@ -38,22 +73,6 @@ pub(super) fn calibrate(
             return ExitCode::from(2);
         }
     };
-    let out = out.unwrap_or_else(|| {
-        let host: String = cal
-            .host
-            .hostname
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let dev = device.to_string().replace(':', "");
-        PathBuf::from("calibration").join(format!("{dev}_{host}.toml"))
-    });
     // Write first: a closed stdout must not lose a measurement.
     match calibrate::write(&cal, &out) {
         Ok(files) => {

@@ -3,7 +3,6 @@
 //! fit them (`orrery::calibrate::import`), check the profile reads back, write it atomically.
 
 use orrery::calibrate::import::{self, ImportOptions, Input};
-use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -45,26 +44,8 @@ fn split_size(arg: &str) -> Result<(&str, Option<u64>), String> {
 /// A regular file's text, refusing anything larger than [`MAX_INPUT`] before reading past it.
 fn read(path: &Path) -> Result<(String, String), String> {
     let shown = path.display();
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let meta = f
-        .metadata()
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{shown} is not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_INPUT + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if bytes.len() as u64 > MAX_INPUT {
-        return Err(format!("{shown} is larger than {} MiB", MAX_INPUT >> 20));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{shown} is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
+    let (text, meta) =
+        orrery::files::read_text_meta(path, MAX_INPUT).map_err(|e| format!("{shown} {e}"))?;
     let modified = meta
         .modified()
         .ok()

@@ -10,8 +10,16 @@ pub(super) fn check(files: &[PathBuf], json: bool) -> ExitCode {
     for f in files {
         match load(Some(f)) {
             Ok(l) => {
-                let s =
-                    orrery::summary::summarize(l.spec.as_ref().expect("no errors means a spec"));
+                let spec = l.spec.as_ref().expect("no errors means a spec");
+                // The files the scenario names are read and checked as a run reads them.
+                if let Err(e) = super::inputs::traces(spec, &l.sources, Some(f))
+                    .and_then(|_| super::inputs::empirical(spec, &l.sources, f))
+                {
+                    eprintln!("error: {e}");
+                    code = ExitCode::from(2);
+                    continue;
+                }
+                let s = orrery::summary::summarize(spec);
                 if json {
                     out.push(serde_json::json!({ "file": f.display().to_string(), "hash": orrery::scenario_hash(&l.sources), "summary": s }));
                 } else {

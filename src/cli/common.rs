@@ -130,6 +130,26 @@ pub(super) fn parse_duration(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Most worker threads per CPU `--threads` may ask for: more only adds scheduling overhead
+/// (runs are CPU-bound), and a huge count would spend minutes starting threads.
+pub(super) const THREADS_PER_CPU: usize = 4;
+
+/// `--threads` of every command: 1 to [`THREADS_PER_CPU`] × the CPUs here; absent, one per
+/// CPU (0 to the pool).
+pub(super) fn check_threads(t: Option<usize>) -> Result<usize, String> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let max = THREADS_PER_CPU * cpus;
+    match t {
+        None => Ok(0),
+        Some(0) => Err("--threads must be at least 1".into()),
+        Some(n) if n > max => Err(format!(
+            "--threads {n}: at most {max} ({THREADS_PER_CPU} per CPU, {cpus} CPU{} here)",
+            if cpus == 1 { "" } else { "s" }
+        )),
+        Some(n) => Ok(n),
+    }
+}
+
 /// `--seeds` of every command: `N` is seeds 1..N (N of them), `N..M` is N to M inclusive
 /// (`3..3` is seed 3 alone), as an experiment's `seeds` reads.
 pub(super) fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {

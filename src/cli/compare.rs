@@ -1,7 +1,8 @@
 //! `orrery compare`.
 
 use super::common::{
-    failure_block, file_stem, load, parse_duration, parse_seeds, progress_bar, written_or_fail,
+    check_threads, failure_block, file_stem, load, parse_duration, parse_seeds, progress_bar,
+    written_or_fail,
 };
 use super::inputs::{empirical, traces};
 use std::path::PathBuf;
@@ -20,9 +21,10 @@ pub(super) fn compare(
         eprintln!("error: {e}");
         ExitCode::from(2)
     };
-    if threads == Some(0) {
-        return fail("--threads must be at least 1".into());
-    }
+    let threads = match check_threads(threads) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
     let seeds = match parse_seeds(seeds.unwrap_or("1..5")) {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -42,11 +44,12 @@ pub(super) fn compare(
             Ok(b) => b,
             Err(e) => return fail(format!("{}: {e}", f.display())),
         };
-        let (traces, empirical) =
-            match traces(&spec, &l.sources, Some(f)).and_then(|t| Ok((t, empirical(&spec, f)?))) {
-                Ok(x) => x,
-                Err(e) => return fail(e),
-            };
+        let (traces, empirical) = match traces(&spec, &l.sources, Some(f))
+            .and_then(|t| Ok((t, empirical(&spec, &l.sources, f)?)))
+        {
+            Ok(x) => x,
+            Err(e) => return fail(e),
+        };
         entries.push(orrery::experiment::compare::Entry {
             name: file_stem(f),
             file: f.display().to_string(),
@@ -72,7 +75,7 @@ pub(super) fn compare(
             .unwrap_or_default()
     );
     let bar = progress_bar((entries.len() * seeds.len()) as u64);
-    let r = orrery::experiment::compare::compare(&entries, &seeds, threads.unwrap_or(0), bar);
+    let r = orrery::experiment::compare::compare(&entries, &seeds, threads, bar);
     let table = orrery::experiment::compare::table(&r);
     out!("{table}");
     let dir = out.unwrap_or_else(|| {

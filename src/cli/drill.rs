@@ -1,6 +1,8 @@
 //! `orrery drill`.
 
-use super::common::{header, load, parse_duration, parse_seeds, policy_named, written_or_fail};
+use super::common::{
+    check_threads, header, load, parse_duration, parse_seeds, policy_named, written_or_fail,
+};
 use super::inputs::{empirical, traces};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -22,10 +24,13 @@ pub(super) fn drill(
             return ExitCode::from(2);
         }
     };
-    if threads == Some(0) {
-        eprintln!("error: --threads must be at least 1");
-        return ExitCode::from(2);
-    }
+    let threads = match check_threads(threads) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let horizon = match horizon.map(parse_duration).transpose() {
         Ok(h) => h,
         Err(e) => {
@@ -41,8 +46,8 @@ pub(super) fn drill(
             Err(c) => return c,
         };
         let spec = l.spec.as_ref().expect("no errors means a spec");
-        let inputs =
-            traces(spec, &l.sources, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?)));
+        let inputs = traces(spec, &l.sources, Some(file))
+            .and_then(|t| Ok((t, empirical(spec, &l.sources, file)?)));
         let (traces, empirical) = match inputs {
             Ok(x) => x,
             Err(e) => {
@@ -52,7 +57,7 @@ pub(super) fn drill(
         };
         let cfg = orrery::experiment::drill::DrillConfig {
             seeds: seeds.clone(),
-            threads: threads.unwrap_or(0),
+            threads,
             horizon,
             traces,
             empirical,

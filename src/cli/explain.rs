@@ -56,7 +56,8 @@ pub(super) fn explain(
     }
     let overridden = policy.map(|p| loaded.with_policy(policy_named(p)));
     let spec = overridden.as_ref().unwrap_or(loaded);
-    let inputs = traces(spec, &l.sources, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?)));
+    let inputs = traces(spec, &l.sources, Some(file))
+        .and_then(|t| Ok((t, empirical(spec, &l.sources, file)?)));
     let (traces, empirical) = match inputs {
         Ok(x) => x,
         Err(e) => {

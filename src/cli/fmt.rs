@@ -8,10 +8,10 @@ use std::process::ExitCode;
 pub(super) fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
     let mut code = ExitCode::SUCCESS;
     for f in files {
-        let text = match std::fs::read_to_string(f) {
+        let text = match orrery::files::read_text(f, orrery::files::MAX_INPUT_BYTES) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: cannot read {}: {e}", f.display());
+                eprintln!("error: {} {e}", f.display());
                 code = ExitCode::from(2);
                 continue;
             }
@@ -43,7 +43,7 @@ pub(super) fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
             }
         } else if write {
             if formatted != text
-                && let Err(e) = orrery::atomic::write_atomic(f, formatted.as_bytes())
+                && let Err(e) = orrery::atomic::rewrite(f, formatted.as_bytes())
             {
                 eprintln!("error: cannot write {}: {e}", f.display());
                 code = ExitCode::from(2);

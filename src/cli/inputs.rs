@@ -9,22 +9,16 @@ fn read_confined(
     name: &str,
     what: &str,
 ) -> Result<(String, std::path::PathBuf), String> {
-    let root = dir
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+    use orrery::files::{MAX_INPUT_BYTES, ReadError, read_confined as read};
     let path = dir.join(name);
-    let canon = path
-        .canonicalize()
-        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
-    if !canon.starts_with(&root) {
-        return Err(format!(
+    match read(dir, Path::new(name), None, MAX_INPUT_BYTES) {
+        Ok((_, text)) => Ok((text, path)),
+        Err(ReadError::Outside(root)) => Err(format!(
             "{what} file `{name}` is outside the scenario's folder {}",
             root.display()
-        ));
+        )),
+        Err(e) => Err(format!("{what} {} {e}", path.display())),
     }
-    let text = std::fs::read_to_string(&canon)
-        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
-    Ok((text, path))
 }
 
 /// A column of non-negative seconds (first field of each line; `#` comments and blank lines
@@ -82,8 +76,16 @@ pub(super) fn traces(
                     matches!(&o.arrival, orrery::spec::workload::Arrival::Trace(n) if n == name)
                         && o.llm.as_ref().is_some_and(arrivals::reads_tokens)
                 });
-                let (text, _) = read_confined(dir, name, "trace")?;
-                out.insert(name.clone(), arrivals::parse(&text, tokens).map_err(at)?);
+                // Errors about the file also name the scenario line that named it.
+                let named_at = s
+                    .arrival_span
+                    .map(|sp| format!(" (named by `arrival trace` at {})", sources.location(sp)))
+                    .unwrap_or_default();
+                let (text, _) =
+                    read_confined(dir, name, "trace").map_err(|e| format!("{e}{named_at}"))?;
+                let trace =
+                    arrivals::parse(&text, tokens).map_err(|e| format!("{}{named_at}", at(e)))?;
+                out.insert(name.clone(), trace);
             }
             let t = &out[name];
             if let Some(llm) = &s.llm {
@@ -110,6 +112,7 @@ pub(super) fn traces(
 /// Samples of `empirical("FILE")` distributions (one duration per line).
 pub(super) fn empirical(
     spec: &orrery::spec::Spec,
+    sources: &orrery::diag::SourceMap,
     file: &Path,
 ) -> Result<std::collections::BTreeMap<String, Vec<f64>>, String> {
     use orrery::spec::failure::Distribution;
@@ -121,10 +124,13 @@ pub(super) fn empirical(
     for f in &spec.failures {
         for r in &f.random {
             for d in [&r.distribution, &r.repair_distribution] {
-                if let Distribution::Empirical { path: name } = d
+                if let Distribution::Empirical { path: name, span } = d
                     && !out.contains_key(name)
                 {
-                    out.insert(name.clone(), read_seconds(dir, name, "samples")?);
+                    let samples = read_seconds(dir, name, "samples").map_err(|e| {
+                        format!("{e} (named by `empirical` at {})", sources.location(*span))
+                    })?;
+                    out.insert(name.clone(), samples);
                 }
             }
         }

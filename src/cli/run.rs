@@ -59,7 +59,7 @@ pub(super) fn run(
     h.horizon = horizon.map(str::to_string);
     outln!("{}", h.line());
     let inputs = traces(spec, &l.sources, file).and_then(|t| match file {
-        Some(f) => Ok((t, empirical(spec, f)?)),
+        Some(f) => Ok((t, empirical(spec, &l.sources, f)?)),
         None => Ok((t, Default::default())),
     });
     let (traces, empirical) = match inputs {

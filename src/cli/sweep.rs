@@ -1,6 +1,8 @@
 //! `orrery sweep`, and the table and outputs it shares with `merge`.
 
-use super::common::{color, file_stem, load, parse_seeds, progress_bar, written_or_fail};
+use super::common::{
+    check_threads, color, file_stem, load, parse_seeds, progress_bar, written_or_fail,
+};
 use super::inputs::{empirical, traces};
 use orrery::spec::Loaded;
 use std::path::{Path, PathBuf};
@@ -19,9 +21,10 @@ pub(super) fn sweep(
         eprintln!("error: {e}");
         ExitCode::from(2)
     };
-    if threads == Some(0) {
-        return fail("--threads must be at least 1".into());
-    }
+    let threads = match check_threads(threads) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
     let seeds = match seeds.map(parse_seeds).transpose() {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -49,15 +52,16 @@ pub(super) fn sweep(
         Err(c) => return c,
     };
     let spec = l.spec.as_ref().expect("no errors means a spec");
-    let (traces, empirical) =
-        match traces(spec, &l.sources, Some(file)).and_then(|t| Ok((t, empirical(spec, file)?))) {
-            Ok(x) => x,
-            Err(e) => return fail(e),
-        };
+    let (traces, empirical) = match traces(spec, &l.sources, Some(file))
+        .and_then(|t| Ok((t, empirical(spec, &l.sources, file)?)))
+    {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
     let mut cfg = orrery::experiment::sweep::SweepConfig {
         experiment,
         seeds,
-        threads: threads.unwrap_or(0),
+        threads,
         shard,
         traces,
         empirical,

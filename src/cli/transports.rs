@@ -30,7 +30,23 @@ pub(super) fn transports(
         };
         tc::compare(spec, &sizes, &pairs)
     })();
-    let w = workload.map(|seed| orrery::experiment::transports::compare_workload(spec, seed));
+    let w = match workload {
+        None => None,
+        Some(seed) => {
+            // The files the scenario names, as `run` reads them: a missing trace is an error.
+            let inputs = super::inputs::traces(spec, &l.sources, Some(file))
+                .and_then(|t| Ok((t, super::inputs::empirical(spec, &l.sources, file)?)));
+            match inputs {
+                Ok((t, e)) => Some(orrery::experiment::transports::compare_workload(
+                    spec, seed, &t, &e,
+                )),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
     let dir = out.unwrap_or_else(|| {
         PathBuf::from("outputs").join(format!("{}-transports", file_stem(file)))
     });

@@ -96,13 +96,17 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
             unknown,
             devices: devices_seen(&host, gpus.as_ref()),
         };
-        let written = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            .and_then(|t| orrery::calibrate::record::append_validation(&t, &rec))
-            .and_then(|t| {
-                orrery::atomic::write_atomic(path, t.as_bytes())
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
-            });
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let file = Path::new(path.file_name().unwrap_or_default());
+        let written =
+            orrery::files::read_confined(dir, file, None, orrery::spec::load::MAX_PROFILE_BYTES)
+                .map(|(_, t)| t)
+                .map_err(|e| format!("{} {e}", path.display()))
+                .and_then(|t| orrery::calibrate::record::append_validation(&t, &rec))
+                .and_then(|t| {
+                    orrery::atomic::write_atomic(path, t.as_bytes())
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+                });
         match written {
             Ok(()) => outln!(
                 "recorded in profile {name} ({}): {matched} matched, {bad} mismatched, {unknown} not visible",

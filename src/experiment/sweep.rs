@@ -436,8 +436,8 @@ pub fn read_shards(files: &[PathBuf]) -> Result<Vec<(PathBuf, Shard)>, String> {
     files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+            let text = crate::files::read_text(f, crate::files::MAX_SHARD_BYTES)
+                .map_err(|e| format!("{} {e}", f.display()))?;
             let s = crate::experiment::json::shard_from_json(&text)
                 .map_err(|e| format!("{} is not a sweep shard: {e}", f.display()))?;
             Ok((f.clone(), s))
@@ -453,6 +453,43 @@ pub fn merge(shards: Vec<(PathBuf, Shard)>) -> Result<SweepResult, String> {
     };
     let h = first.header.clone();
     let n = first.shards;
+    // The header itself must describe a sweep this build could have run.
+    let bad = |w: String| {
+        Err(format!(
+            "{} is not a shard of a sweep: {w}",
+            first_path.display()
+        ))
+    };
+    if let Some(m) = h
+        .metrics
+        .iter()
+        .find(|m| !crate::spec::experiment::METRICS.contains(&m.as_str()))
+    {
+        return bad(format!("unknown metric `{m}`"));
+    }
+    if let Some((i, c)) = h
+        .cells
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.len() != h.params.len())
+    {
+        return bad(format!(
+            "cell {i} has {} values for {} swept parameters",
+            c.len(),
+            h.params.len()
+        ));
+    }
+    if h.seeds.is_empty() || h.cells.is_empty() || n == 0 {
+        return bad("no seeds, no cells or no shards".into());
+    }
+    if let Some((p, s)) = shards.iter().find(|(_, s)| s.shard >= s.shards) {
+        return Err(format!(
+            "{}: shard {} of {} does not exist",
+            p.display(),
+            s.shard,
+            s.shards
+        ));
+    }
     let mut seen_shard: BTreeMap<usize, &Path> = BTreeMap::new();
     for (p, s) in &shards {
         let what = if s.header.scenario_hash != h.scenario_hash {

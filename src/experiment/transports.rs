@@ -45,8 +45,14 @@ pub struct WorkloadComparison {
     pub rows: Vec<Row>,
 }
 
-/// Simulate `spec` once per transport with seed `seed`.
-pub fn compare_workload(spec: &Spec, seed: u64) -> WorkloadComparison {
+/// Simulate `spec` once per transport with seed `seed`, with the scenario's arrival traces
+/// and empirical samples (read by the binary, as for `run`).
+pub fn compare_workload(
+    spec: &Spec,
+    seed: u64,
+    traces: &std::collections::BTreeMap<String, crate::spec::arrivals::Trace>,
+    empirical: &std::collections::BTreeMap<String, Vec<f64>>,
+) -> WorkloadComparison {
     let names: Vec<String> = TransportParams::of_spec(spec)
         .into_iter()
         .map(|p| p.name)
@@ -59,6 +65,8 @@ pub fn compare_workload(spec: &Spec, seed: u64) -> WorkloadComparison {
                 &SimConfig {
                     seed,
                     transport: Some(name.clone()),
+                    traces: traces.clone(),
+                    empirical: empirical.clone(),
                     ..Default::default()
                 },
             );

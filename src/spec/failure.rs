@@ -22,9 +22,18 @@ pub struct Target {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Distribution {
     Exponential,
-    Weibull { shape: f64 },
-    LogNormal { sigma: f64 },
-    Empirical { path: String },
+    Weibull {
+        shape: f64,
+    },
+    LogNormal {
+        sigma: f64,
+    },
+    Empirical {
+        path: String,
+        /// Where the scenario names the file (errors about it point here too).
+        #[serde(skip)]
+        span: crate::diag::Span,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -275,6 +284,7 @@ fn optional_distribution(cx: &mut Cx, a: &mut Args) -> Option<Distribution> {
         "empirical" => match flat.as_slice() {
             [p] => Some(Distribution::Empirical {
                 path: rd::string(cx, p)?.to_string(),
+                span: p.span,
             }),
             _ => {
                 cx.error(v.span, "expected `empirical(\"file.csv\")`");

@@ -198,14 +198,8 @@ pub fn load_file(path: &Path) -> Result<Loaded, String> {
 
 /// [`load_file`] with options.
 pub fn load_file_with(path: &Path, opts: LoadOptions) -> Result<Loaded, String> {
-    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let text = String::from_utf8(text).map_err(|e| {
-        format!(
-            "{} is not UTF-8 text (invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
+    let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES)
+        .map_err(|e| format!("{} {e}", path.display()))?;
     let canon = path
         .canonicalize()
         .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
@@ -388,14 +382,10 @@ impl Loader {
             )));
             return;
         }
-        let text = match std::fs::read(&canon).map(String::from_utf8) {
-            Ok(Ok(t)) => t,
-            Ok(Err(_)) => {
-                self.diags.push(err(format!("`{rel}` is not UTF-8 text")));
-                return;
-            }
+        let text = match crate::files::read_text(&canon, crate::files::MAX_INPUT_BYTES) {
+            Ok(t) => t,
             Err(e) => {
-                self.diags.push(err(format!("cannot read `{rel}`: {e}")));
+                self.diags.push(err(format!("`{rel}` {e}")));
                 return;
             }
         };
@@ -890,18 +880,12 @@ impl ProfileFinder<'_> {
             return None;
         };
         let shown = shown_path(&path);
-        let text = match std::fs::metadata(&path) {
-            Ok(m) if m.len() > MAX_PROFILE_BYTES => {
-                Err(format!("is larger than {} MiB", MAX_PROFILE_BYTES >> 20))
-            }
-            _ => match std::fs::read(&path).map(String::from_utf8) {
-                Ok(Ok(t)) => Ok(t),
-                Ok(Err(_)) => Err("is not UTF-8 text".to_string()),
-                Err(e) => Err(format!("cannot be read: {e}")),
-            },
-        };
-        let text = match text {
-            Ok(t) => t,
+        // Confined to its calibration folder: a profile that is a symlink to a file
+        // elsewhere is refused before it is read (its text would be echoed in errors).
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let text = match crate::files::read_confined(dir, Path::new(&file), None, MAX_PROFILE_BYTES)
+        {
+            Ok((_, t)) => t,
             Err(e) => {
                 cx.error(at, format!("calibration profile {shown} {e}"));
                 return None;
@@ -935,8 +919,17 @@ impl ProfileFinder<'_> {
 }
 
 /// A path as errors show it: relative to the current directory when inside it.
+/// The path to show for `p`, relative to the current folder where it is below it. The
+/// folder is resolved, the file's own name is not: a symlink shows as itself, never as what
+/// it points to.
 fn shown_path(p: &Path) -> String {
-    let abs = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let abs = match (
+        p.parent().and_then(|d| d.canonicalize().ok()),
+        p.file_name(),
+    ) {
+        (Some(d), Some(f)) => d.join(f),
+        _ => p.to_path_buf(),
+    };
     std::env::current_dir()
         .ok()
         .and_then(|c| c.canonicalize().ok())

@@ -111,7 +111,7 @@ fn sample(
                 .map(|l| l.sample(rng))
                 .unwrap_or(mean)
         }
-        Distribution::Empirical { path } => match empirical.get(path) {
+        Distribution::Empirical { path, .. } => match empirical.get(path) {
             Some(xs) if !xs.is_empty() => {
                 use rand::RngExt;
                 let m = xs.iter().sum::<f64>() / xs.len() as f64;

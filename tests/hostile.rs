@@ -1,0 +1,280 @@
+//! The binary on hostile input (issue 16): every file it reads must be a small regular file
+//! inside its folder, refused before it is read otherwise; numeric flags keep to their
+//! ranges; a closed or full stdout ends with a status, not a panic. Each case runs under a
+//! deadline: a hang is a failure, not a stuck test.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Status, stdout and stderr of `orrery ARGS`, killed (and the test failed) past `secs`.
+fn bounded(args: &[&str], secs: u64) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some(_status) = child.try_wait().unwrap() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            let _ = child.kill();
+            panic!("orrery {args:?} ran past {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("orrery-hostile-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(d.join("calibration")).unwrap();
+    fs::create_dir_all(d.join(".git")).unwrap();
+    d
+}
+
+fn mkfifo(p: &Path) {
+    assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+}
+
+const NODE: &str =
+    "node box {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\ncluster c {\n  node box x 1\n}\n";
+
+#[test]
+fn a_profile_symlinked_out_of_its_folder_is_refused_unread() {
+    let d = dir("profile");
+    let secret = d.join("secret.txt");
+    fs::write(&secret, "TOP-SECRET = \"do not echo\"\n").unwrap();
+    symlink(&secret, d.join("calibration/evil.toml")).unwrap();
+    let f = d.join("s.orr");
+    fs::write(&f, format!("calibration evil\n{NODE}")).unwrap();
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("calibration profile")
+            && err.contains("evil.toml resolves outside the folder it must be in"),
+        "{err}"
+    );
+    assert!(err.contains("s.orr:1:13"), "{err}");
+    assert!(
+        !err.contains("TOP-SECRET") && !err.contains("secret.txt"),
+        "{err}"
+    );
+    let _ = fs::remove_dir_all(&d);
+}
+
+#[test]
+fn special_and_huge_files_are_refused_before_reading() {
+    let d = dir("special");
+    let fifo = d.join("fifo.orr");
+    mkfifo(&fifo);
+    let big = d.join("big.orr");
+    fs::write(&big, "#".repeat((16 << 20) + 1)).unwrap();
+    for (file, expect) in [
+        ("/dev/zero", "/dev/zero is not a regular file (a device)"),
+        (fifo.to_str().unwrap(), "is not a regular file (a FIFO)"),
+        (d.to_str().unwrap(), "is not a regular file (a folder)"),
+        (big.to_str().unwrap(), "is larger than the 16 MiB limit"),
+    ] {
+        for cmd in ["check", "fmt"] {
+            let (code, _, err) = bounded(&[cmd, file], 20);
+            assert_eq!(code, 2, "{cmd} {file}: {err}");
+            assert!(err.contains(expect), "{cmd} {file}: {err}");
+        }
+    }
+    // An include that is a FIFO.
+    mkfifo(&d.join("inc.orr"));
+    let f = d.join("s.orr");
+    fs::write(&f, format!("include \"inc.orr\"\n{NODE}")).unwrap();
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`inc.orr` is not a regular file (a FIFO)") && err.contains("s.orr:1:"),
+        "{err}"
+    );
+    let _ = fs::remove_dir_all(&d);
+}
+
+#[test]
+fn check_reads_the_traces_and_samples_a_scenario_names() {
+    let d = dir("traces");
+    let f = d.join("s.orr");
+    let service = "workload w {\n  service api {\n    replicas 1\n    resources { CPU: 1 }\n    arrival trace \"arrivals.csv\"\n    service_time 10 ms\n  }\n}\n";
+    fs::write(&f, format!("{NODE}{service}")).unwrap();
+    // Missing: an error naming the file and the scenario line, exit 2 (it used to pass).
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("arrivals.csv cannot be read") && err.contains("named by `arrival trace` at"),
+        "{err}"
+    );
+    // A negative arrival: located in the trace.
+    fs::write(d.join("arrivals.csv"), "arrival_s\n0.5\n-1\n").unwrap();
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("arrivals.csv:3:"), "{err}");
+    // A FIFO trace is refused, not waited on.
+    fs::remove_file(d.join("arrivals.csv")).unwrap();
+    mkfifo(&d.join("arrivals.csv"));
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a regular file (a FIFO)"), "{err}");
+    // Samples of an empirical distribution, missing.
+    let g = d.join("e.orr");
+    fs::write(
+        &g,
+        format!("{NODE}failures {{\n  random node mtbf 1000 h empirical(\"ttf.csv\")\n}}\n"),
+    )
+    .unwrap();
+    let (code, _, err) = bounded(&["check", g.to_str().unwrap()], 20);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ttf.csv cannot be read") && err.contains("named by `empirical` at"),
+        "{err}"
+    );
+    let _ = fs::remove_dir_all(&d);
+}
+
+#[test]
+fn numeric_flags_keep_to_their_ranges() {
+    let s = "scenarios/quickstart.orr";
+    for (args, expect) in [
+        (
+            vec!["drill", s, "--seeds", "18446744073709551615"],
+            "--seeds: at most 100000 seeds",
+        ),
+        (vec!["drill", s, "--seeds", "1e11"], "--seeds: expected"),
+        (
+            vec!["drill", s, "--seeds", "1", "--threads", "100000"],
+            "--threads 100000: at most",
+        ),
+        (
+            vec!["sweep", s, "--seeds", "1", "--threads", "0"],
+            "--threads must be at least 1",
+        ),
+        (
+            vec!["compare", s, s, "--seeds", "1", "--threads", "99999"],
+            "--threads 99999: at most",
+        ),
+    ] {
+        let (code, _, err) = bounded(&args, 20);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_closed_or_full_stdout_is_a_status_not_a_panic() {
+    // A reader that goes away: 141, quietly.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(["catalog"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // A full disk behind a redirect: a message and status 1.
+    if Path::new("/dev/full").exists() {
+        let full = fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_orrery"))
+            .args(["catalog"])
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot write to standard output"), "{err}");
+    }
+}
+
+#[test]
+fn fmt_write_keeps_symlinks_and_modes() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir("fmt");
+    fs::create_dir_all(d.join("real")).unwrap();
+    let target = d.join("real/x.orr");
+    fs::write(
+        &target,
+        "node   box {\n  cpu sockets 1,   cores 8\n  memory 64 GiB\n}\n",
+    )
+    .unwrap();
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).unwrap();
+    let link = d.join("s.orr");
+    symlink("real/x.orr", &link).unwrap();
+    let (code, _, err) = bounded(&["fmt", "--write", link.to_str().unwrap()], 20);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+    let text = fs::read_to_string(&target).unwrap();
+    assert!(
+        text.starts_with("node box {\n  cpu sockets 1, cores 8\n"),
+        "{text}"
+    );
+    let _ = fs::remove_dir_all(&d);
+}
+
+#[test]
+fn transports_workload_reads_the_traces_it_replays() {
+    let d = dir("transports");
+    let f = d.join("s.orr");
+    let service = "workload w {\n  service api {\n    replicas 1\n    resources { CPU: 1 }\n    arrival trace \"arrivals.csv\"\n    service_time 10 ms\n  }\n}\n";
+    fs::write(&f, format!("{NODE}{service}")).unwrap();
+    let out = d.join("out");
+    let (code, _, err) = bounded(
+        &[
+            "transports",
+            f.to_str().unwrap(),
+            "--workload",
+            "--out",
+            out.to_str().unwrap(),
+            "--no-plots",
+        ],
+        30,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("arrivals.csv cannot be read"), "{err}");
+    let _ = fs::remove_dir_all(&d);
+}
+
+#[test]
+fn calibrate_refuses_an_unwritable_out_before_measuring() {
+    let d = dir("calibrate");
+    fs::write(d.join("file"), "").unwrap();
+    for (out, expect) in [
+        (d.clone(), "is a folder"),
+        (d.join("file/x.toml"), "cannot create"),
+    ] {
+        let (code, _, err) = bounded(&["calibrate", "--quick", "--out", out.to_str().unwrap()], 5);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(expect), "{err}");
+    }
+    let _ = fs::remove_dir_all(&d);
+}
