@@ -278,3 +278,72 @@ fn calibrate_refuses_an_unwritable_out_before_measuring() {
     }
     let _ = fs::remove_dir_all(&d);
 }
+
+#[test]
+fn merge_checks_a_shards_header_before_its_runs() {
+    use orrery::experiment::sweep::{RunRow, Shard, SweepHeader, merge};
+    let shard = |metrics: Vec<&str>, cells: Vec<Vec<&str>>| {
+        let header = SweepHeader {
+            orrery: "0".into(),
+            scenario: "s.orr".into(),
+            scenario_hash: "h".into(),
+            experiment: "e".into(),
+            params: vec!["policy".into()],
+            cells: cells
+                .iter()
+                .map(|c| c.iter().map(|s| s.to_string()).collect())
+                .collect(),
+            seeds: vec![1],
+            metrics: metrics.iter().map(|m| m.to_string()).collect(),
+        };
+        let runs = (0..header.cells.len())
+            .map(|c| RunRow {
+                run: c,
+                cell: c,
+                seed: 1,
+                values: vec![Some(1.0); header.metrics.len()],
+                placement: None,
+            })
+            .collect();
+        (
+            PathBuf::from("shard-0-of-1.json"),
+            Shard {
+                header,
+                shard: 0,
+                shards: 1,
+                runs,
+            },
+        )
+    };
+    assert!(merge(vec![shard(vec!["makespan"], vec![vec!["spread"]])]).is_ok());
+    let e = merge(vec![shard(
+        vec!["makespan", "wishes_granted"],
+        vec![vec!["spread"]],
+    )])
+    .unwrap_err();
+    assert!(e.contains("unknown metric `wishes_granted`"), "{e}");
+    let e = merge(vec![shard(vec!["makespan"], vec![vec!["spread", "extra"]])]).unwrap_err();
+    assert!(
+        e.contains("cell 0 has 2 values for 1 swept parameters"),
+        "{e}"
+    );
+    let mut s = shard(vec!["makespan"], vec![vec!["spread"]]);
+    s.1.shard = 3;
+    let e = merge(vec![s]).unwrap_err();
+    assert!(e.contains("shard 3 of 1 does not exist"), "{e}");
+}
+
+#[test]
+fn check_of_a_node_with_100000_switches_is_linear() {
+    let d = dir("switches");
+    let f = d.join("s.orr");
+    fs::write(
+        &f,
+        "node big {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  switch sw[0..99999]\n  device L4 x 4096 at sw[95904..99999] link none\n}\n",
+    )
+    .unwrap();
+    // Quadratic, this took 14 s on the development VM; linear, 0.1 s. 10 s is the deadline.
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 10);
+    assert_eq!(code, 0, "{err}");
+    let _ = fs::remove_dir_all(&d);
+}

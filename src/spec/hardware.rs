@@ -204,11 +204,24 @@ pub struct NodeType {
     pub span: Span,
     #[serde(skip)]
     given: BTreeSet<&'static str>,
+    /// Index of `switches` by name, so a node of 100,000 switches resolves in linear time.
+    #[serde(skip)]
+    switch_ids: std::collections::HashMap<String, usize>,
 }
 
 impl NodeType {
     pub fn device_count(&self) -> u32 {
         self.devices.iter().map(|g| g.count).sum()
+    }
+
+    /// The index of the switch named `name`.
+    pub fn switch_named(&self, name: &str) -> Option<usize> {
+        self.switch_ids.get(name).copied()
+    }
+
+    fn push_switch(&mut self, sw: PcieSwitch) {
+        self.switch_ids.insert(sw.name.clone(), self.switches.len());
+        self.switches.push(sw);
     }
 }
 
@@ -541,13 +554,17 @@ pub fn node_type(
             sources: Sources::new(),
             span,
             given: BTreeSet::new(),
+            switch_ids: Default::default(),
         },
     };
     // Statements that list things replace the inherited list as a whole.
     for key in ["switch", "device", "nic"] {
         if stmts.iter().any(|s| s.key.name == key) {
             match key {
-                "switch" => n.switches.clear(),
+                "switch" => {
+                    n.switches.clear();
+                    n.switch_ids.clear();
+                }
                 "device" => n.devices.clear(),
                 _ => n.nics.clear(),
             }
@@ -607,7 +624,7 @@ pub fn node_type(
                     let parent = match a.opt("under") {
                         Some(v) => {
                             let p = rd::ident(cx, v, "a switch name")?;
-                            match n.switches.iter().position(|sw| sw.name == p) {
+                            match n.switch_named(p) {
                                 Some(i) => Some(i),
                                 None => {
                                     let help = did_you_mean(p, n.switches.iter().map(|s| s.name.as_str()))
@@ -638,12 +655,12 @@ pub fn node_type(
                     };
                     for ((sw_name, sp), numa) in names.into_iter().zip(numas) {
                         check_numa(cx, numa, &n.cpu, sp, numa_span)?;
-                        if n.switches.iter().any(|x| x.name == sw_name) {
+                        if n.switch_named(&sw_name).is_some() {
                             cx.error(sp, format!("PCIe switch `{sw_name}` is declared twice"));
                             return None;
                         }
                         let numa = parent.map(|p| n.switches[p].numa).unwrap_or(numa as u32);
-                        n.switches.push(PcieSwitch { name: sw_name, numa, parent, uplink });
+                        n.push_switch(PcieSwitch { name: sw_name, numa, parent, uplink });
                     }
                 }
                 "device" | "nic" => {
@@ -844,7 +861,7 @@ fn locate(
     let names = rd::names(cx, v)?;
     let mut idx = Vec::with_capacity(names.len());
     for (sw, sp) in &names {
-        match n.switches.iter().position(|s| &s.name == sw) {
+        match n.switch_named(sw) {
             Some(i) => idx.push(i as u64),
             None => {
                 let help = did_you_mean(sw, n.switches.iter().map(|s| s.name.as_str())).unwrap_or_else(|| {
