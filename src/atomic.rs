@@ -42,6 +42,55 @@ pub fn rewrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::set_permissions(&target, perms)
 }
 
+/// The manifest a run leaves in its output folder: the names of exactly the files it wrote,
+/// one per line, written after all of them (a folder without one, or whose files are not all
+/// there, holds an incomplete run).
+pub const MANIFEST: &str = ".orrery-files";
+
+/// Make `dir` hold this run's files only: remove the files an earlier run listed in its
+/// manifest that this run did not write, and temporary files of any of these names that a
+/// killed writer left (`.NAME.tmp-*`); then write this run's manifest. Only plain names
+/// directly in `dir` are touched, never a path, a folder or a link elsewhere.
+pub fn own_folder(dir: &Path, written: &[String]) -> std::io::Result<()> {
+    let plain =
+        |n: &str| !n.is_empty() && !n.starts_with('.') && !n.contains('/') && !n.contains('\\');
+    let keep: std::collections::BTreeSet<&str> = written
+        .iter()
+        .map(String::as_str)
+        .filter(|n| plain(n))
+        .collect();
+    if let Ok(old) = crate::files::read_text(&dir.join(MANIFEST), crate::files::MAX_INPUT_BYTES) {
+        for name in old
+            .lines()
+            .map(str::trim)
+            .filter(|n| plain(n) && !keep.contains(n))
+        {
+            let p = dir.join(name);
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+                std::fs::remove_file(&p)?;
+            }
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stale = name
+                .strip_prefix('.')
+                .and_then(|r| r.split_once(".tmp-"))
+                .is_some_and(|(n, _)| keep.contains(n) || n == MANIFEST.trim_start_matches('.'));
+            if stale && e.file_type().is_ok_and(|t| t.is_file()) {
+                std::fs::remove_file(e.path())?;
+            }
+        }
+    }
+    let mut text = String::new();
+    for n in &keep {
+        text.push_str(n);
+        text.push('\n');
+    }
+    write_atomic(&dir.join(MANIFEST), text.as_bytes())
+}
+
 /// Create an output folder (and its parents) if missing: with [`write_atomic`], the only way
 /// the library writes to the file system.
 pub fn create_dir(dir: &Path) -> std::io::Result<()> {

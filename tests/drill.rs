@@ -15,15 +15,19 @@ fn spec(src: &str) -> Spec {
     l.spec.unwrap()
 }
 
+/// Every drill here also checks that no run broke the simulator's invariants (a drill
+/// reports them, and the binary exits 1 on any).
 fn drill(s: &Spec, seeds: u64, threads: usize) -> DrillReport {
-    run_drill(
+    let r = run_drill(
         s,
         &DrillConfig {
             seeds: Some((1..=seeds).collect()),
             threads,
             ..Default::default()
         },
-    )
+    );
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    r
 }
 
 const CPU_NODE: &str = "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\n";

@@ -347,3 +347,44 @@ fn check_of_a_node_with_100000_switches_is_linear() {
     assert_eq!(code, 0, "{err}");
     let _ = fs::remove_dir_all(&d);
 }
+
+#[test]
+fn an_output_folder_holds_one_runs_files() {
+    let d = dir("outputs");
+    let out = d.join("out");
+    let o = out.to_str().unwrap();
+    let s = "scenarios/quickstart.orr";
+    let (code, _, err) = bounded(&["run", s, "--out", o], 120);
+    assert_eq!(code, 0, "{err}");
+    let manifest = fs::read_to_string(out.join(".orrery-files")).unwrap();
+    assert!(
+        manifest.lines().any(|l| l == "run.json") && manifest.lines().any(|l| l.ends_with(".svg")),
+        "{manifest}"
+    );
+    // A killed writer's temporary file, and a file the user put there.
+    fs::write(out.join(".run.json.tmp-x1y2z3"), "half").unwrap();
+    fs::write(out.join("notes.txt"), "mine").unwrap();
+    // The same scenario without plots into the same folder: the plots of the first run go.
+    let (code, _, err) = bounded(&["run", s, "--out", o, "--no-plots"], 120);
+    assert_eq!(code, 0, "{err}");
+    let names: Vec<String> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with(".svg") || n.ends_with(".png")),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains(".tmp-")), "{names:?}");
+    assert!(
+        names.contains(&"notes.txt".to_string()) && names.contains(&"run.json".to_string()),
+        "{names:?}"
+    );
+    let manifest = fs::read_to_string(out.join(".orrery-files")).unwrap();
+    for l in manifest.lines() {
+        assert!(out.join(l).is_file(), "{l} listed but missing");
+    }
+    let _ = fs::remove_dir_all(&d);
+}

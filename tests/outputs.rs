@@ -34,11 +34,19 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
+/// The files of the run in `dir`: what is there besides its manifest, which must list exactly
+/// those (`atomic::own_folder`).
 fn names(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(dir)
+    let there: BTreeSet<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect()
+        .filter(|n| n != orrery::atomic::MANIFEST)
+        .collect();
+    if let Ok(m) = std::fs::read_to_string(dir.join(orrery::atomic::MANIFEST)) {
+        let listed: BTreeSet<String> = m.lines().map(str::to_string).collect();
+        assert_eq!(listed, there, "the manifest of {}", dir.display());
+    }
+    there
 }
 
 fn set(xs: &[&str]) -> BTreeSet<String> {

@@ -130,6 +130,26 @@ pub(super) fn parse_duration(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Broken invariants of any run end the command with exit 1 before anything is written, as
+/// `run` does: a figure from a run that broke them cannot be trusted. At most 20 are listed.
+pub(super) fn broken(violations: &[String]) -> Option<ExitCode> {
+    if violations.is_empty() {
+        return None;
+    }
+    eprintln!(
+        "internal error: {} broken invariant{} (a bug in orrery; please report it with this scenario):",
+        violations.len(),
+        if violations.len() == 1 { "" } else { "s" }
+    );
+    for v in violations.iter().take(20) {
+        eprintln!("  {v}");
+    }
+    if violations.len() > 20 {
+        eprintln!("  ... and {} more", violations.len() - 20);
+    }
+    Some(ExitCode::from(1))
+}
+
 /// Most worker threads per CPU `--threads` may ask for: more only adds scheduling overhead
 /// (runs are CPU-bound), and a huge count would spend minutes starting threads.
 pub(super) const THREADS_PER_CPU: usize = 4;
@@ -201,6 +221,11 @@ pub(super) fn written_or_fail(
 ) -> ExitCode {
     match written {
         Ok((files, w)) => {
+            let all: Vec<String> = files.iter().chain(&w.files).cloned().collect();
+            if let Err(e) = orrery::atomic::own_folder(dir, &all) {
+                eprintln!("error: cannot tidy {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
             outln!("wrote {} in {}", files.join(", "), dir.display());
             outputs_done(&w, t1);
             ExitCode::SUCCESS

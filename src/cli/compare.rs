@@ -1,8 +1,8 @@
 //! `orrery compare`.
 
 use super::common::{
-    check_threads, failure_block, file_stem, load, parse_duration, parse_seeds, progress_bar,
-    written_or_fail,
+    broken, check_threads, failure_block, file_stem, load, parse_duration, parse_seeds,
+    progress_bar, written_or_fail,
 };
 use super::inputs::{empirical, traces};
 use std::path::PathBuf;
@@ -76,6 +76,9 @@ pub(super) fn compare(
     );
     let bar = progress_bar((entries.len() * seeds.len()) as u64);
     let r = orrery::experiment::compare::compare(&entries, &seeds, threads, bar);
+    if let Some(c) = broken(&r.violations) {
+        return c;
+    }
     let table = orrery::experiment::compare::table(&r);
     out!("{table}");
     let dir = out.unwrap_or_else(|| {

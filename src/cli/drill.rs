@@ -1,7 +1,7 @@
 //! `orrery drill`.
 
 use super::common::{
-    check_threads, header, load, parse_duration, parse_seeds, policy_named, written_or_fail,
+    broken, check_threads, header, load, parse_duration, parse_seeds, policy_named, written_or_fail,
 };
 use super::inputs::{empirical, traces};
 use std::io::IsTerminal;
@@ -162,6 +162,9 @@ pub(super) fn drill(
     } else {
         orrery::experiment::drill::merge(reports)
     };
+    if let Some(c) = broken(&r.violations) {
+        return c;
+    }
     let table = orrery::experiment::drill::table(&r);
     out!("{table}");
     outln!("{runs} runs in {wall:.2} s");

@@ -82,14 +82,8 @@ pub(super) fn run(
             ..Default::default()
         },
     );
-    if !r.violations.is_empty() {
-        eprintln!(
-            "internal error: the run broke its invariants (a bug in orrery; please report it with this scenario):"
-        );
-        for v in &r.violations {
-            eprintln!("  {v}");
-        }
-        return ExitCode::from(1);
+    if let Some(c) = super::common::broken(&r.violations) {
+        return c;
     }
     let wall = t0.elapsed().as_secs_f64();
     h.model_sources = r.model_sources.clone();

@@ -1,7 +1,7 @@
 //! `orrery sweep`, and the table and outputs it shares with `merge`.
 
 use super::common::{
-    check_threads, color, file_stem, load, parse_seeds, progress_bar, written_or_fail,
+    broken, check_threads, color, file_stem, load, parse_seeds, progress_bar, written_or_fail,
 };
 use super::inputs::{empirical, traces};
 use orrery::spec::Loaded;
@@ -103,7 +103,10 @@ pub(super) fn sweep(
     let t0 = std::time::Instant::now();
     let written = match shard {
         Some((i, n)) => {
-            let rows = orrery::experiment::sweep::run(&plan, &cfg);
+            let (rows, violations) = orrery::experiment::sweep::run(&plan, &cfg);
+            if let Some(c) = broken(&violations) {
+                return c;
+            }
             let s = orrery::experiment::sweep::Shard {
                 header: plan.header.clone(),
                 shard: i,
@@ -114,6 +117,9 @@ pub(super) fn sweep(
         }
         None => {
             let r = orrery::experiment::sweep::run_sweep(&plan, &cfg);
+            if let Some(c) = broken(&r.violations) {
+                return c;
+            }
             let table = sweep_table(&r);
             out!("{table}");
             eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());

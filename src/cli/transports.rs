@@ -61,7 +61,14 @@ pub(super) fn transports(
             ("scenario hash", orrery::scenario_hash(&l.sources)),
         ];
         let t1 = std::time::Instant::now();
-        match orrery::outputs::transports::write(&dir, &head, c, w.as_ref(), &printed, plots) {
+        let written =
+            orrery::outputs::transports::write(&dir, &head, c, w.as_ref(), &printed, plots)
+                .and_then(|w| {
+                    orrery::atomic::own_folder(&dir, &w.files)
+                        .map_err(|e| e.to_string())
+                        .map(|()| w)
+                });
+        match written {
             // With --json stdout is the JSON alone.
             Ok(w) if json => {
                 for n in &w.notes {

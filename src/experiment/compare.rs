@@ -90,6 +90,9 @@ pub struct CompareReport {
     /// Why the comparison may mislead (rows priced at different maturity tiers).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Broken invariants of any run (empty unless orrery has a bug); not written.
+    #[serde(skip)]
+    pub violations: Vec<String>,
 }
 
 /// What [`Aggregate`] intervals are.
@@ -107,7 +110,7 @@ pub fn values(
 
 /// Simulate every scenario over `seeds` on `threads` threads (0: one per CPU).
 /// One run's figures: (scenario index, seed, value per column).
-type SeedRun = (usize, u64, Vec<(Column, Option<f64>)>);
+type SeedRun = (usize, u64, Vec<(Column, Option<f64>)>, Vec<String>);
 
 pub fn compare(
     entries: &[Entry],
@@ -137,13 +140,19 @@ pub fn compare(
                 ..Default::default()
             },
         );
-        (e, seed, values(&figs[e], &r.metrics))
+        let broken = r
+            .violations
+            .iter()
+            .map(|v| format!("{} seed {seed}: {v}", en.name))
+            .collect();
+        (e, seed, values(&figs[e], &r.metrics), broken)
     };
     let mut results: Vec<SeedRun> = crate::parallel::map(&jobs, threads, &bar, one);
     results.sort_by_key(|a| (a.0, a.1));
+    let violations: Vec<String> = results.iter().flat_map(|r| r.3.iter().cloned()).collect();
     // Every scenario's columns, in first-seen order.
     let mut columns: Vec<Column> = Vec::new();
-    for (_, _, vals) in &results {
+    for (_, _, vals, _) in &results {
         for (c, _) in vals {
             if !columns.iter().any(|k| k.key == c.key) {
                 columns.push(c.clone());
@@ -156,8 +165,8 @@ pub fn compare(
         .map(|(i, en)| {
             let runs: Vec<SeedValues> = results
                 .iter()
-                .filter(|(e, _, _)| *e == i)
-                .map(|(_, s, v)| SeedValues {
+                .filter(|(e, _, _, _)| *e == i)
+                .map(|(_, s, v, _)| SeedValues {
                     seed: *s,
                     values: v.iter().map(|(c, x)| (c.key.clone(), *x)).collect(),
                 })
@@ -200,6 +209,7 @@ pub fn compare(
         columns,
         rows,
         warnings,
+        violations,
     }
 }
 

@@ -221,6 +221,9 @@ pub struct DrillReport {
     pub variants: Vec<Variant>,
     /// Every variant's unsimulated failure statements, once each.
     pub unsimulated: Vec<String>,
+    /// Broken invariants of any run (empty unless orrery has a bug); not written.
+    #[serde(skip)]
+    pub violations: Vec<String>,
 }
 
 /// Several scenarios' drills side by side (one per recovery policy: checkpoint interval, retry
@@ -260,6 +263,10 @@ pub fn merge(reports: Vec<(String, DrillReport)>) -> DrillReport {
         baselines: Vec::new(),
         variants: Vec::new(),
         unsimulated: Vec::new(),
+        violations: reports
+            .iter()
+            .flat_map(|(name, r)| r.violations.iter().map(move |v| format!("{name}: {v}")))
+            .collect(),
     };
     let keep = |xs: &[Aggregate]| -> Vec<Aggregate> {
         metrics
@@ -368,7 +375,7 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
         .flat_map(|v| seeds.iter().map(move |s| (v, *s)))
         .collect();
     let bar = cfg.progress.clone().unwrap_or_else(ProgressBar::hidden);
-    type Done = (usize, SeedRun, Vec<Column>, Vec<String>);
+    type Done = (usize, SeedRun, Vec<Column>, Vec<String>, Vec<String>);
     let one = |&(v, seed): &(usize, u64)| -> Done {
         let r = simulate(
             if v == 0 { &quiet } else { spec },
@@ -381,6 +388,11 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
                 ..Default::default()
             },
         );
+        let broken: Vec<String> = r
+            .violations
+            .iter()
+            .map(|x| format!("variant {v} seed {seed}: {x}"))
+            .collect();
         let m = r.metrics;
         let figures = run_values(&fig, &m);
         let job_stops = m
@@ -396,13 +408,17 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
             timeline: m.failures.timeline,
         };
         let columns = figures.into_iter().map(|(c, _)| c).collect();
-        (v, run, columns, m.failures.unsimulated)
+        (v, run, columns, m.failures.unsimulated, broken)
     };
     let mut results: Vec<Done> = crate::parallel::map(&jobs, cfg.threads, &bar, one);
     // Whatever order the pool finished in, aggregate in (variant, seed) order.
-    results.sort_by_key(|(v, r, _, _)| (*v, r.seed));
+    results.sort_by_key(|(v, r, _, _, _)| (*v, r.seed));
+    let violations: Vec<String> = results
+        .iter()
+        .flat_map(|(_, _, _, _, b)| b.iter().cloned())
+        .collect();
     let mut columns: Vec<Column> = Vec::new();
-    for (_, _, cols, _) in &results {
+    for (_, _, cols, _, _) in &results {
         for c in cols {
             if !columns.iter().any(|k| k.key == c.key) {
                 columns.push(c.clone());
@@ -427,7 +443,7 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
             cost: Vec::new(),
         })
         .collect();
-    for (v, run, _, unsim) in results {
+    for (v, run, _, unsim, _) in results {
         if out[v].runs.is_empty() {
             out[v].unsimulated = unsim;
         }
@@ -458,6 +474,7 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
         baselines: vec![baseline],
         variants: out,
         unsimulated,
+        violations,
     }
 }
 

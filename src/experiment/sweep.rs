@@ -102,6 +102,8 @@ pub struct SweepResult {
     /// Sorted by (cell, seed).
     pub runs: Vec<RunRow>,
     pub cells: Vec<CellSummary>,
+    /// Broken invariants of any run, `cell C seed S: ...` (empty unless orrery has a bug).
+    pub violations: Vec<String>,
 }
 
 /// A shard file: the header, which shard, and its runs.
@@ -231,8 +233,9 @@ pub fn plan(loaded: &Loaded, scenario: &str, cfg: &SweepConfig) -> Result<Plan, 
     })
 }
 
-/// Run the plan's runs (those of the shard, if any), in parallel; sorted by (cell, seed).
-pub fn run(plan: &Plan, cfg: &SweepConfig) -> Vec<RunRow> {
+/// Run the plan's runs (those of the shard, if any), in parallel; sorted by (cell, seed), with
+/// every broken invariant (sorted).
+pub fn run(plan: &Plan, cfg: &SweepConfig) -> (Vec<RunRow>, Vec<String>) {
     let h = &plan.header;
     let n_seeds = h.seeds.len();
     let jobs: Vec<usize> = (0..h.runs())
@@ -241,7 +244,7 @@ pub fn run(plan: &Plan, cfg: &SweepConfig) -> Vec<RunRow> {
     let figures: Vec<ClusterFigures> = plan.specs.iter().map(ClusterFigures::of).collect();
     let bar = cfg.progress.clone().unwrap_or_else(ProgressBar::hidden);
     bar.set_length(jobs.len() as u64);
-    let one = |&r: &usize| -> RunRow {
+    let one = |&r: &usize| -> (RunRow, Vec<String>) {
         let (cell, seed) = (r / n_seeds, h.seeds[r % n_seeds]);
         let res = simulate(
             &plan.specs[cell],
@@ -257,17 +260,26 @@ pub fn run(plan: &Plan, cfg: &SweepConfig) -> Vec<RunRow> {
             .iter()
             .map(|m| measure::metric(m, &figures[cell], &res.metrics))
             .collect();
-        RunRow {
+        let broken = res
+            .violations
+            .iter()
+            .map(|v| format!("cell {cell} seed {seed}: {v}"))
+            .collect();
+        let row = RunRow {
             run: r,
             cell,
             seed,
             values,
             placement: (r % n_seeds == 0).then(|| Placement::of(&res.metrics)),
-        }
+        };
+        (row, broken)
     };
-    let mut rows: Vec<RunRow> = crate::parallel::map(&jobs, cfg.threads, &bar, one);
+    let done: Vec<(RunRow, Vec<String>)> = crate::parallel::map(&jobs, cfg.threads, &bar, one);
+    let (mut rows, broken): (Vec<RunRow>, Vec<Vec<String>>) = done.into_iter().unzip();
     rows.sort_by_key(|r| (r.cell, r.seed, r.run));
-    rows
+    let mut violations: Vec<String> = broken.into_iter().flatten().collect();
+    violations.sort();
+    (rows, violations)
 }
 
 /// Aggregate every run (all of them: an unsharded sweep or merged shards).
@@ -301,6 +313,7 @@ pub fn summarize(header: SweepHeader, mut runs: Vec<RunRow>) -> SweepResult {
         header,
         runs,
         cells,
+        violations: Vec::new(),
     }
 }
 
@@ -310,7 +323,10 @@ pub fn run_sweep(plan: &Plan, cfg: &SweepConfig) -> SweepResult {
         shard: None,
         ..cfg.clone()
     };
-    summarize(plan.header.clone(), run(plan, &cfg))
+    let (rows, violations) = run(plan, &cfg);
+    let mut r = summarize(plan.header.clone(), rows);
+    r.violations = violations;
+    r
 }
 
 fn num(x: Option<f64>) -> String {
