@@ -203,3 +203,17 @@ fn a_scenario_naming_the_profile_prices_its_collectives_by_it() {
     let m = ec::table(&spec, Op::AllReduce, None, None, ranks, policy, &sizes).unwrap();
     assert!(m.measured.is_none());
 }
+
+/// Found by the `inputs` fuzz target: a rank line cut short names no device; the profile
+/// fitted from the file must still read back (it once had an empty `provenance.device`).
+#[test]
+fn a_rank_line_without_a_device_still_gives_a_profile_that_reads() {
+    let mut i = input("fuzz_cut_rank_line.txt");
+    i.buffer_bytes = Some(2 << 20);
+    let mut o = options();
+    o.accelerator = Some("H100_SXM".into());
+    let imported = import::import(&[i], &o).expect("the table still fits");
+    let text = imported.profile.to_toml().unwrap();
+    let back = orrery::profile::parse(&text).expect("reads back");
+    assert!(!back.provenance.device.is_empty());
+}

@@ -2,6 +2,7 @@
 
 use super::common::{failure_block, header, load, parse_duration, policy_named, written_or_fail};
 use super::inputs::{empirical, traces};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -70,6 +71,14 @@ pub(super) fn run(
         }
     };
     let t0 = std::time::Instant::now();
+    // On a terminal, a long run shows how far it has got (events, simulated time).
+    let progress = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {msg} · {elapsed}") {
+            bar.set_style(style);
+        }
+        bar
+    });
     let r = orrery::sim::simulate(
         spec,
         &orrery::sim::SimConfig {
@@ -79,9 +88,13 @@ pub(super) fn run(
             timeline: true,
             failure_block,
             horizon: horizon_ns,
+            progress: progress.clone(),
             ..Default::default()
         },
     );
+    if let Some(bar) = &progress {
+        bar.finish_and_clear();
+    }
     if let Some(c) = super::common::broken(&r.violations) {
         return c;
     }

@@ -147,6 +147,9 @@ pub struct SimConfig {
     pub transport: Option<String>,
     /// Record what each device did when ([`RunResult::timeline`]).
     pub timeline: bool,
+    /// Shown every 2^16 events: how many, and how far the simulated clock has got (of the
+    /// horizon, when there is one). Display only: it never changes a result.
+    pub progress: Option<indicatif::ProgressBar>,
 }
 
 #[derive(Debug, Clone)]
@@ -299,6 +302,7 @@ struct Sim<'s> {
     work_by_type: UtilTracker,
     rng: ChaCha8Rng,
     horizon: Option<Time>,
+    progress: Option<indicatif::ProgressBar>,
     explain_target: Option<String>,
     explain: Option<placement::explain::Explanation>,
     makespan: Time,
@@ -433,6 +437,7 @@ impl<'s> Sim<'s> {
             work_by_type: UtilTracker::default(),
             rng: rng_stream(cfg.seed, stream_id("placement")),
             horizon,
+            progress: cfg.progress.clone(),
             explain_target: cfg.explain.clone(),
             transport_override: cfg.transport.clone(),
             explain: None,
@@ -481,7 +486,23 @@ impl<'s> Sim<'s> {
         }
     }
 
+    fn show_progress(&self, bar: &indicatif::ProgressBar, handled: u64) {
+        let now = self.now() as f64 / 1e9;
+        match self.horizon {
+            Some(h) => {
+                bar.set_length(1000);
+                bar.set_position((now / (h as f64 / 1e9) * 1000.0).clamp(0.0, 1000.0) as u64);
+                bar.set_message(format!(
+                    "{handled} events, simulated {now:.1} of {:.1} s",
+                    h as f64 / 1e9
+                ));
+            }
+            None => bar.set_message(format!("{handled} events, simulated {now:.1} s")),
+        }
+    }
+
     fn run(&mut self) {
+        let mut handled: u64 = 0;
         loop {
             let next = self.q.peek_time();
             if self.net.rearm && next.is_none_or(|t| t > self.now()) {
@@ -517,6 +538,12 @@ impl<'s> Sim<'s> {
                 break;
             }
             self.handle(ev);
+            handled += 1;
+            if handled & 0xffff == 0
+                && let Some(bar) = &self.progress
+            {
+                self.show_progress(bar, handled);
+            }
         }
     }
 

@@ -213,6 +213,8 @@ pub fn import(inputs: &[Input], o: &ImportOptions) -> Result<Imported, ImportErr
         .iter()
         .flat_map(|o| o.devices.iter())
         .map(|d| d.split(" (").next().unwrap_or(d).trim())
+        // A rank line cut short names no device (found by the fuzzer): not a device name.
+        .filter(|d| !d.is_empty())
         .collect();
     let accelerator = name_accelerator(&devices, o)?;
 
@@ -232,6 +234,7 @@ pub fn import(inputs: &[Input], o: &ImportOptions) -> Result<Imported, ImportErr
     let mut hosts: Vec<&str> = origins
         .iter()
         .flat_map(|o| o.hosts.iter().map(String::as_str))
+        .filter(|h| !h.is_empty())
         .collect();
     hosts.sort_unstable();
     hosts.dedup();
