@@ -48,9 +48,9 @@ pub fn rewrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub const MANIFEST: &str = ".orrery-files";
 
 /// Make `dir` hold this run's files only: remove the files an earlier run listed in its
-/// manifest that this run did not write, and temporary files of any of these names that a
-/// killed writer left (`.NAME.tmp-*`); then write this run's manifest. Only plain names
-/// directly in `dir` are touched, never a path, a folder or a link elsewhere.
+/// manifest that this run did not write, and the temporary files a killed writer left
+/// ([`write_atomic`]'s `.NAME.tmp-XXXXXX`, six random characters); then write this run's
+/// manifest. Only regular files directly in `dir` are removed, never a folder or a link.
 pub fn own_folder(dir: &Path, written: &[String]) -> std::io::Result<()> {
     let plain =
         |n: &str| !n.is_empty() && !n.starts_with('.') && !n.contains('/') && !n.contains('\\');
@@ -76,8 +76,12 @@ pub fn own_folder(dir: &Path, written: &[String]) -> std::io::Result<()> {
             let name = e.file_name().to_string_lossy().into_owned();
             let stale = name
                 .strip_prefix('.')
-                .and_then(|r| r.split_once(".tmp-"))
-                .is_some_and(|(n, _)| keep.contains(n) || n == MANIFEST.trim_start_matches('.'));
+                .and_then(|r| r.rsplit_once(".tmp-"))
+                .is_some_and(|(n, random)| {
+                    !n.is_empty()
+                        && random.len() == 6
+                        && random.bytes().all(|b| b.is_ascii_alphanumeric())
+                });
             if stale && e.file_type().is_ok_and(|t| t.is_file()) {
                 std::fs::remove_file(e.path())?;
             }

@@ -1,7 +1,8 @@
 //! The binary on hostile input (issue 16): every file it reads must be a small regular file
 //! inside its folder, refused before it is read otherwise; numeric flags keep to their
 //! ranges; a closed or full stdout ends with a status, not a panic. Each case runs under a
-//! deadline: a hang is a failure, not a stuck test.
+//! deadline far beyond any machine's speed ([`HANG`]): it turns a hang (a FIFO read that
+//! blocks) into a failure instead of a stuck test, and never judges how fast a run is.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -9,8 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Status, stdout and stderr of `orrery ARGS`, killed (and the test failed) past `secs`.
-fn bounded(args: &[&str], secs: u64) -> (i32, String, String) {
+/// Seconds after which a case counts as hung.
+const HANG: u64 = 300;
+
+/// Status, stdout and stderr of `orrery ARGS`, killed (and the test failed) past [`HANG`].
+fn bounded(args: &[&str]) -> (i32, String, String) {
+    let secs = HANG;
     let mut child = Command::new(env!("CARGO_BIN_EXE_orrery"))
         .args(args)
         .stdin(Stdio::null())
@@ -60,7 +65,7 @@ fn a_profile_symlinked_out_of_its_folder_is_refused_unread() {
     symlink(&secret, d.join("calibration/evil.toml")).unwrap();
     let f = d.join("s.orr");
     fs::write(&f, format!("calibration evil\n{NODE}")).unwrap();
-    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("calibration profile")
@@ -89,7 +94,7 @@ fn special_and_huge_files_are_refused_before_reading() {
         (big.to_str().unwrap(), "is larger than the 16 MiB limit"),
     ] {
         for cmd in ["check", "fmt"] {
-            let (code, _, err) = bounded(&[cmd, file], 20);
+            let (code, _, err) = bounded(&[cmd, file]);
             assert_eq!(code, 2, "{cmd} {file}: {err}");
             assert!(err.contains(expect), "{cmd} {file}: {err}");
         }
@@ -98,7 +103,7 @@ fn special_and_huge_files_are_refused_before_reading() {
     mkfifo(&d.join("inc.orr"));
     let f = d.join("s.orr");
     fs::write(&f, format!("include \"inc.orr\"\n{NODE}")).unwrap();
-    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("`inc.orr` is not a regular file (a FIFO)") && err.contains("s.orr:1:"),
@@ -114,7 +119,7 @@ fn check_reads_the_traces_and_samples_a_scenario_names() {
     let service = "workload w {\n  service api {\n    replicas 1\n    resources { CPU: 1 }\n    arrival trace \"arrivals.csv\"\n    service_time 10 ms\n  }\n}\n";
     fs::write(&f, format!("{NODE}{service}")).unwrap();
     // Missing: an error naming the file and the scenario line, exit 2 (it used to pass).
-    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("arrivals.csv cannot be read") && err.contains("named by `arrival trace` at"),
@@ -122,13 +127,13 @@ fn check_reads_the_traces_and_samples_a_scenario_names() {
     );
     // A negative arrival: located in the trace.
     fs::write(d.join("arrivals.csv"), "arrival_s\n0.5\n-1\n").unwrap();
-    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("arrivals.csv:3:"), "{err}");
     // A FIFO trace is refused, not waited on.
     fs::remove_file(d.join("arrivals.csv")).unwrap();
     mkfifo(&d.join("arrivals.csv"));
-    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 20);
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a regular file (a FIFO)"), "{err}");
     // Samples of an empirical distribution, missing.
@@ -138,7 +143,7 @@ fn check_reads_the_traces_and_samples_a_scenario_names() {
         format!("{NODE}failures {{\n  random node mtbf 1000 h empirical(\"ttf.csv\")\n}}\n"),
     )
     .unwrap();
-    let (code, _, err) = bounded(&["check", g.to_str().unwrap()], 20);
+    let (code, _, err) = bounded(&["check", g.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("ttf.csv cannot be read") && err.contains("named by `empirical` at"),
@@ -169,7 +174,7 @@ fn numeric_flags_keep_to_their_ranges() {
             "--threads 99999: at most",
         ),
     ] {
-        let (code, _, err) = bounded(&args, 20);
+        let (code, _, err) = bounded(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(expect), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
@@ -221,7 +226,7 @@ fn fmt_write_keeps_symlinks_and_modes() {
     fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).unwrap();
     let link = d.join("s.orr");
     symlink("real/x.orr", &link).unwrap();
-    let (code, _, err) = bounded(&["fmt", "--write", link.to_str().unwrap()], 20);
+    let (code, _, err) = bounded(&["fmt", "--write", link.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(
         fs::symlink_metadata(&link)
@@ -248,17 +253,14 @@ fn transports_workload_reads_the_traces_it_replays() {
     let service = "workload w {\n  service api {\n    replicas 1\n    resources { CPU: 1 }\n    arrival trace \"arrivals.csv\"\n    service_time 10 ms\n  }\n}\n";
     fs::write(&f, format!("{NODE}{service}")).unwrap();
     let out = d.join("out");
-    let (code, _, err) = bounded(
-        &[
-            "transports",
-            f.to_str().unwrap(),
-            "--workload",
-            "--out",
-            out.to_str().unwrap(),
-            "--no-plots",
-        ],
-        30,
-    );
+    let (code, _, err) = bounded(&[
+        "transports",
+        f.to_str().unwrap(),
+        "--workload",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-plots",
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("arrivals.csv cannot be read"), "{err}");
     let _ = fs::remove_dir_all(&d);
@@ -272,9 +274,13 @@ fn calibrate_refuses_an_unwritable_out_before_measuring() {
         (d.clone(), "is a folder"),
         (d.join("file/x.toml"), "cannot create"),
     ] {
-        let (code, _, err) = bounded(&["calibrate", "--quick", "--out", out.to_str().unwrap()], 5);
+        let (code, _, err) = bounded(&["calibrate", "--quick", "--out", out.to_str().unwrap()]);
         assert_eq!(code, 2, "{err}");
-        assert!(err.contains(expect), "{err}");
+        // The check before measuring says `--out`; a failed write after measuring would not.
+        assert!(
+            err.starts_with("error: --out ") && err.contains(expect),
+            "{err}"
+        );
     }
     let _ = fs::remove_dir_all(&d);
 }
@@ -334,7 +340,7 @@ fn merge_checks_a_shards_header_before_its_runs() {
 }
 
 #[test]
-fn check_of_a_node_with_100000_switches_is_linear() {
+fn check_takes_a_node_with_100000_switches() {
     let d = dir("switches");
     let f = d.join("s.orr");
     fs::write(
@@ -342,9 +348,9 @@ fn check_of_a_node_with_100000_switches_is_linear() {
         "node big {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  switch sw[0..99999]\n  device L4 x 4096 at sw[95904..99999] link none\n}\n",
     )
     .unwrap();
-    // Quadratic, this took 14 s in a release build on the development VM (minutes in a debug
-    // build); linear, 0.06 s. 30 s leaves a busy machine and a debug build room.
-    let (code, _, err) = bounded(&["check", f.to_str().unwrap()], 30);
+    // Names resolve through an index: quadratic, this check took 14.2 s in a release build on
+    // the development VM, linear 0.06 s (figures in the issue note; no time is asserted here).
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let _ = fs::remove_dir_all(&d);
 }
@@ -355,7 +361,7 @@ fn an_output_folder_holds_one_runs_files() {
     let out = d.join("out");
     let o = out.to_str().unwrap();
     let s = "scenarios/quickstart.orr";
-    let (code, _, err) = bounded(&["run", s, "--out", o], 120);
+    let (code, _, err) = bounded(&["run", s, "--out", o]);
     assert_eq!(code, 0, "{err}");
     let manifest = fs::read_to_string(out.join(".orrery-files")).unwrap();
     assert!(
@@ -364,9 +370,11 @@ fn an_output_folder_holds_one_runs_files() {
     );
     // A killed writer's temporary file, and a file the user put there.
     fs::write(out.join(".run.json.tmp-x1y2z3"), "half").unwrap();
+    // ... also of a file the next run does not write (a plot, with --no-plots).
+    fs::write(out.join(".links.svg.tmp-a9B8c7"), "half").unwrap();
     fs::write(out.join("notes.txt"), "mine").unwrap();
     // The same scenario without plots into the same folder: the plots of the first run go.
-    let (code, _, err) = bounded(&["run", s, "--out", o, "--no-plots"], 120);
+    let (code, _, err) = bounded(&["run", s, "--out", o, "--no-plots"]);
     assert_eq!(code, 0, "{err}");
     let names: Vec<String> = fs::read_dir(&out)
         .unwrap()

@@ -292,6 +292,27 @@ fn compare_prints_each_scenarios_tiers_and_warns_when_they_differ() {
     assert!(out.contains("warning: the compared hardware is priced at different maturity tiers (imp: H100_SXM calibrated; sheet: H100_SXM datasheet)"), "{out}");
     let json = fs::read_to_string(out_dir.join("compare.json")).unwrap();
     assert!(json.contains("\"warnings\""), "{json}");
+    // A drill's header, report and drill.json name the tier too.
+    let drill_dir = d.join("drill");
+    let (code, out, err) = orrery(&[
+        "drill",
+        a.to_str().unwrap(),
+        "--seeds",
+        "1",
+        "--out",
+        drill_dir.to_str().unwrap(),
+        "--no-plots",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("tier: H100_SXM calibrated (profile h100_imp")),
+        "{out}"
+    );
+    let report = fs::read_to_string(drill_dir.join("report.md")).unwrap();
+    assert!(report.contains("| tier | `H100_SXM calibrated"), "{report}");
+    let json = fs::read_to_string(drill_dir.join("drill.json")).unwrap();
+    assert!(json.contains("\"tiers\""), "{json}");
     let _ = fs::remove_dir_all(&d);
 }
 

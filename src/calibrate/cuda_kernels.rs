@@ -7,7 +7,9 @@
 use super::cuda::{Timer, err};
 use super::{ComputeMeasure, LaunchMeasure, MemoryMeasure, Options};
 use crate::spec::hardware::Accelerator;
-use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
 use std::sync::Arc;
 
 /// How every kernel is timed: repetitions, each of back-to-back calls lasting at least
@@ -166,27 +168,13 @@ pub(super) fn measure(
             shared_mem_bytes: 0,
         };
         let secs = if dtype == "fp32" {
-            let mut out = stream.alloc_zeros::<f32>(threads).map_err(err("alloc"))?;
-            let (x, y) = (0.9999f32, 1e-4f32);
-            timer.reps(r.reps, 0.0, || {
-                let mut l = stream.launch_builder(func);
-                l.arg(&mut out).arg(&iters).arg(&x).arg(&y);
-                // SAFETY: argument types and order match the kernel; `out` has a slot per thread.
-                unsafe { l.launch(cfg) }
-                    .map(|_| ())
-                    .map_err(err("kernel launch"))
-            })?
+            fma_reps(
+                stream, timer, func, cfg, threads, iters, 0.9999f32, 1e-4f32, r.reps,
+            )?
         } else {
-            let mut out = stream.alloc_zeros::<f64>(threads).map_err(err("alloc"))?;
-            let (x, y) = (0.9999f64, 1e-4f64);
-            timer.reps(r.reps, 0.0, || {
-                let mut l = stream.launch_builder(func);
-                l.arg(&mut out).arg(&iters).arg(&x).arg(&y);
-                // SAFETY: as above, with doubles.
-                unsafe { l.launch(cfg) }
-                    .map(|_| ())
-                    .map_err(err("kernel launch"))
-            })?
+            fma_reps(
+                stream, timer, func, cfg, threads, iters, 0.9999f64, 1e-4f64, r.reps,
+            )?
         };
         let flop = 2.0 * 8.0 * f64::from(iters) * threads as f64;
         compute.push(ComputeMeasure {
@@ -217,5 +205,31 @@ pub(super) fn measure(
         },
         memory,
         compute,
+    })
+}
+
+/// Times one `FMA_KERNEL` of element type `T` (`x ← fma(x, a, b)` chains) on `threads`
+/// threads, `reps` repetitions.
+#[allow(clippy::too_many_arguments)] // the kernel's launch and its four arguments
+fn fma_reps<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    timer: &Timer,
+    func: &CudaFunction,
+    cfg: LaunchConfig,
+    threads: usize,
+    iters: i32,
+    a: T,
+    b: T,
+    reps: usize,
+) -> Result<Vec<f64>, String> {
+    let mut out = stream.alloc_zeros::<T>(threads).map_err(err("alloc"))?;
+    timer.reps(reps, 0.0, || {
+        let mut l = stream.launch_builder(func);
+        l.arg(&mut out).arg(&iters).arg(&a).arg(&b);
+        // SAFETY: argument types and order match the kernel (`T* out, int iters, T a, T b`);
+        // `out` has a slot per thread.
+        unsafe { l.launch(cfg) }
+            .map(|_| ())
+            .map_err(err("kernel launch"))
     })
 }

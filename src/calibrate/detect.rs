@@ -55,13 +55,6 @@ pub struct GpuInventory {
     pub links: Vec<Vec<String>>,
 }
 
-impl Host {
-    /// Adapters with an RDMA device.
-    pub fn rdma(&self) -> impl Iterator<Item = &Adapter> {
-        self.adapters.iter().filter(|a| a.rdma.is_some())
-    }
-}
-
 /// PCI vendors whose display or processing-accelerator functions are accelerators: NVIDIA,
 /// AMD, Intel Habana (Gaudi); Intel's own GPUs share Intel's vendor id with everything else
 /// Intel makes and are not listed.

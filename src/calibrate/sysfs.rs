@@ -73,18 +73,22 @@ impl Adapter {
     /// The adapter's speed in bits/s: the fastest active RDMA port, else the fastest port,
     /// else the fastest interface.
     pub fn speed_bps(&self) -> Option<f64> {
-        let best = |it: &mut dyn Iterator<Item = f64>| {
-            it.fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
-        };
-        best(
-            &mut self
-                .ports
-                .iter()
-                .filter(|p| p.state == "ACTIVE")
-                .filter_map(|p| p.rate_bps),
-        )
-        .or_else(|| best(&mut self.ports.iter().filter_map(|p| p.rate_bps)))
-        .or_else(|| best(&mut self.interfaces.iter().filter_map(|(_, s)| *s)))
+        let active = self.ports.iter().filter(|p| p.state == "ACTIVE");
+        active
+            .filter_map(|p| p.rate_bps)
+            .reduce(f64::max)
+            .or_else(|| {
+                self.ports
+                    .iter()
+                    .filter_map(|p| p.rate_bps)
+                    .reduce(f64::max)
+            })
+            .or_else(|| {
+                self.interfaces
+                    .iter()
+                    .filter_map(|(_, s)| *s)
+                    .reduce(f64::max)
+            })
     }
 
     pub fn label(&self) -> String {

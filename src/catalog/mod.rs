@@ -5,8 +5,9 @@
 pub mod table;
 
 /// Version of `orrery catalog --json` (2: `schema_version`, quantity keys with their units:
-/// `memory_bytes`, `flop_per_s`, `speed_bytes_per_s`, `latency_s`...; 1 was unversioned).
-pub const SCHEMA_VERSION: u32 = 2;
+/// `memory_bytes`, `flop_per_s`, `speed_bytes_per_s`, `latency_s`...; 1 was unversioned;
+/// 3: `tier` values lower-case, as everywhere else: `datasheet`, not `Datasheet`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `(file name, text)` of each catalog file, loaded in this order.
 pub const FILES: &[(&str, &str)] = &[

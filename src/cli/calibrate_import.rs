@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Largest input file read (the scenario limit).
-const MAX_INPUT: u64 = 16 << 20;
+const MAX_INPUT: u64 = orrery::files::MAX_INPUT_BYTES;
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");

@@ -480,13 +480,17 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
 
 /// The header line a drill prints: as a run's, with its seeds.
 pub fn header_line(h: &Header, seeds: &[u64]) -> String {
-    format!(
+    let mut line = format!(
         "orrery {} · scenario {} · hash {} · seeds {}",
         h.orrery,
         h.scenario,
         h.scenario_hash,
         seeds_label(seeds)
-    )
+    );
+    for t in &h.tiers {
+        line.push_str(&format!("\ntier: {t}"));
+    }
+    line
 }
 
 /// `drill.json`: the schema version, the header (a run's, with the drill's `seeds` in place
@@ -498,6 +502,9 @@ pub fn to_json(h: &Header, r: &DrillReport) -> String {
         scenario: &'a str,
         scenario_hash: &'a str,
         seeds: &'a [u64],
+        /// The maturity tier that priced each accelerator (`crate::maturity`).
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        tiers: &'a [String],
     }
     #[derive(Serialize)]
     struct Out<'a> {
@@ -512,6 +519,7 @@ pub fn to_json(h: &Header, r: &DrillReport) -> String {
             scenario: &h.scenario,
             scenario_hash: &h.scenario_hash,
             seeds: &r.seeds,
+            tiers: &h.tiers,
         },
         drill: r,
     };

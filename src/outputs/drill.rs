@@ -102,7 +102,7 @@ pub fn write(
 ) -> Result<Written, String> {
     let seeds = crate::experiment::drill::seeds_label(&r.seeds);
     let mut rep = Report::new(dir, &format!("orrery drill: {}", h.scenario));
-    rep.facts(&[
+    let mut facts = vec![
         ("orrery", h.orrery.clone()),
         ("scenario", h.scenario.clone()),
         ("scenario hash", h.scenario_hash.clone()),
@@ -134,7 +134,9 @@ pub fn write(
         ),
         ("intervals", r.interval.clone()),
         ("cost intervals", r.cost_interval.clone()),
-    ]);
+    ];
+    facts.extend(h.tiers.iter().map(|t| ("tier", t.clone())));
+    rep.facts(&facts);
     if plots {
         rep.section("Metrics per variant");
         let bars = metric_bars(r);

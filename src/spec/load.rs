@@ -781,7 +781,7 @@ pub fn node_resources(spec: &Spec, nt: &hardware::NodeType) -> BTreeMap<String, 
 // ---- calibration profiles ------------------------------------------------------------------
 
 /// Largest profile file read (the scenario limit).
-pub const MAX_PROFILE_BYTES: u64 = 16 << 20;
+pub const MAX_PROFILE_BYTES: u64 = crate::files::MAX_INPUT_BYTES;
 
 /// Folders searched for `NAME.toml`, nearest first: the `calibration/` folder of the
 /// scenario's folder or of the nearest folder above it that has one (the search stops there,

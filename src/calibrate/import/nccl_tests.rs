@@ -14,12 +14,10 @@
 //! first token is an integer, after a result header and before its footer, must be a whole row.
 
 use super::record::{CollectiveRow, CollectiveTable, Format, Origin, ParseError};
-use super::text::{parse_number, tokenize};
+use super::text::{check_size, check_width, parse_number, tokenize};
 
 /// More rows than this in one file is an error (the largest real sweeps have a few hundred).
 const MAX_ROWS: usize = 100_000;
-/// Larger inputs are refused before any work.
-const MAX_INPUT_BYTES: usize = 16 << 20;
 
 /// Program names (as in `# Collective test starting: all_reduce_perf` or a file name) and
 /// Orrery's name for the collective, longest first so that `all_reduce_perf` is not taken for
@@ -51,16 +49,7 @@ pub fn sniff(text: &str) -> bool {
 /// collective when the output does not (rccl-tests and nccl-tests before 2.x print no
 /// `# Collective test starting:` line).
 pub fn parse(text: &str, file_name: &str) -> Result<Vec<CollectiveTable>, ParseError> {
-    if text.len() > MAX_INPUT_BYTES {
-        return Err(ParseError::new(
-            1,
-            1,
-            format!(
-                "input is {} bytes; nccl-tests output over {MAX_INPUT_BYTES} bytes is not read",
-                text.len()
-            ),
-        ));
-    }
+    check_size(text, "nccl-tests")?;
     let op_from_file = op_from_name(base_name(file_name));
     let mut tables = Vec::new();
     let mut run = Run::new(1);
@@ -381,21 +370,7 @@ impl Layout {
         line: &str,
         number: usize,
     ) -> Result<CollectiveRow, ParseError> {
-        if tokens.len() != self.tokens {
-            let column = match tokens.get(self.tokens) {
-                Some(&(column, _)) => column,
-                None => line.chars().count() + 1,
-            };
-            return Err(ParseError::new(
-                number,
-                column,
-                format!(
-                    "result row has {} fields; the table header above it has {}",
-                    tokens.len(),
-                    self.tokens
-                ),
-            ));
-        }
+        check_width(tokens, self.tokens, line, number, "table header")?;
         let field = |index: usize| -> Result<(usize, &str), ParseError> {
             tokens.get(index).copied().ok_or_else(|| {
                 ParseError::new(number, 1, "internal error: result column out of range")

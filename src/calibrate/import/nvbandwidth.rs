@@ -18,13 +18,11 @@
 //! from a `bufferSize` (MiB) member of `nvbandwidth`, of the top level or of a testcase when
 //! one is there (a wrapper may add it), and is `None` otherwise.
 
-use super::text::tokenize;
+use super::text::{check_size, tokenize};
 use serde_json::Value;
 
 use super::record::{Matrix, MatrixUnit, NvbandwidthRun, Origin, ParseError};
 
-/// Larger inputs are refused before any work.
-const MAX_INPUT_BYTES: usize = 16 << 20;
 /// More matrix rows than this in one file is an error.
 const MAX_ROWS: usize = 100_000;
 
@@ -43,16 +41,7 @@ pub fn sniff(text: &str) -> bool {
 
 /// Parses nvbandwidth output, plain text or `--json`.
 pub fn parse(text: &str) -> Result<NvbandwidthRun, ParseError> {
-    if text.len() > MAX_INPUT_BYTES {
-        return Err(ParseError::new(
-            1,
-            1,
-            format!(
-                "input is {} bytes; nvbandwidth output over {MAX_INPUT_BYTES} bytes is not read",
-                text.len()
-            ),
-        ));
-    }
+    check_size(text, "nvbandwidth")?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim_start().starts_with('{') {
         parse_json(text)

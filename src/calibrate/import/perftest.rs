@@ -16,10 +16,8 @@
 //! tables of `--report-both` duplex runs) are ignored.
 
 use super::record::{Origin, ParseError, PerfKind, PerfRow, PerftestTable};
-use super::text::{parse_number, tokenize};
+use super::text::{check_size, check_width, parse_number, tokenize};
 
-/// Larger inputs are refused before any work.
-const MAX_INPUT_BYTES: usize = 16 << 20;
 /// More rows than this in one file is an error.
 const MAX_ROWS: usize = 100_000;
 
@@ -44,16 +42,7 @@ pub fn sniff(text: &str) -> bool {
 
 /// Parses the stdout of one perftest run (client or server side).
 pub fn parse(text: &str) -> Result<PerftestTable, ParseError> {
-    if text.len() > MAX_INPUT_BYTES {
-        return Err(ParseError::new(
-            1,
-            1,
-            format!(
-                "input is {} bytes; perftest output over {MAX_INPUT_BYTES} bytes is not read",
-                text.len()
-            ),
-        ));
-    }
+    check_size(text, "perftest")?;
     let mut origin = Origin::default();
     let mut test: Option<(String, PerfKind, bool)> = None;
     let mut device = None;
@@ -318,21 +307,7 @@ impl Layout {
         line: &str,
         number: usize,
     ) -> Result<PerfRow, ParseError> {
-        if tokens.len() != self.columns.len() {
-            let column = match tokens.get(self.columns.len()) {
-                Some(&(column, _)) => column,
-                None => line.chars().count() + 1,
-            };
-            return Err(ParseError::new(
-                number,
-                column,
-                format!(
-                    "result row has {} fields; the header above it has {}",
-                    tokens.len(),
-                    self.columns.len()
-                ),
-            ));
-        }
+        check_width(tokens, self.columns.len(), line, number, "header")?;
         let mut row = PerfRow {
             line: number,
             bytes: 0,
