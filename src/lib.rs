@@ -5,6 +5,7 @@
 
 pub mod atomic;
 pub mod bench;
+pub mod budget;
 pub mod calibrate;
 pub mod catalog;
 pub mod compute;

@@ -279,7 +279,8 @@ pub fn steps(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
 /// Version of `run.json`'s layout (`schema_version` at its top): bumped when a key is renamed
 /// or removed or changes meaning, so a reader can tell which layout it has. 2: every quantity
 /// key carries its unit (`makespan_s`, `queueing_delay.p99_s`), each SLO is one object.
-pub const RUN_SCHEMA_VERSION: u32 = 2;
+/// 3: every statistic says how exact its percentiles are (`quantile_error_fraction`).
+pub const RUN_SCHEMA_VERSION: u32 = 3;
 
 /// Write `run.json` and the CSV files into `dir`, each atomically.
 pub fn write(dir: &Path, h: &Header, m: &RunMetrics) -> std::io::Result<Vec<String>> {
@@ -550,6 +551,16 @@ pub fn table(m: &RunMetrics) -> String {
             ]);
         }
         let _ = write!(o, "\n{t}");
+    }
+    let approx = m.approximate_quantiles();
+    if !approx.is_empty() {
+        let _ = writeln!(
+            o,
+            "\npercentiles of {} (over {} samples each) come from an HDR histogram: at most {}% above the exact nearest-rank value (quantile_error_fraction in run.json)",
+            approx.join(", "),
+            crate::sim::durations::EXACT_LIMIT,
+            crate::sim::durations::HDR_REL_ERROR * 100.0
+        );
     }
     o
 }

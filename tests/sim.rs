@@ -230,6 +230,14 @@ fn every_scenario_runs() {
             },
         );
         assert!(r.metrics.events > 0, "{f} produced no events");
+        // Check's lower bound (orrery::budget::estimate) holds for the run it bounds.
+        let est = orrery::budget::estimate::estimate(&s, Some(600.0), &Default::default());
+        assert!(
+            est.events() <= r.metrics.events as f64,
+            "{f}: estimate {} > {} events",
+            est.events(),
+            r.metrics.events
+        );
     }
 }
 

@@ -18,6 +18,8 @@ pub(super) struct Cli {
 pub(super) enum Command {
     /// Run a scenario (the built-in quickstart when no file is given).
     Run {
+        #[command(flatten)]
+        budget: BudgetArgs,
         file: Option<PathBuf>,
         /// Seed for every random stream of the run.
         #[arg(long, default_value_t = 1)]
@@ -50,6 +52,8 @@ pub(super) enum Command {
     /// Run a failure drill over many seeds; several scenarios (recovery policies: checkpoint
     /// intervals, retry settings, spare nodes) run side by side.
     Drill {
+        #[command(flatten)]
+        budget: BudgetArgs,
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default: the first experiment's
@@ -81,6 +85,8 @@ pub(super) enum Command {
     /// Run an experiment's sweeps: every combination of swept values × every seed, in
     /// parallel; writes runs.csv, summary.csv and summary.json (or a shard file with --shard).
     Sweep {
+        #[command(flatten)]
+        budget: BudgetArgs,
         file: PathBuf,
         /// Experiment to run (default: the first).
         #[arg(long)]
@@ -119,6 +125,8 @@ pub(super) enum Command {
     /// own unit (step time, $/step, tasks/s, requests served/s, SLO attainment), cost and
     /// energy, over seeds.
     Compare {
+        #[command(flatten)]
+        budget: BudgetArgs,
         #[arg(required = true, num_args = 2..)]
         files: Vec<PathBuf>,
         /// Seeds: `N` for 1..N, `N..M` for N to M inclusive (default 1..5).
@@ -148,6 +156,8 @@ pub(super) enum Command {
     },
     /// Validate scenarios and print what each declares.
     Check {
+        #[command(flatten)]
+        budget: BudgetArgs,
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Keep work that can never be placed on the cluster pending forever, as Ray does, with a
@@ -173,6 +183,8 @@ pub(super) enum Command {
     /// and score, and the outcome (the run's own decision). Work that can never be placed is
     /// explained, not refused.
     Explain {
+        #[command(flatten)]
+        budget: BudgetArgs,
         file: PathBuf,
         /// `workload.item`: a task group, actor, placement group or service.
         item: String,
@@ -242,6 +254,8 @@ pub(super) enum Command {
     /// Compare transports (object store, NVLink P2P, NCCL, Gloo, NIXL, RDMA, GPUDirect RDMA,
     /// host-staged RDMA, TCP) on the same transfers over a scenario's cluster.
     Transports {
+        #[command(flatten)]
+        budget: BudgetArgs,
         file: PathBuf,
         /// Transfer sizes (default 4KiB,64KiB,1MiB,64MiB,1GiB).
         #[arg(long)]
@@ -356,7 +370,36 @@ pub(super) enum CalibrateSub {
     },
 }
 
+/// `--max-events` and `--max-memory` of every command that simulates (`orrery::budget`).
+#[derive(clap::Args, Clone, Default)]
+pub(super) struct BudgetArgs {
+    /// Most events one simulation may handle, 1 to 10^15 (default 500000000; `5e8` and
+    /// `500_000_000` also read). A scenario whose lower bound exceeds it is refused before it
+    /// runs (exit 2); a run that passes it stops, and nothing is written (exit 2).
+    #[arg(long, value_name = "N")]
+    pub(super) max_events: Option<String>,
+    /// Most memory the process may hold, 16 MiB to 64 TiB (`8 GiB`, the default; `512 MiB`):
+    /// checked against the scenario's lower bound (times the runs at once) before the runs, and
+    /// against the resident memory while they run.
+    #[arg(long, value_name = "BYTES")]
+    pub(super) max_memory: Option<String>,
+}
+
 impl Command {
+    /// The budget flags of a command that simulates.
+    pub(super) fn budget(&self) -> Option<&BudgetArgs> {
+        match self {
+            Command::Run { budget, .. }
+            | Command::Drill { budget, .. }
+            | Command::Sweep { budget, .. }
+            | Command::Compare { budget, .. }
+            | Command::Check { budget, .. }
+            | Command::Explain { budget, .. }
+            | Command::Transports { budget, .. } => Some(budget),
+            _ => None,
+        }
+    }
+
     /// Whether work that can never be placed is a warning rather than an error (explain always
     /// allows it: saying why is its job).
     pub(super) fn allow_infeasible(&self) -> bool {

@@ -19,9 +19,24 @@ pub(super) fn check(files: &[PathBuf], json: bool) -> ExitCode {
                     code = ExitCode::from(2);
                     continue;
                 }
+                // One run's lower bounds on work and memory, against the limits.
+                let traces = super::inputs::traces(spec, &l.sources, Some(f)).unwrap_or_default();
+                let est = match super::common::gate(&l, spec, None, &traces, 1) {
+                    Ok(e) => e,
+                    Err(c) => {
+                        code = c;
+                        continue;
+                    }
+                };
+                let lim = super::common::limits();
                 let s = orrery::summary::summarize(spec);
                 if json {
-                    out.push(serde_json::json!({ "file": f.display().to_string(), "hash": orrery::scenario_hash(&l.sources), "summary": s }));
+                    out.push(serde_json::json!({ "file": f.display().to_string(), "hash": orrery::scenario_hash(&l.sources), "summary": s, "work": {
+                        "events": est.events().round(),
+                        "memory_bytes": est.bytes().round(),
+                        "unbounded": est.unbounded,
+                        "limits": { "events": lim.max_events, "memory_bytes": lim.max_memory },
+                    } }));
                 } else {
                     outln!(
                         "{}: ok (scenario hash {})",
@@ -29,6 +44,7 @@ pub(super) fn check(files: &[PathBuf], json: bool) -> ExitCode {
                         orrery::scenario_hash(&l.sources)
                     );
                     out!("{s}");
+                    outln!("work         {}", est.line(lim));
                 }
             }
             Err(c) => code = c,

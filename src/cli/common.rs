@@ -113,13 +113,18 @@ pub(super) fn failure_block(
     })
 }
 
-/// A duration as the language writes it (`12 h`, `90min`, `1.5 d`), in nanoseconds.
-pub(super) fn parse_duration(s: &str) -> Result<u64, String> {
+/// `12 h` → (`12`, `h`): the leading number (underscores dropped) and the unit after it.
+fn number_and_unit(s: &str) -> (String, &str) {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
         .unwrap_or(t.len());
-    let (num, unit) = (t[..split].replace('_', ""), t[split..].trim());
+    (t[..split].replace('_', ""), t[split..].trim())
+}
+
+/// A duration as the language writes it (`12 h`, `90min`, `1.5 d`), in nanoseconds.
+pub(super) fn parse_duration(s: &str) -> Result<u64, String> {
+    let (num, unit) = number_and_unit(s);
     let bad = || format!("expected a duration such as `12 h` or `90 min`, found `{s}`");
     let x: f64 = num.parse().map_err(|_| bad())?;
     match orrery::units::lookup(unit) {
@@ -247,4 +252,90 @@ pub(super) fn outputs_done(w: &orrery::outputs::Written, t1: std::time::Instant)
         w.files.join(", "),
         t1.elapsed().as_secs_f64()
     );
+}
+
+/// The limits of the command being run (set once by `super::main` from `--max-events` and
+/// `--max-memory`, before it runs).
+static LIMITS: std::sync::Mutex<Option<orrery::budget::Limits>> = std::sync::Mutex::new(None);
+
+pub(super) fn set_limits(l: orrery::budget::Limits) {
+    *LIMITS.lock().unwrap_or_else(|e| e.into_inner()) = Some(l);
+    orrery::budget::set(Some(l));
+}
+
+pub(super) fn limits() -> orrery::budget::Limits {
+    LIMITS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_default()
+}
+
+/// `--max-events N` (1 to 10^15: `500000000`, `5e8`, `500_000_000`) and `--max-memory BYTES`
+/// (16 MiB to 64 TiB, as the language writes sizes: `8 GiB`).
+pub(super) fn parse_budget(b: &super::args::BudgetArgs) -> Result<orrery::budget::Limits, String> {
+    let mut l = orrery::budget::Limits::default();
+    if let Some(s) = &b.max_events {
+        let x: f64 = s.trim().replace('_', "").parse().map_err(|_| {
+            format!("--max-events: expected a count such as 500000000 or 5e8, found `{s}`")
+        })?;
+        if !(1.0..=1e15).contains(&x) || x.fract() != 0.0 {
+            return Err(format!(
+                "--max-events {s}: must be a whole number from 1 to 10^15"
+            ));
+        }
+        l.max_events = x as u64;
+    }
+    if let Some(s) = &b.max_memory {
+        let (num, unit) = number_and_unit(s);
+        let bad =
+            || format!("--max-memory: expected a size such as `8 GiB` or `512 MiB`, found `{s}`");
+        let x: f64 = num.parse().map_err(|_| bad())?;
+        let bytes = match orrery::units::lookup(unit) {
+            Some((orrery::units::Kind::Bytes, f)) if x.is_finite() => x * f,
+            _ => return Err(bad()),
+        };
+        if !((16u64 << 20) as f64..=(64u64 << 40) as f64).contains(&bytes) {
+            return Err(format!("--max-memory {s}: must be from 16 MiB to 64 TiB"));
+        }
+        l.max_memory = bytes as u64;
+    }
+    Ok(l)
+}
+
+/// Refuses, located and with exit 2, a scenario whose work or memory lower bounds
+/// (`orrery::budget::estimate`) exceed the limits, `at_once` runs sharing the memory; else the
+/// estimate.
+pub(super) fn gate(
+    l: &Loaded,
+    spec: &orrery::spec::Spec,
+    horizon: Option<u64>,
+    traces: &std::collections::BTreeMap<String, orrery::spec::arrivals::Trace>,
+    at_once: usize,
+) -> Result<orrery::budget::estimate::Estimate, ExitCode> {
+    let window = orrery::sim::window(spec, horizon).seconds;
+    let e = orrery::budget::estimate::estimate(spec, window, traces);
+    let fallback = orrery::diag::Span::new(l.root, 0, 0);
+    match e.refusal(limits(), at_once, fallback) {
+        Some(d) => {
+            eprint!("{}", orrery::diag::render(&l.sources, &[d], color()));
+            Err(ExitCode::from(2))
+        }
+        None => Ok(e),
+    }
+}
+
+/// Runs at once with `threads` worker threads (0: one per CPU).
+pub(super) fn runs_at_once(threads: usize) -> usize {
+    if threads > 0 {
+        threads
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+/// After a command's runs: the budget a run passed, if one did (exit 2, nothing written).
+pub(super) fn over_budget() -> Option<ExitCode> {
+    let why = orrery::budget::tripped()?;
+    eprintln!("error: {why}");
+    Some(ExitCode::from(2))
 }

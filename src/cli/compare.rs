@@ -50,6 +50,15 @@ pub(super) fn compare(
             Ok(x) => x,
             Err(e) => return fail(e),
         };
+        if let Err(c) = super::common::gate(
+            &l,
+            &spec,
+            horizon,
+            &traces,
+            super::common::runs_at_once(threads),
+        ) {
+            return c;
+        }
         entries.push(orrery::experiment::compare::Entry {
             name: file_stem(f),
             file: f.display().to_string(),
@@ -76,7 +85,7 @@ pub(super) fn compare(
     );
     let bar = progress_bar((entries.len() * seeds.len()) as u64);
     let r = orrery::experiment::compare::compare(&entries, &seeds, threads, bar);
-    if let Some(c) = broken(&r.violations) {
+    if let Some(c) = super::common::over_budget().or_else(|| broken(&r.violations)) {
         return c;
     }
     let table = orrery::experiment::compare::table(&r);

@@ -55,6 +55,15 @@ pub(super) fn drill(
                 return ExitCode::from(2);
             }
         };
+        if let Err(c) = super::common::gate(
+            &l,
+            spec,
+            horizon,
+            &traces,
+            super::common::runs_at_once(threads),
+        ) {
+            return c;
+        }
         let cfg = orrery::experiment::drill::DrillConfig {
             seeds: seeds.clone(),
             threads,
@@ -162,7 +171,7 @@ pub(super) fn drill(
     } else {
         orrery::experiment::drill::merge(reports)
     };
-    if let Some(c) = broken(&r.violations) {
+    if let Some(c) = super::common::over_budget().or_else(|| broken(&r.violations)) {
         return c;
     }
     let table = orrery::experiment::drill::table(&r);

@@ -65,6 +65,9 @@ pub(super) fn explain(
             return ExitCode::from(2);
         }
     };
+    if let Err(c) = super::common::gate(&l, spec, None, &traces, 1) {
+        return c;
+    }
     let r = orrery::sim::simulate(
         spec,
         &orrery::sim::SimConfig {
@@ -75,6 +78,9 @@ pub(super) fn explain(
             ..Default::default()
         },
     );
+    if let Some(c) = super::common::over_budget() {
+        return c;
+    }
     let mut h = header(&l, Some(file), seed);
     h.policy = policy.map(str::to_string);
     let note = r.explain.is_none().then(|| {

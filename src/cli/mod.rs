@@ -31,6 +31,15 @@ use std::process::ExitCode;
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     common::set_allow_infeasible(cli.command.allow_infeasible());
+    if let Some(b) = cli.command.budget() {
+        match common::parse_budget(b) {
+            Ok(l) => common::set_limits(l),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     match cli.command {
         Command::Run {
             file,
@@ -148,6 +157,7 @@ pub fn main() -> ExitCode {
             seed,
             out,
             no_plots,
+            ..
         } => transports::transports(
             &file,
             sizes.as_deref(),
@@ -190,6 +200,7 @@ pub fn main() -> ExitCode {
             seed,
             policy,
             json,
+            ..
         } => explain::explain(&file, &item, seed, policy.as_deref(), json),
         Command::Bench {
             nodes,

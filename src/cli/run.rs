@@ -70,6 +70,9 @@ pub(super) fn run(
             return ExitCode::from(2);
         }
     };
+    if let Err(c) = super::common::gate(&l, spec, horizon_ns, &traces, 1) {
+        return c;
+    }
     let t0 = std::time::Instant::now();
     // On a terminal, a long run shows how far it has got (events, simulated time).
     let progress = std::io::stderr().is_terminal().then(|| {
@@ -95,7 +98,7 @@ pub(super) fn run(
     if let Some(bar) = &progress {
         bar.finish_and_clear();
     }
-    if let Some(c) = super::common::broken(&r.violations) {
+    if let Some(c) = super::common::over_budget().or_else(|| super::common::broken(&r.violations)) {
         return c;
     }
     let wall = t0.elapsed().as_secs_f64();

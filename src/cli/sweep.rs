@@ -78,6 +78,18 @@ pub(super) fn sweep(
             ));
         }
     };
+    // Every cell's scenario within the budgets, before any runs.
+    for s in &plan.specs {
+        if let Err(c) = super::common::gate(
+            &l,
+            s,
+            None,
+            &cfg.traces,
+            super::common::runs_at_once(threads),
+        ) {
+            return c;
+        }
+    }
     let h = &plan.header;
     let runs = match shard {
         Some((i, n)) => (i..h.runs()).step_by(n).count(),
@@ -104,7 +116,7 @@ pub(super) fn sweep(
     let written = match shard {
         Some((i, n)) => {
             let (rows, violations) = orrery::experiment::sweep::run(&plan, &cfg);
-            if let Some(c) = broken(&violations) {
+            if let Some(c) = super::common::over_budget().or_else(|| broken(&violations)) {
                 return c;
             }
             let s = orrery::experiment::sweep::Shard {
@@ -117,7 +129,7 @@ pub(super) fn sweep(
         }
         None => {
             let r = orrery::experiment::sweep::run_sweep(&plan, &cfg);
-            if let Some(c) = broken(&r.violations) {
+            if let Some(c) = super::common::over_budget().or_else(|| broken(&r.violations)) {
                 return c;
             }
             let table = sweep_table(&r);
@@ -145,6 +157,9 @@ pub(super) fn sweep(
                 })
             })
             .flatten();
+            if let Some(c) = super::common::over_budget() {
+                return c;
+            }
             let written = orrery::experiment::sweep::write(&dir, &r);
             return sweep_outputs(
                 &dir,

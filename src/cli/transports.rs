@@ -37,9 +37,16 @@ pub(super) fn transports(
             let inputs = super::inputs::traces(spec, &l.sources, Some(file))
                 .and_then(|t| Ok((t, super::inputs::empirical(spec, &l.sources, file)?)));
             match inputs {
-                Ok((t, e)) => Some(orrery::experiment::transports::compare_workload(
-                    spec, seed, &t, &e,
-                )),
+                Ok((t, e)) => {
+                    if let Err(c) = super::common::gate(&l, spec, None, &t, 1) {
+                        return c;
+                    }
+                    let w = orrery::experiment::transports::compare_workload(spec, seed, &t, &e);
+                    if let Some(c) = super::common::over_budget() {
+                        return c;
+                    }
+                    Some(w)
+                }
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(2);

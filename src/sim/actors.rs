@@ -47,7 +47,7 @@ pub(super) struct ActorGroup {
     pub(super) infeasible: u64,
     pub(super) calls_done: u64,
     pub(super) calls_failed: u64,
-    pub(super) delays: Vec<f64>,
+    pub(super) delays: super::durations::Durations,
     /// First actor id and actor count of the group; the group its tensors go to.
     pub(super) first: u32,
     pub(super) count: u32,
@@ -98,7 +98,7 @@ impl Sim<'_> {
                 infeasible: 0,
                 calls_done: 0,
                 calls_failed: 0,
-                delays: Vec::new(),
+                delays: Default::default(),
             });
             for index in 0..a.count {
                 let id = self.actors.len() as u32;

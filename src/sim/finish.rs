@@ -16,7 +16,7 @@ impl Sim<'_> {
         let mut v = Vec::new();
         for (gi, g) in self.groups.iter().enumerate() {
             let range = g.first as usize..(g.first + g.count) as usize;
-            let completed = g.run.len() as u64;
+            let completed = g.run.count();
             let running = range
                 .clone()
                 .filter(|&t| self.task_alloc[t].is_some() && !self.task_rebuild[t])
@@ -126,12 +126,11 @@ impl Sim<'_> {
                 workload: w.name.clone(),
                 name: w.tasks[g.index].name.clone(),
                 submitted: u64::from(g.count),
-                completed: (g.run.len()) as u64,
+                completed: g.run.count(),
                 infeasible: g.infeasible,
-                queueing_delay: Stats::of(&mut g.queueing),
-                run_time: Stats::of(&mut g.run),
-                // Stats::of sorted the delays.
-                queueing_samples: metrics::bounded_samples(&g.queueing),
+                queueing_delay: g.queueing.stats(),
+                run_time: g.run.stats(),
+                queueing_samples: g.queueing.samples(),
                 first_start: g.first_start.map(|t| t as f64 / 1e9).unwrap_or(0.0),
                 last_end: g.last_end as f64 / 1e9,
             });
@@ -241,11 +240,12 @@ impl Sim<'_> {
             if sv.llm.is_some() {
                 continue;
             }
-            let lat = Stats::of(&mut s.latencies);
+            let lat = s.latencies.stats();
             let slo: Vec<(String, f64, f64, bool)> = sv
                 .slo
                 .iter()
-                .map(|(p, d)| {
+                .enumerate()
+                .map(|(i, (p, d))| {
                     let measured = match p.as_str() {
                         "p50" => lat.p50,
                         "p90" => lat.p90,
@@ -253,24 +253,16 @@ impl Sim<'_> {
                         _ => lat.p999,
                     };
                     let target = d.0 as f64 / 1e9;
-                    let within = s.latencies.partition_point(|l| *l <= target) as u64;
+                    let within = s.latencies.within(i);
                     let met =
                         s.arrived == 0 || within as f64 >= super::percentile(p) * s.arrived as f64;
                     (p.clone(), target, measured, met)
                 })
                 .collect();
-            // Stats::of sorted the latencies.
-            let served_within_slo: Vec<u64> = sv
-                .slo
-                .iter()
-                .map(|(_, d)| s.latencies.partition_point(|l| *l <= d.0 as f64 / 1e9) as u64)
-                .collect();
-            let tightest = sv
-                .slo
-                .iter()
-                .map(|(_, d)| d.0 as f64 / 1e9)
-                .fold(f64::INFINITY, f64::min);
-            let within = s.latencies.partition_point(|l| *l <= tightest) as u64;
+            let served_within_slo: Vec<u64> =
+                (0..sv.slo.len()).map(|i| s.latencies.within(i)).collect();
+            // Within the tightest target: the fewest any SLO counts.
+            let within = served_within_slo.iter().copied().min().unwrap_or(0);
             m.services.push(ServiceMetrics {
                 workload: w.name.clone(),
                 name: sv.name.clone(),
@@ -286,9 +278,8 @@ impl Sim<'_> {
                 } else {
                     0.0
                 },
-                waiting: Stats::of(&mut s.waits),
-                // Stats::of sorted the latencies.
-                latency_samples: metrics::bounded_samples(&s.latencies),
+                waiting: s.waits.stats(),
+                latency_samples: s.latencies.samples(),
                 latency: lat,
                 slo,
                 served_within_slo,
@@ -308,7 +299,7 @@ impl Sim<'_> {
                 infeasible: g.infeasible,
                 calls_done: g.calls_done,
                 calls_failed: g.calls_failed,
-                placement_delay: Stats::of(&mut g.delays),
+                placement_delay: g.delays.stats(),
                 tensors: g.tensors,
                 tensor_bytes: g.tensor_bytes,
                 tensor_time: g.tensor_secs,
@@ -371,8 +362,8 @@ impl Sim<'_> {
         let node_time = nodes * end as f64;
         m.failures = FailureMetrics {
             node_failures: f.crashes,
-            time_to_detect: Stats::of(&mut f.detect_times),
-            time_to_recover: Stats::of(&mut f.recovery),
+            time_to_detect: f.detect_times.stats(),
+            time_to_recover: f.recovery.stats(),
             tasks_retried: f.tasks_retried,
             tasks_failed: f.tasks_failed,
             actors_restarted: f.actors_restarted,

@@ -21,6 +21,10 @@ pub struct Stats {
     pub p999: f64,
     #[serde(rename = "max_s")]
     pub max: f64,
+    /// Bound on the relative error of p50 … p999: 0 when they are exact (nearest rank), else
+    /// the HDR histogram's (`sim::durations`), which they exceed the exact values by at most.
+    #[serde(rename = "quantile_error_fraction")]
+    pub quantile_rel_error: f64,
 }
 
 /// Most raw samples a metric keeps for plots.
@@ -54,6 +58,7 @@ impl Stats {
             p99: q(0.99),
             p999: q(0.999),
             max: xs[xs.len() - 1],
+            quantile_rel_error: 0.0,
         }
     }
 }
@@ -387,6 +392,61 @@ pub struct FetchMetrics {
     /// Mean seconds from a task's start until its inputs had arrived.
     #[serde(rename = "mean_s")]
     pub mean_secs: f64,
+}
+
+impl RunMetrics {
+    /// The metrics whose percentiles come from a histogram (`Stats::quantile_rel_error` > 0),
+    /// named `workload.item.metric`, in output order.
+    pub fn approximate_quantiles(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut see = |name: String, s: &Stats| {
+            if s.quantile_rel_error > 0.0 {
+                out.push(name);
+            }
+        };
+        for g in &self.tasks {
+            see(
+                format!("{}.{}.queueing_delay", g.workload, g.name),
+                &g.queueing_delay,
+            );
+            see(format!("{}.{}.run_time", g.workload, g.name), &g.run_time);
+        }
+        for v in &self.services {
+            see(format!("{}.{}.latency", v.workload, v.name), &v.latency);
+            see(format!("{}.{}.waiting", v.workload, v.name), &v.waiting);
+        }
+        for v in &self.llm_services {
+            for (k, s) in [
+                ("ttft", &v.ttft),
+                ("tpot", &v.tpot),
+                ("inter_token", &v.inter_token),
+                ("e2e", &v.e2e),
+            ] {
+                see(format!("{}.{}.{k}", v.workload, v.name), s);
+            }
+            if let Some(d) = &v.disaggregation {
+                see(
+                    format!("{}.{}.kv_transfer", v.workload, v.name),
+                    &d.kv_transfer,
+                );
+            }
+        }
+        for a in &self.actors {
+            see(
+                format!("{}.{}.placement_delay", a.workload, a.name),
+                &a.placement_delay,
+            );
+        }
+        see(
+            "failures.time_to_detect".into(),
+            &self.failures.time_to_detect,
+        );
+        see(
+            "failures.time_to_recover".into(),
+            &self.failures.time_to_recover,
+        );
+        out
+    }
 }
 
 /// Work a tenant's quota held back: tasks, actors and replicas queued while it was full,

@@ -23,6 +23,7 @@
 mod actors;
 mod buckets;
 mod checkpoints;
+pub mod durations;
 mod explain;
 pub mod failures;
 mod finish;
@@ -539,10 +540,14 @@ impl<'s> Sim<'s> {
             }
             self.handle(ev);
             handled += 1;
-            if handled & 0xffff == 0
-                && let Some(bar) = &self.progress
-            {
-                self.show_progress(bar, handled);
+            if handled & 0xffff == 0 {
+                // Past a budget (this run's or another's): stop; the command writes nothing.
+                if crate::budget::guard(handled, self.now() as f64 / 1e9) {
+                    break;
+                }
+                if let Some(bar) = &self.progress {
+                    self.show_progress(bar, handled);
+                }
             }
         }
     }

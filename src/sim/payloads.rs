@@ -191,8 +191,9 @@ impl Sim<'_> {
         let resp = self.services[sid as usize].response_bytes;
         if resp <= 0.0 || node == ingress || done.is_empty() {
             let svc = &mut self.services[sid as usize];
-            svc.latencies
-                .extend(done.iter().map(|a| (now - a) as f64 / 1e9));
+            for a in &done {
+                svc.latencies.record((now - a) as f64 / 1e9);
+            }
             return;
         }
         let (fixed, flows, name) = self.payload_flows(sid, node, ingress, resp, done.len(), r);
@@ -249,8 +250,9 @@ impl Sim<'_> {
         self.responses.free.push(id);
         self.tl.arrived(MoveKey::Response(id), now);
         let svc = &mut self.services[slot.service as usize];
-        svc.latencies
-            .extend(slot.arrivals.iter().map(|a| (now - a) as f64 / 1e9));
+        for a in &slot.arrivals {
+            svc.latencies.record((now - a) as f64 / 1e9);
+        }
     }
 
     /// Replica `r` was lost: its requests in flight leave the network.

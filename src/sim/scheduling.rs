@@ -335,7 +335,7 @@ impl Sim<'_> {
                 let first = !std::mem::replace(&mut self.task_started[t as usize], true);
                 let g = &mut self.groups[gi];
                 if first {
-                    g.queueing.push((now - g.ready_at) as f64 / 1e9);
+                    g.queueing.record((now - g.ready_at) as f64 / 1e9);
                     g.started += 1;
                 }
                 g.first_start.get_or_insert(now);
@@ -358,7 +358,7 @@ impl Sim<'_> {
                 ac.node = Some(node);
                 let g = &mut self.actor_groups[ac.group];
                 g.placed += 1;
-                g.delays.push((now - ac.submitted) as f64 / 1e9);
+                g.delays.record((now - ac.submitted) as f64 / 1e9);
                 if ac.holds {
                     ac.alloc = Some(alloc);
                     self.busy(node, units, now);

@@ -49,8 +49,9 @@ pub(super) struct Service {
     pub(super) trace_tokens: Vec<(u32, u32)>,
     pub(super) trace_next: usize,
     pub(super) arrived: u64,
-    pub(super) latencies: Vec<f64>,
-    pub(super) waits: Vec<f64>,
+    /// Latencies, counting those within each SLO target (the spec's order).
+    pub(super) latencies: super::durations::Durations,
+    pub(super) waits: super::durations::Durations,
     pub(super) timeout: Option<crate::engine::EventId>,
     /// FLOP per request; memory traffic and kernels per batch.
     pub(super) compute: Option<crate::spec::workload::Compute>,
@@ -112,8 +113,10 @@ impl Sim<'_> {
                 trace_tokens,
                 trace_next: 0,
                 arrived: 0,
-                latencies: Vec::new(),
-                waits: Vec::new(),
+                latencies: super::durations::Durations::with_thresholds(
+                    s.slo.iter().map(|(_, d)| d.0 as f64 / 1e9).collect(),
+                ),
+                waits: Default::default(),
                 timeout: None,
                 compute: s.compute.clone(),
                 service_ns: s.service_time.map(|d| d.0),
@@ -217,7 +220,7 @@ impl Sim<'_> {
             let dur = self.batch_duration(sid, r, take);
             let s = &mut self.services[sid as usize];
             for a in &waited {
-                s.waits.push((now - a) as f64 / 1e9);
+                s.waits.record((now - a) as f64 / 1e9);
             }
             let rep = &mut self.replicas[r as usize];
             rep.batch = take;

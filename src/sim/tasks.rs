@@ -24,8 +24,8 @@ pub(super) struct Group {
     pub(super) done: u32,
     pub(super) ready_at: Time,
     pub(super) input_bytes: f64,
-    pub(super) queueing: Vec<f64>,
-    pub(super) run: Vec<f64>,
+    pub(super) queueing: super::durations::Durations,
+    pub(super) run: super::durations::Durations,
     pub(super) infeasible: u64,
     /// Tasks that ran out of retries after their node died.
     pub(super) failed: u64,
@@ -94,8 +94,8 @@ impl Sim<'_> {
                 done: 0,
                 ready_at: 0,
                 input_bytes: 0.0,
-                queueing: Vec::new(),
-                run: Vec::new(),
+                queueing: Default::default(),
+                run: Default::default(),
                 infeasible: 0,
                 failed: 0,
                 started: 0,
@@ -173,7 +173,7 @@ impl Sim<'_> {
         let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
         self.busy(node, -units, now);
         let start = self.task_start[t as usize];
-        self.groups[gi].run.push((now - start) as f64 / 1e9);
+        self.groups[gi].run.record((now - start) as f64 / 1e9);
         self.store_output(t, gi, node);
         self.task_done_bookkeeping(gi);
         self.dispatch(node);

@@ -485,7 +485,7 @@ impl Sim<'_> {
             job.span_from = now;
             job.span_ckpt = 0;
             if let Some(from) = job.recovering_from.take() {
-                self.failures.recovery.push((now - from) as f64 / 1e9);
+                self.failures.recovery.record((now - from) as f64 / 1e9);
                 let stalled = f64::from(job.devices) * (now - from) as f64;
                 job.stalled_device_ns += stalled;
                 self.failures.stalled_device_ns += stalled;

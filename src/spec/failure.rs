@@ -54,6 +54,9 @@ pub struct RandomFailure {
     pub distribution: Distribution,
     pub repair: Option<Duration>,
     pub repair_distribution: Distribution,
+    /// Its `mtbf` value (work estimates point here).
+    #[serde(skip)]
+    pub span: Span,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -194,6 +197,7 @@ pub fn failures(
                         distribution,
                         repair,
                         repair_distribution,
+                        span: mv.span,
                     });
                 }
                 "detection" => {

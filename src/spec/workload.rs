@@ -217,6 +217,8 @@ pub struct Training {
     /// The model-level form (`model NAME` and its layout, [`super::layout`]); it excludes
     /// `compute` and the collectives, which the model derives.
     pub model: Option<super::layout::ModelTraining>,
+    #[serde(skip)]
+    pub span: Span,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -1349,6 +1351,7 @@ pub fn workload(
                         checkpoint: None,
                         device_memory: None,
                         model: None,
+                        span: s.head_span(),
                     };
                     let mut jm = super::layout::JobModel::default();
                     cx.each(

@@ -182,7 +182,9 @@ impl Sim<'_> {
     pub(crate) fn node_detected(&mut self, n: NodeId, epoch: u32) {
         let now = self.now();
         if let Some(since) = self.failures.crash_times.remove(&(n, epoch)) {
-            self.failures.detect_times.push((now - since) as f64 / 1e9);
+            self.failures
+                .detect_times
+                .record((now - since) as f64 / 1e9);
         }
         self.mark("detected", self.state.nodes[n].name().to_string());
         let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failures.lost)

@@ -30,10 +30,10 @@
 //! starts earlier than vLLM's. A replica lost with a KV cache leaving or arriving loses the
 //! request. The transfer time measured runs from the prefill's end to the KV's arrival.
 
-use super::Samples;
 use super::engine::{Finished, MAX_WAITING, Seq};
 use crate::engine::Time;
 use crate::network::LinkId;
+use crate::sim::durations::Durations;
 use crate::sim::network::MovementKind;
 use crate::sim::wire::{Owner, TransferId};
 use crate::sim::{Ev, Sim, TransferRecord, models};
@@ -81,7 +81,7 @@ pub(crate) struct DisaggState {
     free: Vec<u32>,
     parked: VecDeque<Handoff>,
     /// Prefill end to KV arrival, seconds.
-    pub(crate) secs: Samples,
+    pub(crate) secs: Durations,
     pub(crate) bytes: f64,
 }
 
@@ -340,7 +340,7 @@ impl Sim<'_> {
         let svc = self.services[sid as usize].llm.as_mut().expect("llm");
         match rep.llm.as_mut().filter(|_| rep.epoch == to_epoch) {
             Some(l) => {
-                svc.disagg.secs.push((now - h.since) as f64 / 1e9);
+                svc.disagg.secs.record((now - h.since) as f64 / 1e9);
                 svc.disagg.bytes += bytes;
                 if !l.engine.arrive(h.seq) {
                     svc.dropped += 1;

@@ -1,7 +1,6 @@
 //! What an LLM service measures (`run.json`'s `llm_services`, `llm_services.csv`, the run
 //! table), built from [`super::LlmService`] and its replicas at the end of the run.
 
-use super::Samples;
 use crate::engine::Time;
 use crate::sim::metrics::Stats;
 use serde::Serialize;
@@ -78,16 +77,6 @@ pub struct LlmServiceMetrics {
     pub slo: Vec<LlmSloMetrics>,
     /// `None`: a colocated service (every replica prefills and decodes).
     pub disaggregation: Option<LlmDisaggMetrics>,
-}
-
-/// Order statistics of the kept samples; count and mean over every sample seen.
-pub(crate) fn stats(s: &mut Samples) -> Stats {
-    let mut st = Stats::of(&mut s.kept);
-    st.count = s.seen;
-    if s.seen > 0 {
-        st.mean = s.sum / s.seen as f64;
-    }
-    st
 }
 
 /// Whether a request still queued or in flight at `end` (ns) meets an SLO of `kind` with
@@ -178,12 +167,8 @@ impl crate::sim::Sim<'_> {
             };
             kv_int += m.kv_integral_gone;
             placed_ns += m.placed_ns_gone;
-            let (ttft, tpot, itl, e2e) = (
-                stats(&mut m.ttft),
-                stats(&mut m.tpot),
-                stats(&mut m.itl),
-                stats(&mut m.e2e),
-            );
+            let (ttft, tpot, itl, e2e) =
+                (m.ttft.stats(), m.tpot.stats(), m.itl.stats(), m.e2e.stats());
             let disaggregation = llm.disagg.as_ref().map(|d| LlmDisaggMetrics {
                 prefill_replicas: d.prefill,
                 decode_replicas: d.decode,
@@ -191,7 +176,7 @@ impl crate::sim::Sim<'_> {
                     .transport_override
                     .clone()
                     .unwrap_or_else(|| d.transport.clone()),
-                kv_transfer: stats(&mut m.disagg.secs),
+                kv_transfer: m.disagg.secs.stats(),
                 kv_transfer_bytes: m.disagg.bytes,
             });
             let slo = llm

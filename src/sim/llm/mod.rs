@@ -32,52 +32,11 @@ use crate::compute::Roofline;
 use crate::engine::Time;
 use crate::model::serving::Footprint;
 use crate::network::collective::Round;
+use crate::sim::durations::Durations;
 
 /// PCIe bandwidth a swap copy gets when the accelerator states none: gen5 x16 per
 /// direction (PCI-SIG, 63 GB/s).
 pub const DEFAULT_PCIE: f64 = 0.985e9 * 4.0 * 16.0;
-
-/// Most samples a latency metric keeps; beyond, every other one is dropped and the stride
-/// doubles (deterministic), so percentiles come from an even subsample. Means are exact.
-pub const MAX_LATENCY_SAMPLES: usize = 1 << 20;
-
-/// A bounded, evenly strided sample of a latency (seconds).
-#[derive(Debug, Clone)]
-pub(crate) struct Samples {
-    pub(crate) kept: Vec<f64>,
-    stride: u64,
-    pub(crate) seen: u64,
-    pub(crate) sum: f64,
-}
-
-impl Default for Samples {
-    fn default() -> Self {
-        Samples {
-            kept: Vec::new(),
-            stride: 1,
-            seen: 0,
-            sum: 0.0,
-        }
-    }
-}
-
-impl Samples {
-    pub(crate) fn push(&mut self, x: f64) {
-        if self.seen.is_multiple_of(self.stride) {
-            self.kept.push(x);
-            if self.kept.len() >= MAX_LATENCY_SAMPLES {
-                let mut i = 0;
-                self.kept.retain(|_| {
-                    i += 1;
-                    i % 2 == 1
-                });
-                self.stride *= 2;
-            }
-        }
-        self.seen += 1;
-        self.sum += x;
-    }
-}
 
 /// One replica's engine and the iteration in progress.
 pub(crate) struct LlmReplica {
@@ -110,10 +69,10 @@ pub(crate) struct LlmReplica {
 /// A service's LLM measurements, over its replicas.
 #[derive(Default)]
 pub(crate) struct LlmService {
-    pub(crate) ttft: Samples,
-    pub(crate) tpot: Samples,
-    pub(crate) itl: Samples,
-    pub(crate) e2e: Samples,
+    pub(crate) ttft: Durations,
+    pub(crate) tpot: Durations,
+    pub(crate) itl: Durations,
+    pub(crate) e2e: Durations,
     pub(crate) finished: u64,
     pub(crate) output_tokens: u64,
     /// Per `slo` statement, finished requests within its target; requests within all.

@@ -425,8 +425,8 @@ impl Sim<'_> {
                 &b,
                 now,
                 |e| match e {
-                    Emitted::First { ttft } => svc.ttft.push(ttft as f64 / 1e9),
-                    Emitted::Next { gap } => svc.itl.push(gap as f64 / 1e9),
+                    Emitted::First { ttft } => svc.ttft.record(ttft as f64 / 1e9),
+                    Emitted::Next { gap } => svc.itl.record(gap as f64 / 1e9),
                 },
                 |f| {
                     let ttft = (f.first_token - f.arrival) as f64 / 1e9;
@@ -437,8 +437,8 @@ impl Sim<'_> {
                     } else {
                         0.0
                     };
-                    svc.tpot.push(tpot);
-                    svc.e2e.push(e2e);
+                    svc.tpot.record(tpot);
+                    svc.e2e.record(e2e);
                     svc.finished += 1;
                     svc.output_tokens += u64::from(f.output);
                     let mut all = true;

@@ -1,0 +1,120 @@
+//! Bounds on a run's work and memory (issue 16), in two layers:
+//!
+//! - **Before the run** ([`estimate`]): lower bounds on the events and the memory a scenario
+//!   needs, from what the scenario itself fixes (arrivals over the window, tasks, calls, steps,
+//!   failures, nodes). A command refuses a scenario whose lower bound already exceeds its
+//!   [`Limits`], pointing at the statement that contributes most. Being lower bounds, they
+//!   never refuse a run that would have fitted.
+//! - **During the run** ([`guard`]): what no estimate can know before the run (how long work
+//!   without a horizon lasts while random failures recur, how many rounds a job's collectives
+//!   take once placed) is bounded by the engine itself: every 2¹⁶ events it compares the
+//!   events handled with `max_events` and the process's resident memory with `max_memory`,
+//!   and the first run past either [`trip`]s: every run of the command stops, and the command
+//!   writes nothing and exits 2.
+//!
+//! The limits are the process's one setting ([`set`]; the binary sets them from `--max-events`
+//! and `--max-memory`); a library user who sets none gets no runtime bound.
+
+pub mod estimate;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Default `--max-events`: half a billion, 3 to 20 minutes of the engine on a 2-core machine
+/// (its 0.4–3.5 M events/s, `orrery bench`).
+pub const DEFAULT_MAX_EVENTS: u64 = 500_000_000;
+
+/// Default `--max-memory`: 8 GiB, a third of a 24 GB machine, so a sweep's parallel runs share
+/// it and the rest of the machine keeps room.
+pub const DEFAULT_MAX_MEMORY: u64 = 8 << 30;
+
+/// Most events one simulation may handle, and most resident memory (bytes) the process may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_events: u64,
+    pub max_memory: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_events: DEFAULT_MAX_EVENTS,
+            max_memory: DEFAULT_MAX_MEMORY,
+        }
+    }
+}
+
+/// 0: unlimited.
+static MAX_EVENTS: AtomicU64 = AtomicU64::new(0);
+static MAX_MEMORY: AtomicU64 = AtomicU64::new(0);
+static TRIPPED: AtomicBool = AtomicBool::new(false);
+static WHY: Mutex<Option<String>> = Mutex::new(None);
+
+/// Sets the runtime bounds of every later run (`None`: unlimited) and clears a trip.
+pub fn set(limits: Option<Limits>) {
+    let l = limits.unwrap_or(Limits {
+        max_events: 0,
+        max_memory: 0,
+    });
+    MAX_EVENTS.store(l.max_events, Ordering::Relaxed);
+    MAX_MEMORY.store(l.max_memory, Ordering::Relaxed);
+    TRIPPED.store(false, Ordering::Relaxed);
+    *WHY.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// Records the first reason a run stopped; every running simulation stops at its next check.
+pub fn trip(why: String) {
+    let mut w = WHY.lock().unwrap_or_else(|e| e.into_inner());
+    if w.is_none() {
+        *w = Some(why);
+    }
+    TRIPPED.store(true, Ordering::Relaxed);
+}
+
+/// Why a run of this process stopped early, if one did: its results are not to be used.
+pub fn tripped() -> Option<String> {
+    if !TRIPPED.load(Ordering::Relaxed) {
+        return None;
+    }
+    WHY.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The process's resident memory in bytes (`/proc/self/statm`, Linux; `None` elsewhere).
+pub fn resident_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok()?)
+}
+
+/// The engine's check, every 2¹⁶ events: `true` when the run must stop (this run passed a
+/// bound, or another run of the process did). `now_s` is the simulated clock, for the message.
+pub fn guard(handled: u64, now_s: f64) -> bool {
+    if TRIPPED.load(Ordering::Relaxed) {
+        return true;
+    }
+    let max_events = MAX_EVENTS.load(Ordering::Relaxed);
+    if max_events > 0 && handled > max_events {
+        trip(format!(
+            "a run passed --max-events {max_events} at simulated time {now_s:.3} s; raise \
+             --max-events, or shorten the window (`--horizon`, or the work)"
+        ));
+        return true;
+    }
+    let max_memory = MAX_MEMORY.load(Ordering::Relaxed);
+    if max_memory > 0
+        && let Some(rss) = resident_bytes()
+        && rss > max_memory
+    {
+        trip(format!(
+            "the process passed --max-memory {} ({} resident) at simulated time {now_s:.3} s \
+             of a run, after {handled} events; raise --max-memory, run fewer runs at once \
+             (`--threads`), or shorten the window",
+            crate::plot::fmt_bytes(max_memory as f64),
+            crate::plot::fmt_bytes(rss as f64)
+        ));
+        return true;
+    }
+    false
+}
