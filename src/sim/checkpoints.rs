@@ -114,6 +114,7 @@ impl Sim<'_> {
         now: Time,
     ) {
         let spec = self.spec;
+        let label = self.label_id(super::labels::Item::Job(j as usize));
         let job = &self.jobs[j as usize];
         let w = &spec.workloads[job.workload];
         let t = &w.training[job.index];
@@ -121,7 +122,6 @@ impl Sim<'_> {
             return;
         };
         let Some(s) = c.storage else { return };
-        let label = format!("{}.{}", w.name, t.name);
         let transport = match cl.storage[s].attach {
             crate::spec::cluster::Attach::Fabric => "storage (fabric)",
             crate::spec::cluster::Attach::NodeLocal => "storage (node_local)",
@@ -140,8 +140,16 @@ impl Sim<'_> {
             .map(|(&n, (_, bytes))| {
                 let node = End::Node(n as u32);
                 let (from, to) = if load { (target, node) } else { (node, target) };
-                self.tl
-                    .part(kind, &label, from, to, *bytes, transport, Some(step as u32))
+                self.tl.part(
+                    kind,
+                    label,
+                    None,
+                    from,
+                    to,
+                    *bytes,
+                    transport,
+                    Some(step as u32),
+                )
             })
             .collect();
         self.tl.begin(MoveKey::Checkpoint(j), now, parts);

@@ -27,6 +27,7 @@ pub mod durations;
 mod explain;
 pub mod failures;
 mod finish;
+mod labels;
 pub mod links;
 pub mod llm;
 pub mod metrics;
@@ -327,6 +328,8 @@ struct Sim<'s> {
     transport_override: Option<String>,
     /// Service responses on their way back to the ingress.
     responses: payloads::Responses,
+    /// Interned timeline labels per item (`labels.rs`).
+    label_ids: std::collections::HashMap<labels::Item, u32>,
 }
 
 /// One allocation or free (a free also when the node died with it), for checking invariants
@@ -455,6 +458,7 @@ impl<'s> Sim<'s> {
             quota_wait: BTreeMap::new(),
             tl: timeline::Recorder::default(),
             responses: payloads::Responses::default(),
+            label_ids: std::collections::HashMap::new(),
         }
     }
 

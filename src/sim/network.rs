@@ -455,14 +455,14 @@ impl Sim<'_> {
         }
         if self.tl.on {
             use super::timeline::{End, MoveKind};
-            let label = format!("{}.{}[{t}]", w.name, ts.name);
+            let label = self.label_id(super::labels::Item::Group(gi));
             let (to, now) = (End::Node(node as u32), self.q.now());
             let parts = holders
                 .iter()
                 .map(|(src, b)| {
                     let from = End::Node(src.0 as u32);
                     self.tl
-                        .part(MoveKind::Fetch, &label, from, to, *b, &name, None)
+                        .part(MoveKind::Fetch, label, Some(t), from, to, *b, &name, None)
                 })
                 .collect();
             self.tl

@@ -112,16 +112,16 @@ impl Sim<'_> {
         if !self.tl.on {
             return;
         }
-        let s = &self.services[sid as usize];
-        let w = &self.spec.workloads[s.workload];
-        let label = format!("{}.{}", w.name, w.services[s.index].name);
+        let label = self.label_id(super::labels::Item::Service(sid as usize));
         let kind = match key {
             MoveKey::Response(_) => MoveKind::Response,
             _ => MoveKind::Request,
         };
         let (from, to) = (End::Node(from as u32), End::Node(to as u32));
         let now = self.now();
-        let p = self.tl.part(kind, &label, from, to, bytes, transport, None);
+        let p = self
+            .tl
+            .part(kind, label, None, from, to, bytes, transport, None);
         self.tl.begin(key, now, vec![p]);
     }
 

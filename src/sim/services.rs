@@ -40,6 +40,8 @@ pub(super) struct Service {
     pub(super) request: Request,
     pub(super) tenant: Option<usize>,
     pub(super) queue: VecDeque<Time>,
+    /// The timeline's counter of the queue, once it has one.
+    pub(super) queue_counter: Option<usize>,
     pub(super) idle: Vec<u32>,
     pub(super) replicas: Vec<u32>,
     pub(super) rate: f64,
@@ -105,6 +107,7 @@ impl Sim<'_> {
                 request,
                 tenant,
                 queue: VecDeque::new(),
+                queue_counter: None,
                 idle: Vec::new(),
                 replicas: Vec::new(),
                 rate,
@@ -181,10 +184,18 @@ impl Sim<'_> {
         self.serve_queue(sid);
         if self.tl.on {
             let s = &self.services[sid as usize];
-            let w = &self.spec.workloads[s.workload];
-            let name = format!("queue {}.{}", w.name, w.services[s.index].name);
-            let (now, n) = (self.now(), s.queue.len() as f64);
-            self.tl.counter(&name, now, n);
+            let i = match s.queue_counter {
+                Some(i) => i,
+                None => {
+                    let w = &self.spec.workloads[s.workload];
+                    let name = format!("queue {}.{}", w.name, w.services[s.index].name);
+                    let i = self.tl.counter_id(&name);
+                    self.services[sid as usize].queue_counter = Some(i);
+                    i
+                }
+            };
+            let (now, n) = (self.now(), self.services[sid as usize].queue.len() as f64);
+            self.tl.counter_at(i, now, n);
         }
     }
 
@@ -295,12 +306,10 @@ impl Sim<'_> {
         if self.tl.on {
             let rep = &self.replicas[r as usize];
             let devs = self.alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
-            let svc = &self.services[s as usize];
-            let w = &self.spec.workloads[svc.workload];
-            let label = format!("{}.{}", w.name, w.services[svc.index].name);
             let from = rep.batch_start;
+            let label = self.label_id(super::labels::Item::Service(s as usize));
             self.tl
-                .span(&devs, from, now, timeline::SpanKind::Compute, &label);
+                .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
         let done = std::mem::take(&mut self.replicas[r as usize].inflight);
         let node = self.replicas[r as usize].node.unwrap_or(0);

@@ -58,10 +58,8 @@ impl Sim<'_> {
     }
 
     /// Timeline: the label of task `t` of group `gi`.
-    pub(super) fn task_label(&self, t: u32, gi: usize) -> String {
-        let g = &self.groups[gi];
-        let w = &self.spec.workloads[g.workload];
-        format!("{}.{}[{t}]", w.name, w.tasks[g.index].name)
+    pub(super) fn task_label(&mut self, gi: usize) -> u32 {
+        self.label_id(super::labels::Item::Group(gi))
     }
 
     /// Task `t` of `gi` finished computing on `node` (attempt `epoch`): when its output goes
@@ -109,11 +107,11 @@ impl Sim<'_> {
             format!("{what}: to {to} on the run's shared network"),
         );
         if self.tl.on {
-            let (label, disk) = (self.task_label(t, gi), self.disk_end(node));
+            let (label, disk) = (self.task_label(gi), self.disk_end(node));
             let from = End::Node(node as u32);
             let p = self
                 .tl
-                .part(MoveKind::Spill, &label, from, disk, o, "disk", None);
+                .part(MoveKind::Spill, label, Some(t), from, disk, o, "disk", None);
             self.tl.begin(MoveKey::Spill(t), now, vec![p]);
         }
         match self
@@ -242,7 +240,7 @@ impl Sim<'_> {
             .insert(t, parts.iter().map(|(h, _)| *h as u32).collect());
         self.store.spill_from.insert(t, now);
         if self.tl.on {
-            let label = self.task_label(t, gi);
+            let label = self.task_label(gi);
             let ends: Vec<(End, usize, f64)> = parts
                 .iter()
                 .map(|&(h, b)| (self.disk_end(h), h, b))
@@ -252,7 +250,7 @@ impl Sim<'_> {
                 .map(|(disk, h, b)| {
                     let to = End::Node(h as u32);
                     self.tl
-                        .part(MoveKind::Restore, &label, disk, to, b, "disk", None)
+                        .part(MoveKind::Restore, label, Some(t), disk, to, b, "disk", None)
                 })
                 .collect();
             self.tl.begin(MoveKey::Restore(t), now, parts);

@@ -283,12 +283,10 @@ impl Sim<'_> {
             return;
         }
         let devs = self.alloc_devices(node, self.task_alloc[t].as_ref());
-        let g = &self.groups[gi];
-        let w = &self.spec.workloads[g.workload];
-        let label = format!("{}.{}", w.name, w.tasks[g.index].name);
+        let label = self.label_id(super::labels::Item::Group(gi));
         let from = self.task_start[t];
         self.tl
-            .span(&devs, from, now, timeline::SpanKind::Compute, &label);
+            .span(&devs, from, now, timeline::SpanKind::Compute, label);
     }
 
     /// Submit a task again, after its group's retry delay.

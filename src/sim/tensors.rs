@@ -162,11 +162,18 @@ impl Sim<'_> {
         let now = self.now();
         if self.tl.on && src != dst && bytes > 0.0 {
             let k = self.actors[a as usize].index;
-            let label = format!("{}.{}[{k}]", w.name, sa.name);
+            let label = self.label_id(super::labels::Item::Actors(g));
             let (from, to) = (End::Node(src_n as u32), End::Node(dst_n as u32));
-            let p = self
-                .tl
-                .part(MoveKind::Tensor, &label, from, to, bytes, &name, None);
+            let p = self.tl.part(
+                MoveKind::Tensor,
+                label,
+                Some(k),
+                from,
+                to,
+                bytes,
+                &name,
+                None,
+            );
             self.tl.begin(MoveKey::Tensor(a), now, vec![p]);
         }
         let ac = &mut self.actors[a as usize];

@@ -509,9 +509,9 @@ impl Sim<'_> {
     /// Timeline: the step interval of job `j` that ends now — its checkpoint (if it began
     /// with one), compute, then communication.
     pub(super) fn record_step(&mut self, j: usize, now: Time) {
+        let label = self.label_id(super::labels::Item::Job(j));
         let job = &self.jobs[j];
         let w = &self.spec.workloads[job.workload];
-        let label = format!("{}.{}", w.name, w.training[job.index].name);
         let (from, ck, c) = (job.span_from, job.span_ckpt, job.compute_ns);
         let a = from + ck;
         let b = (a + c).min(now);
@@ -520,10 +520,9 @@ impl Sim<'_> {
         let n = self.jobs[j].steps_done.saturating_sub(1) as u32;
         let step = Some(n);
         self.tl
-            .span_of(devs, from, a.min(now), K::Checkpoint, &label, step);
-        self.tl.span_of(devs, a, b, K::Compute, &label, step);
-        self.tl
-            .span_of(devs, b, now, K::Communication, &label, step);
+            .span_of(devs, from, a.min(now), K::Checkpoint, label, step);
+        self.tl.span_of(devs, a, b, K::Compute, label, step);
+        self.tl.span_of(devs, b, now, K::Communication, label, step);
         let t = &w.training[job.index];
         if t.collectives.is_empty() || now <= b {
             return;
@@ -554,6 +553,6 @@ impl Sim<'_> {
         } else {
             "closed form"
         };
-        self.tl.collective(&label, n, group, b, now, bytes, model);
+        self.tl.collective(label, n, group, b, now, bytes, model);
     }
 }

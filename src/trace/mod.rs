@@ -94,13 +94,13 @@ enum Args<'a> {
     Transfer {
         kind: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        task: Option<&'a str>,
+        task: Option<Cow<'a, str>>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        job: Option<&'a str>,
+        job: Option<Cow<'a, str>>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        actor: Option<&'a str>,
+        actor: Option<Cow<'a, str>>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        service: Option<&'a str>,
+        service: Option<Cow<'a, str>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         step: Option<u32>,
         bytes: f64,
@@ -110,7 +110,7 @@ enum Args<'a> {
     },
     Collective {
         kind: &'static str,
-        job: &'a str,
+        job: Cow<'a, str>,
         group: &'a str,
         step: u32,
         bytes: f64,

@@ -117,7 +117,11 @@ pub(super) fn push<'a>(
         w.slices += slices;
         w.transfers += 1;
         let (start, end) = (ns(x.start), ns(x.end));
-        let label = t.label(x.label);
+        // What moved it: the item's label, with its instance (`w.b[7]`) when it has one.
+        let label: Cow<'a, str> = match x.instance {
+            Some(_) => Cow::Owned(t.transfer_label(x)),
+            None => Cow::Borrowed(t.label(x.label)),
+        };
         let name = x.kind.name();
         let slice = |pid: u32, base: u32| Event::slice(name, "network", pid, base, x.start, x.end);
         if let (Some(g), Some(gi)) = (group, x.group) {
@@ -125,7 +129,7 @@ pub(super) fn push<'a>(
                 let mut e = slice(n, NETWORK_TID);
                 e.args = Some(Args::Collective {
                     kind: name,
-                    job: label,
+                    job: label.clone(),
                     group: &g.name,
                     step: x.step.unwrap_or(0),
                     bytes: x.bytes,
@@ -147,7 +151,7 @@ pub(super) fn push<'a>(
         }
         let args = || {
             let owner = x.kind.owner();
-            let pick = |o: &str| (owner == o).then_some(label);
+            let pick = |o: &str| (owner == o).then(|| label.clone());
             Args::Transfer {
                 kind: name,
                 task: pick("task"),

@@ -530,11 +530,9 @@ impl<'s> Sim<'s> {
                 .iter()
                 .filter_map(|&(n, d)| self.tl.device(n, d))
                 .collect();
-            let sv = &self.services[sid as usize];
-            let w = &self.spec.workloads[sv.workload];
-            let label = format!("{}.{}", w.name, w.services[sv.index].name);
+            let label = self.label_id(crate::sim::labels::Item::Service(sid as usize));
             self.tl
-                .span(&devs, from, now, timeline::SpanKind::Compute, &label);
+                .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
         if let Some(f) = done {
             let l = self.replicas[r as usize].llm.as_mut().expect("engine");

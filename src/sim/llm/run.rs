@@ -478,11 +478,9 @@ impl Sim<'_> {
         if self.tl.on {
             let rep = &self.replicas[r as usize];
             let devs = self.alloc_devices(node, rep.alloc.as_ref());
-            let s = &self.services[sid as usize];
-            let w = &self.spec.workloads[s.workload];
-            let label = format!("{}.{}", w.name, w.services[s.index].name);
+            let label = self.label_id(crate::sim::labels::Item::Service(sid as usize));
             self.tl
-                .span(&devs, from, now, timeline::SpanKind::Compute, &label);
+                .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
     }
 

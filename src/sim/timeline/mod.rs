@@ -201,7 +201,8 @@ impl Recorder {
     /// Record `kind` work on `devices` between two instants (ns). Work that directly follows
     /// the same work on the same devices (a replica's back-to-back batches) extends its span.
     /// Failures are always kept; work stops being recorded at [`MAX_SPANS`].
-    pub fn span(&mut self, devices: &[u32], start: u64, end: u64, kind: SpanKind, label: &str) {
+    /// `label` is an interned name ([`Recorder::name`]).
+    pub fn span(&mut self, devices: &[u32], start: u64, end: u64, kind: SpanKind, label: u32) {
         self.span_of(devices, start, end, kind, label, None);
     }
 
@@ -213,7 +214,7 @@ impl Recorder {
         start: u64,
         end: u64,
         kind: SpanKind,
-        label: &str,
+        label: u32,
         step: Option<u32>,
     ) {
         if !self.on || devices.is_empty() || end <= start {
@@ -232,7 +233,6 @@ impl Recorder {
                 next
             }
         };
-        let label = self.name(label);
         let n = self.count_of_set.entry(set).or_insert(0);
         if *n >= EXACT_PER_SET && kind != SpanKind::Failed {
             self.accumulate(set, start, end, kind, label);
@@ -316,7 +316,14 @@ impl Recorder {
         if !self.on {
             return;
         }
-        let i = match self.counter_index.get(name) {
+        let i = self.counter_id(name);
+        self.counter_at(i, now, value);
+    }
+
+    /// The index of counter `name`, created on first use: callers that update a counter per
+    /// event keep it, so a long name is hashed once.
+    pub fn counter_id(&mut self, name: &str) -> usize {
+        match self.counter_index.get(name) {
             Some(i) => *i,
             None => {
                 self.counter_index
@@ -324,7 +331,14 @@ impl Recorder {
                 self.t.counters.push((name.to_string(), vec![(0.0, 0.0)]));
                 self.t.counters.len() - 1
             }
-        };
+        }
+    }
+
+    /// [`Recorder::counter`] of the counter at index `i` ([`Recorder::counter_id`]).
+    pub fn counter_at(&mut self, i: usize, now: u64, value: f64) {
+        if !self.on {
+            return;
+        }
         let t = now as f64 / 1e9;
         let pts = &mut self.t.counters[i].1;
         let full = pts.len() >= MAX_COUNTER_POINTS;
@@ -351,7 +365,8 @@ impl Recorder {
         }
         for d in devices {
             if let Some(since) = self.failed_since.remove(d) {
-                self.span(&[*d], since, now, SpanKind::Failed, "failed");
+                let failed = self.name("failed");
+                self.span(&[*d], since, now, SpanKind::Failed, failed);
             }
         }
     }
@@ -369,7 +384,8 @@ impl Recorder {
         let mut open: Vec<(u32, u64)> = self.failed_since.drain().collect();
         open.sort_unstable();
         for (d, since) in open {
-            self.span(&[d], since, end.max(since + 1), SpanKind::Failed, "failed");
+            let failed = self.name("failed");
+            self.span(&[d], since, end.max(since + 1), SpanKind::Failed, failed);
         }
         let mut t = self.t;
         // Failure intervals per device, to clip work that was cut short.
@@ -413,10 +429,11 @@ mod tests {
     #[test]
     fn back_to_back_work_extends_one_span() {
         let mut r = recorder();
+        let svc = r.name("svc");
         for i in 0..5u64 {
-            r.span(&[0], i * 10, (i + 1) * 10, SpanKind::Compute, "svc");
+            r.span(&[0], i * 10, (i + 1) * 10, SpanKind::Compute, svc);
         }
-        r.span(&[0], 60, 70, SpanKind::Compute, "svc");
+        r.span(&[0], 60, 70, SpanKind::Compute, svc);
         let t = r.finish(100);
         let spans: Vec<_> = t.of_device(0).iter().map(|s| (s.1, s.2)).collect();
         assert_eq!(spans, vec![(0.0, 50e-9), (60e-9, 70e-9)]);
@@ -428,9 +445,10 @@ mod tests {
         // as they are, the rest per 1 s window; busy time is exact either way, and a failure
         // is still recorded.
         let mut r = recorder();
+        let svc = r.name("svc");
         let (n, busy, every) = (30_000u64, 300_000_000u64, 500_000_000u64);
         for i in 0..n {
-            r.span(&[0], i * every, i * every + busy, SpanKind::Compute, "svc");
+            r.span(&[0], i * every, i * every + busy, SpanKind::Compute, svc);
         }
         r.fail(&[1], 0);
         let t = r.finish(n * every);

@@ -91,6 +91,8 @@ pub struct Transfer {
     /// The work that moved it (index into [`Timeline::labels`]): the task (`w.b[7]`), job
     /// (`w.train`), actor (`w.a[0]`) or service (`w.s`).
     pub label: u32,
+    /// The instance of the labelled item (task or actor index; [`Timeline::transfer_label`]).
+    pub instance: Option<u32>,
     /// A collective's source and destination are both its group's first node.
     pub from: End,
     pub to: End,
@@ -125,6 +127,8 @@ pub struct Group {
 pub(crate) struct Part {
     pub kind: MoveKind,
     pub label: u32,
+    /// Which of the item's instances moved it (task `7` of `w.b`: `w.b[7]`).
+    pub instance: Option<u32>,
     pub from: End,
     pub to: End,
     pub bytes: f64,
@@ -160,10 +164,13 @@ impl Recorder {
 
     /// A part of a transfer, its names interned.
     #[allow(clippy::too_many_arguments)]
+    /// `label` is an interned name ([`Recorder::name`]), so a long name costs nothing per part.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn part(
         &mut self,
         kind: MoveKind,
-        label: &str,
+        label: u32,
+        instance: Option<u32>,
         from: End,
         to: End,
         bytes: f64,
@@ -172,7 +179,8 @@ impl Recorder {
     ) -> Part {
         Part {
             kind,
-            label: self.name(label),
+            label,
+            instance,
             from,
             to,
             bytes,
@@ -198,6 +206,7 @@ impl Recorder {
             self.keep(Transfer {
                 kind: p.kind,
                 label: p.label,
+                instance: p.instance,
                 from: p.from,
                 to: p.to,
                 start: start as f64 / 1e9,
@@ -215,7 +224,7 @@ impl Recorder {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn collective(
         &mut self,
-        label: &str,
+        label: u32,
         step: u32,
         group: Group,
         start: u64,
@@ -240,10 +249,11 @@ impl Recorder {
                 next
             }
         };
-        let (label, transport) = (self.name(label), self.name(model));
+        let transport = self.name(model);
         self.keep(Transfer {
             kind: MoveKind::Collective,
             label,
+            instance: None,
             from: first,
             to: first,
             start: start as f64 / 1e9,
@@ -268,6 +278,14 @@ impl Timeline {
     /// The name at `i` of the label table.
     pub fn label(&self, i: u32) -> &str {
         self.labels.get(i as usize).map_or("?", String::as_str)
+    }
+
+    /// What moved transfer `x`: its item's label, with the instance (`w.b[7]`) when it has one.
+    pub fn transfer_label(&self, x: &Transfer) -> String {
+        match x.instance {
+            Some(i) => format!("{}[{i}]", self.label(x.label)),
+            None => self.label(x.label).to_string(),
+        }
     }
 
     /// What a run's timeline left out, for the run's header: empty when nothing was.
@@ -312,6 +330,7 @@ mod tests {
             let part = Part {
                 kind: MoveKind::Fetch,
                 label,
+                instance: Some(k),
                 from: End::Node(0),
                 to: End::Node(1),
                 bytes: 1.0,
@@ -328,12 +347,14 @@ mod tests {
             ranks: 2,
             algorithm: "allreduce ring".into(),
         };
-        r.collective("w.job", 0, g, 10, 20, 1e9, "flow model");
+        let job = r.name("w.job");
+        r.collective(job, 0, g, 10, 20, 1e9, "flow model");
         let t = r.finish(1_000_000);
         assert_eq!(t.transfers.len(), MAX_TRANSFERS);
         assert_eq!(t.transfers_dropped, 8);
         assert!(t.groups.is_empty());
-        assert_eq!(t.labels.len(), 2, "labels are shared, not repeated");
+        assert_eq!(t.labels.len(), 3, "labels are shared, not repeated");
+        assert_eq!(t.transfer_label(&t.transfers[3]), "w.t[3]");
         let limits = t.limits();
         assert_eq!(limits.len(), 1);
         assert!(limits[0].starts_with("8 network transfers after the first 200000"));
@@ -348,6 +369,7 @@ mod tests {
         let part = |r: &mut Recorder| Part {
             kind: MoveKind::CheckpointWrite,
             label: r.name("w.job"),
+            instance: None,
             from: End::Node(0),
             to: End::Storage(0),
             bytes: 5.0,
