@@ -182,10 +182,7 @@ pub fn simulate_text(name: &str, text: &str) -> Result<SimRun, String> {
 
 /// Peak resident memory of this process in bytes (Linux), if known.
 pub fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    crate::budget::proc_status_bytes("VmHWM:")
 }
 
 /// Events per second through the bare event queue: `pending` events in flight, each pop

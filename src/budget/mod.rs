@@ -8,7 +8,7 @@
 //! - **During the run** ([`guard`]): what no estimate can know before the run (how long work
 //!   without a horizon lasts while random failures recur, how many rounds a job's collectives
 //!   take once placed) is bounded by the engine itself: every 2¹⁶ events it compares the
-//!   events handled with `max_events` and the process's resident memory with `max_memory`,
+//!   events handled with `max_events` and the process's resident memory (`VmRSS`) with `max_memory`,
 //!   and the first run past either [`trip`]s: every run of the command stops, and the command
 //!   writes nothing and exits 2.
 //!
@@ -79,13 +79,18 @@ pub fn tripped() -> Option<String> {
     WHY.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// The process's resident memory in bytes (`/proc/self/statm`, Linux; `None` elsewhere).
+/// A memory figure of this process in bytes from `/proc/self/status` (Linux; `None`
+/// elsewhere): `VmRSS:` now, `VmHWM:` at its peak.
+pub fn proc_status_bytes(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The process's resident memory in bytes, now.
 pub fn resident_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    Some(pages * u64::try_from(page).ok()?)
+    proc_status_bytes("VmRSS:")
 }
 
 /// The engine's check, every 2¹⁶ events: `true` when the run must stop (this run passed a

@@ -12,15 +12,17 @@ pub(super) fn check(files: &[PathBuf], json: bool) -> ExitCode {
             Ok(l) => {
                 let spec = l.spec.as_ref().expect("no errors means a spec");
                 // The files the scenario names are read and checked as a run reads them.
-                if let Err(e) = super::inputs::traces(spec, &l.sources, Some(f))
-                    .and_then(|_| super::inputs::empirical(spec, &l.sources, f))
+                let traces = match super::inputs::traces(spec, &l.sources, Some(f))
+                    .and_then(|t| super::inputs::empirical(spec, &l.sources, f).map(|_| t))
                 {
-                    eprintln!("error: {e}");
-                    code = ExitCode::from(2);
-                    continue;
-                }
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        code = ExitCode::from(2);
+                        continue;
+                    }
+                };
                 // One run's lower bounds on work and memory, against the limits.
-                let traces = super::inputs::traces(spec, &l.sources, Some(f)).unwrap_or_default();
                 let est = match super::common::gate(&l, spec, None, &traces, 1) {
                     Ok(e) => e,
                     Err(c) => {

@@ -25,28 +25,31 @@ impl Sim<'_> {
             return l;
         }
         let spec = self.spec;
-        let text = match item {
+        let (wi, name) = match item {
             Item::Group(g) => {
                 let g = &self.groups[g];
-                let w = &spec.workloads[g.workload];
-                format!("{}.{}", w.name, w.tasks[g.index].name)
+                (g.workload, &spec.workloads[g.workload].tasks[g.index].name)
             }
             Item::Service(s) => {
                 let s = &self.services[s];
-                let w = &spec.workloads[s.workload];
-                format!("{}.{}", w.name, w.services[s.index].name)
+                (
+                    s.workload,
+                    &spec.workloads[s.workload].services[s.index].name,
+                )
             }
             Item::Job(j) => {
                 let j = &self.jobs[j];
-                let w = &spec.workloads[j.workload];
-                format!("{}.{}", w.name, w.training[j.index].name)
+                (
+                    j.workload,
+                    &spec.workloads[j.workload].training[j.index].name,
+                )
             }
             Item::Actors(a) => {
                 let a = &self.actor_groups[a];
-                let w = &spec.workloads[a.workload];
-                format!("{}.{}", w.name, w.actors[a.index].name)
+                (a.workload, &spec.workloads[a.workload].actors[a.index].name)
             }
         };
+        let text = format!("{}.{name}", spec.workloads[wi].name);
         let l = self.tl.name(&text);
         self.label_ids.insert(item, l);
         l
