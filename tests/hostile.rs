@@ -397,3 +397,28 @@ fn an_output_folder_holds_one_runs_files() {
     }
     let _ = fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_name_past_256_characters_is_refused_at_its_place() {
+    let d = dir("longname");
+    let f = d.join("n.orr");
+    let ok = "w".repeat(256);
+    let long = "w".repeat(257);
+    let body = |name: &str| {
+        format!(
+            "{NODE}workload {name} {{\n  tasks t x 2 {{\n    resources {{ CPU: 1 }}\n    duration 1 s\n  }}\n}}\n"
+        )
+    };
+    fs::write(&f, body(&ok)).unwrap();
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    fs::write(&f, body(&long)).unwrap();
+    let (code, _, err) = bounded(&["check", f.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("n.orr:8:10"), "{err}");
+    assert!(
+        err.contains("a name of 257 characters; names are at most 256"),
+        "{err}"
+    );
+    let _ = fs::remove_dir_all(&d);
+}

@@ -3,7 +3,7 @@
 //! and the parser carries on with the next one (every recoverable error is reported).
 //!
 //! Architecture invariant: no panics on any input. Nesting depth and file size are bounded
-//! (see [`MAX_DEPTH`], [`MAX_FILE_BYTES`]) so hostile input cannot overflow the stack.
+//! (see [`MAX_DEPTH`], [`MAX_FILE_BYTES`], [`MAX_IDENT_CHARS`]) so hostile input cannot overflow the stack.
 
 use super::ast::*;
 use crate::diag::{Diagnostic, FileId, Span};
@@ -21,6 +21,9 @@ pub const MAX_DEPTH: usize = 64;
 pub const MAX_FILE_BYTES: usize = 16 << 20;
 /// The parser stops after this many errors in one file.
 pub const MAX_ERRORS: usize = 100;
+/// Longest identifier accepted. Names reach every trace event and report row that mentions
+/// them; a 70,000-character workload name made `run --trace` write gigabytes (issue 16).
+pub const MAX_IDENT_CHARS: usize = 256;
 
 type In<'a> = LocatedSpan<&'a str>;
 type NomRes<'a, T> = IResult<In<'a>, T, nom::error::Error<In<'a>>>;
@@ -139,6 +142,24 @@ impl Parser {
             msg: msg.into(),
             help: None,
         }
+    }
+
+    /// An identifier, refused past [`MAX_IDENT_CHARS`] (identifiers are ASCII: bytes = chars).
+    fn ident<'a>(&self, i: In<'a>) -> Result<(In<'a>, In<'a>), Option<PErr>> {
+        let (rest, name) = ident_text(i).map_err(|_| None)?;
+        if name.fragment().len() > MAX_IDENT_CHARS {
+            let start = off(&name);
+            return Err(Some(PErr {
+                start,
+                end: start + name.fragment().len(),
+                msg: format!(
+                    "a name of {} characters; names are at most {MAX_IDENT_CHARS}",
+                    name.fragment().len()
+                ),
+                help: None,
+            }));
+        }
+        Ok((rest, name))
     }
 
     fn report(&mut self, e: PErr) {
@@ -269,15 +290,20 @@ impl Parser {
     /// One statement: `key values [block]`, then a terminator.
     fn stmt<'a>(&mut self, i: In<'a>) -> R<'a, Stmt> {
         let start = off(&i);
-        let Ok((mut i, key)) = ident_text(i) else {
-            let mut e = self.err(
-                &i,
-                format!("expected a statement keyword, found {}", found(&i)),
-            );
-            if peek(&i).is_some_and(|c| c.is_ascii_digit()) {
-                e.help = Some("statements start with a keyword, such as `memory 80 GiB`".into());
+        let (mut i, key) = match self.ident(i) {
+            Ok(r) => r,
+            Err(Some(e)) => return Err(e),
+            Err(None) => {
+                let mut e = self.err(
+                    &i,
+                    format!("expected a statement keyword, found {}", found(&i)),
+                );
+                if peek(&i).is_some_and(|c| c.is_ascii_digit()) {
+                    e.help =
+                        Some("statements start with a keyword, such as `memory 80 GiB`".into());
+                }
+                return Err(e);
             }
-            return Err(e);
         };
         let key = Ident {
             name: key.fragment().to_string(),
@@ -434,7 +460,9 @@ impl Parser {
 
     /// An identifier, a pattern `r[0..3]` or a call `f(a, b)`.
     fn word<'a>(&mut self, i: In<'a>) -> R<'a, ValueKind> {
-        let (i, name) = ident_text(i).map_err(|_| self.err(&i, "expected a name"))?;
+        let (i, name) = self
+            .ident(i)
+            .map_err(|e| e.unwrap_or_else(|| self.err(&i, "expected a name")))?;
         let name = name.fragment().to_string();
         match peek(&i) {
             Some('[') => {
@@ -536,9 +564,10 @@ impl Parser {
                 let (rest, s) = string_lit(j).map_err(|e| e.into_perr(kstart))?;
                 (rest, s, true)
             } else {
-                match ident_text(j) {
+                match self.ident(j) {
                     Ok((rest, n)) => (rest, n.fragment().to_string(), false),
-                    Err(_) => {
+                    Err(Some(e)) => return Err(e),
+                    Err(None) => {
                         return Err(self.err(
                             &j,
                             format!("expected a map key or `}}`, found {}", found(&j)),
