@@ -107,12 +107,13 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             t.last_end
         );
     }
-    let mut pgs =
-        format!("{head},workload,group,bundles,state,pending_time_s,attempts,racks,nodes\n");
+    let mut pgs = format!(
+        "{head},workload,group,bundles,state,pending_time_s,attempts,racks,nodes,option_index,domain\n"
+    );
     for p in &m.placement_groups {
         let _ = writeln!(
             pgs,
-            "{pre},{},{},{},{},{},{},{},{}",
+            "{pre},{},{},{},{},{},{},{},{},{},{}",
             csv_field(&p.workload),
             csv_field(&p.name),
             p.bundles,
@@ -120,7 +121,9 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             p.pending_time,
             p.attempts,
             p.racks,
-            csv_field(&p.nodes.join(" "))
+            csv_field(&p.nodes.join(" ")),
+            p.option.map(|o| o.to_string()).unwrap_or_default(),
+            csv_field(p.domain.as_deref().unwrap_or(""))
         );
     }
     let mut train = format!(

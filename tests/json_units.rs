@@ -103,6 +103,7 @@ const COUNTS: &[&str] = &[
     "objects_rebuilt",
     "objects_lost",
     "bundles_rescheduled",
+    "option_index",
     "fetches",
     "waited",
     "job_stops",

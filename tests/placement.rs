@@ -560,6 +560,8 @@ fn pg(st: &ClusterState, bundles: &[Request], strategy: PgStrategy) -> PgDecisio
             tenant: None,
             policy: Policy::RayDefault,
             label_selector: &[],
+            bundle_selectors: &[],
+            domain: None,
         },
         None,
     )
@@ -811,6 +813,8 @@ fn tenant_rules_in_every_policy() {
         tenant: on,
         policy: Policy::RayDefault,
         label_selector: &[],
+        bundle_selectors: &[],
+        domain: None,
     };
     match place_bundles(&st, &br(PgStrategy::Spread), None) {
         PgDecision::Placed(v) => assert!(v.iter().all(|&n| n == 1 || n == 2), "{v:?}"),
@@ -828,6 +832,8 @@ fn tenant_rules_in_every_policy() {
         tenant: on,
         policy: Policy::RayDefault,
         label_selector: &[],
+        bundle_selectors: &[],
+        domain: None,
     };
     assert_eq!(place_bundles(&st, &br4, None), PgDecision::Infeasible);
     // Offline bundles avoid nodes with online work (n1, n2): STRICT_PACK → n0 (or spot).
@@ -838,6 +844,8 @@ fn tenant_rules_in_every_policy() {
         tenant: off,
         policy: Policy::TopologyAware,
         label_selector: &[],
+        bundle_selectors: &[],
+        domain: None,
     };
     match place_bundles(&st, &br_off, None) {
         PgDecision::Placed(v) => assert!(v.iter().all(|&n| n != 1 && n != 2), "{v:?}"),
@@ -886,6 +894,8 @@ fn tenant_rules_never_violated_randomised() {
                         tenant,
                         policy,
                         label_selector: &[],
+                        bundle_selectors: &[],
+                        domain: None,
                     };
                     if let PgDecision::Placed(nodes) = place_bundles(&st, &br, None) {
                         for (i, n) in nodes.into_iter().enumerate() {
@@ -1052,6 +1062,8 @@ fn topology_aware_group_uses_few_racks() {
             tenant: None,
             policy: Policy::TopologyAware,
             label_selector: &[],
+            bundle_selectors: &[],
+            domain: None,
         },
         None,
     );
@@ -1107,6 +1119,8 @@ fn tpu_slice_resources_labels_and_bundles() {
                 tenant: None,
                 policy: Policy::RayDefault,
                 label_selector: &selector,
+                bundle_selectors: &[],
+                domain: None,
             },
             None,
         )
@@ -1141,6 +1155,8 @@ fn topology_aware_keeps_a_gang_in_one_slice() {
         tenant: None,
         policy,
         label_selector: &[],
+        bundle_selectors: &[],
+        domain: None,
     };
     let PgDecision::Placed(ray) = place_bundles(&st, &mk(Policy::RayDefault), None) else {
         panic!()
@@ -1286,6 +1302,8 @@ fn perf_10k_nodes() {
                         tenant: None,
                         policy: p,
                         label_selector: &[],
+                        bundle_selectors: &[],
+                        domain: None,
                     };
                     std::hint::black_box(place_bundles(&st, &br, None));
                 }
@@ -1465,6 +1483,8 @@ fn tenant_accelerators_in_explain_and_bundles() {
         tenant: Some(0),
         policy: Policy::RayDefault,
         label_selector: &[],
+        bundle_selectors: &[],
+        domain: None,
     };
     assert_eq!(
         place_bundles(&st, &br(PgStrategy::Pack), None),
@@ -1607,6 +1627,8 @@ fn quota_counts_a_placement_group_as_a_whole() {
         tenant: Some(0),
         policy: Policy::RayDefault,
         label_selector: &[],
+        bundle_selectors: &[],
+        domain: None,
     };
     assert_eq!(
         place_bundles(&st, &br(&two), None),
@@ -1681,6 +1703,8 @@ fn device_memory_rules_out_small_devices() {
         tenant: None,
         policy: Policy::RayDefault,
         label_selector: &[],
+        bundle_selectors: &[],
+        domain: None,
     };
     assert_eq!(
         place_bundles(&st, &br(PgStrategy::Spread), None),

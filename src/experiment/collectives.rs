@@ -209,6 +209,8 @@ pub fn place_ranks(spec: &Spec, sel: &str) -> Result<(Vec<Rank>, Policy), String
         tenant: None,
         policy,
         label_selector: &[],
+        bundle_selectors: &[],
+        domain: None,
     };
     let nodes = match placement::place_bundles(&st, &br, None) {
         PgDecision::Placed(n) => n,

@@ -382,7 +382,9 @@ pub fn write(
     let what = |f: &str| match f {
         "run.json" => "every metric with the header above",
         "tasks.csv" => "per task group: counts, queueing delay and run time statistics",
-        "placement_groups.csv" => "per placement group: state, pending time, nodes",
+        "placement_groups.csv" => {
+            "per placement group: state, pending time, nodes, fallback option, domain"
+        }
         "training.csv" => "per training job: steps, step time, goodput",
         "services.csv" => "per service: throughput, latency, SLO violations",
         "utilization.csv" => {

@@ -19,8 +19,44 @@ pub struct BundleRequest<'a> {
     pub strategy: PgStrategy,
     pub tenant: Option<usize>,
     pub policy: Policy,
-    /// Applies to every bundle (Ray's `bundle_label_selector`, one selector for all).
+    /// Applies to every bundle: a slice's pin, a re-placement's exclusions.
     pub label_selector: &'a [LabelConstraint],
+    /// Each bundle's own selector (Ray's `bundle_label_selector`, one per bundle, in the
+    /// bundles' order); empty: none. Ray checks it with the bundle's resources, in
+    /// feasibility and availability alike (`cluster_resource_data.cc`), so here it filters the
+    /// nodes a strategy may give that bundle.
+    pub bundle_selectors: &'a [Vec<LabelConstraint>],
+    /// Ray's alpha topology strategy: the group goes into one domain (one value) of this node
+    /// label, `Some(value)` confining it to that domain (bundles lost in a failure are
+    /// re-placed where the group is, [`super::options`]).
+    pub domain: Option<(&'a str, Option<&'a str>)>,
+}
+
+impl<'a> BundleRequest<'a> {
+    /// A group with no label selectors and no domain.
+    pub fn new(
+        bundles: &'a [Request],
+        strategy: PgStrategy,
+        tenant: Option<usize>,
+        policy: Policy,
+    ) -> Self {
+        BundleRequest {
+            bundles,
+            strategy,
+            tenant,
+            policy,
+            label_selector: &[],
+            bundle_selectors: &[],
+            domain: None,
+        }
+    }
+
+    /// Whether node `n` passes bundle `j`'s own label selector.
+    pub(super) fn bundle_ok(&self, st: &ClusterState, j: usize, n: NodeId) -> bool {
+        self.bundle_selectors
+            .get(j)
+            .is_none_or(|s| s.iter().all(|c| c.matches(st.nodes[n].labels())))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -130,7 +166,7 @@ pub fn place_bundles(
     d
 }
 
-fn place(st: &ClusterState, b: &BundleRequest, why: &mut Why) -> PgDecision {
+pub(super) fn place(st: &ClusterState, b: &BundleRequest, why: &mut Why) -> PgDecision {
     if b.bundles.is_empty() {
         return PgDecision::Placed(Vec::new());
     }
@@ -175,14 +211,29 @@ fn place_resources(st: &ClusterState, b: &BundleRequest, why: &mut Why) -> PgDec
         });
         return PgDecision::Infeasible;
     }
+    match b.domain {
+        None => place_on(st, b, &cands, why),
+        Some((key, target)) => super::options::place_in_domain(st, b, &cands, key, target, why),
+    }
+}
+
+/// The strategy over candidate nodes `cands` (ids ascending), with Ray's infeasibility checks
+/// first, then on the current availabilities, then on the candidates as if empty.
+pub(super) fn place_on(
+    st: &ClusterState,
+    b: &BundleRequest,
+    cands: &[NodeId],
+    why: &mut Why,
+) -> PgDecision {
     let order = sort_bundles(b.bundles);
+    let all_ok = |n: NodeId| (0..b.bundles.len()).all(|j| b.bundle_ok(st, j, n));
     match b.strategy {
         PgStrategy::StrictPack => {
             let sum = b
                 .bundles
                 .iter()
                 .fold(Request::default(), |acc, x| acc.sum(x));
-            if !cands.iter().any(|&n| st.is_feasible(n, &sum)) {
+            if !cands.iter().any(|&n| st.is_feasible(n, &sum) && all_ok(n)) {
                 why.say(|| {
                     "STRICT_PACK: no node could ever hold the summed request: infeasible".into()
                 });
@@ -201,14 +252,22 @@ fn place_resources(st: &ClusterState, b: &BundleRequest, why: &mut Why) -> PgDec
         }
         _ => {}
     }
-    if b.strategy != PgStrategy::StrictPack
-        && !b
-            .bundles
-            .iter()
-            .all(|x| cands.iter().any(|&n| st.is_feasible(n, x)))
-    {
-        why.say(|| "a bundle fits no node's totals: infeasible".into());
-        return PgDecision::Infeasible;
+    if b.strategy != PgStrategy::StrictPack {
+        let lone = (0..b.bundles.len()).find(|&j| {
+            !cands
+                .iter()
+                .any(|&n| b.bundle_ok(st, j, n) && st.is_feasible(n, &b.bundles[j]))
+        });
+        if let Some(j) = lone {
+            why.say(|| {
+                if b.bundle_selectors.get(j).is_some_and(|s| !s.is_empty()) {
+                    format!("bundle {} fits no node's totals among those its label selector allows: infeasible", j + 1)
+                } else {
+                    format!("bundle {} fits no node's totals: infeasible", j + 1)
+                }
+            });
+            return PgDecision::Infeasible;
+        }
     }
     if b.bundles.len() > 1 && why.on() {
         let o: Vec<String> = order.iter().map(|i| (i + 1).to_string()).collect();
@@ -219,12 +278,13 @@ fn place_resources(st: &ClusterState, b: &BundleRequest, why: &mut Why) -> PgDec
             )
         });
     }
+    let ok = |j: usize, n: NodeId| b.bundle_ok(st, j, n);
     let topo = b.policy == Policy::TopologyAware;
     let placed = if topo {
-        topo_place(st, b, &cands, &order, why)
+        topo_place(st, b, cands, &order, &ok, why)
     } else {
         let mut v = View::new(st, false, false, b.tenant);
-        run(&mut v, b.strategy, b.bundles, &order, &cands, why)
+        run(&mut v, b.strategy, b.bundles, &order, cands, &ok, why)
     };
     match placed {
         Some(nodes) if commits(st, false, topo, b, &nodes) => return PgDecision::Placed(nodes),
@@ -242,7 +302,8 @@ fn place_resources(st: &ClusterState, b: &BundleRequest, why: &mut Why) -> PgDec
         b.strategy,
         b.bundles,
         &order,
-        &cands,
+        cands,
+        &ok,
         &mut Why(None),
     ) {
         Some(nodes) if commits(st, true, topo, b, &nodes) => {
@@ -287,14 +348,15 @@ fn commits(
     })
 }
 
-/// One strategy over candidate nodes `cands` (ids ascending). Returns the node of each bundle
-/// in the bundles' original order.
+/// One strategy over candidate nodes `cands` (ids ascending); `ok(j, n)`: node `n` passes
+/// bundle `j`'s label selector. Returns the node of each bundle in the bundles' original order.
 fn run(
     v: &mut View,
     strategy: PgStrategy,
     bundles: &[Request],
     order: &[usize],
     cands: &[NodeId],
+    ok: &dyn Fn(usize, NodeId) -> bool,
     why: &mut Why,
 ) -> Option<Vec<NodeId>> {
     let mut result = vec![usize::MAX; bundles.len()];
@@ -308,7 +370,8 @@ fn run(
         PgStrategy::Pack => {
             let mut remaining: Vec<usize> = order.to_vec();
             while let Some(&front) = remaining.first() {
-                let Some(p) = v.best(&bundles[front], cands, |p| active[p]) else {
+                let Some(p) = v.best(&bundles[front], cands, |p| active[p] && ok(front, cands[p]))
+                else {
                     why.say(|| format!("PACK: bundle {} fits no node left now", front + 1));
                     return None;
                 };
@@ -321,7 +384,7 @@ fn run(
                 let mut k = 0;
                 while k < remaining.len() {
                     let j = remaining[k];
-                    if v.fits(node, &bundles[j]) {
+                    if ok(j, node) && v.fits(node, &bundles[j]) {
                         v.subtract(node, &bundles[j]);
                         result[j] = node;
                         remaining.remove(k);
@@ -354,13 +417,14 @@ fn run(
         PgStrategy::Spread => {
             let mut used = vec![false; cands.len()];
             for &j in order {
-                let (p, fresh) = match v.best(&bundles[j], cands, |p| active[p]) {
+                let (p, fresh) = match v.best(&bundles[j], cands, |p| active[p] && ok(j, cands[p]))
+                {
                     Some(p) => {
                         active[p] = false;
                         used[p] = true;
                         (p, true)
                     }
-                    None => match v.best(&bundles[j], cands, |p| used[p]) {
+                    None => match v.best(&bundles[j], cands, |p| used[p] && ok(j, cands[p])) {
                         Some(p) => (p, false),
                         None => {
                             why.say(|| format!("SPREAD: bundle {} fits no node now", j + 1));
@@ -395,7 +459,8 @@ fn run(
             let p = if v.empty {
                 (0..cands.len()).find(|&p| {
                     let n = cands[p];
-                    let ok = v.fits(n, &sum)
+                    let holds = (0..bundles.len()).all(|j| ok(j, n))
+                        && v.fits(n, &sum)
                         && bundles.iter().all(|b| {
                             let fit = v.fits(n, b);
                             if fit {
@@ -404,10 +469,11 @@ fn run(
                             fit
                         });
                     v.forget(n);
-                    ok
+                    holds
                 })?
             } else {
-                let Some(p) = v.best(&sum, cands, |_| true) else {
+                let Some(p) = v.best(&sum, cands, |p| (0..bundles.len()).all(|j| ok(j, cands[p])))
+                else {
                     why.say(|| {
                         format!(
                             "STRICT_PACK: no node has room for the summed request {} now",
@@ -432,7 +498,7 @@ fn run(
         // used yet; fail when none fits.
         PgStrategy::StrictSpread => {
             for &j in order {
-                let Some(p) = v.best(&bundles[j], cands, |p| active[p]) else {
+                let Some(p) = v.best(&bundles[j], cands, |p| active[p] && ok(j, cands[p])) else {
                     why.say(|| format!("STRICT_SPREAD: bundle {} fits no node that holds no bundle of the group yet", j + 1));
                     return None;
                 };
@@ -474,6 +540,7 @@ fn topo_place(
     b: &BundleRequest,
     cands: &[NodeId],
     order: &[usize],
+    ok: &dyn Fn(usize, NodeId) -> bool,
     why: &mut Why,
 ) -> Option<Vec<NodeId>> {
     let key = if b.bundles.iter().any(|x| x.get(GPU) > 0) {
@@ -510,6 +577,7 @@ fn topo_place(
             b.bundles,
             order,
             set,
+            ok,
             &mut Why(why.on().then_some(&mut rules)),
         );
         if r.is_some() || what == "all candidate nodes" {
@@ -557,7 +625,7 @@ fn topo_place(
 
 /// One verdict per node, with the score of each distinct bundle (in scheduling order), or of
 /// the summed request under STRICT_PACK, on the current availabilities.
-fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Explain) {
+pub(super) fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Explain) {
     e.candidates.clear();
     let chosen: Vec<NodeId> = match d {
         PgDecision::Placed(v) => v.clone(),
@@ -600,6 +668,17 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
             Verdict::Dead
         } else if let Some(c) = b.label_selector.iter().find(|c| !c.matches(node.labels())) {
             Verdict::LabelMismatch(describe_constraint(c))
+        } else if let Some(c) = bundle_mismatch(st, b, i) {
+            Verdict::LabelMismatch(c)
+        } else if let Some((key, target)) = b.domain.filter(|(k, t)| {
+            node.labels()
+                .get(*k)
+                .is_none_or(|v| v.is_empty() || t.is_some_and(|t| t != v))
+        }) {
+            Verdict::LabelMismatch(match target {
+                Some(t) => format!("{key} != {t} (the group's domain)"),
+                None => format!("no {key} label (the topology strategy's domain)"),
+            })
         } else if let Some(r) = st.tenant_static_reason(i, b.tenant) {
             Verdict::TenantRule(r)
         } else if !shapes.iter().any(|r| st.is_feasible(i, r)) {
@@ -636,4 +715,20 @@ fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Ex
             scores,
         });
     }
+}
+
+/// Why node `i` passes no bundle's own label selector (every bundle has one and each fails).
+fn bundle_mismatch(st: &ClusterState, b: &BundleRequest, i: NodeId) -> Option<String> {
+    if b.bundle_selectors.len() != b.bundles.len() || b.bundle_selectors.iter().any(Vec::is_empty) {
+        return None;
+    }
+    let labels = st.nodes[i].labels();
+    if (0..b.bundles.len()).any(|j| b.bundle_ok(st, j, i)) {
+        return None;
+    }
+    let c = b.bundle_selectors[0].iter().find(|c| !c.matches(labels))?;
+    Some(format!(
+        "{} (bundle 1's selector; no bundle's selector passes)",
+        describe_constraint(c)
+    ))
 }

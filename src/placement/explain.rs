@@ -84,6 +84,8 @@ pub fn describe_constraint(c: &LabelConstraint) -> String {
         LabelOp::NotEquals(v) => format!("{} != {v}", c.key),
         LabelOp::In(vs) => format!("{} in ({})", c.key, vs.join(", ")),
         LabelOp::NotIn(vs) => format!("{} not in ({})", c.key, vs.join(", ")),
+        LabelOp::Exists => format!("{} exists", c.key),
+        LabelOp::DoesNotExist => format!("{} does not exist", c.key),
     }
 }
 

@@ -8,8 +8,9 @@
 //! finding into a located error (a warning with `--allow-infeasible`); `orrery explain`
 //! prints the same reason for an infeasible item.
 
-use super::bundle::{BundleRequest, PgDecision, place_bundles};
+use super::bundle::{BundleRequest, PgDecision};
 use super::explain::describe_constraint;
+use super::options::place_options;
 use super::resources::Request;
 use super::state::ClusterState;
 use super::task::{Decision, TaskRequest, place_task};
@@ -119,22 +120,40 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
         }
         for p in w.placement_groups.iter().filter(|p| !p.slice) {
             let mem = w.placement_group_device_memory(&p.name);
-            let bundles: Vec<Request> = p
-                .bundles
+            let mut options = vec![(
+                p.bundles
+                    .iter()
+                    .map(|b| st.request_with_memory(b, mem))
+                    .collect::<Vec<Request>>(),
+                &p.bundle_selectors,
+            )];
+            for f in &p.fallbacks {
+                let r = f.bundles.iter().map(|b| st.request_with_memory(b, mem));
+                options.push((r.collect(), &f.selectors));
+            }
+            let reqs: Vec<BundleRequest> = options
                 .iter()
-                .map(|b| st.request_with_memory(b, mem))
+                .map(|(bundles, sels)| BundleRequest {
+                    bundles,
+                    strategy: p.strategy,
+                    tenant,
+                    policy: p.policy.unwrap_or(w.policy),
+                    label_selector: &[],
+                    bundle_selectors: sels,
+                    domain: p.domain.as_deref().map(|k| (k, None)),
+                })
                 .collect();
-            let b = BundleRequest {
-                bundles: &bundles,
-                strategy: p.strategy,
-                tenant,
-                policy: p.policy.unwrap_or(w.policy),
-                label_selector: &[],
-            };
-            if place_bundles(&st, &b, None) != PgDecision::Infeasible {
+            if place_options(&st, &reqs, None).1 != PgDecision::Infeasible {
                 continue;
             }
-            let (why, bundle) = why_group(&st, &b);
+            let (mut why, bundle) = why_group(&st, &reqs[0]);
+            if !p.fallbacks.is_empty() {
+                why += &format!(
+                    "; none of its {} fallback option{} can be placed either",
+                    p.fallbacks.len(),
+                    if p.fallbacks.len() == 1 { "" } else { "s" }
+                );
+            }
             let span = bundle
                 .and_then(|i| p.bundle_spans.get(i).copied())
                 .unwrap_or(p.span);
@@ -312,13 +331,69 @@ pub fn why_group(st: &ClusterState, b: &BundleRequest) -> (String, Option<usize>
         Err(e) => return (e, None),
     };
     let n = b.bundles.len();
-    if let Some(i) = (0..n).find(|&i| !nodes.iter().any(|&x| st.is_feasible(x, &b.bundles[i]))) {
+    if let Some(i) = (0..n).find(|&i| {
+        b.bundle_selectors.get(i).is_some_and(|s| !s.is_empty())
+            && !nodes.iter().any(|&x| b.bundle_ok(st, i, x))
+    }) {
+        let sel: Vec<String> = b.bundle_selectors[i]
+            .iter()
+            .map(describe_constraint)
+            .collect();
+        return (
+            format!(
+                "bundle {} of {n} has the label selector {}, which no eligible node passes",
+                i + 1,
+                sel.join(", ")
+            ),
+            Some(i),
+        );
+    }
+    if let Some(i) = (0..n).find(|&i| {
+        !nodes
+            .iter()
+            .any(|&x| b.bundle_ok(st, i, x) && st.is_feasible(x, &b.bundles[i]))
+    }) {
         let what = if n == 1 {
             "its bundle asks".to_string()
         } else {
             format!("bundle {} of {n} asks", i + 1)
         };
-        return (too_big(st, &b.bundles[i], &nodes, &what), Some(i));
+        let allowed: Vec<NodeId> = nodes
+            .iter()
+            .copied()
+            .filter(|&x| b.bundle_ok(st, i, x))
+            .collect();
+        return (too_big(st, &b.bundles[i], &allowed, &what), Some(i));
+    }
+    if let Some((key, _)) = b.domain {
+        let mut domains: std::collections::BTreeMap<&str, usize> = Default::default();
+        for &x in &nodes {
+            if let Some(v) = st.nodes[x].labels().get(key).filter(|v| !v.is_empty()) {
+                *domains.entry(v.as_str()).or_default() += 1;
+            }
+        }
+        if domains.is_empty() {
+            return (
+                format!(
+                    "its topology strategy packs it into one domain of `{key}`, and no eligible node has that label"
+                ),
+                None,
+            );
+        }
+        let list: Vec<String> = domains
+            .iter()
+            .take(8)
+            .map(|(v, c)| format!("{v} ({c} node{})", if *c == 1 { "" } else { "s" }))
+            .collect();
+        return (
+            format!(
+                "its topology strategy packs all {n} bundles into one domain of `{key}` ({} inside it), and no domain can hold them: {}{}",
+                b.strategy.ray_name(),
+                list.join(", "),
+                if domains.len() > 8 { ", ..." } else { "" }
+            ),
+            None,
+        );
     }
     match b.strategy {
         PgStrategy::StrictPack => {

@@ -28,6 +28,7 @@
 pub mod bundle;
 pub mod explain;
 pub mod feasible;
+pub mod options;
 mod plain;
 pub mod resources;
 pub mod state;
@@ -38,6 +39,7 @@ mod view;
 pub use crate::spec::workload::Policy;
 pub use bundle::{BundleRequest, PgDecision, place_bundles, sort_bundles};
 pub use explain::{Candidate, Explain, Verdict};
+pub use options::place_options;
 pub use resources::{DeviceLoc, Request, ResourceIds, SCALE, from_fixed, to_fixed};
 pub use state::{
     AllocLocality, Allocation, ClusterState, NicLoc, NodeState, SliceInfo, TenantRules, Topology,

@@ -16,6 +16,15 @@ use std::sync::Arc;
 pub const LABEL_NODE_ID: &str = "ray.io/node-id";
 pub const LABEL_ACCELERATOR_TYPE: &str = "ray.io/accelerator-type";
 pub const LABEL_ZONE: &str = "ray.io/availability-zone";
+/// The scale-up (NVLink / ICI) domain a node's devices belong to: the label Ray's topology
+/// strategy is written against (`topology_strategy={"ray.io/gpu-domain": "STRICT_PACK"}`). Set
+/// to the slice's name on a TPU slice's hosts (one ICI torus spans them) and to the node's own
+/// name on a node whose devices have a scale-up `link` (its NVLink domain ends at the node);
+/// unset on nodes without one. A node type's own `labels` take precedence.
+pub const LABEL_GPU_DOMAIN: &str = "ray.io/gpu-domain";
+/// The rack a node is declared in (Orrery's label, not Ray's: Ray has no rack label), so
+/// selectors and topology strategies can name racks. Unset on nodes outside any named rack.
+pub const LABEL_RACK: &str = "orrery.io/rack";
 pub const LABEL_TPU_SLICE_NAME: &str = "ray.io/tpu-slice-name";
 pub const LABEL_TPU_WORKER_ID: &str = "ray.io/tpu-worker-id";
 pub const LABEL_TPU_TOPOLOGY: &str = "ray.io/tpu-topology";
@@ -480,6 +489,7 @@ impl ClusterState {
             topo: Arc<Topology>,
             labels: BTreeMap<String, String>,
             accel_type: Option<String>,
+            scale_up: bool,
         }
         let mut types: HashMap<String, TypeInfo> = HashMap::new();
         for (name, nt) in &spec.node_types {
@@ -576,6 +586,7 @@ impl ClusterState {
                     });
                 }
             }
+            let scale_up = nt.devices.iter().any(|g| g.link != "none");
             let accel_type = nt
                 .devices
                 .first()
@@ -588,6 +599,7 @@ impl ClusterState {
                     topo: Arc::new(topo),
                     labels: nt.labels.clone(),
                     accel_type,
+                    scale_up,
                 },
             );
         }
@@ -609,8 +621,21 @@ impl ClusterState {
                     .entry(LABEL_ZONE.into())
                     .or_insert_with(|| cluster.zones[z].clone());
             }
+            let rack_name = &cluster.racks[nr.rack].name;
+            if !rack_name.is_empty() {
+                labels
+                    .entry(LABEL_RACK.into())
+                    .or_insert_with(|| rack_name.clone());
+            }
             let mut resources = ti.resources.clone();
             let slice = slice_of_rack[nr.rack];
+            let domain = match slice {
+                Some(si) => Some(st.slices[si].name.clone()),
+                None => ti.scale_up.then(|| nr.name.clone()),
+            };
+            if let Some(d) = domain {
+                labels.entry(LABEL_GPU_DOMAIN.into()).or_insert(d);
+            }
             if let Some(si) = slice {
                 let w = worker_idx[nr.rack];
                 worker_idx[nr.rack] += 1;

@@ -167,6 +167,12 @@ impl Sim<'_> {
                 racks: racks(&pg.nodes),
                 nodes_at_creation: names(&pg.created_nodes),
                 racks_at_creation: racks(&pg.created_nodes),
+                option: pg.created.map(|_| pg.option),
+                domain: pg
+                    .domain
+                    .as_ref()
+                    .zip(pg.domain_value.as_ref())
+                    .map(|(k, v)| format!("{k}={v}")),
             });
         }
         for job in &self.jobs {

@@ -102,6 +102,12 @@ pub struct PgMetrics {
     /// Each bundle's node when the group was created (what the policy chose), and its racks.
     pub nodes_at_creation: Vec<String>,
     pub racks_at_creation: usize,
+    /// Which option the group was created with: 0 its own bundles, k its k-th `fallback`
+    /// (Ray's fallback strategy); absent until created.
+    #[serde(rename = "option_index")]
+    pub option: Option<usize>,
+    /// `LABEL=VALUE`: the domain its topology strategy put it in; absent without one.
+    pub domain: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

@@ -7,12 +7,21 @@
 use super::{Ev, Sim, device_units};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, BundleRequest, Explain, NodeId, PgDecision, Request};
-use crate::spec::workload::{PgStrategy, Policy};
+use crate::spec::workload::{LabelConstraint, PgStrategy, Policy};
 
 pub(super) struct Pg {
     pub(super) workload: usize,
     pub(super) index: usize,
+    /// The bundles of the option the group holds (or will try first).
     pub(super) bundles: Vec<Request>,
+    /// Every option, in the order Ray tries them: the group's own bundles, then each
+    /// `fallback`; each bundle with its label selector.
+    pub(super) options: Vec<(Vec<Request>, Vec<Vec<LabelConstraint>>)>,
+    /// The option the group was created with (0: its own bundles).
+    pub(super) option: usize,
+    /// The topology strategy's label, and the value of the domain the group was created in.
+    pub(super) domain: Option<String>,
+    pub(super) domain_value: Option<String>,
     pub(super) strategy: PgStrategy,
     pub(super) policy: Policy,
     pub(super) tenant: Option<usize>,
@@ -43,15 +52,26 @@ impl Sim<'_> {
         // Placement groups, then training jobs on them.
         for (pi, p) in w.placement_groups.iter().enumerate() {
             let mem = w.placement_group_device_memory(&p.name);
-            let bundles = p
-                .bundles
-                .iter()
-                .map(|b| self.state.request_with_memory(b, mem))
-                .collect();
+            let reqs = |st: &mut crate::placement::ClusterState,
+                        bs: &[crate::spec::workload::Resources]|
+             -> Vec<Request> {
+                bs.iter().map(|b| st.request_with_memory(b, mem)).collect()
+            };
+            let mut options = vec![(
+                reqs(&mut self.state, &p.bundles),
+                p.bundle_selectors.clone(),
+            )];
+            for f in &p.fallbacks {
+                options.push((reqs(&mut self.state, &f.bundles), f.selectors.clone()));
+            }
             self.pgs.push(Pg {
                 workload: wi,
                 index: pi,
-                bundles,
+                bundles: options[0].0.clone(),
+                options,
+                option: 0,
+                domain: p.domain.clone(),
+                domain_value: None,
                 strategy: p.strategy,
                 policy: p.policy.unwrap_or(w.policy),
                 tenant,
@@ -86,9 +106,9 @@ impl Sim<'_> {
             self.explain.is_none() && self.explain_target.as_deref() == Some(name.as_str());
         let mut ex = Explain::default();
         // A slice group takes its bundles from the first intact slice that can hold them.
-        let (bundles, selector) = if pg.slice {
+        let (options, selector) = if pg.slice {
             match self.slice_gang(p) {
-                Some(x) => x,
+                Some((b, sel)) => (vec![(b, Vec::new())], sel),
                 None => {
                     self.pgs[p as usize].attempts += 1;
                     if self.state.slices() == 0 {
@@ -100,44 +120,50 @@ impl Sim<'_> {
                 }
             }
         } else {
-            (pg.bundles.clone(), Vec::new())
+            (pg.options.clone(), Vec::new())
         };
         let pg = &self.pgs[p as usize];
-        let br = BundleRequest {
-            bundles: &bundles,
-            strategy: pg.strategy,
-            tenant: pg.tenant,
-            policy: pg.policy,
-            label_selector: &selector,
-        };
-        let d = placement::place_bundles(
+        let dkey = pg.domain.clone();
+        let domain = dkey.as_deref().map(|k| (k, None));
+        let reqs: Vec<BundleRequest> = options
+            .iter()
+            .map(|(bundles, sels)| BundleRequest {
+                bundles,
+                strategy: pg.strategy,
+                tenant: pg.tenant,
+                policy: pg.policy,
+                label_selector: &selector,
+                bundle_selectors: sels,
+                domain,
+            })
+            .collect();
+        let (k, d) = placement::place_options(
             &self.state,
-            &br,
+            &reqs,
             if want_explain { Some(&mut ex) } else { None },
         );
+        let bundles = options[k].0.clone();
         // What the engine does with the decision, for `orrery explain`.
-        let explained = want_explain.then(|| {
-            (
-                name,
-                br.strategy,
-                br.tenant,
-                br.policy,
-                selector.clone(),
-                d.clone(),
-            )
-        });
+        let explained = want_explain.then(|| (name, k, d.clone()));
+        drop(reqs);
         let pg = &mut self.pgs[p as usize];
         pg.attempts += 1;
         pg.bundles.clone_from(&bundles);
+        pg.option = k;
         let (tenant, policy) = (pg.tenant, pg.policy);
         let created = match d {
             PgDecision::Placed(nodes) => {
                 if let Some(allocs) = self.allocate_all(&bundles, &nodes, tenant, policy) {
+                    let value = self.pgs[p as usize]
+                        .domain
+                        .as_deref()
+                        .and_then(|key| self.state.nodes[nodes[0]].labels().get(key).cloned());
                     let pg = &mut self.pgs[p as usize];
                     pg.created = Some(now);
                     pg.nodes = nodes.clone();
                     pg.created_nodes = nodes.clone();
                     pg.allocs = allocs.into_iter().map(Some).collect();
+                    pg.domain_value = value;
                     Some(nodes)
                 } else {
                     self.retry_pg(p);
@@ -153,13 +179,16 @@ impl Sim<'_> {
                 None
             }
         };
-        if let Some((name, strategy, tenant, policy, selector, d)) = explained {
+        if let Some((name, k, d)) = explained {
+            let pg = &self.pgs[p as usize];
             let br = BundleRequest {
                 bundles: &bundles,
-                strategy,
-                tenant,
-                policy,
+                strategy: pg.strategy,
+                tenant: pg.tenant,
+                policy: pg.policy,
                 label_selector: &selector,
+                bundle_selectors: &options[k].1,
+                domain,
             };
             self.explain = Some(self.explain_pg(name, &br, &ex, &d, created.as_deref()));
         }
@@ -187,6 +216,8 @@ impl Sim<'_> {
                     tenant: pg.tenant,
                     policy: pg.policy,
                     label_selector: &selector,
+                    bundle_selectors: &[],
+                    domain: None,
                 };
                 matches!(
                     placement::place_bundles(&self.state, &br, None),

@@ -17,6 +17,7 @@ pub mod model;
 pub mod overlap;
 pub mod path;
 pub mod payloads;
+pub mod placement_group;
 pub mod reader;
 pub mod schema;
 pub mod serving;

@@ -179,7 +179,10 @@ pub const WORKLOAD: &[StmtDef] = &[
     one("policy", POLICIES),
     many("tasks", &["x", "after"]),
     many("actor", &["x"]),
-    many("placement_group", &["strategy", "policy", "slice"]),
+    many(
+        "placement_group",
+        &["strategy", "topology_strategy", "policy", "slice"],
+    ),
     many("training", &["on", "steps"]),
     many("service", &[]),
     one("transport", &[]),
@@ -208,7 +211,12 @@ pub const ACTOR: &[StmtDef] = &[
     one("device_memory", &[]),
     one("tensor", &["to"]),
 ];
-pub const PLACEMENT_GROUP: &[StmtDef] = &[many("bundle", &["x"])];
+pub const PLACEMENT_GROUP: &[StmtDef] = &[
+    many("bundle", &["x", "label_selector"]),
+    many("fallback", &[]),
+];
+/// A `fallback` option of a placement group (Ray's `fallback_strategy` entry).
+pub const PG_FALLBACK: &[StmtDef] = &[many("bundle", &["x", "label_selector"])];
 pub const TRAINING: &[StmtDef] = &[
     one("compute", &["per", "device", "memory", "kernels"]),
     many("allreduce", &["algo", "proto", "hierarchical"]),
@@ -347,6 +355,7 @@ pub const ALL: &[(&str, &[StmtDef])] = &[
     ("tasks", TASK),
     ("actor", ACTOR),
     ("placement_group", PLACEMENT_GROUP),
+    ("fallback", PG_FALLBACK),
     ("training", TRAINING),
     ("service", SERVICE),
     ("failures", FAILURES),

@@ -34,6 +34,13 @@ pub enum LabelOp {
     NotEquals(String),
     In(Vec<String>),
     NotIn(Vec<String>),
+    /// `exists()`: the node has the key, whatever its value. Not a value Ray's
+    /// `label_selector` parses (`src/ray/common/scheduling/label_selector.cc` knows only
+    /// `v`, `!v`, `in(..)`, `!in(..)`); it is the `Exists` of Ray's legacy
+    /// `NodeLabelSchedulingStrategy`.
+    Exists,
+    /// `!exists()`: the node lacks the key (legacy `DoesNotExist`).
+    DoesNotExist,
 }
 
 /// One entry of a Ray label selector (`{"key": "in(a,b)"}`); all entries must match.
@@ -51,6 +58,8 @@ impl LabelConstraint {
             LabelOp::NotEquals(x) => v != Some(x),
             LabelOp::In(xs) => v.is_some_and(|v| xs.contains(v)),
             LabelOp::NotIn(xs) => !v.is_some_and(|v| xs.contains(v)),
+            LabelOp::Exists => v.is_some(),
+            LabelOp::DoesNotExist => v.is_none(),
         }
     }
 }
@@ -149,12 +158,32 @@ pub enum PgStrategy {
     StrictSpread,
 }
 
+impl PgStrategy {
+    /// Ray's name: `PACK`, `SPREAD`, `STRICT_PACK`, `STRICT_SPREAD`.
+    pub fn ray_name(self) -> &'static str {
+        match self {
+            PgStrategy::Pack => "PACK",
+            PgStrategy::Spread => "SPREAD",
+            PgStrategy::StrictPack => "STRICT_PACK",
+            PgStrategy::StrictSpread => "STRICT_SPREAD",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PlacementGroup {
     pub name: String,
     pub strategy: PgStrategy,
     pub policy: Option<Policy>,
     pub bundles: Vec<Resources>,
+    /// Ray's `bundle_label_selector`: each bundle's label selector (empty: none).
+    pub bundle_selectors: Vec<Vec<LabelConstraint>>,
+    /// Ray's `fallback_strategy`: other bundle sets, tried in order when the bundles above
+    /// cannot be placed.
+    pub fallbacks: Vec<super::placement_group::PgOption>,
+    /// Ray's alpha `topology_strategy`: the node label whose domains (one value each) the
+    /// group is strictly packed into; `strategy` is then the node-level strategy inside it.
+    pub domain: Option<String>,
     /// Reserve a whole TPU-style slice as a gang (Ray's slice placement group: a head bundle
     /// with `TPU-<pod>-head` plus one bundle per host); the bundles follow from the slice.
     pub slice: bool,
@@ -390,7 +419,7 @@ impl ResourceScope {
 }
 
 /// `{ CPU: 1, GPU: 0.5, memory: 4 GiB }`. Byte resources take sizes, the rest plain numbers.
-fn resources(cx: &mut Cx, scope: &ResourceScope, v: &Value) -> Option<Resources> {
+pub(super) fn resources(cx: &mut Cx, scope: &ResourceScope, v: &Value) -> Option<Resources> {
     let m = rd::map(cx, v)?;
     if !rd::unique_keys(cx, m) {
         return None;
@@ -415,7 +444,7 @@ fn resources(cx: &mut Cx, scope: &ResourceScope, v: &Value) -> Option<Resources>
     ok.then_some(out)
 }
 
-fn label_selector(cx: &mut Cx, v: &Value) -> Option<Vec<LabelConstraint>> {
+pub(super) fn label_selector(cx: &mut Cx, v: &Value) -> Option<Vec<LabelConstraint>> {
     let m = rd::map(cx, v)?;
     rd::unique_keys(cx, m);
     let mut out = Vec::new();
@@ -424,7 +453,7 @@ fn label_selector(cx: &mut Cx, v: &Value) -> Option<Vec<LabelConstraint>> {
         let op = parse_label_op(s).or_else(|| {
             cx.push(
                 Diagnostic::error(val.span, format!("`{s}` is not a label condition"))
-                    .with_help("write \"value\", \"!value\", \"in(a, b)\" or \"!in(a, b)\""),
+                    .with_help("write \"value\", \"!value\", \"in(a, b)\", \"!in(a, b)\", \"exists()\" or \"!exists()\""),
             );
             None
         })?;
@@ -443,6 +472,13 @@ pub fn parse_label_op(s: &str) -> Option<LabelOp> {
         Some(b) => (true, b.trim()),
         None => (false, s),
     };
+    if body == "exists()" {
+        return Some(if neg {
+            LabelOp::DoesNotExist
+        } else {
+            LabelOp::Exists
+        });
+    }
     if let Some(inner) = body.strip_prefix("in(").and_then(|b| b.strip_suffix(')')) {
         let vals: Vec<String> = inner.split(',').map(|x| x.trim().to_string()).collect();
         if vals
@@ -579,7 +615,7 @@ fn transport_ref(cx: &mut Cx, scope: &ResourceScope, v: &Value) -> Option<String
     Some(n.to_string())
 }
 
-fn policy(cx: &mut Cx, v: &Value) -> Option<Policy> {
+pub(super) fn policy(cx: &mut Cx, v: &Value) -> Option<Policy> {
     Some(
         match rd::choice(cx, v, schema::POLICIES, "placement policy")? {
             "spread" => Policy::Spread,
@@ -943,7 +979,13 @@ fn check_flop_service(
     }
 }
 
-fn check_quota(cx: &mut Cx, rules: Option<&Tenant>, what: &str, r: &Resources, at: Span) {
+pub(super) fn check_quota(
+    cx: &mut Cx,
+    rules: Option<&Tenant>,
+    what: &str,
+    r: &Resources,
+    at: Span,
+) {
     let Some(t) = rules else { return };
     let fixed = |x: f64| (x * 10_000.0).round();
     for (k, q) in &t.quota {
@@ -1249,94 +1291,16 @@ pub fn workload(
                     w.actors.push(ac);
                 }
                 "placement_group" => {
-                    let slice = a.flag("slice");
-                    if slice && a.stmt.values.iter().any(|v| matches!(&v.kind, ValueKind::Ident(n) if n == "strategy")) {
-                        cx.push(
-                            Diagnostic::error(s.head_span(), "a `slice` placement group takes no `strategy`")
-                                .with_help("a slice is reserved as a gang: one bundle per host, packed onto that slice"),
-                        );
-                        return None;
-                    }
-                    let sv = if slice {
-                        None
-                    } else {
-                        Some(a.need("strategy", "strategy PACK|SPREAD|STRICT_PACK|STRICT_SPREAD")?)
-                    };
-                    let strategy = match sv.map(|sv| rd::choice(
+                    let g = super::placement_group::placement_group(
                         cx,
-                        sv,
-                        schema::PG_STRATEGIES,
-                        "placement group strategy",
-                    )) {
-                        None => PgStrategy::Pack,
-                        Some(c) => match c? {
-                            "PACK" => PgStrategy::Pack,
-                            "SPREAD" => PgStrategy::Spread,
-                            "STRICT_PACK" => PgStrategy::StrictPack,
-                            _ => PgStrategy::StrictSpread,
-                        },
-                    };
-                    let pol = match a.opt("policy") {
-                        Some(v) => Some(policy(cx, v)?),
-                        None => None,
-                    };
-                    let mut bundles = Vec::new();
-                    let mut bundle_spans = Vec::new();
-                    cx.each(
-                        &blk.stmts,
-                        schema::PLACEMENT_GROUP,
-                        "a placement group",
-                        |cx, s2, def2| {
-                            cx.no_block(s2);
-                            let mut b = Args::new(s2, def2);
-                            let _ = (|| -> Option<()> {
-                                let map = b.req("a bundle map such as `{ GPU: 8, CPU: 96 }`")?;
-                                let r = resources(cx, scope, map)?;
-                                let n = match b.opt("x") {
-                                    Some(v) => rd::count(cx, v, 1, 100_000)?,
-                                    None => 1,
-                                };
-                                if r.values().all(|x| *x == 0.0) {
-                                    cx.error(s2.head_span(), "a bundle must request some resource");
-                                    return None;
-                                }
-                                bundles.extend(std::iter::repeat_n(r, n as usize));
-                                bundle_spans.extend(std::iter::repeat_n(map.span, n as usize));
-                                Some(())
-                            })();
-                            b.finish(cx);
-                        },
-                    );
-                    if slice && !bundles.is_empty() {
-                        cx.error(s.head_span(), format!("slice placement group `{item}` takes its bundles from the slice; remove the `bundle` lines"));
-                    } else if !slice && bundles.is_empty() {
-                        cx.error(
-                            s.head_span(),
-                            format!("placement group `{item}` has no bundles"),
-                        );
-                    }
-                    let mut total = Resources::new();
-                    for b in &bundles {
-                        for (k, v) in b {
-                            *total.entry(k.clone()).or_insert(0.0) += v;
-                        }
-                    }
-                    check_quota(
-                        cx,
+                        scope,
                         rules,
-                        &format!("placement group `{item}` (all its bundles together)"),
-                        &total,
-                        s.head_span(),
-                    );
-                    w.placement_groups.push(PlacementGroup {
-                        name: item,
-                        strategy,
-                        policy: pol,
-                        bundles,
-                        slice,
-                        span: s.head_span(),
-                        bundle_spans,
-                    });
+                        &mut a,
+                        s,
+                        blk,
+                        item,
+                    )?;
+                    w.placement_groups.push(g);
                 }
                 "training" => {
                     let pgv = a.need("on", "on PLACEMENT_GROUP")?;

@@ -192,12 +192,26 @@ impl Sim<'_> {
                 });
             }
         }
+        // Each lost bundle keeps its own label selector; a group placed by a topology strategy
+        // stays in its domain (Ray re-places with the domain as the target value).
+        let sels = &pg.options[pg.option].1;
+        let subset_sels: Vec<Vec<LabelConstraint>> = if sels.is_empty() {
+            Vec::new()
+        } else {
+            lost.iter().map(|&i| sels[i].clone()).collect()
+        };
+        let domain = pg
+            .domain
+            .as_deref()
+            .map(|k| (k, pg.domain_value.as_deref()));
         let br = BundleRequest {
             bundles: &subset,
             strategy: pg.strategy,
             tenant: pg.tenant,
             policy: pg.policy,
             label_selector: &selector,
+            bundle_selectors: &subset_sels,
+            domain,
         };
         let PgDecision::Placed(nodes) = crate::placement::place_bundles(&self.state, &br, None)
         else {
@@ -234,6 +248,8 @@ impl Sim<'_> {
             tenant: pg.tenant,
             policy: pg.policy,
             label_selector: &selector,
+            bundle_selectors: &[],
+            domain: None,
         };
         let PgDecision::Placed(nodes) = crate::placement::place_bundles(&self.state, &br, None)
         else {
