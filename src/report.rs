@@ -285,6 +285,27 @@ pub fn steps(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
 /// 3: every statistic says how exact its percentiles are (`quantile_error_fraction`).
 pub const RUN_SCHEMA_VERSION: u32 = 3;
 
+/// Where a placement group landed, for the run table: its topology domain when it has one,
+/// then its nodes (the first and last of more than two), and its fallback option if not 0.
+fn landed(p: &crate::sim::metrics::PgMetrics) -> String {
+    let mut nodes: Vec<&str> = p.nodes.iter().map(String::as_str).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut w = match nodes.as_slice() {
+        [] => "-".to_string(),
+        [a] => a.to_string(),
+        [a, b] => format!("{a}, {b}"),
+        [a, .., z] => format!("{a} … {z} ({} nodes)", nodes.len()),
+    };
+    if let Some(d) = &p.domain {
+        w = format!("{d}: {w}");
+    }
+    if let Some(k) = p.option.filter(|k| *k > 0) {
+        w += &format!(" (fallback {k})");
+    }
+    w
+}
+
 /// Write `run.json` and the CSV files into `dir`, each atomically.
 pub fn write(dir: &Path, h: &Header, m: &RunMetrics) -> std::io::Result<Vec<String>> {
     crate::atomic::create_dir(dir)?;
@@ -369,8 +390,9 @@ pub fn table(m: &RunMetrics) -> String {
             "pending",
             "attempts",
             "racks",
+            "where",
         ])
-        .left(&[1]);
+        .left(&[1, 7]);
         for p in &m.placement_groups {
             t.row([
                 name(&p.workload, &p.name),
@@ -379,6 +401,7 @@ pub fn table(m: &RunMetrics) -> String {
                 s(p.pending_time),
                 p.attempts.to_string(),
                 p.racks.to_string(),
+                landed(p),
             ]);
         }
         let _ = write!(o, "\n{t}");

@@ -104,6 +104,7 @@ const COUNTS: &[&str] = &[
     "objects_lost",
     "bundles_rescheduled",
     "option_index",
+    "max_devices",
     "fetches",
     "waited",
     "job_stops",

@@ -435,3 +435,54 @@ fn sweep_fabric_oversubscription_sets_the_communication_time() {
     assert!((c2 / c1 - 2.0).abs() < 0.03, "{c1} {c2}");
     assert!((c4 / c1 - 4.0).abs() < 0.06, "{c1} {c4}");
 }
+
+#[test]
+fn heterogeneous_fleet_lands_each_job_and_prices_the_domain_boundary() {
+    // scenarios/heterogeneous_fleet.orr's claims: `packed` lands whole in one NVL72 (its
+    // topology strategy), `split` over nvl1 and nvl2 (its bundle selectors), the slice gang on
+    // the slice's hosts, the service on the H100 nodes; and the closed forms of both jobs'
+    // communication: NVLS 16 GB / 534 GB/s = 30.0 ms, ring 2·63/64·16 GB / 200 GB/s = 157.5 ms.
+    let l = orrery::spec::load_file(Path::new("scenarios/heterogeneous_fleet.orr")).unwrap();
+    assert!(!l.has_errors(), "{}", l.render(false));
+    let spec = l.spec.unwrap();
+    let r = orrery::sim::simulate(&spec, &orrery::sim::SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let pg = |w: &str| {
+        r.metrics
+            .placement_groups
+            .iter()
+            .find(|p| p.workload == w)
+            .unwrap()
+    };
+    let packed = pg("packed");
+    assert_eq!(packed.domain.as_deref(), Some("ray.io/gpu-domain=nvl0"));
+    assert!(packed.nodes.iter().all(|n| n.starts_with("nvl0.")));
+    let split = pg("split");
+    assert_eq!(
+        split
+            .nodes
+            .iter()
+            .filter(|n| n.starts_with("nvl1."))
+            .count(),
+        8
+    );
+    assert_eq!(
+        split
+            .nodes
+            .iter()
+            .filter(|n| n.starts_with("nvl2."))
+            .count(),
+        8
+    );
+    assert!(pg("tpu_job").nodes.iter().all(|n| n.starts_with("tpu.h")));
+    let comm = |w: &str| {
+        let t = r.metrics.training.iter().find(|t| t.workload == w).unwrap();
+        assert_eq!(t.steps_done, 20);
+        t.communication_time / t.steps_done as f64
+    };
+    let (p, s) = (comm("packed"), comm("split"));
+    assert!((0.0300..0.0312).contains(&p), "packed {p}");
+    assert!((0.1575..0.1600).contains(&s), "split {s}");
+    let svc = &r.metrics.services[0];
+    assert!(svc.served > 0);
+}

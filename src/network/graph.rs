@@ -165,6 +165,12 @@ pub struct Graph {
     rail_optimized: bool,
     /// Per node: (slice, host index in it) when the node is a slice host.
     slice_of: Vec<Option<(usize, usize)>>,
+    /// Per node: the node whose [`Vertex::NvSwitch`] its NVSwitch-linked devices attach to —
+    /// itself, or the first node of its rack-scale domain (`scale_up rack`).
+    nvswitch_at: Vec<usize>,
+    /// Per node: whether its NVSwitch vertex is shared with other nodes (a rack-scale domain's
+    /// first node): a failure of that node then does not take the switch with it.
+    shared_nvswitch: Vec<bool>,
     slices: Vec<SliceLayout>,
     /// Per node: the NUMA domain of each PCIe switch.
     switch_numa: Vec<Vec<u32>>,
@@ -217,11 +223,20 @@ impl Graph {
     }
 
     /// The scale-up domain of a node: the slice it is a host of (all the slice's chips share
-    /// one ICI torus), else the node itself. Ids of slices follow the node ids.
+    /// one ICI torus), else its rack-scale NVSwitch domain (named by its first node), else the
+    /// node itself. Ids of slices follow the node ids.
     pub fn scale_up_domain(&self, node: usize) -> usize {
         match self.slice_of.get(node).copied().flatten() {
             Some((s, _)) => self.node_rack.len() + s,
-            None => node,
+            None => self.nvswitch_at.get(node).copied().unwrap_or(node),
+        }
+    }
+
+    /// The NVSwitch vertex a node's NVSwitch-linked devices attach to (see
+    /// [`Graph::scale_up_domain`]); whether any link to it exists is the caller's to check.
+    pub fn nvswitch(&self, node: usize) -> Vertex {
+        Vertex::NvSwitch {
+            node: self.nvswitch_at.get(node).copied().unwrap_or(node),
         }
     }
 
@@ -237,9 +252,12 @@ impl Graph {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Every directed link with an end in `node` (to fail or degrade the node's links).
+    /// Every directed link with an end in `node` (to fail or degrade the node's links). A
+    /// rack-scale domain's NVSwitch belongs to no node: the node's own devices' links to it
+    /// are the node's, the other nodes' are not.
     pub fn node_links(&self, node: usize) -> Vec<LinkId> {
         let of = |v: Vertex| match v {
+            Vertex::NvSwitch { node } if self.shared_nvswitch.get(node) == Some(&true) => None,
             Vertex::Root { node, .. }
             | Vertex::Switch { node, .. }
             | Vertex::Device { node, .. }
@@ -289,6 +307,20 @@ impl Graph {
             });
             g.slice_of[node] = Some((s, hosts_seen[*rack]));
             hosts_seen[*rack] += 1;
+        }
+        // Rack-scale NVSwitch domains: the nodes of one `scale_up rack` type in one rack share
+        // the NVSwitch of the first of them.
+        g.nvswitch_at = (0..nodes.len()).collect();
+        g.shared_nvswitch = vec![false; nodes.len()];
+        let mut first_of: std::collections::BTreeMap<(usize, &str), usize> = Default::default();
+        for (node, (nt, rack)) in nodes.iter().enumerate() {
+            if nt.rack_domain.is_some() && g.slice_of[node].is_none() {
+                let lead = *first_of.entry((*rack, nt.name.as_str())).or_insert(node);
+                g.nvswitch_at[node] = lead;
+                if lead != node {
+                    g.shared_nvswitch[lead] = true;
+                }
+            }
         }
         // Injection per leaf: (rack, rail) → bytes/s.
         let mut leaf_injection: std::collections::BTreeMap<(usize, usize), f64> =
@@ -379,8 +411,10 @@ impl Graph {
                 let n = dev - first;
                 let ic = acc.and_then(|a| a.interconnect.as_ref());
                 let per_dir = ic.map(|i| i.per_direction.0).unwrap_or(0.0);
-                // Slice hosts' chips are linked by the slice torus below, not per host.
-                if per_dir <= 0.0 || n < 2 || g.slice_of[node].is_some() {
+                // Slice hosts' chips are linked by the slice torus below, not per host. A node of a
+                // rack-scale domain links even one device: the switch joins it to the others.
+                let spans = g.nvswitch_at[node] != node || g.shared_nvswitch[node];
+                if per_dir <= 0.0 || (n < 2 && !spans) || g.slice_of[node].is_some() {
                     continue;
                 }
                 let d = |i: usize| Vertex::Device {
@@ -392,8 +426,9 @@ impl Graph {
                 };
                 match group.link.as_str() {
                     "switch" => {
+                        let sw = g.nvswitch(node);
                         for i in 0..n {
-                            up(&mut g, d(i), Vertex::NvSwitch { node }, per_dir);
+                            up(&mut g, d(i), sw, per_dir);
                         }
                     }
                     "mesh" | "torus" => {
@@ -693,11 +728,13 @@ impl Graph {
         {
             return self.ici_route(a, src, dst);
         }
+        let nvs = self.nvswitch(src.0);
+        if (src.0 == dst.0 || nvs == self.nvswitch(dst.0))
+            && let (Some(a), Some(b)) = (self.link_between(sv, nvs), self.link_between(nvs, dv))
+        {
+            return Some(vec![a, b]);
+        }
         if src.0 == dst.0 {
-            let nvs = Vertex::NvSwitch { node: src.0 };
-            if let (Some(a), Some(b)) = (self.link_between(sv, nvs), self.link_between(nvs, dv)) {
-                return Some(vec![a, b]);
-            }
             if let Some(l) = self.link_between(sv, dv) {
                 return Some(vec![l]);
             }
@@ -967,7 +1004,9 @@ impl Graph {
         {
             return None;
         }
-        let mut nodes: Vec<usize> = ranks.iter().map(|r| r.0).collect();
+        // NCCL counts a multi-node NVLink domain (MNNVL: an NVL72 rack) as one node: its
+        // ranks reach each other over NVLink, and NVLS spans it.
+        let mut nodes: Vec<usize> = ranks.iter().map(|r| self.scale_up_domain(r.0)).collect();
         nodes.sort_unstable();
         nodes.dedup();
         let dev = Vertex::Device {
@@ -975,7 +1014,7 @@ impl Graph {
             device: d0,
         };
         let share = self.collective_share.get(n0).map_or(1.0, |s| s.0);
-        let nvs = self.link_between(dev, Vertex::NvSwitch { node: n0 });
+        let nvs = self.link_between(dev, self.nvswitch(n0));
         let direct: f64 = self
             .out
             .get(&dev)

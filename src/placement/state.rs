@@ -490,6 +490,7 @@ impl ClusterState {
             labels: BTreeMap<String, String>,
             accel_type: Option<String>,
             scale_up: bool,
+            rack_domain: bool,
         }
         let mut types: HashMap<String, TypeInfo> = HashMap::new();
         for (name, nt) in &spec.node_types {
@@ -600,6 +601,7 @@ impl ClusterState {
                     labels: nt.labels.clone(),
                     accel_type,
                     scale_up,
+                    rack_domain: nt.rack_domain.is_some(),
                 },
             );
         }
@@ -631,6 +633,12 @@ impl ClusterState {
             let slice = slice_of_rack[nr.rack];
             let domain = match slice {
                 Some(si) => Some(st.slices[si].name.clone()),
+                // A rack-scale NVSwitch domain: one per rack and node type (`network::graph`).
+                None if ti.rack_domain => Some(if rack_name.is_empty() {
+                    format!("rack{}", nr.rack)
+                } else {
+                    rack_name.clone()
+                }),
                 None => ti.scale_up.then(|| nr.name.clone()),
             };
             if let Some(d) = domain {

@@ -198,6 +198,9 @@ struct Builder<'a> {
     next: BTreeMap<(usize, String), u32>,
     total: u64,
     rack_spans: BTreeMap<String, Span>,
+    /// Per rack with a rack-scale NVSwitch domain (`scale_up rack`): its node type, the
+    /// devices so far, and where that type was first placed.
+    domains: BTreeMap<usize, (String, u64, Span)>,
 }
 
 pub fn cluster(
@@ -208,6 +211,7 @@ pub fn cluster(
     stmts: &[Stmt],
 ) -> Cluster {
     let mut b = Builder {
+        domains: BTreeMap::new(),
         node_types,
         c: Cluster {
             name: name.to_string(),
@@ -536,6 +540,32 @@ impl Builder<'_> {
                 ),
             );
             return None;
+        }
+        if let Some(nt) = self.node_types.get(&node_type)
+            && let Some(d) = nt.rack_domain
+        {
+            let e = self
+                .domains
+                .entry(rack)
+                .or_insert_with(|| (node_type.clone(), 0, span));
+            if e.0 != node_type {
+                cx.push(
+                    Diagnostic::error(span, format!("a rack holds one rack-scale NVSwitch domain: `{node_type}` cannot join the domain of `{}`", e.0))
+                        .with_secondary(e.2, "the rack's domain starts here")
+                        .with_help("put each `scale_up rack` node type in racks of its own"),
+                );
+                return None;
+            }
+            e.1 += count * u64::from(nt.device_count());
+            if let Some(max) = d.max_devices
+                && e.1 > u64::from(max)
+            {
+                cx.push(
+                    Diagnostic::error(span, format!("this rack's NVSwitch domain would hold {} devices; `{node_type}` declares `scale_up rack max {max}`", e.1))
+                        .with_help("spread the nodes over more racks"),
+                );
+                return None;
+            }
         }
         let next = self.next.entry((rack, prefix.clone())).or_insert(0);
         let first = *next;

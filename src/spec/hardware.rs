@@ -194,6 +194,10 @@ pub struct NodeType {
     pub nics: Vec<NicGroup>,
     pub labels: BTreeMap<String, String>,
     pub resources: BTreeMap<String, f64>,
+    /// `scale_up rack [max N]`: the `link switch` devices of this type's nodes in one rack
+    /// share one NVSwitch domain (an NVL72-class rack: its NVLink Switch trays join every
+    /// compute tray), holding at most `N` devices (`None`: no bound).
+    pub rack_domain: Option<RackDomain>,
     #[serde(rename = "price_usd_per_h")]
     pub price: Option<Price>,
     #[serde(rename = "power_w")]
@@ -207,6 +211,12 @@ pub struct NodeType {
     /// Index of `switches` by name, so a node of 100,000 switches resolves in linear time.
     #[serde(skip)]
     switch_ids: std::collections::HashMap<String, usize>,
+}
+
+/// A scale-up domain spanning a rack (see [`NodeType::rack_domain`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RackDomain {
+    pub max_devices: Option<u32>,
 }
 
 impl NodeType {
@@ -548,6 +558,7 @@ pub fn node_type(
             nics: Vec::new(),
             labels: BTreeMap::new(),
             resources: BTreeMap::new(),
+            rack_domain: None,
             price: None,
             power: None,
             source: None,
@@ -737,6 +748,18 @@ pub fn node_type(
                         n.resources.insert(k.name.clone(), x);
                     }
                 }
+                "scale_up" => {
+                    let v = a.req("`rack`")?;
+                    if !matches!(&v.kind, crate::syntax::ast::ValueKind::Ident(w) if w == "rack") {
+                        cx.error(v.span, "`scale_up` takes `rack`: the node's NVSwitch domain spans its rack");
+                        return None;
+                    }
+                    let max = match a.opt("max") {
+                        Some(m) => Some(rd::count(cx, m, 1, 1_000_000)? as u32),
+                        None => None,
+                    };
+                    n.rack_domain = Some(RackDomain { max_devices: max });
+                }
                 "price" => n.price = Some(rd::price(cx, a.req("a price")?)?),
                 "power" => n.power = Some(rd::power(cx, a.req("a power")?)?),
                 "source" => n.source = Some(rd::string(cx, a.req("a source string")?)?.to_string()),
@@ -749,6 +772,22 @@ pub fn node_type(
         }
         a.finish(cx);
     });
+    if n.rack_domain.is_some() && !n.devices.iter().any(|g| g.link == "switch") {
+        let at = stmts
+            .iter()
+            .find(|s| s.key.name == "scale_up")
+            .map_or(span, |s| s.head_span());
+        cx.push(
+            Diagnostic::error(
+                at,
+                format!(
+                    "node type `{name}`: `scale_up rack` needs devices linked by `link switch`"
+                ),
+            )
+            .with_help("the rack's NVSwitch domain joins the nodes' NVSwitch-linked devices"),
+        );
+        return None;
+    }
     required(cx, &n.given, &["cpu", "memory"], "node type", name, span).then_some(n)
 }
 

@@ -115,6 +115,7 @@ pub const NODE: &[StmtDef] = &[
     many("nic", &["x", "at", "numa", "role"]),
     one("labels", &[]),
     one("resources", &[]),
+    one("scale_up", &["rack", "max"]),
     one("price", &[]),
     one("power", &[]),
     one("source", &[]),

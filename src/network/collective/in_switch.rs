@@ -26,7 +26,11 @@ pub(super) fn allreduce(
     bytes: f64,
 ) -> Result<(), String> {
     let p = ranks.len() as f64;
-    let one_node = ranks.iter().all(|r| r.0 == ranks[0].0);
+    // One NVSwitch (a node's, or a rack-scale domain's): the switch reduces; else SHARP in
+    // the leaf.
+    let one_node = ranks
+        .iter()
+        .all(|r| graph.nvswitch(r.0) == graph.nvswitch(ranks[0].0));
     let paths = if one_node {
         ranks
             .iter()
@@ -75,7 +79,7 @@ pub(super) fn allreduce(
 }
 
 fn nvswitch_paths(graph: &Graph, (node, device): Rank) -> Result<UpDown, String> {
-    let (d, s) = (Vertex::Device { node, device }, Vertex::NvSwitch { node });
+    let (d, s) = (Vertex::Device { node, device }, graph.nvswitch(node));
     match (graph.link_between(d, s), graph.link_between(s, d)) {
         (Some(up), Some(down)) => Ok((vec![up], vec![down])),
         _ => Err(format!(

@@ -397,7 +397,11 @@ fn decompose(
         let idle = FlowNet::new(graph.capacity.clone());
         let mut t0 = simulate(graph, &idle, op, algorithm, ranks, bytes, &bare)?.secs;
         // NVLS on one node pays its base even with a fixed α: not bandwidth time.
-        if algorithm == Algorithm::InSwitch && ranks.iter().all(|r| r.0 == ranks[0].0) {
+        if algorithm == Algorithm::InSwitch
+            && ranks
+                .iter()
+                .all(|r| graph.nvswitch(r.0) == graph.nvswitch(ranks[0].0))
+        {
             t0 -= NVLS_BASE;
         }
         // T₀ ran with Simple's own stretch (1 unless the algorithm's Simple differs): keep it.
