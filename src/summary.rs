@@ -40,6 +40,16 @@ pub struct SliceSummary {
     pub ici_bisection: Option<Bandwidth>,
 }
 
+/// A rack-scale NVSwitch domain (`scale_up rack`) as `check` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DomainSummary {
+    pub rack: String,
+    pub node_type: String,
+    pub nodes: u64,
+    pub devices: u64,
+    pub accelerator: String,
+}
+
 /// A storage target as `check` prints it.
 #[derive(Debug, Clone, Serialize)]
 pub struct StorageSummary {
@@ -79,6 +89,8 @@ pub struct Summary {
     #[serde(rename = "bisection_bytes_per_s")]
     pub bisection: Option<Bandwidth>,
     pub slices: Vec<SliceSummary>,
+    /// Rack-scale NVLink domains, one per rack that has one.
+    pub scale_up_domains: Vec<DomainSummary>,
     pub storage: Vec<StorageSummary>,
     /// Sum of node prices (node `price`, else its devices' prices); `None` if any is unknown.
     #[serde(rename = "price_usd_per_h")]
@@ -251,6 +263,7 @@ pub fn summarize(spec: &Spec) -> Summary {
         injection: Bandwidth(0.0),
         bisection: None,
         slices: Vec::new(),
+        scale_up_domains: Vec::new(),
         storage: Vec::new(),
         price: Some(Price(0.0)),
         power: Some(Power(0.0)),
@@ -314,6 +327,26 @@ pub fn summarize(spec: &Spec) -> Summary {
         s.power = s
             .power
             .and_then(|p| node_power(spec, nt).map(|x| Power(p.0 + x * n as f64)));
+        if nt.rack_domain.is_some() {
+            let rack = &c.racks[g.rack].name;
+            match s.scale_up_domains.iter_mut().find(|d| &d.rack == rack) {
+                Some(d) => {
+                    d.nodes += n;
+                    d.devices += u64::from(nt.device_count()) * n;
+                }
+                None => s.scale_up_domains.push(DomainSummary {
+                    rack: rack.clone(),
+                    node_type: g.node_type.clone(),
+                    nodes: n,
+                    devices: u64::from(nt.device_count()) * n,
+                    accelerator: nt
+                        .devices
+                        .first()
+                        .map(|d| d.accelerator.clone())
+                        .unwrap_or_default(),
+                }),
+            }
+        }
         for d in &nt.devices {
             let k = u64::from(d.count) * n;
             *s.devices_by_type.entry(d.accelerator.clone()).or_insert(0) += k;
@@ -454,6 +487,27 @@ impl std::fmt::Display for Summary {
                             self.injection
                         );
                     }
+                }
+                // Rack-scale NVLink domains, alike ones on one line.
+                let mut shown: Vec<(String, Vec<&str>)> = Vec::new();
+                for d in &self.scale_up_domains {
+                    let what = format!(
+                        "{} × {} on {} {}",
+                        d.devices, d.accelerator, d.nodes, d.node_type
+                    );
+                    match shown.iter_mut().find(|(w, _)| *w == what) {
+                        Some((_, racks)) => racks.push(&d.rack),
+                        None => shown.push((what, vec![&d.rack])),
+                    }
+                }
+                for (what, racks) in &shown {
+                    let _ = writeln!(
+                        o,
+                        "scale-up     {} ({}): {what}{}",
+                        plural(racks.len(), "rack-scale NVLink domain"),
+                        racks.join(", "),
+                        if racks.len() > 1 { " each" } else { "" }
+                    );
                 }
                 for sl in &self.slices {
                     let dims: Vec<String> = sl.dims.iter().map(u64::to_string).collect();

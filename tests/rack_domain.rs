@@ -164,3 +164,31 @@ fn check_refuses_what_no_rack_domain_can_be() {
         assert!(err.contains(want), "{src}: {err}");
     }
 }
+
+#[test]
+fn check_lists_each_rack_scale_domain() {
+    let f = file("summary", NVL72);
+    let (code, out, err) = orrery(&["check", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "scale-up     2 rack-scale NVLink domains (nvl0, nvl1): 72 × GB200 on 18 gb200_nvl72_tray each"
+        ),
+        "{out}"
+    );
+    let (code, out, err) = orrery(&["check", f.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let d = &v["scenarios"][0]["summary"]["scale_up_domains"];
+    assert_eq!(d.as_array().unwrap().len(), 2, "{d}");
+    assert_eq!(d[1]["rack"], "nvl1");
+    assert_eq!(d[1]["devices"], 72);
+    assert_eq!(d[1]["nodes"], 18);
+    // A cluster without rack domains prints no scale-up line.
+    let g = file(
+        "summary-none",
+        "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\n",
+    );
+    let (_, out, _) = orrery(&["check", g.to_str().unwrap()]);
+    assert!(!out.contains("scale-up"), "{out}");
+}
