@@ -276,6 +276,18 @@ fn a_quantity_of_the_wrong_kind_names_the_kind_expected() {
         err.contains("`100` has no unit") && err.contains("`100Gbps`"),
         "{err}"
     );
+    // BYTES may be bare, so there the unit is read as the START.
+    let err = fails(
+        "space2.flows",
+        "link L 1Gbps 0s
+flow a 1 GB 0s L
+",
+    );
+    assert!(
+        err.contains("space2.flows:2:10: expected a start time")
+            && err.contains("`64GB`, not `64 GB`"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -204,11 +204,15 @@ impl<'a> Parser<'a> {
         let want = field.kind();
         let err = |msg: String| Diagnostic::error(span, msg);
         let Some((x, unit)) = split_number(t.s) else {
-            return Err(Box::new(err(format!(
-                "expected {}, found `{}`",
-                field.expected(),
-                t.s
-            ))));
+            let help = units::lookup(t.s).map(|_| {
+                format!(
+                    "a unit is written right after its number: `64{0}`, not `64 {0}`",
+                    t.s
+                )
+            });
+            return Err(Box::new(
+                err(format!("expected {}, found `{}`", field.expected(), t.s)).with_help_opt(help),
+            ));
         };
         let value = if unit.is_empty() {
             if field != Field::Bytes {
