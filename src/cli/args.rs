@@ -251,6 +251,10 @@ pub(super) enum Command {
         #[arg(long)]
         csv: bool,
     },
+    /// Run a flow file (`link ID BANDWIDTH LATENCY`, `flow ID BYTES START LINK...`) on
+    /// Orrery's max-min flow solver: each flow's completion time in seconds (`ID SECONDS`,
+    /// sorted by id), then the wall time (grammar/orrery.md §4).
+    Flows { file: PathBuf },
     /// Compare transports (object store, NVLink P2P, NCCL, Gloo, NIXL, RDMA, GPUDirect RDMA,
     /// host-staged RDMA, TCP) on the same transfers over a scenario's cluster.
     Transports {

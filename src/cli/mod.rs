@@ -15,6 +15,7 @@ mod common;
 mod compare;
 mod drill;
 mod explain;
+mod flows;
 mod fmt;
 mod inputs;
 mod merge;
@@ -148,6 +149,7 @@ pub fn main() -> ExitCode {
                 csv,
             },
         ),
+        Command::Flows { file } => flows::flows(&file),
         Command::Transports {
             file,
             sizes,

@@ -6,6 +6,7 @@ mod audit;
 mod classes;
 pub mod collective;
 mod filling;
+pub mod flowfile;
 pub mod flows;
 pub mod graph;
 mod rebuild;
