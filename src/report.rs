@@ -512,7 +512,8 @@ pub fn table(m: &RunMetrics) -> String {
         let _ = write!(o, "\n{t}");
     }
     let f = &m.failures;
-    if f.node_failures > 0 || !f.unsimulated.is_empty() {
+    let fabric = f.timeline.iter().any(|e| e.kind.starts_with("switch"));
+    if f.node_failures > 0 || !f.unsimulated.is_empty() || fabric {
         let _ = writeln!(
             o,
             "\nfailures         {} node failures · detect p50 {} · recover p50 {} · node availability {:.3}%",
@@ -533,6 +534,18 @@ pub fn table(m: &RunMetrics) -> String {
             f.requests_lost,
             f.bundles_rescheduled
         );
+        if fabric {
+            // What the fabric's failures set off, by kind in order of first appearance.
+            let mut kinds: Vec<(&str, usize)> = Vec::new();
+            for e in &f.timeline {
+                match kinds.iter_mut().find(|(k, _)| *k == e.kind) {
+                    Some((_, n)) => *n += 1,
+                    None => kinds.push((&e.kind, 1)),
+                }
+            }
+            let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            let _ = writeln!(o, "  events: {}", list.join(" · "));
+        }
         for u in &f.unsimulated {
             let _ = writeln!(o, "  not simulated yet: {u}");
         }

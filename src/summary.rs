@@ -15,6 +15,9 @@
 //!   Practices of Interconnection Networks", §3.3); each link carries the device's
 //!   per-direction bandwidth divided by its link count (2 per dimension when not given).
 //!
+//! - `explicit`: the maximum flow from the first half of the racks to the second over the
+//!   declared switches and links (`network::bisection`).
+//!
 //! These are analytical figures for the summary; the flow-level network model reports what
 //! traffic actually gets.
 
@@ -177,6 +180,9 @@ pub fn balanced_half(mut caps: Vec<f64>) -> f64 {
 /// Fabric bisection bandwidth per direction (see the module docs), `None` without a fabric.
 pub fn fabric_bisection(spec: &Spec, c: &Cluster) -> Option<Bandwidth> {
     let f = c.fabric.as_ref()?;
+    if let Some(t) = &f.topology {
+        return Some(Bandwidth(explicit_bisection(spec, c, t)));
+    }
     let inj = |t: &str| {
         spec.node_types
             .get(t)
@@ -227,6 +233,38 @@ pub fn fabric_bisection(spec: &Spec, c: &Cluster) -> Option<Bandwidth> {
         return Some(Bandwidth(racks.min(balanced_half(zones))));
     }
     Some(Bandwidth(racks))
+}
+
+/// An explicit fabric's bisection (`network::bisection`): each rack's injection on each of
+/// its attach switches, node k's compute NIC j on switch `j mod m`, as the graph links them.
+fn explicit_bisection(spec: &Spec, c: &Cluster, t: &crate::spec::topology::Topology) -> f64 {
+    let mut inj: Vec<Vec<f64>> = t
+        .attach
+        .iter()
+        .map(|a| vec![0.0; a.as_ref().map_or(0, |a| a.switches.len())])
+        .collect();
+    for g in &c.groups {
+        let Some(nt) = spec.node_types.get(&g.node_type) else {
+            continue;
+        };
+        let any_compute = nt.nics.iter().any(|n| n.role == "compute");
+        let speeds = nt
+            .nics
+            .iter()
+            .filter(|n| n.role == "compute" || !any_compute)
+            .flat_map(|n| {
+                let s = spec.nics.get(&n.nic).map_or(0.0, |x| x.speed.0);
+                std::iter::repeat_n(s, n.count as usize)
+            });
+        let Some(row) = inj.get_mut(g.rack).filter(|r| !r.is_empty()) else {
+            continue;
+        };
+        let m = row.len();
+        for (k, s) in speeds.enumerate() {
+            row[k % m] += s * f64::from(g.count);
+        }
+    }
+    crate::network::bisection::explicit_bisection(t, &inj)
 }
 
 /// Bisection of a slice's ICI torus per direction (see the module docs).

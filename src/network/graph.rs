@@ -24,6 +24,11 @@
 //! NIC is on another rail, the data first crosses the scale-up fabric to the source-node device
 //! whose NIC is on that rail (NCCL's PXN), so it never leaves the rail.
 //!
+//! Explicit fabrics (`fabric explicit { ... }`): the declared switches and links replace the
+//! leaves and spines, each rack's compute NICs link to its attach switches, and routes between
+//! them come from [`super::topology`] (declared, dimension order or per-hop ECMP); with more
+//! than one switch per rack (`attach rails`) routes are rail-aware as above.
+//!
 //! Latency per link (seconds, [`Graph::latency`]): the fabric's declared `latency` per switch
 //! hop (NIC↔leaf, leaf↔spine), [`DEFAULT_HOP_LATENCY`] without one; inside a node the constants
 //! below. They are stated assumptions, small next to the software overheads the transport models
@@ -115,6 +120,10 @@ pub enum Vertex {
     },
     /// The inter-zone core joining the zones' spines (only with two zones or more).
     Core,
+    /// A switch of an explicit fabric (`fabric explicit`): its index among the declared ones.
+    Fabric {
+        switch: u32,
+    },
     /// A fabric-attached storage system (`storage NAME { attach fabric }`): `index` into the
     /// cluster's storage targets.
     Storage {
@@ -189,6 +198,8 @@ pub struct Graph {
     /// Per node: the collectives its accelerator's calibration profile measured (`None`
     /// without a profile or with none in it), shared by the nodes of one profile.
     measured: Vec<Option<std::sync::Arc<MeasuredCollectives>>>,
+    /// The switches and routing state of an explicit fabric (`super::topology`).
+    pub(super) explicit: Option<Box<super::topology::Explicit>>,
 }
 
 /// The `[[collective]]` fits of one calibration profile, with its name.
@@ -279,16 +290,27 @@ impl Graph {
             .nodes()
             .map(|n| (&spec.node_types[n.node_type], n.rack))
             .collect();
+        let topology = c.fabric.as_ref().and_then(|f| f.topology.as_deref());
         g.rail_optimized = c
             .fabric
             .as_ref()
-            .is_some_and(|f| f.kind == "rail_optimized");
+            .is_some_and(|f| f.kind == "rail_optimized")
+            || topology.is_some_and(|t| {
+                t.attach
+                    .iter()
+                    .flatten()
+                    .any(|a| a.rails && a.switches.len() > 1)
+            });
         let hop = c
             .fabric
             .as_ref()
             .and_then(|f| f.latency)
             .map(|d| d.0 as f64 * 1e-9)
             .unwrap_or(DEFAULT_HOP_LATENCY);
+        // An explicit fabric's switches come first: NICs link to them as they are added.
+        if let Some(t) = topology {
+            g.build_explicit(t, hop);
+        }
         // Slices: racks with a torus shape; their hosts are numbered in node order.
         let mut slice_index = vec![None; c.racks.len()];
         let mut hosts_seen = vec![0usize; c.racks.len()];
@@ -468,14 +490,21 @@ impl Graph {
                         PCIE_HOP_LATENCY,
                     );
                     if group.role == "compute" || !any_compute {
-                        let rail = if g.rail_optimized { mine.len() } else { 0 };
-                        g.link(
-                            Vertex::Nic { node, nic },
-                            Vertex::Leaf { rack: *rack, rail },
-                            speed,
-                            LinkKind::Network,
-                            hop,
-                        );
+                        let (to, rail) = match g.explicit_port(*rack, mine.len()) {
+                            Some((switch, rail)) => (Vertex::Fabric { switch }, rail),
+                            None if g.explicit.is_some() => (
+                                Vertex::Leaf {
+                                    rack: *rack,
+                                    rail: 0,
+                                },
+                                0,
+                            ),
+                            None => {
+                                let rail = if g.rail_optimized { mine.len() } else { 0 };
+                                (Vertex::Leaf { rack: *rack, rail }, rail)
+                            }
+                        };
+                        g.link(Vertex::Nic { node, nic }, to, speed, LinkKind::Network, hop);
                         *leaf_injection.entry((*rack, rail)).or_default() += speed;
                         mine.push(NicAt {
                             nic,
@@ -495,7 +524,7 @@ impl Graph {
             .iter()
             .map(|r| r.zone.map_or(0, |z| z + 1))
             .collect();
-        if let Some(f) = &c.fabric {
+        if let Some(f) = c.fabric.as_ref().filter(|f| f.topology.is_none()) {
             let racks_total: f64 = leaf_injection.values().sum();
             // Each zone's total leaf uplink: its default uplink to the core.
             let mut zone_up: std::collections::BTreeMap<usize, f64> = Default::default();
@@ -671,9 +700,11 @@ impl Graph {
             | Vertex::Nic { node, .. }
             | Vertex::NvSwitch { node }
             | Vertex::Disk { node, .. } => Some(node),
-            Vertex::Leaf { .. } | Vertex::Spine { .. } | Vertex::Core | Vertex::Storage { .. } => {
-                None
-            }
+            Vertex::Leaf { .. }
+            | Vertex::Spine { .. }
+            | Vertex::Core
+            | Vertex::Fabric { .. }
+            | Vertex::Storage { .. } => None,
         }
     }
 
@@ -756,7 +787,7 @@ impl Graph {
             }
             return self.bfs(a, b);
         }
-        let dn = self.nic_near(b)?;
+        let mut dn = self.nic_near(b)?;
         let mut sn = self.nic_near(a)?;
         let mut path = Vec::new();
         let mut start = a;
@@ -786,6 +817,39 @@ impl Graph {
             },
         );
         path.extend(self.bfs(start, snic)?);
+        if self.explicit.is_some() {
+            let port = |n: Vertex| {
+                self.out
+                    .get(&n)?
+                    .iter()
+                    .find_map(|&l| match self.ends[l].1 {
+                        Vertex::Fabric { switch } => Some((l, switch)),
+                        _ => None,
+                    })
+            };
+            let (up, sa) = port(snic)?;
+            let mut sb = port(dnic)?.1;
+            // Separate planes (`rails`): enter the destination on the source's rail.
+            if !self.switch_reaches(sa, sb)
+                && let Some(same) = self.nics[nb].iter().find(|n| n.rail == sn.rail)
+            {
+                dn = *same;
+                let v = Vertex::Nic {
+                    node: nb,
+                    nic: dn.nic,
+                };
+                sb = port(v)?.1;
+            }
+            let dnic = Vertex::Nic {
+                node: nb,
+                nic: dn.nic,
+            };
+            path.push(up);
+            path.extend(self.switch_path(sa, sb, key)?);
+            path.push(self.link_between(Vertex::Fabric { switch: sb }, dnic)?);
+            path.extend(self.bfs(dnic, b)?);
+            return Some(path);
+        }
         let (sl, dl) = (
             Vertex::Leaf {
                 rack: self.node_rack[na],
@@ -1048,7 +1112,9 @@ impl Graph {
                     .get(&v)
                     .into_iter()
                     .flatten()
-                    .filter(|&&l| matches!(self.ends[l].1, Vertex::Leaf { .. }))
+                    .filter(|&&l| {
+                        matches!(self.ends[l].1, Vertex::Leaf { .. } | Vertex::Fabric { .. })
+                    })
                     .map(|&l| self.capacity[l])
                     .sum::<f64>()
             })

@@ -3,6 +3,7 @@
 //! ([`flows`]). Transports, collectives as flows and the calibrated models come next.
 
 mod audit;
+pub mod bisection;
 mod classes;
 pub mod collective;
 mod filling;
@@ -11,6 +12,7 @@ pub mod flows;
 pub mod graph;
 mod rebuild;
 mod storage;
+pub mod topology;
 
 pub use flows::{FlowId, FlowNet, LinkId};
 pub use graph::{Graph, LinkKind, MeasuredCollectives, Vertex};

@@ -21,8 +21,9 @@ use crate::network::{FlowId, FlowNet, Graph, LinkId, LinkKind, Vertex};
 /// inside a node), `pcie` (devices, switches and NICs to the host), `socket` (between NUMA
 /// domains), `ici` (slice torus links), `nic` (a node's NIC to its leaf and back), `leaf_spine`
 /// (leaf ↔ spine: where oversubscription applies), `core` (spine ↔ inter-zone core), `storage`
-/// (to and from storage targets and node drives).
-pub const CLASSES: [&str; 8] = [
+/// (to and from storage targets and node drives), `fabric` (between switches of an explicit
+/// fabric).
+pub const CLASSES: [&str; 9] = [
     "scale_up",
     "pcie",
     "socket",
@@ -31,6 +32,7 @@ pub const CLASSES: [&str; 8] = [
     "leaf_spine",
     "core",
     "storage",
+    "fabric",
 ];
 const N: usize = CLASSES.len();
 
@@ -51,6 +53,7 @@ pub fn class_of(kind: LinkKind, ends: (Vertex, Vertex)) -> usize {
         LinkKind::Network => match ends {
             (V::Nic { .. }, _) | (_, V::Nic { .. }) => 4,
             (V::Core, _) | (_, V::Core) => 6,
+            (V::Fabric { .. }, V::Fabric { .. }) => 8,
             _ => 5,
         },
     }

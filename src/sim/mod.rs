@@ -215,6 +215,12 @@ pub(crate) enum Ev {
     NicDegrade(u32, u32, u32),
     /// A node that stops answering without crashing (silent packet loss).
     NodeUnreachable(u32),
+    /// A switch of an explicit fabric down / up.
+    SwitchDown(u32),
+    SwitchUp(u32),
+    /// The link between two switches at a fraction (per mille) of its bandwidth: 0 down,
+    /// 1000 repaired.
+    SwitchLink(u32, u32, u32),
     /// Resubmit a task after its retry delay.
     Retry(u32),
     /// Next failure of a random failure process (process index).
@@ -384,7 +390,6 @@ pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
         .map(|c| c.storage.iter().map(|s| s.name.clone()).collect())
         .unwrap_or_default();
     sim.tl.init(cfg.timeline, &nodes, &storage);
-    sim.schedule_failures(cfg.seed, cfg.failure_block.as_deref(), &cfg.empirical);
     sim.start_store_and(cfg);
     sim.run();
     sim.finish()
@@ -470,6 +475,8 @@ impl<'s> Sim<'s> {
     fn start_store_and(&mut self, cfg: &SimConfig) {
         self.init_store_nodes();
         self.init_network();
+        // After the network: switch failures name the explicit fabric's switches.
+        self.schedule_failures(cfg.seed, cfg.failure_block.as_deref(), &cfg.empirical);
         self.start(cfg);
     }
 
@@ -537,6 +544,9 @@ impl<'s> Sim<'s> {
                         | Ev::NicUp(..)
                         | Ev::NicDegrade(..)
                         | Ev::NodeUnreachable(_)
+                        | Ev::SwitchDown(_)
+                        | Ev::SwitchUp(_)
+                        | Ev::SwitchLink(..)
                 )
                 && self.all_done()
             {
@@ -593,6 +603,9 @@ impl<'s> Sim<'s> {
                 self.nic_degrade(n as NodeId, i as usize, f64::from(f) / 1000.0)
             }
             Ev::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
+            Ev::SwitchDown(s) => self.switch_down(s),
+            Ev::SwitchUp(s) => self.switch_up(s),
+            Ev::SwitchLink(a, b, f) => self.switch_link(a, b, f64::from(f) / 1000.0),
             Ev::RandomFailure(p) => self.random_failure(p as usize),
             Ev::Wire => self.on_wire(),
             Ev::WireFlush => self.rearm_now(),

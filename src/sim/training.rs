@@ -174,6 +174,17 @@ impl Sim<'_> {
 
     pub(super) fn start_job(&mut self, j: u32) {
         let now = self.now();
+        if self.fabric_cuts(j) {
+            // NCCL cannot connect its ranks: it waits for a repair (`failures::fabric`).
+            if !self.failures.waiting_fabric.contains(&j) {
+                self.failures.waiting_fabric.push(j);
+                let (w, i) = (self.jobs[j as usize].workload, self.jobs[j as usize].index);
+                let wl = &self.spec.workloads[w];
+                let name = format!("{}.{}", wl.name, wl.training[i].name);
+                self.mark("job_waits_for_fabric", name);
+            }
+            return;
+        }
         let spec = self.spec;
         let job = &self.jobs[j as usize];
         let t = &spec.workloads[job.workload].training[job.index];

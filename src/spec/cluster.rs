@@ -111,6 +111,8 @@ pub struct Fabric {
     /// Each zone's uplink capacity to the inter-zone core (per direction); without it zones
     /// are joined without further oversubscription.
     pub zone_uplink: Option<Bandwidth>,
+    /// The switches and links of `fabric explicit { ... }` (`super::topology`).
+    pub topology: Option<Box<super::topology::Topology>>,
 }
 
 /// One expanded node.
@@ -267,7 +269,6 @@ pub fn cluster(
                 return;
             }
             "fabric" => {
-                cx.no_block(s);
                 let f = (|| -> Option<Fabric> {
                     let kind = rd::choice(
                         cx,
@@ -275,6 +276,28 @@ pub fn cluster(
                         schema::FABRIC_KINDS,
                         "fabric kind",
                     )?;
+                    let topology = if kind == "explicit" {
+                        let Some(blk) = &s.block else {
+                            cx.push(
+                                Diagnostic::error(s.head_span(), "`fabric explicit` needs a block of switches and links")
+                                    .with_help("such as `fabric explicit { switch leaf[0..3]  switch spine0  link leaf spine0 400 Gb/s pattern all  attach r[0..3] leaf }`"),
+                            );
+                            return None;
+                        };
+                        for w in ["oversubscription", "spine_uplink", "zone_uplink"] {
+                            if let Some(v) = a.opt(w) {
+                                cx.push(
+                                    Diagnostic::error(v.span, format!("`{w}` does not apply to an explicit fabric"))
+                                        .with_help("its links' bandwidths say what each carries"),
+                                );
+                                return None;
+                            }
+                        }
+                        Some(Box::new(super::topology::topology(cx, &blk.stmts)))
+                    } else {
+                        cx.no_block(s);
+                        None
+                    };
                     let oversubscription = match a.opt("oversubscription") {
                         Some(v) => match &v.kind {
                             ValueKind::Ratio(x, y) if x.value >= y.value && y.value > 0.0 => {
@@ -328,6 +351,7 @@ pub fn cluster(
                         latency,
                         spine_uplink,
                         zone_uplink,
+                        topology,
                     })
                 })();
                 b.c.fabric = f;
@@ -364,6 +388,34 @@ pub fn cluster(
                     format!("storage `{st}` attaches to the fabric, but cluster `{name}` has no `fabric`"),
                 )
                 .with_help("declare one (such as `fabric leaf_spine`), or use `attach node_local` for drives in each node"),
+            );
+        }
+    }
+    if let (Some(f), Some(at)) = (&mut b.c.fabric, fabric_span)
+        && let Some(t) = &mut f.topology
+    {
+        let with_nics: Vec<(String, bool)> = {
+            let mut has = vec![false; b.c.racks.len()];
+            for g in &b.c.groups {
+                if g.count > 0
+                    && node_types
+                        .get(&g.node_type)
+                        .is_some_and(|nt| !nt.nics.is_empty())
+                {
+                    has[g.rack] = true;
+                }
+            }
+            b.c.racks
+                .iter()
+                .zip(has)
+                .map(|(r, h)| (r.name.clone(), h))
+                .collect()
+        };
+        super::topology::resolve(cx, t, &with_nics, at);
+        for (st, at) in &fabric_attached {
+            cx.push(
+                Diagnostic::error(*at, format!("storage `{st}` attaches to the fabric, but an explicit fabric has no place for it yet"))
+                    .with_help("use `attach node_local`, or a leaf_spine fabric"),
             );
         }
     }

@@ -86,12 +86,27 @@ pub struct Failures {
     pub detection: Detection,
 }
 
+/// The class of a `link A B` target joining two switches of an explicit fabric (never
+/// written as a class itself).
+pub const SWITCH_LINK: &str = "switch_link";
+
+/// A target class as a message names it.
+fn shown(class: &str) -> &str {
+    if class == SWITCH_LINK {
+        "link between switches"
+    } else {
+        class
+    }
+}
+
 /// Which targets each action applies to.
 fn action_targets(action: &str) -> &'static [&'static str] {
     match action {
-        "kill" => &["node", "device", "nic", "rack", "zone", "slice", "head"],
-        "down" => &["link", "nic", "node"],
-        "degrade" => &["nvlink", "link", "nic"],
+        "kill" => &[
+            "node", "device", "nic", "rack", "zone", "slice", "head", "switch",
+        ],
+        "down" => &["link", "nic", "node", "switch", SWITCH_LINK],
+        "degrade" => &["nvlink", "link", "nic", SWITCH_LINK],
         "power_loss" => &["rack", "zone", "slice"],
         "xid" => &["device"],
         _ => &[],
@@ -123,11 +138,15 @@ pub fn failures(
                         cx.push(
                             Diagnostic::error(
                                 av.span,
-                                format!("`{action}` does not apply to a {}", target.class),
+                                format!("`{action}` does not apply to a {}", shown(&target.class)),
                             )
                             .with_help(format!(
                                 "`{action}` applies to: {}",
-                                action_targets(action).join(", ")
+                                action_targets(action)
+                                    .iter()
+                                    .map(|c| shown(c))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             )),
                         );
                         return None;
@@ -174,6 +193,10 @@ pub fn failures(
                     let cv = a.req("a component class")?;
                     let class =
                         rd::choice(cx, cv, schema::TARGET_CLASSES, "component class")?.to_string();
+                    if class == "switch" && explicit(cluster).is_none() {
+                        cx.push(no_explicit(cv.span, cluster));
+                        return None;
+                    }
                     let mv = a.opt("mtbf").or_else(|| {
                         cx.error(a.end_span(), "`random` needs `mtbf TIME`");
                         None
@@ -327,6 +350,11 @@ fn target(
         cx.error(nv.span, "failure targets need a `cluster` in the scenario");
         return None;
     };
+    if class == "switch"
+        || (class == "link" && explicit(cluster).is_some_and(|t| t.switch(&name).is_some()))
+    {
+        return fabric_target(cx, a, c, class == "switch", name, nv.span);
+    }
     let ok = match class.as_str() {
         "node" | "nvlink" => node_exists(cx, c, &name, nv.span),
         "rack" | "slice" => {
@@ -411,6 +439,81 @@ fn target(
         _ => true,
     };
     ok.then_some(Target { class, name })
+}
+
+/// The explicit fabric of the cluster, if it has one.
+fn explicit(c: Option<&Cluster>) -> Option<&super::topology::Topology> {
+    c?.fabric.as_ref()?.topology.as_deref()
+}
+
+fn no_explicit(span: Span, c: Option<&Cluster>) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!(
+            "switch failures need an explicit fabric, and cluster `{}` has none",
+            c.map_or("", |c| c.name.as_str())
+        ),
+    )
+    .with_help("declare its switches in `fabric explicit { ... }`; a NIC's link fails with `link <node>.nic<i>`")
+}
+
+/// `switch NAME`, or `link A B` between two switches of the explicit fabric.
+fn fabric_target(
+    cx: &mut Cx,
+    a: &mut Args,
+    c: &Cluster,
+    switch: bool,
+    name: String,
+    span: Span,
+) -> Option<Target> {
+    let Some(t) = explicit(Some(c)) else {
+        cx.push(no_explicit(span, Some(c)));
+        return None;
+    };
+    let Some(sa) = t.switch(&name) else {
+        let help = did_you_mean(&name, t.switches.iter().map(String::as_str));
+        cx.push(
+            Diagnostic::error(
+                span,
+                format!("no switch `{name}` in the fabric of cluster `{}`", c.name),
+            )
+            .with_help_opt(help),
+        );
+        return None;
+    };
+    if switch {
+        return Some(Target {
+            class: "switch".into(),
+            name,
+        });
+    }
+    let bv = a.req(&format!(
+        "the switch at the other end of the link from `{name}`"
+    ))?;
+    let other = rd::ident(cx, bv, "a switch name")?.to_string();
+    let Some(sb) = t.switch(&other) else {
+        let help = did_you_mean(&other, t.switches.iter().map(String::as_str));
+        cx.push(
+            Diagnostic::error(
+                bv.span,
+                format!("no switch `{other}` in the fabric of cluster `{}`", c.name),
+            )
+            .with_help_opt(help),
+        );
+        return None;
+    };
+    let (lo, hi) = (sa.min(sb), sa.max(sb));
+    if !t.links.iter().any(|l| l.a == lo && l.b == hi) {
+        cx.error(
+            bv.span,
+            format!("no link joins switches `{name}` and `{other}`"),
+        );
+        return None;
+    }
+    Some(Target {
+        class: SWITCH_LINK.into(),
+        name: format!("{name} {other}"),
+    })
 }
 
 fn node_exists(cx: &mut Cx, c: &Cluster, name: &str, span: Span) -> bool {

@@ -21,6 +21,7 @@ pub mod placement_group;
 pub mod reader;
 pub mod schema;
 pub mod serving;
+pub mod topology;
 pub mod transport;
 pub mod workload;
 

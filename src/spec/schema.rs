@@ -121,7 +121,23 @@ pub const NODE: &[StmtDef] = &[
     one("source", &[]),
 ];
 
-pub const FABRIC_KINDS: &[&str] = &["leaf_spine", "fat_tree", "rail_optimized", "single_switch"];
+pub const FABRIC_KINDS: &[&str] = &[
+    "leaf_spine",
+    "fat_tree",
+    "rail_optimized",
+    "single_switch",
+    "explicit",
+];
+/// The block of `fabric explicit { ... }` (`spec::topology`).
+pub const TOPOLOGY: &[StmtDef] = &[
+    many("switch", &["grid"]),
+    many("link", &["pattern", "latency"]),
+    many("attach", &["rails", "each"]),
+    one("routing", &[]),
+    many("route", &["via"]),
+];
+pub const TOPOLOGY_PATTERNS: &[&str] = &["all", "pairwise", "torus", "mesh", "clique", "dragonfly"];
+pub const ROUTINGS: &[&str] = &["ecmp", "dimension_order"];
 
 pub const CLUSTER: &[StmtDef] = &[
     many("zone", &[]),
@@ -284,7 +300,7 @@ pub const TOKEN_WORDS: &[&str] = &["tokens", "fixed", "uniform", "trace", "max"]
 
 pub const ACTIONS: &[&str] = &["kill", "down", "degrade", "power_loss", "xid"];
 pub const TARGET_CLASSES: &[&str] = &[
-    "node", "device", "nic", "link", "nvlink", "rack", "zone", "slice", "head",
+    "node", "device", "nic", "link", "nvlink", "rack", "zone", "slice", "head", "switch",
 ];
 pub const DISTRIBUTIONS: &[&str] = &["exponential", "weibull", "lognormal", "empirical"];
 /// Parameter words inside distribution calls: `weibull(shape 0.8)`, `lognormal(sigma 1)`.
@@ -351,6 +367,7 @@ pub const ALL: &[(&str, &[StmtDef])] = &[
     ("zone", ZONE),
     ("rack", RACK),
     ("storage", STORAGE),
+    ("fabric", TOPOLOGY),
     ("tenant", TENANT),
     ("workload", WORKLOAD),
     ("tasks", TASK),
@@ -377,6 +394,8 @@ pub const VALUE_WORDS: &[&[&str]] = &[
     LINK_TOPOS,
     NIC_ROLES,
     FABRIC_KINDS,
+    TOPOLOGY_PATTERNS,
+    ROUTINGS,
     ATTACH_KINDS,
     POLICIES,
     PG_STRATEGIES,

@@ -91,7 +91,7 @@ fn nvswitch_paths(graph: &Graph, (node, device): Rank) -> Result<UpDown, String>
 /// Every rank's route up to its leaf switch and back: the graph's route to a rank of another
 /// node, cut at the leaf. All must reach the same leaf (SHARP reduces in one switch).
 fn leaf_paths(graph: &Graph, ranks: &[Rank]) -> Result<Vec<UpDown>, String> {
-    let is_leaf = |v: Vertex| matches!(v, Vertex::Leaf { .. });
+    let is_leaf = |v: Vertex| matches!(v, Vertex::Leaf { .. } | Vertex::Fabric { .. });
     let mut first: Option<(Vertex, Rank)> = None;
     let mut paths = Vec::with_capacity(ranks.len());
     for &r in ranks {

@@ -142,7 +142,8 @@ impl<'a> Runner<'a> {
         let mut hw = Hw::Pci;
         for &l in path {
             match graph.ends[l] {
-                (Vertex::Leaf { .. }, _) | (_, Vertex::Leaf { .. }) => return Some(Hw::Net),
+                (Vertex::Leaf { .. } | Vertex::Fabric { .. }, _)
+                | (_, Vertex::Leaf { .. } | Vertex::Fabric { .. }) => return Some(Hw::Net),
                 (Vertex::NvSwitch { .. }, _)
                 | (_, Vertex::NvSwitch { .. })
                 | (Vertex::Device { .. }, Vertex::Device { .. }) => hw = Hw::NvLink,

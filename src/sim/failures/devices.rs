@@ -9,6 +9,14 @@
 use crate::placement::NodeId;
 use crate::sim::{Sim, Work, device_units};
 
+/// What a node lost with a NIC: its reachability (every frontend NIC, or every NIC when it
+/// has no frontend one), a compute NIC, or neither.
+pub(super) enum NicLoss {
+    CutOff,
+    Compute,
+    Other,
+}
+
 impl Sim<'_> {
     /// A GPU-level fault: the device leaves service; whatever used it fails at once (the
     /// process dies on the CUDA error, so the owner sees it without a health check) and is
@@ -170,11 +178,24 @@ impl Sim<'_> {
     /// (NCCL errors out): they restart from their checkpoint on the same group, now with
     /// less network bandwidth. A storage NIC changes nothing the simulation models.
     pub(crate) fn nic_down(&mut self, n: NodeId, i: usize) {
+        match self.nic_off(n, i) {
+            Some(NicLoss::CutOff) => {
+                self.failures.cut_off[n] = true;
+                self.node_crash_with(n, true);
+            }
+            Some(NicLoss::Compute) => self.restart_jobs_on(&[n]),
+            Some(NicLoss::Other) | None => {}
+        }
+    }
+
+    /// NIC `i` of node `n` leaves routing and the run's network; what the node lost, or
+    /// `None` when the NIC was down already (or the node is). The caller acts on the loss.
+    pub(super) fn nic_off(&mut self, n: NodeId, i: usize) -> Option<NicLoss> {
         if !self.state.nodes[n].alive()
             || self.failures.nics[n].len() <= i
             || self.failures.nics_down[n].contains(&i)
         {
-            return;
+            return None;
         }
         self.failures.nics_down[n].push(i);
         if let Some(g) = &mut self.wire.graph {
@@ -193,21 +214,29 @@ impl Sim<'_> {
         } else {
             frontend.iter().all(|k| down.contains(k))
         };
-        let compute = nics[i].0 == "compute";
-        if cut_off {
-            self.failures.cut_off[n] = true;
-            self.node_crash_with(n, true);
-        } else if compute {
-            for j in 0..self.jobs.len() {
-                let job = &self.jobs[j];
-                if job.started.is_some()
-                    && job.finished.is_none()
-                    && job.stopped_at.is_none()
-                    && self.pgs[job.pg as usize].nodes.contains(&n)
-                {
-                    self.stop_job(j);
-                    self.start_job(j as u32);
-                }
+        Some(if cut_off {
+            NicLoss::CutOff
+        } else if nics[i].0 == "compute" {
+            NicLoss::Compute
+        } else {
+            NicLoss::Other
+        })
+    }
+
+    /// Running jobs with a node in `nodes` restart (NCCL errored out on a lost connection).
+    pub(super) fn restart_jobs_on(&mut self, nodes: &[NodeId]) {
+        for j in 0..self.jobs.len() {
+            let job = &self.jobs[j];
+            if job.started.is_some()
+                && job.finished.is_none()
+                && job.stopped_at.is_none()
+                && self.pgs[job.pg as usize]
+                    .nodes
+                    .iter()
+                    .any(|n| nodes.contains(n))
+            {
+                self.stop_job(j);
+                self.start_job(j as u32);
             }
         }
     }
@@ -230,6 +259,14 @@ impl Sim<'_> {
     }
 
     pub(crate) fn nic_up(&mut self, n: NodeId, i: usize) {
+        if self
+            .failures
+            .switch_nics
+            .values()
+            .any(|v| v.contains(&(n, i)))
+        {
+            return; // its switch is down: it comes back with the switch
+        }
         let Some(pos) = self
             .failures
             .nics_down

@@ -25,16 +25,18 @@
 //!   and is retried, restarted or re-placed. A compute NIC or link down breaks the collectives
 //!   of jobs on the node (they restart from their checkpoint with less bandwidth); losing the
 //!   frontend NICs cuts the node off (silent detection: misses × (timeout + period) ≈ 65 s).
-//!   A degraded NVLink or NIC slows collectives.
+//!   A degraded NVLink or NIC slows collectives. In an explicit fabric, a switch or a link
+//!   between switches fails and is repaired too (`fabric.rs` states that model).
 //!
 //! Files: `schedule.rs` turns the scenario's failure blocks into events (scheduled
 //! failures and random failure processes); `nodes.rs` crashes, detection and repair of
-//! nodes; `devices.rs` GPU, NVLink and NIC faults; `recovery.rs` what is lost and how it is
+//! nodes; `devices.rs` GPU, NVLink and NIC faults; `fabric.rs` switches and links between them; `recovery.rs` what is lost and how it is
 //! recovered (lost outputs and lineage reconstruction, lost actor calls, stopped jobs,
 //! placement-group bundle rescheduling); `inputs.rs` restores and fetches reading from a
 //! node that dies (stopped, then read again once their inputs are rebuilt).
 
 mod devices;
+mod fabric;
 mod inputs;
 mod nodes;
 mod recovery;
@@ -87,6 +89,14 @@ pub(crate) struct Failures {
     pub nic_factor: std::collections::BTreeMap<(NodeId, usize), f64>,
     /// Nodes cut off by NIC failures (they rejoin when a NIC comes back).
     pub cut_off: Vec<bool>,
+    /// Switches of an explicit fabric that are down.
+    pub switches_down: std::collections::BTreeSet<u32>,
+    /// Links between switches (lower index first) below their bandwidth: 0 when down.
+    pub fabric_links: std::collections::BTreeMap<(u32, u32), f64>,
+    /// Per switch down: the NICs it took down with it (they come back with it).
+    pub switch_nics: std::collections::BTreeMap<u32, Vec<(NodeId, usize)>>,
+    /// Jobs waiting for the fabric to connect their nodes again.
+    pub waiting_fabric: Vec<u32>,
     /// Empirical samples by file name (seconds), passed in by the caller.
     pub empirical: std::collections::BTreeMap<String, Vec<f64>>,
 }

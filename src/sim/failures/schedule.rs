@@ -7,13 +7,19 @@
 use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::NodeId;
 use crate::sim::{Ev, Sim};
-use crate::spec::failure::Distribution;
+use crate::spec::failure::{Distribution, SWITCH_LINK};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
 
 /// A unit a random failure process fails: its nodes, the device or NIC when the unit is one,
 /// and the label of its random stream.
-type Unit = (Vec<NodeId>, Option<usize>, Option<usize>, String);
+type Unit = (
+    Vec<NodeId>,
+    Option<usize>,
+    Option<usize>,
+    Option<u32>,
+    String,
+);
 
 /// A random failure process over one unit (a node, or all nodes of a rack, slice or zone).
 pub(crate) struct Process {
@@ -22,6 +28,8 @@ pub(crate) struct Process {
     device: Option<usize>,
     /// For NIC and link failures: which NIC of `nodes[0]`.
     nic: Option<usize>,
+    /// For switch failures (no nodes): which switch of the explicit fabric.
+    switch: Option<u32>,
     mtbf: f64,
     dist: Distribution,
     repair: Option<f64>,
@@ -167,6 +175,13 @@ impl Sim<'_> {
             for f in &b.scheduled {
                 // Each failure kind: the event that starts it and the one that ends it.
                 let named = |name: &str| st.by_name.get(name).copied();
+                let switch = |name: &str| {
+                    self.wire
+                        .graph
+                        .as_ref()
+                        .and_then(|g| g.explicit())
+                        .and_then(|x| x.switch(name))
+                };
                 let pair = match (f.target.class.as_str(), f.action.as_str()) {
                     ("device", "xid" | "kill") => device_of(&st, &f.target.name).map(|(n, d)| {
                         (
@@ -196,6 +211,18 @@ impl Sim<'_> {
                             )
                         })
                     }
+                    ("switch", "down" | "kill") => {
+                        switch(&f.target.name).map(|s| (Ev::SwitchDown(s), Ev::SwitchUp(s)))
+                    }
+                    (SWITCH_LINK, "down" | "degrade") => f
+                        .target
+                        .name
+                        .split_once(' ')
+                        .and_then(|(a, b)| switch(a).zip(switch(b)))
+                        .map(|(a, b)| {
+                            let to = f.to.map_or(0, |t| (t.0 * 1000.0).round() as u32);
+                            (Ev::SwitchLink(a, b, to), Ev::SwitchLink(a, b, 1000))
+                        }),
                     ("node", "down") => named(&f.target.name)
                         .map(|n| (Ev::NodeUnreachable(n as u32), Ev::NodeRepair(n as u32))),
                     _ => None,
@@ -237,6 +264,7 @@ impl Sim<'_> {
                                 nodes,
                                 None,
                                 None,
+                                None,
                                 format!("failure/{bn}/{k}/{}/{u}", r.class),
                             )
                         })
@@ -275,6 +303,7 @@ impl Sim<'_> {
                                 vec![node],
                                 None,
                                 Some(nic),
+                                None,
                                 format!("failure/{bn}/{k}/{}/{node}/{nic}", r.class),
                             )
                         })
@@ -289,10 +318,28 @@ impl Sim<'_> {
                                 vec![node],
                                 Some(dev),
                                 None,
+                                None,
                                 format!("failure/{bn}/{k}/device/{node}/{dev}"),
                             )
                         })
                         .collect(),
+                    "switch" => {
+                        let names = self
+                            .wire
+                            .graph
+                            .as_ref()
+                            .and_then(|g| g.explicit())
+                            .map(|x| x.names.clone())
+                            .unwrap_or_default();
+                        names
+                            .iter()
+                            .enumerate()
+                            .map(|(s, name)| {
+                                let label = format!("failure/{bn}/{k}/switch/{name}");
+                                (Vec::new(), None, None, Some(s as u32), label)
+                            })
+                            .collect()
+                    }
                     other => {
                         self.failures
                             .unsimulated
@@ -300,12 +347,13 @@ impl Sim<'_> {
                         continue;
                     }
                 };
-                for (nodes, device, nic, label) in units {
+                for (nodes, device, nic, switch, label) in units {
                     let p = self.failures.processes.len();
                     self.failures.processes.push(Process {
                         nodes,
                         device,
                         nic,
+                        switch,
                         mtbf: r.mtbf.0 as f64,
                         dist: r.distribution.clone(),
                         repair: r.repair.map(|d| d.0 as f64),
@@ -330,6 +378,10 @@ impl Sim<'_> {
         let nodes = self.failures.processes[p].nodes.clone();
         let device = self.failures.processes[p].device;
         let nic = self.failures.processes[p].nic;
+        let switch = self.failures.processes[p].switch;
+        if let Some(s) = switch {
+            self.switch_down(s);
+        }
         match (device, nic) {
             (Some(d), _) => self.device_fault(nodes[0], d),
             (None, Some(i)) => self.nic_down(nodes[0], i),
@@ -344,6 +396,9 @@ impl Sim<'_> {
         if let Some(mean) = pr.repair {
             let d = sample(&pr.repair_dist, mean, &mut pr.rng, &f.empirical).max(1.0) as Time;
             let back = self.q.now().saturating_add(d);
+            if let Some(s) = switch {
+                self.q.at(back, Ev::SwitchUp(s));
+            }
             for &n in &nodes {
                 self.q.at(
                     back,

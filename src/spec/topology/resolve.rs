@@ -1,0 +1,188 @@
+//! An explicit fabric checked against the cluster's racks once the cluster is read.
+
+use std::collections::BTreeMap;
+
+use super::super::reader::Cx;
+use super::{Attachment, MAX_ROUTING_ENTRIES, Routing, Topology};
+use crate::diag::{Diagnostic, Span, did_you_mean};
+
+/// Resolve the `attach` statements against the cluster's racks (`names`, and whether each
+/// has compute NICs), check every rack with NICs is attached once, the attach switches reach
+/// one another, and what `dimension_order` needs.
+pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, bool)], at: Span) {
+    t.attach = vec![None; racks.len()];
+    if t.broken {
+        return;
+    }
+    let index: BTreeMap<&str, usize> = racks
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.0.as_str(), i))
+        .collect();
+    let mut ok = true;
+    for p in std::mem::take(&mut t.pending) {
+        let mut rs = Vec::new();
+        for (n, sp) in &p.racks {
+            match index.get(n.as_str()) {
+                Some(&r) if !n.is_empty() => rs.push((r, *sp)),
+                _ => {
+                    let help = did_you_mean(n, racks.iter().map(|r| r.0.as_str()));
+                    cx.push(
+                        Diagnostic::error(*sp, format!("no rack `{n}` in this cluster"))
+                            .with_help_opt(help),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if rs.len() != p.racks.len() {
+            continue;
+        }
+        let (nr, ns) = (rs.len(), p.switches.len());
+        // (switches per rack, whether racks share them)
+        let (per, shared) = match (p.rails, p.each) {
+            (true, None) => (ns, true),
+            (true, Some(e)) if e * nr == ns => (e, false),
+            (false, _) if ns == 1 => (1, true),
+            (false, _) if ns == nr => (1, false),
+            _ => {
+                let help = match p.each {
+                    Some(e) => format!("`each {e}` over {nr} racks takes {} switches", e * nr),
+                    None => "give one switch per rack, or one switch for them all; with `rails`, every rack's NIC k goes to the k-th switch (`each N`: each rack its own N)".to_string(),
+                };
+                cx.push(
+                    Diagnostic::error(
+                        p.span,
+                        format!("{nr} racks and {ns} switches do not pair up"),
+                    )
+                    .with_help(help),
+                );
+                ok = false;
+                continue;
+            }
+        };
+        for (k, (r, sp)) in rs.iter().enumerate() {
+            if t.attach[*r].is_some() {
+                cx.error(*sp, format!("rack `{}` is attached twice", racks[*r].0));
+                ok = false;
+                continue;
+            }
+            let switches = if shared {
+                p.switches.clone()
+            } else {
+                p.switches[k * per..(k + 1) * per].to_vec()
+            };
+            t.attach[*r] = Some(Attachment {
+                switches,
+                rails: p.rails,
+            });
+        }
+    }
+    if !ok {
+        return;
+    }
+    for (r, (name, nics)) in racks.iter().enumerate() {
+        if *nics && t.attach[r].is_none() {
+            let what = if name.is_empty() {
+                "nodes declared outside any rack have compute NICs, but an explicit fabric attaches racks".to_string()
+            } else {
+                format!("rack `{name}` has compute NICs but attaches to no switch")
+            };
+            cx.push(
+                Diagnostic::error(at, what)
+                    .with_help("add `attach RACKS SWITCHES` to the fabric block"),
+            );
+            ok = false;
+        }
+        if !*nics && t.attach[r].is_some() {
+            t.attach[r] = None;
+        }
+    }
+    if !ok {
+        return;
+    }
+    let attach: std::collections::BTreeSet<u32> = t
+        .attach
+        .iter()
+        .flatten()
+        .flat_map(|a| a.switches.iter().copied())
+        .collect();
+    let n = t.switches.len();
+    if attach.len().saturating_mul(n) > MAX_ROUTING_ENTRIES {
+        cx.error(
+            at,
+            format!("routing tables for {} attach switches over {n} switches exceed {MAX_ROUTING_ENTRIES} entries", attach.len()),
+        );
+        return;
+    }
+    // Connectivity: every rail's attach switches reach each other (different rails may be
+    // separate planes: traffic between them crosses a node's scale-up fabric, as PXN does).
+    let mut adj = vec![Vec::new(); n];
+    for l in &t.links {
+        adj[l.a as usize].push(l.b);
+        adj[l.b as usize].push(l.a);
+    }
+    let mut comp = vec![u32::MAX; n];
+    for s0 in 0..n {
+        if comp[s0] != u32::MAX {
+            continue;
+        }
+        comp[s0] = s0 as u32;
+        let mut stack = vec![s0 as u32];
+        while let Some(v) = stack.pop() {
+            for &w in &adj[v as usize] {
+                if comp[w as usize] == u32::MAX {
+                    comp[w as usize] = s0 as u32;
+                    stack.push(w);
+                }
+            }
+        }
+    }
+    let rails = t
+        .attach
+        .iter()
+        .flatten()
+        .map(|a| a.switches.len())
+        .max()
+        .unwrap_or(0);
+    for rail in 0..rails {
+        let on: Vec<u32> = t
+            .attach
+            .iter()
+            .flatten()
+            .map(|a| a.switches[rail % a.switches.len()])
+            .collect();
+        if let Some(bad) = on
+            .iter()
+            .find(|s| comp[**s as usize] != comp[on[0] as usize])
+        {
+            cx.push(
+                Diagnostic::error(
+                    at,
+                    format!(
+                        "switch `{}` cannot reach switch `{}`: no path of links joins them",
+                        t.switches[*bad as usize], t.switches[on[0] as usize]
+                    ),
+                )
+                .with_help("every rack must reach every other (on the same rail, with `rails`)"),
+            );
+            return;
+        }
+    }
+    if let Some(Routing::DimensionOrder { family }) = &mut t.routing {
+        let fams: std::collections::BTreeSet<usize> = attach
+            .iter()
+            .filter_map(|s| t.families.iter().rposition(|f| f.first <= *s))
+            .collect();
+        let sp = t.routing_span.unwrap_or(at);
+        match fams.iter().next() {
+            Some(&f) if fams.len() == 1 && t.families[f].wrap.is_some() => *family = f,
+            _ => {
+                cx.push(
+                    Diagnostic::error(sp, "`dimension_order` routes through one grid family joined by `pattern torus` or `pattern mesh`, with every rack attached to it")
+                        .with_help("use `routing ecmp` for other shapes"),
+                );
+            }
+        }
+    }
+}
