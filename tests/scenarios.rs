@@ -486,3 +486,121 @@ fn heterogeneous_fleet_lands_each_job_and_prices_the_domain_boundary() {
     let svc = &r.metrics.services[0];
     assert!(svc.served > 0);
 }
+
+/// Communication per step of each training job of a scenario file, by workload.
+fn comm_of(
+    path: &str,
+) -> (
+    orrery::sim::RunResult,
+    std::collections::BTreeMap<String, f64>,
+) {
+    let l = orrery::spec::load_file(Path::new(path)).unwrap();
+    assert!(!l.has_errors(), "{}", l.render(false));
+    let spec = l.spec.unwrap();
+    let r = orrery::sim::simulate(&spec, &orrery::sim::SimConfig::default());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let comm = r
+        .metrics
+        .training
+        .iter()
+        .map(|t| {
+            assert!(t.steps_done > 0);
+            (
+                t.workload.clone(),
+                t.communication_time / t.steps_done as f64,
+            )
+        })
+        .collect();
+    (r, comm)
+}
+
+fn bisection_of(path: &str) -> f64 {
+    let l = orrery::spec::load_file(Path::new(path)).unwrap();
+    let spec = l.spec.unwrap();
+    orrery::summary::fabric_bisection(&spec, spec.cluster.as_ref().unwrap())
+        .unwrap()
+        .0
+}
+
+#[test]
+fn torus_3d_rank_order_decides_link_sharing() {
+    // scenarios/torus_3d.orr: the line's ring at its closed form 2·31/32·8 GB / 100 GB/s =
+    // 155 ms (+ latency), the shuffled ring twice that; bisection 32 links × 100 GB/s.
+    let (_, c) = comm_of("scenarios/torus_3d.orr");
+    assert!((0.155..0.157).contains(&c["line"]), "{c:?}");
+    assert!((0.310..0.312).contains(&c["shuffled"]), "{c:?}");
+    assert!((bisection_of("scenarios/torus_3d.orr") - 3.2e12).abs() < 1.0);
+    // Its "what to change": ECMP spreads the shuffled ring's two-hop steps (233 ms), and the
+    // bundles in line order price like the line.
+    let text = std::fs::read_to_string("scenarios/torus_3d.orr").unwrap();
+    let ecmp = text.replace("    routing dimension_order\n", "");
+    let spec = orrery::spec::load_str("t.orr", &ecmp).spec.unwrap();
+    let r = orrery::sim::simulate(&spec, &orrery::sim::SimConfig::default());
+    let t = r
+        .metrics
+        .training
+        .iter()
+        .find(|t| t.workload == "shuffled")
+        .unwrap();
+    let s = t.communication_time / t.steps_done as f64;
+    assert!((0.225..0.240).contains(&s), "{s}");
+}
+
+#[test]
+fn dragonfly_global_links_cost_the_spread_job_four_times() {
+    // scenarios/dragonfly.orr: 2·31/32·8 GB at a 200 GB/s local link = 77.5 ms, at a 50 GB/s
+    // global link 310 ms; 1,056 routers, 16,368 local and 528 global links.
+    let (_, c) = comm_of("scenarios/dragonfly.orr");
+    assert!((0.0775..0.0790).contains(&c["in_group"]), "{c:?}");
+    assert!((0.310..0.312).contains(&c["across_groups"]), "{c:?}");
+    let l = orrery::spec::load_file(Path::new("scenarios/dragonfly.orr")).unwrap();
+    let spec = l.spec.unwrap();
+    let t = spec.cluster.as_ref().unwrap().fabric.as_ref().unwrap();
+    let t = t.topology.as_ref().unwrap();
+    assert_eq!((t.switches.len(), t.links.len()), (1056, 16368 + 528));
+    assert!((bisection_of("scenarios/dragonfly.orr") - 1.6e12).abs() < 1.0);
+}
+
+#[test]
+fn rail_planes_lose_a_plane_and_restart_on_seven() {
+    // scenarios/rail_planes.orr: healthy 2·31/32·8 GB over 8 × 50 GB/s = 38.75 ms (+ latency);
+    // plane3 down takes nic3 of all 8 nodes and restarts the job from its checkpoint; on
+    // seven planes a step's communication is at least twice a channel's time.
+    let text = std::fs::read_to_string("scenarios/rail_planes.orr").unwrap();
+    let healthy = text.replace("  at 10 s down switch plane3 for 20 s\n", "");
+    let from_start = text.replace(
+        "at 10 s down switch plane3 for 20 s",
+        "at 0 s down switch plane3",
+    );
+    let run = |src: &str| {
+        let spec = orrery::spec::load_str("t.orr", src).spec.unwrap();
+        orrery::sim::simulate(&spec, &orrery::sim::SimConfig::default())
+    };
+    let per_step = |r: &orrery::sim::RunResult| {
+        let t = &r.metrics.training[0];
+        assert_eq!(t.steps_done, 100);
+        t.communication_time / t.steps_done as f64
+    };
+    let h = per_step(&run(&healthy));
+    assert!((0.03875..0.0400).contains(&h), "{h}");
+    let down = per_step(&run(&from_start));
+    assert!(
+        down >= 2.0 * 0.03875 && (0.085..0.095).contains(&down),
+        "{down}"
+    );
+    let (r, c) = comm_of("scenarios/rail_planes.orr");
+    assert!(c["llm"] > h && c["llm"] < down, "{c:?}");
+    let kinds: Vec<&str> = r
+        .metrics
+        .failures
+        .timeline
+        .iter()
+        .map(|e| e.kind.as_str())
+        .collect();
+    assert_eq!(kinds[0], "switch_down");
+    assert_eq!(kinds.iter().filter(|k| **k == "nic_down").count(), 8);
+    assert_eq!(kinds.iter().filter(|k| **k == "job_stopped").count(), 1);
+    // Work since the last checkpoint (at most 5 s of 32 GPUs) is lost.
+    let lost = r.metrics.failures.lost_work_device_hours;
+    assert!(lost > 0.0 && lost <= 32.0 * 5.0 / 3600.0, "{lost}");
+}
