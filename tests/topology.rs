@@ -72,6 +72,16 @@ fn switches_on(g: &Graph, path: &[usize]) -> Vec<String> {
     out
 }
 
+/// The kinds of a run's failure timeline, in order.
+fn kinds(r: &orrery::sim::RunResult) -> Vec<String> {
+    r.metrics
+        .failures
+        .timeline
+        .iter()
+        .map(|e| e.kind.clone())
+        .collect()
+}
+
 fn run(src: &str) -> orrery::sim::RunResult {
     simulate(&spec(src), &SimConfig::default())
 }
@@ -222,13 +232,7 @@ fn a_spine_down_restarts_the_job_over_the_other_spines() {
     let base = format!("{}{JOB}", cluster(4, LEAF_SPINE));
     let failed = format!("{base}failures f {{\n  at 2 s down switch spine0 for 1 s\n}}\n");
     let (a, b) = (run(&base), run(&failed));
-    let kinds: Vec<&str> = b
-        .metrics
-        .failures
-        .timeline
-        .iter()
-        .map(|e| e.kind.as_str())
-        .collect();
+    let kinds = kinds(&b);
     assert_eq!(
         kinds,
         ["switch_down", "job_stopped", "job_resumed", "switch_up"],
@@ -277,13 +281,7 @@ fn a_fabric_cut_makes_the_job_wait_for_the_repair() {
         "{}{JOB}failures f {{\n  at 2 s down link leaf0 spine0 for 5 s\n}}\n",
         cluster(4, &one)
     );
-    let kinds: Vec<String> = run(&src)
-        .metrics
-        .failures
-        .timeline
-        .iter()
-        .map(|e| e.kind.clone())
-        .collect();
+    let kinds = kinds(&run(&src));
     assert_eq!(kinds[0], "switch_link_down");
     assert!(
         kinds.contains(&"job_waits_for_fabric".to_string()),
@@ -304,13 +302,7 @@ fn a_leaf_down_takes_its_nics_and_random_switch_failures_recur() {
         "{}{JOB}failures f {{\n  at 2 s down switch leaf0 for 1 s\n}}\n",
         cluster(4, LEAF_SPINE)
     );
-    let kinds: Vec<String> = run(&src)
-        .metrics
-        .failures
-        .timeline
-        .iter()
-        .map(|e| e.kind.clone())
-        .collect();
+    let kinds = kinds(&run(&src));
     // r0.n0's eight compute NICs go with their leaf, and come back with it.
     assert_eq!(
         kinds.iter().filter(|k| *k == "nic_down").count(),
