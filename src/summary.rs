@@ -401,7 +401,20 @@ pub fn summarize(spec: &Spec) -> Summary {
         }
     }
     if let Some(f) = &c.fabric {
-        s.fabric = Some(if f.oversubscription > 1.0 {
+        s.fabric = Some(if let Some(t) = &f.topology {
+            // What its switches speak (`topology::Wire`), one word per kind present.
+            let wires: std::collections::BTreeSet<&str> =
+                t.wire.iter().flatten().map(|w| w.name()).collect();
+            let wires: Vec<&str> = wires.into_iter().collect();
+            format!(
+                "{} ({} switches, {} links{}{})",
+                f.kind,
+                t.switches.len(),
+                t.links.len(),
+                if wires.is_empty() { "" } else { ", " },
+                wires.join(" and ")
+            )
+        } else if f.oversubscription > 1.0 {
             format!("{} {}:1", f.kind, sig3(f.oversubscription))
         } else {
             f.kind.clone()

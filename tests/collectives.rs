@@ -473,7 +473,16 @@ fn impossible_groups_are_errors() {
         "node plain {\n  cpu sockets 1, cores 16\n  memory 64 GiB\n  device L4 x 2 link none\n  nic roce_400g\n}\ncluster c {\n  rack r[0..1] {\n    node plain x 1\n  }\n  fabric leaf_spine oversubscription 1:1\n}\n",
     ));
     assert!(err(&pcie, Op::AllReduce, Algorithm::InSwitch, &[(0, 0), (0, 1)]).contains("NVSwitch"));
-    assert!(err(&pcie, Op::AllReduce, Algorithm::InSwitch, &[(0, 0), (1, 0)]).contains("one leaf"));
+    // Its RoCE NICs plug into Ethernet leaves, where SHARP does not reduce; on InfiniBand
+    // the two racks' leaves still differ.
+    assert!(
+        err(&pcie, Op::AllReduce, Algorithm::InSwitch, &[(0, 0), (1, 0)])
+            .contains("InfiniBand switches")
+    );
+    let ib = Graph::build(&spec(
+        "node plain {\n  cpu sockets 1, cores 16\n  memory 64 GiB\n  device L4 x 2 link none\n  nic ib_ndr_400g\n}\ncluster c {\n  rack r[0..1] {\n    node plain x 1\n  }\n  fabric leaf_spine oversubscription 1:1\n}\n",
+    ));
+    assert!(err(&ib, Op::AllReduce, Algorithm::InSwitch, &[(0, 0), (1, 0)]).contains("one leaf"));
     // A dead link on the path: the step can never finish.
     let mut dead = idle(&g);
     dead.set_capacity(g.route((0, 0), (0, 1), 0).unwrap()[0], 0.0);

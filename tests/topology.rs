@@ -514,3 +514,109 @@ fn storage_cannot_attach_to_an_explicit_fabric_yet() {
     let (t, _) = error(&src);
     assert!(t.contains("explicit"), "{t}");
 }
+
+/// Two racks of one `node` each on one switch `leaf0` (with a spine linked at `kind`).
+fn one_leaf(node: &str, kind: &str) -> String {
+    format!(
+        "cluster c {{\n  rack r[0..1] {{\n    node {node} x 1\n  }}\n  fabric explicit {{\n    switch leaf0\n    switch spine0\n    link leaf0 spine0 400 Gbps{kind}\n    attach r[0..1] leaf0\n  }}\n}}\n"
+    )
+}
+
+fn wires(s: &orrery::spec::Spec) -> Vec<Option<&'static str>> {
+    topology(s)
+        .wire
+        .iter()
+        .map(|w| w.map(|w| w.name()))
+        .collect()
+}
+
+#[test]
+fn a_switch_speaks_what_its_links_and_nics_say() {
+    // No kind: the NICs decide, for every switch of the part they plug into.
+    assert_eq!(
+        wires(&spec(&one_leaf("dgx_h100", ""))),
+        [Some("infiniband"); 2]
+    );
+    assert_eq!(
+        wires(&spec(&one_leaf("mi300x_8", ""))),
+        [Some("ethernet"); 2]
+    );
+    // A kind that agrees with the NICs.
+    let s = spec(&one_leaf("mi300x_8", " kind ethernet"));
+    assert_eq!(wires(&s), [Some("ethernet"); 2]);
+    let sum = orrery::summary::summarize(&s);
+    assert_eq!(
+        sum.fabric.as_deref(),
+        Some("explicit (2 switches, 1 links, ethernet)")
+    );
+    // A switch no NIC and no kind reaches speaks nothing known.
+    let lone = cluster(4, &format!("{LEAF_SPINE}    switch spare\n"));
+    assert_eq!(wires(&spec(&lone)).last(), Some(&None));
+}
+
+#[test]
+fn link_kinds_that_contradict_are_errors_with_their_line() {
+    // An InfiniBand adapter in an Ethernet fabric: the attach line.
+    let (t, line) = error(&one_leaf("dgx_h100", " kind ethernet"));
+    assert!(
+        t.contains("plugs NIC `ib_ndr_400g` (infiniband") && t.contains("ethernet"),
+        "{t}"
+    );
+    assert_eq!(line, 9, "{t}");
+    let (t, _) = error(&one_leaf("mi300x_8", " kind infiniband"));
+    assert!(t.contains("roce") && t.contains("infiniband"), "{t}");
+    // Two links of one part with different kinds: the second link's line.
+    let src = cluster(
+        4,
+        "    switch leaf[0..3]\n    switch spine[0..1]\n    link leaf spine0 100 GB/s pattern all kind infiniband\n    link leaf spine1 100 GB/s pattern all kind ethernet\n    attach r[0..3] leaf[0..3]\n",
+    );
+    let (t, line) = error(&src);
+    assert!(t.contains("same part of the fabric"), "{t}");
+    assert_eq!(line, 9, "{t}");
+    // Parallel links merge, so they must agree too.
+    let src = cluster(
+        2,
+        "    switch a\n    switch b\n    link a b 100 GB/s kind infiniband\n    link a b 100 GB/s kind ethernet\n    attach r[0..1] a\n",
+    );
+    let (t, line) = error(&src);
+    assert!(t.contains("already linked with kind infiniband"), "{t}");
+    assert_eq!(line, 9, "{t}");
+    let (t, _) = error(&one_leaf("dgx_h100", " kind omnipath"));
+    assert!(t.contains("infiniband") && t.contains("ethernet"), "{t}");
+}
+
+#[test]
+fn sharp_reduces_only_in_infiniband_switches() {
+    use orrery::network::FlowNet;
+    use orrery::network::collective::{Algorithm, Op, Options, simulate};
+    let price = |src: &str| {
+        let s = spec(src);
+        let g = Graph::build(&s);
+        let net = FlowNet::new(g.capacity.clone());
+        simulate(
+            &g,
+            &net,
+            Op::AllReduce,
+            Algorithm::InSwitch,
+            &[(0, 0), (1, 0)],
+            1e9,
+            &Options::default(),
+        )
+    };
+    // Two ranks under one InfiniBand leaf: SHARP, 2α + (n + c)/β at the NIC's 50 GB/s.
+    let ib = price(&one_leaf("dgx_h100", " kind infiniband")).expect("SHARP in an InfiniBand leaf");
+    assert!(
+        ib.secs > 1e9 / 50e9 && ib.secs < 1.1 * 1e9 / 50e9,
+        "{}",
+        ib.secs
+    );
+    // The same on RoCE NICs, on an explicit fabric or a built-in one: refused.
+    for src in [
+        one_leaf("mi300x_8", ""),
+        "cluster c {\n  rack r0 {\n    node mi300x_8 x 2\n  }\n  fabric leaf_spine\n}\n"
+            .to_string(),
+    ] {
+        let e = price(&src).expect_err("no SHARP on Ethernet");
+        assert!(e.contains("InfiniBand switches"), "{e}");
+    }
+}

@@ -144,6 +144,8 @@ pub(super) struct NicAt {
     switch: Option<usize>,
     numa: u32,
     pub(super) rail: usize,
+    /// The switch it plugs into speaks this (from the NIC's `protocol`).
+    pub(super) wire: crate::spec::topology::Wire,
 }
 
 /// The chips of one slice: torus dimensions, chips per host and the slice's first node.
@@ -476,7 +478,11 @@ impl Graph {
             let any_compute = nt.nics.iter().any(|n| n.role == "compute");
             let mut mine = Vec::new();
             for group in &nt.nics {
-                let speed = spec.nics.get(&group.nic).map(|n| n.speed.0).unwrap_or(0.0);
+                let catalog = spec.nics.get(&group.nic);
+                let speed = catalog.map_or(0.0, |n| n.speed.0);
+                let wire = crate::spec::topology::Wire::of_protocol(
+                    catalog.map_or("", |n| n.protocol.as_str()),
+                );
                 for loc in &group.at {
                     let up = match loc.switch {
                         Some(s) => Vertex::Switch { node, switch: s },
@@ -511,6 +517,7 @@ impl Graph {
                             switch: loc.switch,
                             numa: loc.numa,
                             rail,
+                            wire,
                         });
                     }
                     nic += 1;
@@ -1013,6 +1020,19 @@ impl Graph {
     pub fn nic_of(&self, (node, device): (usize, usize)) -> Option<Vertex> {
         let n = self.nic_near(Vertex::Device { node, device })?;
         Some(Vertex::Nic { node, nic: n.nic })
+    }
+
+    /// What the switch a fabric NIC plugs into speaks (`None` for a vertex that is not a
+    /// node's fabric NIC).
+    pub fn nic_wire(&self, v: Vertex) -> Option<crate::spec::topology::Wire> {
+        let Vertex::Nic { node, nic } = v else {
+            return None;
+        };
+        self.nics
+            .get(node)?
+            .iter()
+            .find(|n| n.nic == nic)
+            .map(|n| n.wire)
     }
 }
 

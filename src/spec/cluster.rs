@@ -208,6 +208,7 @@ struct Builder<'a> {
 pub fn cluster(
     cx: &mut Cx,
     node_types: &BTreeMap<String, NodeType>,
+    nics: &BTreeMap<String, super::hardware::Nic>,
     name: &str,
     span: Span,
     stmts: &[Stmt],
@@ -280,7 +281,7 @@ pub fn cluster(
                         let Some(blk) = &s.block else {
                             cx.push(
                                 Diagnostic::error(s.head_span(), "`fabric explicit` needs a block of switches and links")
-                                    .with_help("such as `fabric explicit { switch leaf[0..3]  switch spine0  link leaf spine0 400 Gb/s pattern all  attach r[0..3] leaf }`"),
+                                    .with_help("such as `fabric explicit { switch leaf[0..3]  switch spine0  link leaf spine0 400 Gbps pattern all  attach r[0..3] leaf }`"),
                             );
                             return None;
                         };
@@ -394,23 +395,36 @@ pub fn cluster(
     if let (Some(f), Some(at)) = (&mut b.c.fabric, fabric_span)
         && let Some(t) = &mut f.topology
     {
-        let with_nics: Vec<(String, bool)> = {
-            let mut has = vec![false; b.c.racks.len()];
-            for g in &b.c.groups {
-                if g.count > 0
-                    && node_types
-                        .get(&g.node_type)
-                        .is_some_and(|nt| !nt.nics.is_empty())
-                {
-                    has[g.rack] = true;
+        // Each rack's fabric NICs as the graph attaches them: a node's compute NICs (all of
+        // them if none is), the k-th of them to the k-th attach switch.
+        let mut ports = vec![std::collections::BTreeSet::new(); b.c.racks.len()];
+        for g in &b.c.groups {
+            let Some(nt) = node_types.get(&g.node_type).filter(|_| g.count > 0) else {
+                continue;
+            };
+            let any_compute = nt.nics.iter().any(|n| n.role == "compute");
+            let mut k = 0;
+            for group in &nt.nics {
+                for _ in &group.at {
+                    if group.role == "compute" || !any_compute {
+                        let protocol = nics
+                            .get(&group.nic)
+                            .map_or_else(String::new, |n| n.protocol.clone());
+                        ports[g.rack].insert((k, group.nic.clone(), protocol));
+                        k += 1;
+                    }
                 }
             }
+        }
+        let with_nics: Vec<super::topology::RackPorts> =
             b.c.racks
                 .iter()
-                .zip(has)
-                .map(|(r, h)| (r.name.clone(), h))
-                .collect()
-        };
+                .zip(ports)
+                .map(|(r, ports)| super::topology::RackPorts {
+                    name: r.name.clone(),
+                    ports,
+                })
+                .collect();
         super::topology::resolve(cx, t, &with_nics, at);
         for (st, at) in &fabric_attached {
             cx.push(

@@ -603,6 +603,7 @@ fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder
         spec.cluster = Some(cluster::cluster(
             cx,
             &spec.node_types,
+            &spec.nics,
             &d.name,
             d.span,
             d.body(),

@@ -88,6 +88,8 @@ pub const ACCELERATOR: &[StmtDef] = &[
     one("profile", &[]),
 ];
 
+/// What the switches of an explicit fabric speak (`link ... kind`), see `topology::Wire`.
+pub const WIRES: &[&str] = &["infiniband", "ethernet"];
 pub const NIC_PROTOCOLS: &[&str] = &["infiniband", "roce", "ethernet", "efa"];
 
 pub const NIC: &[StmtDef] = &[
@@ -131,7 +133,7 @@ pub const FABRIC_KINDS: &[&str] = &[
 /// The block of `fabric explicit { ... }` (`spec::topology`).
 pub const TOPOLOGY: &[StmtDef] = &[
     many("switch", &["grid"]),
-    many("link", &["pattern", "latency"]),
+    many("link", &["pattern", "latency", "kind"]),
     many("attach", &["rails", "each"]),
     one("routing", &[]),
     many("route", &["via"]),

@@ -9,7 +9,10 @@
 //!
 //! SHARP-style (ranks on several nodes under one leaf switch): each rank streams n up to the
 //! leaf, which reduces and multicasts n back; stage 0 up, stage 1 down; uncontended
-//! 2α + (n + c)/β. No base latency: the reference gives none for it.
+//! 2α + (n + c)/β. No base latency: the reference gives none for it. Only an InfiniBand leaf
+//! reduces (SHARP runs on NVIDIA Quantum InfiniBand switches, docs.nvidia.com/networking/
+//! display/SHARPv360): ranks whose NICs plug into Ethernet switches (RoCE, Ethernet, EFA)
+//! are refused.
 
 use super::super::{Graph, LinkId, Vertex};
 use super::pipeline::{self, Stage};
@@ -106,7 +109,12 @@ fn leaf_paths(graph: &Graph, ranks: &[Rank]) -> Result<Vec<UpDown>, String> {
         let (Some(u), Some(d)) = (up_end, down_start) else {
             return Err(format!("rank {r:?} reaches no leaf switch"));
         };
-        let leaf = graph.ends[out[u]].1;
+        let (nic, leaf) = graph.ends[out[u]];
+        if graph.nic_wire(nic) == Some(crate::spec::topology::Wire::Ethernet) {
+            return Err(format!(
+                "in-switch reduction across nodes (SHARP) runs in InfiniBand switches: rank {r:?} reaches its leaf through an Ethernet NIC (RoCE, Ethernet or EFA)"
+            ));
+        }
         match first {
             None => first = Some((leaf, r)),
             Some((l, r0)) if l != leaf => {

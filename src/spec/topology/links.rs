@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::super::reader::{self as rd, Args, Cx};
 use super::super::schema;
-use super::{MAX_FABRIC_LINKS, SwitchLink, Topology, members};
+use super::{MAX_FABRIC_LINKS, SwitchLink, Topology, Wire, members};
 use crate::diag::Diagnostic;
 use crate::syntax::ast::{Stmt, Value, ValueKind};
 
@@ -44,12 +44,19 @@ pub(super) fn link(
         },
         None => None,
     };
+    let kind = match a.opt("kind") {
+        Some(v) => match rd::choice(cx, v, schema::WIRES, "link kind") {
+            Some(k) => Some(Wire::of_protocol(k)),
+            None => return,
+        },
+        None => None,
+    };
     let Some(av) = a.req("the switches it joins") else {
         return;
     };
     let bv = a.next_if(|v| !matches!(v.kind, ValueKind::Quantity { .. }));
     let Some(bw) = a
-        .req("a bandwidth per direction, such as `400 Gb/s`")
+        .req("a bandwidth per direction, such as `400 Gbps`")
         .and_then(|v| rd::bandwidth(cx, v))
     else {
         return;
@@ -71,7 +78,7 @@ pub(super) fn link(
                     s.head_span(),
                     format!("pattern `{p}` joins two lists of switches"),
                 )
-                .with_help(format!("such as `link leaf spine 400 Gb/s pattern {p}`")),
+                .with_help(format!("such as `link leaf spine 400 Gbps pattern {p}`")),
             );
         }
         ys.is_some()
@@ -106,7 +113,7 @@ pub(super) fn link(
             let Some(ys) = &ys else {
                 cx.push(
                     Diagnostic::error(s.head_span(), "`link` joins two switches").with_help(
-                        "such as `link leaf0 spine0 400 Gb/s`, or a family with `pattern torus`",
+                        "such as `link leaf0 spine0 400 Gbps`, or a family with `pattern torus`",
                     ),
                 );
                 return;
@@ -219,7 +226,7 @@ pub(super) fn link(
                     if fam.dims.len() != 2 || fam.dims[0] < 2 {
                         cx.push(
                             Diagnostic::error(av.span, "pattern `dragonfly` joins a two-dimensional family: groups × routers")
-                                .with_help("such as `switch g grid 33x16` then `link g 200 Gb/s pattern dragonfly`"),
+                                .with_help("such as `switch g grid 33x16` then `link g 200 Gbps pattern dragonfly`"),
                         );
                         return;
                     }
@@ -270,6 +277,22 @@ pub(super) fn link(
                     );
                     return;
                 }
+                if l.kind.is_some() && kind.is_some() && l.kind != kind {
+                    cx.push(
+                        Diagnostic::error(
+                            s.head_span(),
+                            format!(
+                                "switches `{}` and `{}` are already linked with kind {}",
+                                t.switches[key.0 as usize],
+                                t.switches[key.1 as usize],
+                                l.kind.map_or("", Wire::name)
+                            ),
+                        )
+                        .with_help("parallel links merge into one: give them one kind"),
+                    );
+                    return;
+                }
+                l.kind = l.kind.or(kind);
                 l.bandwidth.0 += bw.0;
             }
             None => {
@@ -286,6 +309,8 @@ pub(super) fn link(
                     b: key.1,
                     bandwidth: bw,
                     latency,
+                    kind,
+                    span: s.head_span(),
                 });
             }
         }

@@ -32,7 +32,7 @@ mod links;
 mod resolve;
 
 use links::link;
-pub(super) use resolve::resolve;
+pub(super) use resolve::{RackPorts, resolve};
 
 use super::reader::{self as rd, Args, Cx};
 use super::schema;
@@ -66,6 +66,41 @@ pub struct SwitchLink {
     pub b: u32,
     pub bandwidth: Bandwidth,
     pub latency: Option<Duration>,
+    /// `kind`, when the statement gave one.
+    pub kind: Option<Wire>,
+    /// The statement that made it (for a kind its switches contradict).
+    #[serde(skip)]
+    pub(super) span: Span,
+}
+
+/// What a switch speaks. An InfiniBand host channel adapter plugs only into an InfiniBand
+/// switch, a RoCE, Ethernet or EFA NIC only into an Ethernet one, and no link joins the two
+/// (gateways are not modelled), so every switch of a connected fabric speaks one.
+/// In-network reduction (SHARP) runs only in InfiniBand switches: NVIDIA's SHARP runs on
+/// Quantum InfiniBand switches (docs.nvidia.com/networking/display/SHARPv360, Introduction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wire {
+    Infiniband,
+    Ethernet,
+}
+
+impl Wire {
+    /// The switch a NIC of this `protocol` (a catalog NIC's `protocol` word) plugs into.
+    pub fn of_protocol(protocol: &str) -> Wire {
+        if protocol == "infiniband" {
+            Wire::Infiniband
+        } else {
+            Wire::Ethernet
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::Infiniband => "infiniband",
+            Wire::Ethernet => "ethernet",
+        }
+    }
 }
 
 /// How a rack joins the fabric: its compute NICs to `switches` — all of them to the one
@@ -103,6 +138,9 @@ pub struct Topology {
     pub attach: Vec<Option<Attachment>>,
     pub routing: Option<Routing>,
     pub routes: Vec<DeclaredRoute>,
+    /// Per switch: what it speaks ([`Wire`]), from the kinds of its links and the NICs
+    /// attached to its part of the fabric; `None` for a part with neither.
+    pub wire: Vec<Option<Wire>>,
     /// Unresolved `attach` statements: rack names, switches, rails, where written.
     #[serde(skip)]
     pub(super) pending: Vec<PendingAttach>,

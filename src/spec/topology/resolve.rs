@@ -3,13 +3,20 @@
 use std::collections::BTreeMap;
 
 use super::super::reader::Cx;
-use super::{Attachment, MAX_ROUTING_ENTRIES, Routing, Topology};
+use super::{Attachment, MAX_ROUTING_ENTRIES, Routing, Topology, Wire};
 use crate::diag::{Diagnostic, Span, did_you_mean};
 
-/// Resolve the `attach` statements against the cluster's racks (`names`, and whether each
-/// has compute NICs), check every rack with NICs is attached once, the attach switches reach
-/// one another, and what `dimension_order` needs.
-pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, bool)], at: Span) {
+/// A rack as an explicit fabric sees it: its name and the NICs its nodes attach to the
+/// fabric, as (index k among a node's fabric NICs, NIC name, its `protocol`).
+pub(in crate::spec) struct RackPorts {
+    pub name: String,
+    pub ports: std::collections::BTreeSet<(usize, String, String)>,
+}
+
+/// Resolve the `attach` statements against the cluster's racks, check every rack with NICs
+/// is attached once, the attach switches reach one another, what each switch speaks
+/// ([`Wire`]) and what `dimension_order` needs.
+pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[RackPorts], at: Span) {
     t.attach = vec![None; racks.len()];
     if t.broken {
         return;
@@ -17,16 +24,17 @@ pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, 
     let index: BTreeMap<&str, usize> = racks
         .iter()
         .enumerate()
-        .map(|(i, r)| (r.0.as_str(), i))
+        .map(|(i, r)| (r.name.as_str(), i))
         .collect();
     let mut ok = true;
+    let mut attach_span = vec![at; racks.len()];
     for p in std::mem::take(&mut t.pending) {
         let mut rs = Vec::new();
         for (n, sp) in &p.racks {
             match index.get(n.as_str()) {
                 Some(&r) if !n.is_empty() => rs.push((r, *sp)),
                 _ => {
-                    let help = did_you_mean(n, racks.iter().map(|r| r.0.as_str()));
+                    let help = did_you_mean(n, racks.iter().map(|r| r.name.as_str()));
                     cx.push(
                         Diagnostic::error(*sp, format!("no rack `{n}` in this cluster"))
                             .with_help_opt(help),
@@ -63,7 +71,7 @@ pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, 
         };
         for (k, (r, sp)) in rs.iter().enumerate() {
             if t.attach[*r].is_some() {
-                cx.error(*sp, format!("rack `{}` is attached twice", racks[*r].0));
+                cx.error(*sp, format!("rack `{}` is attached twice", racks[*r].name));
                 ok = false;
                 continue;
             }
@@ -72,6 +80,7 @@ pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, 
             } else {
                 p.switches[k * per..(k + 1) * per].to_vec()
             };
+            attach_span[*r] = p.span;
             t.attach[*r] = Some(Attachment {
                 switches,
                 rails: p.rails,
@@ -81,8 +90,9 @@ pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, 
     if !ok {
         return;
     }
-    for (r, (name, nics)) in racks.iter().enumerate() {
-        if *nics && t.attach[r].is_none() {
+    for (r, rack) in racks.iter().enumerate() {
+        let (name, nics) = (&rack.name, !rack.ports.is_empty());
+        if nics && t.attach[r].is_none() {
             let what = if name.is_empty() {
                 "nodes declared outside any rack have compute NICs, but an explicit fabric attaches racks".to_string()
             } else {
@@ -94,7 +104,7 @@ pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, 
             );
             ok = false;
         }
-        if !*nics && t.attach[r].is_some() {
+        if !nics && t.attach[r].is_some() {
             t.attach[r] = None;
         }
     }
@@ -169,6 +179,9 @@ pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, 
             return;
         }
     }
+    if !wires(cx, t, &comp, racks, &attach_span) {
+        return;
+    }
     if let Some(Routing::DimensionOrder { family }) = &mut t.routing {
         let fams: std::collections::BTreeSet<usize> = attach
             .iter()
@@ -185,4 +198,71 @@ pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[(String, 
             }
         }
     }
+}
+
+/// What each connected part of the fabric speaks: the kinds its links declare, then the NICs
+/// plugged into it; every switch of a part must agree ([`Wire`]). `comp` gives each switch's
+/// part (a switch index); false after an error.
+fn wires(cx: &mut Cx, t: &mut Topology, comp: &[u32], racks: &[RackPorts], at: &[Span]) -> bool {
+    let n = t.switches.len();
+    // Per part: what it speaks, and what said so first.
+    let mut wire: Vec<Option<(Wire, String)>> = vec![None; n];
+    for l in &t.links {
+        let Some(k) = l.kind else { continue };
+        let (a, b) = (&t.switches[l.a as usize], &t.switches[l.b as usize]);
+        match &wire[comp[l.a as usize] as usize] {
+            None => {
+                wire[comp[l.a as usize] as usize] =
+                    Some((k, format!("the link between `{a}` and `{b}`")))
+            }
+            Some((w, by)) if *w != k => {
+                cx.push(
+                    Diagnostic::error(
+                        l.span,
+                        format!("the link between `{a}` and `{b}` is {}, but {by}, in the same part of the fabric, is {}", k.name(), w.name()),
+                    )
+                    .with_help("a switch speaks one kind and no link joins an InfiniBand switch to an Ethernet one (gateways are not modelled): give the links of one fabric one kind"),
+                );
+                return false;
+            }
+            _ => {}
+        }
+    }
+    for (r, rack) in racks.iter().enumerate() {
+        let Some(a) = &t.attach[r] else { continue };
+        for (k, nic, protocol) in &rack.ports {
+            let s = a.switches[k % a.switches.len()];
+            let w = Wire::of_protocol(protocol);
+            let part = comp[s as usize] as usize;
+            match &wire[part] {
+                None => {
+                    wire[part] = Some((
+                        w,
+                        format!("NIC `{nic}` ({protocol}) of rack `{}`", rack.name),
+                    ));
+                }
+                Some((x, by)) if *x != w => {
+                    cx.push(
+                        Diagnostic::error(
+                            at[r],
+                            format!(
+                                "rack `{}` plugs NIC `{nic}` ({protocol}, which needs an {} switch) into switch `{}`, but {by} makes that part of the fabric {}",
+                                rack.name,
+                                w.name(),
+                                t.switches[s as usize],
+                                x.name()
+                            ),
+                        )
+                        .with_help("an InfiniBand adapter plugs only into InfiniBand switches, a RoCE, Ethernet or EFA NIC only into Ethernet ones: change the NIC, the link kinds, or attach it to another fabric part"),
+                    );
+                    return false;
+                }
+                _ => {}
+            }
+        }
+    }
+    t.wire = (0..n)
+        .map(|s| wire[comp[s] as usize].as_ref().map(|w| w.0))
+        .collect();
+    true
 }
