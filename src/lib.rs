@@ -8,6 +8,7 @@ pub mod bench;
 pub mod budget;
 pub mod calibrate;
 pub mod catalog;
+pub mod columnar;
 pub mod compute;
 pub mod csv;
 pub mod diag;

@@ -306,8 +306,47 @@ fn landed(p: &crate::sim::metrics::PgMetrics) -> String {
     w
 }
 
-/// Write `run.json` and the CSV files into `dir`, each atomically.
-pub fn write(dir: &Path, h: &Header, m: &RunMetrics) -> std::io::Result<Vec<String>> {
+/// How a run writes its tables: CSV, or Parquet with the same columns ([`crate::columnar`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Csv,
+    Parquet,
+}
+
+impl Format {
+    /// The file a table named `csv_name` (such as `tasks.csv`) is written to.
+    pub fn file(self, csv_name: &str) -> String {
+        match self {
+            Format::Csv => csv_name.to_string(),
+            Format::Parquet => format!("{}.parquet", csv_name.trim_end_matches(".csv")),
+        }
+    }
+
+    /// The bytes of table `csv_name` whose CSV text is `csv`, in this format.
+    pub fn encode(self, csv_name: &str, csv: &str, h: &Header) -> std::io::Result<Vec<u8>> {
+        match self {
+            Format::Csv => Ok(csv.as_bytes().to_vec()),
+            Format::Parquet => {
+                let meta = [
+                    ("orrery.version", h.orrery.clone()),
+                    ("orrery.scenario", h.scenario.clone()),
+                    ("orrery.scenario_hash", h.scenario_hash.clone()),
+                    ("orrery.seed", h.seed.to_string()),
+                ];
+                crate::columnar::to_parquet(csv_name, csv, &meta).map_err(std::io::Error::other)
+            }
+        }
+    }
+}
+
+/// Write `run.json` and the tables (CSV or Parquet) into `dir`, each atomically.
+pub fn write(
+    dir: &Path,
+    h: &Header,
+    m: &RunMetrics,
+    format: Format,
+) -> std::io::Result<Vec<String>> {
     crate::atomic::create_dir(dir)?;
     let mut written = Vec::new();
     let json = serde_json::to_string_pretty(&serde_json::json!({
@@ -319,8 +358,9 @@ pub fn write(dir: &Path, h: &Header, m: &RunMetrics) -> std::io::Result<Vec<Stri
     crate::atomic::write_atomic(&dir.join("run.json"), json.as_bytes())?;
     written.push("run.json".to_string());
     for (name, text) in csv_files(h, m) {
-        crate::atomic::write_atomic(&dir.join(name), text.as_bytes())?;
-        written.push(name.to_string());
+        let file = format.file(name);
+        crate::atomic::write_atomic(&dir.join(&file), &format.encode(name, &text, h)?)?;
+        written.push(file);
     }
     Ok(written)
 }

@@ -48,6 +48,11 @@ pub(super) enum Command {
         /// Write only the data files and report.md, no plots.
         #[arg(long)]
         no_plots: bool,
+        /// How the tables are written: `csv`, or `parquet` (the same columns, each with one
+        /// type, and the schema version and run header in the file's metadata). run.json is
+        /// written either way.
+        #[arg(long, value_parser = ["csv", "parquet"], default_value = "csv")]
+        format: String,
     },
     /// Run a failure drill over many seeds; several scenarios (recovery policies: checkpoint
     /// intervals, retry settings, spare nodes) run side by side.

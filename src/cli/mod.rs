@@ -51,6 +51,7 @@ pub fn main() -> ExitCode {
             horizon,
             trace,
             no_plots,
+            format,
             ..
         } => run::run(
             file.as_deref(),
@@ -60,6 +61,11 @@ pub fn main() -> ExitCode {
                 policy: policy.as_deref(),
                 failures: failures.as_deref(),
                 horizon: horizon.as_deref(),
+                format: if format == "parquet" {
+                    orrery::report::Format::Parquet
+                } else {
+                    orrery::report::Format::Csv
+                },
             },
             trace,
             !no_plots,

@@ -11,6 +11,7 @@ pub(super) struct RunChoices<'a> {
     pub(super) policy: Option<&'a str>,
     pub(super) failures: Option<&'a str>,
     pub(super) horizon: Option<&'a str>,
+    pub(super) format: orrery::report::Format,
 }
 
 pub(super) fn run(
@@ -25,6 +26,7 @@ pub(super) fn run(
         policy,
         failures,
         horizon,
+        format,
     } = choices;
     let l = match load(file) {
         Ok(l) => l,
@@ -126,7 +128,7 @@ pub(super) fn run(
         .trim_end_matches(".orr")
         .to_string();
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(stem));
-    let written = orrery::report::write(&dir, &h, &r.metrics).and_then(|mut files| {
+    let written = orrery::report::write(&dir, &h, &r.metrics, format).and_then(|mut files| {
         if trace {
             let t = orrery::trace::perfetto(&r.timeline, &h.line());
             orrery::atomic::write_atomic(&dir.join("trace.json"), t.as_bytes())?;
@@ -136,7 +138,7 @@ pub(super) fn run(
     });
     let t1 = std::time::Instant::now();
     let written = written.map_err(|e| e.to_string()).and_then(|files| {
-        orrery::outputs::run::write(&dir, &h, &r, &files, plots).map(|w| (files, w))
+        orrery::outputs::run::write(&dir, &h, &r, &files, plots, format).map(|w| (files, w))
     });
     written_or_fail(&dir, written, t1)
 }

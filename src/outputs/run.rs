@@ -164,6 +164,7 @@ pub fn write(
     r: &RunResult,
     data: &[String],
     plots: bool,
+    format: crate::report::Format,
 ) -> Result<Written, String> {
     let name = short(&h.scenario);
     let mut rep = Report::new(dir, &format!("orrery run: {name}"));
@@ -215,10 +216,13 @@ pub fn write(
     let rows = timeline_rows(t, r.metrics.horizon);
     if has_timeline {
         let csv = timeline_csv(&rows);
-        let path = dir.join("timeline.csv");
-        crate::atomic::write_atomic(&path, csv.as_bytes())
+        let file = format.file("timeline.csv");
+        let path = dir.join(&file);
+        format
+            .encode("timeline.csv", &csv, h)
+            .and_then(|b| crate::atomic::write_atomic(&path, &b))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        rep.out.files.push("timeline.csv".into());
+        rep.out.files.push(file);
     }
     if plots {
         rep.section("Timeline");
@@ -379,7 +383,12 @@ pub fn write(
         rep.md.push_str(&t);
     }
 
-    let what = |f: &str| match f {
+    // A Parquet table holds what its CSV would.
+    let what = |f: &str| match f
+        .strip_suffix(".parquet")
+        .map_or(f.to_string(), |t| format!("{t}.csv"))
+        .as_str()
+    {
         "run.json" => "every metric with the header above",
         "tasks.csv" => "per task group: counts, queueing delay and run time statistics",
         "placement_groups.csv" => {
@@ -397,7 +406,7 @@ pub fn write(
     let mut listed: Vec<(String, &str)> = data.iter().map(|f| (f.clone(), what(f))).collect();
     if has_timeline {
         listed.push((
-            "timeline.csv".into(),
+            format.file("timeline.csv"),
             "the spans the timeline plot draws, per row",
         ));
     }

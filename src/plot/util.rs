@@ -133,7 +133,7 @@ impl Figure for Util {
             .x_label_formatter(&|v| fmt_num(*v))
             .x_desc(format!("time ({unit})"))
             .y_desc("utilisation (%)")
-            .y_label_formatter(&|v| format!("{:.0}", v * 100.0))
+            .y_label_formatter(&|v: &f64| format!("{:.0}", v * 100.0))
             .axis_desc_style(label_font())
             .label_style(tick_font())
             .draw()
