@@ -104,30 +104,7 @@ pub fn column_type(table: &str, name: &str) -> Column {
 /// metadata. An error names the table, column and row of a cell its column's type cannot
 /// hold (a bug in [`column_type`], not in the input: the run wrote the CSV).
 pub fn to_parquet(table: &str, csv: &str, meta: &[(&str, String)]) -> Result<Vec<u8>, String> {
-    let mut rows = Vec::new();
-    let mut rd = ::csv_core::Reader::new();
-    let mut input = csv.as_bytes();
-    let mut field = Vec::new();
-    let mut row: Vec<String> = Vec::new();
-    let mut out = [0u8; 4096];
-    loop {
-        let (res, read, written) = rd.read_field(input, &mut out);
-        input = &input[read..];
-        field.extend_from_slice(&out[..written]);
-        use ::csv_core::ReadFieldResult as R;
-        match res {
-            // An empty input on the next call is the end of the text.
-            R::InputEmpty | R::OutputFull => {}
-            R::Field { record_end } => {
-                row.push(String::from_utf8_lossy(&field).into_owned());
-                field.clear();
-                if record_end {
-                    rows.push(std::mem::take(&mut row));
-                }
-            }
-            R::End => break,
-        }
-    }
+    let rows = crate::csv::records(csv);
     let Some((header, body)) = rows.split_first() else {
         return Err(format!("{table}: no header row"));
     };
@@ -196,17 +173,13 @@ pub fn to_parquet(table: &str, csv: &str, meta: &[(&str, String)]) -> Result<Vec
                     .map_err(err)?;
             }
             Column::Int => {
-                let v = present
-                    .map(|(i, s)| s.parse::<i64>().map_err(|_| bad(i)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let v = parsed::<i64>(present, bad)?;
                 col.typed::<Int64Type>()
                     .write_batch(&v, Some(&defs), None)
                     .map_err(err)?;
             }
             Column::Float => {
-                let v = present
-                    .map(|(i, s)| s.parse::<f64>().map_err(|_| bad(i)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let v = parsed::<f64>(present, bad)?;
                 col.typed::<DoubleType>()
                     .write_batch(&v, Some(&defs), None)
                     .map_err(err)?;
@@ -218,4 +191,14 @@ pub fn to_parquet(table: &str, csv: &str, meta: &[(&str, String)]) -> Result<Vec
     rg.close().map_err(err)?;
     w.close().map_err(err)?;
     Ok(buf)
+}
+
+/// The present cells of a column, as numbers; `bad(row)` for the first that is not one.
+fn parsed<'a, T: std::str::FromStr>(
+    cells: impl Iterator<Item = (usize, &'a str)>,
+    bad: impl Fn(usize) -> String,
+) -> Result<Vec<T>, String> {
+    cells
+        .map(|(i, s)| s.parse::<T>().map_err(|_| bad(i)))
+        .collect()
 }

@@ -28,9 +28,54 @@ fn write_field(s: &str, style: QuoteStyle) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The records of CSV text, as the fields above are written (quotes undone), header first.
+/// A last record without its line break still counts.
+pub fn records(text: &str) -> Vec<Vec<String>> {
+    use csv_core::ReadFieldResult as R;
+    let mut rd = csv_core::Reader::new();
+    let (mut input, mut field, mut row, mut rows) =
+        (text.as_bytes(), Vec::new(), Vec::new(), Vec::new());
+    let mut out = [0u8; 4096];
+    loop {
+        let (res, read, written) = rd.read_field(input, &mut out);
+        input = &input[read..];
+        field.extend_from_slice(&out[..written]);
+        match res {
+            // An empty input on the next call is the end of the text.
+            R::InputEmpty | R::OutputFull => {}
+            R::Field { record_end } => {
+                row.push(String::from_utf8_lossy(&field).into_owned());
+                field.clear();
+                if record_end {
+                    rows.push(std::mem::take(&mut row));
+                }
+            }
+            R::End => break,
+        }
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{field, quoted};
+    use super::{field, quoted, records};
+
+    #[test]
+    fn records_undo_what_fields_write() {
+        let text = format!(
+            "a,b\n{},{}\n,x",
+            field("say \"hi\", two\nlines"),
+            quoted("")
+        );
+        assert_eq!(
+            records(&text),
+            [
+                vec!["a", "b"],
+                vec!["say \"hi\", two\nlines", ""],
+                vec!["", "x"]
+            ]
+        );
+    }
 
     #[test]
     fn plain_fields_stay_as_they_are() {

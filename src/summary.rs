@@ -247,15 +247,10 @@ fn explicit_bisection(spec: &Spec, c: &Cluster, t: &crate::spec::topology::Topol
         let Some(nt) = spec.node_types.get(&g.node_type) else {
             continue;
         };
-        let any_compute = nt.nics.iter().any(|n| n.role == "compute");
-        let speeds = nt
-            .nics
-            .iter()
-            .filter(|n| n.role == "compute" || !any_compute)
-            .flat_map(|n| {
-                let s = spec.nics.get(&n.nic).map_or(0.0, |x| x.speed.0);
-                std::iter::repeat_n(s, n.count as usize)
-            });
+        let speeds = nt.nics.iter().filter(|n| nt.on_fabric(n)).flat_map(|n| {
+            let s = spec.nics.get(&n.nic).map_or(0.0, |x| x.speed.0);
+            std::iter::repeat_n(s, n.count as usize)
+        });
         let Some(row) = inj.get_mut(g.rack).filter(|r| !r.is_empty()) else {
             continue;
         };

@@ -24,34 +24,9 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
-/// The CSV's rows as cells (header first).
-fn csv_rows(path: &Path) -> Vec<Vec<String>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut rows = Vec::new();
-    let mut rd = csv_core::Reader::new();
-    let (mut input, mut field, mut row) = (text.as_bytes(), Vec::new(), Vec::new());
-    let mut out = [0u8; 1024];
-    loop {
-        let (res, n, w) = rd.read_field(input, &mut out);
-        input = &input[n..];
-        field.extend_from_slice(&out[..w]);
-        match res {
-            csv_core::ReadFieldResult::Field { record_end } => {
-                row.push(String::from_utf8(std::mem::take(&mut field)).unwrap());
-                if record_end {
-                    rows.push(std::mem::take(&mut row));
-                }
-            }
-            csv_core::ReadFieldResult::End => break,
-            _ => {}
-        }
-    }
-    rows
-}
-
 /// Check `pq` against `csv` cell by cell; returns the file's key-value metadata.
 fn same_table(csv: &Path, pq: &Path) -> Vec<(String, String)> {
-    let rows = csv_rows(csv);
+    let rows = orrery::csv::records(&std::fs::read_to_string(csv).unwrap());
     let r = SerializedFileReader::new(std::fs::File::open(pq).unwrap()).unwrap();
     let meta = r.metadata().file_metadata();
     let names: Vec<&str> = meta

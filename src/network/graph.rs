@@ -475,7 +475,6 @@ impl Graph {
             }
             // NICs: all attach to the node; compute ones (or all, if none is) to a leaf.
             let mut nic = 0;
-            let any_compute = nt.nics.iter().any(|n| n.role == "compute");
             let mut mine = Vec::new();
             for group in &nt.nics {
                 let catalog = spec.nics.get(&group.nic);
@@ -495,7 +494,7 @@ impl Graph {
                         LinkKind::Pcie,
                         PCIE_HOP_LATENCY,
                     );
-                    if group.role == "compute" || !any_compute {
+                    if nt.on_fabric(group) {
                         let (to, rail) = match g.explicit_port(*rack, mine.len()) {
                             Some((switch, rail)) => (Vertex::Fabric { switch }, rail),
                             None if g.explicit.is_some() => (

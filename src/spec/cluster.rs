@@ -402,17 +402,14 @@ pub fn cluster(
             let Some(nt) = node_types.get(&g.node_type).filter(|_| g.count > 0) else {
                 continue;
             };
-            let any_compute = nt.nics.iter().any(|n| n.role == "compute");
             let mut k = 0;
-            for group in &nt.nics {
+            for group in nt.nics.iter().filter(|n| nt.on_fabric(n)) {
+                let protocol = nics
+                    .get(&group.nic)
+                    .map_or_else(String::new, |n| n.protocol.clone());
                 for _ in &group.at {
-                    if group.role == "compute" || !any_compute {
-                        let protocol = nics
-                            .get(&group.nic)
-                            .map_or_else(String::new, |n| n.protocol.clone());
-                        ports[g.rack].insert((k, group.nic.clone(), protocol));
-                        k += 1;
-                    }
+                    ports[g.rack].insert((k, group.nic.clone(), protocol.clone()));
+                    k += 1;
                 }
             }
         }

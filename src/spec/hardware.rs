@@ -220,6 +220,13 @@ pub struct RackDomain {
 }
 
 impl NodeType {
+    /// Whether the NICs of `group` join the cluster's fabric: the compute ones, or every NIC
+    /// of a node type that names none `compute`. The graph, the explicit fabric's ports and
+    /// the injection bandwidth all follow this one rule.
+    pub fn on_fabric(&self, group: &NicGroup) -> bool {
+        group.role == "compute" || !self.nics.iter().any(|n| n.role == "compute")
+    }
+
     pub fn device_count(&self) -> u32 {
         self.devices.iter().map(|g| g.count).sum()
     }
