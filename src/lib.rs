@@ -3,11 +3,16 @@
 //! Data flow: `.orr` text → [`syntax`] (generic tree) → [`spec`] (validated model) → engine →
 //! metrics → plots. See ARCHITECTURE.md for the module map and its invariants.
 
+// `orrery::` paths work inside the crate too (the command line lives here, for the Python
+// package as much as for the binary).
+extern crate self as orrery;
+
 pub mod atomic;
 pub mod bench;
 pub mod budget;
 pub mod calibrate;
 pub mod catalog;
+pub mod cli;
 pub mod columnar;
 pub mod compute;
 pub mod csv;

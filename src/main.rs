@@ -2,8 +2,6 @@
 //! found a difference (`fmt --check`), 2 bad input (unreadable file, invalid scenario, bad flag).
 //! Each command lives in `src/cli/`.
 
-mod cli;
-
 fn main() -> std::process::ExitCode {
-    cli::main()
+    orrery::cli::main()
 }

@@ -1,6 +1,5 @@
 //! `orrery calibrate`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -50,10 +49,10 @@ pub(super) fn calibrate(
     });
     // The output must be writable before minutes of measuring, not after.
     if let Err(e) = writable(&out) {
-        eprintln!("error: --out {}: {e}", out.display());
+        errln!("error: --out {}: {e}", out.display());
         return ExitCode::from(2);
     }
-    if std::io::stderr().is_terminal() {
+    if super::out::terminal() {
         let bar = indicatif::ProgressBar::new(calibrate::steps(&o));
         if let Ok(style) =
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} · {elapsed}")
@@ -69,7 +68,7 @@ pub(super) fn calibrate(
     let cal = match result {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -82,7 +81,7 @@ pub(super) fn calibrate(
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(2)
         }
     }

@@ -14,7 +14,7 @@ pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
     }
     let l = spec::load_str("<empty>", "");
     if l.has_errors() {
-        eprint!("{}", l.render(color()));
+        err!("{}", l.render(color()));
         return ExitCode::from(2);
     }
     let s = l.spec.expect("no errors means a spec");

@@ -17,7 +17,7 @@ pub(super) fn check(files: &[PathBuf], json: bool) -> ExitCode {
                 {
                     Ok(t) => t,
                     Err(e) => {
-                        eprintln!("error: {e}");
+                        errln!("error: {e}");
                         code = ExitCode::from(2);
                         continue;
                     }

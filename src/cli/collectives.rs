@@ -59,7 +59,7 @@ pub(super) fn collectives(file: &Path, c: Choices) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(2)
         }
     }

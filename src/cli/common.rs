@@ -3,12 +3,11 @@
 
 use orrery::diag;
 use orrery::spec::{self, Loaded};
-use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 
 pub(super) fn color() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+    super::out::terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
 /// `--allow-infeasible` of the command being run (set once, by `super::main`, before it runs):
@@ -26,17 +25,17 @@ pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
     };
     let loaded = match file {
         Some(p) => spec::load_file_with(p, opts).map_err(|e| {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(2)
         })?,
         None => spec::load_str_with(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1, opts),
     };
     if !loaded.diags.is_empty() {
-        eprint!("{}", loaded.render(color()));
+        err!("{}", loaded.render(color()));
     }
     if loaded.has_errors() {
         let n = loaded.errors().count();
-        eprintln!(
+        errln!(
             "error: {} has {n} error{}",
             file.map(|p| p.display().to_string())
                 .unwrap_or_else(|| orrery::DEFAULT_SCENARIO.0.into()),
@@ -141,16 +140,16 @@ pub(super) fn broken(violations: &[String]) -> Option<ExitCode> {
     if violations.is_empty() {
         return None;
     }
-    eprintln!(
+    errln!(
         "internal error: {} broken invariant{} (a bug in orrery; please report it with this scenario):",
         violations.len(),
         if violations.len() == 1 { "" } else { "s" }
     );
     for v in violations.iter().take(20) {
-        eprintln!("  {v}");
+        errln!("  {v}");
     }
     if violations.len() > 20 {
-        eprintln!("  ... and {} more", violations.len() - 20);
+        errln!("  ... and {} more", violations.len() - 20);
     }
     Some(ExitCode::from(1))
 }
@@ -201,7 +200,7 @@ pub(super) fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
 }
 
 pub(super) fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
-    std::io::stderr().is_terminal().then(|| {
+    super::out::terminal().then(|| {
         let bar = indicatif::ProgressBar::new(len);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} runs · {elapsed} (eta {eta})",
@@ -228,7 +227,7 @@ pub(super) fn written_or_fail(
         Ok((files, w)) => {
             let all: Vec<String> = files.iter().chain(&w.files).cloned().collect();
             if let Err(e) = orrery::atomic::own_folder(dir, &all) {
-                eprintln!("error: cannot tidy {}: {e}", dir.display());
+                errln!("error: cannot tidy {}: {e}", dir.display());
                 return ExitCode::from(2);
             }
             outln!("wrote {} in {}", files.join(", "), dir.display());
@@ -236,7 +235,7 @@ pub(super) fn written_or_fail(
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: cannot write results to {}: {e}", dir.display());
+            errln!("error: cannot write results to {}: {e}", dir.display());
             ExitCode::from(2)
         }
     }
@@ -245,7 +244,7 @@ pub(super) fn written_or_fail(
 /// Prints what the outputs step wrote, its notes and its time.
 pub(super) fn outputs_done(w: &orrery::outputs::Written, t1: std::time::Instant) {
     for n in &w.notes {
-        eprintln!("note: {n}");
+        errln!("note: {n}");
     }
     outln!(
         "plots and report: {} ({:.2} s)",
@@ -317,7 +316,7 @@ pub(super) fn gate(
     let fallback = orrery::diag::Span::new(l.root, 0, 0);
     match e.refusal(limits(), at_once, fallback) {
         Some(d) => {
-            eprint!("{}", orrery::diag::render(&l.sources, &[d], color()));
+            err!("{}", orrery::diag::render(&l.sources, &[d], color()));
             Err(ExitCode::from(2))
         }
         None => Ok(e),
@@ -336,6 +335,6 @@ pub(super) fn runs_at_once(threads: usize) -> usize {
 /// After a command's runs: the budget a run passed, if one did (exit 2, nothing written).
 pub(super) fn over_budget() -> Option<ExitCode> {
     let why = orrery::budget::tripped()?;
-    eprintln!("error: {why}");
+    errln!("error: {why}");
     Some(ExitCode::from(2))
 }

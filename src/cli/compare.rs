@@ -18,7 +18,7 @@ pub(super) fn compare(
     plots: bool,
 ) -> ExitCode {
     let fail = |e: String| {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         ExitCode::from(2)
     };
     let threads = match check_threads(threads) {

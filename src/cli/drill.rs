@@ -4,7 +4,6 @@ use super::common::{
     broken, check_threads, header, load, parse_duration, parse_seeds, policy_named, written_or_fail,
 };
 use super::inputs::{empirical, traces};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -20,21 +19,21 @@ pub(super) fn drill(
     let seeds = match seeds.map(parse_seeds).transpose() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let threads = match check_threads(threads) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let horizon = match horizon.map(parse_duration).transpose() {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("error: --horizon: {e}");
+            errln!("error: --horizon: {e}");
             return ExitCode::from(2);
         }
     };
@@ -51,7 +50,7 @@ pub(super) fn drill(
         let (traces, empirical) = match inputs {
             Ok(x) => x,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitCode::from(2);
             }
         };
@@ -79,7 +78,7 @@ pub(super) fn drill(
         .map(|(_, l, cfg)| orrery::experiment::drill::seeds(l.spec.as_ref().expect("spec"), cfg))
         .collect();
     if seed_lists.windows(2).any(|w| w[0] != w[1]) {
-        eprintln!(
+        errln!(
             "error: the scenarios ask for different seeds; pass --seeds to run them side by side"
         );
         return ExitCode::from(2);
@@ -124,7 +123,7 @@ pub(super) fn drill(
                     as u64
             })
             .sum::<u64>();
-    let bar = std::io::stderr().is_terminal().then(|| {
+    let bar = super::out::terminal().then(|| {
         let bar = indicatif::ProgressBar::new(runs);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} runs · {elapsed} (eta {eta})",

@@ -47,7 +47,7 @@ pub(super) fn explain(
     if !known.iter().any(|k| k == item) {
         let hint = diag::did_you_mean(item, known.iter().map(String::as_str))
             .unwrap_or_else(|| format!("items: {}", known.join(", ")));
-        eprintln!(
+        errln!(
             "error: no task group, actor, placement group or service `{item}` in {}
   help: {hint}",
             file.display()
@@ -61,7 +61,7 @@ pub(super) fn explain(
     let (traces, empirical) = match inputs {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -98,7 +98,7 @@ pub(super) fn explain(
         match serde_json::to_string_pretty(&j) {
             Ok(s) => outln!("{s}"),
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitCode::from(2);
             }
         }

@@ -12,7 +12,7 @@ pub(super) fn flows(file: &Path) -> ExitCode {
     let text = match orrery::files::read_text(file, orrery::files::MAX_INPUT_BYTES) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {} {e}", file.display());
+            errln!("error: {} {e}", file.display());
             return ExitCode::from(2);
         }
     };
@@ -21,10 +21,10 @@ pub(super) fn flows(file: &Path) -> ExitCode {
     let f = match FlowFile::parse(&map.file(id).text, id) {
         Ok(f) => f,
         Err(diags) => {
-            eprint!("{}", render(&map, &diags, color()));
+            err!("{}", render(&map, &diags, color()));
             // Past the limit the last diagnostic says it stopped there.
             let n = diags.len().min(MAX_ERRORS);
-            eprintln!(
+            errln!(
                 "error: {} has {}{n} error{}",
                 file.display(),
                 if diags.len() > MAX_ERRORS {

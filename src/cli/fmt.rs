@@ -11,7 +11,7 @@ pub(super) fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
         let text = match orrery::files::read_text(f, orrery::files::MAX_INPUT_BYTES) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: {} {e}", f.display());
+                errln!("error: {} {e}", f.display());
                 code = ExitCode::from(2);
                 continue;
             }
@@ -20,7 +20,7 @@ pub(super) fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
         let id = map.add(f.display().to_string(), text.clone());
         let (tree, diags) = orrery::syntax::parse(&text, id);
         if !diags.is_empty() {
-            eprint!("{}", diag::render(&map, &diags, color()));
+            err!("{}", diag::render(&map, &diags, color()));
             code = ExitCode::from(2);
             continue;
         }
@@ -29,14 +29,14 @@ pub(super) fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
             Err(span) => {
                 let d = diag::Diagnostic::error(span, "`fmt` would drop this comment")
                     .with_help("move comments out of lists, maps and continued lines, onto their own line above the statement");
-                eprint!("{}", diag::render(&map, &[d], color()));
+                err!("{}", diag::render(&map, &[d], color()));
                 code = ExitCode::from(2);
                 continue;
             }
         };
         if check {
             if formatted != text {
-                eprintln!("{} is not in canonical form", f.display());
+                errln!("{} is not in canonical form", f.display());
                 if code == ExitCode::SUCCESS {
                     code = ExitCode::from(1);
                 }
@@ -45,7 +45,7 @@ pub(super) fn fmt(files: &[PathBuf], check: bool, write: bool) -> ExitCode {
             if formatted != text
                 && let Err(e) = orrery::atomic::rewrite(f, formatted.as_bytes())
             {
-                eprintln!("error: cannot write {}: {e}", f.display());
+                errln!("error: cannot write {}: {e}", f.display());
                 code = ExitCode::from(2);
             }
         } else {

@@ -12,7 +12,7 @@ pub(super) fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
     let r = match r {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };

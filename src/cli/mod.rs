@@ -3,7 +3,7 @@
 //! 1 a check that found a difference, 2 bad input.
 
 #[macro_use]
-mod out;
+pub mod out;
 mod args;
 mod bench;
 mod calibrate;
@@ -30,13 +30,45 @@ use std::process::ExitCode;
 
 /// Parses the command line and runs its command; the exit status.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    dispatch(Cli::parse())
+}
+
+/// Runs the command line `argv` (the program's name first, as `std::env::args` gives it)
+/// inside this process, printing nothing: its exit status, standard output and standard error,
+/// byte for byte what the `orrery` binary would give. Bad flags and `--help` are answered as
+/// the binary answers them (status 2 and 0), never by ending the process. The Python package's
+/// one entry into the command line.
+pub fn run_captured<I, T>(argv: I) -> (u8, String, String)
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    out::capture(|| {
+        let code = match Cli::try_parse_from(argv) {
+            Ok(cli) => dispatch(cli),
+            Err(e) => {
+                let text = e.render().to_string();
+                if e.use_stderr() {
+                    err!("{text}");
+                } else {
+                    out!("{text}");
+                }
+                ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+            }
+        };
+        (0..=u8::MAX)
+            .find(|&n| code == ExitCode::from(n))
+            .unwrap_or(1)
+    })
+}
+
+fn dispatch(cli: Cli) -> ExitCode {
     common::set_allow_infeasible(cli.command.allow_infeasible());
     if let Some(b) = cli.command.budget() {
         match common::parse_budget(b) {
             Ok(l) => common::set_limits(l),
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitCode::from(2);
             }
         }

@@ -2,7 +2,6 @@
 
 use super::common::{failure_block, header, load, parse_duration, policy_named, written_or_fail};
 use super::inputs::{empirical, traces};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -42,7 +41,7 @@ pub(super) fn run(
     let (failure_block, horizon_ns) = match chosen {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -68,7 +67,7 @@ pub(super) fn run(
     let (traces, empirical) = match inputs {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -77,7 +76,7 @@ pub(super) fn run(
     }
     let t0 = std::time::Instant::now();
     // On a terminal, a long run shows how far it has got (events, simulated time).
-    let progress = std::io::stderr().is_terminal().then(|| {
+    let progress = super::out::terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
         if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {msg} · {elapsed}") {
             bar.set_style(style);

@@ -18,7 +18,7 @@ pub(super) fn sweep(
     plots: bool,
 ) -> ExitCode {
     let fail = |e: String| {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         ExitCode::from(2)
     };
     let threads = match check_threads(threads) {
@@ -71,7 +71,7 @@ pub(super) fn sweep(
         Ok(p) => p,
         Err(orrery::experiment::sweep::PlanError::Message(m)) => return fail(m),
         Err(orrery::experiment::sweep::PlanError::Invalid(v)) => {
-            eprint!("{}", v.render(color()));
+            err!("{}", v.render(color()));
             return fail(format!(
                 "a sweep of {} makes an invalid scenario",
                 file.display()
@@ -134,7 +134,7 @@ pub(super) fn sweep(
             }
             let table = sweep_table(&r);
             out!("{table}");
-            eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
+            errln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
             let t1 = std::time::Instant::now();
             let lines = experiment_plots(&l, &r.header.experiment);
             // Timeline and utilisation plots show one run: the first cell's first seed.
@@ -173,7 +173,7 @@ pub(super) fn sweep(
             );
         }
     };
-    eprintln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
+    errln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
     match written {
         Ok(f) => {
             outln!("wrote {} in {}", f.join(", "), dir.display());

@@ -48,7 +48,7 @@ pub(super) fn transports(
                     Some(w)
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     return ExitCode::from(2);
                 }
             }
@@ -79,7 +79,7 @@ pub(super) fn transports(
             // With --json stdout is the JSON alone.
             Ok(w) if json => {
                 for n in &w.notes {
-                    eprintln!("note: {n}");
+                    errln!("note: {n}");
                 }
             }
             Ok(w) => {
@@ -87,7 +87,7 @@ pub(super) fn transports(
                 outputs_done(&w, t1);
             }
             Err(e) => {
-                eprintln!("error: cannot write results to {}: {e}", dir.display());
+                errln!("error: cannot write results to {}: {e}", dir.display());
                 return ExitCode::from(2);
             }
         }
@@ -106,7 +106,7 @@ pub(super) fn transports(
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(2)
         }
     }

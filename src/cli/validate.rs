@@ -13,7 +13,7 @@ fn machine(root: Option<&Path>) -> Result<(Host, Option<GpuInventory>), ExitCode
         None => Ok((detect::detect(), gpu_inventory())),
         Some(r) if r.is_dir() => Ok((detect::detect_at(r, Default::default()), None)),
         Some(r) => {
-            eprintln!("error: --root {}: not a folder", r.display());
+            errln!("error: --root {}: not a folder", r.display());
             Err(ExitCode::from(2))
         }
     }
@@ -22,7 +22,7 @@ fn machine(root: Option<&Path>) -> Result<(Host, Option<GpuInventory>), ExitCode
 pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: bool) -> ExitCode {
     use orrery::calibrate::validate::Verdict;
     if record && root.is_some() {
-        eprintln!(
+        errln!(
             "error: --record vouches for the machine validate runs on; it cannot be used with --root"
         );
         return ExitCode::from(2);
@@ -44,7 +44,7 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
                         .join(", ")
                 )
             });
-        eprintln!(
+        errln!(
             "error: no node type `{node}` in {} or the catalog\n  help: {hint}",
             file.display()
         );
@@ -55,7 +55,7 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
         match record_targets(spec, nt, file) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitCode::from(2);
             }
         }
@@ -113,7 +113,7 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
                 path.display()
             ),
             Err(e) => {
-                eprintln!("error: profile {name}: {e}");
+                errln!("error: profile {name}: {e}");
                 return ExitCode::from(2);
             }
         }
@@ -169,7 +169,7 @@ pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
     let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ident {
-        eprintln!(
+        errln!(
             "error: --name {name:?} is not a name (letters, digits, `_`, starting with a letter)"
         );
         return ExitCode::from(2);
@@ -180,7 +180,7 @@ pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
     };
     let catalog = orrery::spec::load_str("<catalog>", "");
     let Some(spec) = catalog.spec.as_ref() else {
-        eprintln!("error: the built-in catalog does not load");
+        errln!("error: the built-in catalog does not load");
         return ExitCode::from(2);
     };
     let fs = orrery::calibrate::sysfs::Sysfs::new(root.unwrap_or(Path::new("/")));
@@ -194,7 +194,7 @@ pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
     // What is printed must read back as a node type.
     let back = orrery::spec::load_str("detected.orr", &block);
     if back.has_errors() {
-        eprintln!(
+        errln!(
             "error: the detected block does not read back (a bug):\n{block}\n{}",
             back.render(false)
         );
@@ -209,7 +209,7 @@ pub(super) fn gpu_inventory() -> Option<GpuInventory> {
     match orrery::calibrate::cuda::inventory() {
         Ok(inv) => Some(inv),
         Err(e) => {
-            eprintln!("note: {e}; GPU names, memory and P2P are not checked");
+            errln!("note: {e}; GPU names, memory and P2P are not checked");
             None
         }
     }
