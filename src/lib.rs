@@ -29,6 +29,7 @@ pub mod placement;
 pub mod plot;
 pub mod profile;
 pub mod quantile;
+pub mod raycluster;
 pub mod report;
 pub mod sim;
 pub mod spec;

@@ -350,6 +350,33 @@ pub(super) enum Command {
         #[arg(long)]
         source: bool,
     },
+    /// Turn another tool's description of a cluster into a scenario.
+    Import {
+        #[command(subcommand)]
+        sub: ImportSub,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum ImportSub {
+    /// A Ray cluster launcher YAML or a KubeRay RayCluster (RayJob, RayService) as a `.orr`
+    /// cluster of catalog hardware; what cannot be mapped is printed as `warning:` lines.
+    RayCluster {
+        file: PathBuf,
+        /// Write the scenario here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Any warning is an error (exit 2, nothing written).
+        #[arg(long)]
+        strict: bool,
+        /// The cluster's name (default: the YAML's cluster_name or metadata.name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Which end of each node type's autoscaling range becomes its node count: `min`
+        /// (min_workers; KubeRay replicas) or `max` (max_workers; maxReplicas).
+        #[arg(long, value_parser = ["min", "max"], default_value = "min")]
+        workers: String,
+    },
 }
 
 #[derive(Subcommand)]

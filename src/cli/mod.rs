@@ -17,6 +17,7 @@ mod drill;
 mod explain;
 mod flows;
 mod fmt;
+mod import;
 mod inputs;
 mod merge;
 mod run;
@@ -168,6 +169,16 @@ fn dispatch(cli: Cli) -> ExitCode {
             write,
         } => fmt::fmt(&files, check, write),
         Command::Catalog { json, source } => catalog::catalog(json, source),
+        Command::Import {
+            sub:
+                args::ImportSub::RayCluster {
+                    file,
+                    out,
+                    strict,
+                    name,
+                    workers,
+                },
+        } => import::ray_cluster(&file, out.as_deref(), strict, name, workers == "max"),
         Command::Collectives {
             file,
             op,
