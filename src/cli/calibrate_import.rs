@@ -10,7 +10,7 @@ use std::process::ExitCode;
 const MAX_INPUT: u64 = orrery::files::MAX_INPUT_BYTES;
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
+    errln!("error: {msg}");
     ExitCode::from(2)
 }
 
@@ -112,7 +112,7 @@ pub(super) fn import(
                 Err(errs) => {
                     for e in errs {
                         let (line, col) = line_col(&text, e.span.start);
-                        eprintln!("{}:{line}:{col}: error: {}", p.display(), e.message);
+                        errln!("{}:{line}:{col}: error: {}", p.display(), e.message);
                     }
                     return ExitCode::from(2);
                 }
@@ -136,7 +136,7 @@ pub(super) fn import(
         Err(e) => {
             return match e.file {
                 Some(f) => {
-                    eprintln!("{f}:{}:{}: error: {}", e.line, e.column, e.message);
+                    errln!("{f}:{}:{}: error: {}", e.line, e.column, e.message);
                     ExitCode::from(2)
                 }
                 None => fail(e.message),
