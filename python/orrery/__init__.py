@@ -1,0 +1,316 @@
+"""Orrery from Python: load a scenario, run it, read the results as pandas DataFrames.
+
+    import orrery
+    s = orrery.load("scenarios/quickstart.orr")
+    r = s.run(seed=1)
+    r.tasks.head()          # a DataFrame
+    r.header["scenario_hash"]
+    r.plot("timeline")      # shown inline in Jupyter
+
+Every command runs the very code of the ``orrery`` binary, in this process
+(``orrery._native.cli``), so the files and tables are byte for byte the CLI's for the same
+scenario and seed. Errors raise :class:`OrreryError` with the CLI's located diagnostics.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence, Union
+
+from . import _native
+from ._outputs import (
+    CompareResult,
+    DrillResult,
+    Image,
+    Outputs,
+    RunResult,
+    SweepResult,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "CompareResult",
+    "Diagnostic",
+    "DrillResult",
+    "Image",
+    "OrreryError",
+    "Outputs",
+    "RunResult",
+    "Scenario",
+    "SweepResult",
+    "cli",
+    "compare",
+    "drill",
+    "load",
+    "merge",
+    "sweep",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One located problem, as ``orrery check`` reports it (lines and columns from 1)."""
+
+    severity: str
+    message: str
+    file: Optional[str] = None
+    line: Optional[int] = None
+    column: Optional[int] = None
+    end_line: Optional[int] = None
+    end_column: Optional[int] = None
+    label: str = ""
+    help: Optional[str] = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}: " if self.line is not None else ""
+        tail = f" ({self.help})" if self.help else ""
+        return f"{where}{self.severity}: {self.message}{tail}"
+
+
+class OrreryError(Exception):
+    """A scenario or command the CLI refuses. ``diagnostics`` are the located problems (for a
+    scenario that does not load), ``exit_code`` the CLI's status (2 bad input, 1 a run that
+    broke an invariant), ``stderr`` exactly what the CLI printed."""
+
+    def __init__(
+        self, message: str, diagnostics: Sequence[Diagnostic] = (), exit_code: int = 2, stderr: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.diagnostics: List[Diagnostic] = list(diagnostics)
+        self.exit_code = exit_code
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What :func:`cli` returns: the exit status and the two streams."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str) -> Completed:
+    """Runs ``orrery ARGS...`` in this process and returns what it printed; never raises for a
+    non-zero status (``cli("check", "x.orr").exit_code``)."""
+    code, out, err = _native.cli([str(a) for a in args])
+    return Completed(code, out, err)
+
+
+def _run(args: List[str]) -> Completed:
+    done = cli(*args)
+    if done.exit_code != 0:
+        first = next((l for l in done.stderr.splitlines() if l.strip()), "")
+        raise OrreryError(
+            f"orrery {args[0]} failed (exit {done.exit_code}): {first}\n{done.stderr}".rstrip(),
+            exit_code=done.exit_code,
+            stderr=done.stderr,
+        )
+    return done
+
+
+def _looks_like_text(source: str) -> bool:
+    return "\n" in source or "{" in source
+
+
+class Scenario:
+    """A scenario that loaded without errors. ``path`` is the file runs read, ``hash`` the
+    scenario hash every result carries, ``warnings`` the diagnostics that were not errors."""
+
+    def __init__(self, path: Path, hash: str, warnings: List[Diagnostic], owned: Optional[str]) -> None:
+        self.path = path
+        self.hash = hash
+        self.warnings = warnings
+        self._allow_infeasible = False
+        if owned is not None:
+            # A scenario given as text lives in a private folder as long as this object does.
+            weakref.finalize(self, shutil.rmtree, owned, True)
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    def _flags(self) -> List[str]:
+        return ["--allow-infeasible"] if self._allow_infeasible else []
+
+    def run(
+        self,
+        seed: int = 1,
+        policy: Optional[str] = None,
+        horizon: Optional[str] = None,
+        *,
+        failures: Optional[str] = None,
+        out: Optional[PathLike] = None,
+        plots: bool = True,
+        trace: bool = False,
+        format: str = "csv",
+    ) -> RunResult:
+        """``orrery run``: simulates the scenario with ``seed``; ``policy`` is ``ray_default``,
+        ``spread`` or ``topology_aware``; ``horizon`` a duration such as ``"12 h"``;
+        ``failures`` a named failures block. Files go to ``out`` (kept) or a temporary folder
+        (removed once read). Raises :class:`OrreryError` as the CLI exits non-zero."""
+        args = ["run", str(self.path), "--seed", str(int(seed))] + self._flags()
+        if policy is not None:
+            args += ["--policy", policy]
+        if horizon is not None:
+            args += ["--horizon", horizon]
+        if failures is not None:
+            args += ["--failures", failures]
+        if not plots:
+            args.append("--no-plots")
+        if trace:
+            args.append("--trace")
+        if format != "csv":
+            args += ["--format", format]
+        return _into(RunResult, args, out)
+
+    def __repr__(self) -> str:
+        return f"<orrery.Scenario {self.path} hash {self.hash}>"
+
+
+def load(source: Union[PathLike, str], *, allow_infeasible: bool = False, name: str = "scenario.orr") -> Scenario:
+    """Loads a scenario from a path, or from its text (a string holding a newline or a ``{``).
+
+    Raises :class:`OrreryError` whose ``diagnostics`` locate every error (file, line, column,
+    message), exactly those ``orrery check`` prints. A scenario given as text is named ``name``
+    in messages; it cannot include files or name calibration profiles or traces (those resolve
+    beside a scenario file): load such a scenario from its path.
+    """
+    owned = None
+    if isinstance(source, str) and _looks_like_text(source):
+        r = _native.load(text=source, name=name, allow_infeasible=allow_infeasible)
+        if r["ok"]:
+            owned = tempfile.mkdtemp(prefix="orrery-")
+            path = Path(owned) / Path(name).name
+            path.write_text(source, encoding="utf-8")
+    else:
+        path = Path(os.fspath(source))
+        r = _native.load(path=str(path), allow_infeasible=allow_infeasible)
+    diags = [Diagnostic(**d) for d in r["diagnostics"]]
+    if not r["ok"]:
+        errors = [d for d in diags if d.severity == "error"]
+        summary = "; ".join(str(d) for d in errors[:3]) + (" ..." if len(errors) > 3 else "")
+        raise OrreryError(
+            f"{len(errors)} error{'s' if len(errors) != 1 else ''}: {summary}\n{r['rendered']}".rstrip(),
+            diagnostics=diags,
+            stderr=r["rendered"],
+        )
+    s = Scenario(path, r["hash"], [d for d in diags if d.severity != "error"], owned)
+    s._allow_infeasible = allow_infeasible
+    return s
+
+
+def _into(kind, args: List[str], out: Optional[PathLike]):
+    """Runs a writing command into ``out`` (or a temporary folder) and reads what it wrote."""
+    if out is not None:
+        done = _run(args + ["--out", os.fspath(out)])
+        return kind(Path(os.fspath(out)), done.stdout, done.stderr)
+    with tempfile.TemporaryDirectory(prefix="orrery-") as d:
+        done = _run(args + ["--out", d])
+        return kind(Path(d), done.stdout, done.stderr)
+
+
+def _path(p: Union[PathLike, Scenario]) -> str:
+    return str(p.path) if isinstance(p, Scenario) else os.fspath(p)
+
+
+def _seeds(seeds: Union[None, int, str, range]) -> List[str]:
+    if seeds is None:
+        return []
+    if isinstance(seeds, range):
+        if seeds.step != 1 or len(seeds) == 0:
+            raise ValueError("seeds: a range with step 1 and at least one seed")
+        return ["--seeds", f"{seeds.start}..{seeds[-1]}"]
+    return ["--seeds", str(seeds)]
+
+
+def sweep(
+    scenario: Union[PathLike, Scenario],
+    *,
+    experiment: Optional[str] = None,
+    seeds: Union[None, int, str, range] = None,
+    threads: Optional[int] = None,
+    shard: Optional[str] = None,
+    out: Optional[PathLike] = None,
+    plots: bool = True,
+) -> SweepResult:
+    """``orrery sweep``: every combination of the experiment's swept values × every seed
+    (``seeds=5`` is 1..5, ``"3..7"`` or ``range(3, 8)`` 3..7). ``shard="i/n"`` runs one shard
+    and writes ``shard-i-of-n.json`` (see :func:`merge`, :mod:`orrery.ray`)."""
+    args = ["sweep", _path(scenario)] + _seeds(seeds)
+    if experiment is not None:
+        args += ["--experiment", experiment]
+    if threads is not None:
+        args += ["--threads", str(int(threads))]
+    if shard is not None:
+        args += ["--shard", shard]
+    if not plots:
+        args.append("--no-plots")
+    return _into(SweepResult, args, out)
+
+
+def merge(shards: Iterable[PathLike], out: PathLike, *, plots: bool = True) -> SweepResult:
+    """``orrery merge``: shard files (or folders holding them) into the files the unsharded
+    sweep writes, in ``out``."""
+    args = ["merge"] + [os.fspath(s) for s in shards]
+    if not plots:
+        args.append("--no-plots")
+    return _into(SweepResult, args, out)
+
+
+def compare(
+    scenarios: Sequence[Union[PathLike, Scenario]],
+    *,
+    seeds: Union[None, int, str, range] = None,
+    failures: Optional[str] = None,
+    horizon: Optional[str] = None,
+    threads: Optional[int] = None,
+    out: Optional[PathLike] = None,
+    plots: bool = True,
+) -> CompareResult:
+    """``orrery compare``: the same metrics over several scenarios (hardware mixes), with
+    intervals over seeds."""
+    args = ["compare"] + [_path(s) for s in scenarios] + _seeds(seeds)
+    if failures is not None:
+        args += ["--failures", failures]
+    if horizon is not None:
+        args += ["--horizon", horizon]
+    if threads is not None:
+        args += ["--threads", str(int(threads))]
+    if not plots:
+        args.append("--no-plots")
+    return _into(CompareResult, args, out)
+
+
+def drill(
+    scenarios: Union[PathLike, Scenario, Sequence[Union[PathLike, Scenario]]],
+    *,
+    seeds: Union[None, int, str, range] = None,
+    threads: Optional[int] = None,
+    horizon: Optional[str] = None,
+    policies: Sequence[str] = (),
+    out: Optional[PathLike] = None,
+    plots: bool = True,
+) -> DrillResult:
+    """``orrery drill``: failure drills, each named failures block against a clean baseline,
+    over seeds."""
+    if isinstance(scenarios, (str, os.PathLike, Scenario)):
+        scenarios = [scenarios]
+    args = ["drill"] + [_path(s) for s in scenarios] + _seeds(seeds)
+    if threads is not None:
+        args += ["--threads", str(int(threads))]
+    if horizon is not None:
+        args += ["--horizon", horizon]
+    if policies:
+        args += ["--policies", ",".join(policies)]
+    if not plots:
+        args.append("--no-plots")
+    return _into(DrillResult, args, out)
