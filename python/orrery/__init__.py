@@ -152,12 +152,16 @@ class Scenario:
         plots: bool = True,
         trace: bool = False,
         format: str = "csv",
+        max_events: Union[None, int, str] = None,
+        max_memory: Optional[str] = None,
     ) -> RunResult:
         """``orrery run``: simulates the scenario with ``seed``; ``policy`` is ``ray_default``,
         ``spread`` or ``topology_aware``; ``horizon`` a duration such as ``"12 h"``;
         ``failures`` a named failures block. Files go to ``out`` (kept) or a temporary folder
-        (removed once read). Raises :class:`OrreryError` as the CLI exits non-zero."""
+        (removed once read). ``max_events`` and ``max_memory`` (``"16 GiB"``) raise the work
+        budget. Raises :class:`OrreryError` as the CLI exits non-zero."""
         args = ["run", str(self.path), "--seed", str(int(seed))] + self._flags()
+        args += _limits(max_events, max_memory, False)
         if policy is not None:
             args += ["--policy", policy]
         if horizon is not None:
@@ -218,6 +222,19 @@ def _into(kind, args: List[str], out: Optional[PathLike]):
         return kind(Path(d), done.stdout, done.stderr)
 
 
+def _limits(max_events: Union[None, int, str], max_memory: Optional[str], allow_infeasible: bool) -> List[str]:
+    """The CLI's work budget and feasibility flags (ranges and defaults as `orrery run --help`
+    says: at most 5e8 events and 8 GiB unless raised)."""
+    args = []
+    if max_events is not None:
+        args += ["--max-events", str(max_events)]
+    if max_memory is not None:
+        args += ["--max-memory", str(max_memory)]
+    if allow_infeasible:
+        args.append("--allow-infeasible")
+    return args
+
+
 def _path(p: Union[PathLike, Scenario]) -> str:
     return str(p.path) if isinstance(p, Scenario) else os.fspath(p)
 
@@ -241,11 +258,15 @@ def sweep(
     shard: Optional[str] = None,
     out: Optional[PathLike] = None,
     plots: bool = True,
+    max_events: Union[None, int, str] = None,
+    max_memory: Optional[str] = None,
+    allow_infeasible: bool = False,
 ) -> SweepResult:
     """``orrery sweep``: every combination of the experiment's swept values × every seed
     (``seeds=5`` is 1..5, ``"3..7"`` or ``range(3, 8)`` 3..7). ``shard="i/n"`` runs one shard
     and writes ``shard-i-of-n.json`` (see :func:`merge`, :mod:`orrery.ray`)."""
     args = ["sweep", _path(scenario)] + _seeds(seeds)
+    args += _limits(max_events, max_memory, allow_infeasible)
     if experiment is not None:
         args += ["--experiment", experiment]
     if threads is not None:
@@ -275,10 +296,14 @@ def compare(
     threads: Optional[int] = None,
     out: Optional[PathLike] = None,
     plots: bool = True,
+    max_events: Union[None, int, str] = None,
+    max_memory: Optional[str] = None,
+    allow_infeasible: bool = False,
 ) -> CompareResult:
     """``orrery compare``: the same metrics over several scenarios (hardware mixes), with
     intervals over seeds."""
     args = ["compare"] + [_path(s) for s in scenarios] + _seeds(seeds)
+    args += _limits(max_events, max_memory, allow_infeasible)
     if failures is not None:
         args += ["--failures", failures]
     if horizon is not None:
@@ -299,12 +324,16 @@ def drill(
     policies: Sequence[str] = (),
     out: Optional[PathLike] = None,
     plots: bool = True,
+    max_events: Union[None, int, str] = None,
+    max_memory: Optional[str] = None,
+    allow_infeasible: bool = False,
 ) -> DrillResult:
     """``orrery drill``: failure drills, each named failures block against a clean baseline,
     over seeds."""
     if isinstance(scenarios, (str, os.PathLike, Scenario)):
         scenarios = [scenarios]
     args = ["drill"] + [_path(s) for s in scenarios] + _seeds(seeds)
+    args += _limits(max_events, max_memory, allow_infeasible)
     if threads is not None:
         args += ["--threads", str(int(threads))]
     if horizon is not None:

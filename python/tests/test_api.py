@@ -170,3 +170,17 @@ def test_to_polars_has_the_same_tables():
             {k: (None if pd.isna(v) else v) for k, v in row.items()}
             for row in r.table(name).astype(object).to_dict("records")
         ], name
+
+
+def test_work_budgets_and_windows_reach_the_cli(tmp_path, cli_run):
+    s = orrery.load(QUICK)
+    code, _, err = cli_run("run", QUICK, "--max-events", "1000", "--out", tmp_path / "cli")
+    with pytest.raises(orrery.OrreryError) as e:
+        s.run(max_events=1000, out=tmp_path / "py")
+    assert (e.value.exit_code, e.value.stderr) == (code, err) and code == 2
+    assert not (tmp_path / "py" / "run.json").exists()
+    a, b = "scenarios/h100_vs_mi300x/h100.orr", "scenarios/h100_vs_mi300x/mi300x.orr"
+    args = ("compare", a, b, "--seeds", "1", "--horizon", "30 min", "--out", tmp_path / "c_cli")
+    assert cli_run(*args)[0] == 0
+    orrery.compare([a, b], seeds=1, horizon="30 min", out=tmp_path / "c_py")
+    same_files(tmp_path / "c_cli", tmp_path / "c_py")
