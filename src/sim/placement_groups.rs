@@ -97,13 +97,23 @@ impl Sim<'_> {
         if pg.created.is_some() || pg.infeasible {
             return;
         }
-        let name = format!(
-            "{}.{}",
-            spec.workloads[pg.workload].name,
-            spec.workloads[pg.workload].placement_groups[pg.index].name
+        // The group's name is formatted only when an explanation is asked for: a retried
+        // group comes back here on every backoff.
+        let (wl, group) = (
+            &spec.workloads[pg.workload].name,
+            &spec.workloads[pg.workload].placement_groups[pg.index].name,
         );
-        let want_explain =
-            self.explain.is_none() && self.explain_target.as_deref() == Some(name.as_str());
+        let want_explain = self.explain.is_none()
+            && self.explain_target.as_deref().is_some_and(|t| {
+                t.strip_prefix(wl.as_str())
+                    .and_then(|r| r.strip_prefix('.'))
+                    == Some(group.as_str())
+            });
+        let name = if want_explain {
+            format!("{wl}.{group}")
+        } else {
+            String::new()
+        };
         let mut ex = Explain::default();
         // A slice group takes its bundles from the first intact slice that can hold them.
         let (options, selector) = if pg.slice {
