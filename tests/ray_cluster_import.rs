@@ -60,8 +60,15 @@ fn warnings(stderr: &str) -> Vec<&str> {
 
 #[test]
 fn aws_launcher_maps_every_node_type() {
-    let (s, err) = import_checked("aws_p5_autoscaler.yaml", &["--strict"]);
-    assert!(warnings(&err).is_empty(), "{err}");
+    let (s, err) = import_checked("aws_p5_autoscaler.yaml", &[]);
+    // The P5 nodes map whole; the head and the L4 nodes have no catalog NIC for their network.
+    assert_eq!(
+        warnings(&err),
+        [
+            "warning: `ray.head.default`: no catalog NIC for m5.2xlarge (no accelerators): the node has no NIC, so no link to the fabric",
+            "warning: `gpu.l4`: no catalog NIC for g6.12xlarge: the node has no NIC, so no link to the fabric",
+        ]
+    );
     for want in [
         "node gpu_h100 {",
         "  cpu sockets 2, cores 96, threads 192",
@@ -108,7 +115,8 @@ fn gcp_launcher_with_tpu_and_an_unmodelled_network() {
     assert_eq!(
         warnings(&err),
         [
-            "warning: `ray_h100`: a3-highgpu-8g's network (4 x 200 Gbps GPUDirect-TCPX NICs) has no catalog NIC: the node has none"
+            "warning: `ray_head_default`: no catalog NIC for n2-standard-8 (no accelerators): the node has no NIC, so no link to the fabric",
+            "warning: `ray_h100`: a3-highgpu-8g's network (4 x 200 Gbps GPUDirect-TCPX NICs) has no catalog NIC: the node has none",
         ]
     );
     assert!(s.contains("node ray_tpu from tpu_v4_host {"), "{s}");
@@ -127,7 +135,7 @@ fn gcp_launcher_with_tpu_and_an_unmodelled_network() {
     assert_eq!(o.status.code(), Some(2));
     assert!(o.stdout.is_empty());
     assert!(
-        text(&o.stderr).contains("1 warning(s) and --strict: nothing written"),
+        text(&o.stderr).contains("2 warning(s) and --strict: nothing written"),
         "{}",
         text(&o.stderr)
     );
@@ -140,7 +148,9 @@ fn kuberay_pods_labels_and_resources() {
         warnings(&err),
         [
             "warning: `headgroup`: Ray is told CPU 0, but the pod has 8 vCPUs: the node offers 8 (the language derives CPU from the hardware)",
+            "warning: `headgroup`: no catalog NIC for pod: 8 vCPUs, 32 GiB: the node has no NIC, so no link to the fabric",
             "warning: `gpu-h100`: no known instance type, so no network: the node has no NIC",
+            "warning: `cpu-pool`: no catalog NIC for pod: 16 vCPUs, 64 GiB: the node has no NIC, so no link to the fabric",
         ]
     );
     for want in [
@@ -164,7 +174,10 @@ fn kuberay_multi_host_tpu_groups_are_slices() {
     let (s, err) = import_checked("kuberay_tpu_v5e.yaml", &[]);
     assert_eq!(
         warnings(&err),
-        ["warning: `tpu-group`: no known instance type, so no network: the node has no NIC"]
+        [
+            "warning: `headgroup`: no catalog NIC for pod: 8 vCPUs, 40 GB: the node has no NIC, so no link to the fabric",
+            "warning: `tpu-group`: no known instance type, so no network: the node has no NIC",
+        ]
     );
     assert!(s.contains("  device TPU_v5e x 4 link torus\n"), "{s}");
     assert!(
@@ -188,8 +201,11 @@ fn unmappable_types_are_named_and_the_rest_imported() {
         warnings(&err),
         [
             "warning: `head`: Ray is told CPU 0, but the machine has 16 vCPUs: the node offers 16 (the language derives CPU from the hardware)",
+            "warning: `head`: no catalog NIC for m6i.4xlarge (no accelerators): the node has no NIC, so no link to the fabric",
             "warning: `a100_40g`: p4d.24xlarge's 8 x NVIDIA A100 40GB are not in the catalog: the node has no accelerators",
+            "warning: `a100_40g`: no catalog NIC for p4d.24xlarge: the node has no NIC, so no link to the fabric",
             "warning: `a10g`: g5.12xlarge's 4 x NVIDIA A10G are not in the catalog: the node has no accelerators",
+            "warning: `a10g`: no catalog NIC for g5.12xlarge: the node has no NIC, so no link to the fabric",
             "warning: `mystery`: instance type `x9z.mega` is not in the import's table: the node is built from its resources",
             "warning: `mystery`: no known instance type and no CPU count: nothing to build the node from, so it is left out",
         ]
@@ -365,7 +381,8 @@ fn rayjob_clusters_instance_selectors_and_azure_sizes() {
     assert_eq!(
         warnings(&err),
         [
-            "warning: `part`: the pod takes 2 of a3-ultragpu-8g's 8 accelerators: it is modelled as a node of its own, without the machine's network"
+            "warning: `headgroup`: no catalog NIC for pod: 4 vCPUs, 16 GiB: the node has no NIC, so no link to the fabric",
+            "warning: `part`: the pod takes 2 of a3-ultragpu-8g's 8 accelerators: it is modelled as a node of its own, without the machine's network",
         ]
     );
     assert!(s.contains("node whole {\n  cpu sockets 2, cores 96, threads 192\n  memory 2048 GiB\n  device H100_SXM x 8 link switch\n  nic efa_v2 x 32 role compute\n"), "{s}");
@@ -375,10 +392,32 @@ fn rayjob_clusters_instance_selectors_and_azure_sizes() {
     let (s, err) = import_text(
         "cluster_name: az\nprovider: {type: azure, location: westus2}\navailable_node_types:\n  head: {node_config: {azure_arm_parameters: {vmSize: Standard_D8s_v5}}}\n  mi300x:\n    min_workers: 1\n    node_config: {azure_arm_parameters: {vmSize: Standard_ND96isr_MI300X_v5}}\nhead_node_type: head\n",
     );
-    assert!(warnings(&err).is_empty(), "{err}");
+    assert_eq!(
+        warnings(&err),
+        [
+            "warning: `head`: no catalog NIC for Standard_D8s_v5 (no accelerators): the node has no NIC, so no link to the fabric"
+        ]
+    );
     assert!(
         s.contains("  device MI300X x 8 link mesh\n  nic ib_ndr_400g x 8 role compute\n"),
         "{s}"
     );
     assert!(s.contains("  memory 32 GiB\n"), "{s}");
+}
+
+#[test]
+fn strict_passes_when_everything_maps() {
+    // Every node a whole p5.48xlarge: accelerators and NICs all in the catalog.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("p5.yaml");
+    std::fs::write(
+        &f,
+        "cluster_name: p5s\nprovider: {type: aws, region: us-east-1}\nhead_node_type: gpu\navailable_node_types:\n  gpu:\n    node_config: {InstanceType: p5.48xlarge}\n    resources: {CPU: 192, GPU: 8}\n    min_workers: 3\n    max_workers: 3\n",
+    )
+    .unwrap();
+    let o = orrery(&["import", "ray-cluster", f.to_str().unwrap(), "--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(warnings(&text(&o.stderr)).is_empty(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(s.contains("  nic efa_v2 x 32 role compute\n"), "{s}");
 }

@@ -180,6 +180,19 @@ fn one(g: &Group, ident: String, cat: &Catalog) -> Plan {
     if p.body.is_none() {
         from_resources(g, &mut p, accel, machine);
     }
+    // A node without a NIC has no link to the fabric: say so once, whatever the reason.
+    let no_nic = matches!(&p.body, Some(Body::Full { nic: None, .. }));
+    if no_nic
+        && !p
+            .warnings
+            .iter()
+            .any(|w| w.contains("NIC") || w.contains("network"))
+    {
+        p.warnings.push(format!(
+            "no catalog NIC for {}: the node has no NIC, so no link to the fabric",
+            p.what
+        ));
+    }
     // A multi-host TPU group forms one slice per replica.
     if let Some((topo, _)) = &g.topology {
         let per = match &p.body {
