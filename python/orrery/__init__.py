@@ -47,6 +47,7 @@ __all__ = [
     "cli",
     "compare",
     "drill",
+    "import_ray_cluster",
     "load",
     "merge",
     "sweep",
@@ -343,3 +344,40 @@ def drill(
     if not plots:
         args.append("--no-plots")
     return _into(DrillResult, args, out)
+
+
+@dataclass(frozen=True)
+class ImportedCluster:
+    """What :func:`import_ray_cluster` made: the scenario's ``text`` and one ``warnings`` entry
+    per thing that could not be mapped (as the CLI's ``warning:`` lines, without the prefix)."""
+
+    text: str
+    warnings: List[str]
+
+    def load(self, name: str = "cluster.orr") -> Scenario:
+        """The imported cluster as a :class:`Scenario` (add a workload to run it)."""
+        return load(self.text, name=name)
+
+    def save(self, path: PathLike) -> None:
+        Path(os.fspath(path)).write_text(self.text, encoding="utf-8")
+
+
+def import_ray_cluster(
+    yaml: PathLike,
+    *,
+    strict: bool = False,
+    name: Optional[str] = None,
+    workers: str = "min",
+) -> ImportedCluster:
+    """``orrery import ray-cluster``: a Ray cluster launcher YAML or a KubeRay RayCluster
+    (RayJob, RayService) as a scenario of catalog hardware. ``workers`` is ``"min"`` or
+    ``"max"`` (which end of each autoscaling range becomes the node count); ``strict`` makes
+    any warning an error. Malformed YAML raises :class:`OrreryError` with ``FILE:LINE:COLUMN``."""
+    args = ["import", "ray-cluster", os.fspath(yaml), "--workers", workers]
+    if strict:
+        args.append("--strict")
+    if name is not None:
+        args += ["--name", name]
+    done = _run(args)
+    warnings = [l[len("warning: ") :] for l in done.stderr.splitlines() if l.startswith("warning: ")]
+    return ImportedCluster(done.stdout, warnings)

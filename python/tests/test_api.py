@@ -184,3 +184,18 @@ def test_work_budgets_and_windows_reach_the_cli(tmp_path, cli_run):
     assert cli_run(*args)[0] == 0
     orrery.compare([a, b], seeds=1, horizon="30 min", out=tmp_path / "c_py")
     same_files(tmp_path / "c_cli", tmp_path / "c_py")
+
+
+def test_ray_clusters_import_as_the_cli_does(cli_run):
+    y = "scenarios/ray_clusters/aws_p5_autoscaler.yaml"
+    code, out, err = cli_run("import", "ray-cluster", y, "--workers", "max")
+    assert code == 0
+    c = orrery.import_ray_cluster(y, workers="max")
+    assert c.text == out
+    assert ["warning: " + w for w in c.warnings] == [l for l in err.splitlines() if l.startswith("warning:")]
+    assert c.warnings and all("`" in w for w in c.warnings)
+    s = c.load()
+    assert s.hash and "node gpu_h100 x 8" in s.text
+    with pytest.raises(orrery.OrreryError) as e:
+        orrery.import_ray_cluster(y, strict=True)
+    assert e.value.exit_code == 2 and "--strict" in e.value.stderr

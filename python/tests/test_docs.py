@@ -38,3 +38,9 @@ def test_the_package_page_shows_real_figures(root):
         assert f"line={err.line}, column={err.column}" in page and err.help in page
     else:
         raise AssertionError("the page's bad scenario loaded")
+
+
+def test_the_package_page_quotes_the_import_warning(root):
+    page = (root / "python/README.md").read_text()
+    c = orrery.import_ray_cluster("scenarios/ray_clusters/aws_p5_autoscaler.yaml", workers="max")
+    assert f'"{c.warnings[0]}"' in page

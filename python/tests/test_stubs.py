@@ -32,7 +32,7 @@ def test_the_package_is_typed_and_exports_what_it_says():
     for name in orrery.__all__:
         assert hasattr(orrery, name), name
     # Every public function of the package carries annotations for editors.
-    for name in ["load", "sweep", "merge", "compare", "drill", "cli"]:
+    for name in ["load", "sweep", "merge", "compare", "drill", "cli", "import_ray_cluster"]:
         sig = inspect.signature(getattr(orrery, name))
         assert sig.return_annotation is not inspect.Signature.empty, name
         assert all(p.annotation is not inspect.Parameter.empty for p in sig.parameters.values()), name
