@@ -175,20 +175,7 @@ fn cluster(t: &mut String, src: &Source, opts: &Options, plans: &[Plan]) {
         .clone()
         .or(src.name.clone())
         .unwrap_or_else(|| "ray".into());
-    let mut ident: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(200)
-        .collect();
-    if !ident.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-        ident.insert(0, '_');
-    }
+    let ident = super::plan::identifier(&name);
     let _ = writeln!(t, "cluster {ident} {{");
     let _ = writeln!(
         t,

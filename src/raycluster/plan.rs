@@ -395,9 +395,9 @@ pub fn fmt_num(x: f64) -> String {
     }
 }
 
-/// A name the scenario language reads (letters, digits, `_`), not a catalog name nor one
-/// already used.
-fn ident(name: &str, cat: &Catalog, used: &[String]) -> String {
+/// `name` with what the scenario language does not read in a name replaced by `_` (letters,
+/// digits, `_`; not a digit first), at most 200 characters.
+pub(super) fn identifier(name: &str) -> String {
     let mut s: String = name
         .chars()
         .map(|c| {
@@ -412,6 +412,13 @@ fn ident(name: &str, cat: &Catalog, used: &[String]) -> String {
     if !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         s.insert(0, '_');
     }
+    s
+}
+
+/// A name the scenario language reads (letters, digits, `_`), not a catalog name nor one
+/// already used.
+fn ident(name: &str, cat: &Catalog, used: &[String]) -> String {
+    let s = identifier(name);
     let reserved = [
         "node", "rack", "zone", "slice", "head", "cluster", "fabric", "storage",
     ];
