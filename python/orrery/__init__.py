@@ -190,6 +190,8 @@ def load(source: Union[PathLike, str], *, allow_infeasible: bool = False, name: 
     beside a scenario file): load such a scenario from its path.
     """
     owned = None
+    if isinstance(source, str) and source == "":
+        raise OrreryError("an empty string is neither a scenario's path nor its text")
     if isinstance(source, str) and _looks_like_text(source):
         r = _native.load(text=source, name=name, allow_infeasible=allow_infeasible)
         if r["ok"]:
@@ -202,6 +204,9 @@ def load(source: Union[PathLike, str], *, allow_infeasible: bool = False, name: 
     diags = [Diagnostic(**d) for d in r["diagnostics"]]
     if not r["ok"]:
         errors = [d for d in diags if d.severity == "error"]
+        if all(d.line is None for d in errors):
+            # The file could not be read: its one message says why.
+            raise OrreryError("; ".join(d.message for d in errors), diagnostics=diags, stderr=r["rendered"])
         summary = "; ".join(str(d) for d in errors[:3]) + (" ..." if len(errors) > 3 else "")
         raise OrreryError(
             f"{len(errors)} error{'s' if len(errors) != 1 else ''}: {summary}\n{r['rendered']}".rstrip(),

@@ -32,10 +32,16 @@ fn load<'py>(
     let opts = orrery::spec::LoadOptions { allow_infeasible };
     let out = PyDict::new(py);
     let diags = PyList::empty(py);
+    let limit = orrery::files::MAX_INPUT_BYTES;
     let loaded = match (path, text) {
         (Some(p), None) => {
             py.detach(|| orrery::spec::load_file_with(std::path::Path::new(&p), opts))
         }
+        // The same bound as a scenario file's: work is bounded before it starts.
+        (None, Some(t)) if t.len() as u64 > limit => Err(format!(
+            "{name} is larger than the {} MiB limit of a scenario",
+            limit >> 20
+        )),
         (None, Some(t)) => Ok(py.detach(|| orrery::spec::load_str_with(name, &t, opts))),
         _ => {
             return Err(pyo3::exceptions::PyValueError::new_err(

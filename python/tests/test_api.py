@@ -199,3 +199,18 @@ def test_ray_clusters_import_as_the_cli_does(cli_run):
     with pytest.raises(orrery.OrreryError) as e:
         orrery.import_ray_cluster(y, strict=True)
     assert e.value.exit_code == 2 and "--strict" in e.value.stderr
+
+
+def test_hostile_sources_are_refused_with_a_reason(tmp_path):
+    for source, why in [
+        ("", "empty string"),
+        ("/dev/zero", "not a regular file"),
+        (str(tmp_path), "not a regular file"),
+        ("missing/nowhere.orr", "cannot be read"),
+        ("x" * (16 << 20) + "\n", "larger than the 16 MiB limit"),
+    ]:
+        with pytest.raises(orrery.OrreryError) as e:
+            orrery.load(source)
+        assert why in str(e.value), (source[:20], str(e.value)[:200])
+    with pytest.raises(TypeError):
+        orrery.load(123)
