@@ -421,3 +421,28 @@ fn strict_passes_when_everything_maps() {
     let s = text(&o.stdout);
     assert!(s.contains("  nic efa_v2 x 32 role compute\n"), "{s}");
 }
+
+#[test]
+fn lines_end_where_yaml_says_they_do() {
+    // A lone CR ends a line in YAML (1.2, 5.4) as LF and CRLF do: the error is on line 5 in all
+    // three (found by the raycluster fuzz target, whose own line count was LF-only).
+    let dir = tempfile::tempdir().unwrap();
+    for (name, eol) in [("lf", "\n"), ("crlf", "\r\n"), ("cr", "\r")] {
+        let f = dir.path().join(format!("{name}.yaml"));
+        let body = [
+            "cluster_name: x",
+            "provider: {type: aws}",
+            "available_node_types:",
+            "  a: [1,",
+            "",
+        ];
+        std::fs::write(&f, body.join(eol)).unwrap();
+        let o = orrery(&["import", "ray-cluster", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            text(&o.stderr).starts_with(&format!("{}:5:1: error: invalid YAML", f.display())),
+            "{name}: {}",
+            text(&o.stderr)
+        );
+    }
+}

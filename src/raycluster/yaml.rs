@@ -162,6 +162,22 @@ enum Frame {
     },
 }
 
+/// `at`, or the end of the text's last line where the parser points past it (at the end of a
+/// text without a final line break it reports the line after). Lines end as YAML says: LF,
+/// CRLF or a lone CR (YAML 1.2, 5.4).
+fn within(text: &str, at: Pos) -> Pos {
+    let text = text.replace("\r\n", "\n");
+    let last = text.split(['\n', '\r']).count();
+    if at.line <= last {
+        return at;
+    }
+    let tail = text.rsplit(['\n', '\r']).next().unwrap_or("");
+    Pos {
+        line: last,
+        col: tail.chars().count() + 1,
+    }
+}
+
 /// Every document of the text, in order.
 pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
     let mut docs = Vec::new();
@@ -171,10 +187,13 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
     let mut built = 0usize;
     for ev in Parser::new_from_str(text) {
         let (ev, span) = ev.map_err(|e| Error {
-            at: Pos {
-                line: e.marker().line(),
-                col: e.marker().col() + 1,
-            },
+            at: within(
+                text,
+                Pos {
+                    line: e.marker().line(),
+                    col: e.marker().col() + 1,
+                },
+            ),
             message: format!("invalid YAML: {}", e.info()),
         })?;
         let at = Pos {
@@ -345,6 +364,15 @@ fn push(stack: &mut [Frame], docs: &mut Vec<Node>, node: Node) -> Result<(), Err
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_at_the_end_stays_on_the_last_line() {
+        // No final line break: the parser's end-of-text position is the line after.
+        let e = parse("a: 1\nb: [1,\n  ").unwrap_err();
+        assert_eq!(e.at, Pos { line: 3, col: 3 });
+        let e = parse("a: 1\rb: [1,\r  ").unwrap_err();
+        assert_eq!(e.at, Pos { line: 3, col: 3 });
+    }
 
     #[test]
     fn positions_and_values() {
