@@ -1,0 +1,33 @@
+//! Fuzz `orrery import ray-cluster`: any YAML must end in a scenario or a refusal, never a
+//! panic. A refusal of a malformed or misshapen YAML points inside the text; and the import
+//! never writes a scenario that does not parse or check (its "bug in the import" refusal).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use orrery::raycluster::{Failure, Options, Workers, import};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    for workers in [Workers::Min, Workers::Max] {
+        let opts = Options {
+            name: None,
+            workers,
+            file_name: "fuzz.yaml".into(),
+        };
+        match import(text, &opts) {
+            Ok(i) => {
+                let l = orrery::spec::load_str("imported.orr", &i.text);
+                assert!(!l.has_errors(), "{}", l.render(false));
+            }
+            Err(Failure::Located(e)) => {
+                // YAML's line breaks: \r\n, \n and a lone \r (YAML 1.2, 5.4).
+                let lines = text.replace("\r\n", "\n").matches(['\n', '\r']).count() + 1;
+                assert!(e.at.line >= 1 && e.at.line <= lines, "{e:?}");
+                assert!(e.at.col >= 1, "{e:?}");
+            }
+            Err(Failure::Unmapped { message, .. }) => {
+                assert!(!message.contains("bug in the import"), "{message}");
+            }
+        }
+    }
+});
