@@ -162,20 +162,30 @@ enum Frame {
     },
 }
 
-/// `at`, or the end of the text's last line where the parser points past it (at the end of a
-/// text without a final line break it reports the line after). Lines end as YAML says: LF,
-/// CRLF or a lone CR (YAML 1.2, 5.4).
-fn within(text: &str, at: Pos) -> Pos {
-    let text = text.replace("\r\n", "\n");
-    let last = text.split(['\n', '\r']).count();
-    if at.line <= last {
-        return at;
+/// The end of the text: its last line and the column after that line's last character. Lines
+/// end as YAML says: LF, CRLF or a lone CR (YAML 1.2, 5.4).
+fn end_of(text: &str) -> Pos {
+    let mut line = 1;
+    let mut col = 1;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\n' || c == '\r' {
+            if c == '\r' && chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
     }
-    let tail = text.rsplit(['\n', '\r']).next().unwrap_or("");
-    Pos {
-        line: last,
-        col: tail.chars().count() + 1,
-    }
+    Pos { line, col }
+}
+
+/// `at`, or `end` where the parser points past the text (at the end of a text without a final
+/// line break it reports the line after).
+fn within(at: Pos, end: Pos) -> Pos {
+    if at.line > end.line { end } else { at }
 }
 
 /// Every document of the text, in order.
@@ -185,21 +195,25 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
     // Anchored nodes and their sizes (nodes they hold), so that each use of an alias is counted.
     let mut anchors: HashMap<usize, (Node, usize)> = HashMap::new();
     let mut built = 0usize;
+    let end = end_of(text);
     for ev in Parser::new_from_str(text) {
         let (ev, span) = ev.map_err(|e| Error {
             at: within(
-                text,
                 Pos {
                     line: e.marker().line(),
                     col: e.marker().col() + 1,
                 },
+                end,
             ),
             message: format!("invalid YAML: {}", e.info()),
         })?;
-        let at = Pos {
-            line: span.start.line(),
-            col: span.start.col() + 1,
-        };
+        let at = within(
+            Pos {
+                line: span.start.line(),
+                col: span.start.col() + 1,
+            },
+            end,
+        );
         let done: Option<(Node, usize)> = match ev {
             Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
                 if stack.len() >= MAX_DEPTH {
@@ -372,6 +386,10 @@ mod tests {
         assert_eq!(e.at, Pos { line: 3, col: 3 });
         let e = parse("a: 1\rb: [1,\r  ").unwrap_err();
         assert_eq!(e.at, Pos { line: 3, col: 3 });
+        // A node the parser places after the end (an empty key at the end of the text).
+        let e = parse(":\n  \n\n?\n  ").unwrap_err();
+        assert_eq!(e.at, Pos { line: 5, col: 3 });
+        assert_eq!(end_of("a\r\nbc\rd\n"), Pos { line: 4, col: 1 });
     }
 
     #[test]
