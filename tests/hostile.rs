@@ -422,3 +422,33 @@ fn a_name_past_256_characters_is_refused_at_its_place() {
     );
     let _ = fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_ray_cluster_yaml_of_half_a_million_keys_is_read_in_linear_time() {
+    // Duplicate keys were once found by a scan of the mapping's entries: quadratic, about
+    // 10^11 comparisons for this file (a 200,000-key one took 104 s). The deadline catches that.
+    let d = dir("yaml-keys");
+    let f = d.join("keys.yaml");
+    let mut text = String::from("available_node_types:\n  a: {}\nx:\n");
+    for i in 0..480_000 {
+        text.push_str(&format!("  k{i}: 1\n"));
+    }
+    fs::write(&f, &text).unwrap();
+    let (code, _, err) = bounded(&["import", "ray-cluster", f.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("nothing in the YAML maps to the catalog"),
+        "{err}"
+    );
+    // A key given twice is still refused, at its second place.
+    fs::write(&f, "available_node_types:\n  a: {}\n  b: {}\n  a: {}\n").unwrap();
+    let (code, _, err) = bounded(&["import", "ray-cluster", f.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!(
+            "{}:4:3: error: the key `a` appears twice",
+            f.display()
+        )),
+        "{err}"
+    );
+}

@@ -7,6 +7,7 @@
 //! Bounded: nesting deeper than [`MAX_DEPTH`] and more than [`MAX_NODES`] nodes (aliases
 //! counted once per use, so a "billion laughs" file is refused) are errors.
 
+use rustc_hash::FxHashSet;
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
 
@@ -152,6 +153,9 @@ enum Frame {
         at: Pos,
         anchor: usize,
         entries: Vec<(String, Pos, Node)>,
+        /// The keys of `entries`, so that a duplicate is found in constant time (a mapping
+        /// may hold hundreds of thousands of keys).
+        keys: FxHashSet<String>,
         key: Option<(String, Pos)>,
         merges: Vec<Node>,
     },
@@ -224,6 +228,7 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
                         at,
                         anchor,
                         entries: Vec::new(),
+                        keys: FxHashSet::default(),
                         key: None,
                         merges: Vec::new(),
                     }
@@ -241,6 +246,7 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
                     at,
                     anchor,
                     mut entries,
+                    mut keys,
                     merges,
                     ..
                 }) => {
@@ -248,7 +254,7 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
                     for m in merges {
                         if let Kind::Map(base) = m.kind {
                             for (k, kp, v) in base {
-                                if !entries.iter().any(|(e, _, _)| *e == k) {
+                                if keys.insert(k.clone()) {
                                     entries.push((k, kp, v));
                                 }
                             }
@@ -334,6 +340,7 @@ fn push(stack: &mut [Frame], docs: &mut Vec<Node>, node: Node) -> Result<(), Err
         Some(Frame::Seq { items, .. }) => items.push(node),
         Some(Frame::Map {
             entries,
+            keys,
             key,
             merges,
             ..
@@ -352,7 +359,8 @@ fn push(stack: &mut [Frame], docs: &mut Vec<Node>, node: Node) -> Result<(), Err
                         ));
                     }
                 };
-                if entries.iter().any(|(e, _, _)| *e == k) {
+                // `<<` may repeat: each is a merge, not an entry.
+                if k != "<<" && !keys.insert(k.clone()) {
                     return Err(error(
                         node.at,
                         format!("the key `{k}` appears twice in one mapping"),
