@@ -80,11 +80,12 @@ impl Catalog {
 pub fn plan(src: &Source) -> Result<Vec<Plan>, Error> {
     let cat = Catalog::load();
     let mut total = 0u64;
-    let mut used: Vec<String> = Vec::new();
+    // Names taken so far: a set, since up to MAX_GROUPS names may collide once sanitized.
+    let mut used: rustc_hash::FxHashSet<String> = Default::default();
     let mut plans = Vec::new();
     for g in &src.groups {
         let ident = ident(&g.name, &cat, &used);
-        used.push(ident.clone());
+        used.insert(ident.clone());
         let p = one(g, ident, &cat);
         total = total.saturating_add(p.group.count);
         if total > MAX_NODES {
@@ -417,7 +418,7 @@ pub(super) fn identifier(name: &str) -> String {
 
 /// A name the scenario language reads (letters, digits, `_`), not a catalog name nor one
 /// already used.
-fn ident(name: &str, cat: &Catalog, used: &[String]) -> String {
+fn ident(name: &str, cat: &Catalog, used: &rustc_hash::FxHashSet<String>) -> String {
     let s = identifier(name);
     let reserved = [
         "node", "rack", "zone", "slice", "head", "cluster", "fabric", "storage",
