@@ -80,16 +80,20 @@ pub(crate) fn terminal() -> bool {
     !capturing() && std::io::stderr().is_terminal()
 }
 
-pub(crate) fn emit(args: std::fmt::Arguments) {
-    use std::io::Write;
-    let captured = with_sink(|s| {
+/// Writes `args` to the capture's stream that `pick` chooses; whether a capture took it.
+fn to_sink(args: std::fmt::Arguments, pick: fn(&mut Sink) -> &mut String) -> bool {
+    with_sink(|s| {
         s.map(|s| {
             use std::fmt::Write;
-            let _ = s.stdout.write_fmt(args);
+            let _ = pick(s).write_fmt(args);
         })
         .is_some()
-    });
-    if captured {
+    })
+}
+
+pub(crate) fn emit(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if to_sink(args, |s| &mut s.stdout) {
         return;
     }
     let mut o = std::io::stdout().lock();
@@ -104,14 +108,7 @@ pub(crate) fn emit(args: std::fmt::Arguments) {
 
 pub(crate) fn emit_err(args: std::fmt::Arguments) {
     use std::io::Write;
-    let captured = with_sink(|s| {
-        s.map(|s| {
-            use std::fmt::Write;
-            let _ = s.stderr.write_fmt(args);
-        })
-        .is_some()
-    });
-    if !captured {
+    if !to_sink(args, |s| &mut s.stderr) {
         // Nothing better to do when standard error itself cannot be written.
         let _ = std::io::stderr().lock().write_fmt(args);
     }

@@ -97,23 +97,12 @@ impl Sim<'_> {
         if pg.created.is_some() || pg.infeasible {
             return;
         }
-        // The group's name is formatted only when an explanation is asked for: a retried
-        // group comes back here on every backoff.
-        let (wl, group) = (
-            &spec.workloads[pg.workload].name,
-            &spec.workloads[pg.workload].placement_groups[pg.index].name,
-        );
-        let want_explain = self.explain.is_none()
-            && self.explain_target.as_deref().is_some_and(|t| {
-                t.strip_prefix(wl.as_str())
-                    .and_then(|r| r.strip_prefix('.'))
-                    == Some(group.as_str())
-            });
-        let name = if want_explain {
-            format!("{wl}.{group}")
-        } else {
-            String::new()
-        };
+        // The group's name is formatted only when an explanation is asked for (as
+        // `scheduling.rs` does for tasks): a retried group comes back here on every backoff.
+        let w = &spec.workloads[pg.workload];
+        let name = || format!("{}.{}", w.name, w.placement_groups[pg.index].name);
+        let want_explain =
+            self.explain.is_none() && self.explain_target.as_deref().is_some_and(|t| t == name());
         let mut ex = Explain::default();
         // A slice group takes its bundles from the first intact slice that can hold them.
         let (options, selector) = if pg.slice {
@@ -154,7 +143,7 @@ impl Sim<'_> {
         );
         let bundles = options[k].0.clone();
         // What the engine does with the decision, for `orrery explain`.
-        let explained = want_explain.then(|| (name, k, d.clone()));
+        let explained = want_explain.then(|| (name(), k, d.clone()));
         drop(reqs);
         let pg = &mut self.pgs[p as usize];
         pg.attempts += 1;
