@@ -126,11 +126,13 @@ class Scenario:
     """A scenario that loaded without errors. ``path`` is the file runs read, ``hash`` the
     scenario hash every result carries, ``warnings`` the diagnostics that were not errors."""
 
-    def __init__(self, path: Path, hash: str, warnings: List[Diagnostic], owned: Optional[str]) -> None:
+    def __init__(
+        self, path: Path, hash: str, warnings: List[Diagnostic], owned: Optional[str], allow_infeasible: bool
+    ) -> None:
         self.path = path
         self.hash = hash
         self.warnings = warnings
-        self._allow_infeasible = False
+        self._allow_infeasible = allow_infeasible
         if owned is not None:
             # A scenario given as text lives in a private folder as long as this object does.
             weakref.finalize(self, shutil.rmtree, owned, True)
@@ -138,9 +140,6 @@ class Scenario:
     @property
     def text(self) -> str:
         return self.path.read_text(encoding="utf-8")
-
-    def _flags(self) -> List[str]:
-        return ["--allow-infeasible"] if self._allow_infeasible else []
 
     def run(
         self,
@@ -152,7 +151,6 @@ class Scenario:
         out: Optional[PathLike] = None,
         plots: bool = True,
         trace: bool = False,
-        format: str = "csv",
         max_events: Union[None, int, str] = None,
         max_memory: Optional[str] = None,
     ) -> RunResult:
@@ -160,21 +158,20 @@ class Scenario:
         ``spread`` or ``topology_aware``; ``horizon`` a duration such as ``"12 h"``;
         ``failures`` a named failures block. Files go to ``out`` (kept) or a temporary folder
         (removed once read). ``max_events`` and ``max_memory`` (``"16 GiB"``) raise the work
-        budget. Raises :class:`OrreryError` as the CLI exits non-zero."""
-        args = ["run", str(self.path), "--seed", str(int(seed))] + self._flags()
-        args += _limits(max_events, max_memory, False)
-        if policy is not None:
-            args += ["--policy", policy]
-        if horizon is not None:
-            args += ["--horizon", horizon]
-        if failures is not None:
-            args += ["--failures", failures]
-        if not plots:
-            args.append("--no-plots")
-        if trace:
-            args.append("--trace")
-        if format != "csv":
-            args += ["--format", format]
+        budget. Tables come back as DataFrames; for Parquet files, run
+        ``orrery.cli("run", ..., "--format", "parquet")``. Raises :class:`OrreryError` as the
+        CLI exits non-zero."""
+        args = ["run", str(self.path)] + _options(
+            seed=int(seed),
+            policy=policy,
+            horizon=horizon,
+            failures=failures,
+            plots=plots,
+            trace=trace,
+            max_events=max_events,
+            max_memory=max_memory,
+            allow_infeasible=self._allow_infeasible,
+        )
         return _into(RunResult, args, out)
 
     def __repr__(self) -> str:
@@ -186,8 +183,9 @@ def load(source: Union[PathLike, str], *, allow_infeasible: bool = False, name: 
 
     Raises :class:`OrreryError` whose ``diagnostics`` locate every error (file, line, column,
     message), exactly those ``orrery check`` prints. A scenario given as text is named ``name``
-    in messages; it cannot include files or name calibration profiles or traces (those resolve
-    beside a scenario file): load such a scenario from its path.
+    in messages. It has no folder: ``include`` is refused, calibration profiles are looked up
+    in ``./calibration/`` only, and traces or sample files cannot be found (``run`` raises).
+    Load a scenario that names other files from its path.
     """
     owned = None
     if isinstance(source, str) and source == "":
@@ -213,9 +211,7 @@ def load(source: Union[PathLike, str], *, allow_infeasible: bool = False, name: 
             diagnostics=diags,
             stderr=r["rendered"],
         )
-    s = Scenario(path, r["hash"], [d for d in diags if d.severity != "error"], owned)
-    s._allow_infeasible = allow_infeasible
-    return s
+    return Scenario(path, r["hash"], [d for d in diags if d.severity != "error"], owned, allow_infeasible)
 
 
 def _into(kind, args: List[str], out: Optional[PathLike]):
@@ -228,16 +224,18 @@ def _into(kind, args: List[str], out: Optional[PathLike]):
         return kind(Path(d), done.stdout, done.stderr)
 
 
-def _limits(max_events: Union[None, int, str], max_memory: Optional[str], allow_infeasible: bool) -> List[str]:
-    """The CLI's work budget and feasibility flags (ranges and defaults as `orrery run --help`
-    says: at most 5e8 events and 8 GiB unless raised)."""
-    args = []
-    if max_events is not None:
-        args += ["--max-events", str(max_events)]
-    if max_memory is not None:
-        args += ["--max-memory", str(max_memory)]
-    if allow_infeasible:
-        args.append("--allow-infeasible")
+def _options(**given: object) -> List[str]:
+    """CLI flags from keyword options, each as its flag (``max_events`` → ``--max-events``):
+    ``None`` and ``False`` are left out, ``True`` is the bare flag, ``plots=False`` is
+    ``--no-plots``, anything else ``--flag value``. Ranges and defaults are the CLI's."""
+    args: List[str] = []
+    for key, value in given.items():
+        if key == "plots":
+            args += [] if value else ["--no-plots"]
+        elif value is True:
+            args.append("--" + key.replace("_", "-"))
+        elif value is not None and value is not False:
+            args += ["--" + key.replace("_", "-"), str(value)]
     return args
 
 
@@ -272,24 +270,22 @@ def sweep(
     (``seeds=5`` is 1..5, ``"3..7"`` or ``range(3, 8)`` 3..7). ``shard="i/n"`` runs one shard
     and writes ``shard-i-of-n.json`` (see :func:`merge`, :mod:`orrery.ray`)."""
     args = ["sweep", _path(scenario)] + _seeds(seeds)
-    args += _limits(max_events, max_memory, allow_infeasible)
-    if experiment is not None:
-        args += ["--experiment", experiment]
-    if threads is not None:
-        args += ["--threads", str(int(threads))]
-    if shard is not None:
-        args += ["--shard", shard]
-    if not plots:
-        args.append("--no-plots")
+    args += _options(
+        experiment=experiment,
+        threads=threads,
+        shard=shard,
+        plots=plots,
+        max_events=max_events,
+        max_memory=max_memory,
+        allow_infeasible=allow_infeasible,
+    )
     return _into(SweepResult, args, out)
 
 
 def merge(shards: Iterable[PathLike], out: PathLike, *, plots: bool = True) -> SweepResult:
     """``orrery merge``: shard files (or folders holding them) into the files the unsharded
     sweep writes, in ``out``."""
-    args = ["merge"] + [os.fspath(s) for s in shards]
-    if not plots:
-        args.append("--no-plots")
+    args = ["merge"] + [os.fspath(s) for s in shards] + _options(plots=plots)
     return _into(SweepResult, args, out)
 
 
@@ -309,15 +305,15 @@ def compare(
     """``orrery compare``: the same metrics over several scenarios (hardware mixes), with
     intervals over seeds."""
     args = ["compare"] + [_path(s) for s in scenarios] + _seeds(seeds)
-    args += _limits(max_events, max_memory, allow_infeasible)
-    if failures is not None:
-        args += ["--failures", failures]
-    if horizon is not None:
-        args += ["--horizon", horizon]
-    if threads is not None:
-        args += ["--threads", str(int(threads))]
-    if not plots:
-        args.append("--no-plots")
+    args += _options(
+        failures=failures,
+        horizon=horizon,
+        threads=threads,
+        plots=plots,
+        max_events=max_events,
+        max_memory=max_memory,
+        allow_infeasible=allow_infeasible,
+    )
     return _into(CompareResult, args, out)
 
 
@@ -339,15 +335,15 @@ def drill(
     if isinstance(scenarios, (str, os.PathLike, Scenario)):
         scenarios = [scenarios]
     args = ["drill"] + [_path(s) for s in scenarios] + _seeds(seeds)
-    args += _limits(max_events, max_memory, allow_infeasible)
-    if threads is not None:
-        args += ["--threads", str(int(threads))]
-    if horizon is not None:
-        args += ["--horizon", horizon]
-    if policies:
-        args += ["--policies", ",".join(policies)]
-    if not plots:
-        args.append("--no-plots")
+    args += _options(
+        threads=threads,
+        horizon=horizon,
+        policies=",".join(policies) or None,
+        plots=plots,
+        max_events=max_events,
+        max_memory=max_memory,
+        allow_infeasible=allow_infeasible,
+    )
     return _into(DrillResult, args, out)
 
 
@@ -378,11 +374,8 @@ def import_ray_cluster(
     (RayJob, RayService) as a scenario of catalog hardware. ``workers`` is ``"min"`` or
     ``"max"`` (which end of each autoscaling range becomes the node count); ``strict`` makes
     any warning an error. Malformed YAML raises :class:`OrreryError` with ``FILE:LINE:COLUMN``."""
-    args = ["import", "ray-cluster", os.fspath(yaml), "--workers", workers]
-    if strict:
-        args.append("--strict")
-    if name is not None:
-        args += ["--name", name]
+    args = ["import", "ray-cluster", os.fspath(yaml)]
+    args += _options(workers=workers, strict=strict, name=name)
     done = _run(args)
     warnings = [l[len("warning: ") :] for l in done.stderr.splitlines() if l.startswith("warning: ")]
     return ImportedCluster(done.stdout, warnings)

@@ -214,3 +214,18 @@ def test_hostile_sources_are_refused_with_a_reason(tmp_path):
         assert why in str(e.value), (source[:20], str(e.value)[:200])
     with pytest.raises(TypeError):
         orrery.load(123)
+
+
+def test_a_text_scenario_has_no_folder_of_its_own():
+    with pytest.raises(orrery.OrreryError) as e:
+        orrery.load('include "quickstart.orr"\n', name="inc.orr")
+    d = next(d for d in e.value.diagnostics if d.severity == "error")
+    assert (d.file, d.line, d.column) == ("inc.orr", 1, 9) and "include" in d.message
+    # A profile is found in ./calibration/ (the tests run in the repository root).
+    r = orrery.load(open("scenarios/h200_roofline.orr").read()).run(plots=False)
+    assert any("h200_datasheet" in m for m in r.header["model_sources"])
+    # A trace is named relative to a folder the text does not have.
+    s = orrery.load(open("scenarios/llm_trace_replay/replay.orr").read())
+    with pytest.raises(orrery.OrreryError) as e:
+        s.run(plots=False)
+    assert e.value.exit_code == 2 and "conversation.csv cannot be read" in e.value.stderr
