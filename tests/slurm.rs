@@ -69,11 +69,8 @@ fn fake_path(d: &Path) -> String {
     std::fs::write(bin.join("sbatch"), FAKE_SBATCH).unwrap();
     let orrery = Path::new(env!("CARGO_BIN_EXE_orrery"));
     std::os::unix::fs::symlink(orrery, bin.join("orrery")).unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(bin.join("sbatch"))
-        .status()
-        .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
 
