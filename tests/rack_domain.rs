@@ -60,10 +60,12 @@ fn allreduce(src: &str, ranks: &str) -> (f64, String) {
 fn an_nvl72_rack_is_one_nvlink_domain() {
     // 72 ranks in one rack: NCCL sees one node (MNNVL) and picks NVLS; its algbw is the
     // GPU's NVLink collective rate × Blackwell's NVLS efficiency, 721.8 GB/s × 0.74 = 534 GB/s,
-    // so busbw = 534 × 2 × 71/72 ≈ 1,053 GB/s less latency terms: between 1,000 and 1,053.
+    // so busbw = 534 × 2 × 71/72 ≈ 1,053 GB/s, less what NCCL's chunks cost: 24 channels × 72
+    // heads of 64 KiB at 8 GiB (src/enqueue.cc), each stretched by 1 + 4.7/64 (981 GB/s), and
+    // the pipeline's fill of one such loop (108 MiB of 8 GiB): about 955 GB/s.
     let (bw, algo) = allreduce(NVL72, "72");
     assert_eq!(algo, "nvls");
-    assert!(bw > 1000.0 && bw < 1053.0, "{bw}");
+    assert!(bw > 940.0 && bw < 981.0, "{bw}");
     // Across both racks the network limits it: a tray's four 400 Gb/s NICs carry 200 GB/s,
     // and a ring's (or tree's) busbw cannot exceed what each node injects.
     let (bw2, _) = allreduce(NVL72, "144");
@@ -73,7 +75,8 @@ fn an_nvl72_rack_is_one_nvlink_domain() {
     let (bw3, algo3) = allreduce(trays, "72");
     assert_ne!(algo3, "nvls");
     assert!(bw3 <= 200.0, "{bw3}");
-    assert!(bw > 5.0 * bw3, "{bw} vs {bw3}");
+    // About 955 against under 200 GB/s: the rack domain is more than four times faster.
+    assert!(bw > 4.0 * bw3, "{bw} vs {bw3}");
 }
 
 #[test]

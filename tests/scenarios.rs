@@ -441,7 +441,9 @@ fn heterogeneous_fleet_lands_each_job_and_prices_the_domain_boundary() {
     // scenarios/heterogeneous_fleet.orr's claims: `packed` lands whole in one NVL72 (its
     // topology strategy), `split` over nvl1 and nvl2 (its bundle selectors), the slice gang on
     // the slice's hosts, the service on the H100 nodes; and the closed forms of both jobs'
-    // communication: NVLS 16 GB / 534 GB/s = 30.0 ms, ring 2·63/64·16 GB / 200 GB/s = 157.5 ms.
+    // communication: NVLS 16 GB / 534 GB/s = 30.0 ms, stretched by NCCL's chunks (1 + 4.7/128)
+    // and the fill of one 24 × 72 × 128 KiB loop: 31.1 to 32.1 ms; ring 2·63/64·16 GB /
+    // 200 GB/s = 157.5 ms.
     let l = orrery::spec::load_file(Path::new("scenarios/heterogeneous_fleet.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let spec = l.spec.unwrap();
@@ -481,7 +483,7 @@ fn heterogeneous_fleet_lands_each_job_and_prices_the_domain_boundary() {
         t.communication_time / t.steps_done as f64
     };
     let (p, s) = (comm("packed"), comm("split"));
-    assert!((0.0300..0.0312).contains(&p), "packed {p}");
+    assert!((0.0311..0.0322).contains(&p), "packed {p}");
     assert!((0.1575..0.1600).contains(&s), "split {s}");
     let svc = &r.metrics.services[0];
     assert!(svc.served > 0);

@@ -5,7 +5,11 @@
 //! rank sends n up and receives n/p) then a multicast allgather (each rank stores its n/p once,
 //! the switch delivers n to every rank). Per chunk: stage 0 sends c up and c/p down, stage 1
 //! c/p up and c down, overlapped across chunks; uncontended
-//! 25 µs + 2α + (n + n/p + c − c/p)/β.
+//! 25 µs + 2α + (n + n/p + c − c/p)/β. Under NCCL's model (NVIDIA parts) the chunk is what
+//! NCCL moves per loop, channels × ranks × its per-size NVLS chunk ([`tuning::nvls_chunk`]),
+//! and each chunk costs [`tuning::NVLS_CHUNK_OVERHEAD`] beside its bytes: the flows are
+//! stretched by 1 + overhead / chunk. This is why NVLS climbs to its plateau slowly: 32 KiB
+//! chunks below 64 MiB, 64 KiB below 1 GiB, 128 KiB above (nccl-tests shows the step at 1 GiB).
 //!
 //! SHARP-style (ranks on several nodes under one leaf switch): each rank streams n up to the
 //! leaf, which reduces and multicasts n back; stage 0 up, stage 1 down; uncontended
@@ -17,7 +21,7 @@
 use super::super::{Graph, LinkId, Vertex};
 use super::pipeline::{self, Stage};
 use super::run::{End, Runner};
-use super::{NVLS_BASE, Rank};
+use super::{NVLS_BASE, Rank, tuning};
 
 /// A rank's path up to the reducing switch and back down.
 type UpDown = (Vec<LinkId>, Vec<LinkId>);
@@ -78,7 +82,19 @@ pub(super) fn allreduce(
     } else {
         0.0
     };
-    pipeline::run(run, &stages, bytes, base)
+    // NCCL's loop (chunk per channel and head, all channels and heads at once) and the cost
+    // of each chunk, on an NVSwitch that reduces under NCCL's model. A measured call's
+    // stretch was computed over this same decomposition, so the factor cancels there.
+    let nvls = graph.nccl_comm(ranks).filter(|c| one_node && c.nvls);
+    let chunk = match nvls {
+        Some(c) => {
+            let per = tuning::nvls_chunk(c.arch, ranks.len(), 1, bytes);
+            run.protocol_stretch *= 1.0 + tuning::NVLS_CHUNK_OVERHEAD / per;
+            tuning::nvls_channels(c.arch, 1) * p * per
+        }
+        None => run.opts.chunk,
+    };
+    pipeline::run(run, &stages, bytes, chunk, base)
 }
 
 fn nvswitch_paths(graph: &Graph, (node, device): Rank) -> Result<UpDown, String> {

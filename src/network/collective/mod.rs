@@ -57,6 +57,7 @@
 //! 8,192 ranks is one simulated step.
 
 mod bench;
+mod hamiltonian;
 mod in_switch;
 pub mod measured;
 mod pipeline;

@@ -29,9 +29,14 @@ impl Stage {
     }
 }
 
-/// Run `stages` over `bytes` in chunks, plus `base` latency.
-pub(super) fn run(run: &mut Runner, stages: &[Stage], bytes: f64, base: f64) -> Result<(), String> {
-    let chunk = run.opts.chunk;
+/// Run `stages` over `bytes` in chunks of `chunk` bytes, plus `base` latency.
+pub(super) fn run(
+    run: &mut Runner,
+    stages: &[Stage],
+    bytes: f64,
+    chunk: f64,
+    base: f64,
+) -> Result<(), String> {
     let k = ((bytes / chunk).ceil() as u64).max(1);
     let (c, last) = if k == 1 {
         (bytes, bytes)
@@ -95,5 +100,5 @@ pub(super) fn broadcast(
     let stages: Vec<Stage> = (0..p - 1)
         .map(|j| Stage::new(j as u64, at(j), at(j + 1)))
         .collect();
-    self::run(run, &stages, bytes, 0.0)
+    self::run(run, &stages, bytes, run.opts.chunk, 0.0)
 }

@@ -87,13 +87,14 @@ pub(super) fn channels(graph: &crate::network::Graph, ranks: &[Rank]) -> Vec<Vec
 }
 
 /// The rings of a collective on one node whose devices are directly linked to each other
-/// (`link mesh`, e.g. MI300X's Infinity Fabric): one ring per stride k coprime with p, rank i
-/// sending to rank i + k, so each ring is a Hamiltonian cycle on its own directed links and
-/// the rings together use φ(p) of each device's p − 1 links (4 of 7 for eight devices) where
-/// one ring would use one. Model, not RCCL's exact graph search: RCCL likewise runs a ring
-/// collective over several channels on distinct XGMI links (`src/graph/search.cc`,
-/// `rome_models.cc` in ROCm/rccl). `None` when any ring step lacks a direct link (an
-/// NVSwitch node: every ring shares the same switch links, so one ring is the same).
+/// (`link mesh`, e.g. MI300X's Infinity Fabric): arc-disjoint Hamiltonian cycles of the mesh
+/// ([`super::hamiltonian`]), so each ring runs on its own directed links and the rings
+/// together use every link — p − 1 rings, 7 for eight devices, as RCCL's MI300X topologies run
+/// rings over different permutations of the GPUs (ROCm/rccl `src/graph/rome_models.cc`).
+/// Where the search finds fewer (p = 4, 6, or over [`super::hamiltonian::MAX_P`] devices),
+/// one ring per stride k coprime with p (rank i sends to i + k) when that gives more. `None`
+/// when any ring step lacks a direct link (an NVSwitch node: every ring shares the same
+/// switch links, so one ring is the same).
 fn mesh_channels(graph: &crate::network::Graph, ranks: &[Rank]) -> Option<Vec<Vec<Rank>>> {
     use crate::network::graph::Vertex;
     let p = ranks.len();
@@ -104,21 +105,33 @@ fn mesh_channels(graph: &crate::network::Graph, ranks: &[Rank]) -> Option<Vec<Ve
         node: r.0,
         device: r.1,
     };
+    let direct = |order: &[Rank]| {
+        (0..p).all(|i| {
+            graph
+                .link_between(dev(order[i]), dev(order[(i + 1) % p]))
+                .is_some()
+        })
+    };
     let gcd = |mut a: usize, mut b: usize| {
         while b != 0 {
             (a, b) = (b, a % b);
         }
         a
     };
-    let mut out = Vec::new();
-    for k in (1..p).filter(|&k| gcd(k, p) == 1) {
-        let order: Vec<Rank> = (0..p).map(|i| ranks[(i * k) % p]).collect();
-        let direct = (0..p).all(|i| {
-            graph
-                .link_between(dev(order[i]), dev(order[(i + 1) % p]))
-                .is_some()
-        });
-        if !direct {
+    let strides: Vec<Vec<usize>> = (1..p)
+        .filter(|&k| gcd(k, p) == 1)
+        .map(|k| (0..p).map(|i| (i * k) % p).collect())
+        .collect();
+    let cycles = super::hamiltonian::cycles(p);
+    let pick: &[Vec<usize>] = if cycles.len() >= strides.len() {
+        &cycles
+    } else {
+        &strides
+    };
+    let mut out = Vec::with_capacity(pick.len());
+    for c in pick {
+        let order: Vec<Rank> = c.iter().map(|&i| ranks[i]).collect();
+        if !direct(&order) {
             return None;
         }
         out.push(order);

@@ -75,7 +75,7 @@ pub(super) fn allreduce(run: &mut Runner, ranks: &[Rank], bytes: f64) -> Result<
         stages(&parent, ranks, &mut all);
     }
     // Both trees run at once on their halves: one pipeline over n/2 carries both.
-    pipeline::run(run, &all, bytes / 2.0, 0.0)
+    pipeline::run(run, &all, bytes / 2.0, run.opts.chunk, 0.0)
 }
 
 #[cfg(test)]

@@ -176,6 +176,46 @@ const NET_OVERHEAD: f64 = 1.0;
 /// catalog node, so the figure matters little. An assumption, not a measurement.
 pub const CHANNELS: f64 = 16.0;
 
+/// NVLS channels on one node (`src/transport/nvls.cc`, NCCL 2.30: `NVLS_NCHANNELS_SM90` 16,
+/// `NVLS_NCHANNELS_SM100_NVL` 24 on one NVLink domain, `NVLS_NCHANNELS_SM100` 32 across nodes).
+pub fn nvls_channels(arch: Arch, nodes: usize) -> f64 {
+    match arch {
+        Arch::Blackwell if nodes > 1 => 32.0,
+        Arch::Blackwell => 24.0,
+        _ => 16.0,
+    }
+}
+
+/// NCCL's default NVLS chunk, `NCCL_NVLS_CHUNKSIZE` (`src/transport/nvls.cc`): 128 KiB.
+pub const NVLS_MAX_CHUNK: f64 = 128.0 * 1024.0;
+
+/// The chunk NCCL's NVLS allreduce moves per channel and head for a call of `bytes`
+/// (`src/enqueue.cc` `calcCollChunking`, NVLS branch): 128 KiB, cut to 64 KiB below
+/// 64 × concurrent ops × 128 KiB, to 32 KiB below 8 × ops × 64 KiB, to 16 KiB below 2 × ops ×
+/// 32 KiB, where the concurrent ops are channels × heads (one head per rank on one node).
+/// With 16 channels and 8 ranks: 128 KiB from 1 GiB, 64 KiB from 64 MiB, 32 KiB from 8 MiB.
+pub fn nvls_chunk(arch: Arch, ranks: usize, nodes: usize, bytes: f64) -> f64 {
+    let ops = nvls_channels(arch, nodes) * ranks.max(1) as f64;
+    let mut c = NVLS_MAX_CHUNK;
+    if bytes < 64.0 * ops * c && c > 65536.0 {
+        c = 65536.0;
+    }
+    if bytes < 8.0 * ops * c && c > 32768.0 {
+        c = 32768.0;
+    }
+    if bytes < 2.0 * ops * c && c > 16384.0 {
+        c = 16384.0;
+    }
+    c
+}
+
+/// What each NVLS chunk costs beside its bytes, as bytes at the link's rate: a chunk of c
+/// moves at c / (c + [`NVLS_CHUNK_OVERHEAD`]) of the bandwidth. NCCL's source has no such
+/// figure (its tuning model charges NVLS one latency whatever the size); it is FITTED, once,
+/// to NVIDIA's DGX H100 all_reduce_perf sample (NVIDIA/dgxc-benchmarking `nccl/README.md`,
+/// commit 841f546, sizes 2 MiB to 16 GiB): 4.7 KiB. Held out (`orrery accuracy`): Azure ND H100 v5 and ND H200 v5, AWS p5.
+pub const NVLS_CHUNK_OVERHEAD: f64 = 4.7 * 1024.0;
+
 /// What NCCL's model sees of a communicator: ranks, nodes, the GPUs' generation, the link
 /// kind inside a node, and bus bandwidth inside a node and per node across nodes (GB/s: the
 /// graph's collective rates, NCCL's nChannels × bwIntra and × bwInter).
