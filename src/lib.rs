@@ -7,6 +7,7 @@
 // package as much as for the binary).
 extern crate self as orrery;
 
+pub mod accuracy;
 pub mod atomic;
 pub mod bench;
 pub mod budget;

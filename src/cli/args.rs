@@ -341,6 +341,21 @@ pub(super) enum Command {
         #[arg(long)]
         root: Option<PathBuf>,
     },
+    /// Orrery's predictions against published measurements (nccl-tests tables, queueing
+    /// closed forms): each row's source, published figure, prediction, signed error and
+    /// tolerance; writes accuracy.csv, a log-log plot and report.md; exits 1 if any row is
+    /// over its tolerance.
+    Accuracy {
+        /// A folder of `*.toml` tables to check instead of the built-in one (accuracy/).
+        #[arg(long)]
+        table: Option<PathBuf>,
+        /// Where accuracy.csv, the plot and report.md go (default outputs/accuracy).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write only accuracy.csv and report.md, no plot.
+        #[arg(long)]
+        no_plots: bool,
+    },
     /// List the built-in catalog of accelerators, NICs and node types.
     Catalog {
         /// Print the catalog as JSON.

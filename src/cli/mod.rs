@@ -4,6 +4,7 @@
 
 #[macro_use]
 pub mod out;
+mod accuracy;
 mod args;
 mod bench;
 mod calibrate;
@@ -168,6 +169,11 @@ fn dispatch(cli: Cli) -> ExitCode {
             check,
             write,
         } => fmt::fmt(&files, check, write),
+        Command::Accuracy {
+            table,
+            out,
+            no_plots,
+        } => accuracy::accuracy(table.as_deref(), out, !no_plots),
         Command::Catalog { json, source } => catalog::catalog(json, source),
         Command::Import {
             sub:

@@ -9,6 +9,7 @@
 //! half-written; a plot that cannot be drawn (say, no samples) is left out and the report says
 //! why. No printing: callers get the file names and the notes.
 
+pub mod accuracy;
 pub mod compare;
 pub mod drill;
 pub mod run;

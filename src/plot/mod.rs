@@ -14,6 +14,7 @@
 //! (a sweep over two parameters). [`font`] embeds the one font text is drawn with; this file holds
 //! the shared styling and the rendering to files.
 
+pub mod accuracy;
 pub mod bars;
 pub mod cdf;
 pub mod drill;
@@ -23,6 +24,7 @@ pub mod timeline;
 pub mod transports;
 pub mod util;
 
+pub use accuracy::{AccuracyKind, accuracy};
 pub use bars::{Bar, MetricBars, comparison};
 pub use cdf::{SampleSet, Whole, cdf};
 pub use drill::{DrillSeed, Recovery, drill};
