@@ -238,7 +238,10 @@ fn bubble_is_p_minus_one_over_v_m() {
 }
 
 /// Megatron's TP collectives: 4 all-reduces per layer (6 with full recomputation) of
-/// b·s·h·dtype each; with SP as many all-gathers and reduce-scatters.
+/// b·s·h·dtype each; with SP as many reduce-scatters and two all-gathers more per layer, the
+/// backward's re-gather of the two column-parallel linears' inputs (Megatron-LM
+/// `tensor_parallel/layers.py`: the input is saved sharded and gathered again for the weight
+/// gradient).
 #[test]
 fn tensor_parallel_collectives_per_microbatch() {
     let m = model("megatron_175b");
@@ -257,8 +260,14 @@ fn tensor_parallel_collectives_per_microbatch() {
     l.recompute = Recompute::Full;
     let w = step_work(&m, &l, 2.0).unwrap();
     let ops: Vec<_> = w.per_microbatch.iter().map(|c| (c.op, c.count)).collect();
-    assert_eq!(ops, [(CommOp::AllGather, 72), (CommOp::ReduceScatter, 72)]);
+    // 12 layers: 6 × 12 of each in the forward, backward and recomputed forward, + 2 × 12.
+    assert_eq!(ops, [(CommOp::AllGather, 96), (CommOp::ReduceScatter, 72)]);
     assert!(w.per_microbatch.iter().all(|c| c.bytes == bytes));
+    // Selective recomputation: 4 × 12 reduce-scatters, 4 × 12 + 2 × 12 all-gathers.
+    l.recompute = Recompute::Selective;
+    let w = step_work(&m, &l, 2.0).unwrap();
+    let ops: Vec<_> = w.per_microbatch.iter().map(|c| (c.op, c.count)).collect();
+    assert_eq!(ops, [(CommOp::AllGather, 72), (CommOp::ReduceScatter, 48)]);
     assert_eq!(w.per_iteration, vec![], "dp 1 reduces nothing");
 }
 

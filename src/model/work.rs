@@ -34,14 +34,23 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
         // Megatron-LM (Shoeybi et al. 2019 §3): each layer all-reduces twice in the forward
         // (after attention and after the FFN) and twice in the backward. With sequence
         // parallelism each all-reduce becomes an all-gather and a reduce-scatter of the same
-        // total size (Korthikanti et al. 2022 §4.2.2).
+        // total size (Korthikanti et al. 2022 §4.2.2), and the backward gathers the input of
+        // each of the two column-parallel linears again for its weight gradient: Megatron
+        // saves that input sharded and re-gathers it (Megatron-LM
+        // `megatron/core/tensor_parallel/layers.py`,
+        // `LinearWithGradAccumulationAndAsyncCommunication.backward`: "all_gather_buffer ...
+        // dist_all_gather_func(... input ...)" when `sequence_parallel`), so SP runs
+        // 2·runs + 2 all-gathers per layer and 2·runs reduce-scatters.
         let count = 2 * runs * layers;
-        let ops: &[CommOp] = if l.sp {
-            &[CommOp::AllGather, CommOp::ReduceScatter]
+        let ops: &[(CommOp, u64)] = if l.sp {
+            &[
+                (CommOp::AllGather, count + 2 * layers),
+                (CommOp::ReduceScatter, count),
+            ]
         } else {
-            &[CommOp::AllReduce]
+            &[(CommOp::AllReduce, count)]
         };
-        for &op in ops {
+        for &(op, count) in ops {
             per_microbatch.push(Comm {
                 op,
                 among: Among::Tensor,
