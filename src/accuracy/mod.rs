@@ -23,6 +23,7 @@ use rayon::prelude::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     Collective,
+    Training,
     Queueing,
 }
 
@@ -30,6 +31,7 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::Collective => "collective",
+            Kind::Training => "training",
             Kind::Queueing => "queueing",
         }
     }
@@ -46,6 +48,9 @@ pub enum Case {
         op: Op,
         bytes: f64,
     },
+    /// A training job (the whole scenario text, built from the row): its simulated seconds
+    /// per iteration.
+    Training { scenario: String },
     /// A service of `servers` replicas under Poisson arrivals, exponential or fixed service
     /// times, simulated for `horizon_s` per seed: the mean wait over `seeds` seeds.
     Queueing {

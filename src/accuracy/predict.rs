@@ -32,6 +32,18 @@ pub fn predict(case: &Case) -> Result<(f64, String), String> {
                 format!("{} {}", r.algorithm.name(), r.protocol.name()),
             ))
         }
+        Case::Training { scenario } => {
+            let spec = load(scenario)?;
+            let r = simulate(&spec, &SimConfig::default());
+            if !r.violations.is_empty() {
+                return Err(format!("the run broke an invariant: {:?}", r.violations));
+            }
+            let t = r.metrics.training.first().ok_or("the job did not run")?;
+            if t.steps_done == 0 {
+                return Err("the job finished no iteration".into());
+            }
+            Ok((t.step_time, "simulated, catalog efficiencies".to_string()))
+        }
         Case::Queueing {
             exponential,
             servers,

@@ -17,10 +17,14 @@ pub const GAPS: (&str, &str) = (
 );
 
 /// The tables built into the binary (`orrery accuracy` with no `--table`).
-pub const BUILT_IN: [(&str, &str); 2] = [
+pub const BUILT_IN: [(&str, &str); 3] = [
     (
         "accuracy/collectives.toml",
         include_str!("../../accuracy/collectives.toml"),
+    ),
+    (
+        "accuracy/training.toml",
+        include_str!("../../accuracy/training.toml"),
     ),
     (
         "accuracy/queueing.toml",
@@ -44,6 +48,34 @@ struct File {
     queueing_tolerance: Option<f64>,
     #[serde(default)]
     queueing: Vec<QueueingRow>,
+    #[serde(default)]
+    training_tolerance: Option<f64>,
+    #[serde(default)]
+    training: Vec<TrainingRow>,
+}
+
+/// A published training iteration time: a Megatron-style job on catalog nodes, the catalog's
+/// own efficiencies (no calibration profile: one set per part for every row).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrainingRow {
+    id: String,
+    system: String,
+    /// Catalog node type, `nodes` of them in one rack on a non-blocking fat tree.
+    node: String,
+    nodes: u32,
+    /// Catalog model.
+    model: String,
+    /// The `parallel` line as the scenario language writes it (`tp 8 pp 8 interleave 3 sp`).
+    parallel: String,
+    recompute: String,
+    global_batch: u32,
+    micro_batch: u32,
+    precision: String,
+    /// Published seconds per iteration.
+    step_time_s: f64,
+    source: String,
+    fitted: bool,
 }
 
 /// One published nccl-tests / rccl-tests table: one row per size.
@@ -251,10 +283,84 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             },
         });
     }
+    if !file.training.is_empty() && file.training_tolerance.is_none() {
+        return Err(format!(
+            "{name}: training rows need `training_tolerance = FRACTION`"
+        ));
+    }
+    for t in &file.training {
+        let tol = file.training_tolerance.unwrap_or(0.0);
+        if !(1..=4096).contains(&t.nodes) || !(t.step_time_s.is_finite() && t.step_time_s > 0.0) {
+            return Err(format!(
+                "{name}: {}: 1 to 4096 nodes and a positive step time",
+                t.id
+            ));
+        }
+        // Words only: the row's fields become scenario text, so nothing in them may open a
+        // block or a string.
+        for (what, v) in [
+            ("node", &t.node),
+            ("model", &t.model),
+            ("parallel", &t.parallel),
+            ("recompute", &t.recompute),
+            ("precision", &t.precision),
+        ] {
+            if v.is_empty()
+                || !v
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ')
+            {
+                return Err(format!(
+                    "{name}: {}: {what} `{v}` must be words (letters, digits, _ and spaces)",
+                    t.id
+                ));
+            }
+        }
+        rows.push(Entry {
+            id: t.id.clone(),
+            kind: Kind::Training,
+            system: t.system.clone(),
+            config: format!(
+                "{} on {} x {}: {}, recompute {}, batch {}/{}, {}",
+                t.model,
+                t.nodes,
+                t.node,
+                t.parallel,
+                t.recompute,
+                t.global_batch,
+                t.micro_batch,
+                t.precision
+            ),
+            source: t.source.clone(),
+            metric: "step time s",
+            published: t.step_time_s,
+            tolerance: tol,
+            fitted: t.fitted,
+            case: Case::Training {
+                scenario: training_scenario(t),
+            },
+        });
+    }
     if rows.len() > MAX_ROWS {
         return Err(format!("{name}: more than {MAX_ROWS} rows"));
     }
     Ok(rows)
+}
+
+/// The scenario of a training row: its nodes in one rack on a non-blocking fat tree, one
+/// placement group of whole nodes packed, two iterations.
+fn training_scenario(t: &TrainingRow) -> String {
+    format!(
+        "cluster accuracy {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n  fabric fat_tree\n}}\n\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }} x {n}\n  }}\n  training job on pg steps 2 {{\n    model {model}\n    parallel {parallel}\n    recompute {recompute}\n    batch global {gb} micro {mb}\n    precision {precision}\n  }}\n}}\n",
+        node = t.node,
+        n = t.nodes,
+        model = t.model,
+        parallel = t.parallel,
+        recompute = t.recompute,
+        gb = t.global_batch,
+        mb = t.micro_batch,
+        precision = t.precision,
+    )
 }
 
 fn op_word(op: Op) -> &'static str {
