@@ -290,7 +290,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
     }
     for t in &file.training {
         let tol = file.training_tolerance.unwrap_or(0.0);
-        if !(1..=4096).contains(&t.nodes) || !(t.step_time_s.is_finite() && t.step_time_s > 0.0) {
+        if !((1..=4096).contains(&t.nodes) && t.step_time_s.is_finite() && t.step_time_s > 0.0) {
             return Err(format!(
                 "{name}: {}: 1 to 4096 nodes and a positive step time",
                 t.id
