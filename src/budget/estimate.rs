@@ -316,6 +316,19 @@ fn service(
                 bytes: 0.0,
             });
         }
+        // A finite benchmark load: exactly its requests, whatever the window.
+        Arrival::Concurrency { requests, .. } | Arrival::Offline { requests } => {
+            return Some(Part {
+                what: format!(
+                    "service `{workload}.{}` ({} requests)",
+                    s.name,
+                    count(*requests as f64)
+                ),
+                span: Some(s.span),
+                events: *requests as f64,
+                bytes: 0.0,
+            });
+        }
     };
     let requests = rate * w;
     // Poisson arrivals (bursts of them): fewer than the mean less 6 standard deviations with

@@ -3,7 +3,8 @@
 //! [`simulate`] turns a validated [`Spec`] into a deterministic run: task groups (a DAG at
 //! group granularity: a group starts when every group it runs `after` has finished), actors,
 //! placement groups (atomic creation with Ray's retry backoff), training jobs over placement
-//! groups, and inference services with Poisson, bursty or trace arrivals. Placement decisions
+//! groups, and inference services with Poisson, bursty, trace or finite benchmark (closed-loop
+//! concurrency, offline) arrivals. Placement decisions
 //! come from [`crate::placement`]; durations from [`models`].
 //!
 //! Modelling choices beyond Ray's documented behaviour, stated here once:
@@ -106,10 +107,16 @@ impl Window {
 
 /// The window of a run of `spec`: `given` (the command line's `--horizon`), else the first
 /// experiment with a `horizon`, else [`DEFAULT_SERVICE_HORIZON`] when there are services
-/// (they never finish on their own), else none: the run ends when the work does.
+/// under an open load (they never finish on their own), else none: the run ends when the
+/// work does — a finite benchmark load (`arrival concurrency` / `offline`) included, so its
+/// per-second rates are over the time it took, as the benchmark tools report them.
 pub fn window(spec: &Spec, given: Option<Time>) -> Window {
     let experiment = spec.experiments.iter().find(|e| e.horizon.is_some());
-    let services = spec.workloads.iter().any(|w| !w.services.is_empty());
+    let services = spec
+        .workloads
+        .iter()
+        .flat_map(|w| &w.services)
+        .any(|s| s.arrival.finite().is_none());
     let (horizon, source) = match (given, experiment) {
         (Some(h), _) => (Some(h), "--horizon".to_string()),
         (None, Some(e)) => (e.horizon.map(|h| h.0), format!("experiment {}", e.name)),

@@ -1,5 +1,6 @@
 //! Inference services: replicas (placed with SPREAD) serving a shared FIFO queue fed by
-//! Poisson, bursty or trace arrivals, with optional batching, and their latencies.
+//! Poisson, bursty or trace arrivals (or, for LLM services, a finite benchmark load: a closed
+//! loop of clients or every request at once), with optional batching, and their latencies.
 //!
 //! Architecture invariant: never calls `crate::placement`; replicas are placed through
 //! `scheduling` (`submit`, `dispatch`).
@@ -83,6 +84,10 @@ impl Sim<'_> {
             let (rate, burst, trace, trace_tokens) = match &s.arrival {
                 Arrival::Poisson(r) => (r.0, 1, Vec::new(), Vec::new()),
                 Arrival::Bursty { rate, burst } => (rate.0, *burst, Vec::new(), Vec::new()),
+                // Finite loads send from the start and then as requests finish (`on_arrival`).
+                Arrival::Concurrency { .. } | Arrival::Offline { .. } => {
+                    (0.0, 1, Vec::new(), Vec::new())
+                }
                 Arrival::Trace(path) => {
                     let empty = crate::spec::arrivals::Trace::default();
                     let tr = cfg.traces.get(path).unwrap_or(&empty);
@@ -131,7 +136,21 @@ impl Sim<'_> {
                 ),
                 request_bytes: s.request.map_or(0.0, |b| b.0 as f64),
                 response_bytes: s.response.map_or(0.0, |b| b.0 as f64),
-                llm: s.llm.as_ref().map(|_| Box::default()),
+                llm: s.llm.as_ref().map(|_| {
+                    let mut l = Box::<super::llm::LlmService>::default();
+                    l.closed = match s.arrival {
+                        Arrival::Concurrency { clients, requests } => Some(super::llm::Closed {
+                            unsent: requests - clients.min(requests),
+                            due: clients.min(requests),
+                        }),
+                        Arrival::Offline { requests } => Some(super::llm::Closed {
+                            unsent: 0,
+                            due: requests,
+                        }),
+                        _ => None,
+                    };
+                    l
+                }),
             });
             for _ in 0..s.replicas {
                 let rid = self.replicas.len() as u32;
@@ -152,7 +171,13 @@ impl Sim<'_> {
                 self.services[sid as usize].replicas.push(rid);
                 self.submit(Work::Replica(rid));
             }
-            self.schedule_arrival(sid);
+            if s.arrival.finite().is_some() {
+                // The first requests go at once; the rest as earlier ones finish.
+                let now = self.now();
+                self.q.at(now, Ev::Arrival(sid));
+            } else {
+                self.schedule_arrival(sid);
+            }
         }
     }
 
@@ -265,6 +290,18 @@ impl Sim<'_> {
     /// Requests arrive at service `s` (one, or a burst).
     pub(super) fn on_arrival(&mut self, s: u32) {
         let now = self.now();
+        if let Some(c) = self.services[s as usize]
+            .llm
+            .as_mut()
+            .and_then(|l| l.closed.as_mut())
+        {
+            // A finite load: the requests due now, together; the next ones come as these finish.
+            let n = std::mem::take(&mut c.due);
+            if n > 0 {
+                self.llm_arrive(s, n);
+            }
+            return;
+        }
         if self.services[s as usize].llm.is_some() {
             // Trace arrivals at this same time join the engine together (one iteration).
             let svc = &mut self.services[s as usize];

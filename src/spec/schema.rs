@@ -191,7 +191,15 @@ pub const COLLECTIVES: &[&str] = &[
 pub const COLLECTIVE_ALGOS: &[&str] = &["ring", "tree", "nvls"];
 /// NCCL's protocols (`network::collective::tuning::Protocol`).
 pub const COLLECTIVE_PROTOS: &[&str] = &["ll", "ll128", "simple"];
-pub const ARRIVALS: &[&str] = &["poisson", "bursty", "burst", "trace"];
+pub const ARRIVALS: &[&str] = &[
+    "poisson",
+    "bursty",
+    "burst",
+    "trace",
+    "concurrency",
+    "requests",
+    "offline",
+];
 pub const PERCENTILES: &[&str] = &["p50", "p90", "p99", "p999"];
 
 pub const WORKLOAD: &[StmtDef] = &[

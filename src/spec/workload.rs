@@ -250,11 +250,42 @@ pub struct Training {
     pub span: Span,
 }
 
+/// Most clients or requests a finite benchmark load (`concurrency`, `offline`) may name: what
+/// one replica's waiting queue holds (`sim::llm::engine::MAX_WAITING`).
+pub const MAX_CLOSED_LOOP: u64 = 1_000_000;
+
 #[derive(Debug, Clone, Serialize)]
 pub enum Arrival {
     Poisson(EventRate),
-    Bursty { rate: EventRate, burst: u64 },
+    Bursty {
+        rate: EventRate,
+        burst: u64,
+    },
     Trace(String),
+    /// `arrival concurrency N requests M`: a closed loop of N clients, each sending its next
+    /// request when its last one finished, M requests in all (vLLM's `benchmark_serving.py
+    /// --max-concurrency`, NVIDIA genai-perf's `--concurrency`). LLM services only.
+    Concurrency {
+        clients: u64,
+        requests: u64,
+    },
+    /// `arrival offline M`: M requests all at time zero (vLLM's `benchmark_throughput.py`,
+    /// TensorRT-LLM's `trtllm-bench throughput`). LLM services only.
+    Offline {
+        requests: u64,
+    },
+}
+
+impl Arrival {
+    /// Requests in all for a finite load (`concurrency`, `offline`); `None` for open ones.
+    pub fn finite(&self) -> Option<u64> {
+        match self {
+            Arrival::Concurrency { requests, .. } | Arrival::Offline { requests } => {
+                Some(*requests)
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -1461,7 +1492,7 @@ pub fn workload(
                                     let kind = rd::choice(
                                         cx,
                                         b.req("an arrival process")?,
-                                        &["poisson", "bursty", "trace"],
+                                        &["poisson", "bursty", "trace", "concurrency", "offline"],
                                         "arrival process",
                                     )?;
                                     sv.arrival = match kind {
@@ -1479,6 +1510,29 @@ pub fn workload(
                                             )?;
                                             Arrival::Bursty { rate, burst }
                                         }
+                                        "concurrency" => {
+                                            let clients = rd::count(
+                                                cx,
+                                                b.req("a number of clients")?,
+                                                1,
+                                                MAX_CLOSED_LOOP,
+                                            )?;
+                                            let requests = rd::count(
+                                                cx,
+                                                b.need("requests", "requests M")?,
+                                                1,
+                                                MAX_CLOSED_LOOP,
+                                            )?;
+                                            Arrival::Concurrency { clients, requests }
+                                        }
+                                        "offline" => Arrival::Offline {
+                                            requests: rd::count(
+                                                cx,
+                                                b.req("a number of requests")?,
+                                                1,
+                                                MAX_CLOSED_LOOP,
+                                            )?,
+                                        },
                                         _ => Arrival::Trace(
                                             rd::string(cx, b.req("a trace file path")?)?
                                                 .to_string(),
@@ -1542,6 +1596,15 @@ pub fn workload(
                         );
                     }
                     let named = sm.named();
+                    if !named && sv.arrival.finite().is_some() {
+                        cx.push(
+                            Diagnostic::error(
+                                sv.arrival_span.unwrap_or(s.head_span()),
+                                format!("`arrival concurrency` and `arrival offline` are benchmark loads of a model-level service: service `{}` names no `model`", sv.name),
+                            )
+                            .with_help("write `arrival poisson RATE` (or `bursty`, `trace`) for a FLOP-level service"),
+                        );
+                    }
                     sv.llm = sm.finish(cx, scope, &sv, &blk.stmts);
                     if let Some(d) = sv.llm.as_ref().and_then(|l| l.disagg.as_ref()) {
                         // The pools are the replicas; the KV cache's transport obeys the

@@ -58,7 +58,12 @@ pub struct LlmServiceMetrics {
     pub lost: u64,
     pub preemptions: u64,
     pub output_tokens: u64,
+    /// Output tokens per second of the window.
     pub output_tokens_per_s: f64,
+    /// When the last request finished, from the run's start (0 before any): with a finite
+    /// load (`arrival concurrency` / `offline`, all sent from time 0) output_tokens over it is
+    /// the benchmark tools' throughput.
+    pub last_finish_s: f64,
     pub requests_per_s: f64,
     /// Finished requests meeting every SLO, per second of the window.
     pub goodput_per_s: f64,
@@ -224,6 +229,7 @@ impl crate::sim::Sim<'_> {
                 preemptions: m.preemptions,
                 output_tokens: m.output_tokens,
                 output_tokens_per_s: per_s(m.output_tokens as f64),
+                last_finish_s: m.last_done as f64 / 1e9,
                 requests_per_s: per_s(m.finished as f64),
                 goodput_per_s: per_s(if llm.slo.is_empty() {
                     m.finished

@@ -66,9 +66,22 @@ pub(crate) struct LlmReplica {
     pub(crate) pipe: Option<Box<pipeline::Pipe>>,
 }
 
+/// A closed-loop or offline load's bookkeeping (see [`LlmService::closed`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Closed {
+    pub(crate) unsent: u64,
+    pub(crate) due: u64,
+}
+
 /// A service's LLM measurements, over its replicas.
 #[derive(Default)]
 pub(crate) struct LlmService {
+    /// A finite benchmark load (`arrival concurrency` / `offline`): requests not yet sent, and
+    /// those due now (clients whose last request finished, or every offline request at the
+    /// start) that the next arrival event sends.
+    pub(crate) closed: Option<Closed>,
+    /// When the last request finished (ns; 0 before any).
+    pub(crate) last_done: crate::engine::Time,
     pub(crate) ttft: Durations,
     pub(crate) tpot: Durations,
     pub(crate) itl: Durations,

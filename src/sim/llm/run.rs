@@ -58,6 +58,8 @@ impl Sim<'_> {
         let first_row = self.services[sid as usize]
             .trace_next
             .checked_sub(n as usize);
+        // Requests that reach no engine: a finite load's clients move on to their next.
+        let mut freed = 0;
         for k in 0..n as usize {
             let svc = &mut self.services[sid as usize];
             svc.arrived += 1;
@@ -74,29 +76,25 @@ impl Sim<'_> {
                 Seq::new(now, prompt, output)
             };
             let Some(r) = self.llm_route(sid, pool, false) else {
+                freed += 1;
                 continue;
             };
             let rep = &mut self.replicas[r as usize];
-            match rep.llm.as_mut() {
-                Some(l) => {
-                    if !l.engine.arrive(seq) {
-                        self.services[sid as usize]
-                            .llm
-                            .as_mut()
-                            .expect("llm")
-                            .dropped += 1;
-                    }
-                }
+            let kept = match rep.llm.as_mut() {
+                Some(l) => l.engine.arrive(seq),
                 None if rep.llm_waiting.len() < super::engine::MAX_WAITING => {
-                    rep.llm_waiting.push(seq)
+                    rep.llm_waiting.push(seq);
+                    true
                 }
-                None => {
-                    self.services[sid as usize]
-                        .llm
-                        .as_mut()
-                        .expect("llm")
-                        .dropped += 1
-                }
+                None => false,
+            };
+            if !kept {
+                self.services[sid as usize]
+                    .llm
+                    .as_mut()
+                    .expect("llm")
+                    .dropped += 1;
+                freed += 1;
             }
             if !touched.contains(&r) {
                 touched.push(r);
@@ -105,6 +103,7 @@ impl Sim<'_> {
         for r in touched {
             self.llm_kick(r);
         }
+        self.next_closed(sid, freed);
     }
 
     /// Replica `r` of an LLM service was placed: its engine starts with the KV blocks its
@@ -416,6 +415,7 @@ impl Sim<'_> {
         if svc.within.len() != slo.len() {
             svc.within = vec![0; slo.len()];
         }
+        let finished_before = svc.finished;
         let mut handed = Vec::new();
         if l.pool == Pool::Prefill {
             // Prompts done: their first token is the decode pool's to emit (`disagg`).
@@ -461,6 +461,11 @@ impl Sim<'_> {
             );
         }
         svc.preemptions += b.preempted as u64;
+        let finished_now = svc.finished - finished_before;
+        if finished_now > 0 {
+            svc.last_done = now;
+        }
+        self.next_closed(sid, finished_now);
         let units = f64::from(self.llm_of(sid).expect("llm").tp);
         self.replicas[r as usize].llm = Some(l);
         if let Some(from) = worked {
@@ -468,6 +473,25 @@ impl Sim<'_> {
         }
         if !handed.is_empty() {
             self.llm_handoff(sid, r, handed);
+        }
+    }
+
+    /// A finite load's clients whose requests just finished (or were dropped) send their next
+    /// ones now, while any are unsent.
+    pub(crate) fn next_closed(&mut self, sid: u32, freed: u64) {
+        let Some(c) = self.services[sid as usize]
+            .llm
+            .as_mut()
+            .and_then(|l| l.closed.as_mut())
+        else {
+            return;
+        };
+        let send = freed.min(c.unsent);
+        if send > 0 {
+            c.unsent -= send;
+            c.due += send;
+            let now = self.now();
+            self.q.at(now, crate::sim::Ev::Arrival(sid));
         }
     }
 
