@@ -86,9 +86,38 @@ fn shipped_profiles_parse_and_source_every_figure() {
     accelerators.sort();
     assert_eq!(
         accelerators,
-        ["A100_80GB", "H100_SXM", "H200"],
+        [
+            "A100_80GB",
+            "A100_80GB",
+            "B200",
+            "H100_SXM",
+            "H200",
+            "MI300X"
+        ],
         "the hand-written profiles"
     );
+    // Each efficiency lies in its interval, and where the achieved rate is given it is the
+    // efficiency times the peak (the figure the source published).
+    for name in [
+        "a100_80gb_datasheet",
+        "b200_datasheet",
+        "mi300x_datasheet",
+        "h100_sxm_datasheet",
+    ] {
+        let prof = parse(&shipped(name)).unwrap();
+        for (dtype, c) in &prof.compute {
+            assert!(
+                c.efficiency_ci95[0] <= c.efficiency && c.efficiency <= c.efficiency_ci95[1],
+                "{name} {dtype}"
+            );
+            if let Some(a) = c.achieved_flops {
+                assert!(
+                    (a / c.peak_flops - c.efficiency).abs() < 0.002,
+                    "{name} {dtype}"
+                );
+            }
+        }
+    }
     // The H200 bf16 efficiency is the published 770-800 of 989 TFLOPS.
     let h200 = parse(&shipped("h200_datasheet")).unwrap();
     let bf16 = &h200.compute["bf16"];

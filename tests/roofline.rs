@@ -147,7 +147,7 @@ const H200_NODE: &str = "cluster c {\n  node hgx_h200 x 1\n}\n";
 #[test]
 fn profile_efficiencies_replace_the_defaults_per_dtype() {
     let s = spec(&format!(
-        "calibration h200_datasheet\n{H200_NODE}workload w {{\n  tasks t x 1 {{\n    resources {{ GPU: 1 }}\n    compute 1 TFLOP fp8\n  }}\n}}\n"
+        "calibration h200_datasheet\n{H200_NODE}workload w {{\n  tasks t x 1 {{\n    resources {{ GPU: 1 }}\n    compute 1 TFLOP fp16\n  }}\n}}\n"
     ));
     assert_eq!(
         s.accelerators["H200"].profile.as_deref(),
@@ -170,15 +170,17 @@ fn profile_efficiencies_replace_the_defaults_per_dtype() {
             ..
         }
     ));
-    // The profile has no fp8 figure: the default compute efficiency, the profile's memory.
-    let r = roofline(&s, "H200", "fp8").unwrap();
+    // The profile's fp8 figure (cuBLASLt 8192^3, Azure ND H200 v5) replaces the default too.
+    assert_eq!(roofline(&s, "H200", "fp8").unwrap().compute_efficiency, 0.657);
+    // It has no fp16 figure: the default compute efficiency, the profile's memory.
+    let r = roofline(&s, "H200", "fp16").unwrap();
     assert_eq!(r.compute_efficiency, 0.75);
     assert_eq!(r.compute_source.to_string(), "datasheet default 0.75");
     assert_eq!(r.memory_source.to_string(), "calibration h200_datasheet v1");
     assert_eq!(
         orrery::compute::model_sources(&s),
         vec![
-            "H200 fp8: compute datasheet default 0.75, memory calibration h200_datasheet v1"
+            "H200 fp16: compute datasheet default 0.75, memory calibration h200_datasheet v1"
                 .to_string()
         ]
     );

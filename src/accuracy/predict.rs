@@ -42,7 +42,7 @@ pub fn predict(case: &Case) -> Result<(f64, String), String> {
             if t.steps_done == 0 {
                 return Err("the job finished no iteration".into());
             }
-            Ok((t.step_time, "simulated, catalog efficiencies".to_string()))
+            Ok((t.step_time, "simulated".to_string()))
         }
         Case::Queueing {
             exponential,

@@ -50,6 +50,10 @@ struct File {
     queueing: Vec<QueueingRow>,
     #[serde(default)]
     training_tolerance: Option<f64>,
+    /// Calibration profiles every training row runs with (`calibration NAME` each): one set of
+    /// efficiencies per part for all rows, never one per row.
+    #[serde(default)]
+    profiles: Vec<String>,
     #[serde(default)]
     training: Vec<TrainingRow>,
 }
@@ -298,13 +302,13 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
         }
         // Words only: the row's fields become scenario text, so nothing in them may open a
         // block or a string.
-        for (what, v) in [
+        for (what, v) in file.profiles.iter().map(|p| ("profile", p)).chain([
             ("node", &t.node),
             ("model", &t.model),
             ("parallel", &t.parallel),
             ("recompute", &t.recompute),
             ("precision", &t.precision),
-        ] {
+        ]) {
             if v.is_empty()
                 || !v
                     .chars()
@@ -337,7 +341,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             tolerance: tol,
             fitted: t.fitted,
             case: Case::Training {
-                scenario: training_scenario(t),
+                scenario: training_scenario(t, &file.profiles),
             },
         });
     }
@@ -347,20 +351,25 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
     Ok(rows)
 }
 
-/// The scenario of a training row: its nodes in one rack on a non-blocking fat tree, one
-/// placement group of whole nodes packed, two iterations.
-fn training_scenario(t: &TrainingRow) -> String {
-    format!(
-        "cluster accuracy {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n  fabric fat_tree\n}}\n\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }} x {n}\n  }}\n  training job on pg steps 2 {{\n    model {model}\n    parallel {parallel}\n    recompute {recompute}\n    batch global {gb} micro {mb}\n    precision {precision}\n  }}\n}}\n",
-        node = t.node,
-        n = t.nodes,
-        model = t.model,
-        parallel = t.parallel,
-        recompute = t.recompute,
-        gb = t.global_batch,
-        mb = t.micro_batch,
-        precision = t.precision,
-    )
+/// The scenario of a training row: the table's profiles, its nodes in one rack on a
+/// non-blocking fat tree, one placement group of whole nodes packed, two iterations.
+fn training_scenario(t: &TrainingRow, profiles: &[String]) -> String {
+    let calibration: String = profiles
+        .iter()
+        .map(|p| format!("calibration {p}\n"))
+        .collect();
+    calibration
+        + &format!(
+            "cluster accuracy {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n  fabric fat_tree\n}}\n\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }} x {n}\n  }}\n  training job on pg steps 2 {{\n    model {model}\n    parallel {parallel}\n    recompute {recompute}\n    batch global {gb} micro {mb}\n    precision {precision}\n  }}\n}}\n",
+            node = t.node,
+            n = t.nodes,
+            model = t.model,
+            parallel = t.parallel,
+            recompute = t.recompute,
+            gb = t.global_batch,
+            mb = t.micro_batch,
+            precision = t.precision,
+        )
 }
 
 fn op_word(op: Op) -> &'static str {
