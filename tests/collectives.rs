@@ -692,3 +692,21 @@ fn a_mesh_node_runs_one_ring_per_link() {
     let r = run(&g, &idle(&g), Op::AllReduce, Algorithm::Ring, &gpus(8), n);
     assert_eq!(r.flows, 14 * 8);
 }
+
+/// Across nodes NCCL lays its double binary trees over every channel, each channel leaving a
+/// node through its own NIC (as its rings do): two nodes of two GPUs, each GPU with its own NIC,
+/// give two channels, so the pipeline carries twice the flows, each channel half the bytes.
+#[test]
+fn a_tree_across_nodes_runs_on_every_nics_channel() {
+    let b = boxes(2);
+    let c = DEFAULT_CHUNK;
+    let n = 16.0 * c;
+    let ranks: Vec<Rank> = vec![(0, 0), (0, 1), (1, 0), (1, 1)];
+    let r = run(&b, &idle(&b), Op::AllReduce, Algorithm::Tree, &ranks, n);
+    // k = (n/2)/c = 8 chunks; 2 trees × 2(p − 1) = 12 stages per channel, each moving k chunks.
+    assert_eq!(r.flows, 2 * 12 * 8);
+    // One node keeps one tree: 12 stages.
+    let g = dgx();
+    let one = run(&g, &idle(&g), Op::AllReduce, Algorithm::Tree, &gpus(4), n);
+    assert_eq!(one.flows, 12 * 8);
+}

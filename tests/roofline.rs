@@ -171,7 +171,10 @@ fn profile_efficiencies_replace_the_defaults_per_dtype() {
         }
     ));
     // The profile's fp8 figure (cuBLASLt 8192^3, Azure ND H200 v5) replaces the default too.
-    assert_eq!(roofline(&s, "H200", "fp8").unwrap().compute_efficiency, 0.657);
+    assert_eq!(
+        roofline(&s, "H200", "fp8").unwrap().compute_efficiency,
+        0.657
+    );
     // It has no fp16 figure: the default compute efficiency, the profile's memory.
     let r = roofline(&s, "H200", "fp16").unwrap();
     assert_eq!(r.compute_efficiency, 0.75);

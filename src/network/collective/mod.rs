@@ -45,8 +45,9 @@
 //!   XLA reduces over ICI before the data-centre network), [`Graph::scale_up_domain`]:
 //!   2[(g−1)α + (g−1)/g·n/β_intra] + 2(m−1)α_net + 2(m−1)/m·(n/g)/β_net over m nodes.
 //! - tree: NCCL's double binary tree (two complementary trees, n/2 each, reduce up then
-//!   broadcast down, pipelined); on an NVSwitch node of 4 ranks: 4α + (4k + 2)·c/β, n' = n/2
-//!   (derived in `tests/collectives.rs`).
+//!   broadcast down, pipelined; across nodes laid over every NIC channel, each with its share);
+//!   on an NVSwitch node of 4 ranks: 4α + (4k + 2)·c/β, n' = n/2 (derived in
+//!   `tests/collectives.rs`).
 //! - in-switch: NVLS 25 µs + 2α + (n + n/p + c − c/p)/β; SHARP in the leaf 2α + (n + c)/β.
 //!
 //! Reuse: the ECMP key of a flow is a hash of its (source, destination) pair — NCCL keeps one

@@ -68,11 +68,27 @@ fn stages(parent: &[Option<usize>], ranks: &[Rank], out: &mut Vec<Stage>) {
     }
 }
 
-/// Double binary tree allreduce over `ranks` (tree positions are indices in `ranks`).
+/// Double binary tree allreduce over `ranks` (tree positions are indices in `ranks`). Across
+/// nodes NCCL runs its trees on every channel, each channel leaving a node through its own NIC
+/// (`src/graph/search.cc`, as for rings): the trees are laid over each of
+/// [`super::ring::channels`]' orders, each carrying its share of the bytes. On one node, one
+/// order.
 pub(super) fn allreduce(run: &mut Runner, ranks: &[Rank], bytes: f64) -> Result<(), String> {
-    let mut all = Vec::with_capacity(4 * ranks.len());
-    for parent in dtree(ranks.len()) {
-        stages(&parent, ranks, &mut all);
+    let nodes = ranks.iter().any(|r| r.0 != ranks[0].0);
+    let orders = if nodes {
+        super::ring::channels(run.graph, ranks)
+    } else {
+        vec![ranks.to_vec()]
+    };
+    let share = 1.0 / orders.len() as f64;
+    let mut all = Vec::with_capacity(4 * ranks.len() * orders.len());
+    for order in &orders {
+        for parent in dtree(order.len()) {
+            stages(&parent, order, &mut all);
+        }
+    }
+    for s in &mut all {
+        s.scale *= share;
     }
     // Both trees run at once on their halves: one pipeline over n/2 carries both.
     pipeline::run(run, &all, bytes / 2.0, run.opts.chunk, 0.0)
