@@ -4,9 +4,20 @@
 //! that closes a gap must strike it off; the command's exit codes, files and errors; and the
 //! collective model's time never falls as the message grows.
 
-use orrery::accuracy::{self, Kind};
+use orrery::accuracy::table::Gap;
+use orrery::accuracy::{self, Kind, Outcome};
 use std::collections::BTreeSet;
 use std::process::Command;
+use std::sync::OnceLock;
+
+/// The built-in table evaluated once for every test here (it simulates every row).
+fn built_in() -> &'static (Vec<Outcome>, Vec<Gap>) {
+    static DONE: OnceLock<(Vec<Outcome>, Vec<Gap>)> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let (rows, gaps) = accuracy::built_in().unwrap();
+        (accuracy::evaluate(&rows, &gaps).unwrap(), gaps)
+    })
+}
 
 fn orrery(args: &[&str]) -> (i32, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_orrery"))
@@ -32,8 +43,7 @@ fn dir(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
 
 #[test]
 fn rows_over_tolerance_are_exactly_the_known_gaps() {
-    let (rows, gaps) = accuracy::built_in().unwrap();
-    let out = accuracy::evaluate(&rows, &gaps).unwrap();
+    let (out, gaps) = built_in();
     let over: BTreeSet<&str> = out
         .iter()
         .filter(|o| !o.within())
@@ -48,11 +58,24 @@ fn rows_over_tolerance_are_exactly_the_known_gaps() {
     assert!(
         new.is_empty(),
         "rows over tolerance that accuracy/gaps.toml does not list: {new:?}\n{}",
-        accuracy::render(&out)
+        accuracy::render(out)
     );
     assert!(
         closed.is_empty(),
         "rows within tolerance still listed in accuracy/gaps.toml (strike them off): {closed:?}"
+    );
+    // The same for the kinds whose median |error| is over their median tolerance.
+    let over: BTreeSet<&str> = accuracy::medians_over(out)
+        .iter()
+        .map(|(k, ..)| k.name())
+        .collect();
+    let listed: BTreeSet<&str> = gaps
+        .iter()
+        .flat_map(|g| g.medians.iter().map(String::as_str))
+        .collect();
+    assert_eq!(
+        over, listed,
+        "kinds over their median tolerance against accuracy/gaps.toml"
     );
 }
 
@@ -231,6 +254,33 @@ fn malformed_tables_are_located_errors() {
     let (code, _, err) = orrery(&["accuracy", "--table", d.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("nope@1GiB"), "{err}");
+    // A gap that names nothing, and one naming a kind no row has.
+    for (name, gap, want) in [
+        (
+            "nothing",
+            "[[gap]]\nid = \"x\"\nwhy = \"y\"\n",
+            "names no rows and no medians",
+        ),
+        (
+            "kind",
+            "[[gap]]\nid = \"x\"\nwhy = \"y\"\nmedians = [\"serving\"]\n",
+            "kind `serving`",
+        ),
+    ] {
+        let d = dir(
+            name,
+            &[
+                (
+                    "t.toml",
+                    &format!("{H100_1GIB}busbw_gbps = [[1073741824, 470.0]]\n"),
+                ),
+                ("gaps.toml", gap),
+            ],
+        );
+        let (code, _, err) = orrery(&["accuracy", "--table", d.to_str().unwrap()]);
+        assert_eq!(code, 2, "{name}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
     let d = dir("empty", &[]);
     let (code, _, err) = orrery(&["accuracy", "--table", d.to_str().unwrap()]);
     assert_eq!(code, 2);
@@ -239,8 +289,7 @@ fn malformed_tables_are_located_errors() {
 
 #[test]
 fn the_readme_summary_is_what_the_table_gives() {
-    let (rows, gaps) = accuracy::built_in().unwrap();
-    let out = accuracy::evaluate(&rows, &gaps).unwrap();
+    let (out, _) = built_in();
     let readme = std::fs::read_to_string("README.md").unwrap();
     let body = readme
         .split_once("<!-- accuracy:begin -->\n")
@@ -249,10 +298,7 @@ fn the_readme_summary_is_what_the_table_gives() {
         .expect("README has the accuracy summary between its markers");
     assert_eq!(
         body,
-        format!(
-            "```text\n{}```\n",
-            accuracy::render_summary(&accuracy::summary(&out))
-        ),
+        format!("```text\n{}```\n", accuracy::summary_text(out)),
         "update README.md's accuracy summary"
     );
 }

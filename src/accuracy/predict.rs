@@ -44,6 +44,25 @@ pub fn predict(case: &Case) -> Result<(f64, String), String> {
             }
             Ok((t.step_time, "simulated".to_string()))
         }
+        Case::Serving { scenario } => {
+            let spec = load(scenario)?;
+            let r = simulate(&spec, &SimConfig::default());
+            if !r.violations.is_empty() {
+                return Err(format!("the run broke an invariant: {:?}", r.violations));
+            }
+            let s = r
+                .metrics
+                .llm_services
+                .first()
+                .ok_or("the service did not run")?;
+            if s.finished == 0 || s.last_finish_s <= 0.0 {
+                return Err("no request finished".into());
+            }
+            Ok((
+                s.output_tokens as f64 / s.last_finish_s,
+                format!("simulated, {} requests", s.finished),
+            ))
+        }
         Case::Queueing {
             exponential,
             servers,

@@ -17,7 +17,7 @@ pub const GAPS: (&str, &str) = (
 );
 
 /// The tables built into the binary (`orrery accuracy` with no `--table`).
-pub const BUILT_IN: [(&str, &str); 3] = [
+pub const BUILT_IN: [(&str, &str); 4] = [
     (
         "accuracy/collectives.toml",
         include_str!("../../accuracy/collectives.toml"),
@@ -25,6 +25,10 @@ pub const BUILT_IN: [(&str, &str); 3] = [
     (
         "accuracy/training.toml",
         include_str!("../../accuracy/training.toml"),
+    ),
+    (
+        "accuracy/serving.toml",
+        include_str!("../../accuracy/serving.toml"),
     ),
     (
         "accuracy/queueing.toml",
@@ -56,6 +60,35 @@ struct File {
     profiles: Vec<String>,
     #[serde(default)]
     training: Vec<TrainingRow>,
+    #[serde(default)]
+    serving_tolerance: Option<f64>,
+    /// Largest median |error| of the serving rows (a fraction).
+    #[serde(default)]
+    serving_median_tolerance: Option<f64>,
+    #[serde(default)]
+    serving: Vec<ServingRow>,
+}
+
+/// A published serving throughput: a model-level service on one catalog node under the
+/// benchmark's offline load, the table's profiles, Orrery's engine defaults.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServingRow {
+    id: String,
+    system: String,
+    /// The engine that was measured (words, for the reader: Orrery runs its own engine model).
+    engine: String,
+    node: String,
+    model: String,
+    tp: u32,
+    precision: String,
+    prompt_tokens: u32,
+    output_tokens: u32,
+    requests: u64,
+    /// Published output tokens per second of the whole replica.
+    output_tokens_per_s: f64,
+    source: String,
+    fitted: bool,
 }
 
 /// A published training iteration time: a Megatron-style job on catalog nodes, the catalog's
@@ -126,15 +159,21 @@ struct GapFile {
 struct GapEntry {
     id: String,
     why: String,
+    #[serde(default)]
     rows: Vec<String>,
+    /// Kinds whose median |error| is over the table's median tolerance for this reason.
+    #[serde(default)]
+    medians: Vec<String>,
 }
 
-/// A known gap: rows over their tolerance for one stated reason.
+/// A known gap: rows over their tolerance, or kinds over their median tolerance, for one
+/// stated reason.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gap {
     pub id: String,
     pub why: String,
     pub rows: Vec<String>,
+    pub medians: Vec<String>,
 }
 
 /// Reads a gaps file: `[[gap]] id, why, rows`. A row named twice is an error.
@@ -146,10 +185,17 @@ pub fn parse_gaps(name: &str, text: &str) -> Result<Vec<Gap>, String> {
         if let Some(r) = g.rows.iter().find(|r| !seen.insert(r.to_string())) {
             return Err(format!("{name}: row `{r}` is in two gaps"));
         }
+        if g.rows.is_empty() && g.medians.is_empty() {
+            return Err(format!(
+                "{name}: gap `{}` names no rows and no medians",
+                g.id
+            ));
+        }
         out.push(Gap {
             id: g.id,
             why: g.why,
             rows: g.rows,
+            medians: g.medians,
         });
     }
     Ok(out)
@@ -207,6 +253,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
                 metric: "busbw GB/s",
                 published: busbw,
                 tolerance: t,
+                median_tolerance: None,
                 fitted: set.fitted,
                 case: Case::Collective {
                     node: set.node.clone(),
@@ -276,6 +323,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             metric: "mean wait ms",
             published: wq * 1000.0,
             tolerance: t,
+            median_tolerance: None,
             fitted: false,
             case: Case::Queueing {
                 exponential,
@@ -300,26 +348,17 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
                 t.id
             ));
         }
-        // Words only: the row's fields become scenario text, so nothing in them may open a
-        // block or a string.
-        for (what, v) in file.profiles.iter().map(|p| ("profile", p)).chain([
-            ("node", &t.node),
-            ("model", &t.model),
-            ("parallel", &t.parallel),
-            ("recompute", &t.recompute),
-            ("precision", &t.precision),
-        ]) {
-            if v.is_empty()
-                || !v
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ')
-            {
-                return Err(format!(
-                    "{name}: {}: {what} `{v}` must be words (letters, digits, _ and spaces)",
-                    t.id
-                ));
-            }
-        }
+        words(
+            name,
+            &t.id,
+            file.profiles.iter().map(|p| ("profile", p)).chain([
+                ("node", &t.node),
+                ("model", &t.model),
+                ("parallel", &t.parallel),
+                ("recompute", &t.recompute),
+                ("precision", &t.precision),
+            ]),
+        )?;
         rows.push(Entry {
             id: t.id.clone(),
             kind: Kind::Training,
@@ -339,9 +378,70 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             metric: "step time s",
             published: t.step_time_s,
             tolerance: tol,
+            median_tolerance: None,
             fitted: t.fitted,
             case: Case::Training {
                 scenario: training_scenario(t, &file.profiles),
+            },
+        });
+    }
+    if !file.serving.is_empty() && file.serving_tolerance.is_none() {
+        return Err(format!(
+            "{name}: serving rows need `serving_tolerance = FRACTION`"
+        ));
+    }
+    let calibration: String = file
+        .profiles
+        .iter()
+        .map(|p| format!("calibration {p}\n"))
+        .collect();
+    for v in &file.serving {
+        words(
+            name,
+            &v.id,
+            file.profiles.iter().map(|p| ("profile", p)).chain([
+                ("node", &v.node),
+                ("model", &v.model),
+                ("precision", &v.precision),
+            ]),
+        )?;
+        if !((1..=64).contains(&v.tp)
+            && (1..=1_000_000).contains(&v.requests)
+            && (1..=1_000_000).contains(&v.prompt_tokens)
+            && (1..=1_000_000).contains(&v.output_tokens)
+            && v.output_tokens_per_s.is_finite()
+            && v.output_tokens_per_s > 0.0)
+        {
+            return Err(format!(
+                "{name}: {}: tp 1 to 64, 1 to 1000000 requests and tokens, a positive throughput",
+                v.id
+            ));
+        }
+        rows.push(Entry {
+            id: v.id.clone(),
+            kind: Kind::Serving,
+            system: v.system.clone(),
+            config: format!(
+                "{} {} tp {} on {}, {} requests of {}/{} tokens at once (measured: {})",
+                v.model, v.precision, v.tp, v.node, v.requests, v.prompt_tokens, v.output_tokens, v.engine
+            ),
+            source: v.source.clone(),
+            metric: "output tok/s",
+            published: v.output_tokens_per_s,
+            tolerance: file.serving_tolerance.unwrap_or(0.0),
+            median_tolerance: file.serving_median_tolerance,
+            fitted: v.fitted,
+            case: Case::Serving {
+                scenario: format!(
+                    "{calibration}cluster accuracy {{\n  node {node} x 1\n}}\n\nworkload w {{\n  service s {{\n    model {model}\n    parallel tp {tp}\n    precision {precision}\n    resources {{ GPU: {tp} }}\n    arrival offline {requests}\n    prompt tokens fixed {isl}\n    output tokens fixed {osl}\n  }}\n}}\n",
+                    node = v.node,
+                    model = v.model,
+                    tp = v.tp,
+                    precision = v.precision,
+                    requests = v.requests,
+                    isl = v.prompt_tokens,
+                    osl = v.output_tokens,
+                ),
             },
         });
     }
@@ -349,6 +449,27 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
         return Err(format!("{name}: more than {MAX_ROWS} rows"));
     }
     Ok(rows)
+}
+
+/// Words only: a row's fields become scenario text, so nothing in them may open a block or a
+/// string.
+fn words<'a>(
+    name: &str,
+    id: &str,
+    fields: impl IntoIterator<Item = (&'a str, &'a String)>,
+) -> Result<(), String> {
+    for (what, v) in fields {
+        if v.is_empty()
+            || !v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ')
+        {
+            return Err(format!(
+                "{name}: {id}: {what} `{v}` must be words (letters, digits, _ and spaces)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The scenario of a training row: the table's profiles, its nodes in one rack on a
