@@ -152,6 +152,7 @@ fn memory_rows() -> String {
             } else {
                 Recompute::None
             },
+            attention: orrery::model::Attention::Unfused,
             global_batch: batch,
             micro_batch: micro,
         };

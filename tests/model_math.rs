@@ -22,6 +22,7 @@ fn layout(tp: u32, pp: u32, dp: u32, global_batch: u64, micro_batch: u64) -> Lay
         sharding: Sharding::None,
         ep: 1,
         recompute: Recompute::None,
+        attention: orrery::model::Attention::Unfused,
         global_batch,
         micro_batch,
     }
@@ -515,4 +516,62 @@ fn kernel_bytes_are_their_inputs_outputs_and_weights() {
     let sm = k.forward.iter().find(|k| k.name == "softmax").unwrap();
     assert_eq!(sm.bytes, 2.0 * 2.0 * b * (64.0 / 8.0) * s * s);
     assert_eq!(sm.flop, 5.0 * b * (64.0 / 8.0) * s * s);
+}
+
+/// `attention flash`: the scores, softmax, dropout and weighted sum become one fused kernel
+/// per pass, FlashAttention's own count (Dao-AILab/flash-attention
+/// `benchmarks/benchmark_flash_attention.py`: forward 4·b·s²·heads·hd, halved when causal,
+/// backward 2.5 times the forward), its memory traffic only Q, K, V, O (and their gradients),
+/// and no s × s activations kept (the same activation memory as selective recomputation).
+#[test]
+fn fused_attention_is_one_kernel_of_flashattentions_flop() {
+    let m = model("llama3_8b");
+    let unfused = layout(1, 1, 1, 1, 1);
+    let flash = Layout {
+        attention: Attention::Flash,
+        ..unfused.clone()
+    };
+    let k = ops::layer_kernels(&m, &flash, 2.0);
+    let names: Vec<&str> = k.forward.iter().map(|k| k.name).collect();
+    assert!(names.contains(&"flash_attention"), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| ["scores", "softmax", "attend"].contains(n))
+    );
+    let (s, q, kv) = (8192.0, 32.0 * 128.0, 8.0 * 128.0);
+    let fw = k
+        .forward
+        .iter()
+        .find(|k| k.name == "flash_attention")
+        .unwrap();
+    assert_eq!(fw.flop, 4.0 * s * s * q / 2.0);
+    assert_eq!(fw.bytes, 2.0 * s * (2.0 * q + 2.0 * kv));
+    let bw = k
+        .backward
+        .iter()
+        .find(|k| k.name == "flash_attention")
+        .unwrap();
+    assert_eq!(bw.flop, 2.5 * fw.flop);
+    assert_eq!(bw.bytes, 2.0 * s * (4.0 * q + 4.0 * kv));
+    // Everything else is the same kernels.
+    let u = ops::layer_kernels(&m, &unfused, 2.0);
+    let other = |k: &ops::LayerKernels| -> Vec<&str> {
+        k.forward
+            .iter()
+            .map(|k| k.name)
+            .filter(|n| !["scores", "softmax", "attend", "flash_attention"].contains(n))
+            .collect()
+    };
+    assert_eq!(other(&u), other(&k));
+    // No s × s activations: what selective recomputation keeps.
+    let selective = Layout {
+        recompute: Recompute::Selective,
+        ..unfused.clone()
+    };
+    assert_eq!(
+        layer_activation_bytes(&m, &flash, 2.0),
+        layer_activation_bytes(&m, &selective, 2.0)
+    );
+    assert!(layer_activation_bytes(&m, &unfused, 2.0) > layer_activation_bytes(&m, &flash, 2.0));
 }

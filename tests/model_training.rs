@@ -198,3 +198,31 @@ fn per_microbatch_traffic_is_stretched_by_the_bubble() {
     let (four, eight) = (comm(4), comm(8));
     assert!(close(four / eight, 5.0 / 9.0, 1e-6), "{four} / {eight}");
 }
+
+/// `attention flash` is faster than the unfused kernels at a long sequence (no s × s scores
+/// through memory), and an unknown kind is a located error.
+#[test]
+fn fused_attention_is_a_layout_choice() {
+    let job = |attention: &str| {
+        format!(
+            "cluster c {{\n  node dgx_h100 x 1\n}}\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }}\n  }}\n  training t on pg steps 2 {{\n    model llama3_8b\n    parallel tp 8\n{attention}    batch global 8 micro 1\n  }}\n}}\n"
+        )
+    };
+    let step = |src: String| {
+        let l = orrery::spec::load_str("t.orr", &src);
+        assert!(!l.has_errors(), "{}", l.render(false));
+        let r = orrery::sim::simulate(l.spec.as_ref().unwrap(), &orrery::sim::SimConfig::default());
+        r.metrics.training[0].step_time
+    };
+    let unfused = step(job(""));
+    assert_eq!(unfused, step(job("    attention unfused\n")));
+    let flash = step(job("    attention flash\n"));
+    assert!(flash < unfused, "{flash} vs {unfused}");
+    let l = orrery::spec::load_str("t.orr", &job("    attention fast\n"));
+    assert!(l.has_errors());
+    let text = l.render(false);
+    assert!(
+        text.contains("t.orr:11:15") && text.contains("did you mean `flash`"),
+        "{text}"
+    );
+}

@@ -106,6 +106,9 @@ struct TrainingRow {
     /// The `parallel` line as the scenario language writes it (`tp 8 pp 8 interleave 3 sp`).
     parallel: String,
     recompute: String,
+    /// `unfused` (the default) or `flash`, as the framework that was measured ran it.
+    #[serde(default = "unfused")]
+    attention: String,
     global_batch: u32,
     micro_batch: u32,
     precision: String,
@@ -356,6 +359,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
                 ("model", &t.model),
                 ("parallel", &t.parallel),
                 ("recompute", &t.recompute),
+                ("attention", &t.attention),
                 ("precision", &t.precision),
             ]),
         )?;
@@ -474,6 +478,10 @@ fn words<'a>(
 
 /// The scenario of a training row: the table's profiles, its nodes in one rack on a
 /// non-blocking fat tree, one placement group of whole nodes packed, two iterations.
+fn unfused() -> String {
+    "unfused".to_string()
+}
+
 fn training_scenario(t: &TrainingRow, profiles: &[String]) -> String {
     let calibration: String = profiles
         .iter()
@@ -481,12 +489,13 @@ fn training_scenario(t: &TrainingRow, profiles: &[String]) -> String {
         .collect();
     calibration
         + &format!(
-            "cluster accuracy {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n  fabric fat_tree\n}}\n\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }} x {n}\n  }}\n  training job on pg steps 2 {{\n    model {model}\n    parallel {parallel}\n    recompute {recompute}\n    batch global {gb} micro {mb}\n    precision {precision}\n  }}\n}}\n",
+            "cluster accuracy {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n  fabric fat_tree\n}}\n\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }} x {n}\n  }}\n  training job on pg steps 2 {{\n    model {model}\n    parallel {parallel}\n    recompute {recompute}\n    attention {attention}\n    batch global {gb} micro {mb}\n    precision {precision}\n  }}\n}}\n",
             node = t.node,
             n = t.nodes,
             model = t.model,
             parallel = t.parallel,
             recompute = t.recompute,
+            attention = t.attention,
             gb = t.global_batch,
             mb = t.micro_batch,
             precision = t.precision,

@@ -18,7 +18,7 @@
 //! same terms hold for GQA, SwiGLU and other dtypes; see [`layer_activation_bytes`].
 
 use super::check::{Split, check, check_dtype};
-use super::types::{Ffn, Layout, Memory, Recompute, Schedule, Sharding, Transformer};
+use super::types::{Attention, Ffn, Layout, Memory, Recompute, Schedule, Sharding, Transformer};
 
 /// Gradient bytes per parameter: fp32 accumulation and reduction.
 pub const GRAD_BYTES: f64 = 4.0;
@@ -101,7 +101,9 @@ pub fn layer_activation_bytes(m: &Transformer, l: &Layout, dtype_bytes: f64) -> 
     let whole = sb * (2.0 * d * h + d * h + top_k * d * h + 2.0 * mask * h);
     let (q, kv) = (m.q_dim(), m.kv_dim());
     let split = sb * (d * (q + kv) + d * kv + d * q + top_k * inner * d * f);
-    let core = if l.recompute == Recompute::Selective {
+    // Selective recomputation keeps no s × s activations, and fused attention never makes
+    // them (it keeps O and a row statistic, counted with the projections).
+    let core = if l.recompute == Recompute::Selective || l.attention == Attention::Flash {
         0.0
     } else {
         let per = if drop { 2.0 * d + 1.0 } else { d };

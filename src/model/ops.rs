@@ -12,7 +12,9 @@
 //!   elements) in each pass;
 //! - the attention scores and the weighted sum over V are batched matrix multiplies over
 //!   the rank's heads (no fused attention: Megatron-LM in 2022, and the activation memory of
-//!   [`super::memory`] alike); their backward is twice the forward;
+//!   [`super::memory`] alike); their backward is twice the forward. With `attention flash`
+//!   they, the softmax and the attention dropout are one fused kernel per pass instead
+//!   (`Pass::flash`: FlashAttention's own FLOP count, causal, and its memory traffic);
 //! - elementwise FLOP per element: LayerNorm 9 forward, 14 input and 7 weight gradient;
 //!   softmax 5 and 8; GeLU 8 and 13; dropout and the residual add 1 and 1 (2 for the add);
 //!   a fork of an activation to u users adds u per element in the backward; each reads its
@@ -31,7 +33,7 @@
 //! embedding is a lookup and not counted; the optimizer step is Calculon's: 11 FLOP per
 //! parameter on the vector units, reading its fp32 master weights and two moments.
 
-use super::types::{Ffn, Layout, Recompute, Transformer};
+use super::types::{Attention, Ffn, Layout, Recompute, Transformer};
 /// Which units run a kernel: tensor cores (matrix multiplies) or the vector units.
 pub use crate::compute::kernels::Units as Engine;
 
@@ -97,6 +99,31 @@ impl Pass {
         let (f, e) = (batch * 2.0 * m * n * k, batch * (m * n + n * k + m * k));
         self.fw(name, Engine::Matrix, f, e, true);
         self.bw(name, Engine::Matrix, 2.0 * f, e);
+    }
+
+    /// Fused attention over `bs` tokens of `heads` query heads (`kv` key/value elements per
+    /// token, head dimension `hd`, sequence `s`), causal, as FlashAttention counts it
+    /// (Dao-AILab/flash-attention `benchmarks/benchmark_flash_attention.py`): forward
+    /// 4·b·s²·heads·hd FLOP, halved for the causal mask; backward 2.5 times the forward (it
+    /// recomputes the scores); the forward reads Q, K, V and writes O, the backward reads Q,
+    /// K, V, O and dO and writes dQ, dK and dV — the s × s scores never reach memory. On the
+    /// matrix units, at their efficiency.
+    fn flash(&mut self, bs: f64, heads: f64, kv: f64, hd: f64, s: f64) {
+        let q = heads * hd;
+        let f = 4.0 * bs * s * q / 2.0;
+        self.fw(
+            "flash_attention",
+            Engine::Matrix,
+            f,
+            bs * (2.0 * q + 2.0 * kv),
+            true,
+        );
+        self.bw(
+            "flash_attention",
+            Engine::Matrix,
+            2.5 * f,
+            bs * (4.0 * q + 4.0 * kv),
+        );
     }
 
     /// An elementwise kernel over `a` elements: forward and backward FLOP per element.
@@ -170,13 +197,18 @@ pub fn layer_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> LayerKern
     p.linear("query", bs, h, heads * hd);
     p.linear("key", bs, h, kv);
     p.linear("value", bs, h, kv);
-    let scores = b * heads * s * s;
-    p.batched("scores", b * heads, s, hd, s);
-    p.elementwise("softmax", scores, 5.0, 8.0, true);
-    if drop {
-        p.dropout(scores, true);
+    match l.attention {
+        Attention::Unfused => {
+            let scores = b * heads * s * s;
+            p.batched("scores", b * heads, s, hd, s);
+            p.elementwise("softmax", scores, 5.0, 8.0, true);
+            if drop {
+                p.dropout(scores, true);
+            }
+            p.batched("attend", b * heads, s, s, hd);
+        }
+        Attention::Flash => p.flash(bs, heads, kv, hd, s),
     }
-    p.batched("attend", b * heads, s, s, hd);
     p.linear("attn_out", bs, heads * hd, h);
     p.tp_reduce(a, t, true);
     if drop {

@@ -82,6 +82,7 @@ fn layout(tp: u32, pp: u32) -> (Layout, Split) {
         sharding: Sharding::None,
         ep: 1,
         recompute: Recompute::None,
+        attention: super::types::Attention::Unfused,
         global_batch: 1,
         micro_batch: 1,
     };

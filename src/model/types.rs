@@ -63,6 +63,17 @@ pub enum Recompute {
     Full,
 }
 
+/// How the attention core (scores, softmax, dropout, the weighted sum over V) runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Attention {
+    /// Separate kernels, the s × s scores written to memory (Megatron-LM in 2022; Calculon's
+    /// accounting).
+    Unfused,
+    /// One fused kernel per pass that never writes the scores (FlashAttention, Dao et al.
+    /// 2022; TransformerEngine's and cuDNN's fused attention in NeMo and Megatron-Core).
+    Flash,
+}
+
 /// How data-parallel replicas shard training state (Rajbhandari et al. 2020, ZeRO).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Sharding {
@@ -102,6 +113,7 @@ pub struct Layout {
     /// data-parallel dimension.
     pub ep: u32,
     pub recompute: Recompute,
+    pub attention: Attention,
     /// Samples per iteration (all replicas) and per microbatch.
     pub global_batch: u64,
     pub micro_batch: u64,

@@ -476,6 +476,7 @@ mod tests {
             sharding: Sharding::None,
             ep: 1,
             recompute: Recompute::None,
+            attention: crate::model::Attention::Unfused,
             global_batch: 8,
             micro_batch: 1,
         }

@@ -12,7 +12,7 @@ use super::reader::{self as rd, Args, Cx};
 use super::schema;
 use super::workload::{ResourceScope, UNIT_INSTANCE, Workload};
 use crate::diag::{Diagnostic, Span};
-use crate::model::{Layout, Recompute, Schedule, Sharding, Transformer};
+use crate::model::{Attention, Layout, Recompute, Schedule, Sharding, Transformer};
 use crate::syntax::ast::{Stmt, ValueKind};
 use serde::Serialize;
 
@@ -29,6 +29,7 @@ pub const KEYS: &[&str] = &[
     "parallel",
     "sharding",
     "recompute",
+    "attention",
     "batch",
     "precision",
     "overlap",
@@ -75,6 +76,7 @@ pub struct JobModel {
     parallel: Option<Parallel>,
     sharding: Option<Sharding>,
     recompute: Option<Recompute>,
+    attention: Option<Attention>,
     /// `global` and `micro`, with their spans.
     batch: Option<((u64, Span), (u64, Span))>,
     precision: Option<String>,
@@ -199,6 +201,13 @@ impl JobModel {
                     _ => Recompute::None,
                 });
             }
+            "attention" => {
+                let v = a.req("`unfused` or `flash`")?;
+                self.attention = Some(match rd::choice(cx, v, schema::ATTENTIONS, "attention")? {
+                    "flash" => Attention::Flash,
+                    _ => Attention::Unfused,
+                });
+            }
             "batch" => {
                 let g = a.need("global", "global INT")?;
                 let global = (rd::count(cx, g, 1, MAX_BATCH)?, g.span);
@@ -276,6 +285,7 @@ impl JobModel {
             sharding: self.sharding.unwrap_or(Sharding::None),
             ep: p.ep.0,
             recompute: self.recompute.unwrap_or(Recompute::None),
+            attention: self.attention.unwrap_or(Attention::Unfused),
             global_batch: global,
             micro_batch: micro,
         };

@@ -257,6 +257,7 @@ pub const TRAINING: &[StmtDef] = &[
     one("parallel", PARALLEL_WORDS),
     one("sharding", SHARDINGS),
     one("recompute", RECOMPUTES),
+    one("attention", ATTENTIONS),
     one("batch", &["global", "micro"]),
     one("precision", DTYPES),
     one("overlap", &["grad_reduce", "bucket"]),
@@ -266,6 +267,8 @@ pub const PARALLEL_WORDS: &[&str] = &["tp", "sp", "pp", "interleave", "dp", "ep"
 /// Data-parallel state sharding; `fsdp` is ZeRO-3 (FSDP's full sharding).
 pub const SHARDINGS: &[&str] = &["none", "zero1", "zero2", "zero3", "fsdp"];
 pub const RECOMPUTES: &[&str] = &["none", "selective", "full"];
+/// How the attention core runs (`model::Attention`).
+pub const ATTENTIONS: &[&str] = &["unfused", "flash"];
 pub const FFN_KINDS: &[&str] = &["gelu", "swiglu"];
 
 /// A top-level `model` block: a transformer (`src/spec/model.rs`).
@@ -424,5 +427,6 @@ pub const VALUE_WORDS: &[&[&str]] = &[
     PARALLEL_WORDS,
     SHARDINGS,
     RECOMPUTES,
+    ATTENTIONS,
     FFN_KINDS,
 ];
