@@ -2,6 +2,7 @@
 //! waiting times, task waves, the α–β cost of a training step, Ray's placement-group retry
 //! backoff, and determinism.
 
+use orrery::accuracy::queueing::erlang_c;
 use orrery::sim::{SimConfig, simulate};
 use orrery::spec::{Spec, load_str};
 
@@ -13,20 +14,6 @@ fn spec(src: &str) -> Spec {
 
 const GPU_NODE: &str =
     "node gpu1 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  device L4 x 1\n}\n";
-
-/// Erlang C: probability that an arrival waits in M/M/c with offered load a = λ/μ.
-fn erlang_c(c: u32, a: f64) -> f64 {
-    let mut term = 1.0; // a^k / k!
-    let mut sum = 0.0;
-    for k in 0..c {
-        if k > 0 {
-            term *= a / f64::from(k);
-        }
-        sum += term;
-    }
-    let top = term * a / f64::from(c) * f64::from(c) / (f64::from(c) - a);
-    top / (sum + top)
-}
 
 fn service_scenario(c: u32, lambda: f64, mean_ms: f64, exponential: bool, horizon_s: u32) -> Spec {
     spec(&format!(

@@ -343,6 +343,12 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             "{name}: training rows need `training_tolerance = FRACTION`"
         ));
     }
+    // Every training and serving row runs with the table's one list of profiles.
+    let calibration: String = file
+        .profiles
+        .iter()
+        .map(|p| format!("calibration {p}\n"))
+        .collect();
     for t in &file.training {
         let tol = file.training_tolerance.unwrap_or(0.0);
         if !((1..=4096).contains(&t.nodes) && t.step_time_s.is_finite() && t.step_time_s > 0.0) {
@@ -385,7 +391,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             median_tolerance: None,
             fitted: t.fitted,
             case: Case::Training {
-                scenario: training_scenario(t, &file.profiles),
+                scenario: training_scenario(t, &calibration),
             },
         });
     }
@@ -394,11 +400,6 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             "{name}: serving rows need `serving_tolerance = FRACTION`"
         ));
     }
-    let calibration: String = file
-        .profiles
-        .iter()
-        .map(|p| format!("calibration {p}\n"))
-        .collect();
     for v in &file.serving {
         words(
             name,
@@ -476,18 +477,16 @@ fn words<'a>(
     Ok(())
 }
 
-/// The scenario of a training row: the table's profiles, its nodes in one rack on a
-/// non-blocking fat tree, one placement group of whole nodes packed, two iterations.
+/// A training row's `attention` when it names none.
 fn unfused() -> String {
     "unfused".to_string()
 }
 
-fn training_scenario(t: &TrainingRow, profiles: &[String]) -> String {
-    let calibration: String = profiles
-        .iter()
-        .map(|p| format!("calibration {p}\n"))
-        .collect();
-    calibration
+/// The scenario of a training row: the table's profiles (`calibration` lines), its nodes in
+/// one rack on a non-blocking fat tree, one placement group of whole nodes packed, two
+/// iterations.
+fn training_scenario(t: &TrainingRow, calibration: &str) -> String {
+    calibration.to_string()
         + &format!(
             "cluster accuracy {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n  fabric fat_tree\n}}\n\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }} x {n}\n  }}\n  training job on pg steps 2 {{\n    model {model}\n    parallel {parallel}\n    recompute {recompute}\n    attention {attention}\n    batch global {gb} micro {mb}\n    precision {precision}\n  }}\n}}\n",
             node = t.node,
