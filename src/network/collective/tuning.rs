@@ -213,7 +213,8 @@ pub fn nvls_chunk(arch: Arch, ranks: usize, nodes: usize, bytes: f64) -> f64 {
 /// moves at c / (c + [`NVLS_CHUNK_OVERHEAD`]) of the bandwidth. NCCL's source has no such
 /// figure (its tuning model charges NVLS one latency whatever the size); it is FITTED, once,
 /// to NVIDIA's DGX H100 all_reduce_perf sample (NVIDIA/dgxc-benchmarking `nccl/README.md`,
-/// commit 841f546, sizes 2 MiB to 16 GiB): 4.7 KiB. Held out (`orrery accuracy`): Azure ND H100 v5 and ND H200 v5, AWS p5.
+/// commit 841f546, sizes 2 MiB to 16 GiB): 4.7 KiB. Held out (`orrery accuracy`): Azure ND
+/// H100 v5 and ND H200 v5, AWS p5.
 pub const NVLS_CHUNK_OVERHEAD: f64 = 4.7 * 1024.0;
 
 /// What NCCL's model sees of a communicator: ranks, nodes, the GPUs' generation, the link
@@ -669,6 +670,24 @@ mod tests {
         };
         assert!(estimate(&c, Op::AllReduce, Algorithm::Ring, Protocol::LL128).is_none());
         assert!(estimate(&c, Op::AllReduce, Algorithm::Ring, Protocol::LL).is_some());
+    }
+
+    #[test]
+    fn nvls_chunks_shrink_with_the_message_as_enqueue_cc_cuts_them() {
+        // 16 channels × 8 heads on one Hopper node: 128 KiB from 1 GiB, 64 KiB from 64 MiB,
+        // 32 KiB from 8 MiB, 16 KiB below.
+        let c = |b: f64| nvls_chunk(Arch::Hopper, 8, 1, b);
+        let mib = 1024.0 * 1024.0;
+        assert_eq!(c(1024.0 * mib), 131072.0);
+        assert_eq!(c(1024.0 * mib - 1.0), 65536.0);
+        assert_eq!(c(64.0 * mib), 65536.0);
+        assert_eq!(c(64.0 * mib - 1.0), 32768.0);
+        assert_eq!(c(8.0 * mib), 32768.0);
+        assert_eq!(c(8.0 * mib - 1.0), 16384.0);
+        assert_eq!(c(1.0), 16384.0);
+        // Blackwell on one NVLink domain has 24 channels: the thresholds move up by 1.5.
+        assert_eq!(nvls_chunk(Arch::Blackwell, 8, 1, 1024.0 * mib), 65536.0);
+        assert_eq!(nvls_chunk(Arch::Blackwell, 8, 1, 1536.0 * mib), 131072.0);
     }
 
     #[test]
