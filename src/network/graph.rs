@@ -1117,27 +1117,43 @@ impl Graph {
                 .map_or(0.0, |p| self.path_bottleneck(&p));
             (Hw::Pci, if bw.is_finite() { bw } else { 0.0 })
         };
-        let bw_inter: f64 = self
-            .nics
-            .get(n0)
-            .into_iter()
-            .flatten()
-            .map(|n| {
-                let v = Vertex::Nic {
-                    node: n0,
-                    nic: n.nic,
-                };
-                self.out
-                    .get(&v)
-                    .into_iter()
-                    .flatten()
-                    .filter(|&&l| {
-                        matches!(self.ends[l].1, Vertex::Leaf { .. } | Vertex::Fabric { .. })
+        // A NIC's links into the fabric.
+        let fabric = |v: Vertex| -> f64 {
+            self.out
+                .get(&v)
+                .into_iter()
+                .flatten()
+                .filter(|&&l| matches!(self.ends[l].1, Vertex::Leaf { .. } | Vertex::Fabric { .. }))
+                .map(|&l| self.capacity[l])
+                .sum::<f64>()
+        };
+        // NCCL's bwInter is what its search finds for the communicator's own GPUs: the NICs
+        // nearest the ranks on the first node (each once), not every NIC the node has (two
+        // ranks of a DGX reach two of its eight). Every NIC of the node where no rank has
+        // one of its own.
+        let mut used: Vec<Vertex> = Vec::new();
+        for &r in ranks.iter().filter(|r| r.0 == n0) {
+            if let Some(v) = self.nic_of(r)
+                && !used.contains(&v)
+            {
+                used.push(v);
+            }
+        }
+        let bw_inter: f64 = if used.is_empty() {
+            self.nics
+                .get(n0)
+                .into_iter()
+                .flatten()
+                .map(|n| {
+                    fabric(Vertex::Nic {
+                        node: n0,
+                        nic: n.nic,
                     })
-                    .map(|&l| self.capacity[l])
-                    .sum::<f64>()
-            })
-            .sum();
+                })
+                .sum()
+        } else {
+            used.into_iter().map(fabric).sum()
+        };
         let bw_intra = if bw_intra > 0.0 { bw_intra } else { bw_inter };
         Some(Comm {
             ranks: ranks.len(),

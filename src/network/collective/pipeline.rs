@@ -100,5 +100,6 @@ pub(super) fn broadcast(
     let stages: Vec<Stage> = (0..p - 1)
         .map(|j| Stage::new(j as u64, at(j), at(j + 1)))
         .collect();
-    self::run(run, &stages, bytes, run.opts.chunk, 0.0)
+    let chunk = run.pipeline_chunk();
+    self::run(run, &stages, bytes, chunk, 0.0)
 }

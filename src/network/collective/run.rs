@@ -84,6 +84,18 @@ pub(super) struct Runner<'a> {
     pub protocol_stretch: f64,
 }
 
+impl Runner<'_> {
+    /// The chunk a pipelined algorithm moves per step: the caller's ([`super::Options::chunk`],
+    /// Simple's step by default), or with LL and LL128 under NCCL's model their own, smaller or
+    /// larger, steps ([`super::tuning::step_bytes`]).
+    pub fn pipeline_chunk(&self) -> f64 {
+        match self.protocol {
+            Protocol::Simple => self.opts.chunk,
+            p => super::tuning::step_bytes(p),
+        }
+    }
+}
+
 impl<'a> Runner<'a> {
     pub fn new(graph: &'a Graph, net: &'a FlowNet, opts: &'a Options) -> Self {
         Runner {

@@ -91,7 +91,8 @@ pub(super) fn allreduce(run: &mut Runner, ranks: &[Rank], bytes: f64) -> Result<
         s.scale *= share;
     }
     // Both trees run at once on their halves: one pipeline over n/2 carries both.
-    pipeline::run(run, &all, bytes / 2.0, run.opts.chunk, 0.0)
+    let chunk = run.pipeline_chunk();
+    pipeline::run(run, &all, bytes / 2.0, chunk, 0.0)
 }
 
 #[cfg(test)]

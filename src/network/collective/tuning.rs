@@ -176,6 +176,19 @@ const NET_OVERHEAD: f64 = 1.0;
 /// catalog node, so the figure matters little. An assumption, not a measurement.
 pub const CHANNELS: f64 = 16.0;
 
+/// The data one pipeline step of protocol `p` carries per channel, as NCCL sizes its buffers
+/// (`src/init.cc` DEFAULT_*_BUFFSIZE over NCCL_STEPS = 8, and `calcCollChunking`): Simple
+/// 4 MiB / 8 = 512 KiB; LL 8 lines × 512 threads × 8 steps × 16 bytes / 8, half of it data
+/// (4 of each 8-byte word): 32 KiB; LL128 120 × 640 × 8 × 8 bytes / 8, 15 of each 16 words
+/// data: 576,000 bytes. The chunk the pipelined algorithms (tree, broadcast) move.
+pub fn step_bytes(p: Protocol) -> f64 {
+    match p {
+        Protocol::Simple => 512.0 * 1024.0,
+        Protocol::LL => (8.0 * 512.0 * 8.0 * 16.0) / 8.0 / 2.0,
+        Protocol::LL128 => (120.0 * 640.0 * 8.0 * 8.0) / 8.0 / 16.0 * 15.0,
+    }
+}
+
 /// NVLS channels on one node (`src/transport/nvls.cc`, NCCL 2.30: `NVLS_NCHANNELS_SM90` 16,
 /// `NVLS_NCHANNELS_SM100_NVL` 24 on one NVLink domain, `NVLS_NCHANNELS_SM100` 32 across nodes).
 pub fn nvls_channels(arch: Arch, nodes: usize) -> f64 {
