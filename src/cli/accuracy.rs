@@ -1,6 +1,6 @@
 //! `orrery accuracy`.
 
-use super::common::outputs_done;
+use super::common::written_or_fail;
 use orrery::accuracy;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -56,21 +56,10 @@ pub(super) fn accuracy(table: Option<&Path>, out: Option<PathBuf>, plots: bool) 
         ),
     ];
     let t1 = std::time::Instant::now();
-    let written = orrery::outputs::accuracy::write(&dir, &head, &outcomes, &printed, plots)
-        .and_then(|w| {
-            orrery::atomic::own_folder(&dir, &w.files)
-                .map_err(|e| e.to_string())
-                .map(|()| w)
-        });
-    match written {
-        Ok(w) => {
-            outln!("wrote {} in {}", w.files.join(", "), dir.display());
-            outputs_done(&w, t1);
-        }
-        Err(e) => {
-            errln!("error: cannot write results to {}: {e}", dir.display());
-            return ExitCode::from(2);
-        }
+    let written = orrery::outputs::accuracy::write(&dir, &head, &outcomes, &printed, plots);
+    let code = written_or_fail(&dir, written, t1);
+    if code != ExitCode::SUCCESS {
+        return code;
     }
     if over > 0 || !over_median.is_empty() {
         ExitCode::from(1)

@@ -6,14 +6,15 @@ use crate::accuracy::{self, Outcome};
 use crate::plot;
 use std::path::Path;
 
-/// Writes the folder; `printed` is the table as the command printed it.
+/// Writes the folder; `printed` is the table as the command printed it. The data files
+/// written (`accuracy.csv`), then the plot and report.
 pub fn write(
     dir: &Path,
     header: &[(&str, String)],
     outcomes: &[Outcome],
     printed: &str,
     plots: bool,
-) -> Result<Written, String> {
+) -> Result<(Vec<String>, Written), String> {
     crate::atomic::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let path = dir.join("accuracy.csv");
     crate::atomic::write_atomic(&path, accuracy::csv(outcomes).as_bytes())
@@ -48,10 +49,9 @@ pub fn write(
     }
     rep.section("Table");
     rep.pre(printed);
-    let mut out = rep.finish(&[(
+    let out = rep.finish(&[(
         "accuracy.csv".to_string(),
         "one line per row: published, predicted, signed error, tolerance, set, source",
     )])?;
-    out.files.insert(0, "accuracy.csv".into());
-    Ok(out)
+    Ok((vec!["accuracy.csv".to_string()], out))
 }
