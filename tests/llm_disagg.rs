@@ -5,7 +5,7 @@
 //! transport parameters, never from the simulation under test.
 
 use orrery::compute::roofline;
-use orrery::model::serving::{BatchShape, Footprint, iteration_work};
+use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
 use orrery::network::graph::{DEFAULT_HOP_LATENCY, PCIE_HOP_LATENCY};
 use orrery::sim::{RunResult, SimConfig, simulate};
 use orrery::spec::{Spec, load_str};
@@ -46,9 +46,17 @@ fn run(s: &Spec, horizon_s: u64, trace: Option<Vec<f64>>) -> RunResult {
 fn iter_ns(s: &Spec, shape: &BatchShape) -> u64 {
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
     let f = Footprint::of(llm);
-    let w = iteration_work(&llm.model, 1, &f, shape);
     let r = roofline(s, "H100_SXM", "bf16").unwrap();
-    (r.secs(&w, 1.0) * 1e9).round() as u64
+    (orrery::model::engines::iteration_secs(
+        &r,
+        &r,
+        &llm.engine,
+        1,
+        &iteration_phases(&llm.model, 1, &f, shape),
+        shape,
+        true,
+    ) * 1e9)
+        .round() as u64
 }
 
 fn one(n: u64, c: u64) -> BatchShape {

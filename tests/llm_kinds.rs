@@ -7,7 +7,7 @@
 use orrery::compute::roofline;
 use orrery::experiment::kinds::{Column, figures};
 use orrery::experiment::measure::ClusterFigures;
-use orrery::model::serving::{BatchShape, Footprint, iteration_work};
+use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
 use orrery::sim::{RunResult, SimConfig, simulate};
 use orrery::spec::{Spec, load_str};
 use std::collections::BTreeMap;
@@ -42,8 +42,19 @@ fn request_secs(s: &Spec, out: u64) -> (f64, f64) {
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
     let f = Footprint::of(llm);
     let r = roofline(s, "H100_SXM", "bf16").unwrap();
-    let secs =
-        |b: &BatchShape| (r.secs(&iteration_work(&llm.model, 1, &f, b), 1.0) * 1e9).round() / 1e9;
+    let secs = |b: &BatchShape| {
+        (orrery::model::engines::iteration_secs(
+            &r,
+            &r,
+            &llm.engine,
+            1,
+            &iteration_phases(&llm.model, 1, &f, b),
+            b,
+            true,
+        ) * 1e9)
+            .round()
+            / 1e9
+    };
     let mut first = BatchShape::default();
     first.add(1, 0, true);
     let prefill = secs(&first);

@@ -2,7 +2,9 @@
 //! library, the roofline and the collective schedules, never from the simulation under test.
 
 use orrery::compute::roofline;
-use orrery::model::serving::{BatchShape, Footprint, iteration_work, stage_send_bytes};
+use orrery::model::serving::{
+    BatchShape, Footprint, iteration_phases, iteration_work, stage_send_bytes,
+};
 use orrery::network::collective::{Options, Round, run_rounds, sends};
 use orrery::network::{FlowNet, Graph};
 use orrery::sim::{RunResult, SimConfig, simulate};
@@ -42,7 +44,20 @@ fn stage_secs(s: &Spec, shape: &BatchShape) -> Vec<f64> {
     let r = roofline(s, "H100_SXM", "bf16").unwrap();
     Footprint::stages(llm)
         .iter()
-        .map(|f| (r.secs(&iteration_work(&llm.model, llm.tp, f, shape), 1.0) * 1e9).round() / 1e9)
+        .enumerate()
+        .map(|(i, f)| {
+            (orrery::model::engines::iteration_secs(
+                &r,
+                &r,
+                &llm.engine,
+                llm.tp,
+                &iteration_phases(&llm.model, llm.tp, f, shape),
+                shape,
+                i == 0,
+            ) * 1e9)
+                .round()
+                / 1e9
+        })
         .collect()
 }
 
@@ -126,7 +141,13 @@ fn one_decode_on_two_stages_is_stage0_then_send_then_stage1() {
     assert_eq!((m.finished, m.output_tokens), (1, out));
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
     // The stages' shares add up to the whole model's work (llama3_8b's embeddings untied).
-    let whole = Footprint::new(&llm.model, 1, 2.0, 8192, 256);
+    let whole = Footprint::new(
+        &llm.model,
+        1,
+        orrery::model::serving::Dtypes::same(2.0),
+        8192,
+        256,
+    );
     let mut b = BatchShape::default();
     b.add(1, 7, true);
     let (w0, w1, w) = (
@@ -179,10 +200,12 @@ fn two_batches_in_flight_overlap_as_two_replicas_would() {
     let (ma, mb) = (&a.metrics.llm_services[0], &b.metrics.llm_services[0]);
     assert_eq!((ma.finished, mb.finished), (n as u64, n as u64));
     // By hand: a batch of 32 decodes over c cached tokens takes c0 and c1 on the stages and
-    // x to send; one tp-1 replica takes c0 + c1 (both stages memory-bound, so their times
-    // add). With two batches and paired sends, each stage holds a batch for its compute and
-    // a send, so a batch comes round every 2·max(c0, c1) + 2x, never faster than c0 + c1:
-    // TPOT(pp 2) / TPOT(two replicas) ∈ [1, max over c of (2·max(c0, c1) + 2x) / (c0 + c1)].
+    // x to send; one tp-1 replica takes c0 + c1 less one graph launch (both stages
+    // memory-bound, so their times add; each stage replays its own graph, the replica one).
+    // With two batches and paired sends, each stage holds a batch for its compute and a
+    // send, so a batch comes round every 2·max(c0, c1) + 2x, never faster than c0 + c1:
+    // TPOT(pp 2) / TPOT(two replicas) ∈ [1, max over c of (2·max(c0, c1) + 2x) / (c0 + c1 − launch)].
+    let launch = roofline(&pp, "H100_SXM", "bf16").unwrap().launch_overhead;
     let x = send_secs(&pp, 32.0);
     let mut bound: f64 = 1.0;
     let mut serial: f64 = f64::INFINITY;
@@ -192,11 +215,13 @@ fn two_batches_in_flight_overlap_as_two_replicas_would() {
             shape.add(1, c, true);
         }
         let st = stage_secs(&pp, &shape);
-        bound = bound.max((2.0 * st[0].max(st[1]) + 2.0 * x) / (st[0] + st[1]));
+        bound = bound.max((2.0 * st[0].max(st[1]) + 2.0 * x) / (st[0] + st[1] - launch));
         // One batch at a time through the pipeline: both batches in turn, 2·(c0 + x + c1).
         serial = serial.min(2.0 * (st[0] + x + st[1]));
     }
-    assert!(bound < 1.005, "{bound}");
+    // Near balanced: the stages differ by the host gap the first stage pays (160 µs of
+    // about 2.8 ms).
+    assert!(bound < 1.04, "{bound}");
     let ratio = ma.tpot.mean / mb.tpot.mean;
     assert!(
         ratio >= 1.0 - 1e-6 && ratio <= bound + 1e-6,

@@ -3,7 +3,7 @@
 //! (blocks × block bytes / the device's PCIe bandwidth) inside the iterations that move them.
 
 use orrery::compute::roofline;
-use orrery::model::serving::{BatchShape, Footprint, iteration_work};
+use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
 use orrery::sim::{SimConfig, simulate};
 use orrery::spec::{Spec, load_str};
 use std::collections::BTreeMap;
@@ -52,8 +52,15 @@ fn swap_preemption_moves_the_blocks_by_hand_and_pays_their_pcie_time() {
         for &(n, c) in seqs {
             b.add(n, c, true);
         }
-        let secs =
-            r.secs(&iteration_work(&llm.model, 1, &f, &b), 1.0) + moved_blocks as f64 * bb / pcie;
+        let secs = orrery::model::engines::iteration_secs(
+            &r,
+            &r,
+            &llm.engine,
+            1,
+            &iteration_phases(&llm.model, 1, &f, &b),
+            &b,
+            true,
+        ) + moved_blocks as f64 * bb / pcie;
         (secs * 1e9).round() / 1e9
     };
     let mut t = iter(&[(32, 0), (32, 0)], 0);

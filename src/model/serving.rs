@@ -58,6 +58,40 @@ pub struct Footprint {
     pub last: bool,
 }
 
+/// Bytes per element of what an LLM service stores and moves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dtypes {
+    /// Weights (`precision`).
+    pub weights: f64,
+    /// KV cache (`precision D kv K`).
+    pub kv: f64,
+    /// Activations between kernels, what the all-reduces and stage sends move: the
+    /// weights' dtype, but 16-bit under 8- and 4-bit weights, whose GEMMs return bf16
+    /// (vLLM's `Fp8LinearMethod` returns the input's dtype; TensorRT-LLM's FP8 and NVFP4
+    /// GEMMs output bf16 and its all-reduces run in it).
+    pub activations: f64,
+}
+
+impl Dtypes {
+    pub fn of(s: &crate::spec::serving::LlmServing) -> Self {
+        let w = super::dtype_bytes(&s.dtype);
+        Dtypes {
+            weights: w,
+            kv: super::dtype_bytes(&s.kv_dtype),
+            activations: w.max(2.0),
+        }
+    }
+
+    /// One dtype of `bytes` for everything.
+    pub fn same(bytes: f64) -> Self {
+        Dtypes {
+            weights: bytes,
+            kv: bytes,
+            activations: bytes,
+        }
+    }
+}
+
 /// Layers of each of `pp` stages, as vLLM's `get_pp_indices` splits them: ⌊layers / pp⌋
 /// each, the remainder one more each on the stages before the last, from the second-to-last
 /// backwards (the last holds the final norm and output layer, the first the embedding).
@@ -103,14 +137,8 @@ pub fn kv_heads_per_rank(m: &Transformer, tp: u32) -> f64 {
 }
 
 impl Footprint {
-    pub fn new(
-        m: &Transformer,
-        tp: u32,
-        dtype_bytes: f64,
-        token_budget: u32,
-        max_seqs: u32,
-    ) -> Self {
-        Footprint::stage(m, tp, 1, 0, dtype_bytes, token_budget, max_seqs)
+    pub fn new(m: &Transformer, tp: u32, dtype: Dtypes, token_budget: u32, max_seqs: u32) -> Self {
+        Footprint::stage(m, tp, 1, 0, dtype, token_budget, max_seqs)
     }
 
     /// Stage `stage` of `pp` (layers as [`stage_layers`]).
@@ -119,7 +147,7 @@ impl Footprint {
         tp: u32,
         pp: u32,
         stage: u32,
-        dtype_bytes: f64,
+        dtype: Dtypes,
         token_budget: u32,
         max_seqs: u32,
     ) -> Self {
@@ -133,14 +161,14 @@ impl Footprint {
         let ffn = m
             .moe
             .map_or(m.ffn as f64, |e| f64::from(e.top_k) * e.expert_ffn as f64);
-        let per_token = dtype_bytes * (2.0 * h + (q + 2.0 * kv) / t + 2.0 * ffn / t);
+        let per_token = dtype.activations * (2.0 * h + (q + 2.0 * kv) / t + 2.0 * ffn / t);
         Footprint {
-            weights_bytes: (p.dense + p.expert) * dtype_bytes,
+            weights_bytes: (p.dense + p.expert) * dtype.weights,
             kv_token_bytes: 2.0
                 * f64::from(layers)
                 * kv_heads_per_rank(m, tp)
                 * m.head_dim as f64
-                * dtype_bytes,
+                * dtype.kv,
             reserve_bytes: f64::from(token_budget) * per_token
                 + if last {
                     f64::from(max_seqs) * 4.0 * m.vocab as f64 / t
@@ -161,7 +189,7 @@ impl Footprint {
                     s.tp,
                     s.pp,
                     i,
-                    super::dtype_bytes(&s.dtype),
+                    Dtypes::of(s),
                     s.engine.token_budget,
                     s.engine.max_seqs,
                 )
@@ -220,6 +248,8 @@ pub struct BatchShape {
     pub context_tokens: f64,
     /// Sequences that sample a token at the end of the iteration.
     pub sampled: f64,
+    /// Sequences scheduled.
+    pub seqs: f64,
 }
 
 impl BatchShape {
@@ -229,20 +259,33 @@ impl BatchShape {
         self.tokens += n;
         self.attention_pairs += n * c + n * (n + 1.0) / 2.0;
         self.context_tokens += c;
+        self.seqs += 1.0;
         if samples {
             self.sampled += 1.0;
         }
     }
 }
 
-/// One iteration's work on one rank of `f`'s stage (see the module doc): its layers, and
-/// on the last stage the logits and the fixed kernels.
-pub fn iteration_work(
-    m: &Transformer,
-    tp: u32,
-    f: &Footprint,
-    b: &BatchShape,
-) -> crate::compute::Work {
+impl BatchShape {
+    /// Whether every sequence computes one token: a batch of decodes (a graph can replay it).
+    pub fn decode_only(&self) -> bool {
+        self.seqs > 0.0 && self.tokens == self.seqs
+    }
+}
+
+/// One iteration's work on one rank of `f`'s stage, in its two kinds of kernels, each its
+/// own roofline (they run one after the other, so their times add): the GEMMs (the layers'
+/// matrices and on the last stage the logits; all weights read once) and attention (its
+/// FLOP; the KV of the cached context read and the new tokens' written). `gemm.kernels` is
+/// the iteration's launches (on the last stage with the fixed kernels); `attention.kernels`
+/// is 0 (its launches are counted there).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phases {
+    pub gemm: crate::compute::Work,
+    pub attention: crate::compute::Work,
+}
+
+pub fn iteration_phases(m: &Transformer, tp: u32, f: &Footprint, b: &BatchShape) -> Phases {
     let t = f64::from(tp);
     let layers = f64::from(f.layers);
     let matmul = 2.0 * layers * m.layer_matmul_params() * b.tokens;
@@ -252,10 +295,32 @@ pub fn iteration_work(
     } else {
         (0.0, 0.0)
     };
+    Phases {
+        gemm: crate::compute::Work {
+            flop: (matmul + logits) / t,
+            bytes: f.weights_bytes,
+            kernels: KERNELS_PER_LAYER * layers + fixed,
+        },
+        attention: crate::compute::Work {
+            flop: attention / t,
+            bytes: f.kv_token_bytes * (b.context_tokens + b.tokens),
+            kernels: 0.0,
+        },
+    }
+}
+
+/// One iteration's work on one rank of `f`'s stage as one roofline (both phases summed).
+pub fn iteration_work(
+    m: &Transformer,
+    tp: u32,
+    f: &Footprint,
+    b: &BatchShape,
+) -> crate::compute::Work {
+    let p = iteration_phases(m, tp, f, b);
     crate::compute::Work {
-        flop: (matmul + attention + logits) / t,
-        bytes: f.weights_bytes + f.kv_token_bytes * (b.context_tokens + b.tokens),
-        kernels: KERNELS_PER_LAYER * layers + fixed,
+        flop: p.gemm.flop + p.attention.flop,
+        bytes: p.gemm.bytes + p.attention.bytes,
+        kernels: p.gemm.kernels,
     }
 }
 
@@ -291,14 +356,14 @@ mod tests {
     #[test]
     fn llama3_8b_kv_and_weights_per_rank() {
         let m = crate::model::catalog::find("llama3_8b").unwrap();
-        let f1 = Footprint::new(&m, 1, 2.0, 8192, 256);
+        let f1 = Footprint::new(&m, 1, Dtypes::same(2.0), 8192, 256);
         // 2 × 32 layers × 8 KV heads × 128 × 2 bytes = 128 KiB per token.
         assert_eq!(f1.kv_token_bytes, 131_072.0);
         assert!((f1.weights_bytes - m.params() * 2.0).abs() < 1.0);
-        let f2 = Footprint::new(&m, 2, 2.0, 8192, 256);
+        let f2 = Footprint::new(&m, 2, Dtypes::same(2.0), 8192, 256);
         assert_eq!(f2.kv_token_bytes, 65_536.0);
         // tp 16 > 8 KV heads: one head per rank.
-        let f16 = Footprint::new(&m, 16, 2.0, 8192, 256);
+        let f16 = Footprint::new(&m, 16, Dtypes::same(2.0), 8192, 256);
         assert_eq!(f16.kv_token_bytes, 2.0 * 32.0 * 128.0 * 2.0);
     }
 
@@ -310,9 +375,9 @@ mod tests {
         assert_eq!(stage_layers(30, 4), vec![7, 8, 8, 7]);
         assert_eq!(stage_layers(31, 4), vec![8, 8, 8, 7]);
         let m = crate::model::catalog::find("llama3_8b").unwrap();
-        let one = Footprint::new(&m, 1, 2.0, 8192, 256);
+        let one = Footprint::new(&m, 1, Dtypes::same(2.0), 8192, 256);
         let s: Vec<_> = (0..2)
-            .map(|i| Footprint::stage(&m, 1, 2, i, 2.0, 8192, 256))
+            .map(|i| Footprint::stage(&m, 1, 2, i, Dtypes::same(2.0), 8192, 256))
             .collect();
         // Untied embeddings: the stages' weights and KV add up to the whole replica's.
         assert!((s[0].weights_bytes + s[1].weights_bytes - one.weights_bytes).abs() < 1.0);

@@ -299,7 +299,7 @@ pub const SERVICE: &[StmtDef] = &[
     one("response", &[]),
     one("model", &[]),
     one("parallel", &["tp", "pp"]),
-    one("precision", DTYPES),
+    one("precision", super::serving::PRECISION_WORDS),
     one("prompt", TOKEN_WORDS),
     one("output", TOKEN_WORDS),
     one("engine", super::serving::ENGINE_WORDS),

@@ -39,8 +39,16 @@ pub const KEYS: &[&str] = &[
 pub const FLOP_KEYS: &[&str] = &["compute", "service_time", "batch", "device_memory"];
 /// What an LLM service's `slo` may bound.
 pub const SLO_KINDS: &[&str] = &["ttft", "tpot", "e2e"];
+/// Words of a service's `precision`: a dtype, and `kv` with the KV cache's.
+pub const PRECISION_WORDS: &[&str] = &[
+    "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4", "kv",
+];
 /// Words of `engine`.
 pub const ENGINE_WORDS: &[&str] = &[
+    "vllm",
+    "trtllm",
+    "sglang",
+    "graphs",
     "token_budget",
     "max_seqs",
     "chunked_prefill",
@@ -88,6 +96,12 @@ pub enum Preempt {
 /// The engine of each replica (`engine` statement).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EngineConfig {
+    /// Which engine (`engine vllm|trtllm|sglang`): its defaults and what it spends beside
+    /// the kernels ([`crate::model::engines`]).
+    pub kind: crate::model::engines::Kind,
+    /// CUDA graphs for decode batches (`graphs off`: every kernel launched, vLLM's
+    /// `--enforce-eager`).
+    pub graphs: bool,
     /// Tokens one iteration may compute (vLLM `max_num_batched_tokens`).
     pub token_budget: u32,
     /// Sequences running at once (vLLM `max_num_seqs`).
@@ -102,11 +116,22 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
+        EngineConfig::of(crate::model::engines::Kind::default())
+    }
+}
+
+impl EngineConfig {
+    /// Engine `kind` with its own defaults ([`crate::model::engines::Kind`]); memory
+    /// fraction 0.9 (vLLM `gpu_memory_utilization`, TensorRT-LLM
+    /// `kv_cache_free_gpu_mem_fraction`), recompute preemption.
+    pub fn of(kind: crate::model::engines::Kind) -> Self {
         EngineConfig {
-            token_budget: 8192,
-            max_seqs: 256,
-            chunked_prefill: true,
-            kv_block: 16,
+            kind,
+            graphs: true,
+            token_budget: kind.token_budget(),
+            max_seqs: kind.max_seqs(),
+            chunked_prefill: kind.chunked_prefill(),
+            kv_block: kind.kv_block(),
             memory_fraction: 0.9,
             preempt: Preempt::Recompute,
         }
@@ -131,8 +156,11 @@ pub struct LlmServing {
     /// Pipeline stages per replica (`parallel tp N pp P`): a replica has tp × pp devices.
     #[serde(skip_serializing_if = "is_one")]
     pub pp: u32,
-    /// The serving dtype of weights and KV cache (`precision`, `bf16` by default).
+    /// The dtype of weights and of the GEMMs' inputs (`precision`, `bf16` by default).
     pub dtype: String,
+    /// The KV cache's dtype (`precision D kv K`): by default the weights', but fp8 under
+    /// fp4 weights (TensorRT-LLM's and vLLM's NVFP4 checkpoints keep an FP8 KV cache).
+    pub kv_dtype: String,
     pub prompt: Tokens,
     pub output: Tokens,
     pub engine: EngineConfig,
@@ -156,6 +184,7 @@ pub struct ServiceModel {
     tp: Option<(u32, Span)>,
     pp: Option<(u32, Span)>,
     precision: Option<String>,
+    kv: Option<String>,
     prompt: Option<Tokens>,
     output: Option<Tokens>,
     engine: Option<EngineConfig>,
@@ -212,7 +241,19 @@ fn tokens(cx: &mut Cx, a: &mut Args) -> Option<Tokens> {
 }
 
 fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
-    let mut e = EngineConfig::default();
+    use crate::model::engines::{Kind, WORDS};
+    let named =
+        a.next_if(|v| matches!(&v.kind, ValueKind::Ident(n) if WORDS.contains(&n.as_str())));
+    let kind = named
+        .and_then(|v| match &v.kind {
+            ValueKind::Ident(n) => Kind::from_word(n),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut e = EngineConfig::of(kind);
+    if let Some(v) = a.opt("graphs") {
+        e.graphs = rd::choice(cx, v, &["on", "off"], "graphs setting")? == "on";
+    }
     if let Some(v) = a.opt("token_budget") {
         e.token_budget = rd::count(cx, v, 1, MAX_TOKEN_BUDGET)? as u32;
     }
@@ -308,6 +349,10 @@ impl ServiceModel {
             "precision" => {
                 let v = a.req("a dtype such as `bf16`")?;
                 self.precision = Some(rd::choice(cx, v, schema::DTYPES, "dtype")?.to_string());
+                if let Some(v) = a.opt("kv") {
+                    self.kv =
+                        Some(rd::choice(cx, v, schema::DTYPES, "KV cache dtype")?.to_string());
+                }
             }
             "prompt" => self.prompt = Some(tokens(cx, a)?),
             "output" => self.output = Some(tokens(cx, a)?),
@@ -517,13 +562,22 @@ impl ServiceModel {
             );
             return None;
         }
+        let dtype = self
+            .precision
+            .unwrap_or_else(|| super::layout::DEFAULT_PRECISION.to_string());
+        let kv_dtype = self.kv.unwrap_or_else(|| {
+            if dtype == "fp4" {
+                "fp8".to_string()
+            } else {
+                dtype.clone()
+            }
+        });
         let llm = LlmServing {
             model,
             tp,
             pp,
-            dtype: self
-                .precision
-                .unwrap_or_else(|| super::layout::DEFAULT_PRECISION.to_string()),
+            dtype,
+            kv_dtype,
             prompt,
             output,
             engine: self.engine.unwrap_or_default(),

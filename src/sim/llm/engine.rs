@@ -279,7 +279,13 @@ impl Engine {
                 break;
             }
             let n = want.min(budget);
-            if !self.allocate(0, n, false) {
+            // TensorRT-LLM's GUARANTEED_NO_EVICT: the whole request's blocks at admission.
+            let hold = if self.cfg.kind.reserves_whole_request() {
+                (s.prompt + s.output).saturating_sub(s.computed).max(n)
+            } else {
+                n
+            };
+            if !self.allocate(0, hold, false) {
                 break;
             }
             let mut s = self.waiting.pop_front().expect("front");
@@ -375,8 +381,7 @@ mod tests {
             max_seqs: seqs,
             chunked_prefill: chunked,
             kv_block: 4,
-            memory_fraction: 0.9,
-            preempt: Preempt::Recompute,
+            ..EngineConfig::default()
         }
     }
 

@@ -38,11 +38,59 @@ use crate::sim::durations::Durations;
 /// direction (PCI-SIG, 63 GB/s).
 pub const DEFAULT_PCIE: f64 = 0.985e9 * 4.0 * 16.0;
 
+/// How a replica's iterations are priced: the rooflines of its two kinds of kernels and
+/// what its engine spends beside them ([`crate::model::engines`]).
+pub(crate) struct Pricing {
+    /// The GEMMs, at the weights' dtype (`precision`).
+    pub(crate) gemm: Roofline,
+    /// Attention, at 16 bits under 8- and 4-bit weights (FlashAttention's and the engines'
+    /// attention kernels run bf16 on the dequantized KV), else at the weights' dtype.
+    pub(crate) attention: Roofline,
+    pub(crate) engine: crate::spec::serving::EngineConfig,
+    pub(crate) tp: u32,
+    /// Whether the engine's own all-reduce kernel runs on these ranks: an NVIDIA Hopper
+    /// node's NVLink devices, where its per-call figures were measured.
+    pub(crate) custom_allreduce: bool,
+}
+
+impl Pricing {
+    /// Seconds of one iteration's kernels on one rank: the GEMMs' roofline plus attention's,
+    /// the launches (one graph replay for a decode batch the engine captured, else each
+    /// kernel's, with `graphs off` always each kernel's) and the host time the engine's
+    /// scheduler leaves exposed ([`crate::model::engines::HOST_GAP_S`]).
+    /// `first`: the first pipeline stage (or the only one), which pays the host gap.
+    pub(crate) fn secs(
+        &self,
+        p: &crate::model::serving::Phases,
+        b: &crate::model::serving::BatchShape,
+        first: bool,
+    ) -> f64 {
+        crate::model::engines::iteration_secs(
+            &self.gemm,
+            &self.attention,
+            &self.engine,
+            self.tp,
+            p,
+            b,
+            first,
+        )
+    }
+
+    /// Seconds of one all-reduce of `bytes` per rank with the engine's own kernel, where it
+    /// runs it ([`crate::model::engines::custom_allreduce_secs`]); `None`: NCCL's.
+    pub(crate) fn custom_allreduce_secs(&self, bytes: f64) -> Option<f64> {
+        if !self.custom_allreduce {
+            return None;
+        }
+        crate::model::engines::custom_allreduce_secs(self.engine.kind, self.tp, bytes)
+    }
+}
+
 /// One replica's engine and the iteration in progress.
 pub(crate) struct LlmReplica {
     pub(crate) engine: Engine,
     pub(crate) foot: Footprint,
-    pub(crate) roof: Roofline,
+    pub(crate) price: Pricing,
     /// The ranks' PCIe bandwidth (swap copies).
     pub(crate) pcie: f64,
     /// The all-reduce on the network, scheduled per size as NCCL would run it (`None`: tp 1,

@@ -339,7 +339,7 @@ impl<'s> Sim<'s> {
         let l = self.replicas[r as usize].llm.as_mut().expect("engine");
         let kv_block = l.engine.cfg.kv_block;
         let LlmReplica {
-            roof, pcie, pipe, ..
+            price, pcie, pipe, ..
         } = &mut **l;
         let p = pipe.as_mut().expect("a pipeline");
         let Some(s) = p.find(id).map(|f| f.stage) else {
@@ -348,11 +348,11 @@ impl<'s> Sim<'s> {
         let foot = p.stages[s].foot;
         let f = p.find(id).expect("flight");
         let b = &f.batch;
-        let work = ms::iteration_work(model, tp, &foot, &b.shape);
+        let phases = ms::iteration_phases(model, tp, &foot, &b.shape);
         // Each rank copies its own stage's KV blocks (swap preemption).
         let swap =
             (b.swap_out_blocks + b.swap_in_blocks) as f64 * foot.block_bytes(kv_block) / *pcie;
-        let secs = roof.secs(&work, 1.0) + swap;
+        let secs = price.secs(&phases, &b.shape, s == 0) + swap;
         f.phase = Phase::Compute;
         f.from = now;
         self.q
@@ -362,7 +362,7 @@ impl<'s> Sim<'s> {
     /// Flight `id` starts its send to the next stage (both stages held).
     fn llm_pipe_send(&mut self, r: u32, id: u32) {
         let llm = self.llm_spec(self.replicas[r as usize].service);
-        let d = crate::model::dtype_bytes(&llm.dtype);
+        let d = crate::model::serving::Dtypes::of(llm).activations;
         let per_rank = |tokens| ms::stage_send_bytes(&llm.model, llm.tp, tokens, d);
         let tensor = |tokens| ms::allreduce_bytes(&llm.model, tokens, d);
         let l = self.replicas[r as usize].llm.as_mut().expect("engine");
@@ -452,21 +452,21 @@ impl<'s> Sim<'s> {
         }
         // Computed: the stage's all-reduces (tp > 1).
         let llm = self.llm_spec(self.replicas[r as usize].service);
-        let d = crate::model::dtype_bytes(&llm.dtype);
+        let d = crate::model::serving::Dtypes::of(llm).activations;
         let model = &llm.model;
-        let p = self.replicas[r as usize]
-            .llm
-            .as_mut()
-            .and_then(|l| l.pipe.as_mut())
-            .expect("a pipeline");
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let LlmReplica { price, pipe, .. } = &mut **l;
+        let p = pipe.as_mut().expect("a pipeline");
         let f = p.flights.iter().find(|f| f.id == id).expect("flight");
         let stage = &p.stages[f.stage];
         let bytes = ms::allreduce_bytes(model, f.batch.shape.tokens, d);
-        let (rounds, closed) = stage.allreduce.scaled(
-            self.wire.graph.as_ref(),
-            bytes,
-            ms::stage_allreduces(&stage.foot),
-        );
+        let k = ms::stage_allreduces(&stage.foot);
+        let (rounds, closed) = match price.custom_allreduce_secs(bytes) {
+            Some(t) if f.batch.shape.tokens > 0.0 && !matches!(stage.allreduce, Unit::None) => {
+                (Vec::new(), k * t)
+            }
+            _ => stage.allreduce.scaled(self.wire.graph.as_ref(), bytes, k),
+        };
         let f = p.find(id).expect("flight");
         (f.phase, f.rounds, f.round, f.closed) = (Phase::Reduce, rounds, 0, closed);
         self.llm_pipe_comm(r, id);

@@ -136,6 +136,43 @@ impl Sim<'_> {
             );
             return;
         };
+        let narrow = crate::model::dtype_bytes(&llm.dtype) < 2.0;
+        let attention = if narrow {
+            crate::compute::roofline(spec, &acc_name, "bf16")
+        } else {
+            Some(roof.clone())
+        }
+        .unwrap_or_else(|| roof.clone());
+        let custom_allreduce = llm.tp > 1
+            && acc.interconnect.is_some()
+            && crate::network::collective::tuning::Arch::of(
+                &acc.vendor,
+                &acc.name,
+                acc.model.as_deref(),
+            ) == Some(crate::network::collective::tuning::Arch::Hopper);
+        if let Some(max) = llm
+            .engine
+            .kind
+            .custom_allreduce_max(llm.tp)
+            .filter(|_| custom_allreduce)
+        {
+            self.net.note(
+                MovementKind::Collective,
+                false,
+                format!(
+                    "service {name}: tensor-parallel all-reduces under {} per rank run {}'s own one-node kernel, priced by its per-call times measured on H100 (sgl-project/sglang PR #2904); larger ones NCCL's",
+                    crate::units::Bytes(max as u64),
+                    llm.engine.kind.name()
+                ),
+            );
+        }
+        let price = super::Pricing {
+            gemm: roof,
+            attention,
+            engine: llm.engine,
+            tp: llm.tp,
+            custom_allreduce,
+        };
         let foot = Footprint::of(&llm);
         // vLLM takes the fewest blocks over its workers: the most loaded stage's.
         let blocks = Footprint::stages(&llm)
@@ -207,7 +244,7 @@ impl Sim<'_> {
         self.replicas[r as usize].llm = Some(Box::new(LlmReplica {
             engine,
             foot,
-            roof,
+            price,
             pcie,
             unit_rounds,
             closed_secs,
@@ -280,11 +317,11 @@ impl Sim<'_> {
         if b.is_empty() {
             return;
         }
-        let work = ms::iteration_work(&model, tp, &l.foot, &b.shape);
+        let phases = ms::iteration_phases(&model, tp, &l.foot, &b.shape);
         let swap = (b.swap_out_blocks + b.swap_in_blocks) as f64
             * l.foot.block_bytes(l.engine.cfg.kv_block)
             / l.pcie;
-        let secs = l.roof.secs(&work, 1.0) + swap;
+        let secs = l.price.secs(&phases, &b.shape, true) + swap;
         let util = l.engine.used_blocks() as f64 / l.engine.total_blocks.max(1) as f64;
         l.kv_peak = l.kv_peak.max(util);
         l.iter_from = now;
@@ -302,7 +339,7 @@ impl Sim<'_> {
         let llm = self.llm_of(sid).expect("an LLM service");
         let (k, dtype_bytes) = (
             ms::allreduces(&llm.model),
-            crate::model::dtype_bytes(&llm.dtype),
+            crate::model::serving::Dtypes::of(llm).activations,
         );
         let hidden = llm.model.clone();
         let Some(l) = self.replicas[r as usize].llm.as_mut() else {
@@ -310,7 +347,14 @@ impl Sim<'_> {
         };
         let tokens = l.batch.as_ref().map_or(0.0, |b| b.shape.tokens);
         let bytes = ms::allreduce_bytes(&hidden, tokens, dtype_bytes);
-        if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.wire.graph) {
+        if let Some(t) = l
+            .price
+            .custom_allreduce_secs(bytes)
+            .filter(|_| tokens > 0.0)
+        {
+            self.q
+                .after(models::secs(k * t).max(1), Ev::LlmRoundGo(r, epoch, true));
+        } else if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.wire.graph) {
             l.rounds = scaled(rec.rounds(g, bytes), 1.0, k);
             l.round = 0;
             self.llm_next_round(r);
