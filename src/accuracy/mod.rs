@@ -12,6 +12,7 @@
 //! Architecture invariant: this module predicts through the public pricing functions
 //! (`experiment::collectives`, `sim::simulate`) and never adjusts a prediction per row.
 
+mod harness;
 mod predict;
 pub mod queueing;
 pub mod table;
@@ -55,7 +56,13 @@ pub enum Case {
     Training { scenario: String },
     /// An LLM service under a finite load (the whole scenario text, built from the row): its
     /// output tokens per second until the last request finished.
-    Serving { scenario: String },
+    /// `{ENGINE}` in it is the `engine` line: the row's, or with `trtllm_bench` the batch
+    /// limits trtllm-bench computes for it ([`harness::trtllm_bench`]).
+    Serving {
+        scenario: String,
+        engine: String,
+        trtllm_bench: bool,
+    },
     /// A service of `servers` replicas under Poisson arrivals, exponential or fixed service
     /// times, simulated for `horizon_s` per seed: the mean wait over `seeds` seeds.
     Queueing {

@@ -44,8 +44,18 @@ pub fn predict(case: &Case) -> Result<(f64, String), String> {
             }
             Ok((t.step_time, "simulated".to_string()))
         }
-        Case::Serving { scenario } => {
-            let spec = load(scenario)?;
+        Case::Serving {
+            scenario,
+            engine,
+            trtllm_bench,
+        } => {
+            let mut line = engine.clone();
+            if *trtllm_bench {
+                let first = load(&scenario.replace("{ENGINE}", engine))?;
+                let (bs, tokens) = super::harness::trtllm_bench(&first)?;
+                line = format!("{engine} max_seqs {bs} token_budget {tokens}");
+            }
+            let spec = load(&scenario.replace("{ENGINE}", &line))?;
             let r = simulate(&spec, &SimConfig::default());
             if !r.violations.is_empty() {
                 return Err(format!("the run broke an invariant: {:?}", r.violations));

@@ -89,6 +89,25 @@ struct ServingRow {
     output_tokens_per_s: f64,
     source: String,
     fitted: bool,
+    /// The engine Orrery models it as (`vllm`, `trtllm`, `sglang`).
+    runs: String,
+    /// The harness chose the batch limits (`trtllm-bench`), computed as it computes them.
+    #[serde(default)]
+    harness: Option<String>,
+    /// Batch limits the published command set.
+    #[serde(default)]
+    max_seqs: Option<u32>,
+    #[serde(default)]
+    token_budget: Option<u32>,
+    /// KV cache dtype when not the weights'.
+    #[serde(default)]
+    kv: Option<String>,
+    /// Replicas of `tp` devices each on the node (data parallel behind one client).
+    #[serde(default)]
+    replicas: Option<u32>,
+    /// Clients of a closed loop (`arrival concurrency N requests M`); none: offline.
+    #[serde(default)]
+    concurrency: Option<u32>,
 }
 
 /// A published training iteration time: a Megatron-style job on catalog nodes, the catalog's
@@ -404,12 +423,67 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
         words(
             name,
             &v.id,
-            file.profiles.iter().map(|p| ("profile", p)).chain([
-                ("node", &v.node),
-                ("model", &v.model),
-                ("precision", &v.precision),
-            ]),
+            file.profiles
+                .iter()
+                .map(|p| ("profile", p))
+                .chain([
+                    ("node", &v.node),
+                    ("model", &v.model),
+                    ("precision", &v.precision),
+                    ("runs", &v.runs),
+                ])
+                .chain(v.kv.iter().map(|k| ("kv", k))),
         )?;
+        if !crate::model::engines::WORDS.contains(&v.runs.as_str()) {
+            return Err(format!(
+                "{name}: {}: runs `{}` is not one of {}",
+                v.id,
+                v.runs,
+                crate::model::engines::WORDS.join(", ")
+            ));
+        }
+        let trtllm_bench = match v.harness.as_deref() {
+            None => false,
+            Some("trtllm-bench") => true,
+            Some(h) => {
+                return Err(format!(
+                    "{name}: {}: harness `{h}` is not known (trtllm-bench)",
+                    v.id
+                ));
+            }
+        };
+        let replicas = v.replicas.unwrap_or(1);
+        let arrival = match v.concurrency {
+            Some(c) if (1..=1_000_000).contains(&c) => {
+                format!("concurrency {c} requests {}", v.requests)
+            }
+            Some(_) => return Err(format!("{name}: {}: concurrency 1 to 1000000", v.id)),
+            None => format!("offline {}", v.requests),
+        };
+        if !(1..=64).contains(&replicas)
+            || v.max_seqs.is_some_and(|n| !(1..=65_536).contains(&n))
+            || v.token_budget
+                .is_some_and(|n| !(1..=1_048_576).contains(&n))
+        {
+            return Err(format!(
+                "{name}: {}: replicas 1 to 64, max_seqs 1 to 65536, token_budget 1 to 1048576",
+                v.id
+            ));
+        }
+        let mut engine = format!("engine {}", v.runs);
+        if let Some(n) = v.max_seqs {
+            engine += &format!(" max_seqs {n}");
+        }
+        if let Some(n) = v.token_budget {
+            engine += &format!(" token_budget {n}");
+        }
+        if trtllm_bench {
+            // Orrery's unchunked admission needs a whole request (prompt and output, for
+            // recompute after preemption) within the budget; TensorRT-LLM's default
+            // GUARANTEED_NO_EVICT scheduler never preempts, so the harness's rows run
+            // chunked where prompts exceed what is left of an iteration's budget.
+            engine += " chunked_prefill on";
+        }
         if !((1..=64).contains(&v.tp)
             && (1..=1_000_000).contains(&v.requests)
             && (1..=1_000_000).contains(&v.prompt_tokens)
@@ -427,8 +501,18 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             kind: Kind::Serving,
             system: v.system.clone(),
             config: format!(
-                "{} {} tp {} on {}, {} requests of {}/{} tokens at once (measured: {})",
-                v.model, v.precision, v.tp, v.node, v.requests, v.prompt_tokens, v.output_tokens, v.engine
+                "{} {} tp {}{} on {}, {} requests of {}/{} tokens {} as {} (measured: {})",
+                v.model,
+                v.precision,
+                v.tp,
+                v.replicas.map_or(String::new(), |r| format!(" x {r} replicas")),
+                v.node,
+                v.requests,
+                v.prompt_tokens,
+                v.output_tokens,
+                v.concurrency.map_or("at once".to_string(), |c| format!("by {c} clients")),
+                v.runs,
+                v.engine
             ),
             source: v.source.clone(),
             metric: "output tok/s",
@@ -438,15 +522,17 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             fitted: v.fitted,
             case: Case::Serving {
                 scenario: format!(
-                    "{calibration}cluster accuracy {{\n  node {node} x 1\n}}\n\nworkload w {{\n  service s {{\n    model {model}\n    parallel tp {tp}\n    precision {precision}\n    resources {{ GPU: {tp} }}\n    arrival offline {requests}\n    prompt tokens fixed {isl}\n    output tokens fixed {osl}\n  }}\n}}\n",
+                    "{calibration}cluster accuracy {{\n  node {node} x 1\n}}\n\nworkload w {{\n  service s {{\n    model {model}\n    parallel tp {tp}\n    precision {precision}{kv}\n    replicas {replicas}\n    resources {{ GPU: {tp} }}\n    arrival {arrival}\n    prompt tokens fixed {isl}\n    output tokens fixed {osl}\n    {{ENGINE}}\n  }}\n}}\n",
                     node = v.node,
                     model = v.model,
                     tp = v.tp,
                     precision = v.precision,
-                    requests = v.requests,
+                    kv = v.kv.as_ref().map_or(String::new(), |k| format!(" kv {k}")),
                     isl = v.prompt_tokens,
                     osl = v.output_tokens,
                 ),
+                engine,
+                trtllm_bench,
             },
         });
     }

@@ -1,0 +1,85 @@
+//! The engine settings a benchmark harness picks for itself, so a row runs the engine as it
+//! was measured (not tuned to the row: computed from the row's model, node and lengths, as
+//! the harness computes them).
+
+use crate::spec::Spec;
+
+/// `trtllm-bench`'s batch limits for a model, its tensor-parallel size, and the benchmark's
+/// input and output lengths: `calc_engine_setting` and `finetune_setting` of
+/// NVIDIA/TensorRT-LLM `tensorrt_llm/bench/build/tuning.py` (read at commit 04cba882, later
+/// than the v0.17 tables; the heuristic is the one the benchmark documents, "a slightly
+/// optimistic upper bound"). KV bytes per token use max(tp, kv heads) heads; the engine is
+/// the parameters at the weights' bytes; 0.95 of what the TP group's memory leaves holds
+/// the KV cache of whole requests (input + output tokens). Memory is the catalog's, in GiB
+/// as `get_device_memory` reports it. Returns (max_batch_size, max_num_tokens).
+pub fn trtllm_bench(spec: &Spec) -> Result<(u32, u32), String> {
+    let llm = spec
+        .workloads
+        .iter()
+        .flat_map(|w| w.services.iter())
+        .find_map(|s| s.llm.as_ref())
+        .ok_or("no LLM service")?;
+    let acc = spec
+        .node_types
+        .values()
+        .flat_map(|n| n.devices.iter())
+        .next()
+        .and_then(|d| spec.accelerators.get(&d.accelerator))
+        .ok_or("no accelerator")?;
+    let gib = 1024f64.powi(3);
+    let m = &llm.model;
+    let (tp, pp) = (f64::from(llm.tp), f64::from(llm.pp));
+    let elem = crate::model::dtype_bytes(&llm.dtype);
+    let kv_elem = crate::model::dtype_bytes(&llm.kv_dtype);
+    let heads = tp.max(f64::from(m.kv_heads));
+    let per_token = 2.0 * f64::from(m.layers) * heads * m.head_dim as f64 * kv_elem / gib;
+    let engine = m.params() * elem / gib;
+    let total = acc.memory.0 as f64 / gib * tp * pp;
+    let cache = (total - engine) * 0.95;
+    let (isl, osl) = (f64::from(llm.prompt.max()), f64::from(llm.output.max()));
+    let requests = cache / (per_token * (isl + osl));
+    if requests < 1.0 {
+        return Err("the KV cache holds no request".into());
+    }
+    Ok(finetune(requests, isl, osl, pp))
+}
+
+/// `finetune_setting` with optimistic tuning (tuning.py).
+fn finetune(requests: f64, isl: f64, osl: f64, pp: f64) -> (u32, u32) {
+    let raw_bs = requests.min(4096.0) / pp;
+    let raw_token = (raw_bs * (1.0 + isl / osl)).min(32768.0);
+    let bs = if raw_bs < 256.0 {
+        (32.0 * (raw_bs / 32.0).ceil()).max(64.0)
+    } else if raw_bs < 1024.0 {
+        128.0 * (raw_bs / 128.0).ceil()
+    } else {
+        256.0 * (raw_bs / 256.0).ceil()
+    };
+    let tokens = if raw_token < 4096.0 {
+        (256.0 * (raw_token / 256.0).ceil()).max(2048.0)
+    } else if raw_token < 8192.0 {
+        512.0 * (raw_token / 512.0).ceil()
+    } else {
+        1024.0 * (raw_token / 1024.0).ceil()
+    };
+    (bs as u32, tokens as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::finetune;
+
+    #[test]
+    fn finetune_rounds_as_tuning_py() {
+        // 515 requests of 128 + 2048 tokens: batch up to the next 128, tokens at least 2048.
+        assert_eq!(finetune(515.0, 128.0, 2048.0, 1.0), (640, 2048));
+        // Few requests: at least 64 sequences and 2048 tokens.
+        assert_eq!(finetune(20.0, 5000.0, 500.0, 1.0), (64, 2048));
+        // Long prompts: tokens = batch × (1 + isl/osl), rounded up to 1024 from 8192.
+        assert_eq!(finetune(1000.0, 5000.0, 500.0, 1.0), (1024, 11264));
+        // Capped: 4096 requests and 32768 tokens.
+        assert_eq!(finetune(10_000.0, 5000.0, 500.0, 1.0), (4096, 32768));
+        // 2 pipeline stages halve the batch.
+        assert_eq!(finetune(600.0, 1000.0, 1000.0, 2.0), (384, 2048));
+    }
+}
