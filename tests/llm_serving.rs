@@ -66,8 +66,9 @@ fn decode_steady_state_is_memory_bound_and_tpot_is_its_mean_iteration() {
     let f = Footprint::of(llm);
     let roof = roofline(&s, "H100_SXM", "bf16").unwrap();
     // Iteration k ≥ 2: n decodes over k − 1 cached tokens each; its GEMMs and its attention
-    // memory-bound, so its time is (weights + KV read and written) / (bandwidth × ηm), one
-    // launch (vLLM replays a captured graph for a decode batch) and the engine's host gap.
+    // memory-bound, so its time is (weights + KV read and written + activations) /
+    // (bandwidth × ηm), its 291 kernels' launch overhead each (vLLM replays a captured graph
+    // for a decode batch) and the engine's host gap.
     let mut decode = 0.0;
     for k in 2..=out {
         let mut b = BatchShape::default();
@@ -78,8 +79,12 @@ fn decode_steady_state_is_memory_bound_and_tpot_is_its_mean_iteration() {
         for w in [p.gemm, p.attention] {
             assert!(w.flop / roof.compute_rate() < w.bytes / roof.memory_rate());
         }
-        let closed = (f.weights_bytes + f.kv_token_bytes * (n * k) as f64) / roof.memory_rate()
-            + roof.launch_overhead
+        // Each of the n tokens' activations through 32 layers (GEMMs, elementwise, attention).
+        let (ag, ae, aa) = f.act_token_bytes;
+        let act = (ag + ae + aa) * 32.0 * n as f64;
+        let closed = (f.weights_bytes + f.kv_token_bytes * (n * k) as f64 + act)
+            / roof.memory_rate()
+            + roof.launch_overhead * (9.0 * 32.0 + 3.0)
             + orrery::model::engines::HOST_GAP_S;
         assert!((iter_secs(&s, 1, &b) - closed).abs() < 1e-9, "{closed}");
         decode += iter_secs(&s, 1, &b);

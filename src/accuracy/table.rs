@@ -108,6 +108,9 @@ struct ServingRow {
     /// Clients of a closed loop (`arrival concurrency N requests M`); none: offline.
     #[serde(default)]
     concurrency: Option<u32>,
+    /// Largest decode batch the run captured as a CUDA graph, where it says.
+    #[serde(default)]
+    graph_batch: Option<u32>,
 }
 
 /// A published training iteration time: a Megatron-style job on catalog nodes, the catalog's
@@ -464,9 +467,10 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
             || v.max_seqs.is_some_and(|n| !(1..=65_536).contains(&n))
             || v.token_budget
                 .is_some_and(|n| !(1..=1_048_576).contains(&n))
+            || v.graph_batch.is_some_and(|n| !(1..=65_536).contains(&n))
         {
             return Err(format!(
-                "{name}: {}: replicas 1 to 64, max_seqs 1 to 65536, token_budget 1 to 1048576",
+                "{name}: {}: replicas 1 to 64, max_seqs and graph_batch 1 to 65536, token_budget 1 to 1048576",
                 v.id
             ));
         }
@@ -476,6 +480,9 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
         }
         if let Some(n) = v.token_budget {
             engine += &format!(" token_budget {n}");
+        }
+        if let Some(n) = v.graph_batch {
+            engine += &format!(" graph_batch {n}");
         }
         if trtllm_bench {
             // Orrery's unchunked admission needs a whole request (prompt and output, for

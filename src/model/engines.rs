@@ -3,10 +3,17 @@
 //! a published measurement, cited where it is defined.
 //!
 //! An iteration of an engine costs, beside its kernels' roofline:
-//! - **launches**: a decode-only batch of at most [`Kind::graph_max_batch`] sequences replays
-//!   one captured CUDA graph (one launch); any other batch launches its kernels one by one
-//!   (the profile's launch overhead each). Piecewise graphs (vLLM's torch.compile pieces of
-//!   mixed batches) are not modelled: those batches run eager.
+//! - **kernels**: each kernel costs the profile's launch overhead L on the GPU even inside a
+//!   captured CUDA graph (its ramp, tail and dependency wait): Llama-3 8B decodes one token in
+//!   7.06–7.37 ms with CUDA graphs on H100 at batch 1 (sgl-project/sglang PR #1401 and issue
+//!   #1008), 1.4–1.7 ms more than its 16 GB of weights take at the profile's bandwidth, over
+//!   its 291 kernels: about 5 µs each, the profile's L. A batch the engine does not replay as
+//!   a graph (a decode-only batch of more than [`Kind::graph_max_batch`] sequences, any batch
+//!   with a prompt, or `graphs off`) also launches each kernel from the host, L more each:
+//!   eager decode takes 0.9–2.2 ms longer there (PR #1401), 3–7.5 µs per kernel. vLLM also
+//!   replays mixed batches of up to its capture size in tokens as piecewise graphs (split at
+//!   attention), whose attention kernels and pieces are launched from the host
+//!   ([`Kind::launch_secs`]).
 //! - **host time** the overlapped schedulers do not hide, [`HOST_GAP_S`] per iteration.
 //! - **tensor-parallel all-reduces**: engines run small ones with their own one-node kernels
 //!   ([`custom_allreduce_secs`]) and larger ones with NCCL.
@@ -134,22 +141,39 @@ impl Kind {
         }
     }
 
-    /// Seconds of one launch-bound part of an iteration: one graph replay (one launch) for a
-    /// decode-only batch of at most [`Kind::graph_max_batch`] sequences, else each kernel's.
-    pub fn launch_secs(
-        self,
-        tp: u32,
-        decode_only: bool,
-        seqs: f64,
-        kernels: f64,
-        launch: f64,
-    ) -> f64 {
-        if decode_only && seqs <= f64::from(self.graph_max_batch(tp)) {
-            launch
+    /// Seconds the iteration's kernels cost beside their rooflines (see the module doc): L each
+    /// for a decode-only batch of at most `graph_batch` sequences ([`Kind::graph_max_batch`]
+    /// when `None`), replayed as one graph; with vLLM, a batch with prompt tokens of at most
+    /// that many tokens replays piecewise graphs (its default `cudagraph_mode`
+    /// FULL_AND_PIECEWISE, the pieces split at attention: `vllm/config/compilation.py`), L
+    /// each and L more for each layer's attention kernel launched from the host and each of
+    /// the layers + 1 pieces; any other batch (or `graphs off`) 2L each, launched from the host.
+    pub fn launch_secs(self, tp: u32, graph_batch: Option<u32>, b: &Launches, launch: f64) -> f64 {
+        let most = f64::from(graph_batch.unwrap_or_else(|| self.graph_max_batch(tp)));
+        let k = b.kernels * launch;
+        if !b.graphs {
+            2.0 * k
+        } else if b.decode_only && b.seqs <= most {
+            k
+        } else if self == Kind::Vllm && b.tokens <= most {
+            k + (2.0 * b.layers + 1.0) * launch
         } else {
-            kernels * launch
+            2.0 * k
         }
     }
+}
+
+/// An iteration's batch as its launches see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Launches {
+    /// CUDA graphs on (`graphs on`).
+    pub graphs: bool,
+    /// Every sequence computes one token.
+    pub decode_only: bool,
+    pub seqs: f64,
+    pub tokens: f64,
+    pub kernels: f64,
+    pub layers: f64,
 }
 
 /// Seconds of one iteration's kernels on one rank of engine `e` with `tp` ranks: the GEMMs'
@@ -168,13 +192,23 @@ pub fn iteration_secs(
     let bare = |w: &crate::compute::Work| crate::compute::Work { kernels: 0.0, ..*w };
     let launch = e.kind.launch_secs(
         tp,
-        e.graphs && b.decode_only(),
-        b.seqs,
-        p.gemm.kernels,
+        e.graph_batch,
+        &Launches {
+            graphs: e.graphs,
+            decode_only: b.decode_only(),
+            seqs: b.seqs,
+            tokens: b.tokens,
+            kernels: p.gemm.kernels,
+            layers: p.layers,
+        },
         gemm.launch_overhead,
     );
     let gap = if host { HOST_GAP_S } else { 0.0 };
-    gemm.secs(&bare(&p.gemm), 1.0) + attention.secs(&bare(&p.attention), 1.0) + launch + gap
+    gemm.secs(&bare(&p.gemm), 1.0)
+        + attention.secs(&bare(&p.attention), 1.0)
+        + gemm.secs(&bare(&p.elementwise), 1.0)
+        + launch
+        + gap
 }
 
 /// Bytes per rank of the published per-call figures below (bf16 elements × 2).
@@ -289,11 +323,43 @@ mod tests {
     #[test]
     fn graphs_replace_launches_for_small_decode_batches() {
         let l = 5e-6;
-        assert_eq!(Kind::Vllm.launch_secs(1, true, 512.0, 291.0, l), l);
-        assert_eq!(Kind::Vllm.launch_secs(1, true, 513.0, 291.0, l), 291.0 * l);
-        assert_eq!(Kind::Vllm.launch_secs(1, false, 4.0, 291.0, l), 291.0 * l);
+        let b = |graphs, decode_only, seqs, tokens| Launches {
+            graphs,
+            decode_only,
+            seqs,
+            tokens,
+            kernels: 291.0,
+            layers: 32.0,
+        };
+        let k = 291.0 * l;
+        // A decode batch the engine captured: L per kernel; one more than it captures: 2L.
+        assert_eq!(
+            Kind::Vllm.launch_secs(1, None, &b(true, true, 512.0, 512.0), l),
+            k
+        );
+        assert_eq!(
+            Kind::Vllm.launch_secs(1, None, &b(true, true, 513.0, 513.0), l),
+            2.0 * k
+        );
+        assert_eq!(
+            Kind::Vllm.launch_secs(1, Some(1024), &b(true, true, 513.0, 513.0), l),
+            k
+        );
+        // vLLM's piecewise graphs for a mixed batch within its capture size: the attention
+        // kernels and the 33 pieces launched from the host.
+        let mixed = b(true, false, 4.0, 300.0);
+        assert_eq!(Kind::Vllm.launch_secs(1, None, &mixed, l), k + 65.0 * l);
+        assert_eq!(Kind::Sglang.launch_secs(1, None, &mixed, l), 2.0 * k);
+        // `graphs off`: every kernel from the host.
+        assert_eq!(
+            Kind::Vllm.launch_secs(1, None, &b(false, true, 4.0, 4.0), l),
+            2.0 * k
+        );
         assert_eq!(Kind::Sglang.graph_max_batch(2), 256);
         assert_eq!(Kind::Sglang.graph_max_batch(4), 512);
-        assert_eq!(Kind::Trtllm.launch_secs(8, true, 129.0, 10.0, l), 10.0 * l);
+        assert_eq!(
+            Kind::Trtllm.launch_secs(8, None, &b(true, true, 129.0, 129.0), l),
+            2.0 * k
+        );
     }
 }

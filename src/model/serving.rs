@@ -23,7 +23,8 @@
 //!   without their full-square simplification); the output layer 2·h·vocab only for the
 //!   sequences sampling a token (vLLM computes logits only there); the embedding is a lookup.
 //! - *Iteration bytes* (per rank): all weights read once, the KV of every scheduled
-//!   sequence's cached context read, the new tokens' KV written; activations stay on chip.
+//!   sequence's cached context read, the new tokens' KV written, and each kernel's
+//!   activations in and out ([`activation_bytes`]).
 //! - *Kernels*: [`KERNELS_PER_LAYER`] per layer plus [`KERNELS_FIXED`] per iteration.
 //! - *Pipeline stages* (`pp` > 1): stage s holds [`stage_layers`] of the layers (vLLM's
 //!   `get_pp_indices`, `vllm/distributed/utils.py`, read at commit 5a6541db of
@@ -56,7 +57,16 @@ pub struct Footprint {
     pub layers: u32,
     /// The last stage: it computes the final norm, the logits and samples.
     pub last: bool,
+    /// Bytes one rank's kernels move through memory per token and layer between the GEMMs
+    /// (the activations; see [`activation_bytes`]): (GEMMs' inputs and outputs, elementwise
+    /// kernels', attention's query and output).
+    pub act_token_bytes: (f64, f64, f64),
 }
+
+/// Bytes per weight NVFP4 adds for its block scales: one FP8 (E4M3) scale per 16 FP4 values
+/// (NVIDIA's NVFP4 format, as TensorRT-LLM's and vLLM's fp4 checkpoints store it; the
+/// per-tensor FP32 scale is negligible). Serving weights in `fp4` are 0.5 + 1/16 bytes each.
+pub const NVFP4_SCALE_BYTES: f64 = 1.0 / 16.0;
 
 /// Bytes per element of what an LLM service stores and moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,7 +86,11 @@ impl Dtypes {
     pub fn of(s: &crate::spec::serving::LlmServing) -> Self {
         let w = super::dtype_bytes(&s.dtype);
         Dtypes {
-            weights: w,
+            weights: if s.dtype == "fp4" {
+                w + NVFP4_SCALE_BYTES
+            } else {
+                w
+            },
             kv: super::dtype_bytes(&s.kv_dtype),
             activations: w.max(2.0),
         }
@@ -90,6 +104,34 @@ impl Dtypes {
             activations: bytes,
         }
     }
+}
+
+/// Bytes one rank moves through device memory per token and layer for the activations of
+/// vLLM's Llama layer (`vllm/model_executor/models/llama.py`; each kernel reads its inputs
+/// from and writes its outputs to device memory), at `a` bytes per element, with hidden size
+/// h, query width q, key/value width kv and FFN width f (the routed experts' for MoE; q, kv
+/// and f split over tp, h whole on every rank), as (GEMMs, elementwise kernels, attention):
+/// - GEMMs' inputs and outputs: QKV h → q + 2kv, output q → h, gate-up h → 2f, down f → h:
+///   4h + (2q + 2kv + 3f) / tp;
+/// - elementwise kernels: the two fused add-RMSNorms (each reads the input and the residual
+///   and writes both, 4h), rotary embedding in place on q and k (2q + 2kv), SiLU-and-multiply
+///   (reads 2f, writes f): 8h + (2q + 2kv + 3f) / tp;
+/// - attention reads q and writes its output: 2q / tp.
+///
+/// Assumed: no kernel fusion beyond vLLM's (engines that fuse more move less); the KV cache
+/// traffic is counted apart.
+pub fn activation_bytes(m: &Transformer, tp: u32, a: f64) -> (f64, f64, f64) {
+    let t = f64::from(tp);
+    let (h, q, kv) = (m.hidden as f64, m.q_dim(), m.kv_dim());
+    let f = m
+        .moe
+        .map_or(m.ffn as f64, |e| f64::from(e.top_k) * e.expert_ffn as f64);
+    let split = (2.0 * q + 2.0 * kv + 3.0 * f) / t;
+    (
+        a * (4.0 * h + split),
+        a * (8.0 * h + split),
+        a * 2.0 * q / t,
+    )
 }
 
 /// Layers of each of `pp` stages, as vLLM's `get_pp_indices` splits them: ⌊layers / pp⌋
@@ -163,6 +205,7 @@ impl Footprint {
             .map_or(m.ffn as f64, |e| f64::from(e.top_k) * e.expert_ffn as f64);
         let per_token = dtype.activations * (2.0 * h + (q + 2.0 * kv) / t + 2.0 * ffn / t);
         Footprint {
+            act_token_bytes: activation_bytes(m, tp, dtype.activations),
             weights_bytes: (p.dense + p.expert) * dtype.weights,
             kv_token_bytes: 2.0
                 * f64::from(layers)
@@ -273,16 +316,20 @@ impl BatchShape {
     }
 }
 
-/// One iteration's work on one rank of `f`'s stage, in its two kinds of kernels, each its
+/// One iteration's work on one rank of `f`'s stage, in its three kinds of kernels, each its
 /// own roofline (they run one after the other, so their times add): the GEMMs (the layers'
-/// matrices and on the last stage the logits; all weights read once) and attention (its
-/// FLOP; the KV of the cached context read and the new tokens' written). `gemm.kernels` is
-/// the iteration's launches (on the last stage with the fixed kernels); `attention.kernels`
-/// is 0 (its launches are counted there).
+/// matrices and on the last stage the logits; all weights read once, and their activations
+/// in and out), attention (its FLOP; the KV of the cached context read and the new tokens'
+/// written, its query and output) and the elementwise kernels between them (norms, rotary,
+/// SiLU: memory only) — [`activation_bytes`]. `gemm.kernels` is the iteration's launches (on
+/// the last stage with the fixed kernels); the others' `kernels` are 0 (counted there).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Phases {
+    /// The stage's layers (whose kernels `gemm.kernels` counts).
+    pub layers: f64,
     pub gemm: crate::compute::Work,
     pub attention: crate::compute::Work,
+    pub elementwise: crate::compute::Work,
 }
 
 pub fn iteration_phases(m: &Transformer, tp: u32, f: &Footprint, b: &BatchShape) -> Phases {
@@ -295,15 +342,23 @@ pub fn iteration_phases(m: &Transformer, tp: u32, f: &Footprint, b: &BatchShape)
     } else {
         (0.0, 0.0)
     };
+    let (act_gemm, act_elementwise, act_attention) = f.act_token_bytes;
+    let per_token = layers * b.tokens;
     Phases {
+        layers,
         gemm: crate::compute::Work {
             flop: (matmul + logits) / t,
-            bytes: f.weights_bytes,
+            bytes: f.weights_bytes + act_gemm * per_token,
             kernels: KERNELS_PER_LAYER * layers + fixed,
         },
         attention: crate::compute::Work {
             flop: attention / t,
-            bytes: f.kv_token_bytes * (b.context_tokens + b.tokens),
+            bytes: f.kv_token_bytes * (b.context_tokens + b.tokens) + act_attention * per_token,
+            kernels: 0.0,
+        },
+        elementwise: crate::compute::Work {
+            flop: 0.0,
+            bytes: act_elementwise * per_token,
             kernels: 0.0,
         },
     }
@@ -319,7 +374,7 @@ pub fn iteration_work(
     let p = iteration_phases(m, tp, f, b);
     crate::compute::Work {
         flop: p.gemm.flop + p.attention.flop,
-        bytes: p.gemm.bytes + p.attention.bytes,
+        bytes: p.gemm.bytes + p.attention.bytes + p.elementwise.bytes,
         kernels: p.gemm.kernels,
     }
 }
@@ -387,6 +442,30 @@ mod tests {
         );
         assert!(s[1].last && !s[0].last && s[0].reserve_bytes < s[1].reserve_bytes);
         assert_eq!(s[1].reserve_bytes, one.reserve_bytes);
+    }
+
+    #[test]
+    fn activations_are_vllm_llama_layers_kernel_traffic() {
+        let m = crate::model::catalog::find("llama3_8b").unwrap();
+        // h 4096, q 4096, kv 1024, f 14336, 2 bytes: GEMMs 4h + 2q + 2kv + 3f, elementwise
+        // 8h + 2q + 2kv + 3f, attention 2q elements.
+        let (g, e, a) = activation_bytes(&m, 1, 2.0);
+        assert_eq!(
+            g,
+            2.0 * (4.0 * 4096.0 + 2.0 * 4096.0 + 2.0 * 1024.0 + 3.0 * 14336.0)
+        );
+        assert_eq!(
+            e,
+            2.0 * (8.0 * 4096.0 + 2.0 * 4096.0 + 2.0 * 1024.0 + 3.0 * 14336.0)
+        );
+        assert_eq!(a, 2.0 * 2.0 * 4096.0);
+        // tp 2 halves the split widths, not h.
+        let (g2, _, a2) = activation_bytes(&m, 2, 2.0);
+        assert_eq!(
+            g2,
+            2.0 * (4.0 * 4096.0 + (2.0 * 4096.0 + 2.0 * 1024.0 + 3.0 * 14336.0) / 2.0)
+        );
+        assert_eq!(a2, a / 2.0);
     }
 
     #[test]

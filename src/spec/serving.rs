@@ -49,6 +49,7 @@ pub const ENGINE_WORDS: &[&str] = &[
     "trtllm",
     "sglang",
     "graphs",
+    "graph_batch",
     "token_budget",
     "max_seqs",
     "chunked_prefill",
@@ -102,6 +103,10 @@ pub struct EngineConfig {
     /// CUDA graphs for decode batches (`graphs off`: every kernel launched, vLLM's
     /// `--enforce-eager`).
     pub graphs: bool,
+    /// Largest decode batch replayed as a graph (`graph_batch N`: vLLM's
+    /// `max_capture_size`, SGLang's `--cuda-graph-max-bs`, TensorRT-LLM's
+    /// `cuda_graph_config.max_batch_size`); `None`: the engine's default.
+    pub graph_batch: Option<u32>,
     /// Tokens one iteration may compute (vLLM `max_num_batched_tokens`).
     pub token_budget: u32,
     /// Sequences running at once (vLLM `max_num_seqs`).
@@ -128,6 +133,7 @@ impl EngineConfig {
         EngineConfig {
             kind,
             graphs: true,
+            graph_batch: None,
             token_budget: kind.token_budget(),
             max_seqs: kind.max_seqs(),
             chunked_prefill: kind.chunked_prefill(),
@@ -253,6 +259,9 @@ fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
     let mut e = EngineConfig::of(kind);
     if let Some(v) = a.opt("graphs") {
         e.graphs = rd::choice(cx, v, &["on", "off"], "graphs setting")? == "on";
+    }
+    if let Some(v) = a.opt("graph_batch") {
+        e.graph_batch = Some(rd::count(cx, v, 1, MAX_SEQS)? as u32);
     }
     if let Some(v) = a.opt("token_budget") {
         e.token_budget = rd::count(cx, v, 1, MAX_TOKEN_BUDGET)? as u32;
