@@ -17,8 +17,10 @@
 //! Transformer Models"), generalised from their 16-bit, MHA, ffn = 4h, GeLU case so that the
 //! same terms hold for GQA, SwiGLU and other dtypes; see [`layer_activation_bytes`].
 
-use super::check::{Split, check, check_dtype};
-use super::types::{Attention, Ffn, Layout, Memory, Recompute, Schedule, Sharding, Transformer};
+use super::check::{Split, check_dtype, check_with, stage_layers};
+use super::types::{
+    Attention, Ffn, Layout, Memory, Recompute, Schedule, Setup, Sharding, Transformer,
+};
 
 /// Gradient bytes per parameter: fp32 accumulation and reduction.
 pub const GRAD_BYTES: f64 = 4.0;
@@ -81,10 +83,16 @@ pub fn stage_params(m: &Transformer, l: &Layout, split: &Split, stage: u32) -> S
 /// its experts), an extension beyond the paper. With d = 2, MHA, GeLU and ffn = 4h this is
 /// exactly s·b·h·(34 + 5·a·s/h) without parallelism and Table 2's rows with it.
 pub fn layer_activation_bytes(m: &Transformer, l: &Layout, dtype_bytes: f64) -> f64 {
+    layer_activation_bytes_cp(m, l, 1, dtype_bytes)
+}
+
+/// [`layer_activation_bytes`] of a rank holding 1/cp of each sample's tokens (context
+/// parallelism: every term is per token, and fused attention keeps no s × s term).
+pub fn layer_activation_bytes_cp(m: &Transformer, l: &Layout, cp: u32, dtype_bytes: f64) -> f64 {
     let d = dtype_bytes;
     let (s, b, h) = (m.seq as f64, l.micro_batch as f64, m.hidden as f64);
     let t = f64::from(l.tp);
-    let sb = s * b;
+    let sb = s * b / f64::from(cp.max(1));
     let sp = if l.sp { t } else { 1.0 };
     if l.recompute == Recompute::Full {
         return d * sb * h / sp;
@@ -136,30 +144,68 @@ pub fn per_rank_at(
     dtype_bytes: f64,
     stage: u32,
 ) -> Result<Memory, String> {
-    let split = check(m, l)?;
+    per_rank_at_with(m, l, &Setup::default(), dtype_bytes, stage)
+}
+
+/// [`per_rank_at`] with the settings of `s`: its stage's own layer count (uneven stages),
+/// activations of 1/cp of the tokens, and state sharded over dp × cp ranks (Megatron-LM's
+/// distributed optimizer shards over its data-parallel group with context parallelism).
+pub fn per_rank_at_with(
+    m: &Transformer,
+    l: &Layout,
+    s: &Setup,
+    dtype_bytes: f64,
+    stage: u32,
+) -> Result<Memory, String> {
+    let split = check_with(m, l, s)?;
     check_dtype(dtype_bytes)?;
     if stage >= l.pp {
         return Err(format!("stage {stage} is past the last of {} stages", l.pp));
     }
-    Ok(stage_memory(m, l, &split, dtype_bytes, stage))
+    let (first, middle, last) = stage_layers(m, l, s);
+    let split = Split {
+        layers_per_stage: match stage {
+            0 => first,
+            x if x + 1 == l.pp => last,
+            _ => middle,
+        },
+        ..split
+    };
+    Ok(stage_memory(m, l, &split, s.cp.max(1), dtype_bytes, stage))
 }
 
 /// Memory of the rank that holds the most: the first stage or the last. A middle stage holds
 /// no more than the first: the same layers, no embedding, fewer microbatches in flight.
 pub fn per_rank(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<Memory, String> {
-    let first = per_rank_at(m, l, dtype_bytes, 0)?;
-    let last = per_rank_at(m, l, dtype_bytes, l.pp - 1)?;
-    Ok(if last.total_bytes() > first.total_bytes() {
-        last
-    } else {
-        first
-    })
+    per_rank_with(m, l, &Setup::default(), dtype_bytes)
 }
 
-fn stage_memory(m: &Transformer, l: &Layout, split: &Split, d: f64, stage: u32) -> Memory {
+/// [`per_rank`] with the settings of `s`; with uneven stages a middle stage may hold more
+/// layers than the first, so every stage's kind (first, a middle one, last) is compared.
+pub fn per_rank_with(
+    m: &Transformer,
+    l: &Layout,
+    s: &Setup,
+    dtype_bytes: f64,
+) -> Result<Memory, String> {
+    let mut best = per_rank_at_with(m, l, s, dtype_bytes, 0)?;
+    let mut stages = vec![l.pp - 1];
+    if l.pp > 2 && (s.first_stage.is_some() || s.last_stage.is_some()) {
+        stages.push(1);
+    }
+    for stage in stages {
+        let x = per_rank_at_with(m, l, s, dtype_bytes, stage)?;
+        if x.total_bytes() > best.total_bytes() {
+            best = x;
+        }
+    }
+    Ok(best)
+}
+
+fn stage_memory(m: &Transformer, l: &Layout, split: &Split, cp: u32, d: f64, stage: u32) -> Memory {
     let p = stage_params(m, l, split, stage);
     let (wb, gb, ob) = bytes_per_param(d);
-    let (dp, edp) = (f64::from(l.dp), f64::from(split.expert_dp));
+    let (dp, edp) = (f64::from(l.dp) * f64::from(cp), f64::from(split.expert_dp));
     let level = match l.sharding {
         Sharding::None => 0,
         Sharding::Zero1 => 1,
@@ -178,7 +224,7 @@ fn stage_memory(m: &Transformer, l: &Layout, split: &Split, d: f64, stage: u32) 
         weights_bytes: state(wb, 3),
         gradients_bytes: state(gb, 2),
         optimizer_bytes: state(ob, 1),
-        activations_bytes: activation_bytes(m, l, split, d, stage),
+        activations_bytes: activation_bytes(m, l, split, cp, d, stage),
     }
 }
 
@@ -186,19 +232,27 @@ fn stage_memory(m: &Transformer, l: &Layout, split: &Split, d: f64, stage: u32) 
 /// dropout mask (1 byte per element) for each microbatch in flight, the last the final norm's
 /// and output layer's inputs (d·s·b·h each) and the fp32 logits (4·s·b·vocab / tp) of one
 /// microbatch; with d = 2 and sequence parallelism their 4·s·b·h/t·(1 + v/h).
-fn activation_bytes(m: &Transformer, l: &Layout, split: &Split, d: f64, stage: u32) -> f64 {
+fn activation_bytes(
+    m: &Transformer,
+    l: &Layout,
+    split: &Split,
+    cp: u32,
+    d: f64,
+    stage: u32,
+) -> f64 {
     let t = f64::from(l.tp);
     let sp = if l.sp { t } else { 1.0 };
-    let sbh = m.seq as f64 * l.micro_batch as f64 * m.hidden as f64;
+    let c = f64::from(cp);
+    let sbh = m.seq as f64 * l.micro_batch as f64 * m.hidden as f64 / c;
     let per_chunk = f64::from(split.layers_per_stage) / f64::from(split.chunks);
     let chunks = in_flight_chunks(l, split, stage) as f64;
-    let mut bytes = chunks * per_chunk * layer_activation_bytes(m, l, d);
+    let mut bytes = chunks * per_chunk * layer_activation_bytes_cp(m, l, cp, d);
     if stage == 0 && m.gpt_style() {
         let microbatches = u64::from(l.pp).min(split.microbatches) as f64;
         bytes += microbatches * sbh / sp;
     }
     if stage + 1 == l.pp {
-        let sbv = m.seq as f64 * l.micro_batch as f64 * m.vocab as f64;
+        let sbv = m.seq as f64 * l.micro_batch as f64 * m.vocab as f64 / c;
         bytes += 2.0 * d * sbh / sp + 4.0 * sbv / t;
     }
     bytes
