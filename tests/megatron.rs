@@ -4,13 +4,13 @@
 //! wrong input a located error.
 
 use orrery::compute::kernels::kernel_rates;
-use orrery::model::memory::{layer_activation_bytes, layer_activation_bytes_cp};
+use orrery::model::memory::{layer_activation_bytes, layer_activation_bytes_cp, stage_params};
 use orrery::model::ops::{
     Kernel, layer_kernels, layer_kernels_with, output_kernels, output_kernels_with,
 };
 use orrery::model::{
-    Among, Attention, CommOp, Layout, Recompute, Schedule, Setup, Sharding, StepWork, catalog,
-    check_with, per_rank_with, stage_layers, step_work_with, training_widths,
+    Among, Attention, CommOp, Layout, Recompute, Schedule, Setup, Sharding, Split, StepWork,
+    catalog, check_with, per_rank_with, stage_layers, step_work_with, training_widths,
 };
 use orrery::sim::{RunResult, SimConfig, simulate};
 use orrery::spec::{Spec, load_str};
@@ -293,6 +293,25 @@ fn uneven_stages_take_what_they_are_given_and_the_middle_splits_the_rest() {
             .unwrap_err()
             .contains("middle stages")
     );
+    // A middle stage of 22 layers holds more than the first (18 and the embedding): its
+    // gradients are the ones reduced.
+    let mut dp2 = layout(8, true, 4, 2);
+    dp2.global_batch = 16;
+    let even = s(Some(18), Some(18));
+    let split = check_with(&m, &dp2, &even).unwrap();
+    let w = step_work_with(&m, &dp2, &even, 2.0).unwrap();
+    let middle = stage_params(&m, &dp2, &split, 1);
+    let first = stage_params(
+        &m,
+        &dp2,
+        &Split {
+            layers_per_stage: 18,
+            ..split
+        },
+        0,
+    );
+    assert!(middle.dense > first.dense);
+    assert_eq!(w.per_iteration[0].bytes, middle.dense * 4.0);
     // Two stages: the given ones must take every layer.
     let mut two = layout(8, true, 2, 1);
     two.global_batch = 16;

@@ -113,7 +113,7 @@ pub fn step_work_with(
         0.0
     };
 
-    // Data-parallel reduction of the largest stage's gradients (first or last stage), among
+    // Data-parallel reduction of the largest stage's gradients, among
     // the dp × cp ranks that hold the same weights (Megatron-LM reduces over its
     // data-parallel group with context parallelism, and its distributed optimizer shards
     // over it).
@@ -125,12 +125,13 @@ pub fn step_work_with(
         },
         ..split
     };
-    let stages = [0, l.pp - 1].map(|s| stage_params(m, l, &at(s), s));
-    let biggest = if stages[1].dense > stages[0].dense {
-        stages[1]
-    } else {
-        stages[0]
+    // With uneven stages a middle stage (stage 1 stands for them) may hold the most.
+    let [first_p, middle_p, last_p] =
+        [0, l.pp.min(2) - 1, l.pp - 1].map(|s| stage_params(m, l, &at(s), s));
+    let larger = |a: super::memory::StageParams, b: super::memory::StageParams| {
+        if b.dense > a.dense { b } else { a }
     };
+    let biggest = larger(larger(first_p, middle_p), last_p);
     let mut per_iteration = Vec::new();
     for (params, replicas, among) in [
         (biggest.dense, l.dp * setup.cp, Among::Data),
