@@ -55,12 +55,38 @@ fn fp8_runs_only_the_four_linear_gemms_narrow_reading_their_inputs_at_one_byte()
         "ffn_down" => Some((bs, ffn, h)),
         _ => None,
     };
+    // TransformerEngine's fused cast + transpose: each quantized operand read at 2 bytes and
+    // written twice at 1. Forward: the projection's and FC2's inputs; backward: every linear
+    // layer's output gradient (a sequence slice for the row-parallel ones, gathered after).
+    let casts = |ks: &[Kernel]| -> Vec<f64> {
+        ks.iter()
+            .filter(|k| k.name == "fp8_cast")
+            .map(|k| k.bytes)
+            .collect()
+    };
+    assert_eq!(casts(&fp8.forward), [bs * q * 4.0, bs * ffn * 4.0]);
+    assert_eq!(
+        casts(&fp8.backward),
+        [
+            bs * (q + 2.0 * kv) * 4.0,
+            bs * h / t * 4.0,
+            bs * 2.0 * ffn * 4.0,
+            bs * h / t * 4.0
+        ]
+    );
+    assert!(casts(&wide.forward).is_empty() && casts(&wide.backward).is_empty());
+    let no_cast = |ks: &[Kernel]| -> Vec<Kernel> {
+        ks.iter()
+            .filter(|k| k.name != "fp8_cast")
+            .copied()
+            .collect()
+    };
     for (a, b) in [
-        (&wide.forward, &fp8.forward),
-        (&wide.backward, &fp8.backward),
+        (no_cast(&wide.forward), no_cast(&fp8.forward)),
+        (no_cast(&wide.backward), no_cast(&fp8.backward)),
     ] {
         assert_eq!(a.len(), b.len());
-        for (w, n) in a.iter().zip(b) {
+        for (w, n) in a.iter().zip(&b) {
             match shape(n.name) {
                 Some((mm, nn, kk)) => {
                     assert!(n.narrow, "{}", n.name);
@@ -98,6 +124,15 @@ fn fp8_runs_only_the_four_linear_gemms_narrow_reading_their_inputs_at_one_byte()
             "ffn_down"
         ]
     );
+    // With `sp` the all-gathers carry the quantized bytes, the reduce-scatters 16 bits.
+    let wide_w = step_work_with(&m, &l, &Setup::default(), 2.0).unwrap();
+    let fp8_w = step_work_with(&m, &l, &narrow(), 2.0).unwrap();
+    for (a, b) in wide_w.per_microbatch.iter().zip(&fp8_w.per_microbatch) {
+        assert_eq!(a.count, b.count);
+        let w = if b.op == CommOp::AllGather { 1.0 } else { 2.0 };
+        assert_eq!(b.bytes, bs * h * w, "{:?}", b.op);
+        assert_eq!(a.bytes, bs * h * 2.0);
+    }
     // The output layer is never narrow.
     assert_eq!(
         output_kernels_with(&m, &l, &narrow(), 2.0),

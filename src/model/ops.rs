@@ -38,7 +38,8 @@
 //! still span the whole sequence); a narrow precision (fp8) runs only the block's linear
 //! GEMMs at it (`Pass::block_linear`), as TransformerEngine's `fp8_autocast` does around
 //! Megatron-Core's transformer layers — the router, the attention core, the elementwise
-//! kernels and the output layer stay 16-bit.
+//! kernels and the output layer stay 16-bit — and adds TransformerEngine's fused cast +
+//! transpose of each quantized operand (`Pass::quantize`).
 
 use super::types::{Attention, Ffn, Layout, Recompute, Setup, Transformer};
 /// Which units run a kernel: tensor cores (matrix multiplies) or the vector units.
@@ -161,6 +162,22 @@ impl Pass {
         );
     }
 
+    /// TransformerEngine's quantization of a narrow GEMM's operand (fp8): one fused kernel
+    /// reading `elems` 16-bit elements and writing them row-wise and column-wise (transposed)
+    /// at the narrow width (`transformer_engine/pytorch/module/linear.py`: the input quantized
+    /// with `columnwise=backward_needs_input`; `base.py` `grad_output_preprocess`: "fused cast
+    /// + transpose" of the output gradient); in the forward (`backward` false) or the
+    /// backward. Nothing without a narrow precision.
+    fn quantize(&mut self, elems: f64, backward: bool) {
+        let Some(w) = self.narrow else { return };
+        let bytes = elems * (self.d + 2.0 * w) / self.d;
+        if backward {
+            self.bw("fp8_cast", Engine::Vector, 0.0, bytes);
+        } else {
+            self.fw("fp8_cast", Engine::Vector, 0.0, bytes, false);
+        }
+    }
+
     /// An elementwise kernel over `a` elements: forward and backward FLOP per element.
     fn elementwise(&mut self, name: &'static str, a: f64, fw: f64, bw: f64, core: bool) {
         self.fw(name, Engine::Vector, fw * a, 2.0 * a, core);
@@ -281,6 +298,9 @@ pub fn layer_kernels_with(
     p.block_linear("query", bs, h, heads * hd);
     p.block_linear("key", bs, h, kv);
     p.block_linear("value", bs, h, kv);
+    // The QKV input is quantized by the norm before it (TransformerEngine's LayerNormLinear
+    // fuses them); its output gradient is quantized in the backward.
+    p.quantize(bs * (heads * hd + 2.0 * kv), true);
     match l.attention {
         Attention::Unfused => {
             let scores = b * heads * s * s;
@@ -293,7 +313,11 @@ pub fn layer_kernels_with(
         }
         Attention::Flash => p.flash(bs, heads, kv, hd, s),
     }
+    // The projection (a plain Linear) quantizes its input; its output gradient, a sequence
+    // slice with `sp`, is quantized before it is gathered.
+    p.quantize(bs * heads * hd, false);
     p.block_linear("attn_out", bs, heads * hd, h);
+    p.quantize(a_sp, true);
     p.tp_reduce(a, t, true);
     if drop {
         p.dropout(a_sp, false);
@@ -315,15 +339,19 @@ pub fn layer_kernels_with(
     match m.ffn_kind {
         Ffn::Gelu => {
             p.block_linear("ffn_up", tokens, h, ffn / t);
+            p.quantize(inner, true);
             p.elementwise("gelu", inner, 8.0, 13.0, false);
         }
         Ffn::SwiGlu => {
             p.block_linear("ffn_gate_up", tokens, h, 2.0 * ffn / t);
+            p.quantize(2.0 * inner, true);
             p.elementwise("silu", inner, 8.0, 13.0, false);
             p.elementwise("gate_mul", inner, 1.0, 2.0, false);
         }
     }
+    p.quantize(inner, false);
     p.block_linear("ffn_down", tokens, ffn / t, h);
+    p.quantize(if m.moe.is_some() { tokens * h } else { a_sp }, true);
     p.tp_reduce(a, t, true);
     if drop {
         p.dropout(a_sp, false);

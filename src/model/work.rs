@@ -70,11 +70,17 @@ pub fn step_work_with(
         } else {
             &[(CommOp::AllReduce, count)]
         };
+        // With a narrow precision the all-gathers carry quantized data: TransformerEngine
+        // quantizes a linear layer's input (and, in the backward, its output gradient)
+        // before gathering it (`transformer_engine/pytorch/module/linear.py`,
+        // `gather_along_first_dim(..., quantizer=...)`; `base.py` `grad_output_preprocess`);
+        // the reduce-scatters carry the GEMMs' 16-bit outputs.
+        let gathered = setup.narrow_gemm_bytes.unwrap_or(d);
         for &(op, count) in ops {
             per_microbatch.push(Comm {
                 op,
                 among: Among::Tensor,
-                bytes: sbh * d,
+                bytes: sbh * if op == CommOp::AllGather { gathered } else { d },
                 count,
             });
         }
