@@ -165,8 +165,8 @@ impl Pass {
     /// TransformerEngine's quantization of a narrow GEMM's operand (fp8): one fused kernel
     /// reading `elems` 16-bit elements and writing them row-wise and column-wise (transposed)
     /// at the narrow width (`transformer_engine/pytorch/module/linear.py`: the input quantized
-    /// with `columnwise=backward_needs_input`; `base.py` `grad_output_preprocess`: "fused cast
-    /// + transpose" of the output gradient); in the forward (`backward` false) or the
+    /// with `columnwise=backward_needs_input`; `base.py` `grad_output_preprocess`, "fused
+    /// cast + transpose" of the output gradient); in the forward (`backward` false) or the
     /// backward. Nothing without a narrow precision.
     fn quantize(&mut self, elems: f64, backward: bool) {
         let Some(w) = self.narrow else { return };
