@@ -240,25 +240,11 @@ impl JobModel {
                 self.precision = Some(rd::choice(cx, v, schema::DTYPES, "dtype")?.to_string());
             }
             "overlap" => {
+                // One `overlap` statement per job (a second is an error where statements are
+                // read), naming each overlap it turns on.
                 let o = super::overlap::read(cx, a, head)?;
-                for (twice, at) in [
-                    (o.grad.is_some() && self.overlap.is_some(), head),
-                    (o.tp_comm.is_some() && self.tp_comm.is_some(), head),
-                ] {
-                    if twice {
-                        cx.error(
-                            at,
-                            "this overlap is already turned on by an earlier `overlap`",
-                        );
-                        return None;
-                    }
-                }
-                if o.grad.is_some() {
-                    self.overlap = o.grad;
-                }
-                if o.tp_comm.is_some() {
-                    self.tp_comm = o.tp_comm;
-                }
+                self.overlap = o.grad;
+                self.tp_comm = o.tp_comm;
             }
             _ => {}
         }

@@ -4,7 +4,7 @@
 //! here). The simulation of it is `src/sim/buckets.rs`; this file only reads it and says
 //! where it makes no sense.
 //!
-//! `overlap tp_comm` (issue 39; in the same statement or its own) runs the sequence-parallel
+//! `overlap tp_comm` (issue 39; beside `grad_reduce` in the one statement) runs the sequence-parallel
 //! all-gathers and reduce-scatters during the GEMMs beside them, as Megatron-LM's
 //! `--tp-comm-overlap` does with TransformerEngine's userbuffers (off by default there and
 //! here; it needs sequence parallelism there and here). Its pricing is in
