@@ -4,7 +4,7 @@
 //! wrong input a located error.
 
 use orrery::compute::kernels::kernel_rates;
-use orrery::model::memory::{layer_activation_bytes, layer_activation_bytes_cp, stage_params};
+use orrery::model::memory::{layer_activation_bytes, layer_activation_bytes_with, stage_params};
 use orrery::model::ops::{
     Kernel, layer_kernels, layer_kernels_with, output_kernels, output_kernels_with,
 };
@@ -124,6 +124,13 @@ fn fp8_runs_only_the_four_linear_gemms_narrow_reading_their_inputs_at_one_byte()
             "ffn_down"
         ]
     );
+    // A layer keeps its four linear inputs at 1 byte (TransformerEngine saves them
+    // quantized), the norms' inputs, Q, K, V, SwiGLU's gate and up at 2; with `sp` the
+    // sequence-wide ones are split over tp too.
+    let (qd, kvd, f) = (8192.0, 1024.0, 28672.0);
+    let keep = bs * (2.0 * 2.0 * h + h + h) / t
+        + bs * (2.0 * (qd + kvd) + 2.0 * kvd + qd + (2.0 * 2.0 + 1.0) * f) / t;
+    assert_eq!(layer_activation_bytes_with(&m, &l, &narrow(), 2.0), keep);
     // With `sp` the all-gathers carry the quantized bytes, the reduce-scatters 16 bits.
     let wide_w = step_work_with(&m, &l, &Setup::default(), 2.0).unwrap();
     let fp8_w = step_work_with(&m, &l, &narrow(), 2.0).unwrap();
@@ -264,7 +271,7 @@ fn context_parallelism_divides_a_ranks_tokens_and_sends_kv_chunks_round_a_ring()
     assert_eq!(two.optimizer.flop, one.optimizer.flop / 2.0);
     // Activations per layer halve (fused attention keeps no s × s term).
     assert_eq!(
-        layer_activation_bytes_cp(&m, &l, 2, 2.0),
+        layer_activation_bytes_with(&m, &l, &cp, 2.0),
         layer_activation_bytes(&m, &l, 2.0) / 2.0
     );
     let (m1, m2) = (

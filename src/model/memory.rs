@@ -15,7 +15,10 @@
 //!
 //! Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
 //! Transformer Models"), generalised from their 16-bit, MHA, ffn = 4h, GeLU case so that the
-//! same terms hold for GQA, SwiGLU and other dtypes; see [`layer_activation_bytes`].
+//! same terms hold for GQA, SwiGLU and other dtypes; see [`layer_activation_bytes`]. With
+//! the settings of [`Setup`] (issue 39), [`layer_activation_bytes_with`]: context
+//! parallelism's 1/cp of the tokens, fp8's quantized linear inputs, uneven stages' own layer
+//! counts, and state sharded over dp × cp.
 
 use super::check::{Split, check_dtype, check_with, stage_layers};
 use super::types::{
@@ -83,16 +86,28 @@ pub fn stage_params(m: &Transformer, l: &Layout, split: &Split, stage: u32) -> S
 /// its experts), an extension beyond the paper. With d = 2, MHA, GeLU and ffn = 4h this is
 /// exactly s·b·h·(34 + 5·a·s/h) without parallelism and Table 2's rows with it.
 pub fn layer_activation_bytes(m: &Transformer, l: &Layout, dtype_bytes: f64) -> f64 {
-    layer_activation_bytes_cp(m, l, 1, dtype_bytes)
+    layer_activation_bytes_with(m, l, &Setup::default(), dtype_bytes)
 }
 
-/// [`layer_activation_bytes`] of a rank holding 1/cp of each sample's tokens (context
-/// parallelism: every term is per token, and fused attention keeps no s × s term).
-pub fn layer_activation_bytes_cp(m: &Transformer, l: &Layout, cp: u32, dtype_bytes: f64) -> f64 {
+/// [`layer_activation_bytes`] with the settings of `setup`:
+/// - context parallelism: a rank holds 1/cp of each sample's tokens (every term is per
+///   token, and fused attention keeps no s × s term);
+/// - a narrow precision: the four linear layers keep their inputs for the weight gradient as
+///   TransformerEngine quantized them (`transformer_engine/pytorch/module/linear.py` saves
+///   the quantized `inputmat`, column-wise), so the QKV input, the FFN input, the
+///   projection's input and FC2's input (GeLU's output, SwiGLU's product) are kept at the
+///   narrow width and the rest in 16 bits.
+pub fn layer_activation_bytes_with(
+    m: &Transformer,
+    l: &Layout,
+    setup: &Setup,
+    dtype_bytes: f64,
+) -> f64 {
     let d = dtype_bytes;
+    let w = setup.narrow_gemm_bytes.unwrap_or(d);
     let (s, b, h) = (m.seq as f64, l.micro_batch as f64, m.hidden as f64);
     let t = f64::from(l.tp);
-    let sb = s * b / f64::from(cp.max(1));
+    let sb = s * b / f64::from(setup.cp.max(1));
     let sp = if l.sp { t } else { 1.0 };
     if l.recompute == Recompute::Full {
         return d * sb * h / sp;
@@ -102,13 +117,14 @@ pub fn layer_activation_bytes_cp(m: &Transformer, l: &Layout, cp: u32, dtype_byt
     let (top_k, f) = m.moe.map_or((1.0, m.ffn as f64), |e| {
         (f64::from(e.top_k), e.expert_ffn as f64)
     });
+    // FFN tensors kept besides FC2's input: GeLU's input; SwiGLU's gate and up.
     let inner = match m.ffn_kind {
-        Ffn::Gelu => 2.0,
-        Ffn::SwiGlu => 3.0,
+        Ffn::Gelu => 1.0,
+        Ffn::SwiGlu => 2.0,
     };
-    let whole = sb * (2.0 * d * h + d * h + top_k * d * h + 2.0 * mask * h);
+    let whole = sb * (2.0 * d * h + w * h + top_k * w * h + 2.0 * mask * h);
     let (q, kv) = (m.q_dim(), m.kv_dim());
-    let split = sb * (d * (q + kv) + d * kv + d * q + top_k * inner * d * f);
+    let split = sb * (d * (q + kv) + d * kv + w * q + top_k * (inner * d + w) * f);
     // Selective recomputation keeps no s × s activations, and fused attention never makes
     // them (it keeps O and a row statistic, counted with the projections).
     let core = if l.recompute == Recompute::Selective || l.attention == Attention::Flash {
@@ -171,7 +187,7 @@ pub fn per_rank_at_with(
         },
         ..split
     };
-    Ok(stage_memory(m, l, &split, s.cp.max(1), dtype_bytes, stage))
+    Ok(stage_memory(m, l, &split, s, dtype_bytes, stage))
 }
 
 /// Memory of the rank that holds the most: the first stage or the last. A middle stage holds
@@ -202,7 +218,15 @@ pub fn per_rank_with(
     Ok(best)
 }
 
-fn stage_memory(m: &Transformer, l: &Layout, split: &Split, cp: u32, d: f64, stage: u32) -> Memory {
+fn stage_memory(
+    m: &Transformer,
+    l: &Layout,
+    split: &Split,
+    setup: &Setup,
+    d: f64,
+    stage: u32,
+) -> Memory {
+    let cp = setup.cp.max(1);
     let p = stage_params(m, l, split, stage);
     let (wb, gb, ob) = bytes_per_param(d);
     let (dp, edp) = (f64::from(l.dp) * f64::from(cp), f64::from(split.expert_dp));
@@ -224,7 +248,7 @@ fn stage_memory(m: &Transformer, l: &Layout, split: &Split, cp: u32, d: f64, sta
         weights_bytes: state(wb, 3),
         gradients_bytes: state(gb, 2),
         optimizer_bytes: state(ob, 1),
-        activations_bytes: activation_bytes(m, l, split, cp, d, stage),
+        activations_bytes: activation_bytes(m, l, split, setup, d, stage),
     }
 }
 
@@ -236,17 +260,17 @@ fn activation_bytes(
     m: &Transformer,
     l: &Layout,
     split: &Split,
-    cp: u32,
+    setup: &Setup,
     d: f64,
     stage: u32,
 ) -> f64 {
     let t = f64::from(l.tp);
     let sp = if l.sp { t } else { 1.0 };
-    let c = f64::from(cp);
+    let c = f64::from(setup.cp.max(1));
     let sbh = m.seq as f64 * l.micro_batch as f64 * m.hidden as f64 / c;
     let per_chunk = f64::from(split.layers_per_stage) / f64::from(split.chunks);
     let chunks = in_flight_chunks(l, split, stage) as f64;
-    let mut bytes = chunks * per_chunk * layer_activation_bytes_cp(m, l, cp, d);
+    let mut bytes = chunks * per_chunk * layer_activation_bytes_with(m, l, setup, d);
     if stage == 0 && m.gpt_style() {
         let microbatches = u64::from(l.pp).min(split.microbatches) as f64;
         bytes += microbatches * sbh / sp;
