@@ -131,6 +131,14 @@ struct TrainingRow {
     /// `unfused` (the default) or `flash`, as the framework that was measured ran it.
     #[serde(default = "unfused")]
     attention: String,
+    /// `none` (the default), `zero1`, ...: how the measured run sharded its optimizer state
+    /// (Megatron's distributed optimizer, Apex's distributed fused Adam: `zero1`).
+    #[serde(default = "none_word")]
+    sharding: String,
+    /// The `overlap` statement's words as the measured recipe set them (`grad_reduce
+    /// tp_comm`); empty (the default): no overlap, Megatron-LM's defaults.
+    #[serde(default)]
+    overlap: String,
     global_batch: u32,
     micro_batch: u32,
     precision: String,
@@ -382,21 +390,26 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
         words(
             name,
             &t.id,
-            file.profiles.iter().map(|p| ("profile", p)).chain([
-                ("node", &t.node),
-                ("model", &t.model),
-                ("parallel", &t.parallel),
-                ("recompute", &t.recompute),
-                ("attention", &t.attention),
-                ("precision", &t.precision),
-            ]),
+            file.profiles
+                .iter()
+                .map(|p| ("profile", p))
+                .chain([
+                    ("node", &t.node),
+                    ("model", &t.model),
+                    ("parallel", &t.parallel),
+                    ("recompute", &t.recompute),
+                    ("attention", &t.attention),
+                    ("sharding", &t.sharding),
+                    ("precision", &t.precision),
+                ])
+                .chain((!t.overlap.is_empty()).then_some(("overlap", &t.overlap))),
         )?;
         rows.push(Entry {
             id: t.id.clone(),
             kind: Kind::Training,
             system: t.system.clone(),
             config: format!(
-                "{} on {} x {}: {}, recompute {}, batch {}/{}, {}",
+                "{} on {} x {}: {}, recompute {}, batch {}/{}, {}{}",
                 t.model,
                 t.nodes,
                 t.node,
@@ -404,7 +417,12 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
                 t.recompute,
                 t.global_batch,
                 t.micro_batch,
-                t.precision
+                t.precision,
+                if t.overlap.is_empty() {
+                    String::new()
+                } else {
+                    format!(", overlap {}", t.overlap)
+                }
             ),
             source: t.source.clone(),
             metric: "step time s",
@@ -570,6 +588,11 @@ fn words<'a>(
     Ok(())
 }
 
+/// A training row's `sharding` when it names none.
+fn none_word() -> String {
+    "none".to_string()
+}
+
 /// A training row's `attention` when it names none.
 fn unfused() -> String {
     "unfused".to_string()
@@ -579,9 +602,15 @@ fn unfused() -> String {
 /// one rack on a non-blocking fat tree, one placement group of whole nodes packed, two
 /// iterations.
 fn training_scenario(t: &TrainingRow, calibration: &str) -> String {
+    let overlap = if t.overlap.is_empty() {
+        String::new()
+    } else {
+        format!("    overlap {}\n", t.overlap)
+    };
     calibration.to_string()
         + &format!(
-            "cluster accuracy {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n  fabric fat_tree\n}}\n\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }} x {n}\n  }}\n  training job on pg steps 2 {{\n    model {model}\n    parallel {parallel}\n    recompute {recompute}\n    attention {attention}\n    batch global {gb} micro {mb}\n    precision {precision}\n  }}\n}}\n",
+            "cluster accuracy {{\n  rack r0 {{\n    node {node} x {n}\n  }}\n  fabric fat_tree\n}}\n\nworkload w {{\n  placement_group pg strategy PACK {{\n    bundle {{ GPU: 8 }} x {n}\n  }}\n  training job on pg steps 2 {{\n    model {model}\n    parallel {parallel}\n    recompute {recompute}\n    attention {attention}\n    sharding {sharding}\n{overlap}    batch global {gb} micro {mb}\n    precision {precision}\n  }}\n}}\n",
+            sharding = t.sharding,
             node = t.node,
             n = t.nodes,
             model = t.model,

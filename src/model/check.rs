@@ -2,7 +2,7 @@
 //! Every formula in `memory` and `work` divides by these, so they check here first and
 //! return a plain message instead of dividing by zero or splitting a head in two.
 
-use super::types::{Layout, Schedule, Transformer};
+use super::types::{Attention, Layout, Schedule, Setup, Transformer};
 
 /// The integer split of a valid layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +19,121 @@ pub struct Split {
 
 /// Checks `m` and `l` and returns their split, or why they do not divide.
 pub fn check(m: &Transformer, l: &Layout) -> Result<Split, String> {
+    check_with(m, l, &Setup::default())
+}
+
+/// Layers of the first, a middle and the last stage of `l` with `s` (Megatron-Core
+/// `TransformerConfig.__post_init__`, "Uneven PP", at Megatron-LM d98e8a6: the first and last
+/// stages take what they are given, the stages between split the rest evenly); with even
+/// stages all three are layers / pp; without middle stages the middle count is 0.
+pub fn stage_layers(m: &Transformer, l: &Layout, s: &Setup) -> (u32, u32, u32) {
+    let pp = l.pp.max(1);
+    if pp == 1 || (s.first_stage.is_none() && s.last_stage.is_none()) {
+        let n = m.layers / pp;
+        return (n, n, n);
+    }
+    let middle_stages = pp - u32::from(s.first_stage.is_some()) - u32::from(s.last_stage.is_some());
+    let rest = m
+        .layers
+        .saturating_sub(s.first_stage.unwrap_or(0) + s.last_stage.unwrap_or(0));
+    let middle = rest.checked_div(middle_stages).unwrap_or(0);
+    (
+        s.first_stage.unwrap_or(middle),
+        middle,
+        s.last_stage.unwrap_or(middle),
+    )
+}
+
+/// [`check`] with the settings of `s`: context parallelism needs fused attention, a sequence
+/// of whole 2·cp chunks (Megatron-LM's load-balanced split gives each rank two chunks) and no
+/// expert parallelism (not modelled); uneven stages follow Megatron-Core's rules (each given
+/// stage at least one layer and a multiple of `interleave`, the rest split evenly over the
+/// stages between, each a multiple of `interleave`).
+pub fn check_with(m: &Transformer, l: &Layout, s: &Setup) -> Result<Split, String> {
+    if s.cp == 0 {
+        return Err("cp must be at least 1".into());
+    }
+    if s.cp > 1 {
+        if l.attention != Attention::Flash {
+            return Err("context parallelism needs fused attention (`attention flash`)".into());
+        }
+        if !m.seq.is_multiple_of(2 * u64::from(s.cp)) {
+            return Err(format!(
+                "seq ({}) is not a multiple of 2 × cp ({})",
+                m.seq,
+                2 * s.cp
+            ));
+        }
+        if l.ep > 1 {
+            return Err("context parallelism with expert parallelism is not modelled".into());
+        }
+        if l.sp && !(m.seq / u64::from(s.cp)).is_multiple_of(u64::from(l.tp)) {
+            return Err(format!(
+                "seq / cp ({}) is not a multiple of tp ({})",
+                m.seq / u64::from(s.cp),
+                l.tp
+            ));
+        }
+    }
+    if s.first_stage.is_none() && s.last_stage.is_none() {
+        return check_even(m, l);
+    }
+    // Uneven stages: check them here, then the rest with an even layer count.
+    if l.pp < 2 {
+        return Err("uneven stages need pp of at least 2".into());
+    }
+    let v = match l.schedule {
+        Schedule::Interleaved(v) => v.max(1),
+        Schedule::OneFOneB => 1,
+    };
+    for (what, n) in [("first", s.first_stage), ("last", s.last_stage)] {
+        if let Some(n) = n {
+            if n == 0 {
+                return Err(format!("the {what} stage needs at least one layer"));
+            }
+            if n % v != 0 {
+                return Err(format!(
+                    "the {what} stage's {n} layers are not a multiple of interleave {v}"
+                ));
+            }
+        }
+    }
+    let given = s.first_stage.unwrap_or(0) + s.last_stage.unwrap_or(0);
+    let middle_stages =
+        l.pp - u32::from(s.first_stage.is_some()) - u32::from(s.last_stage.is_some());
+    if given > m.layers {
+        return Err(format!(
+            "the first and last stages' {given} layers exceed the model's {}",
+            m.layers
+        ));
+    }
+    let rest = m.layers - given;
+    if (rest == 0) != (middle_stages == 0) {
+        return Err(format!(
+            "{rest} layers are left for {middle_stages} stages between the first and the last"
+        ));
+    }
+    if middle_stages > 0
+        && (!rest.is_multiple_of(middle_stages) || !(rest / middle_stages).is_multiple_of(v))
+    {
+        return Err(format!(
+            "the {rest} layers left do not split evenly over {middle_stages} middle stages of whole interleaved chunks ({v})"
+        ));
+    }
+    // Every other rule, on a model whose layers an even split takes.
+    let (_, middle, _) = stage_layers(m, l, s);
+    let even = Transformer {
+        layers: l.pp * v,
+        ..m.clone()
+    };
+    let split = check_even(&even, l)?;
+    Ok(Split {
+        layers_per_stage: middle,
+        ..split
+    })
+}
+
+fn check_even(m: &Transformer, l: &Layout) -> Result<Split, String> {
     let positive = [
         ("layers", u64::from(m.layers)),
         ("hidden", m.hidden),

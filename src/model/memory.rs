@@ -15,10 +15,15 @@
 //!
 //! Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
 //! Transformer Models"), generalised from their 16-bit, MHA, ffn = 4h, GeLU case so that the
-//! same terms hold for GQA, SwiGLU and other dtypes; see [`layer_activation_bytes`].
+//! same terms hold for GQA, SwiGLU and other dtypes; see [`layer_activation_bytes`]. With
+//! the settings of [`Setup`] (issue 39), [`layer_activation_bytes_with`]: context
+//! parallelism's 1/cp of the tokens, fp8's quantized linear inputs, uneven stages' own layer
+//! counts, and state sharded over dp × cp.
 
-use super::check::{Split, check, check_dtype};
-use super::types::{Attention, Ffn, Layout, Memory, Recompute, Schedule, Sharding, Transformer};
+use super::check::{Split, check_dtype, check_with, stage_layers};
+use super::types::{
+    Attention, Ffn, Layout, Memory, Recompute, Schedule, Setup, Sharding, Transformer,
+};
 
 /// Gradient bytes per parameter: fp32 accumulation and reduction.
 pub const GRAD_BYTES: f64 = 4.0;
@@ -81,10 +86,28 @@ pub fn stage_params(m: &Transformer, l: &Layout, split: &Split, stage: u32) -> S
 /// its experts), an extension beyond the paper. With d = 2, MHA, GeLU and ffn = 4h this is
 /// exactly s·b·h·(34 + 5·a·s/h) without parallelism and Table 2's rows with it.
 pub fn layer_activation_bytes(m: &Transformer, l: &Layout, dtype_bytes: f64) -> f64 {
+    layer_activation_bytes_with(m, l, &Setup::default(), dtype_bytes)
+}
+
+/// [`layer_activation_bytes`] with the settings of `setup`:
+/// - context parallelism: a rank holds 1/cp of each sample's tokens (every term is per
+///   token, and fused attention keeps no s × s term);
+/// - a narrow precision: the four linear layers keep their inputs for the weight gradient as
+///   TransformerEngine quantized them (`transformer_engine/pytorch/module/linear.py` saves
+///   the quantized `inputmat`, column-wise), so the QKV input, the FFN input, the
+///   projection's input and FC2's input (GeLU's output, SwiGLU's product) are kept at the
+///   narrow width and the rest in 16 bits.
+pub fn layer_activation_bytes_with(
+    m: &Transformer,
+    l: &Layout,
+    setup: &Setup,
+    dtype_bytes: f64,
+) -> f64 {
     let d = dtype_bytes;
+    let w = setup.narrow_gemm_bytes.unwrap_or(d);
     let (s, b, h) = (m.seq as f64, l.micro_batch as f64, m.hidden as f64);
     let t = f64::from(l.tp);
-    let sb = s * b;
+    let sb = s * b / f64::from(setup.cp.max(1));
     let sp = if l.sp { t } else { 1.0 };
     if l.recompute == Recompute::Full {
         return d * sb * h / sp;
@@ -94,13 +117,14 @@ pub fn layer_activation_bytes(m: &Transformer, l: &Layout, dtype_bytes: f64) -> 
     let (top_k, f) = m.moe.map_or((1.0, m.ffn as f64), |e| {
         (f64::from(e.top_k), e.expert_ffn as f64)
     });
+    // FFN tensors kept besides FC2's input: GeLU's input; SwiGLU's gate and up.
     let inner = match m.ffn_kind {
-        Ffn::Gelu => 2.0,
-        Ffn::SwiGlu => 3.0,
+        Ffn::Gelu => 1.0,
+        Ffn::SwiGlu => 2.0,
     };
-    let whole = sb * (2.0 * d * h + d * h + top_k * d * h + 2.0 * mask * h);
+    let whole = sb * (2.0 * d * h + w * h + top_k * w * h + 2.0 * mask * h);
     let (q, kv) = (m.q_dim(), m.kv_dim());
-    let split = sb * (d * (q + kv) + d * kv + d * q + top_k * inner * d * f);
+    let split = sb * (d * (q + kv) + d * kv + w * q + top_k * (inner * d + w) * f);
     // Selective recomputation keeps no s × s activations, and fused attention never makes
     // them (it keeps O and a row statistic, counted with the projections).
     let core = if l.recompute == Recompute::Selective || l.attention == Attention::Flash {
@@ -136,30 +160,76 @@ pub fn per_rank_at(
     dtype_bytes: f64,
     stage: u32,
 ) -> Result<Memory, String> {
-    let split = check(m, l)?;
+    per_rank_at_with(m, l, &Setup::default(), dtype_bytes, stage)
+}
+
+/// [`per_rank_at`] with the settings of `s`: its stage's own layer count (uneven stages),
+/// activations of 1/cp of the tokens, and state sharded over dp × cp ranks (Megatron-LM's
+/// distributed optimizer shards over its data-parallel group with context parallelism).
+pub fn per_rank_at_with(
+    m: &Transformer,
+    l: &Layout,
+    s: &Setup,
+    dtype_bytes: f64,
+    stage: u32,
+) -> Result<Memory, String> {
+    let split = check_with(m, l, s)?;
     check_dtype(dtype_bytes)?;
     if stage >= l.pp {
         return Err(format!("stage {stage} is past the last of {} stages", l.pp));
     }
-    Ok(stage_memory(m, l, &split, dtype_bytes, stage))
+    let (first, middle, last) = stage_layers(m, l, s);
+    let split = Split {
+        layers_per_stage: match stage {
+            0 => first,
+            x if x + 1 == l.pp => last,
+            _ => middle,
+        },
+        ..split
+    };
+    Ok(stage_memory(m, l, &split, s, dtype_bytes, stage))
 }
 
 /// Memory of the rank that holds the most: the first stage or the last. A middle stage holds
 /// no more than the first: the same layers, no embedding, fewer microbatches in flight.
 pub fn per_rank(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<Memory, String> {
-    let first = per_rank_at(m, l, dtype_bytes, 0)?;
-    let last = per_rank_at(m, l, dtype_bytes, l.pp - 1)?;
-    Ok(if last.total_bytes() > first.total_bytes() {
-        last
-    } else {
-        first
-    })
+    per_rank_with(m, l, &Setup::default(), dtype_bytes)
 }
 
-fn stage_memory(m: &Transformer, l: &Layout, split: &Split, d: f64, stage: u32) -> Memory {
+/// [`per_rank`] with the settings of `s`; with uneven stages a middle stage may hold more
+/// layers than the first, so every stage's kind (first, a middle one, last) is compared.
+pub fn per_rank_with(
+    m: &Transformer,
+    l: &Layout,
+    s: &Setup,
+    dtype_bytes: f64,
+) -> Result<Memory, String> {
+    let mut best = per_rank_at_with(m, l, s, dtype_bytes, 0)?;
+    let mut stages = vec![l.pp - 1];
+    if l.pp > 2 && (s.first_stage.is_some() || s.last_stage.is_some()) {
+        stages.push(1);
+    }
+    for stage in stages {
+        let x = per_rank_at_with(m, l, s, dtype_bytes, stage)?;
+        if x.total_bytes() > best.total_bytes() {
+            best = x;
+        }
+    }
+    Ok(best)
+}
+
+fn stage_memory(
+    m: &Transformer,
+    l: &Layout,
+    split: &Split,
+    setup: &Setup,
+    d: f64,
+    stage: u32,
+) -> Memory {
+    let cp = setup.cp.max(1);
     let p = stage_params(m, l, split, stage);
     let (wb, gb, ob) = bytes_per_param(d);
-    let (dp, edp) = (f64::from(l.dp), f64::from(split.expert_dp));
+    let (dp, edp) = (f64::from(l.dp) * f64::from(cp), f64::from(split.expert_dp));
     let level = match l.sharding {
         Sharding::None => 0,
         Sharding::Zero1 => 1,
@@ -178,7 +248,7 @@ fn stage_memory(m: &Transformer, l: &Layout, split: &Split, d: f64, stage: u32) 
         weights_bytes: state(wb, 3),
         gradients_bytes: state(gb, 2),
         optimizer_bytes: state(ob, 1),
-        activations_bytes: activation_bytes(m, l, split, d, stage),
+        activations_bytes: activation_bytes(m, l, split, setup, d, stage),
     }
 }
 
@@ -186,19 +256,27 @@ fn stage_memory(m: &Transformer, l: &Layout, split: &Split, d: f64, stage: u32) 
 /// dropout mask (1 byte per element) for each microbatch in flight, the last the final norm's
 /// and output layer's inputs (d·s·b·h each) and the fp32 logits (4·s·b·vocab / tp) of one
 /// microbatch; with d = 2 and sequence parallelism their 4·s·b·h/t·(1 + v/h).
-fn activation_bytes(m: &Transformer, l: &Layout, split: &Split, d: f64, stage: u32) -> f64 {
+fn activation_bytes(
+    m: &Transformer,
+    l: &Layout,
+    split: &Split,
+    setup: &Setup,
+    d: f64,
+    stage: u32,
+) -> f64 {
     let t = f64::from(l.tp);
     let sp = if l.sp { t } else { 1.0 };
-    let sbh = m.seq as f64 * l.micro_batch as f64 * m.hidden as f64;
+    let c = f64::from(setup.cp.max(1));
+    let sbh = m.seq as f64 * l.micro_batch as f64 * m.hidden as f64 / c;
     let per_chunk = f64::from(split.layers_per_stage) / f64::from(split.chunks);
     let chunks = in_flight_chunks(l, split, stage) as f64;
-    let mut bytes = chunks * per_chunk * layer_activation_bytes(m, l, d);
+    let mut bytes = chunks * per_chunk * layer_activation_bytes_with(m, l, setup, d);
     if stage == 0 && m.gpt_style() {
         let microbatches = u64::from(l.pp).min(split.microbatches) as f64;
         bytes += microbatches * sbh / sp;
     }
     if stage + 1 == l.pp {
-        let sbv = m.seq as f64 * l.micro_batch as f64 * m.vocab as f64;
+        let sbv = m.seq as f64 * l.micro_batch as f64 * m.vocab as f64 / c;
         bytes += 2.0 * d * sbh / sp + 4.0 * sbv / t;
     }
     bytes

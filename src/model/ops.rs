@@ -32,8 +32,16 @@
 //! The output layer (logits) is a linear of vocab / t outputs on the last stage; the input
 //! embedding is a lookup and not counted; the optimizer step is Calculon's: 11 FLOP per
 //! parameter on the vector units, reading its fp32 master weights and two moments.
+//!
+//! With the settings of [`Setup`] (issue 39): context parallelism runs 1/cp of every
+//! sample's tokens on a rank (every kernel's b·s becomes b·s/cp; fused attention's queries
+//! still span the whole sequence); a narrow precision (fp8) runs only the block's linear
+//! GEMMs at it (`Pass::block_linear`), as TransformerEngine's `fp8_autocast` does around
+//! Megatron-Core's transformer layers — the router, the attention core, the elementwise
+//! kernels and the output layer stay 16-bit — and adds TransformerEngine's fused cast +
+//! transpose of each quantized operand (`Pass::quantize`).
 
-use super::types::{Attention, Ffn, Layout, Recompute, Transformer};
+use super::types::{Attention, Ffn, Layout, Recompute, Setup, Transformer};
 /// Which units run a kernel: tensor cores (matrix multiplies) or the vector units.
 pub use crate::compute::kernels::Units as Engine;
 
@@ -44,6 +52,10 @@ pub struct Kernel {
     pub engine: Engine,
     pub flop: f64,
     pub bytes: f64,
+    /// Runs at the narrow precision's matrix rate (fp8: the four linear GEMMs of a layer
+    /// under TransformerEngine's `fp8_autocast`, see [`Setup::narrow_gemm_bytes`]); `false`:
+    /// at the 16-bit (or the training dtype's) rate.
+    pub narrow: bool,
 }
 
 /// One layer's kernels for one microbatch on one rank.
@@ -62,6 +74,8 @@ struct Pass {
     out: LayerKernels,
     /// Kernels of the attention core (what selective recomputation redoes) are marked.
     core: Vec<bool>,
+    /// Bytes per element of the linear GEMMs' inputs at the narrow precision, if any.
+    narrow: Option<f64>,
 }
 
 impl Pass {
@@ -71,6 +85,7 @@ impl Pass {
             engine,
             flop,
             bytes: elems * self.d,
+            narrow: false,
         });
         self.core.push(core);
     }
@@ -82,6 +97,7 @@ impl Pass {
                 engine,
                 flop,
                 bytes: elems * self.d,
+                narrow: false,
             });
         }
     }
@@ -92,6 +108,26 @@ impl Pass {
         self.fw(name, Engine::Matrix, f, e, false);
         self.bw(name, Engine::Matrix, f, e);
         self.bw(name, Engine::Matrix, f, e);
+    }
+
+    /// A linear layer of the transformer block (QKV, attention projection, FC1, FC2): at the
+    /// narrow precision when there is one — each pass reads its two operands at the narrow
+    /// width (TransformerEngine casts them: E4M3 forward, E5M2 gradients under
+    /// `--fp8-format hybrid`) and writes its result in 16 bits — else as [`Pass::linear`].
+    fn block_linear(&mut self, name: &'static str, m: f64, n: f64, k: f64) {
+        let Some(w) = self.narrow else {
+            return self.linear(name, m, n, k);
+        };
+        let start = (self.out.forward.len(), self.out.backward.len());
+        self.linear(name, m, n, k);
+        let bytes = (m * n + n * k) * w + m * k * self.d;
+        for k in self.out.forward[start.0..]
+            .iter_mut()
+            .chain(self.out.backward[start.1..].iter_mut())
+        {
+            k.bytes = bytes;
+            k.narrow = true;
+        }
     }
 
     /// `batch` multiplies of (m × n)·(n × k) without weights.
@@ -124,6 +160,22 @@ impl Pass {
             2.5 * f,
             bs * (4.0 * q + 4.0 * kv),
         );
+    }
+
+    /// TransformerEngine's quantization of a narrow GEMM's operand (fp8): one fused kernel
+    /// reading `elems` 16-bit elements and writing them row-wise and column-wise (transposed)
+    /// at the narrow width (`transformer_engine/pytorch/module/linear.py`: the input quantized
+    /// with `columnwise=backward_needs_input`; `base.py` `grad_output_preprocess`, "fused
+    /// cast + transpose" of the output gradient); in the forward (`backward` false) or the
+    /// backward. Nothing without a narrow precision.
+    fn quantize(&mut self, elems: f64, backward: bool) {
+        let Some(w) = self.narrow else { return };
+        let bytes = elems * (self.d + 2.0 * w) / self.d;
+        if backward {
+            self.bw("fp8_cast", Engine::Vector, 0.0, bytes);
+        } else {
+            self.fw("fp8_cast", Engine::Vector, 0.0, bytes, false);
+        }
     }
 
     /// An elementwise kernel over `a` elements: forward and backward FLOP per element.
@@ -173,9 +225,57 @@ impl Pass {
 /// The kernels of one layer of `m` for one microbatch on one rank of layout `l`, elements
 /// of `dtype_bytes` bytes.
 pub fn layer_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> LayerKernels {
+    layer_kernels_with(m, l, &Setup::default(), dtype_bytes)
+}
+
+/// Which GEMM each sequence-parallel collective of a layer runs beside under
+/// `overlap tp_comm` (TransformerEngine's userbuffers, as NeMo configures them for GPT-3 and
+/// Llama: `ub_tp_comm_overlap_cfg` — qkv_fprop, fc1_fprop, proj_dgrad and fc2_dgrad overlap
+/// an all-gather by ring exchange, proj_fprop and fc2_fprop a reduce-scatter by pipelined
+/// splits, qkv_dgrad and fc1_dgrad the reduce-scatter of the input gradient in bulk with
+/// the weight gradient, and the re-gathered input with the input gradient): (collective,
+/// pass, the GEMMs by kernel name). Each GEMM named here runs once in that pass with the
+/// FLOP and bytes of its forward (a linear's input and weight gradients each equal it).
+pub fn tp_overlap_pairs() -> [(super::CommOp, Phase, &'static [&'static str]); 10] {
+    use super::CommOp::{AllGather as Ag, ReduceScatter as Rs};
+    const QKV: &[&str] = &["query", "key", "value"];
+    const OUT: &[&str] = &["attn_out"];
+    const UP: &[&str] = &["ffn_up", "ffn_gate_up"];
+    const DOWN: &[&str] = &["ffn_down"];
+    [
+        (Ag, Phase::Forward, QKV),
+        (Rs, Phase::Forward, OUT),
+        (Ag, Phase::Forward, UP),
+        (Rs, Phase::Forward, DOWN),
+        (Ag, Phase::Backward, OUT),
+        (Ag, Phase::Backward, DOWN),
+        (Ag, Phase::Backward, QKV),
+        (Rs, Phase::Backward, QKV),
+        (Ag, Phase::Backward, UP),
+        (Rs, Phase::Backward, UP),
+    ]
+}
+
+/// A pass of a layer: the forward (and a recomputed forward) or the backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Forward,
+    Backward,
+}
+
+/// [`layer_kernels`] with the settings of `setup`: with context parallelism a rank runs
+/// its 1/cp of every sample's tokens (each of its queries still over the whole causal
+/// sequence, which Megatron-LM's load-balanced split shares evenly), and with a narrow
+/// precision the linear GEMMs run at it ([`Setup::narrow_gemm_bytes`]).
+pub fn layer_kernels_with(
+    m: &Transformer,
+    l: &Layout,
+    setup: &Setup,
+    dtype_bytes: f64,
+) -> LayerKernels {
     let t = f64::from(l.tp);
     let (s, b, h) = (m.seq as f64, l.micro_batch as f64, m.hidden as f64);
-    let bs = b * s;
+    let bs = b * s / f64::from(setup.cp.max(1));
     let a = bs * h;
     // Norms, dropouts and residuals run on a sequence slice with sequence parallelism.
     let a_sp = if l.sp { a / t } else { a };
@@ -187,6 +287,7 @@ pub fn layer_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> LayerKern
         d: dtype_bytes,
         out: LayerKernels::default(),
         core: Vec::new(),
+        narrow: setup.narrow_gemm_bytes,
     };
 
     // Attention block (`_build_attn_block`).
@@ -194,9 +295,12 @@ pub fn layer_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> LayerKern
     p.norm(a_sp, h);
     p.tp_reduce(a, t, false);
     p.fork(a, 3.0);
-    p.linear("query", bs, h, heads * hd);
-    p.linear("key", bs, h, kv);
-    p.linear("value", bs, h, kv);
+    p.block_linear("query", bs, h, heads * hd);
+    p.block_linear("key", bs, h, kv);
+    p.block_linear("value", bs, h, kv);
+    // The QKV input is quantized by the norm before it (TransformerEngine's LayerNormLinear
+    // fuses them); its output gradient is quantized in the backward.
+    p.quantize(bs * (heads * hd + 2.0 * kv), true);
     match l.attention {
         Attention::Unfused => {
             let scores = b * heads * s * s;
@@ -209,7 +313,11 @@ pub fn layer_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> LayerKern
         }
         Attention::Flash => p.flash(bs, heads, kv, hd, s),
     }
-    p.linear("attn_out", bs, heads * hd, h);
+    // The projection (a plain Linear) quantizes its input; its output gradient, a sequence
+    // slice with `sp`, is quantized before it is gathered.
+    p.quantize(bs * heads * hd, false);
+    p.block_linear("attn_out", bs, heads * hd, h);
+    p.quantize(a_sp, true);
     p.tp_reduce(a, t, true);
     if drop {
         p.dropout(a_sp, false);
@@ -230,16 +338,20 @@ pub fn layer_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> LayerKern
     let inner = tokens * ffn / t;
     match m.ffn_kind {
         Ffn::Gelu => {
-            p.linear("ffn_up", tokens, h, ffn / t);
+            p.block_linear("ffn_up", tokens, h, ffn / t);
+            p.quantize(inner, true);
             p.elementwise("gelu", inner, 8.0, 13.0, false);
         }
         Ffn::SwiGlu => {
-            p.linear("ffn_gate_up", tokens, h, 2.0 * ffn / t);
+            p.block_linear("ffn_gate_up", tokens, h, 2.0 * ffn / t);
+            p.quantize(2.0 * inner, true);
             p.elementwise("silu", inner, 8.0, 13.0, false);
             p.elementwise("gate_mul", inner, 1.0, 2.0, false);
         }
     }
-    p.linear("ffn_down", tokens, ffn / t, h);
+    p.quantize(inner, false);
+    p.block_linear("ffn_down", tokens, ffn / t, h);
+    p.quantize(if m.moe.is_some() { tokens * h } else { a_sp }, true);
     p.tp_reduce(a, t, true);
     if drop {
         p.dropout(a_sp, false);
@@ -264,11 +376,24 @@ pub fn layer_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> LayerKern
 /// The output layer's kernels on the last stage for one microbatch on one rank: the logits
 /// linear (vocab split over the tensor-parallel ranks), forward and backward.
 pub fn output_kernels(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Vec<Kernel> {
-    let bs = m.seq as f64 * l.micro_batch as f64;
+    output_kernels_with(m, l, &Setup::default(), dtype_bytes)
+}
+
+/// [`output_kernels`] over a rank's 1/cp of the tokens; never at a narrow precision
+/// (Megatron-Core's output layer is a plain `ColumnParallelLinear`, outside TransformerEngine's
+/// `fp8_autocast`: `megatron/core/models/gpt/gpt_model.py`).
+pub fn output_kernels_with(
+    m: &Transformer,
+    l: &Layout,
+    setup: &Setup,
+    dtype_bytes: f64,
+) -> Vec<Kernel> {
+    let bs = m.seq as f64 * l.micro_batch as f64 / f64::from(setup.cp.max(1));
     let mut p = Pass {
         d: dtype_bytes,
         out: LayerKernels::default(),
         core: Vec::new(),
+        narrow: None,
     };
     p.linear(
         "logits",
@@ -290,5 +415,6 @@ pub fn optimizer_kernel(params: f64) -> Kernel {
         engine: Engine::Vector,
         flop: 11.0 * params,
         bytes: 12.0 * params,
+        narrow: false,
     }
 }

@@ -119,6 +119,45 @@ pub struct Layout {
     pub micro_batch: u64,
 }
 
+/// Training settings beyond [`Layout`], as Megatron-LM and TransformerEngine add them: context
+/// parallelism, uneven pipeline stages, tensor-parallel communication overlapped with the
+/// GEMMs, and the scope of a narrow (fp8) precision. Kept apart from `Layout` so the layouts
+/// other models build (serving) need not name them; [`Setup::default`] is none of them, and
+/// every formula gives what it gave before with it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Setup {
+    /// Context-parallel size (`parallel cp N`, Megatron-LM `--context-parallel-size`): each
+    /// sample's sequence split over `cp` ranks, 1 for none.
+    pub cp: u32,
+    /// Layers on the first and on the last pipeline stage when they are not an even share
+    /// (`first_stage N`, `last_stage N`; Megatron-LM `--decoder-first-pipeline-num-layers`
+    /// and `--decoder-last-pipeline-num-layers`); the rest split evenly over the stages
+    /// between.
+    pub first_stage: Option<u32>,
+    pub last_stage: Option<u32>,
+    /// `overlap tp_comm` (Megatron-LM `--tp-comm-overlap`, TransformerEngine userbuffers): each
+    /// sequence-parallel all-gather and reduce-scatter runs during the GEMM beside it.
+    pub tp_comm_overlap: bool,
+    /// Bytes per element of the linear layers' GEMM inputs when the training precision is
+    /// narrower than 16 bits (fp8: 1). Only those GEMMs (QKV, attention projection, FC1, FC2)
+    /// run at that precision, as TransformerEngine's `fp8_autocast` does; everything else —
+    /// the attention core, norms, elementwise kernels, the output layer — stays 16-bit.
+    /// `None`: every kernel in the training dtype.
+    pub narrow_gemm_bytes: Option<f64>,
+}
+
+impl Default for Setup {
+    fn default() -> Setup {
+        Setup {
+            cp: 1,
+            first_stage: None,
+            last_stage: None,
+            tp_comm_overlap: false,
+            narrow_gemm_bytes: None,
+        }
+    }
+}
+
 /// Bytes one rank holds in device memory during training.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Memory {
@@ -186,6 +225,10 @@ pub struct StepWork {
     /// the compute time is priced from; a middle stage runs `layers_per_stage` of them.
     pub layer: super::ops::LayerKernels,
     pub layers_per_stage: u32,
+    /// Layers of the first and of the last stage (both `layers_per_stage` unless the stages
+    /// are uneven; with one stage, all three are its layers).
+    pub first_stage_layers: u32,
+    pub last_stage_layers: u32,
     /// The output layer's kernels per microbatch on the last stage (`edge_flop`'s kernels).
     pub output: Vec<super::ops::Kernel>,
     /// The optimizer step once per iteration over the parameters the rank updates.
@@ -193,6 +236,19 @@ pub struct StepWork {
     /// Tensor- and expert-parallel collectives per microbatch on each rank, in the critical
     /// path of its stage (Megatron-LM does not overlap them by default).
     pub per_microbatch: Vec<Comm>,
+    /// Whether the sequence-parallel collectives of `per_microbatch` (those among `Tensor`)
+    /// run during the GEMMs beside them (`overlap tp_comm`): layer by layer, the forward's
+    /// all-gathers beside QKV and FC1, its reduce-scatters beside the projection and FC2; the
+    /// backward's all-gathers beside the projection's and FC2's input gradients and (the
+    /// re-gather) QKV's and FC1's, its reduce-scatters beside QKV's and FC1's weight
+    /// gradients ([`super::ops::tp_overlap_pairs`]).
+    pub tp_comm_overlap: bool,
+    /// Context parallelism: ranks a sample's sequence is split over, and the bytes each sends
+    /// to the next of its ring per step of attention's key/value exchange (its K and V
+    /// chunk); `cp − 1` steps per attention forward, the backward sending the chunk and its
+    /// gradient (twice the bytes).
+    pub cp: u32,
+    pub cp_step_bytes: f64,
     /// Bytes a stage sends to the next per microbatch (activations forward, their gradient
     /// back: each direction this size), 0 without pipelining.
     pub p2p_bytes: f64,

@@ -2,20 +2,40 @@
 //! collectives and pipeline traffic, from a model and its layout. See [`StepWork`] for what
 //! each field means; the sources are cited where each is filled.
 
-use super::check::{check, check_dtype};
+use super::check::{check_dtype, check_with, stage_layers};
 use super::memory::{GRAD_BYTES, stage_params};
-use super::types::{Among, Comm, CommOp, Layout, Recompute, Sharding, StepWork, Transformer};
+use super::types::{
+    Among, Comm, CommOp, Layout, Recompute, Setup, Sharding, StepWork, Transformer,
+};
 
 /// The step work of `l` training `m` with `dtype_bytes`-byte weights and activations, or why
 /// the layout does not divide.
 pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWork, String> {
-    let split = check(m, l)?;
+    step_work_with(m, l, &Setup::default(), dtype_bytes)
+}
+
+/// [`step_work`] with the settings of `setup` (context parallelism, uneven stages,
+/// overlapped tensor-parallel communication, a narrow GEMM precision; `dtype_bytes` is then
+/// the 16-bit width of everything else). The per-microbatch figures are those of the stage
+/// with the most layers.
+pub fn step_work_with(
+    m: &Transformer,
+    l: &Layout,
+    setup: &Setup,
+    dtype_bytes: f64,
+) -> Result<StepWork, String> {
+    let split = check_with(m, l, setup)?;
     check_dtype(dtype_bytes)?;
     let d = dtype_bytes;
     let t = f64::from(l.tp);
-    let n = f64::from(split.layers_per_stage);
+    let cp = f64::from(setup.cp);
+    let (first, middle, last) = stage_layers(m, l, setup);
+    let most = first.max(middle).max(last);
+    let n = f64::from(most);
     let mb = split.microbatches;
-    let sb = m.seq as f64 * l.micro_batch as f64;
+    // Tokens of one microbatch on one rank: the sequence split over the context-parallel
+    // ranks (Megatron-LM `get_batch_on_this_cp_rank`).
+    let sb = m.seq as f64 * l.micro_batch as f64 / cp;
     let sbh = sb * m.hidden as f64;
     let full = l.recompute == Recompute::Full;
 
@@ -28,7 +48,7 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
     // Forward passes per microbatch that run a layer's communication: the forward, the
     // backward (its transpose) and a recomputed forward.
     let runs: u64 = if full { 3 } else { 2 };
-    let layers = u64::from(split.layers_per_stage);
+    let layers = u64::from(most);
     let mut per_microbatch = Vec::new();
     if l.tp > 1 {
         // Megatron-LM (Shoeybi et al. 2019 §3): each layer all-reduces twice in the forward
@@ -50,11 +70,17 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
         } else {
             &[(CommOp::AllReduce, count)]
         };
+        // With a narrow precision the all-gathers carry quantized data: TransformerEngine
+        // quantizes a linear layer's input (and, in the backward, its output gradient)
+        // before gathering it (`transformer_engine/pytorch/module/linear.py`,
+        // `gather_along_first_dim(..., quantizer=...)`; `base.py` `grad_output_preprocess`);
+        // the reduce-scatters carry the GEMMs' 16-bit outputs.
+        let gathered = setup.narrow_gemm_bytes.unwrap_or(d);
         for &(op, count) in ops {
             per_microbatch.push(Comm {
                 op,
                 among: Among::Tensor,
-                bytes: sbh * d,
+                bytes: sbh * if op == CommOp::AllGather { gathered } else { d },
                 count,
             });
         }
@@ -81,16 +107,40 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
         0.0
     };
 
-    // Data-parallel reduction of the largest stage's gradients (first or last stage).
-    let stages = [0, l.pp - 1].map(|s| stage_params(m, l, &split, s));
-    let biggest = if stages[1].dense > stages[0].dense {
-        stages[1]
+    // Context parallelism (Megatron-LM `--context-parallel-size`, TransformerEngine
+    // `AttnFuncWithCPAndKVP2P` in `transformer_engine/pytorch/attention.py`): the cp ranks of a
+    // sample form a ring; attention's forward runs cp steps, sending its current K and V chunk
+    // (b·s/cp tokens of the rank's key/value heads) to the next rank during each of the first
+    // cp − 1; the backward sends the chunk and its gradient.
+    let kv_local = (f64::from(m.kv_heads) / t).max(1.0) * m.head_dim as f64;
+    let cp_step_bytes = if setup.cp > 1 {
+        2.0 * sb * kv_local * d
     } else {
-        stages[0]
+        0.0
     };
+
+    // Data-parallel reduction of the largest stage's gradients, among
+    // the dp × cp ranks that hold the same weights (Megatron-LM reduces over its
+    // data-parallel group with context parallelism, and its distributed optimizer shards
+    // over it).
+    let at = |s: u32| super::Split {
+        layers_per_stage: match s {
+            0 => first,
+            s if s + 1 == l.pp => last,
+            _ => middle,
+        },
+        ..split
+    };
+    // With uneven stages a middle stage (stage 1 stands for them) may hold the most.
+    let [first_p, middle_p, last_p] =
+        [0, l.pp.min(2) - 1, l.pp - 1].map(|s| stage_params(m, l, &at(s), s));
+    let larger = |a: super::memory::StageParams, b: super::memory::StageParams| {
+        if b.dense > a.dense { b } else { a }
+    };
+    let biggest = larger(larger(first_p, middle_p), last_p);
     let mut per_iteration = Vec::new();
     for (params, replicas, among) in [
-        (biggest.dense, l.dp, Among::Data),
+        (biggest.dense, l.dp * setup.cp, Among::Data),
         (biggest.expert, split.expert_dp, Among::ExpertData),
     ] {
         if replicas > 1 && params > 0.0 {
@@ -102,7 +152,7 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
     // shard of them when the optimizer state is sharded (ZeRO-1 and up).
     let updated = match l.sharding {
         Sharding::None => biggest.dense + biggest.expert,
-        _ => biggest.dense / f64::from(l.dp) + biggest.expert / f64::from(split.expert_dp),
+        _ => biggest.dense / (f64::from(l.dp) * cp) + biggest.expert / f64::from(split.expert_dp),
     };
 
     let bubble_fraction = match l.pp {
@@ -116,11 +166,16 @@ pub fn step_work(m: &Transformer, l: &Layout, dtype_bytes: f64) -> Result<StepWo
         backward_flop: 2.0 * forward_flop,
         recompute_flop: sb * n * recompute_per_layer / t,
         edge_flop,
-        layer: super::ops::layer_kernels(m, l, d),
-        layers_per_stage: split.layers_per_stage,
-        output: super::ops::output_kernels(m, l, d),
+        layer: super::ops::layer_kernels_with(m, l, setup, d),
+        layers_per_stage: middle,
+        first_stage_layers: first,
+        last_stage_layers: last,
+        output: super::ops::output_kernels_with(m, l, setup, d),
         optimizer: super::ops::optimizer_kernel(updated),
         per_microbatch,
+        tp_comm_overlap: setup.tp_comm_overlap && l.sp,
+        cp: setup.cp,
+        cp_step_bytes,
         p2p_bytes,
         per_iteration,
         bubble_fraction,

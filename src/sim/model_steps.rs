@@ -185,17 +185,25 @@ pub(super) fn plan(
     overlap: Option<&GradOverlap>,
     p: &Pricing,
 ) -> Result<Plan, String> {
-    let world = (l.tp * l.pp * l.dp) as usize;
+    let world = (l.tp * work.cp * l.pp * l.dp) as usize;
     if p.ranks.len() != world {
         return Err(format!(
-            "the layout needs tp x pp x dp = {world} devices, the placement gave {}",
+            "the layout needs tp x cp x pp x dp = {world} devices, the placement gave {}",
             p.ranks.len()
         ));
     }
-    let rates = crate::compute::kernels::kernel_rates(spec, accelerator, dtype)
-        .ok_or_else(|| format!("`{accelerator}` has no {dtype} peak"))?;
+    // Context-parallel ranks sit between tensor- and data-parallel ones (Megatron-LM's
+    // "tp-cp-ep-dp-pp"), so the rank layout is the job's with dp × cp replicas; the gradient
+    // reduction runs over all of them.
+    let l = &Layout {
+        dp: l.dp * work.cp,
+        ..l.clone()
+    };
+    let rates = Rates::of(spec, accelerator, dtype)?;
     let m = work.microbatches as f64;
-    let (stage, optimizer) = stage_secs(&rates, work);
+    let mut notes = Vec::new();
+    let exposed = exposed_secs(&mut notes, p, l, work, &rates)?;
+    let (stage, optimizer) = stage_secs(&rates, work, exposed);
     let stretch = 1.0 + work.bubble_fraction;
     let mut plan = Plan {
         compute_secs: m * stretch * stage + optimizer,
@@ -206,10 +214,14 @@ pub(super) fn plan(
         closed_form: Vec::new(),
         streams: Vec::new(),
         gate: 0,
-        notes: Vec::new(),
+        notes,
     };
-    // Tensor- then expert-parallel collectives (`step_work` lists them in that order).
+    // Tensor- then expert-parallel collectives (`step_work` lists them in that order); with
+    // `overlap tp_comm` the tensor-parallel ones ran during the GEMMs (`exposed_secs`).
     for c in &work.per_microbatch {
+        if work.tp_comm_overlap && c.among == Among::Tensor {
+            continue;
+        }
         add(&mut plan, p, c, &groups(l, c.among), m, stretch);
     }
     if work.p2p_bytes > 0.0 {
@@ -240,7 +252,7 @@ pub(super) fn plan(
         return Ok(plan);
     };
     pad_stretched(&mut plan);
-    let backward = backward_secs(&rates, work);
+    let backward = backward_secs(&rates, work, exposed);
     super::buckets::plan(
         &mut plan,
         p,
@@ -264,31 +276,225 @@ fn pad_stretched(plan: &mut Plan) {
     }
 }
 
+/// How a job's kernels are priced: at the training dtype's rates, or — with a narrow
+/// precision (fp8) — the linear GEMMs at its rates and every other kernel at bf16's
+/// ([`crate::model::training_widths`]).
+pub struct Rates {
+    pub base: KernelRates,
+    pub narrow: Option<KernelRates>,
+}
+
+impl Rates {
+    /// The rates of `dtype` on `accelerator`, from the scenario's profiles.
+    pub fn of(spec: &Spec, accelerator: &str, dtype: &str) -> Result<Rates, String> {
+        let rates = |d: &str| {
+            crate::compute::kernels::kernel_rates(spec, accelerator, d)
+                .ok_or_else(|| format!("`{accelerator}` has no {d} peak"))
+        };
+        Ok(match crate::model::training_widths(dtype).1 {
+            Some(_) => Rates {
+                base: rates("bf16")?,
+                narrow: Some(rates(dtype)?),
+            },
+            None => Rates {
+                base: rates(dtype)?,
+                narrow: None,
+            },
+        })
+    }
+
+    /// Seconds of one kernel.
+    pub fn secs(&self, k: &Kernel) -> f64 {
+        let r = match &self.narrow {
+            Some(n) if k.narrow => n,
+            _ => &self.base,
+        };
+        r.secs(k.engine, k.flop, k.bytes)
+    }
+}
+
 /// Seconds of `ks` one after another.
-fn kernels_secs(rates: &KernelRates, ks: &[Kernel]) -> f64 {
-    ks.iter()
-        .map(|k| rates.secs(k.engine, k.flop, k.bytes))
-        .sum()
+fn kernels_secs(rates: &Rates, ks: &[Kernel]) -> f64 {
+    ks.iter().map(|k| rates.secs(k)).sum()
+}
+
+/// Communication a layer leaves exposed per microbatch pass, on top of its kernels:
+/// `forward` for each (recomputed) forward, `backward` for its backward.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Exposed {
+    pub forward: f64,
+    pub backward: f64,
+}
+
+/// Seconds of one call of `op` of `bytes` over every group at once, alone on the network:
+/// the rounds the run would price it with ([`group_rounds`]), run from an idle network.
+fn alone_secs(
+    notes: &mut Vec<String>,
+    p: &Pricing,
+    groups: &[Vec<usize>],
+    op: Op,
+    bytes: f64,
+    what: &str,
+) -> Result<f64, String> {
+    if groups.first().is_none_or(|g| g.len() < 2) || bytes <= 0.0 {
+        return Ok(0.0);
+    }
+    let mut scratch = Plan {
+        compute_secs: 0.0,
+        optimizer_secs: 0.0,
+        bubble_secs: 0.0,
+        rounds: Vec::new(),
+        stretch: Vec::new(),
+        closed_form: Vec::new(),
+        streams: Vec::new(),
+        gate: 0,
+        notes: Vec::new(),
+    };
+    let rounds = group_rounds(&mut scratch, p, groups, op, bytes, || what.to_string());
+    notes.extend(scratch.notes);
+    notes.extend(scratch.closed_form);
+    let idle = p.graph.map_or_else(crate::network::FlowNet::default, |g| {
+        crate::network::FlowNet::new(g.capacity.clone())
+    });
+    collective::run_rounds(&idle, &rounds)
+}
+
+/// The context-parallel rings of a layout whose data-parallel dimension is dp × cp (see
+/// [`plan`]): the cp consecutive positions of that dimension, per tensor rank and stage.
+fn context_groups(l: &Layout, cp: u32) -> Vec<Vec<usize>> {
+    let (tp, cp) = (l.tp as usize, cp as usize);
+    let width = l.dp as usize;
+    let mut out = Vec::new();
+    for p in 0..l.pp as usize {
+        for d in 0..width / cp {
+            for t in 0..tp {
+                out.push((0..cp).map(|c| t + tp * (c + cp * d + width * p)).collect());
+            }
+        }
+    }
+    out
+}
+
+/// The communication a layer cannot hide behind its own kernels, per pass:
+/// - *`overlap tp_comm`* (Megatron-LM `--tp-comm-overlap`, TransformerEngine userbuffers):
+///   each sequence-parallel all-gather or reduce-scatter runs during the GEMM beside it
+///   ([`crate::model::ops::tp_overlap_pairs`]); the pair takes the longer of the two, so
+///   max(0, collective − GEMM) is exposed. The collective's time is what the run's flow model
+///   gives for it alone (all tensor-parallel groups at once); it does not also go on the
+///   shared network (it stays inside a node's NVLink in every layout NeMo publishes). TE
+///   splits the GEMM into tp chunks to pipeline them; the fill of that pipeline and the SMs
+///   the communication takes from the GEMM are not modelled.
+/// - *Context parallelism* (TransformerEngine `AttnFuncWithCPAndKVP2P`): attention runs cp
+///   steps, each on one K/V chunk while the next chunk arrives from the ring's previous rank,
+///   so each of the cp − 1 exchanges is exposed by max(0, send − step), a step being 1/cp of
+///   the fused attention kernel; the backward sends the chunk and its gradient. Always
+///   overlapped (TE has no other mode), priced alone like the above.
+fn exposed_secs(
+    notes: &mut Vec<String>,
+    p: &Pricing,
+    l: &Layout,
+    work: &StepWork,
+    rates: &Rates,
+) -> Result<Exposed, String> {
+    let mut e = Exposed::default();
+    let fw_secs = |names: &[&str]| -> f64 {
+        work.layer
+            .forward
+            .iter()
+            .filter(|k| names.contains(&k.name))
+            .map(|k| rates.secs(k))
+            .sum()
+    };
+    if work.tp_comm_overlap {
+        let tensor = groups(l, Among::Tensor);
+        let mut secs = |op: CommOp| -> Result<f64, String> {
+            let Some(c) = work
+                .per_microbatch
+                .iter()
+                .find(|c| c.among == Among::Tensor && c.op == op)
+            else {
+                return Ok(0.0);
+            };
+            alone_secs(
+                notes,
+                p,
+                &tensor,
+                op_of(op),
+                c.bytes,
+                "overlapped tensor-parallel collective",
+            )
+        };
+        let (ag, rs) = (secs(CommOp::AllGather)?, secs(CommOp::ReduceScatter)?);
+        for (op, phase, names) in crate::model::ops::tp_overlap_pairs() {
+            let c = if op == CommOp::AllGather { ag } else { rs };
+            let left = (c - fw_secs(names)).max(0.0);
+            match phase {
+                crate::model::ops::Phase::Forward => e.forward += left,
+                crate::model::ops::Phase::Backward => e.backward += left,
+            }
+        }
+    }
+    if work.cp > 1 {
+        let rings = context_groups(l, work.cp);
+        let what = "context-parallel key/value ring";
+        let send = alone_secs(notes, p, &rings, Op::SendRecv, work.cp_step_bytes, what)?;
+        let send_bw = alone_secs(
+            notes,
+            p,
+            &rings,
+            Op::SendRecv,
+            2.0 * work.cp_step_bytes,
+            what,
+        )?;
+        let core = |ks: &[Kernel]| -> f64 {
+            ks.iter()
+                .filter(|k| k.name == "flash_attention")
+                .map(|k| rates.secs(k))
+                .sum()
+        };
+        let (cp, steps) = (f64::from(work.cp), f64::from(work.cp - 1));
+        e.forward += steps * (send - core(&work.layer.forward) / cp).max(0.0);
+        e.backward += steps * (send_bw - core(&work.layer.backward) / cp).max(0.0);
+    }
+    Ok(e)
+}
+
+/// A layer's exposed communication per microbatch: its forward's, a recomputed forward's
+/// (full recomputation reruns the forward's collectives) and its backward's.
+fn exposed_layer(work: &StepWork, e: Exposed) -> (f64, f64) {
+    let full =
+        !work.layer.recompute.is_empty() && work.layer.recompute.len() == work.layer.forward.len();
+    let fw = e.forward * if full { 2.0 } else { 1.0 };
+    (
+        fw + e.backward,
+        e.backward + if full { e.forward } else { 0.0 },
+    )
 }
 
 /// Seconds of the last microbatch's backward on the slowest stage: its layers' backward and
-/// recomputed kernels and the output layer's backward (gradients appear as it runs).
-pub fn backward_secs(rates: &KernelRates, work: &StepWork) -> f64 {
+/// recomputed kernels (and their exposed communication) and, on the last stage, the output
+/// layer's backward (gradients appear as it runs).
+pub fn backward_secs(rates: &Rates, work: &StepWork, e: Exposed) -> f64 {
     let sum = |ks: &[Kernel]| kernels_secs(rates, ks);
     let l = &work.layer;
+    let per_layer = sum(&l.backward) + sum(&l.recompute) + exposed_layer(work, e).1;
     // The output layer's kernels are its forward, then its two gradients.
     let out_bw = work.output.get(1..).map_or(0.0, sum);
-    f64::from(work.layers_per_stage) * (sum(&l.backward) + sum(&l.recompute)) + out_bw
+    let inner = work.first_stage_layers.max(work.layers_per_stage);
+    (f64::from(inner) * per_layer).max(f64::from(work.last_stage_layers) * per_layer + out_bw)
 }
 
-/// Seconds of one microbatch on the slowest stage (the one with the output layer: with one
-/// stage, that one) — its layers' forward, backward and recomputed kernels and the output
-/// layer's — and of the iteration's optimizer step, each kernel priced by `rates`.
-pub fn stage_secs(rates: &KernelRates, work: &StepWork) -> (f64, f64) {
+/// Seconds of one microbatch on the slowest stage — the first, a middle one or the last (the
+/// one with the output layer; with one stage, that one): its layers' forward, backward and
+/// recomputed kernels and exposed communication, and on the last stage the output layer's —
+/// and of the iteration's optimizer step, each kernel priced by `rates`.
+pub fn stage_secs(rates: &Rates, work: &StepWork, e: Exposed) -> (f64, f64) {
     let sum = |ks: &[Kernel]| kernels_secs(rates, ks);
     let l = &work.layer;
-    let layer = sum(&l.forward) + sum(&l.backward) + sum(&l.recompute);
-    let stage = f64::from(work.layers_per_stage) * layer + sum(&work.output);
+    let layer = sum(&l.forward) + sum(&l.backward) + sum(&l.recompute) + exposed_layer(work, e).0;
+    let inner = work.first_stage_layers.max(work.layers_per_stage);
+    let stage = (f64::from(inner) * layer)
+        .max(f64::from(work.last_stage_layers) * layer + sum(&work.output));
     (stage, sum(std::slice::from_ref(&work.optimizer)))
 }
 
@@ -395,8 +601,12 @@ impl Sim<'_> {
             .keys()
             .find_map(|n| self.node_accel[*n].clone())
             .ok_or("its group holds no accelerator")?;
-        let work =
-            crate::model::step_work(&mt.model, &mt.layout, crate::model::dtype_bytes(&mt.dtype))?;
+        let work = crate::model::step_work_with(
+            &mt.model,
+            &mt.layout,
+            &mt.setup,
+            crate::model::training_widths(&mt.dtype).0,
+        )?;
         let ranks = self.job_ranks(j);
         let (node_types, failures) = (&self.node_types, &self.failures);
         let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {
@@ -505,6 +715,163 @@ mod tests {
         l.ep = 2;
         assert_eq!(groups(&l, Among::Expert), vec![vec![0, 1], vec![2, 3]]);
         assert_eq!(groups(&l, Among::ExpertData), vec![vec![0, 2], vec![1, 3]]);
+    }
+
+    /// A pricing without a graph: every collective in closed form, `secs(op, bytes)`.
+    fn pricing<'a>(ranks: &'a [Rank], closed: &'a dyn Fn(Op, f64, &[Rank]) -> f64) -> Pricing<'a> {
+        Pricing {
+            graph: None,
+            ranks,
+            closed,
+        }
+    }
+
+    fn flat_rates() -> Rates {
+        use crate::compute::kernels::Curve;
+        use crate::compute::roofline::ModelSource;
+        let k = |peak: f64| KernelRates {
+            matrix_peak: peak,
+            matrix: Curve::flat(1.0),
+            vector: None,
+            memory_bw: 1e12,
+            memory: Curve::flat(1.0),
+            launch_overhead: 0.0,
+            compute_source: ModelSource::DatasheetDefault { efficiency: 1.0 },
+            memory_source: ModelSource::DatasheetDefault { efficiency: 1.0 },
+        };
+        Rates {
+            base: k(1e15),
+            narrow: Some(k(2e15)),
+        }
+    }
+
+    #[test]
+    fn overlapped_tensor_collectives_expose_only_what_exceeds_their_gemm() {
+        let m = crate::model::catalog::find("llama3_8b").unwrap();
+        let mut l = layout(8, 1, 1);
+        l.sp = true;
+        l.attention = crate::model::Attention::Flash;
+        let setup = crate::model::Setup {
+            tp_comm_overlap: true,
+            ..Default::default()
+        };
+        let work = crate::model::step_work_with(&m, &l, &setup, 2.0).unwrap();
+        assert!(work.tp_comm_overlap);
+        // An all-gather takes 1 ns per 2 bytes, a reduce-scatter 1 ns per byte.
+        let closed = |op: Op, bytes: f64, _: &[Rank]| match op {
+            Op::AllGather => bytes * 0.5e-9,
+            _ => bytes * 1e-9,
+        };
+        let ranks: Vec<Rank> = (0..8).map(|d| (0, d)).collect();
+        let rates = flat_rates();
+        let e = exposed_secs(
+            &mut Vec::new(),
+            &pricing(&ranks, &closed),
+            &l,
+            &work,
+            &rates,
+        )
+        .unwrap();
+        let bytes = 8192.0 * 4096.0 * 2.0;
+        let (ag, rs) = (bytes * 0.5e-9, bytes * 1e-9);
+        let gemm = |names: &[&str]| -> f64 {
+            work.layer
+                .forward
+                .iter()
+                .filter(|k| names.contains(&k.name))
+                .map(|k| k.flop / 1e15 + k.bytes / 1e12)
+                .sum()
+        };
+        let (qkv, out, up, down) = (
+            gemm(&["query", "key", "value"]),
+            gemm(&["attn_out"]),
+            gemm(&["ffn_gate_up"]),
+            gemm(&["ffn_down"]),
+        );
+        let x = |c: f64, g: f64| (c - g).max(0.0);
+        let forward = x(ag, qkv) + x(rs, out) + x(ag, up) + x(rs, down);
+        let backward = x(ag, out) + x(ag, down) + x(ag, qkv) + x(rs, qkv) + x(ag, up) + x(rs, up);
+        assert!(forward > 0.0 && backward > 0.0, "{forward} {backward}");
+        assert!(
+            (e.forward - forward).abs() <= 1e-15 * forward,
+            "{e:?} {forward}"
+        );
+        assert!(
+            (e.backward - backward).abs() <= 1e-15 * backward,
+            "{e:?} {backward}"
+        );
+        // Without `overlap tp_comm` nothing is exposed this way: the collectives are rounds.
+        let plain = crate::model::step_work_with(&m, &l, &Default::default(), 2.0).unwrap();
+        let none = exposed_secs(
+            &mut Vec::new(),
+            &pricing(&ranks, &closed),
+            &l,
+            &plain,
+            &rates,
+        )
+        .unwrap();
+        assert_eq!(none, Exposed::default());
+    }
+
+    #[test]
+    fn the_context_ring_exposes_each_send_beyond_its_attention_step() {
+        let m = crate::model::catalog::find("llama3_8b").unwrap();
+        let mut l = layout(1, 1, 1);
+        l.attention = crate::model::Attention::Flash;
+        let setup = crate::model::Setup {
+            cp: 4,
+            ..Default::default()
+        };
+        let work = crate::model::step_work_with(&m, &l, &setup, 2.0).unwrap();
+        // The sim's rank layout has dp × cp replicas.
+        let sim = Layout { dp: 4, ..l.clone() };
+        assert_eq!(context_groups(&sim, 4), vec![vec![0, 1, 2, 3]]);
+        // A send of n bytes takes n / 1 GB/s: far longer than an attention step.
+        let closed = |_: Op, bytes: f64, _: &[Rank]| bytes * 1e-9;
+        let ranks: Vec<Rank> = (0..4).map(|d| (0, d)).collect();
+        let e = exposed_secs(
+            &mut Vec::new(),
+            &pricing(&ranks, &closed),
+            &sim,
+            &work,
+            &flat_rates(),
+        )
+        .unwrap();
+        let core = |ks: &[Kernel]| -> f64 {
+            ks.iter()
+                .filter(|k| k.name == "flash_attention")
+                .map(|k| k.flop / 1e15 + k.bytes / 1e12)
+                .sum()
+        };
+        // b·s/cp = 2048 tokens, 8 key/value heads of 128, K and V, 2 bytes.
+        let send = 2.0 * 2048.0 * 1024.0 * 2.0 * 1e-9;
+        let forward = 3.0 * (send - core(&work.layer.forward) / 4.0);
+        let backward = 3.0 * (2.0 * send - core(&work.layer.backward) / 4.0);
+        assert!(
+            (e.forward - forward).abs() <= 1e-12 * forward,
+            "{e:?} {forward}"
+        );
+        assert!(
+            (e.backward - backward).abs() <= 1e-12 * backward,
+            "{e:?} {backward}"
+        );
+    }
+
+    #[test]
+    fn groups_of_a_context_parallel_layout_put_cp_between_tp_and_dp() {
+        // tp 2, cp 2, dp 2: ranks t + 2·(c + 2·d).
+        let sim = Layout {
+            dp: 4,
+            ..layout(2, 1, 1)
+        };
+        assert_eq!(
+            context_groups(&sim, 2),
+            vec![vec![0, 2], vec![1, 3], vec![4, 6], vec![5, 7]]
+        );
+        assert_eq!(
+            groups(&sim, Among::Data),
+            vec![vec![0, 2, 4, 6], vec![1, 3, 5, 7]]
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::reader::{self as rd, Args, Cx};
 use super::schema;
 use super::workload::{ResourceScope, UNIT_INSTANCE, Workload};
 use crate::diag::{Diagnostic, Span};
-use crate::model::{Attention, Layout, Recompute, Schedule, Sharding, Transformer};
+use crate::model::{Attention, Layout, Recompute, Schedule, Setup, Sharding, Transformer};
 use crate::syntax::ast::{Stmt, ValueKind};
 use serde::Serialize;
 
@@ -45,6 +45,9 @@ pub struct ModelTraining {
     /// `overlap grad_reduce`: the gradient reduction overlapped with the backward pass
     /// (`None`: after it, Megatron-LM's default).
     pub overlap: Option<super::overlap::GradOverlap>,
+    /// Context parallelism, uneven stages, `overlap tp_comm` and the narrow GEMM precision
+    /// of `precision fp8` ([`crate::model::Setup`]).
+    pub setup: Setup,
     /// The `model` statement, where errors about the model (memory fit) point.
     #[serde(skip)]
     pub span: Span,
@@ -63,6 +66,9 @@ struct Parallel {
     interleave: Part,
     dp: Part,
     ep: Part,
+    cp: Part,
+    first_stage: Part,
+    last_stage: Part,
     /// The `sp` word.
     sp: Option<Span>,
     head: Span,
@@ -81,6 +87,8 @@ pub struct JobModel {
     batch: Option<((u64, Span), (u64, Span))>,
     precision: Option<String>,
     overlap: Option<super::overlap::GradOverlap>,
+    /// `overlap tp_comm`, where it was named.
+    tp_comm: Option<Span>,
     /// Layout statements met (key and head), for "needs `model`".
     layout_stmts: Vec<(&'static str, Span)>,
     /// A statement was wrong (and reported): the layout is not checked further.
@@ -168,17 +176,29 @@ impl JobModel {
                     interleave: part(cx, a, "interleave").ok()?,
                     dp: part(cx, a, "dp").ok()?,
                     ep: part(cx, a, "ep").ok()?,
+                    cp: part(cx, a, "cp").ok()?,
+                    first_stage: part(cx, a, "first_stage").ok()?,
+                    last_stage: part(cx, a, "last_stage").ok()?,
                     sp,
                     head,
                 };
-                if [p.tp, p.pp, p.interleave, p.dp, p.ep]
-                    .iter()
-                    .all(|x| x.1.is_none())
+                if [
+                    p.tp,
+                    p.pp,
+                    p.interleave,
+                    p.dp,
+                    p.ep,
+                    p.cp,
+                    p.first_stage,
+                    p.last_stage,
+                ]
+                .iter()
+                .all(|x| x.1.is_none())
                     && sp.is_none()
                 {
                     cx.push(
                         Diagnostic::error(a.end_span(), "`parallel` needs at least one part")
-                            .with_help("write `parallel tp 8 sp pp 4 interleave 2 dp 2 ep 1`, any part left out being 1"),
+                            .with_help("write `parallel tp 8 sp cp 2 pp 4 interleave 2 dp 2 ep 1`, any part left out being 1"),
                     );
                     return None;
                 }
@@ -219,7 +239,13 @@ impl JobModel {
                 let v = a.req("a dtype such as `bf16`")?;
                 self.precision = Some(rd::choice(cx, v, schema::DTYPES, "dtype")?.to_string());
             }
-            "overlap" => self.overlap = Some(super::overlap::read(cx, a, head)?),
+            "overlap" => {
+                // One `overlap` statement per job (a second is an error where statements are
+                // read), naming each overlap it turns on.
+                let o = super::overlap::read(cx, a, head)?;
+                self.overlap = o.grad;
+                self.tp_comm = o.tp_comm;
+            }
             _ => {}
         }
         Some(())
@@ -268,6 +294,9 @@ impl JobModel {
             interleave: (1, None),
             dp: (1, None),
             ep: (1, None),
+            cp: (1, None),
+            first_stage: (1, None),
+            last_stage: (1, None),
             sp: None,
             head: span,
         });
@@ -290,14 +319,36 @@ impl JobModel {
             micro_batch: micro,
         };
         if let Some(o) = &self.overlap {
-            ok &= super::overlap::check(cx, o, &layout);
+            ok &= super::overlap::check(cx, o, &layout, p.cp.0);
         }
-        ok.then(|| ModelTraining {
+        if let Some(at) = self.tp_comm {
+            ok &= super::overlap::check_tp_comm(cx, at, &layout);
+        }
+        if p.cp.0 > 1 && layout.attention != Attention::Flash {
+            cx.push(
+                Diagnostic::error(
+                    p.cp.1.unwrap_or(p.head),
+                    "context parallelism runs attention as TransformerEngine's fused ring attention: it needs `attention flash`",
+                )
+                .with_help("add `attention flash` to the job, or remove `cp`"),
+            );
+            ok = false;
+        }
+        let dtype = self
+            .precision
+            .unwrap_or_else(|| DEFAULT_PRECISION.to_string());
+        let setup = Setup {
+            cp: p.cp.0,
+            first_stage: p.first_stage.1.map(|_| p.first_stage.0),
+            last_stage: p.last_stage.1.map(|_| p.last_stage.0),
+            tp_comm_overlap: self.tp_comm.is_some(),
+            narrow_gemm_bytes: crate::model::training_widths(&dtype).1,
+        };
+        ok.then_some(ModelTraining {
             model,
             layout,
-            dtype: self
-                .precision
-                .unwrap_or_else(|| DEFAULT_PRECISION.to_string()),
+            dtype,
+            setup,
             overlap: self.overlap,
             span,
             layout_span: p.head,
@@ -353,7 +404,10 @@ fn layout_fits(
         }
     }
     let chunks = pp * v;
-    if u64::from(m.layers) % chunks != 0 {
+    let uneven = p.first_stage.1.is_some() || p.last_stage.1.is_some();
+    if uneven {
+        uneven_fits(cx, m, p, pp, v);
+    } else if u64::from(m.layers) % chunks != 0 {
         let what = if v > 1 {
             format!("pp {pp} × interleave {v} = {chunks} model chunks")
         } else {
@@ -367,6 +421,30 @@ fn layout_fits(
                 m.layers
             ),
         );
+    }
+    let cp = u64::from(p.cp.0);
+    if cp > 1 {
+        let at_cp = at(&p.cp);
+        if !m.seq.is_multiple_of(2 * cp) {
+            cx.push(
+                Diagnostic::error(at_cp, format!("cp {cp} splits each sequence into 2 × cp = {} chunks (two per rank, for balance under the causal mask), but the {} tokens of `{name}` do not split into them evenly", 2 * cp, m.seq))
+                    .with_help("pick a cp for which 2 × cp divides the sequence length"),
+            );
+        } else if p.sp.is_some() && !(m.seq / cp).is_multiple_of(tp) {
+            cx.error(
+                at_cp,
+                format!(
+                    "with `sp` each rank's {} tokens (seq / cp) must split over tp {tp}",
+                    m.seq / cp
+                ),
+            );
+        }
+        if ep > 1 {
+            cx.error(
+                at_cp,
+                "context parallelism with expert parallelism (`ep`) is not modelled",
+            );
+        }
     }
     if v > 1 && pp == 1 {
         cx.error(
@@ -422,6 +500,63 @@ fn layout_fits(
     cx.diags.len() == n
 }
 
+/// Megatron-Core's rules for uneven stages (`TransformerConfig.__post_init__`, "Uneven PP",
+/// Megatron-LM d98e8a6 `megatron/core/transformer/transformer_config.py`): pipelining; each
+/// given stage at least one layer and a multiple of `interleave`; the layers left split
+/// evenly over the stages between (none left when there are none), each a multiple of
+/// `interleave`. Each failure is an error at the part that breaks it.
+fn uneven_fits(cx: &mut Cx, m: &Transformer, p: &Parallel, pp: u64, v: u64) {
+    let given: Vec<(&str, &Part)> = [
+        ("first_stage", &p.first_stage),
+        ("last_stage", &p.last_stage),
+    ]
+    .into_iter()
+    .filter(|(_, x)| x.1.is_some())
+    .collect();
+    let span = |x: &Part| x.1.unwrap_or(p.head);
+    if pp < 2 {
+        let (w, x) = given[0];
+        cx.error(
+            span(x),
+            format!("`{w}` sets the layers of one pipeline stage: it needs `pp` of at least 2"),
+        );
+        return;
+    }
+    for (w, x) in &given {
+        if !u64::from(x.0).is_multiple_of(v) {
+            cx.error(span(x), format!("`{w}` {} is not a multiple of interleave {v}: each of the stage's {v} model chunks takes whole layers", x.0));
+            return;
+        }
+    }
+    let total: u64 = given.iter().map(|(_, x)| u64::from(x.0)).sum();
+    let middle = pp - given.len() as u64;
+    let layers = u64::from(m.layers);
+    let last = span(given[given.len() - 1].1);
+    if total > layers || (total == layers) != (middle == 0) {
+        cx.push(
+            Diagnostic::error(last, format!(
+                "the first and last stages take {total} of the {layers} layers of `{}`, leaving {} for the {middle} stage{} between",
+                m.name,
+                layers.saturating_sub(total),
+                if middle == 1 { "" } else { "s" }
+            ))
+            .with_help("every stage needs layers, and every layer a stage"),
+        );
+        return;
+    }
+    let rest = layers - total;
+    if middle > 0 && (!rest.is_multiple_of(middle) || !(rest / middle).is_multiple_of(v)) {
+        cx.push(
+            Diagnostic::error(last, format!(
+                "the {rest} layers left do not split evenly over the {middle} middle stage{}{}",
+                if middle == 1 { "" } else { "s" },
+                if v > 1 { format!(" in whole chunks of interleave {v}") } else { String::new() }
+            ))
+            .with_help("the stages between the first and the last take equal shares, as Megatron-Core requires"),
+        );
+    }
+}
+
 /// Devices a placement group's bundles request (its unit-instance resources: GPU, TPU, …, as
 /// the simulation counts a job's devices); a slice group's are the slice's chips, known for
 /// each slice of the cluster (`None`: no slice).
@@ -452,7 +587,8 @@ pub fn check_devices(cx: &mut Cx, scope: &ResourceScope, w: &Workload) {
             continue;
         };
         let l = &m.layout;
-        let ranks = u64::from(l.tp) * u64::from(l.pp) * u64::from(l.dp);
+        let cp = u64::from(m.setup.cp);
+        let ranks = u64::from(l.tp) * cp * u64::from(l.pp) * u64::from(l.dp);
         for devices in group_devices(scope, pg) {
             if devices == ranks as f64 {
                 continue;
@@ -467,10 +603,11 @@ pub fn check_devices(cx: &mut Cx, scope: &ResourceScope, w: &Workload) {
                 Diagnostic::error(
                     m.layout_span,
                     format!(
-                        "training `{}` lays `{}` over tp {} × pp {} × dp {} = {ranks} device{}, but {what} {shown}",
+                        "training `{}` lays `{}` over tp {}{} × pp {} × dp {} = {ranks} device{}, but {what} {shown}",
                         t.name,
                         m.model.name,
                         l.tp,
+                        if cp > 1 { format!(" × cp {cp}") } else { String::new() },
                         l.pp,
                         l.dp,
                         if ranks == 1 { "" } else { "s" }
@@ -500,9 +637,9 @@ pub fn fit_memory(cx: &mut Cx, scope: &ResourceScope, w: &mut Workload) {
         else {
             continue;
         };
-        let bytes = crate::model::dtype_bytes(&m.dtype);
+        let bytes = crate::model::training_widths(&m.dtype).0;
         // A layout that does not divide was reported where it was read.
-        let Ok(mem) = crate::model::per_rank(&m.model, &m.layout, bytes) else {
+        let Ok(mem) = crate::model::per_rank_with(&m.model, &m.layout, &m.setup, bytes) else {
             continue;
         };
         let units: Vec<&str> = pg

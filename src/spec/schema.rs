@@ -260,10 +260,20 @@ pub const TRAINING: &[StmtDef] = &[
     one("attention", ATTENTIONS),
     one("batch", &["global", "micro"]),
     one("precision", DTYPES),
-    one("overlap", &["grad_reduce", "bucket"]),
+    one("overlap", &["grad_reduce", "tp_comm", "bucket"]),
 ];
 /// Parts of a training job's `parallel` layout (`src/spec/layout.rs`).
-pub const PARALLEL_WORDS: &[&str] = &["tp", "sp", "pp", "interleave", "dp", "ep"];
+pub const PARALLEL_WORDS: &[&str] = &[
+    "tp",
+    "sp",
+    "cp",
+    "pp",
+    "interleave",
+    "first_stage",
+    "last_stage",
+    "dp",
+    "ep",
+];
 /// Data-parallel state sharding; `fsdp` is ZeRO-3 (FSDP's full sharding).
 pub const SHARDINGS: &[&str] = &["none", "zero1", "zero2", "zero3", "fsdp"];
 pub const RECOMPUTES: &[&str] = &["none", "selective", "full"];
