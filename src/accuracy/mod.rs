@@ -15,6 +15,7 @@
 mod harness;
 mod predict;
 pub mod queueing;
+mod serving_rows;
 pub mod table;
 
 use crate::network::collective::Op;

@@ -17,7 +17,7 @@
 //! Assumptions of this model, each a simplification:
 //! - A stage's layers are identical, so its gradients appear at a uniform rate through the
 //!   last microbatch's backward, the slowest stage's backward and recomputed kernels and the
-//!   output layer's gradients (`model_steps::backward_secs`).
+//!   output layer's gradients (`stage_time::backward_secs`).
 //! - The optimizer step waits at the gate for every stream (`finish_grad_sync` before
 //!   `optimizer.step()` in Megatron-LM's `training.py`), then what follows it runs.
 //!   A bucket is `bucket_size` parameters exactly (whole tensors make Megatron's a little

@@ -42,6 +42,7 @@ mod placement_groups;
 mod scheduling;
 mod services;
 mod spills;
+mod stage_time;
 mod steps;
 mod tasks;
 mod tensors;

@@ -8,10 +8,12 @@
 pub mod arrivals;
 pub mod cluster;
 pub mod disagg;
+pub mod engine;
 pub mod experiment;
 pub mod failure;
 pub mod hardware;
 pub mod layout;
+mod layout_rules;
 pub mod load;
 pub mod model;
 pub mod overlap;

@@ -1,0 +1,132 @@
+//! The `engine` statement of an LLM service: which serving engine each replica runs
+//! (vLLM, TensorRT-LLM, SGLang; [`crate::model::engines`] says what each spends beside its
+//! kernels) and its scheduler's limits, defaults from the engine named.
+
+use super::reader::{self as rd, Args, Cx};
+use super::serving::{MAX_KV_BLOCK, MAX_SEQS, MAX_TOKEN_BUDGET};
+use crate::syntax::ast::ValueKind;
+use serde::Serialize;
+
+/// Words of `engine`.
+pub const ENGINE_WORDS: &[&str] = &[
+    "vllm",
+    "trtllm",
+    "sglang",
+    "graphs",
+    "graph_batch",
+    "token_budget",
+    "max_seqs",
+    "chunked_prefill",
+    "kv_block",
+    "memory_fraction",
+    "preempt",
+    "on",
+    "off",
+    "recompute",
+    "swap",
+];
+
+/// What a preempted sequence does with its KV cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Preempt {
+    /// Freed; the sequence is recomputed as a prefill when it resumes (vLLM V1).
+    Recompute,
+    /// Copied to host memory over PCIe and back before it resumes (vLLM V0's swap).
+    Swap,
+}
+
+/// The engine of each replica (`engine` statement).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EngineConfig {
+    /// Which engine (`engine vllm|trtllm|sglang`): its defaults and what it spends beside
+    /// the kernels ([`crate::model::engines`]).
+    pub kind: crate::model::engines::Kind,
+    /// CUDA graphs for decode batches (`graphs off`: every kernel launched, vLLM's
+    /// `--enforce-eager`).
+    pub graphs: bool,
+    /// Largest decode batch replayed as a graph (`graph_batch N`: vLLM's
+    /// `max_capture_size`, SGLang's `--cuda-graph-max-bs`, TensorRT-LLM's
+    /// `cuda_graph_config.max_batch_size`); `None`: the engine's default.
+    pub graph_batch: Option<u32>,
+    /// Tokens one iteration may compute (vLLM `max_num_batched_tokens`).
+    pub token_budget: u32,
+    /// Sequences running at once (vLLM `max_num_seqs`).
+    pub max_seqs: u32,
+    pub chunked_prefill: bool,
+    /// Tokens per KV block (vLLM `block_size`).
+    pub kv_block: u32,
+    /// Share of device memory the engine may use (vLLM `gpu_memory_utilization`).
+    pub memory_fraction: f64,
+    pub preempt: Preempt,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig::of(crate::model::engines::Kind::default())
+    }
+}
+
+impl EngineConfig {
+    /// Engine `kind` with its own defaults ([`crate::model::engines::Kind`]); memory
+    /// fraction 0.9 (vLLM `gpu_memory_utilization`, TensorRT-LLM
+    /// `kv_cache_free_gpu_mem_fraction`), recompute preemption.
+    pub fn of(kind: crate::model::engines::Kind) -> Self {
+        EngineConfig {
+            kind,
+            graphs: true,
+            graph_batch: None,
+            token_budget: kind.token_budget(),
+            max_seqs: kind.max_seqs(),
+            chunked_prefill: kind.chunked_prefill(),
+            kv_block: kind.kv_block(),
+            memory_fraction: 0.9,
+            preempt: Preempt::Recompute,
+        }
+    }
+}
+
+pub(super) fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
+    use crate::model::engines::{Kind, WORDS};
+    let named =
+        a.next_if(|v| matches!(&v.kind, ValueKind::Ident(n) if WORDS.contains(&n.as_str())));
+    let kind = named
+        .and_then(|v| match &v.kind {
+            ValueKind::Ident(n) => Kind::from_word(n),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut e = EngineConfig::of(kind);
+    if let Some(v) = a.opt("graphs") {
+        e.graphs = rd::choice(cx, v, &["on", "off"], "graphs setting")? == "on";
+    }
+    if let Some(v) = a.opt("graph_batch") {
+        e.graph_batch = Some(rd::count(cx, v, 1, MAX_SEQS)? as u32);
+    }
+    if let Some(v) = a.opt("token_budget") {
+        e.token_budget = rd::count(cx, v, 1, MAX_TOKEN_BUDGET)? as u32;
+    }
+    if let Some(v) = a.opt("max_seqs") {
+        e.max_seqs = rd::count(cx, v, 1, MAX_SEQS)? as u32;
+    }
+    if let Some(v) = a.opt("kv_block") {
+        e.kv_block = rd::count(cx, v, 1, MAX_KV_BLOCK)? as u32;
+    }
+    if let Some(v) = a.opt("chunked_prefill") {
+        e.chunked_prefill = rd::choice(cx, v, &["on", "off"], "chunked_prefill setting")? == "on";
+    }
+    if let Some(v) = a.opt("preempt") {
+        e.preempt = match rd::choice(cx, v, &["recompute", "swap"], "preemption mode")? {
+            "swap" => Preempt::Swap,
+            _ => Preempt::Recompute,
+        };
+    }
+    if let Some(v) = a.opt("memory_fraction") {
+        let f = rd::number(cx, v)?;
+        if !(f > 0.0 && f <= 1.0) {
+            cx.error(v.span, format!("memory_fraction {f} is not in (0, 1]"));
+            return None;
+        }
+        e.memory_fraction = f;
+    }
+    Some(e)
+}
