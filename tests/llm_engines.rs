@@ -59,6 +59,9 @@ fn each_engine_brings_its_defaults_and_words_override_them() {
         (g.kind, g.max_seqs, g.kv_block, g.graphs),
         (Kind::Sglang, 700, 1, false)
     );
+    // The largest batch captured as a graph, where the run says.
+    assert_eq!(e("engine trtllm graph_batch 8192").graph_batch, Some(8192));
+    assert_eq!(e("engine vllm").graph_batch, None);
     // No engine word: vLLM's.
     assert_eq!(e("engine token_budget 4096").kind, Kind::Vllm);
     // A word that is no engine is an error at its place.
@@ -75,6 +78,27 @@ fn each_engine_brings_its_defaults_and_words_override_them() {
         text.contains("tensorrt") && text.contains("t.orr:13:"),
         "{text}"
     );
+    // A graph size of 0, and `kv` without its dtype or with an unknown one, are errors at
+    // their line.
+    for (line, what) in [
+        ("engine vllm graph_batch 0", "graph_batch"),
+        ("precision fp8 kv", "kv"),
+        ("precision fp8 kv fp7", "fp7"),
+    ] {
+        let l = load_str(
+            "t.orr",
+            &scenario(
+                "dgx_h100",
+                &format!(
+                    "    resources {{ GPU: 1 }}\n    arrival poisson 1 /s\n    prompt tokens fixed 8\n    output tokens fixed 8\n    {line}\n"
+                ),
+            ),
+        );
+        assert!(l.has_errors(), "{line}");
+        let text = l.render(false);
+        assert!(text.contains("t.orr:13:"), "{line}: {text}");
+        assert!(text.contains(what), "{line}: {text}");
+    }
 }
 
 #[test]
