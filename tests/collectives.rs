@@ -239,6 +239,44 @@ fn nvls_reduces_in_the_nvswitch() {
     assert!(big.busbw > NVLINK, "{}", big.busbw);
 }
 
+/// NCCL's NVLS tree across two DGX H100s: each node's switch reduces and multicasts, the
+/// nodes swap their reduced slices over the NICs (rank i with rank i), pipelined. At a large
+/// size it runs at the switch's rate, so its bus bandwidth over 16 ranks lies between the
+/// NICs-bound ring's and what one node's NVLS would give the same bytes per rank
+/// (30/16 of its algorithm bandwidth against one node's 14/8).
+#[test]
+fn an_nvls_tree_runs_at_the_switchs_rate_past_the_nics() {
+    let two = Graph::build(&spec(
+        "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n  fabric fat_tree\n}\n",
+    ));
+    let ranks: Vec<Rank> = (0..2).flat_map(|n| (0..8).map(move |d| (n, d))).collect();
+    let n = 4.0 * 1024.0 * 1048576.0;
+    let tree = run(
+        &two,
+        &idle(&two),
+        Op::AllReduce,
+        Algorithm::NvlsTree,
+        &ranks,
+        n,
+    );
+    let ring = run(&two, &idle(&two), Op::AllReduce, Algorithm::Ring, &ranks, n);
+    let one = dgx();
+    let nvls = run(
+        &one,
+        &idle(&one),
+        Op::AllReduce,
+        Algorithm::InSwitch,
+        &gpus(8),
+        n,
+    );
+    let bus = |secs: f64, p: f64| n / secs * 2.0 * (p - 1.0) / p;
+    let (t, r) = (bus(tree.secs, 16.0), bus(ring.secs, 16.0));
+    assert!(t > r * 1.1, "tree {t:e} ring {r:e}");
+    assert!(t < bus(nvls.secs, 16.0) * 1.01, "tree {t:e}");
+    // Its base is NCCL's latency for it: 25 µs + 2 × 20.9 µs.
+    assert!(tree.secs > 66.8e-6);
+}
+
 #[test]
 fn sharp_reduces_in_the_leaf_switch() {
     // One rank on each of 4 nodes: up the NIC to the leaf, the result multicast back down.
@@ -497,6 +535,20 @@ fn impossible_groups_are_errors() {
         "node plain {\n  cpu sockets 1, cores 16\n  memory 64 GiB\n  device L4 x 2 link none\n  nic ib_ndr_400g\n}\ncluster c {\n  rack r[0..1] {\n    node plain x 1\n  }\n  fabric leaf_spine oversubscription 1:1\n}\n",
     ));
     assert!(err(&ib, Op::AllReduce, Algorithm::InSwitch, &[(0, 0), (1, 0)]).contains("one leaf"));
+    // An NVLS tree needs two or more NVSwitch nodes with as many ranks on each.
+    assert!(err(&g, Op::AllReduce, Algorithm::NvlsTree, &gpus(8)).contains("two or more"));
+    let two = Graph::build(&spec(
+        "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n  fabric fat_tree\n}\n",
+    ));
+    assert!(
+        err(
+            &two,
+            Op::AllReduce,
+            Algorithm::NvlsTree,
+            &[(0, 0), (0, 1), (1, 0)]
+        )
+        .contains("same number")
+    );
     // A dead link on the path: the step can never finish.
     let mut dead = idle(&g);
     dead.set_capacity(g.route((0, 0), (0, 1), 0).unwrap()[0], 0.0);

@@ -237,8 +237,9 @@ pub(super) enum Command {
         /// allreduce, allgather, reducescatter, alltoall, broadcast or sendrecv.
         #[arg(long, default_value = "allreduce")]
         op: String,
-        /// ring, tree, nvls, hierarchical or pairwise (default: NCCL's choice for each size
-        /// on NVIDIA devices, by its tuning model; elsewhere the fastest the flow model has).
+        /// ring, tree, nvls, nvls_tree, hierarchical or pairwise (default: NCCL's choice for
+        /// each size on NVIDIA devices, by its tuning model; elsewhere the fastest the flow
+        /// model has).
         #[arg(long)]
         algo: Option<String>,
         /// NCCL protocol: ll, ll128 or simple (default: NCCL's choice for each size; simple

@@ -77,17 +77,18 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
     })
 }
 
-/// `ring`, `tree`, `nvls` (in-switch), `hierarchical`, `pairwise`.
+/// `ring`, `tree`, `nvls` (in-switch), `nvls_tree`, `hierarchical`, `pairwise`.
 pub fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
     Ok(match s {
         "ring" => Algorithm::Ring,
         "tree" => Algorithm::Tree,
         "nvls" | "in_switch" => Algorithm::InSwitch,
+        "nvls_tree" => Algorithm::NvlsTree,
         "hierarchical" => Algorithm::Hierarchical,
         "pairwise" => Algorithm::Pairwise,
         _ => {
             return Err(format!(
-                "`{s}` is not an algorithm: ring, tree, nvls, hierarchical or pairwise"
+                "`{s}` is not an algorithm: ring, tree, nvls, nvls_tree, hierarchical or pairwise"
             ));
         }
     })
@@ -263,6 +264,7 @@ fn candidates(op: Op) -> Vec<Algorithm> {
         Algorithm::Ring,
         Algorithm::Tree,
         Algorithm::InSwitch,
+        Algorithm::NvlsTree,
         Algorithm::Hierarchical,
         Algorithm::Pairwise,
     ]

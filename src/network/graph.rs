@@ -1167,6 +1167,19 @@ impl Graph {
                 bw_intra / 1e9
             },
             nvls: nodes.len() == 1 && nvs.is_some() && arch >= Arch::Hopper,
+            nvls_tree: nodes.len() > 1
+                && arch >= Arch::Hopper
+                && nodes.iter().all(|&d| {
+                    let on = ranks
+                        .iter()
+                        .filter(|r| self.scale_up_domain(r.0) == d)
+                        .count();
+                    on >= 2 && on * nodes.len() == ranks.len()
+                })
+                && ranks.iter().all(|&(node, device)| {
+                    self.link_between(Vertex::Device { node, device }, self.nvswitch(node))
+                        .is_some()
+                }),
         })
     }
 }

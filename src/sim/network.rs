@@ -137,6 +137,7 @@ pub fn op_and_algorithm(
             (Op::AllToAll, _) => Some(Algorithm::Pairwise),
             (_, Some("tree")) => Some(Algorithm::Tree),
             (_, Some("nvls")) => Some(Algorithm::InSwitch),
+            (_, Some("nvls_tree")) => Some(Algorithm::NvlsTree),
             (_, Some("ring")) => Some(Algorithm::Ring),
             _ => None,
         }

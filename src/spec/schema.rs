@@ -188,7 +188,7 @@ pub const COLLECTIVES: &[&str] = &[
     "broadcast",
     "alltoall",
 ];
-pub const COLLECTIVE_ALGOS: &[&str] = &["ring", "tree", "nvls"];
+pub const COLLECTIVE_ALGOS: &[&str] = &["ring", "tree", "nvls", "nvls_tree"];
 /// NCCL's protocols (`network::collective::tuning::Protocol`).
 pub const COLLECTIVE_PROTOS: &[&str] = &["ll", "ll128", "simple"];
 pub const ARRIVALS: &[&str] = &[

@@ -1406,6 +1406,8 @@ pub fn workload(
                                         // for all-to-all); hierarchical is not NCCL's, run Simple.
                                         let simple_only = if algo.as_deref() == Some("nvls") {
                                             Some("`algo nvls` (NCCL runs NVLS with Simple only)")
+                                        } else if algo.as_deref() == Some("nvls_tree") {
+                                            Some("`algo nvls_tree` (NCCL runs NVLS trees with Simple only)")
                                         } else if op == "alltoall" {
                                             Some("`alltoall` (NCCL's point-to-point copies)")
                                         } else if hierarchical {

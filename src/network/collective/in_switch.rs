@@ -47,14 +47,14 @@ pub(super) fn allreduce(
         leaf_paths(graph, ranks)?
     };
     for (&r, (up, down)) in ranks.iter().zip(paths) {
-        run.set_path(End::Rank(r), End::Switch, up);
-        run.set_path(End::Switch, End::Rank(r), down);
+        run.set_path(End::Rank(r), End::Switch(0), up);
+        run.set_path(End::Switch(0), End::Rank(r), down);
     }
     let stage = |offset: u64, up: bool, r: Rank, scale: f64| {
         let (src, dst) = if up {
-            (End::Rank(r), End::Switch)
+            (End::Rank(r), End::Switch(0))
         } else {
-            (End::Switch, End::Rank(r))
+            (End::Switch(0), End::Rank(r))
         };
         Stage {
             offset,
@@ -91,6 +91,92 @@ pub(super) fn allreduce(
             let per = tuning::nvls_chunk(c.arch, ranks.len(), 1, bytes);
             run.protocol_stretch *= 1.0 + tuning::NVLS_CHUNK_OVERHEAD / per;
             tuning::nvls_channels(c.arch, 1) * p * per
+        }
+        None => run.opts.chunk,
+    };
+    pipeline::run(run, &stages, bytes, chunk, base)
+}
+
+/// NCCL's NVLS_TREE over ranks on several NVSwitch nodes, the same number on each: per
+/// chunk, each node reduces in its switch (every rank sends c up and takes its c/q slice of
+/// the node's sum down, q ranks a node), the nodes' slices go up a binary tree of nodes
+/// (node k's rank i to node (k − 1)/2's rank i, over their NICs; the deepest level first)
+/// and the result back down it, then each rank sends its c/q up and the switch multicasts
+/// c to every rank. Pipelined over chunks like [`allreduce`]; its base is NCCL's latency for
+/// it ([`tuning::nvls_tree_base`]) and its chunks NVLS's, with their per-chunk cost.
+/// Assumed: a binary tree of nodes in the order their first ranks come (NCCL balances two
+/// trees, which this does not model; with two nodes they are the same exchange).
+pub(super) fn nvls_tree(
+    run: &mut Runner,
+    graph: &Graph,
+    ranks: &[Rank],
+    bytes: f64,
+) -> Result<(), String> {
+    let mut groups: Vec<(Vertex, Vec<Rank>)> = Vec::new();
+    for &r in ranks {
+        let sw = graph.nvswitch(r.0);
+        match groups.iter_mut().find(|(s, _)| *s == sw) {
+            Some((_, g)) => g.push(r),
+            None => groups.push((sw, vec![r])),
+        }
+    }
+    let q = groups[0].1.len();
+    if groups.len() < 2 {
+        return Err(
+            "an NVLS tree needs ranks on two or more NVSwitch nodes (on one, `nvls`)".into(),
+        );
+    }
+    if q < 2 || groups.iter().any(|(_, g)| g.len() != q) {
+        return Err(
+            "an NVLS tree needs the same number of ranks, at least two, on each node".into(),
+        );
+    }
+    for (k, (_, g)) in groups.iter().enumerate() {
+        for &r in g {
+            let (up, down) = nvswitch_paths(graph, r)?;
+            run.set_path(End::Rank(r), End::Switch(k), up);
+            run.set_path(End::Switch(k), End::Rank(r), down);
+        }
+    }
+    let depth = |k: usize| (usize::BITS - (k + 1).leading_zeros() - 1) as u64;
+    let deepest = depth(groups.len() - 1);
+    let slice = 1.0 / q as f64;
+    let flow = |offset, src, dst, scale| Stage {
+        offset,
+        src,
+        dst,
+        scale,
+    };
+    let mut stages = Vec::new();
+    for (k, (_, g)) in groups.iter().enumerate() {
+        for (i, &r) in g.iter().enumerate() {
+            stages.push(flow(0, End::Rank(r), End::Switch(k), 1.0));
+            stages.push(flow(0, End::Switch(k), End::Rank(r), slice));
+            if k > 0 {
+                let parent = groups[(k - 1) / 2].1[i];
+                let d = depth(k);
+                stages.push(flow(
+                    1 + deepest - d,
+                    End::Rank(r),
+                    End::Rank(parent),
+                    slice,
+                ));
+                stages.push(flow(deepest + d, End::Rank(parent), End::Rank(r), slice));
+            }
+            stages.push(flow(1 + 2 * deepest, End::Rank(r), End::Switch(k), slice));
+            stages.push(flow(1 + 2 * deepest, End::Switch(k), End::Rank(r), 1.0));
+        }
+    }
+    let base = if run.opts.measured.is_none() {
+        tuning::nvls_tree_base(groups.len())
+    } else {
+        0.0
+    };
+    let chunk = match graph.nccl_comm(ranks).filter(|c| c.nvls_tree) {
+        Some(c) => {
+            let per = tuning::nvls_chunk(c.arch, q, groups.len(), bytes);
+            run.protocol_stretch *= 1.0 + tuning::NVLS_CHUNK_OVERHEAD / per;
+            tuning::nvls_channels(c.arch, groups.len()) * q as f64 * per
         }
         None => run.opts.chunk,
     };

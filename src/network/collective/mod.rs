@@ -127,6 +127,10 @@ pub enum Algorithm {
     /// The switch reduces: NVLS through the NVSwitch (ranks on one node), SHARP-style in the
     /// leaf switch (ranks on several nodes of one rack).
     InSwitch,
+    /// NCCL's NVLS_TREE (ranks on several NVSwitch nodes): each node reduces in its switch,
+    /// the nodes exchange their reduced slices over a tree of their NICs, each node
+    /// multicasts the result.
+    NvlsTree,
     /// Reduce-scatter inside nodes, g parallel inter-node rings on n/g, allgather inside nodes.
     Hierarchical,
     /// Direct point-to-point exchanges (all-to-all in p − 1 shifts, send/recv).
@@ -139,6 +143,7 @@ impl Algorithm {
             Algorithm::Ring => "ring",
             Algorithm::Tree => "tree",
             Algorithm::InSwitch => "nvls",
+            Algorithm::NvlsTree => "nvls_tree",
             Algorithm::Hierarchical => "hierarchical",
             Algorithm::Pairwise => "pairwise",
         }
@@ -149,7 +154,7 @@ impl Algorithm {
 pub fn supported(op: Op, algorithm: Algorithm) -> bool {
     use Algorithm::*;
     match op {
-        Op::AllReduce => matches!(algorithm, Ring | Tree | InSwitch | Hierarchical),
+        Op::AllReduce => matches!(algorithm, Ring | Tree | InSwitch | NvlsTree | Hierarchical),
         Op::AllGather | Op::ReduceScatter => matches!(algorithm, Ring | Hierarchical),
         Op::Broadcast { .. } => algorithm == Ring,
         Op::AllToAll | Op::SendRecv => algorithm == Pairwise,
@@ -320,6 +325,7 @@ fn validate(
             Algorithm::Ring,
             Algorithm::Tree,
             Algorithm::InSwitch,
+            Algorithm::NvlsTree,
             Algorithm::Hierarchical,
             Algorithm::Pairwise,
         ]
@@ -427,6 +433,7 @@ fn decompose(
         (Op::SendRecv, _) => ring::send_recv(run, ranks, bytes),
         (_, Algorithm::Tree) => tree::allreduce(run, ranks, bytes),
         (_, Algorithm::InSwitch) => in_switch::allreduce(run, graph, ranks, bytes),
+        (_, Algorithm::NvlsTree) => in_switch::nvls_tree(run, graph, ranks, bytes),
         _ => unreachable!("supported() admitted {op:?} with {algorithm:?}"),
     }
 }

@@ -11,7 +11,8 @@ use super::{Algorithm, Options, Protocol, Rank};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum End {
     Rank(Rank),
-    Switch,
+    /// The reducing switch: a node's NVSwitch or a leaf, numbered by the algorithm.
+    Switch(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,7 +25,7 @@ pub(super) struct Flow {
 impl Flow {
     /// To or from the reducing switch (an in-switch reduction's flow).
     fn in_switch(&self) -> bool {
-        self.src == End::Switch || self.dst == End::Switch
+        matches!(self.src, End::Switch(_)) || matches!(self.dst, End::Switch(_))
     }
 
     pub fn new(src: Rank, dst: Rank, bytes: f64) -> Flow {

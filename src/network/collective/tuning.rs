@@ -112,15 +112,43 @@ enum Row {
     Tree,
     Ring,
     Nvls,
+    NvlsTree,
 }
 
-/// `baseLatencies` in µs, [Tree, Ring, NVLS][LL, LL128, Simple].
-const BASE_LAT: [[f64; 3]; 3] = [[6.8, 14.0, 8.4], [6.6, 14.0, 8.4], [0.0, 0.0, 0.0]];
-/// `hwLatencies` in µs, [NVLINK, PCI, NET][Tree, Ring, NVLS][LL, LL128, Simple].
-const HW_LAT: [[[f64; 3]; 3]; 3] = [
-    [[0.6, 1.25, 4.0], [0.6, 1.9, 3.4], [0.0, 0.0, 25.0]],
-    [[1.0, 1.9, 4.0], [1.0, 2.5, 5.7], [0.0, 0.0, 0.0]],
-    [[5.0, 8.5, 14.0], [2.7, 4.0, 14.0], [0.0, 0.0, 18.0]],
+/// `baseLatencies` in µs, [Tree, Ring, NVLS, NVLS Tree][LL, LL128, Simple].
+const BASE_LAT: [[f64; 3]; 4] = [
+    [6.8, 14.0, 8.4],
+    [6.6, 14.0, 8.4],
+    [0.0, 0.0, 0.0],
+    [0.0, 0.0, 0.0],
+];
+/// `hwLatencies` in µs, [NVLINK, PCI, NET][Tree, Ring, NVLS, NVLS Tree][LL, LL128, Simple].
+const HW_LAT: [[[f64; 3]; 4]; 3] = [
+    [
+        [0.6, 1.25, 4.0],
+        [0.6, 1.9, 3.4],
+        [0.0, 0.0, 25.0],
+        [0.0, 0.0, 25.0],
+    ],
+    [
+        [1.0, 1.9, 4.0],
+        [1.0, 2.5, 5.7],
+        [0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0],
+    ],
+    [
+        [5.0, 8.5, 14.0],
+        [2.7, 4.0, 14.0],
+        [0.0, 0.0, 18.0],
+        [0.0, 0.0, 20.9],
+    ],
+];
+/// `perChMaxNVLSTreeBws` in GB/s per channel, [Volta, Ampere, Hopper, Blackwell][N1, N2, N4+].
+const NVLS_TREE_BW: [[f64; 3]; 4] = [
+    [26.5, 18.5, 10.0],
+    [24.0, 23.6, 17.8],
+    [0.0, 57.7, 45.5],
+    [0.0, 96.0, 80.0],
 ];
 /// `llMaxBws` in GB/s: [Volta-N1 | Intel, Ampere-N1 | AMD, Hopper-N1, Blackwell-N1][N1, N2, N4+]
 /// (one node: the GPU's row; several: the CPU vendor's row, Intel = 0).
@@ -243,6 +271,8 @@ pub struct Comm {
     pub bw_inter: f64,
     /// The node's NVSwitch reduces (NVLS): one node, NVSwitch, Hopper or later.
     pub nvls: bool,
+    /// Every node's switch reduces (NVLS trees): several nodes, NVSwitch, Hopper or later.
+    pub nvls_tree: bool,
 }
 
 /// NCCL's estimate for one (algorithm, protocol): latency in µs and bus bandwidth in GB/s as
@@ -261,6 +291,7 @@ fn row(a: Algorithm) -> Option<Row> {
         Algorithm::Ring => Some(Row::Ring),
         Algorithm::Tree => Some(Row::Tree),
         Algorithm::InSwitch => Some(Row::Nvls),
+        Algorithm::NvlsTree => Some(Row::NvlsTree),
         _ => None,
     }
 }
@@ -291,6 +322,11 @@ pub fn estimate(c: &Comm, op: Op, a: Algorithm, p: Protocol) -> Option<Estimate>
     // NVLS: Simple only, one node here (multi-node NVLS needs CollNet), allreduce in this
     // crate's decomposition.
     if r == Row::Nvls && (p != Protocol::Simple || !c.nvls || c.nodes != 1 || !allreduce) {
+        return None;
+    }
+    // NVLS trees: Simple, allreduce, several NVSwitch nodes ("Disable NVLS Tree on a single
+    // node").
+    if r == Row::NvlsTree && (p != Protocol::Simple || !c.nvls_tree || c.nodes < 2 || !allreduce) {
         return None;
     }
     // LL128 is on by default only where the intra-node path is NVLink (`typeIntra <=
@@ -341,6 +377,16 @@ pub fn estimate(c: &Comm, op: Op, a: Algorithm, p: Protocol) -> Option<Estimate>
         // One node: no NIC in the path (multi-node NVLS is not modelled, see above).
         bus = c.bw_intra * NVLS_EFFICIENCY[ai] * (CHANNELS - 1.0) / CHANNELS * 2.0;
     }
+    if r == Row::NvlsTree {
+        if NVLS_EFFICIENCY[ai] == 0.0 {
+            return None;
+        }
+        // The switch's reduction (pipelining two operations), the NICs (twice bwInter on two
+        // nodes: each sends and receives half the tree's traffic), and NCCL's per-channel cap.
+        let intra = c.bw_intra * NVLS_EFFICIENCY[ai] * (CHANNELS - 1.0) / CHANNELS * 2.0;
+        let inter = c.bw_inter * if nodes <= 2 { 2.0 } else { 1.0 };
+        bus = intra.min(inter).min(CHANNELS * NVLS_TREE_BW[ai][i2]);
+    }
     match (r, p) {
         (Row::Ring, Protocol::LL) => bus = ll_max.min(bus * 0.5),
         (Row::Ring, Protocol::LL128) => bus = (bus * 0.92).min(CHANNELS * RING_LL128_BW[ai][i2]),
@@ -358,7 +404,7 @@ pub fn estimate(c: &Comm, op: Op, a: Algorithm, p: Protocol) -> Option<Estimate>
         _ => {}
     }
     let ratio = match r {
-        Row::Ring | Row::Nvls => n as f64 / nsteps,
+        Row::Ring | Row::Nvls | Row::NvlsTree => n as f64 / nsteps,
         Row::Tree => 0.5,
     };
     let algbw = bus * ratio;
@@ -408,6 +454,9 @@ pub fn estimate(c: &Comm, op: Op, a: Algorithm, p: Protocol) -> Option<Estimate>
                 lat += inter_lat;
             }
         }
+        Row::NvlsTree => {
+            lat += intra_lat + 2.0 * log2i(nodes) * inter_lat;
+        }
     }
     Some(Estimate {
         latency_us: lat,
@@ -456,7 +505,12 @@ pub fn choose(
     protocol: Option<Protocol>,
 ) -> Option<(Algorithm, Protocol)> {
     let mut best: Option<(f64, Algorithm, Protocol)> = None;
-    for a in [Algorithm::Tree, Algorithm::Ring, Algorithm::InSwitch] {
+    for a in [
+        Algorithm::Tree,
+        Algorithm::Ring,
+        Algorithm::InSwitch,
+        Algorithm::NvlsTree,
+    ] {
         if algorithm.is_some_and(|x| x != a) {
             continue;
         }
@@ -502,12 +556,20 @@ pub fn hop_latency(hw: Hw, a: Algorithm, p: Protocol) -> f64 {
     HW_LAT[h][r][p.idx()] * 1e-6
 }
 
+/// NCCL's latency for an NVLS tree over `nodes` nodes, seconds: its NVLink term (25 µs) and
+/// two network terms per tree level (20.9 µs each), `latencies[NVLS_TREE]` in tuning.cc. The
+/// in-switch decomposition charges it as its base.
+pub fn nvls_tree_base(nodes: usize) -> f64 {
+    let r = Row::NvlsTree as usize;
+    (HW_LAT[0][r][2] + 2.0 * log2i(nodes) * HW_LAT[2][r][2]) * 1e-6
+}
+
 /// Base latency in seconds of one call with (a, p); NVLS's 25 µs is charged by the in-switch
 /// decomposition itself ([`super::NVLS_BASE`]).
 pub fn base_latency(a: Algorithm, p: Protocol) -> f64 {
     match a {
         Algorithm::Tree => BASE_LAT[0][p.idx()] * 1e-6,
-        Algorithm::InSwitch | Algorithm::Pairwise => 0.0,
+        Algorithm::InSwitch | Algorithm::NvlsTree | Algorithm::Pairwise => 0.0,
         _ => BASE_LAT[1][p.idx()] * 1e-6,
     }
 }
@@ -527,6 +589,7 @@ mod tests {
             bw_intra: 370.8,
             bw_inter: 400.0,
             nvls: nodes == 1,
+            nvls_tree: nodes > 1,
         }
     }
 
@@ -595,6 +658,7 @@ mod tests {
         let a100 = Comm {
             arch: Arch::Ampere,
             nvls: false,
+            nvls_tree: false,
             bw_intra: 240.0,
             ..c
         };
@@ -606,6 +670,37 @@ mod tests {
         assert_eq!(
             choose(&c, Op::AllGather, 1e9, None, None).unwrap().0,
             Algorithm::Ring
+        );
+    }
+
+    #[test]
+    fn nvls_trees_across_two_nodes_take_the_switchs_rate_and_the_trees_latency() {
+        let c = dgx(2);
+        let e = est(&c, Algorithm::NvlsTree, Protocol::Simple);
+        // min(370.8 × 0.85 × 15/16 × 2, 2 × 400, 16 × 57.7): the switch's.
+        let bus = 370.8 * 0.85 * 15.0 / 16.0 * 2.0;
+        assert!(close(e.bus_gbps, bus), "{e:?}");
+        assert!(close(e.bw_gbps, bus * 16.0 / 30.0), "{e:?}");
+        // 25 µs on NVLink and 2 × log2(2) × 20.9 µs on the network.
+        assert!(close(e.latency_us, 25.0 + 2.0 * 20.9), "{e:?}");
+        assert!(close(nvls_tree_base(2), 66.8e-6));
+        assert!(close(nvls_tree_base(8), (25.0 + 6.0 * 20.9) * 1e-6));
+        // Simple only, allreduce only, never on one node.
+        assert!(estimate(&c, Op::AllReduce, Algorithm::NvlsTree, Protocol::LL).is_none());
+        assert!(estimate(&c, Op::AllGather, Algorithm::NvlsTree, Protocol::Simple).is_none());
+        assert!(
+            estimate(
+                &dgx(1),
+                Op::AllReduce,
+                Algorithm::NvlsTree,
+                Protocol::Simple
+            )
+            .is_none()
+        );
+        // NCCL takes it for large all-reduces across two DGX H100s: past the NICs' ring.
+        assert_eq!(
+            choose(&c, Op::AllReduce, 1024.0 * 1048576.0, None, None),
+            Some((Algorithm::NvlsTree, Protocol::Simple))
         );
     }
 
@@ -678,6 +773,7 @@ mod tests {
             intra: Hw::Pci,
             arch: Arch::Ampere,
             nvls: false,
+            nvls_tree: false,
             bw_intra: 25.0,
             ..dgx(1)
         };
