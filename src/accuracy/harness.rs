@@ -19,13 +19,16 @@ pub fn trtllm_bench(spec: &Spec) -> Result<(u32, u32), String> {
         .flat_map(|w| w.services.iter())
         .find_map(|s| s.llm.as_ref())
         .ok_or("no LLM service")?;
+    // The accelerator of the cluster's (first) node type: the catalog's other types are in
+    // `node_types` too.
     let acc = spec
-        .node_types
-        .values()
-        .flat_map(|n| n.devices.iter())
-        .next()
+        .cluster
+        .as_ref()
+        .and_then(|c| c.groups.first())
+        .and_then(|g| spec.node_types.get(&g.node_type))
+        .and_then(|n| n.devices.first())
         .and_then(|d| spec.accelerators.get(&d.accelerator))
-        .ok_or("no accelerator")?;
+        .ok_or("no accelerator on the cluster's nodes")?;
     let gib = 1024f64.powi(3);
     let m = &llm.model;
     let (tp, pp) = (f64::from(llm.tp), f64::from(llm.pp));
@@ -67,7 +70,20 @@ fn finetune(requests: f64, isl: f64, osl: f64, pp: f64) -> (u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::finetune;
+    use super::{finetune, trtllm_bench};
+
+    #[test]
+    fn trtllm_bench_sizes_a_dgx_h100_engine_as_tuning_py() {
+        // Llama-3 8B in fp8 (8,030,261,248 parameters, 1 byte each; fp8 KV: 2 × 32 layers ×
+        // 8 heads × 128 × 1 byte a token) on one H100 of the catalog's 80 GB, 128/2048 tokens:
+        // (74.506 − 7.479) GiB × 0.95 of cache holds 479.4 requests of 2,176 tokens, so the
+        // batch rounds up to 512 (128s below 1024) and the tokens, 479.4 × (1 + 128/2048) =
+        // 509, to the floor of 2048.
+        let text = "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  service s {\n    model llama3_8b\n    precision fp8\n    resources { GPU: 1 }\n    arrival offline 10\n    prompt tokens fixed 128\n    output tokens fixed 2048\n    engine trtllm\n  }\n}\n";
+        let l = crate::spec::load_str("t.orr", text);
+        assert!(!l.has_errors(), "{}", l.render(false));
+        assert_eq!(trtllm_bench(&l.spec.unwrap()), Ok((512, 2048)));
+    }
 
     #[test]
     fn finetune_rounds_as_tuning_py() {
