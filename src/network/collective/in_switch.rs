@@ -120,12 +120,12 @@ pub(super) fn nvls_tree(
             None => groups.push((sw, vec![r])),
         }
     }
-    let q = groups[0].1.len();
     if groups.len() < 2 {
         return Err(
             "an NVLS tree needs ranks on two or more NVSwitch nodes (on one, `nvls`)".into(),
         );
     }
+    let q = groups[0].1.len();
     if q < 2 || groups.iter().any(|(_, g)| g.len() != q) {
         return Err(
             "an NVLS tree needs the same number of ranks, at least two, on each node".into(),
