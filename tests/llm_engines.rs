@@ -62,6 +62,24 @@ fn each_engine_brings_its_defaults_and_words_override_them() {
     // The largest batch captured as a graph, where the run says.
     assert_eq!(e("engine trtllm graph_batch 8192").graph_batch, Some(8192));
     assert_eq!(e("engine vllm").graph_batch, None);
+    // Unchunked, a request must fit the budget whole, output too, since vLLM recomputes a
+    // preempted one; TensorRT-LLM never preempts, so only its prompt must.
+    let unchunked = |kind: &str| {
+        load_str(
+            "t.orr",
+            &scenario(
+                "dgx_h100",
+                &format!("    resources {{ GPU: 1 }}\n    arrival poisson 1 /s\n    prompt tokens fixed 2048\n    output tokens fixed 2048\n    engine {kind} token_budget 2048 chunked_prefill off\n"),
+            ),
+        )
+        .has_errors()
+    };
+    assert!(unchunked("vllm"));
+    assert!(!unchunked("trtllm"));
+    // `reserve off` is TensorRT-LLM's MAX_UTILIZATION: optimistic, so the whole request again.
+    assert!(unchunked("trtllm reserve off"));
+    assert!(e("engine trtllm").reserve && !e("engine trtllm reserve off").reserve);
+    assert!(!e("engine vllm").reserve && e("engine vllm reserve on").reserve);
     // No engine word: vLLM's.
     assert_eq!(e("engine token_budget 4096").kind, Kind::Vllm);
     // A word that is no engine is an error at its place.
@@ -154,7 +172,8 @@ fn a_decode_iteration_is_two_rooflines_a_graph_and_the_host_gap() {
         b.add(1, 0, true);
         // Memory-bound all: weights, the one token's KV written, its activations through 32
         // layers; 291 kernels, each L inside a graph and 2L launched from the host.
-        let (ag, ae, aa) = f.act_token_bytes;
+        let a = f.act_token_bytes;
+        let (ag, ae, aa) = (a.gemm, a.elementwise, a.attention);
         let launches = if graphs == "on" { 1.0 } else { 2.0 } * (9.0 * 32.0 + 3.0);
         let closed = (f.weights_bytes + f.kv_token_bytes + (ag + ae + aa) * 32.0)
             / roof.memory_rate()
@@ -227,4 +246,5 @@ fn tensorrt_llm_reserves_whole_requests_and_never_preempts() {
     };
     assert!(pre("vllm") > 0);
     assert_eq!(pre("trtllm"), 0);
+    assert!(pre("trtllm reserve off") > 0);
 }

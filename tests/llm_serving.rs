@@ -80,7 +80,8 @@ fn decode_steady_state_is_memory_bound_and_tpot_is_its_mean_iteration() {
             assert!(w.flop / roof.compute_rate() < w.bytes / roof.memory_rate());
         }
         // Each of the n tokens' activations through 32 layers (GEMMs, elementwise, attention).
-        let (ag, ae, aa) = f.act_token_bytes;
+        let a = f.act_token_bytes;
+        let (ag, ae, aa) = (a.gemm, a.elementwise, a.attention);
         let act = (ag + ae + aa) * 32.0 * n as f64;
         let closed = (f.weights_bytes + f.kv_token_bytes * (n * k) as f64 + act)
             / roof.memory_rate()

@@ -47,6 +47,18 @@ pub fn trtllm_bench(spec: &Spec) -> Result<(u32, u32), String> {
     Ok(finetune(requests, isl, osl, pp))
 }
 
+/// The `engine` words of the engine trtllm-bench runs for the first LLM service of `spec`:
+/// [`trtllm_bench`]'s sequences and tokens, chunked context and the MAX_UTILIZATION
+/// scheduler (no whole-request reservation): its `ExecutorSettingsConfig` defaults
+/// (`tensorrt_llm/bench/dataclasses/configuration.py` at 000a01de: `chunking = True`,
+/// `scheduler_policy = MAX_UTILIZATION`).
+pub fn trtllm_bench_words(spec: &Spec) -> Result<String, String> {
+    let (bs, tokens) = trtllm_bench(spec)?;
+    Ok(format!(
+        "max_seqs {bs} token_budget {tokens} chunked_prefill on reserve off"
+    ))
+}
+
 /// `finetune_setting` with optimistic tuning (tuning.py).
 fn finetune(requests: f64, isl: f64, osl: f64, pp: f64) -> (u32, u32) {
     let raw_bs = requests.min(4096.0) / pp;
@@ -82,7 +94,12 @@ mod tests {
         let text = "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  service s {\n    model llama3_8b\n    precision fp8\n    resources { GPU: 1 }\n    arrival offline 10\n    prompt tokens fixed 128\n    output tokens fixed 2048\n    engine trtllm\n  }\n}\n";
         let l = crate::spec::load_str("t.orr", text);
         assert!(!l.has_errors(), "{}", l.render(false));
-        assert_eq!(trtllm_bench(&l.spec.unwrap()), Ok((512, 2048)));
+        let spec = l.spec.unwrap();
+        assert_eq!(trtllm_bench(&spec), Ok((512, 2048)));
+        assert_eq!(
+            super::trtllm_bench_words(&spec).as_deref(),
+            Ok("max_seqs 512 token_budget 2048 chunked_prefill on reserve off")
+        );
     }
 
     #[test]

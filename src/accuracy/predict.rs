@@ -52,8 +52,7 @@ pub fn predict(case: &Case) -> Result<(f64, String), String> {
             let mut line = engine.clone();
             if *trtllm_bench {
                 let first = load(&scenario.replace("{ENGINE}", engine))?;
-                let (bs, tokens) = super::harness::trtllm_bench(&first)?;
-                line = format!("{engine} max_seqs {bs} token_budget {tokens}");
+                line = format!("{engine} {}", super::harness::trtllm_bench_words(&first)?);
             }
             let spec = load(&scenario.replace("{ENGINE}", &line))?;
             let r = simulate(&spec, &SimConfig::default());

@@ -119,13 +119,6 @@ pub(super) fn entry(
     if let Some(n) = v.graph_batch {
         engine += &format!(" graph_batch {n}");
     }
-    if trtllm_bench {
-        // Orrery's unchunked admission needs a whole request (prompt and output, for
-        // recompute after preemption) within the budget; TensorRT-LLM's default
-        // GUARANTEED_NO_EVICT scheduler never preempts, so the harness's rows run
-        // chunked where prompts exceed what is left of an iteration's budget.
-        engine += " chunked_prefill on";
-    }
     if !((1..=64).contains(&v.tp)
         && (1..=1_000_000).contains(&v.requests)
         && (1..=1_000_000).contains(&v.prompt_tokens)

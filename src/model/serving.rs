@@ -40,8 +40,8 @@ use super::types::{Layout, Recompute, Schedule, Sharding, Transformer};
 /// Kernels one layer launches in vLLM's Llama forward (`vllm/model_executor/models/llama.py`):
 /// input RMSNorm, QKV GEMM, rotary embedding, attention, output GEMM, post-attention
 /// RMSNorm (fused residual add), gate-up GEMM, SiLU-and-multiply, down GEMM. The
-/// tensor-parallel all-reduces are the network's, not kernels here. CUDA graphs hide much of
-/// this launch cost in practice; a calibration profile's launch overhead replaces the default.
+/// tensor-parallel all-reduces are the network's, not kernels here. Each costs the profile's
+/// launch overhead, inside a CUDA graph too ([`super::engines`]).
 pub const KERNELS_PER_LAYER: f64 = 9.0;
 /// Kernels per iteration outside the layers: final norm, logits GEMM, sampler.
 pub const KERNELS_FIXED: f64 = 3.0;
@@ -57,10 +57,9 @@ pub struct Footprint {
     pub layers: u32,
     /// The last stage: it computes the final norm, the logits and samples.
     pub last: bool,
-    /// Bytes one rank's kernels move through memory per token and layer between the GEMMs
-    /// (the activations; see [`activation_bytes`]): (GEMMs' inputs and outputs, elementwise
-    /// kernels', attention's query and output).
-    pub act_token_bytes: (f64, f64, f64),
+    /// Bytes one rank's kernels move through memory per token and layer for the
+    /// activations ([`activation_bytes`]).
+    pub act_token_bytes: Activations,
 }
 
 /// Bytes per weight NVFP4 adds for its block scales: one FP8 (E4M3) scale per 16 FP4 values
@@ -106,6 +105,18 @@ impl Dtypes {
     }
 }
 
+/// Bytes one rank moves through device memory per token and layer for a layer's
+/// activations, by the kernels that move them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Activations {
+    /// The GEMMs' inputs and outputs.
+    pub gemm: f64,
+    /// The norms', rotary embedding's and SiLU-and-multiply's.
+    pub elementwise: f64,
+    /// Attention's query and output.
+    pub attention: f64,
+}
+
 /// Bytes one rank moves through device memory per token and layer for the activations of
 /// vLLM's Llama layer (`vllm/model_executor/models/llama.py`; each kernel reads its inputs
 /// from and writes its outputs to device memory), at `a` bytes per element, with hidden size
@@ -120,18 +131,18 @@ impl Dtypes {
 ///
 /// Assumed: no kernel fusion beyond vLLM's (engines that fuse more move less); the KV cache
 /// traffic is counted apart.
-pub fn activation_bytes(m: &Transformer, tp: u32, a: f64) -> (f64, f64, f64) {
+pub fn activation_bytes(m: &Transformer, tp: u32, a: f64) -> Activations {
     let t = f64::from(tp);
     let (h, q, kv) = (m.hidden as f64, m.q_dim(), m.kv_dim());
     let f = m
         .moe
         .map_or(m.ffn as f64, |e| f64::from(e.top_k) * e.expert_ffn as f64);
     let split = (2.0 * q + 2.0 * kv + 3.0 * f) / t;
-    (
-        a * (4.0 * h + split),
-        a * (8.0 * h + split),
-        a * 2.0 * q / t,
-    )
+    Activations {
+        gemm: a * (4.0 * h + split),
+        elementwise: a * (8.0 * h + split),
+        attention: a * 2.0 * q / t,
+    }
 }
 
 /// Layers of each of `pp` stages, as vLLM's `get_pp_indices` splits them: ⌊layers / pp⌋
@@ -342,40 +353,25 @@ pub fn iteration_phases(m: &Transformer, tp: u32, f: &Footprint, b: &BatchShape)
     } else {
         (0.0, 0.0)
     };
-    let (act_gemm, act_elementwise, act_attention) = f.act_token_bytes;
+    let act = f.act_token_bytes;
     let per_token = layers * b.tokens;
     Phases {
         layers,
         gemm: crate::compute::Work {
             flop: (matmul + logits) / t,
-            bytes: f.weights_bytes + act_gemm * per_token,
+            bytes: f.weights_bytes + act.gemm * per_token,
             kernels: KERNELS_PER_LAYER * layers + fixed,
         },
         attention: crate::compute::Work {
             flop: attention / t,
-            bytes: f.kv_token_bytes * (b.context_tokens + b.tokens) + act_attention * per_token,
+            bytes: f.kv_token_bytes * (b.context_tokens + b.tokens) + act.attention * per_token,
             kernels: 0.0,
         },
         elementwise: crate::compute::Work {
             flop: 0.0,
-            bytes: act_elementwise * per_token,
+            bytes: act.elementwise * per_token,
             kernels: 0.0,
         },
-    }
-}
-
-/// One iteration's work on one rank of `f`'s stage as one roofline (both phases summed).
-pub fn iteration_work(
-    m: &Transformer,
-    tp: u32,
-    f: &Footprint,
-    b: &BatchShape,
-) -> crate::compute::Work {
-    let p = iteration_phases(m, tp, f, b);
-    crate::compute::Work {
-        flop: p.gemm.flop + p.attention.flop,
-        bytes: p.gemm.bytes + p.attention.bytes + p.elementwise.bytes,
-        kernels: p.gemm.kernels,
     }
 }
 
@@ -449,7 +445,11 @@ mod tests {
         let m = crate::model::catalog::find("llama3_8b").unwrap();
         // h 4096, q 4096, kv 1024, f 14336, 2 bytes: GEMMs 4h + 2q + 2kv + 3f, elementwise
         // 8h + 2q + 2kv + 3f, attention 2q elements.
-        let (g, e, a) = activation_bytes(&m, 1, 2.0);
+        let Activations {
+            gemm: g,
+            elementwise: e,
+            attention: a,
+        } = activation_bytes(&m, 1, 2.0);
         assert_eq!(
             g,
             2.0 * (4.0 * 4096.0 + 2.0 * 4096.0 + 2.0 * 1024.0 + 3.0 * 14336.0)
@@ -460,7 +460,8 @@ mod tests {
         );
         assert_eq!(a, 2.0 * 2.0 * 4096.0);
         // tp 2 halves the split widths, not h.
-        let (g2, _, a2) = activation_bytes(&m, 2, 2.0);
+        let two = activation_bytes(&m, 2, 2.0);
+        let (g2, a2) = (two.gemm, two.attention);
         assert_eq!(
             g2,
             2.0 * (4.0 * 4096.0 + (2.0 * 4096.0 + 2.0 * 1024.0 + 3.0 * 14336.0) / 2.0)

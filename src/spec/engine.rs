@@ -14,6 +14,7 @@ pub const ENGINE_WORDS: &[&str] = &[
     "sglang",
     "graphs",
     "graph_batch",
+    "reserve",
     "token_budget",
     "max_seqs",
     "chunked_prefill",
@@ -48,6 +49,10 @@ pub struct EngineConfig {
     /// `max_capture_size`, SGLang's `--cuda-graph-max-bs`, TensorRT-LLM's
     /// `cuda_graph_config.max_batch_size`); `None`: the engine's default.
     pub graph_batch: Option<u32>,
+    /// Admission reserves each request's whole prompt and output (`reserve on`:
+    /// TensorRT-LLM's GUARANTEED_NO_EVICT, never preempting; `off`: blocks as tokens come,
+    /// preempting when they run out, vLLM's and TensorRT-LLM's MAX_UTILIZATION).
+    pub reserve: bool,
     /// Tokens one iteration may compute (vLLM `max_num_batched_tokens`).
     pub token_budget: u32,
     /// Sequences running at once (vLLM `max_num_seqs`).
@@ -75,6 +80,7 @@ impl EngineConfig {
             kind,
             graphs: true,
             graph_batch: None,
+            reserve: kind.reserves_whole_request(),
             token_budget: kind.token_budget(),
             max_seqs: kind.max_seqs(),
             chunked_prefill: kind.chunked_prefill(),
@@ -98,6 +104,9 @@ pub(super) fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
     let mut e = EngineConfig::of(kind);
     if let Some(v) = a.opt("graphs") {
         e.graphs = rd::choice(cx, v, &["on", "off"], "graphs setting")? == "on";
+    }
+    if let Some(v) = a.opt("reserve") {
+        e.reserve = rd::choice(cx, v, &["on", "off"], "reserve setting")? == "on";
     }
     if let Some(v) = a.opt("graph_batch") {
         e.graph_batch = Some(rd::count(cx, v, 1, MAX_SEQS)? as u32);

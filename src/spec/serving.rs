@@ -438,14 +438,23 @@ impl ServiceModel {
             None => None,
         };
         let e = self.engine.unwrap_or_default();
-        let longest = u64::from(prompt.max()) + u64::from(output.max());
+        // A preempted request is recomputed, output included; an engine that reserves whole
+        // requests never preempts, so only a prompt must fit.
+        let (longest, what) = if e.reserve {
+            (u64::from(prompt.max()), "prompt, never preempted")
+        } else {
+            (
+                u64::from(prompt.max()) + u64::from(output.max()),
+                "prompt and output, recomputed after preemption",
+            )
+        };
         if !e.chunked_prefill && longest > u64::from(e.token_budget) {
             let at = stmts
                 .iter()
                 .find(|s| s.key.name == "engine")
                 .map_or(span, |s| s.head_span());
             cx.push(
-                Diagnostic::error(at, format!("without chunked prefill a request of up to {longest} tokens (prompt and output, recomputed after preemption) never fits the token_budget of {}", e.token_budget))
+                Diagnostic::error(at, format!("without chunked prefill a request of up to {longest} tokens ({what}) never fits the token_budget of {}", e.token_budget))
                     .with_help("raise token_budget or turn `chunked_prefill on` (vLLM asks max_num_batched_tokens ≥ max_model_len likewise)"),
             );
             return None;

@@ -697,10 +697,18 @@ mod tests {
             )
             .is_none()
         );
-        // NCCL takes it for large all-reduces across two DGX H100s: past the NICs' ring.
-        assert_eq!(
-            choose(&c, Op::AllReduce, 1024.0 * 1048576.0, None, None),
-            Some((Algorithm::NvlsTree, Protocol::Simple))
+        // NCCL takes it across two DGX H100s from 4 MiB (the tree's LL128 below): past the
+        // NICs' ring.
+        let mib = 1048576.0;
+        for size in [4.0 * mib, 1024.0 * mib] {
+            assert_eq!(
+                choose(&c, Op::AllReduce, size, None, None),
+                Some((Algorithm::NvlsTree, Protocol::Simple))
+            );
+        }
+        assert_ne!(
+            choose(&c, Op::AllReduce, 2.0 * mib, None, None).map(|x| x.0),
+            Some(Algorithm::NvlsTree)
         );
     }
 

@@ -280,7 +280,7 @@ impl Engine {
             }
             let n = want.min(budget);
             // TensorRT-LLM's GUARANTEED_NO_EVICT: the whole request's blocks at admission.
-            let hold = if self.cfg.kind.reserves_whole_request() {
+            let hold = if self.cfg.reserve {
                 (s.prompt + s.output).saturating_sub(s.computed).max(n)
             } else {
                 n

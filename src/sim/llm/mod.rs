@@ -2,12 +2,13 @@
 //! schedules its iterations on the engine's clock and runs their tensor-parallel
 //! all-reduces on the run's shared network.
 //!
-//! An iteration is the roofline ([`crate::compute::Roofline`]) of its batch on one rank
-//! ([`crate::model::serving::iteration_work`]) plus any swap copies, then — with tp > 1 —
-//! its 2·layers all-reduces of tokens × hidden × dtype bytes among the replica's devices,
-//! aggregated as one call of their summed bytes paying every call's α (as `model_steps`
-//! aggregates a training step's calls), ring algorithm, as rounds of flows on the run's
-//! network. The iteration ends when its compute and then its collective are done; tokens
+//! An iteration is its kernels on one rank ([`Pricing`]: the rooflines of its three phases,
+//! [`crate::model::serving::iteration_phases`], and what the engine spends beside them,
+//! [`crate::model::engines`]) plus any swap copies, then — with tp > 1 — its 2·layers
+//! all-reduces of tokens × hidden × activation bytes among the replica's devices: the
+//! engine's own kernel in closed form where it runs one, else aggregated as one call of their
+//! summed bytes paying every call's α (as `model_steps` aggregates a training step's calls),
+//! as NCCL would run it, as rounds of flows on the run's network. The iteration ends when its compute and then its collective are done; tokens
 //! are emitted at its end. With pipeline stages (`pp` > 1) [`pipeline`] runs the iterations
 //! instead: up to pp batches in flight, each stage's share of the work, and the sends between
 //! stages.

@@ -14,8 +14,8 @@
 //! - Stage s is the replica's devices s·tp … (s+1)·tp − 1 in ascending order (vLLM's world
 //!   ranks: `_get_output_rank`, "0-7, PP rank 0; 8-15, PP rank 1"), holding the layers of
 //!   [`crate::model::serving::stage_layers`]. A stage runs one batch at a time, in order:
-//!   its roofline ([`crate::model::serving::iteration_work`] of its footprint, the logits
-//!   on the last stage), then its 2·layers tensor-parallel all-reduces among its ranks (as
+//!   its kernels ([`crate::model::serving::iteration_phases`] of its footprint, the logits
+//!   on the last stage, priced as with pp 1; the first stage pays the engine's host gap), then its 2·layers tensor-parallel all-reduces among its ranks (as
 //!   with pp 1: one call of their summed bytes paying every call's α, ring, as rounds on the
 //!   run's network), then the send of the intermediate tensors to the next stage.
 //! - The send (`Worker.execute_model`, `vllm/v1/worker/gpu_worker.py`): hidden states and
@@ -27,7 +27,7 @@
 //!   `torch.distributed.send`/`recv` pair up: the send starts when the next stage is free to
 //!   receive (it posts its receive when it starts the batch), and both stages are held
 //!   until the tensors are in. The sending stage is then free, the receiving one computes.
-//! - Assumptions: no CPU-side scheduling or sampling time between batches (as with pp 1); a
+//! - Assumptions: the engine's host gap once per batch, on the first stage (as with pp 1); a
 //!   stage's KV and weights are only its layers' (the KV blocks of the replica are those
 //!   of its most loaded stage, vLLM taking the fewest blocks over its workers); without a
 //!   cluster graph the all-reduces and all-gathers are in closed form (α + β·bytes, as with
