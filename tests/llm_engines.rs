@@ -6,6 +6,7 @@ use orrery::compute::roofline;
 use orrery::model::engines::{self, HOST_GAP_S, Kind, custom_allreduce_secs};
 use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
 use orrery::sim::{RunResult, SimConfig, simulate};
+use orrery::spec::serving::Reserve;
 use orrery::spec::{Spec, load_str};
 use std::collections::BTreeMap;
 
@@ -78,8 +79,13 @@ fn each_engine_brings_its_defaults_and_words_override_them() {
     assert!(!unchunked("trtllm"));
     // `reserve off` is TensorRT-LLM's MAX_UTILIZATION: optimistic, so the whole request again.
     assert!(unchunked("trtllm reserve off"));
-    assert!(e("engine trtllm").reserve && !e("engine trtllm reserve off").reserve);
-    assert!(!e("engine vllm").reserve && e("engine vllm reserve on").reserve);
+    // `reserve prompt` (MAX_UTILIZATION as trtllm-bench runs it) preempts too.
+    assert!(unchunked("trtllm reserve prompt"));
+    assert_eq!(e("engine trtllm").reserve, Reserve::Request);
+    assert_eq!(e("engine trtllm reserve off").reserve, Reserve::Off);
+    assert_eq!(e("engine trtllm reserve prompt").reserve, Reserve::Prompt);
+    assert_eq!(e("engine vllm").reserve, Reserve::Off);
+    assert_eq!(e("engine vllm reserve on").reserve, Reserve::Request);
     // No engine word: vLLM's.
     assert_eq!(e("engine token_budget 4096").kind, Kind::Vllm);
     // A word that is no engine is an error at its place.
@@ -247,4 +253,12 @@ fn tensorrt_llm_reserves_whole_requests_and_never_preempts() {
     assert!(pre("vllm") > 0);
     assert_eq!(pre("trtllm"), 0);
     assert!(pre("trtllm reserve off") > 0);
+    // MAX_UTILIZATION readmits a paused request only when its whole context fits, so it is
+    // not paused again chunk after chunk as under `reserve off`.
+    // (Chunks of 512 tokens: a 1000-token prompt takes two.)
+    let (off, prompt) = (
+        pre("trtllm reserve off token_budget 512"),
+        pre("trtllm reserve prompt token_budget 512"),
+    );
+    assert!(prompt > 0 && prompt < off, "prompt {prompt}, off {off}");
 }

@@ -55,7 +55,7 @@ pub fn trtllm_bench(spec: &Spec) -> Result<(u32, u32), String> {
 pub fn trtllm_bench_words(spec: &Spec) -> Result<String, String> {
     let (bs, tokens) = trtllm_bench(spec)?;
     Ok(format!(
-        "max_seqs {bs} token_budget {tokens} chunked_prefill on reserve off"
+        "max_seqs {bs} token_budget {tokens} chunked_prefill on reserve prompt"
     ))
 }
 
@@ -98,7 +98,7 @@ mod tests {
         assert_eq!(trtllm_bench(&spec), Ok((512, 2048)));
         assert_eq!(
             super::trtllm_bench_words(&spec).as_deref(),
-            Ok("max_seqs 512 token_budget 2048 chunked_prefill on reserve off")
+            Ok("max_seqs 512 token_budget 2048 chunked_prefill on reserve prompt")
         );
     }
 

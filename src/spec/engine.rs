@@ -25,7 +25,37 @@ pub const ENGINE_WORDS: &[&str] = &[
     "off",
     "recompute",
     "swap",
+    "prompt",
 ];
+
+/// How many KV blocks admission takes for a waiting request (`reserve on|prompt|off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Reserve {
+    /// Only the blocks of the tokens it computes this iteration (one chunk); more as tokens
+    /// come, preempting when the pool runs out (vLLM's `allocate_slots`; `reserve off`).
+    Off,
+    /// The blocks of everything it has not computed yet (the prompt, and after preemption
+    /// what it had generated), all at once even when the prompt is chunked; decode blocks
+    /// as they come, preempting when they run out: TensorRT-LLM's `MAX_UTILIZATION`
+    /// (`KVCacheManager::getNeededBlocksOneStep` counts a first context chunk's whole
+    /// prompt, `cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp` at 02a10fed; the
+    /// `MaxUtilizationScheduler` pauses the last started request, whose generated tokens
+    /// join its prompt, `LlmRequest::pause`; `reserve prompt`).
+    Prompt,
+    /// The whole prompt and output, so a running request is never preempted: TensorRT-LLM's
+    /// `GUARANTEED_NO_EVICT` (`reserve on`).
+    Request,
+}
+
+impl Reserve {
+    pub fn word(self) -> &'static str {
+        match self {
+            Reserve::Off => "off",
+            Reserve::Prompt => "prompt",
+            Reserve::Request => "on",
+        }
+    }
+}
 
 /// What a preempted sequence does with its KV cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,10 +79,8 @@ pub struct EngineConfig {
     /// `max_capture_size`, SGLang's `--cuda-graph-max-bs`, TensorRT-LLM's
     /// `cuda_graph_config.max_batch_size`); `None`: the engine's default.
     pub graph_batch: Option<u32>,
-    /// Admission reserves each request's whole prompt and output (`reserve on`:
-    /// TensorRT-LLM's GUARANTEED_NO_EVICT, never preempting; `off`: blocks as tokens come,
-    /// preempting when they run out, vLLM's and TensorRT-LLM's MAX_UTILIZATION).
-    pub reserve: bool,
+    /// The KV blocks admission takes ([`Reserve`]).
+    pub reserve: Reserve,
     /// Tokens one iteration may compute (vLLM `max_num_batched_tokens`).
     pub token_budget: u32,
     /// Sequences running at once (vLLM `max_num_seqs`).
@@ -80,7 +108,11 @@ impl EngineConfig {
             kind,
             graphs: true,
             graph_batch: None,
-            reserve: kind.reserves_whole_request(),
+            reserve: if kind.reserves_whole_request() {
+                Reserve::Request
+            } else {
+                Reserve::Off
+            },
             token_budget: kind.token_budget(),
             max_seqs: kind.max_seqs(),
             chunked_prefill: kind.chunked_prefill(),
@@ -106,7 +138,11 @@ pub(super) fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
         e.graphs = rd::choice(cx, v, &["on", "off"], "graphs setting")? == "on";
     }
     if let Some(v) = a.opt("reserve") {
-        e.reserve = rd::choice(cx, v, &["on", "off"], "reserve setting")? == "on";
+        e.reserve = match rd::choice(cx, v, &["on", "prompt", "off"], "reserve setting")? {
+            "on" => Reserve::Request,
+            "prompt" => Reserve::Prompt,
+            _ => Reserve::Off,
+        };
     }
     if let Some(v) = a.opt("graph_batch") {
         e.graph_batch = Some(rd::count(cx, v, 1, MAX_SEQS)? as u32);

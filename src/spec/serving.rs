@@ -9,7 +9,7 @@
 //! `max_num_batched_tokens` 8192 (its default for the OpenAI server on large GPUs).
 
 use super::engine::engine;
-pub use super::engine::{ENGINE_WORDS, EngineConfig, Preempt};
+pub use super::engine::{ENGINE_WORDS, EngineConfig, Preempt, Reserve};
 use super::reader::{self as rd, Args, Cx};
 use super::schema;
 use super::workload::{ResourceScope, Service, UNIT_INSTANCE};
@@ -440,7 +440,7 @@ impl ServiceModel {
         let e = self.engine.unwrap_or_default();
         // A preempted request is recomputed, output included; an engine that reserves whole
         // requests never preempts, so only a prompt must fit.
-        let (longest, what) = if e.reserve {
+        let (longest, what) = if e.reserve == Reserve::Request {
             (u64::from(prompt.max()), "prompt, never preempted")
         } else {
             (

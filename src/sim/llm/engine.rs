@@ -15,7 +15,11 @@
 //! - Then, only if nothing was preempted this iteration, waiting sequences in order while
 //!   the budget lasts and fewer than `max_seqs` run. With chunked prefill a prompt takes
 //!   what budget is left; without, it is admitted only whole (`num_new_tokens >
-//!   token_budget` stops the waiting loop, as vLLM does).
+//!   token_budget` stops the waiting loop, as vLLM does). Admission takes the blocks of the
+//!   tokens it computes now (vLLM), of all it has not computed yet even when chunked
+//!   (TensorRT-LLM's MAX_UTILIZATION), or of its whole prompt and output (TensorRT-LLM's
+//!   GUARANTEED_NO_EVICT): [`Reserve`]. The first waiting sequence that does not get them
+//!   stops admission (both engines break there).
 //! - Recompute preemption frees the blocks and puts the sequence at the front of the
 //!   waiting queue with nothing computed; its prompt and generated tokens are recomputed as
 //!   one prefill. Swap preemption (vLLM V0) keeps its KV in host memory: it resumes at the
@@ -32,7 +36,7 @@
 
 use crate::engine::Time;
 use crate::model::serving::BatchShape;
-use crate::spec::serving::{EngineConfig, Preempt};
+use crate::spec::serving::{EngineConfig, Preempt, Reserve};
 use std::collections::VecDeque;
 
 /// Most requests waiting at one replica; more arrivals are dropped (and counted).
@@ -279,11 +283,10 @@ impl Engine {
                 break;
             }
             let n = want.min(budget);
-            // TensorRT-LLM's GUARANTEED_NO_EVICT: the whole request's blocks at admission.
-            let hold = if self.cfg.reserve {
-                (s.prompt + s.output).saturating_sub(s.computed).max(n)
-            } else {
-                n
+            let hold = match self.cfg.reserve {
+                Reserve::Off => n,
+                Reserve::Prompt => want,
+                Reserve::Request => (s.prompt + s.output).saturating_sub(s.computed).max(n),
             };
             if !self.allocate(0, hold, false) {
                 break;
@@ -435,6 +438,40 @@ mod tests {
         e.complete(&c, 3, |_| {}, |_| {});
         assert_eq!(e.running[1].computed, 20);
         assert!(e.running.iter().all(|s| s.pending == 0));
+    }
+
+    #[test]
+    fn reserve_prompt_admits_a_chunked_prompt_only_when_all_its_blocks_fit() {
+        // 5 blocks of 4 tokens. A (8 + 4) prefills in iteration 1 (2 blocks) and decodes from
+        // iteration 2 (a third block for its 9th token), leaving 2 blocks and 7 tokens of
+        // budget; B's prompt of 12 tokens takes 3 blocks whole.
+        let both = |reserve: Reserve| {
+            let mut e = Engine::new(
+                EngineConfig {
+                    reserve,
+                    ..cfg(8, 4, true)
+                },
+                5,
+            );
+            e.arrive(Seq::new(0, 8, 4));
+            e.arrive(Seq::new(0, 12, 1));
+            assert_eq!(run(&mut e, 1).0.scheduled, vec![(0, 8)]);
+            (run(&mut e, 2).0.scheduled, e)
+        };
+        // vLLM's admission takes a chunk's 2 blocks: B's first 7 tokens run.
+        assert_eq!(both(Reserve::Off).0, vec![(0, 1), (1, 7)]);
+        // TensorRT-LLM's MAX_UTILIZATION wants all 3 of the prompt's at once: B waits, and is
+        // admitted whole (its 3 blocks) once A finishes and frees its own.
+        let (b, mut e) = both(Reserve::Prompt);
+        assert_eq!(b, vec![(0, 1)]);
+        let mut t = 3;
+        while e.running.first().is_some_and(|s| s.prompt == 8) {
+            run(&mut e, t);
+            t += 1;
+        }
+        let (b, _) = run(&mut e, t);
+        assert_eq!(b.scheduled, vec![(0, 8)]);
+        assert_eq!(e.running[0].blocks, 3);
     }
 
     #[test]
