@@ -60,6 +60,34 @@ fn each_engine_brings_its_defaults_and_words_override_them() {
         (g.kind, g.max_seqs, g.kv_block, g.graphs),
         (Kind::Sglang, 700, 1, false)
     );
+    // SGLang runs prefill and decode batches apart, admits by look-ahead, and keeps a share
+    // of memory that shrinks with the devices of a replica; vLLM and TensorRT-LLM mix.
+    assert_eq!((g.mixed, g.reserve), (false, Reserve::Lookahead));
+    assert!(v.mixed && t.mixed);
+    assert_eq!((v.memory_fraction, t.memory_fraction, g.memory_fraction), (0.9, 0.9, 0.88));
+    let g = e("engine sglang mixed on reserve off memory_fraction 0.7");
+    assert_eq!((g.mixed, g.reserve, g.memory_fraction), (true, Reserve::Off, 0.7));
+    let tp = |n: u32, line: &str| {
+        let s = spec(&scenario(
+            "dgx_h100",
+            &format!(
+                "    parallel tp {n}
+    resources {{ GPU: {n} }}
+    arrival poisson 1 /s
+    prompt tokens fixed 8
+    output tokens fixed 8
+    {line}
+"
+            ),
+        ));
+        s.workloads[0].services[0].llm.as_ref().unwrap().engine.memory_fraction
+    };
+    assert_eq!(
+        [2, 4, 8].map(|n| tp(n, "engine sglang")),
+        [0.87, 0.85, 0.81]
+    );
+    assert_eq!(tp(8, "engine sglang memory_fraction 0.9"), 0.9);
+    assert_eq!(tp(8, "engine vllm"), 0.9);
     // The largest batch captured as a graph, where the run says.
     assert_eq!(e("engine trtllm graph_batch 8192").graph_batch, Some(8192));
     assert_eq!(e("engine vllm").graph_batch, None);
@@ -252,6 +280,8 @@ fn tensorrt_llm_reserves_whole_requests_and_never_preempts() {
     };
     assert!(pre("vllm") > 0);
     assert_eq!(pre("trtllm"), 0);
+    // SGLang admits a request only when the pool lasts until the running ones finish.
+    assert_eq!(pre("sglang"), 0);
     assert!(pre("trtllm reserve off") > 0);
     // MAX_UTILIZATION readmits a paused request only when its whole context fits, so it is
     // not paused again chunk after chunk as under `reserve off`.

@@ -47,6 +47,11 @@ pub(super) struct ServingRow {
     /// Largest decode batch the run captured as a CUDA graph, where it says.
     #[serde(default)]
     graph_batch: Option<u32>,
+    /// How the benchmark drew each request's lengths: `fixed` (the default) at
+    /// `prompt_tokens`/`output_tokens`, or `uniform` from 1 to them, independently (SGLang's
+    /// `bench_serving --dataset-name random` at its default `--random-range-ratio 0`).
+    #[serde(default)]
+    lengths: Option<String>,
 }
 
 /// The entry of serving row `v` of table `name`.
@@ -88,6 +93,23 @@ pub(super) fn entry(
                 "{name}: {}: harness `{h}` is not known (trtllm-bench)",
                 v.id
             ));
+        }
+    };
+    let uniform = match v.lengths.as_deref() {
+        None | Some("fixed") => false,
+        Some("uniform") => true,
+        Some(l) => {
+            return Err(format!(
+                "{name}: {}: lengths `{l}` is not `fixed` or `uniform`",
+                v.id
+            ));
+        }
+    };
+    let tokens = |n: u32| {
+        if uniform {
+            format!("uniform 1..{n}")
+        } else {
+            format!("fixed {n}")
         }
     };
     let replicas = v.replicas.unwrap_or(1);
@@ -136,7 +158,7 @@ pub(super) fn entry(
         kind: Kind::Serving,
         system: v.system.clone(),
         config: format!(
-            "{} {} tp {}{} on {}, {} requests of {}/{} tokens {} as {} (measured: {})",
+            "{} {} tp {}{} on {}, {} requests of {}{}/{} tokens {} as {} (measured: {})",
             v.model,
             v.precision,
             v.tp,
@@ -144,6 +166,7 @@ pub(super) fn entry(
                 .map_or(String::new(), |r| format!(" x {r} replicas")),
             v.node,
             v.requests,
+            if uniform { "1 to " } else { "" },
             v.prompt_tokens,
             v.output_tokens,
             v.concurrency
@@ -159,14 +182,14 @@ pub(super) fn entry(
         fitted: v.fitted,
         case: Case::Serving {
             scenario: format!(
-                "{calibration}cluster accuracy {{\n  node {node} x 1\n}}\n\nworkload w {{\n  service s {{\n    model {model}\n    parallel tp {tp}\n    precision {precision}{kv}\n    replicas {replicas}\n    resources {{ GPU: {tp} }}\n    arrival {arrival}\n    prompt tokens fixed {isl}\n    output tokens fixed {osl}\n    {{ENGINE}}\n  }}\n}}\n",
+                "{calibration}cluster accuracy {{\n  node {node} x 1\n}}\n\nworkload w {{\n  service s {{\n    model {model}\n    parallel tp {tp}\n    precision {precision}{kv}\n    replicas {replicas}\n    resources {{ GPU: {tp} }}\n    arrival {arrival}\n    prompt tokens {isl}\n    output tokens {osl}\n    {{ENGINE}}\n  }}\n}}\n",
                 node = v.node,
                 model = v.model,
                 tp = v.tp,
                 precision = v.precision,
                 kv = v.kv.as_ref().map_or(String::new(), |k| format!(" kv {k}")),
-                isl = v.prompt_tokens,
-                osl = v.output_tokens,
+                isl = tokens(v.prompt_tokens),
+                osl = tokens(v.output_tokens),
             ),
             engine,
             trtllm_bench,

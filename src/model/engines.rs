@@ -104,13 +104,48 @@ impl Kind {
         !matches!(self, Kind::Trtllm)
     }
 
-    /// Whether admission reserves KV blocks for a request's whole prompt and output, so a
-    /// running request is never preempted: TensorRT-LLM's default capacity scheduler,
-    /// `GUARANTEED_NO_EVICT` (`SchedulerConfig`; docs/source/performance/
-    /// perf-best-practices.md at 06255cb7 contrasts it with `MAX_UTILIZATION`). vLLM and
-    /// SGLang allocate as tokens come and preempt when the pool runs out.
-    pub fn reserves_whole_request(self) -> bool {
-        matches!(self, Kind::Trtllm)
+    /// The KV blocks admission takes by default: TensorRT-LLM's default capacity scheduler,
+    /// `GUARANTEED_NO_EVICT`, reserves a request's whole prompt and output, so a running
+    /// request is never preempted (`SchedulerConfig`; docs/source/performance/
+    /// perf-best-practices.md at 06255cb7 contrasts it with `MAX_UTILIZATION`); vLLM
+    /// allocates as tokens come and preempts when the pool runs out; SGLang admits a request
+    /// whose output length is known (EOS ignored, as its benchmarks send) only if the pool
+    /// lasts until the running ones finish.
+    pub fn reserve(self) -> crate::spec::serving::Reserve {
+        use crate::spec::serving::Reserve;
+        match self {
+            Kind::Vllm => Reserve::Off,
+            Kind::Trtllm => Reserve::Request,
+            Kind::Sglang => Reserve::Lookahead,
+        }
+    }
+
+    /// Share of each device's memory for weights and KV cache by default, for a service of
+    /// `ranks` devices a replica (tp × pp): vLLM's `gpu_memory_utilization` 0.9;
+    /// TensorRT-LLM's `kv_cache_free_gpu_mem_fraction` 0.9 (of what the weights leave; taken
+    /// of the whole here); SGLang's `mem_fraction_static`, smaller the more ranks hold a
+    /// replica since each keeps more for activations and communication buffers: 0.88 on one,
+    /// 0.87 from 2, 0.85 from 4, 0.81 from 8, 0.79 from 16 (`ServerArgs.__post_init__`,
+    /// `python/sglang/srt/server_args.py`, the v0.4 releases).
+    pub fn memory_fraction(self, ranks: u32) -> f64 {
+        match self {
+            Kind::Vllm | Kind::Trtllm => 0.9,
+            Kind::Sglang => match ranks {
+                16.. => 0.79,
+                8.. => 0.81,
+                4.. => 0.85,
+                2.. => 0.87,
+                _ => 0.88,
+            },
+        }
+    }
+
+    /// Whether one iteration computes prompt chunks and decodes together: vLLM V1's
+    /// scheduler and TensorRT-LLM's in-flight batching do; SGLang runs a prefill batch
+    /// whenever it can form one and a decode batch otherwise (`Scheduler.
+    /// get_next_batch_to_run`; `enable_mixed_chunk` defaults to False in `server_args.py`).
+    pub fn mixes_prefill_and_decode(self) -> bool {
+        !matches!(self, Kind::Sglang)
     }
 
     /// Largest decode batch replayed as a captured CUDA graph: vLLM's `max_capture_size`

@@ -26,9 +26,12 @@ pub const ENGINE_WORDS: &[&str] = &[
     "recompute",
     "swap",
     "prompt",
+    "lookahead",
+    "mixed",
 ];
 
-/// How many KV blocks admission takes for a waiting request (`reserve on|prompt|off`).
+/// How many KV blocks admission takes for a waiting request (`reserve
+/// on|prompt|lookahead|off`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Reserve {
     /// Only the blocks of the tokens it computes this iteration (one chunk); more as tokens
@@ -45,6 +48,12 @@ pub enum Reserve {
     /// The whole prompt and output, so a running request is never preempted: TensorRT-LLM's
     /// `GUARANTEED_NO_EVICT` (`reserve on`).
     Request,
+    /// Its prompt's blocks, admitted only if, with every running request's remaining output
+    /// known, the pool never runs out before they finish: SGLang's admission of requests
+    /// that ignore EOS (`PrefillAdder.add_one_req_ignore_eos`,
+    /// `python/sglang/srt/managers/schedule_policy.py`), what its `bench_serving` sends by
+    /// default (`ignore_eos`). Decode then never preempts (`reserve lookahead`).
+    Lookahead,
 }
 
 impl Reserve {
@@ -53,6 +62,7 @@ impl Reserve {
             Reserve::Off => "off",
             Reserve::Prompt => "prompt",
             Reserve::Request => "on",
+            Reserve::Lookahead => "lookahead",
         }
     }
 }
@@ -81,6 +91,10 @@ pub struct EngineConfig {
     pub graph_batch: Option<u32>,
     /// The KV blocks admission takes ([`Reserve`]).
     pub reserve: Reserve,
+    /// Prompt chunks and decodes share an iteration (`mixed on`: vLLM, TensorRT-LLM); `off`:
+    /// an iteration is a prefill batch whenever there is prompt work it can admit or
+    /// continue, else a decode batch (SGLang without `--enable-mixed-chunk`).
+    pub mixed: bool,
     /// Tokens one iteration may compute (vLLM `max_num_batched_tokens`).
     pub token_budget: u32,
     /// Sequences running at once (vLLM `max_num_seqs`).
@@ -88,8 +102,13 @@ pub struct EngineConfig {
     pub chunked_prefill: bool,
     /// Tokens per KV block (vLLM `block_size`).
     pub kv_block: u32,
-    /// Share of device memory the engine may use (vLLM `gpu_memory_utilization`).
+    /// Share of device memory the engine may use (vLLM `gpu_memory_utilization`); the
+    /// engine's default for the service's ranks unless written
+    /// ([`crate::model::engines::Kind::memory_fraction`]).
     pub memory_fraction: f64,
+    /// `memory_fraction` was written (not the engine's default).
+    #[serde(skip)]
+    pub memory_fraction_given: bool,
     pub preempt: Preempt,
 }
 
@@ -108,16 +127,14 @@ impl EngineConfig {
             kind,
             graphs: true,
             graph_batch: None,
-            reserve: if kind.reserves_whole_request() {
-                Reserve::Request
-            } else {
-                Reserve::Off
-            },
+            reserve: kind.reserve(),
+            mixed: kind.mixes_prefill_and_decode(),
             token_budget: kind.token_budget(),
             max_seqs: kind.max_seqs(),
             chunked_prefill: kind.chunked_prefill(),
             kv_block: kind.kv_block(),
-            memory_fraction: 0.9,
+            memory_fraction: kind.memory_fraction(1),
+            memory_fraction_given: false,
             preempt: Preempt::Recompute,
         }
     }
@@ -138,11 +155,20 @@ pub(super) fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
         e.graphs = rd::choice(cx, v, &["on", "off"], "graphs setting")? == "on";
     }
     if let Some(v) = a.opt("reserve") {
-        e.reserve = match rd::choice(cx, v, &["on", "prompt", "off"], "reserve setting")? {
+        e.reserve = match rd::choice(
+            cx,
+            v,
+            &["on", "prompt", "lookahead", "off"],
+            "reserve setting",
+        )? {
             "on" => Reserve::Request,
             "prompt" => Reserve::Prompt,
+            "lookahead" => Reserve::Lookahead,
             _ => Reserve::Off,
         };
+    }
+    if let Some(v) = a.opt("mixed") {
+        e.mixed = rd::choice(cx, v, &["on", "off"], "mixed setting")? == "on";
     }
     if let Some(v) = a.opt("graph_batch") {
         e.graph_batch = Some(rd::count(cx, v, 1, MAX_SEQS)? as u32);
@@ -172,6 +198,7 @@ pub(super) fn engine(cx: &mut Cx, a: &mut Args) -> Option<EngineConfig> {
             return None;
         }
         e.memory_fraction = f;
+        e.memory_fraction_given = true;
     }
     Some(e)
 }

@@ -437,7 +437,10 @@ impl ServiceModel {
             Some(p) => Some(super::disagg::finish(cx, scope, p, stmts)?),
             None => None,
         };
-        let e = self.engine.unwrap_or_default();
+        let mut e = self.engine.unwrap_or_default();
+        if !e.memory_fraction_given {
+            e.memory_fraction = e.kind.memory_fraction(tp * pp);
+        }
         // A preempted request is recomputed, output included; an engine that reserves whole
         // requests never preempts, so only a prompt must fit.
         let (longest, what) = if e.reserve == Reserve::Request {
@@ -477,7 +480,7 @@ impl ServiceModel {
             kv_dtype,
             prompt,
             output,
-            engine: self.engine.unwrap_or_default(),
+            engine: e,
             slo: self.slo.into_iter().map(|(s, _)| s).collect(),
             disagg,
             span,

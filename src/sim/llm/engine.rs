@@ -246,16 +246,33 @@ impl Engine {
         Some(at)
     }
 
-    /// The next iteration's batch (empty: nothing to run).
+    /// The next iteration's batch (empty: nothing to run). Unmixed (SGLang), a prefill batch
+    /// when there is prompt work to continue or admit, else a decode batch.
     pub fn schedule(&mut self) -> Batch {
+        if self.cfg.mixed {
+            return self.schedule_phase(Phase::Any);
+        }
+        let b = self.schedule_phase(Phase::Prefill);
+        if !b.is_empty() {
+            return b;
+        }
+        let mut d = self.schedule_phase(Phase::Decode);
+        d.preempted += b.preempted;
+        d.swap_out_blocks += b.swap_out_blocks;
+        d.swap_in_blocks += b.swap_in_blocks;
+        d
+    }
+
+    fn schedule_phase(&mut self, phase: Phase) -> Batch {
         let mut b = Batch::default();
         let mut budget = self.cfg.token_budget;
         let mut i = 0;
         while i < self.running.len() && budget > 0 {
             let s = &self.running[i];
             let n = (s.tokens() - s.computed - s.pending).min(budget);
-            if n == 0 {
-                // In flight with nothing left to schedule (pipeline parallelism).
+            if n == 0 || !phase.takes(s) {
+                // In flight with nothing left to schedule (pipeline parallelism), or not
+                // of this batch's phase.
                 i += 1;
                 continue;
             }
@@ -273,7 +290,10 @@ impl Engine {
             budget -= n;
             i += 1;
         }
-        while b.preempted == 0
+        // SGLang's look-ahead states, built at the first admission it checks.
+        let mut ahead: Option<Vec<(u32, u32)>> = None;
+        while phase != Phase::Decode
+            && b.preempted == 0
             && budget > 0
             && self.running.len() < self.cfg.max_seqs as usize
             && let Some(s) = self.waiting.front()
@@ -284,10 +304,21 @@ impl Engine {
             }
             let n = want.min(budget);
             let hold = match self.cfg.reserve {
-                Reserve::Off => n,
+                Reserve::Off | Reserve::Lookahead => n,
                 Reserve::Prompt => want,
                 Reserve::Request => (s.prompt + s.output).saturating_sub(s.computed).max(n),
             };
+            if self.cfg.reserve == Reserve::Lookahead {
+                let states = ahead.get_or_insert_with(|| {
+                    let mut v: Vec<(u32, u32)> = self.running.iter().filter_map(left).collect();
+                    v.sort_unstable();
+                    v
+                });
+                let free = self.free_blocks * u64::from(self.cfg.kv_block);
+                if !lasts(states, left(s), free, want) {
+                    break;
+                }
+            }
             if !self.allocate(0, hold, false) {
                 break;
             }
@@ -295,6 +326,10 @@ impl Engine {
             if s.swapped {
                 s.swapped = false;
                 b.swap_in_blocks += u64::from(self.blocks_for(s.computed));
+            }
+            if let (Some(states), Some(st)) = (ahead.as_mut(), left(&s)) {
+                let at = states.partition_point(|x| x.0 < st.0);
+                states.insert(at, st);
             }
             self.running.push(s);
             b.scheduled.push((self.running.len() - 1, n));
@@ -372,6 +407,61 @@ impl Engine {
             });
         }
     }
+}
+
+/// Which sequences an iteration takes: all (mixed), or only those computing their prompt
+/// (prefill batches, which also admit) or only decoding ones (SGLang's two kinds of batch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Any,
+    Prefill,
+    Decode,
+}
+
+impl Phase {
+    fn takes(self, s: &Seq) -> bool {
+        // A sequence decodes once it has sampled a token and has one token left to compute
+        // (one recomputing after preemption with one left is taken as decoding).
+        let decoding = s.generated > 0 && s.tokens() - s.computed - s.pending <= 1;
+        match self {
+            Phase::Any => true,
+            Phase::Prefill => !decoding,
+            Phase::Decode => decoding,
+        }
+    }
+}
+
+/// A sequence's (output tokens left, tokens it holds now): SGLang's
+/// `(tokens_left, tokens_occupied)`, `None` when it has nothing left to generate.
+fn left(s: &Seq) -> Option<(u32, u32)> {
+    let l = s.output.saturating_sub(s.generated);
+    (l > 0).then_some((l, s.tokens()))
+}
+
+/// SGLang's look-ahead (`add_one_req_ignore_eos`, `schedule_policy.py`): with the running
+/// sequences' states sorted by output left and the candidate's among them, the pool's
+/// `free` tokens less the candidate's `input` must stay positive while the batch decodes
+/// to each next finish, freeing the tokens of each that finishes. The step count is the
+/// next state's (as SGLang writes it, a little conservative).
+fn lasts(states: &[(u32, u32)], cand: Option<(u32, u32)>, free: u64, input: u32) -> bool {
+    let mut all: Vec<(u32, u32)> = Vec::with_capacity(states.len() + 1);
+    all.extend_from_slice(states);
+    if let Some(c) = cand {
+        let at = all.partition_point(|x| x.0 < c.0);
+        all.insert(at, c);
+    }
+    let rem = free as i64 - i64::from(input);
+    let mut freed = 0i64;
+    let n = all.len();
+    for (i, &(l, occupied)) in all.iter().enumerate() {
+        let steps = all.get(i + 1).map_or(l, |x| x.0);
+        let bs = (n - i) as i64;
+        if rem + freed - i64::from(steps) * bs <= 0 {
+            return false;
+        }
+        freed += i64::from(occupied);
+    }
+    true
 }
 
 #[cfg(test)]
@@ -472,6 +562,55 @@ mod tests {
         let (b, _) = run(&mut e, t);
         assert_eq!(b.scheduled, vec![(0, 8)]);
         assert_eq!(e.running[0].blocks, 3);
+    }
+
+    #[test]
+    fn lookahead_counts_each_finish_as_sglang_does() {
+        // Running: (2 left, 10 held) and (5 left, 20 held); the candidate (3 left) brings a
+        // prompt of 4. Sorted by what is left: 2, 3, 5. Free 30 − 4 = 26: 26 − 3 × 3 = 17 > 0,
+        // then 26 + 10 − 5 × 2 = 26 > 0, then 26 + 10 + 4 − 5 × 1 = 35 > 0: it fits.
+        let running = [(2, 10), (5, 20)];
+        assert!(lasts(&running, Some((3, 4)), 30, 4));
+        // With 13 free, 13 − 4 − 9 = 0 at the first step: it does not.
+        assert!(!lasts(&running, Some((3, 4)), 13, 4));
+        assert!(lasts(&running, Some((3, 4)), 14, 4));
+    }
+
+    #[test]
+    fn unmixed_batches_are_all_prefill_or_all_decode_and_lookahead_never_preempts() {
+        // SGLang's engine: 64 tokens a batch, blocks of one token, room for 60 tokens.
+        let mut e = Engine::new(
+            EngineConfig {
+                kv_block: 1,
+                mixed: false,
+                reserve: Reserve::Lookahead,
+                ..cfg(64, 16, true)
+            },
+            60,
+        );
+        for _ in 0..6 {
+            e.arrive(Seq::new(0, 6, 8));
+        }
+        // The look-ahead admits 4 (4 × 14 = 56 tokens of 60); a fifth would run out before
+        // the first finishes (60 − 24 − 6 − 5 × 7 < 0).
+        let (b, _) = run(&mut e, 1);
+        assert_eq!(b.scheduled.len(), 4);
+        let mut t = 2;
+        let mut finished = 0;
+        while finished < 6 {
+            let (b, done) = run(&mut e, t);
+            // Whole prompts of 6 only, or decodes only.
+            let n: Vec<u32> = b.scheduled.iter().map(|&(_, n)| n).collect();
+            assert!(
+                n.iter().all(|&n| n == 6) || n.iter().all(|&n| n == 1),
+                "{n:?}"
+            );
+            assert!(!n.is_empty());
+            finished += done.len();
+            t += 1;
+        }
+        assert_eq!(e.preemptions, 0);
+        assert_eq!(e.free_blocks, 60);
     }
 
     #[test]
