@@ -64,9 +64,15 @@ fn each_engine_brings_its_defaults_and_words_override_them() {
     // of memory that shrinks with the devices of a replica; vLLM and TensorRT-LLM mix.
     assert_eq!((g.mixed, g.reserve), (false, Reserve::Lookahead));
     assert!(v.mixed && t.mixed);
-    assert_eq!((v.memory_fraction, t.memory_fraction, g.memory_fraction), (0.9, 0.9, 0.88));
+    assert_eq!(
+        (v.memory_fraction, t.memory_fraction, g.memory_fraction),
+        (0.9, 0.9, 0.88)
+    );
     let g = e("engine sglang mixed on reserve off memory_fraction 0.7");
-    assert_eq!((g.mixed, g.reserve, g.memory_fraction), (true, Reserve::Off, 0.7));
+    assert_eq!(
+        (g.mixed, g.reserve, g.memory_fraction),
+        (true, Reserve::Off, 0.7)
+    );
     let tp = |n: u32, line: &str| {
         let s = spec(&scenario(
             "dgx_h100",
@@ -80,7 +86,12 @@ fn each_engine_brings_its_defaults_and_words_override_them() {
 "
             ),
         ));
-        s.workloads[0].services[0].llm.as_ref().unwrap().engine.memory_fraction
+        s.workloads[0].services[0]
+            .llm
+            .as_ref()
+            .unwrap()
+            .engine
+            .memory_fraction
     };
     assert_eq!(
         [2, 4, 8].map(|n| tp(n, "engine sglang")),
