@@ -220,9 +220,9 @@ fn nccl_sees_the_nics_its_ranks_reach() {
     }
 }
 
-/// Pipelined algorithms move NCCL's step of their protocol: a broadcast with LL moves 32 KiB
-/// chunks (`DEFAULT_LL_BUFFSIZE` / 8 steps, half of it data), with Simple 512 KiB; over one
-/// DGX's 8 ranks a chain of 1 MiB takes k + p − 2 steps.
+/// Pipelined algorithms forward at their protocol's granularity: a broadcast with LL moves
+/// 4 KiB chunks (a line per thread, 512 threads, 8 data bytes a line), with Simple a buffer
+/// step of 512 KiB; over one DGX's 8 ranks a chain of 1 MiB takes k + p − 2 steps.
 #[test]
 fn a_pipeline_moves_its_protocols_step() {
     let s = spec(TWO_DGX);
@@ -241,22 +241,15 @@ fn a_pipeline_moves_its_protocols_step() {
         .unwrap();
         t.rows[0].result.steps
     };
-    assert_eq!(steps(Protocol::LL), 32 + 6);
+    assert_eq!(steps(Protocol::LL), 256 + 6);
     assert_eq!(steps(Protocol::Simple), 2 + 6);
 }
 
 /// A larger message never takes less time, for every op NCCL's model prices on one node and
-/// across two, except the four places listed: at the LL → LL128 switch Orrery prices LL
-/// across nodes slower than NCCL's own estimate (issue 39). The list only shrinks: a listed
-/// case that becomes monotone fails here too.
+/// across two (issue 39: NCCL's ring path latency, its trees as chains in nodes under a tree
+/// between them, LL and LL128 forwarding line by line, broadcast on every channel).
 #[test]
 fn time_never_falls_as_the_message_grows() {
-    let known = [
-        ("dgx_h100", "broadcast", "2x8"),
-        ("hgx_h200", "broadcast", "2x8"),
-        ("dgx_b200", "broadcast", "2x8"),
-        ("hgx_a100", "allreduce", "2x8"),
-    ];
     let sizes = parse_sizes("1K..16G").unwrap();
     for node in ["dgx_h100", "hgx_h200", "hgx_a100", "dgx_b200", "mi300x_8"] {
         let s = spec(&format!(
@@ -277,10 +270,8 @@ fn time_never_falls_as_the_message_grows() {
                     .rows
                     .windows(2)
                     .find(|w| w[1].result.secs < w[0].result.secs - 1e-12);
-                let listed = known.contains(&(node, opname, sel));
-                assert_eq!(
-                    falls.is_some(),
-                    listed,
+                assert!(
+                    falls.is_none(),
                     "{node} {opname} {sel}: {:?}",
                     falls.map(|w| (w[0].bytes, w[0].result.secs, w[1].result.secs))
                 );

@@ -620,8 +620,9 @@ fn an_oversubscribed_spine_slows_a_cross_rack_ring_by_its_share() {
     // Two DGX H100 nodes, a flat ring allreduce of 1 GB over their 16 GPUs, on 8 channels of
     // n/8. In one rack each channel's inter-node hops run at a NIC's 50 GB/s; across two racks
     // behind an 8:1 spine each leaf has 8 × 50 / 8 = 50 GB/s up, split over 4 spines of
-    // 12.5 GB/s. The flow model prices each channel by its slowest hop: 2(p−1)α +
-    // 2(p−1)/p·(n/8)/β, α = 14 µs (a network step), p = 16.
+    // 12.5 GB/s. The flow model prices each channel by its slowest hop: latency +
+    // 2(p−1)/p·(n/8)/β, p = 16, the latency NCCL's path: of the 30 steps a chunk crosses the
+    // network on 2 (14 µs each) and NVLink on 28 (3.4 µs each).
     let run = |racks: &str| {
         let s = spec(&format!(
             "cluster c {{\n{racks}  fabric leaf_spine oversubscription 8:1\n}}\nworkload w {{\n  placement_group pg strategy STRICT_SPREAD {{\n    bundle {{ GPU: 8 }} x 2\n  }}\n  training t on pg steps 10 {{\n    compute 1 TFLOP per device bf16\n    allreduce 1 GB algo ring\n  }}\n}}\n"
@@ -638,7 +639,7 @@ fn an_oversubscribed_spine_slows_a_cross_rack_ring_by_its_share() {
     };
     let compute = 1e12 / (989e12 * 0.75);
     // NCCL's ring Simple base latency (8.4 µs) once per call, then the ring's steps.
-    let comm = |beta: f64| 8.4e-6 + 2.0 * 15.0 * 14e-6 + 2.0 * 15.0 / 16.0 * 1e9 / beta;
+    let comm = |beta: f64| 8.4e-6 + 28.0 * 3.4e-6 + 2.0 * 14e-6 + 2.0 * 15.0 / 16.0 * 1e9 / beta;
     let same = run("  rack r0 {\n    node dgx_h100 x 2\n  }\n");
     let split =
         run("  rack r0 {\n    node dgx_h100 x 1\n  }\n  rack r1 {\n    node dgx_h100 x 1\n  }\n");

@@ -177,8 +177,8 @@ pub(super) fn entry(
         source: v.source.clone(),
         metric: "output tok/s",
         published: v.output_tokens_per_s,
-        tolerance: tolerance,
-        median_tolerance: median_tolerance,
+        tolerance,
+        median_tolerance,
         fitted: v.fitted,
         case: Case::Serving {
             scenario: format!(

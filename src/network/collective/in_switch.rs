@@ -61,6 +61,7 @@ pub(super) fn allreduce(
             src,
             dst,
             scale,
+            chain: 0,
         }
     };
     let mut stages = Vec::with_capacity(4 * ranks.len());
@@ -146,6 +147,7 @@ pub(super) fn nvls_tree(
         src,
         dst,
         scale,
+        chain: 0,
     };
     let mut stages = Vec::new();
     for (k, (_, g)) in groups.iter().enumerate() {

@@ -16,6 +16,9 @@ pub(super) struct Stage {
     pub src: End,
     pub dst: End,
     pub scale: f64,
+    /// Which of several concurrent chains (channels) it belongs to: each chain pays its own
+    /// stages' α, the call the slowest chain's.
+    pub chain: u32,
 }
 
 impl Stage {
@@ -25,6 +28,7 @@ impl Stage {
             src: End::Rank(src),
             dst: End::Rank(dst),
             scale: 1.0,
+            chain: 0,
         }
     }
 }
@@ -43,22 +47,37 @@ pub(super) fn run(
     } else {
         (chunk, bytes - (k - 1) as f64 * chunk)
     };
-    // α: per distinct offset, the slowest link kind of its flows.
+    // α: per chain, per distinct offset the slowest link kind of its flows; chains run at
+    // once, so the call pays the slowest chain's.
     let mut offsets: Vec<u64> = stages.iter().map(|s| s.offset).collect();
     offsets.sort_unstable();
     offsets.dedup();
-    let mut latency = base;
+    let mut chains: Vec<u32> = stages.iter().map(|s| s.chain).collect();
+    chains.sort_unstable();
+    chains.dedup();
+    let mut slowest: f64 = 0.0;
     let mut flows = Vec::with_capacity(stages.len());
-    for &o in &offsets {
-        flows.clear();
-        flows.extend(stages.iter().filter(|s| s.offset == o).map(|s| Flow {
-            src: s.src,
-            dst: s.dst,
-            bytes: 0.0,
-        }));
-        latency += run.alpha(&flows)?;
+    for &ch in &chains {
+        let mut latency = 0.0;
+        for &o in &offsets {
+            flows.clear();
+            flows.extend(
+                stages
+                    .iter()
+                    .filter(|s| s.offset == o && s.chain == ch)
+                    .map(|s| Flow {
+                        src: s.src,
+                        dst: s.dst,
+                        bytes: 0.0,
+                    }),
+            );
+            if !flows.is_empty() {
+                latency += run.alpha(&flows)?;
+            }
+        }
+        slowest = slowest.max(latency);
     }
-    run.secs += latency;
+    run.secs += base + slowest;
     // The active set and chunk sizes change only where a stage starts, sends its last chunk,
     // or stops: between those breakpoints every step is the same pattern.
     let mut cuts: Vec<u64> = offsets
@@ -88,7 +107,10 @@ pub(super) fn run(
 }
 
 /// Broadcast as NCCL runs it: a chain from the root through the ranks in ring order, hop j
-/// forwarding chunk i in step i + j. Uncontended: (p−1)·α + (k + p − 2)·c/β.
+/// forwarding chunk i in step i + j, on each of the ring's channels
+/// ([`super::ring::channels`]: across nodes one per NIC pair) with its share of the bytes,
+/// as NCCL splits a collective over its channels. Uncontended, one channel:
+/// (p−1)·α + (k + p − 2)·c/β.
 pub(super) fn broadcast(
     run: &mut Runner,
     ranks: &[Rank],
@@ -96,10 +118,17 @@ pub(super) fn broadcast(
     bytes: f64,
 ) -> Result<(), String> {
     let p = ranks.len();
-    let at = |j: usize| ranks[(root + j) % p];
-    let stages: Vec<Stage> = (0..p - 1)
-        .map(|j| Stage::new(j as u64, at(j), at(j + 1)))
-        .collect();
+    let orders = super::ring::channels(run.graph, ranks);
+    let from = ranks[root % p];
+    let mut stages = Vec::with_capacity(orders.len() * p.saturating_sub(1));
+    for (c, order) in orders.iter().enumerate() {
+        let start = order.iter().position(|&r| r == from).unwrap_or(0);
+        let at = |j: usize| order[(start + j) % p];
+        stages.extend((0..p - 1).map(|j| Stage {
+            chain: c as u32,
+            ..Stage::new(j as u64, at(j), at(j + 1))
+        }));
+    }
     let chunk = run.pipeline_chunk();
-    self::run(run, &stages, bytes, chunk, 0.0)
+    self::run(run, &stages, bytes / orders.len().max(1) as f64, chunk, 0.0)
 }

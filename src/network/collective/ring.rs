@@ -31,8 +31,15 @@ pub(super) fn ring(run: &mut Runner, op: Op, ranks: &[Rank], bytes: f64) -> Resu
             flows
         })
         .collect();
-    // All steps send the same chunk size to the same peer: one pattern, repeated.
-    run.step_rings(&rings, ring_steps(op, p))
+    // All steps send the same chunk size to the same peer: one pattern, repeated. A chunk
+    // crosses the network 2(nodes − 1) times in an allreduce, nodes − 1 in either half
+    // (NCCL's `nInterSteps`).
+    let mut nodes: Vec<usize> = ranks.iter().map(|r| r.0).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let n = nodes.len() as u64 - 1;
+    let crossings = if op == Op::AllReduce { 2 * n } else { n };
+    run.step_rings(&rings, ring_steps(op, p), Some(crossings))
 }
 
 /// The ring orders of a flat ring's channels. NCCL runs a ring collective over several
@@ -209,17 +216,17 @@ pub(super) fn hierarchical(
     let (intra_steps, inter_steps) = (g as u64 - 1, ring_steps(op, m));
     match op {
         Op::AllReduce => {
-            run.step_rings(&intra, intra_steps)?;
-            run.step_rings(&inter, inter_steps)?;
-            run.step_rings(&intra, intra_steps)
+            run.step_rings(&intra, intra_steps, None)?;
+            run.step_rings(&inter, inter_steps, None)?;
+            run.step_rings(&intra, intra_steps, None)
         }
         Op::ReduceScatter => {
-            run.step_rings(&intra, intra_steps)?;
-            run.step_rings(&inter, inter_steps)
+            run.step_rings(&intra, intra_steps, None)?;
+            run.step_rings(&inter, inter_steps, None)
         }
         Op::AllGather => {
-            run.step_rings(&inter, inter_steps)?;
-            run.step_rings(&intra, intra_steps)
+            run.step_rings(&inter, inter_steps, None)?;
+            run.step_rings(&intra, intra_steps, None)
         }
         _ => Err(format!("{} has no hierarchical algorithm", op.name())),
     }

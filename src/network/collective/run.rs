@@ -191,6 +191,48 @@ impl<'a> Runner<'a> {
         Ok(alpha)
     }
 
+    /// α of `repeat` steps of flat rings across nodes whose chunks cross the network on
+    /// `crossings` of them ([`Runner::step_rings`]).
+    fn path_alpha(
+        &mut self,
+        rings: &[Vec<Flow>],
+        repeat: u64,
+        crossings: u64,
+    ) -> Result<f64, String> {
+        if let Some(a) = self.opts.alpha {
+            return Ok(repeat as f64 * a);
+        }
+        if self.opts.measured.is_some() {
+            return Ok(0.0);
+        }
+        let (family, protocol) = (self.family, self.protocol);
+        let (mut intra, mut net): (f64, Option<f64>) = (0.0, None);
+        for f in rings.iter().flatten() {
+            let Some(hw) = Self::path_hw(self.graph, self.path(f.src, f.dst)?) else {
+                continue;
+            };
+            let a = tuning::hop_latency(hw, family, protocol);
+            if hw == Hw::Net {
+                net = Some(net.map_or(a, |n: f64| n.max(a)));
+            } else {
+                intra = intra.max(a);
+            }
+        }
+        let Some(net) = net else {
+            return Ok(repeat as f64 * intra);
+        };
+        // NET_OVERHEAD is in µs.
+        let overhead = tuning::NET_OVERHEAD
+            * 1e-6
+            * if protocol == Protocol::Simple {
+                3.0
+            } else {
+                1.0
+            };
+        let step = intra.max(overhead);
+        Ok((repeat - crossings) as f64 * step + crossings as f64 * net)
+    }
+
     /// A runner that records rounds instead of simulating them ([`super::schedule`]).
     pub fn recording(graph: &'a Graph, net: &'a FlowNet, opts: &'a Options) -> Self {
         let mut r = Runner::new(graph, net, opts);
@@ -236,19 +278,37 @@ impl<'a> Runner<'a> {
     /// flows; recorded as one chain per ring: a ring forwards what it received, so in steady
     /// state every hop moves at the rate of its slowest (NCCL's ring is a pipeline over
     /// its connections), which one flow over all the hops' links is under max-min.
-    pub fn step_rings(&mut self, rings: &[Vec<Flow>], repeat: u64) -> Result<(), String> {
-        if self.record.is_none() {
-            let all: Vec<Flow> = rings.iter().flatten().copied().collect();
-            return self.step(&all, repeat);
-        }
+    ///
+    /// `crossings`: `None`, every step pays the α of the slowest link kind its flows cross
+    /// (rings whose every hop is alike: one node's, or one rank per node); `Some(n)`, a flat
+    /// ring across nodes, whose chunk crosses the network on only `n` of its steps: NCCL's
+    /// path latency (`tuning.cc`, "Inter-node rings still have to launch nsteps * net
+    /// overhead"): every step pays the intra-node hop's α or the net post overhead (1 µs,
+    /// tripled for Simple), whichever is larger, and `n` of them the network hop's α instead.
+    pub fn step_rings(
+        &mut self,
+        rings: &[Vec<Flow>],
+        repeat: u64,
+        crossings: Option<u64>,
+    ) -> Result<(), String> {
         if repeat == 0 {
             return Ok(());
         }
-        let mut alpha: f64 = 0.0;
-        for r in rings {
-            alpha = alpha.max(self.alpha(r)?);
+        let alpha = match crossings {
+            None => {
+                let mut alpha: f64 = 0.0;
+                for r in rings {
+                    alpha = alpha.max(self.alpha(r)?);
+                }
+                repeat as f64 * alpha
+            }
+            Some(n) => self.path_alpha(rings, repeat, n.min(repeat))?,
+        };
+        self.secs += alpha;
+        if self.record.is_none() {
+            let all: Vec<Flow> = rings.iter().flatten().copied().collect();
+            return self.transfer(&all, repeat);
         }
-        self.secs += repeat as f64 * alpha;
         self.steps += repeat;
         let mut chains = Vec::with_capacity(rings.len());
         for r in rings {

@@ -36,6 +36,43 @@ fn dtree(p: usize) -> [Vec<Option<usize>>; 2] {
     [first, second]
 }
 
+/// NCCL's two trees over ranks in `order` (grouped by node, in order of first appearance):
+/// within each node a chain, the first tree's in the order's local sequence and the second's
+/// reversed (so the two load a node's links both ways, as the mirrored trees between nodes
+/// do), and the chain's head under its node's parent's head in [`dtree`] over the nodes
+/// (`src/graph/connect.cc`, `connectTrees`: `ncclGetDtree(nNodes, ...)`, the intra-node part
+/// a chain). NCCL's latency for it, 2((ppn − 1) intra hops + log2(nodes) network hops),
+/// counts these levels.
+fn node_trees(order: &[Rank]) -> [Vec<Option<usize>>; 2] {
+    let mut nodes: Vec<(usize, Vec<usize>)> = Vec::new(); // (node, its indices in order)
+    for (i, r) in order.iter().enumerate() {
+        match nodes.iter_mut().find(|(n, _)| *n == r.0) {
+            Some((_, local)) => local.push(i),
+            None => nodes.push((r.0, vec![i])),
+        }
+    }
+    let between = dtree(nodes.len());
+    [0, 1].map(|t| {
+        let mut parent = vec![None; order.len()];
+        let mut heads = Vec::with_capacity(nodes.len());
+        for (_, local) in &nodes {
+            let chain: Vec<usize> = if t == 0 {
+                local.clone()
+            } else {
+                local.iter().rev().copied().collect()
+            };
+            for w in chain.windows(2) {
+                parent[w[1]] = Some(w[0]);
+            }
+            heads.push(chain[0]);
+        }
+        for (j, &h) in heads.iter().enumerate() {
+            parent[h] = between[t][j].map(|u| heads[u]);
+        }
+        parent
+    })
+}
+
 /// Pipeline stages of one tree given its parents: up then down along every edge.
 fn stages(parent: &[Option<usize>], ranks: &[Rank], out: &mut Vec<Stage>) {
     let p = parent.len();
@@ -68,7 +105,8 @@ fn stages(parent: &[Option<usize>], ranks: &[Rank], out: &mut Vec<Stage>) {
     }
 }
 
-/// Double binary tree allreduce over `ranks` (tree positions are indices in `ranks`). Across
+/// Double binary tree allreduce over `ranks` ([`node_trees`]: chains in the nodes, a double
+/// binary tree between them; positions are indices in `ranks`). Across
 /// nodes NCCL runs its trees on every channel, each channel leaving a node through its own NIC
 /// (`src/graph/search.cc`, as for rings): the trees are laid over each of
 /// [`super::ring::channels`]' orders, each carrying its share of the bytes. On one node, one
@@ -83,7 +121,7 @@ pub(super) fn allreduce(run: &mut Runner, ranks: &[Rank], bytes: f64) -> Result<
     let share = 1.0 / orders.len() as f64;
     let mut all = Vec::with_capacity(4 * ranks.len() * orders.len());
     for order in &orders {
-        for parent in dtree(order.len()) {
+        for parent in node_trees(order) {
             stages(&parent, order, &mut all);
         }
     }

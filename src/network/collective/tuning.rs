@@ -197,23 +197,27 @@ const TREE_CORRECTION: [[f64; 23]; 3] = [
 ];
 /// Net post overhead per inter-node ring step on an Intel host, µs (`getNetOverhead`; 2 on
 /// AMD), tripled for Simple.
-const NET_OVERHEAD: f64 = 1.0;
+pub const NET_OVERHEAD: f64 = 1.0;
 /// NCCL's channel count, for the per-channel caps and NVLS's (nChannels − 1) / nChannels.
 /// NCCL finds 16 NVLS channels on an 8-GPU Hopper NVSwitch node and at least as many ring
 /// channels; at 16 the per-channel caps (36.7 GB/s LL128 ring × 16 = 587 GB/s) bind on no
 /// catalog node, so the figure matters little. An assumption, not a measurement.
 pub const CHANNELS: f64 = 16.0;
 
-/// The data one pipeline step of protocol `p` carries per channel, as NCCL sizes its buffers
-/// (`src/init.cc` DEFAULT_*_BUFFSIZE over NCCL_STEPS = 8, and `calcCollChunking`): Simple
-/// 4 MiB / 8 = 512 KiB; LL 8 lines × 512 threads × 8 steps × 16 bytes / 8, half of it data
-/// (4 of each 8-byte word): 32 KiB; LL128 120 × 640 × 8 × 8 bytes / 8, 15 of each 16 words
-/// data: 576,000 bytes. The chunk the pipelined algorithms (tree, broadcast) move.
+/// The data one pipeline step of protocol `p` forwards per channel, the chunk the pipelined
+/// algorithms (tree, broadcast) move: Simple waits for a whole buffer step before a rank
+/// forwards it, 4 MiB / NCCL_STEPS 8 = 512 KiB (`src/init.cc` DEFAULT_BUFFSIZE); LL and
+/// LL128 carry a flag in every line, so a rank forwards each line as it lands and the
+/// chain's granularity is what its threads move in one pass: LL 512 threads × 8 data bytes
+/// of each 16-byte line, 4 KiB; LL128 640 threads × 16 bytes, 15 of each 16 words data,
+/// 9,600 bytes (`NCCL_LL_MAX_NTHREADS`, `NCCL_LL128_MAX_NTHREADS`; `src/device/prims_ll.h`,
+/// `prims_ll128.h`). NCCL's own model has no pipeline fill at all (time = latency + bytes /
+/// bandwidth); the line-sized chunks keep Orrery's fill as small.
 pub fn step_bytes(p: Protocol) -> f64 {
     match p {
         Protocol::Simple => 512.0 * 1024.0,
-        Protocol::LL => (8.0 * 512.0 * 8.0 * 16.0) / 8.0 / 2.0,
-        Protocol::LL128 => (120.0 * 640.0 * 8.0 * 8.0) / 8.0 / 16.0 * 15.0,
+        Protocol::LL => 512.0 * 8.0,
+        Protocol::LL128 => 640.0 * 16.0 * 15.0 / 16.0,
     }
 }
 
