@@ -279,3 +279,37 @@ fn time_never_falls_as_the_message_grows() {
         }
     }
 }
+
+/// A ring across two nodes pays latency along a chunk's path, as NCCL's tuning model charges
+/// it (`tuning.cc`: base + (nsteps − nInterSteps)·max(intra, net overhead) + nInterSteps·
+/// inter): its flows' price with LL, where the bytes are few, is NCCL's own estimate.
+#[test]
+fn a_ring_across_nodes_costs_what_nccls_model_says_when_latency_bound() {
+    use orrery::network::collective::tuning;
+    let s = spec(TWO_DGX);
+    let g = orrery::network::Graph::build(&s);
+    let op = ec::parse_op("allreduce").unwrap();
+    for sel in ["2x4", "2x8"] {
+        let (ranks, policy) = place_ranks(&s, sel).unwrap();
+        let c = g.nccl_comm(&ranks).unwrap();
+        let sizes = [1024.0, 32768.0];
+        let t = table(
+            &s,
+            op,
+            Some(Algorithm::Ring),
+            Some(Protocol::LL),
+            ranks,
+            policy,
+            &sizes,
+        )
+        .unwrap();
+        for (row, &b) in t.rows.iter().zip(&sizes) {
+            let nccl = tuning::time(&c, op, Algorithm::Ring, Protocol::LL, b).unwrap();
+            assert!(
+                (row.result.secs - nccl).abs() < 0.01 * nccl,
+                "{sel} {b}: {} vs NCCL's {nccl}",
+                row.result.secs
+            );
+        }
+    }
+}

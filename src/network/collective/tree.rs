@@ -138,6 +138,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn trees_are_chains_in_nodes_under_a_tree_between_them() {
+        // 2 nodes × 3 ranks, order (0,0) (0,1) (0,2) (1,0) (1,1) (1,2).
+        let order: Vec<Rank> = (0..2).flat_map(|n| (0..3).map(move |d| (n, d))).collect();
+        let [a, b] = node_trees(&order);
+        // A: chains 2 → 1 → 0 and 5 → 4 → 3; node 1's head 3 under node 0's head 0 (root).
+        assert_eq!(a, vec![None, Some(0), Some(1), Some(0), Some(3), Some(4)]);
+        // B: the chains reversed (heads 2 and 5), node 0's head under node 1's (the mirror).
+        assert_eq!(b, vec![Some(1), Some(2), Some(5), Some(4), Some(5), None]);
+        // One node: both are its chain, one each way.
+        let [a, b] = node_trees(&order[..3]);
+        assert_eq!(a, vec![None, Some(0), Some(1)]);
+        assert_eq!(b, vec![Some(1), Some(2), None]);
+    }
+
+    #[test]
     fn trees_match_ncclgetdtree() {
         // trees.cc's pictures: 14 ranks (0 → 8 → 4, 12; 13 under 12) and the mirror for 12.
         let [a, _] = dtree(14);
