@@ -134,7 +134,11 @@ fn training_step_time_and_cost_per_step_by_hand() {
         assert!((got - want).abs() < 1e-6 * want, "{key}: {got} vs {want}");
     };
     near("w.t.step_time_s", 10.0);
+    // Steps per hour of the job running, and the steps the window holds apart.
     near("w.t.steps_per_h", 360.0);
+    near("w.t.steps_done", 10.0);
+    // Runtime goodput: 10 kept steps × 10 s over the job's 100 s, nothing lost.
+    near("w.t.goodput", 1.0);
     near("w.t.usd_per_step", 16.0 * 100.0 / 3600.0 / 10.0);
     near("w.t.kwh_per_step", 8.0 * 100.0 / 3600.0 / 10.0);
     // Nothing is added across kinds.
@@ -212,10 +216,16 @@ fn the_failure_cost_is_the_paired_per_seed_difference() {
             },
         )
         .metrics;
-        let steps = m.training[0].steps_done as f64 / (m.horizon / 3600.0);
-        assert_eq!(run.values["w.t.steps_per_h"], Some(steps));
+        assert_eq!(
+            run.values["w.t.steps_per_h"],
+            Some(3600.0 / m.training[0].step_time)
+        );
+        assert_eq!(
+            run.values["w.t.steps_done"],
+            Some(m.training[0].steps_done as f64)
+        );
     }
-    for key in ["w.t.steps_per_h", "lost_device_hours", "w.t.goodput"] {
+    for key in ["w.t.steps_done", "lost_device_hours", "w.t.goodput"] {
         let diffs: Vec<f64> = v
             .runs
             .iter()
@@ -243,7 +253,7 @@ fn the_failure_cost_is_the_paired_per_seed_difference() {
         );
     }
     // Failures cost steps and device-hours, and the stall is part of the lost device-hours.
-    assert!(v.cost_of("w.t.steps_per_h").unwrap().mean.unwrap() < 0.0);
+    assert!(v.cost_of("w.t.steps_done").unwrap().mean.unwrap() < 0.0);
     for r in &v.runs {
         let lost = r.values["lost_device_hours"].unwrap();
         let parts =
@@ -329,4 +339,46 @@ fn table_cells_carry_the_unit_of_their_key() {
     assert_eq!(cell("w.j.steps_per_h", 383.0, Some(0.0)), "383/h ± 0/h");
     assert_eq!(cell("tasks.makespan_s", 0.2, None), "200 ms");
     assert_eq!(cell("w.j.goodput", 0.5, None), "50%");
+}
+
+/// A drill charges only the work a failure touched: a node killed under one job costs it steps
+/// and goodput, while job `b`, on other nodes with no network to share, keeps its step time,
+/// steps and goodput to the last digit (its cost is exactly 0).
+#[test]
+fn a_drill_charges_only_the_work_a_failure_touched() {
+    let src = "cluster c {\n  node dgx_h100 x 3\n  head n2\n}\n\
+        workload w {\n  placement_group pa strategy STRICT_PACK {\n    bundle { GPU: 8 }\n  }\n  \
+        placement_group pb strategy STRICT_PACK {\n    bundle { GPU: 8 }\n  }\n  \
+        training a on pa steps 100000 {\n    compute 7.4175 PFLOP per device bf16\n    checkpoint every 10 min size 1 GB\n  }\n  \
+        training b on pb steps 100000 {\n    compute 7.4175 PFLOP per device bf16\n  }\n}\n\
+        failures one {\n  at 30 min kill node n1\n}\n\
+        experiment e {\n  horizon 2 h\n}\n";
+    let s = spec(src);
+    let d = run_drill(
+        &s,
+        &DrillConfig {
+            seeds: Some(vec![1, 2]),
+            threads: 1,
+            ..Default::default()
+        },
+    );
+    let (base, v) = (&d.baselines[0], &d.variants[0]);
+    for (b, r) in base.runs.iter().zip(&v.runs) {
+        assert_eq!(b.seed, r.seed);
+        let lost = |job: &str| {
+            r.values[&format!("w.{job}.steps_done")] < b.values[&format!("w.{job}.steps_done")]
+        };
+        // Exactly one job lost steps: the one on n1.
+        let (hit, spared) = match (lost("a"), lost("b")) {
+            (true, false) => ("a", "b"),
+            (false, true) => ("b", "a"),
+            other => panic!("seed {}: {other:?}", r.seed),
+        };
+        for metric in ["steps_per_h", "steps_done", "goodput", "step_time_s"] {
+            let key = format!("w.{spared}.{metric}");
+            assert_eq!(r.values[&key], b.values[&key], "seed {}: {key}", r.seed);
+        }
+        let key = format!("w.{hit}.goodput");
+        assert!(r.values[&key] < b.values[&key], "seed {}: {key}", r.seed);
+    }
 }

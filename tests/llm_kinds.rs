@@ -264,3 +264,27 @@ fn the_hardware_mix_answer_holds() {
         "{steps:?}"
     );
 }
+
+/// A finite load's rates are per second of the service's run: 40 requests sent at once finish
+/// long before a 1 h window ends, and tokens/s, requests/s are over the time until the last
+/// one finished, not the hour.
+#[test]
+fn a_finite_loads_rates_are_over_the_time_it_ran() {
+    let s = spec(&scenario(
+        "    arrival offline 40\n    prompt tokens fixed 256\n    output tokens fixed 64\n",
+    ));
+    let r = run(&s, 3600.0, vec![]);
+    let m = &r.metrics.llm_services[0];
+    assert_eq!(m.finished, 40);
+    assert!(
+        m.last_finish_s > 0.0 && m.last_finish_s < 60.0,
+        "{}",
+        m.last_finish_s
+    );
+    assert_eq!(m.output_tokens, 40 * 64);
+    assert_eq!(
+        m.output_tokens_per_s,
+        m.output_tokens as f64 / m.last_finish_s
+    );
+    assert_eq!(m.requests_per_s, 40.0 / m.last_finish_s);
+}

@@ -361,7 +361,7 @@ fn compare_prices_and_powers_the_hardware_mixes_by_the_documented_formula() {
     );
     // $/step: the job's 48 of 64 GPUs at 224 $/h for the cluster, over its wall time (the
     // whole 1 h window: it does not finish), per step kept.
-    let steps = col(m, "pretrain_13b.llm.steps_per_h_mean");
+    let steps = col(m, "pretrain_13b.llm.steps_done_mean");
     let per_step = col(m, "pretrain_13b.llm.usd_per_step_mean");
     assert!(
         (per_step - 224.0 * 48.0 / 64.0 / steps).abs() < 1e-9,
@@ -418,7 +418,15 @@ fn each_kind_of_work_has_its_own_rate_and_throughput_is_an_error() {
         row[k].parse().unwrap()
     };
     let window = col("makespan_s");
-    assert!((col("steps_per_h") * window / 3600.0 - 5.0).abs() < 1e-9);
+    // Steps per hour of the job running (3600 / its step time, the run's own), and the steps
+    // the window holds in their own column.
+    assert!((col("steps_done") - 5.0).abs() < 1e-9);
+    let alone = orrery::spec::load_str("b.orr", BASE).spec.unwrap();
+    let step = orrery::sim::simulate(&alone, &orrery::sim::SimConfig::default())
+        .metrics
+        .training[0]
+        .step_time;
+    assert!((col("steps_per_h") - 3600.0 / step).abs() < 1e-6 * col("steps_per_h"));
     assert!((col("tasks_per_s") * window - 12.0).abs() < 1e-9);
     assert!(
         !head

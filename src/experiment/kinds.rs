@@ -8,8 +8,9 @@
 //! | kind | key | definition |
 //! |---|---|---|
 //! | training | `step_time_s` | compute + mean communication of a step (none before a step) |
-//! | training | `steps_per_h` | steps kept (after failures rolled some back) / W in hours |
-//! | training | `goodput` | kept compute time / the job's wall time |
+//! | training | `steps_per_h` | 3600 / the job's mean step time: steps per hour of the job running |
+//! | training | `steps_done` | steps kept (after failures rolled some back) in the window |
+//! | training | `goodput` | steps kept × mean step time / the job's wall time (runtime goodput, [`crate::sim::metrics::TrainingMetrics::goodput`]) |
 //! | training | `usd_per_step` | the job's devices × the cluster's $ per device-hour × the job's wall time (h) / steps kept |
 //! | training | `kwh_per_step` | the same with the cluster's kW per device (TDP × time) |
 //! | training (model-level) | `tokens_per_s` | tokens of a step / step time |
@@ -24,7 +25,7 @@
 //! | services | `slo_<p>_attainment` | requests served within the SLO's target / requests arrived |
 //! | services (LLM) | `arrived`, `finished` | requests that arrived in the window, and produced their last token |
 //! | services (LLM) | `ttft_p50_s` … `e2e_p99_s` | time to first token, time per output token, arrival to last token, of finished requests |
-//! | services (LLM) | `output_tokens_per_s`, `goodput_per_s` | output tokens / W; finished requests meeting every SLO / W |
+//! | services (LLM) | `output_tokens_per_s`, `goodput_per_s` | output tokens; finished requests meeting every SLO: per second of the service's run (to its last request's finish when none is outstanding, a finite load; else W) |
 //! | services (LLM) | `kv_mean_utilization`, `preemptions` | KV blocks in use over the placed time; sequences preempted |
 //! | services (LLM) | `usd_per_m_tokens` | device-hours its replicas held (tp devices × time placed) × $ per device-hour / output tokens × 10⁶ |
 //! | services (LLM) | `slo_<kind>_<p>_attainment` | requests within the SLO / requests arrived |
@@ -98,7 +99,6 @@ impl Column {
 /// in declaration order).
 pub fn figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>)> {
     let mut out = Vec::new();
-    let window_h = m.horizon / 3600.0;
     let per_device = |x: Option<f64>| {
         x.zip(Some(fig.devices).filter(|d| *d > 0))
             .map(|(x, d)| x / d as f64)
@@ -118,10 +118,20 @@ pub fn figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>
             (t.steps_done > 0).then_some(t.step_time),
         ));
         out.push((
-            c("steps_per_h", "steps/h"),
-            (window_h > 0.0).then(|| steps / window_h),
+            c("steps_per_h", "steps/h").labelled(format!(
+                "{item} steps/h (per hour running: 3600 / step time)"
+            )),
+            (t.steps_done > 0 && t.step_time > 0.0).then(|| 3600.0 / t.step_time),
         ));
-        out.push((c("goodput", "fraction"), Some(t.goodput)));
+        out.push((
+            c("steps_done", "count").labelled(format!("{item} steps done (in the window)")),
+            Some(steps),
+        ));
+        out.push((
+            c("goodput", "fraction")
+                .labelled(format!("{item} goodput (kept steps' time / job wall time)")),
+            Some(t.goodput),
+        ));
         out.push((c("usd_per_step", "$"), per_step(usd_dev_h)));
         out.push((
             c("kwh_per_step", "kWh"),
@@ -214,7 +224,8 @@ fn llm_figures(
         }
     }
     out.push((
-        c("output_tokens_per_s", "1/s").labelled(format!("{item} output tokens/s")),
+        c("output_tokens_per_s", "1/s")
+            .labelled(format!("{item} output tokens/s (per second of its run)")),
         (horizon > 0.0).then_some(l.output_tokens_per_s),
     ));
     out.push((

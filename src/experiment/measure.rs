@@ -80,7 +80,7 @@ pub fn column(metric: &str) -> String {
     match metric {
         "makespan" | "queueing_delay" | "placement_delay" | "latency" | "step_time"
         | "pg_pending_time" | "recovery_time" | "time_to_detect" => format!("{metric}_s"),
-        "steps_per_h" | "tasks_per_s" | "requests_per_s" => metric.to_string(),
+        "steps_per_h" | "tasks_per_s" | "requests_per_s" | "steps_done" => metric.to_string(),
         "cost" => "cost_usd".into(),
         "energy" => "energy_kwh".into(),
         "slo_violations" => "slo_violation_fraction".into(),
@@ -92,8 +92,9 @@ pub fn column(metric: &str) -> String {
 /// run; `None` where the run has none (no service, so no latency). Means over items are
 /// weighted by their counts (tasks, requests, calls); fractions are in [0, 1].
 ///
-/// makespan (s, none if nothing finished) · steps_per_h (training steps done per hour of
-/// window, all jobs) · tasks_per_s (tasks completed per second of window) · requests_per_s
+/// makespan (s, none if nothing finished) · steps_per_h (each training job's steps per hour
+/// of running, 3600 / its mean step time, summed over jobs) · steps_done (training steps kept
+/// in the window, all jobs) · tasks_per_s (tasks completed per second of window) · requests_per_s
 /// (requests served per second of window) · goodput (mean over
 /// training jobs) · utilization (device-weighted mean busy fraction) · queueing_delay (mean
 /// task queueing, s) · placement_delay (mean actor placement delay, s) · latency (mean request
@@ -107,9 +108,20 @@ pub fn metric(name: &str, fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
     match name {
         "makespan" => (m.makespan > 0.0).then_some(m.makespan),
         // Each over the simulated window; none when the run has no work of that kind.
+        // Each job's steps per hour of running (3600 / its mean step time), summed over the
+        // jobs that finished a step; `steps_done` counts the window's.
         "steps_per_h" => {
+            let rates: Vec<f64> = m
+                .training
+                .iter()
+                .filter(|t| t.steps_done > 0 && t.step_time > 0.0)
+                .map(|t| 3600.0 / t.step_time)
+                .collect();
+            (!rates.is_empty()).then(|| rates.iter().sum())
+        }
+        "steps_done" => {
             let (_, steps, _) = work_units(m);
-            (!m.training.is_empty() && hours(m) > 0.0).then(|| steps as f64 / hours(m))
+            (!m.training.is_empty()).then_some(steps as f64)
         }
         "tasks_per_s" => {
             let (tasks, _, _) = work_units(m);

@@ -32,6 +32,7 @@ pub fn default_metrics(spec: &Spec) -> Vec<String> {
     let mut m = vec!["makespan".to_string()];
     if has(|w| !w.training.is_empty()) {
         m.push("steps_per_h".into());
+        m.push("steps_done".into());
     }
     if has(|w| !w.tasks.is_empty()) {
         m.push("tasks_per_s".into());

@@ -232,7 +232,12 @@ impl Sim<'_> {
                     .map(|x| x.model_flop / (step * x.peak_flops)),
                 started: job.started.map(|s| s as f64 / 1e9).unwrap_or(0.0),
                 finished: job.finished.map(|f| f as f64 / 1e9),
-                goodput: if wall > 0.0 { compute / wall } else { 0.0 },
+                // Runtime goodput: the kept steps' time over the job's wall time.
+                goodput: if wall > 0.0 {
+                    (job.steps_done as f64 * step / wall).min(1.0)
+                } else {
+                    0.0
+                },
                 restarts: job.restarts,
                 lost_device_hours: (job.lost_device_ns + stalled) / 3.6e12,
                 lost_work_device_hours: job.lost_device_ns / 3.6e12,

@@ -144,8 +144,12 @@ pub struct TrainingMetrics {
     pub started: f64,
     #[serde(rename = "finished_s")]
     pub finished: Option<f64>,
-    /// Fraction of wall time spent on compute that was kept (communication, checkpoints,
-    /// restarts and work lost to failures are the rest).
+    /// Runtime goodput: the time of the steps kept (steps kept × mean step time) over the
+    /// job's wall time (its start to its finish, or the window's end), so checkpoint writes,
+    /// restarts, stalls and work lost to failures count against it and a job that never
+    /// failed nor checkpointed has 1 (Google Cloud, "Introducing ML Productivity Goodput",
+    /// 2024-04-10, its Runtime Goodput; docs.cloud.google.com/tpu/docs/goodput: "time spent
+    /// making productive, preserved training progress").
     pub goodput: f64,
     pub restarts: u64,
     /// Device-hours failures cost the job: `lost_work_device_hours + stalled_device_hours`.

@@ -11,6 +11,7 @@ use serde::Serialize;
 pub const METRICS: &[&str] = &[
     "makespan",
     "steps_per_h",
+    "steps_done",
     "tasks_per_s",
     "requests_per_s",
     "goodput",

@@ -58,14 +58,17 @@ pub struct LlmServiceMetrics {
     pub lost: u64,
     pub preemptions: u64,
     pub output_tokens: u64,
-    /// Output tokens per second of the window.
+    /// Output tokens per second of the service's run: from the run's start until its last
+    /// request finished when none is left outstanding (a finite load), else the window.
     pub output_tokens_per_s: f64,
     /// When the last request finished, from the run's start (0 before any): with a finite
     /// load (`arrival concurrency` / `offline`, all sent from time 0) output_tokens over it is
     /// the benchmark tools' throughput.
     pub last_finish_s: f64,
+    /// Finished requests per second of the service's run (as `output_tokens_per_s`).
     pub requests_per_s: f64,
-    /// Finished requests meeting every SLO, per second of the window.
+    /// Finished requests meeting every SLO, per second of the service's run (as
+    /// `output_tokens_per_s`).
     pub goodput_per_s: f64,
     /// Arrival to first token; mean time per output token after the first; gaps between
     /// consecutive tokens of a request; arrival to last token.
@@ -125,7 +128,6 @@ impl crate::sim::Sim<'_> {
     pub(crate) fn llm_metrics(&mut self, end: crate::engine::Time) -> Vec<LlmServiceMetrics> {
         let mut out = Vec::new();
         let window = end as f64 / 1e9;
-        let per_s = |x: f64| if window > 0.0 { x / window } else { 0.0 };
         for sid in 0..self.services.len() {
             let s = &self.services[sid];
             let sv = &self.spec.workloads[s.workload].services[s.index];
@@ -174,6 +176,15 @@ impl crate::sim::Sim<'_> {
             placed_ns += m.placed_ns_gone;
             let (ttft, tpot, itl, e2e) =
                 (m.ttft.stats(), m.tpot.stats(), m.itl.stats(), m.e2e.stats());
+            // The service ran until its last request finished when none is left outstanding
+            // (a finite load: offline, a closed loop, a trace), else to the window's end.
+            let settled = m.finished + m.dropped + dropped + m.lost >= arrived && m.last_done > 0;
+            let ran = if settled {
+                m.last_done as f64 / 1e9
+            } else {
+                window
+            };
+            let per_s = |x: f64| if ran > 0.0 { x / ran } else { 0.0 };
             let disaggregation = llm.disagg.as_ref().map(|d| LlmDisaggMetrics {
                 prefill_replicas: d.prefill,
                 decode_replicas: d.decode,
