@@ -153,12 +153,12 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
         );
     }
     let mut svc = format!(
-        "{head},workload,service,replicas,arrived,served,throughput_per_s,latency_mean_s,latency_p50_s,latency_p90_s,latency_p99_s,latency_p999_s,latency_max_s,wait_mean_s,slo_violation_fraction\n"
+        "{head},workload,service,replicas,arrived,served,throughput_per_s,latency_mean_s,latency_p50_s,latency_p90_s,latency_p99_s,latency_p999_s,latency_max_s,wait_mean_s,wait_probability_fraction,mean_queue_length_requests,slo_violation_fraction\n"
     );
     for s in &m.services {
         let _ = writeln!(
             svc,
-            "{pre},{},{},{},{},{},{},{},{},{}",
+            "{pre},{},{},{},{},{},{},{},{},{},{},{}",
             csv_field(&s.workload),
             csv_field(&s.name),
             s.replicas_placed,
@@ -167,6 +167,8 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             s.throughput,
             stats_cols(&s.latency),
             s.waiting.mean,
+            s.wait_probability,
+            s.mean_queue_length,
             s.slo_violation_fraction
         );
     }

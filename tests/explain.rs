@@ -16,7 +16,7 @@ fn pick<'a, T>(r: &mut ChaCha8Rng, v: &'a [T]) -> &'a T {
 
 /// A node type `tN` with random cores and GPUs and a custom `tag` that only the explained task
 /// asks for (so its allocation can be told apart in the run's trace; it does not change any
-/// score: critical utilisation counts CPU, memory and object store).
+/// score: critical utilization counts CPU, memory and object store).
 fn node_type(r: &mut ChaCha8Rng, i: usize) -> String {
     let cores = *pick(r, &[4, 8, 16]);
     let gpus = *pick(r, &[0, 1, 2, 3, 4]);

@@ -183,15 +183,26 @@ fn numeric_flags_keep_to_their_ranges() {
 
 #[test]
 fn a_closed_or_full_stdout_is_a_status_not_a_panic() {
-    // A reader that goes away: 141, quietly.
+    // A reader that goes away: 141, quietly. The output (120 KB of `fmt`) is larger than a
+    // pipe holds, so the write fails whenever the reader leaves, however fast the child is.
+    let dir = std::env::temp_dir().join(format!("orrery-epipe-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.orr");
+    let mut text = String::from("cluster c {\n");
+    for i in 0..3000 {
+        text.push_str(&format!("  rack r{i} {{\n    node dgx_h100 x 1\n  }}\n"));
+    }
+    text.push_str("}\n");
+    fs::write(&big, text).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_orrery"))
-        .args(["catalog"])
+        .args(["fmt", big.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     drop(child.stdout.take());
     let o = child.wait_with_output().unwrap();
+    let _ = fs::remove_dir_all(&dir);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(141), "{err}");
     assert!(!err.contains("panicked"), "{err}");

@@ -44,6 +44,8 @@ const UNITS: &[&str] = &[
     "w",
     "kwh",
     "device_hours",
+    // A time-averaged number of requests (a queue's mean length).
+    "requests",
 ];
 
 /// Dimensionless ratios, named as the CSVs name them (`busy_fraction`, `goodput`,

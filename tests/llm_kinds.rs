@@ -287,4 +287,7 @@ fn a_finite_loads_rates_are_over_the_time_it_ran() {
         m.output_tokens as f64 / m.last_finish_s
     );
     assert_eq!(m.requests_per_s, 40.0 / m.last_finish_s);
+    // The run's makespan is its last request's finish, and the report has its samples.
+    assert_eq!(r.metrics.makespan, m.last_finish_s);
+    assert!(!m.ttft_samples.is_empty() && !m.tpot_samples.is_empty() && !m.e2e_samples.is_empty());
 }

@@ -138,8 +138,8 @@ fn run_writes_plots_report_and_the_data_behind_them() {
             "timeline.svg",
             "trace.json",
             "training.csv",
-            "utilisation.png",
-            "utilisation.svg",
+            "utilization.png",
+            "utilization.svg",
             "utilization.csv",
         ])
     );
@@ -176,7 +176,7 @@ fn run_writes_plots_report_and_the_data_behind_them() {
         "| seed | `3` |",
         "| scenario hash | `",
         "![Device timeline, 8 devices, one row each](timeline.png)",
-        "(utilisation.png)",
+        "(utilization.png)",
         "(queueing_cdf.png)",
         "[run.json](run.json)",
         "[utilization.csv](utilization.csv)",

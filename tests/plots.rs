@@ -212,7 +212,7 @@ fn timeline_degenerate_input_plots_or_errors_clearly() {
 }
 
 #[test]
-fn utilisation_draws_step_lines_per_class() {
+fn utilization_draws_step_lines_per_class() {
     let d = dir("util");
     let stem = d.join("util");
     let series = vec![
@@ -229,13 +229,13 @@ fn utilisation_draws_step_lines_per_class() {
             dashed: false,
         },
     ];
-    let paths = utilisation(&stem, "Utilisation by device class", &series, 0.0).unwrap();
+    let paths = utilization(&stem, "Utilization by device class", &series, 0.0).unwrap();
     let (img, _) = check(
         &paths,
         &stem,
         &[
-            "Utilisation by device class",
-            "utilisation (%)",
+            "Utilization by device class",
+            "utilization (%)",
             "time (min)",
             "H100_SXM",
             "TPU_v5e",
@@ -248,26 +248,26 @@ fn utilisation_draws_step_lines_per_class() {
         points: vec![(5.0, 0.5)],
         dashed: false,
     }];
-    utilisation(&d.join("one"), "One point", &one, f64::NAN).unwrap();
-    let e = utilisation(&d.join("none"), "x", &[], 1.0).unwrap_err();
+    utilization(&d.join("one"), "One point", &one, f64::NAN).unwrap();
+    let e = utilization(&d.join("none"), "x", &[], 1.0).unwrap_err();
     assert!(e.contains("no data"), "{e}");
     let over = [UtilSeries {
         label: "bad".into(),
         points: vec![(1.0, 1.5)],
         dashed: false,
     }];
-    let e = utilisation(&d.join("over"), "x", &over, 1.0).unwrap_err();
+    let e = utilization(&d.join("over"), "x", &over, 1.0).unwrap_err();
     assert!(e.contains("outside 0..1"), "{e}");
     let nan = [UtilSeries {
         label: "bad".into(),
         points: vec![(f64::INFINITY, 0.5)],
         dashed: false,
     }];
-    assert!(utilisation(&d.join("nan"), "x", &nan, 1.0).is_err());
+    assert!(utilization(&d.join("nan"), "x", &nan, 1.0).is_err());
 }
 
 #[test]
-fn the_utilisation_axis_spans_the_whole_run() {
+fn the_utilization_axis_spans_the_whole_run() {
     // Devices allocated at 0 and never freed: one point. The axis must still run to the end
     // of the 3,600 s run (it used to stop at 1 s), in minutes, with the dashed series drawn.
     let d = dir("util_axis");
@@ -284,7 +284,7 @@ fn the_utilisation_axis_spans_the_whole_run() {
         },
     ];
     let stem = d.join("hour");
-    let paths = utilisation(&stem, "One hour", &series, 3600.0).unwrap();
+    let paths = utilization(&stem, "One hour", &series, 3600.0).unwrap();
     let (_, svg) = check(&paths, &stem, &["time (min)", "(dashed)"]);
     assert!(!svg.contains("time (s)"));
     // Text labels: title, legend, axis descriptions, the y ticks (0..100 %), then the x
@@ -298,7 +298,7 @@ fn the_utilisation_axis_spans_the_whole_run() {
     assert_eq!(texts.last(), Some(&"60"), "{texts:?}");
     // Without an end, the latest point bounds the axis: 0..1 s for a single point at 0.
     let stem = d.join("open");
-    let paths = utilisation(&stem, "Open", &series, f64::NAN).unwrap();
+    let paths = utilization(&stem, "Open", &series, f64::NAN).unwrap();
     check(&paths, &stem, &["time (s)"]);
 }
 
@@ -728,7 +728,7 @@ fn heatmap_annotates_cells_and_scale() {
 fn missing_folders_are_created_and_impossible_ones_reported() {
     let d = dir("folders");
     let stem = d.join("a/b/c/plot.v2");
-    let paths = utilisation(
+    let paths = utilization(
         &stem,
         "Nested",
         &[UtilSeries {
@@ -742,7 +742,7 @@ fn missing_folders_are_created_and_impossible_ones_reported() {
     check(&paths, &stem, &["Nested"]);
 
     std::fs::write(d.join("file"), b"not a folder").unwrap();
-    let e = utilisation(
+    let e = utilization(
         &d.join("file/plot"),
         "x",
         &[UtilSeries {
@@ -811,7 +811,7 @@ fn cdf_legend_counts_every_sample_not_only_those_drawn() {
 }
 
 #[test]
-fn binned_utilisation_keeps_every_segment() {
+fn binned_utilization_keeps_every_segment() {
     // A level that never changes, recorded at 5,000 irregular instants (every training step
     // records one), must draw as that level in every bin: a segment starting on a bin edge
     // once lost the rest of its area and drew a dip to 0 that the data did not have.

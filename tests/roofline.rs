@@ -393,3 +393,25 @@ fn bad_compute_options_are_located() {
     let out = task("compute 40 TFLOP bf16 memory");
     assert!(out.contains("`memory` needs a value after it"), "{out}");
 }
+
+/// Model-level work says which compute model it runs on too: a training job by its
+/// precision, an LLM service by its weights' dtype and, under fp8, the 16-bit attention.
+#[test]
+fn model_level_work_names_its_compute_model() {
+    let s = orrery::spec::load_str(
+        "t.orr",
+        "cluster c {\n  node dgx_h100 x 1\n}\n\
+         workload w {\n  service chat {\n    model llama3_8b\n    precision fp8\n    resources { GPU: 1 }\n    arrival poisson 1 /s\n    prompt tokens fixed 8\n    output tokens fixed 8\n  }\n}\n",
+    )
+    .spec
+    .unwrap();
+    assert_eq!(
+        orrery::compute::model_sources(&s),
+        vec![
+            "H100_SXM bf16: compute datasheet default 0.75, memory datasheet default 0.85"
+                .to_string(),
+            "H100_SXM fp8: compute datasheet default 0.75, memory datasheet default 0.85"
+                .to_string(),
+        ]
+    );
+}

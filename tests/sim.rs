@@ -42,6 +42,20 @@ fn mmc_waiting_time_matches_erlang_c() {
         assert_eq!(svc.replicas_placed, c);
         assert!(svc.served > 300_000, "served {}", svc.served);
         means.push(svc.waiting.mean);
+        // P(wait > 0) is Erlang C's C(c, a) (0.596 here), and the mean queue length Little's
+        // λ·Wq: within 5% a seed over 300,000 requests.
+        let pw = erlang_c(c, a);
+        assert!(
+            (svc.wait_probability - pw).abs() < 0.05 * pw,
+            "P(wait > 0) {} vs Erlang C {pw}",
+            svc.wait_probability
+        );
+        assert!(
+            (svc.mean_queue_length - lambda * wq).abs() < 0.05 * lambda * wq,
+            "Lq {} vs {}",
+            svc.mean_queue_length,
+            lambda * wq
+        );
     }
     let mean = means.iter().sum::<f64>() / means.len() as f64;
     let err = (mean - wq).abs() / wq;
@@ -89,7 +103,7 @@ fn task_waves_and_dependencies() {
     assert_eq!((b.completed, b.first_start, b.last_end), (32, 10.0, 20.0));
     assert_eq!(b.queueing_delay.p50, 0.0);
     assert_eq!(b.queueing_delay.max, 5.0);
-    // 16 CPU-busy tasks carry no devices: no device utilisation is recorded.
+    // 16 CPU-busy tasks carry no devices: no device utilization is recorded.
     assert!(m.utilization.is_empty());
 }
 
@@ -737,7 +751,7 @@ fn remote_inputs_bench_case_runs_small() {
 
 #[test]
 fn mmc_replicas_are_busy_at_the_offered_load_and_allocated_throughout() {
-    // c = 4 replicas, λ = 75/s, μ = 25/s: ρ = λ / (c μ) = 0.75. Busy utilisation is the
+    // c = 4 replicas, λ = 75/s, μ = 25/s: ρ = λ / (c μ) = 0.75. Busy utilization is the
     // fraction of replica-time serving a request: ρ in expectation. With ~270,000 requests
     // over 3,600 s (seed 1), the busy fraction's standard error is well under 0.5 %, so a 2 %
     // tolerance fails only if busy time is not service time; the replicas are allocated (held)

@@ -163,7 +163,7 @@ fn the_trace_carries_args_counters_and_transfer_arrows() {
             .collect()
     };
     assert!(counter("scheduler queue").iter().any(|n| *n >= 8.0));
-    let nic = counter("link utilisation: nic");
+    let nic = counter("link utilization: nic");
     assert!(nic.iter().any(|u| *u > 0.0) && nic.iter().all(|u| (0.0..=1.0).contains(u)));
     // run.json's link metrics: the NIC class carried the fetches' wire shares (a fetch's
     // flow carries its wire bandwidth-seconds, at most its bytes, over at most two NIC links).

@@ -4,7 +4,7 @@
 
 /// Mean time in queue (seconds) of `servers` servers with Poisson arrivals at `lambda`/s and
 /// service times of mean `service_s`: exponential (M/M/c, Erlang C) or fixed (M/D/1, one
-/// server). The caller keeps the utilisation below 1.
+/// server). The caller keeps the utilization below 1.
 pub fn waiting_time(exponential: bool, servers: u32, lambda: f64, service_s: f64) -> f64 {
     let mu = 1.0 / service_s;
     if exponential {

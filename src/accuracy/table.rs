@@ -271,7 +271,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Entry>, String> {
         let rho = q.arrivals_per_s * q.service_ms / 1000.0 / f64::from(q.servers.max(1));
         if !(q.servers >= 1 && q.servers <= 64 && rho > 0.0 && rho < 1.0) {
             return Err(format!(
-                "{name}: {}: 1 to 64 servers and a utilisation in (0, 1) (got {rho})",
+                "{name}: {}: 1 to 64 servers and a utilization in (0, 1) (got {rho})",
                 q.id
             ));
         }

@@ -137,7 +137,7 @@ pub(super) fn sweep(
             errln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
             let t1 = std::time::Instant::now();
             let lines = experiment_plots(&l, &r.header.experiment);
-            // Timeline and utilisation plots show one run: the first cell's first seed.
+            // Timeline and utilization plots show one run: the first cell's first seed.
             let representative = (plots
                 && lines
                     .iter()

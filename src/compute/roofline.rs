@@ -230,6 +230,21 @@ pub fn model_sources(spec: &Spec) -> Vec<String> {
                 .chain(services)
                 .map(|c| c.dtype.as_str()),
         );
+        // Model-level work names its dtype by its precision: a training job's, and an LLM
+        // service's weights' (and its 16-bit attention under narrower weights).
+        for t in &w.training {
+            if let Some(m) = &t.model {
+                dtypes.insert(m.dtype.as_str());
+            }
+        }
+        for s in &w.services {
+            if let Some(l) = &s.llm {
+                dtypes.insert(l.dtype.as_str());
+                if l.dtype != "bf16" && l.dtype != "fp16" && l.dtype != "fp32" {
+                    dtypes.insert("bf16");
+                }
+            }
+        }
     }
     let mut out = Vec::new();
     for a in &accs {

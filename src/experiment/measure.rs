@@ -13,7 +13,7 @@
 //!   [`crate::summary::Summary::price`]); the whole cluster is paid for the whole window;
 //! * **energy** (kWh) = cluster power (kW) × T, the power being the sum over nodes of the
 //!   node type's `power`, else its devices' `tdp` × count ([`crate::summary::Summary::power`]):
-//!   **TDP × time**, not TDP × utilisation — idle power is not modelled, so this is an upper
+//!   **TDP × time**, not TDP × utilization — idle power is not modelled, so this is an upper
 //!   bound that is the same for every seed of a scenario;
 //! * **perf/$** = work units / cost; **perf/W** = throughput / power (W) = work units per Wh.
 

@@ -19,7 +19,7 @@
 //! - a change replays the filling only from the level below which it provably moves nothing,
 //!   over the classes and links it actually disturbs.
 //!
-//! Each link's peak utilisation is read at the end of every change from its exact load
+//! Each link's peak utilization is read at the end of every change from its exact load
 //! ([`FlowNet::peak_utilization`]).
 //!
 //! Architecture invariant: no time here beyond the byte accounting the caller drives with
@@ -158,7 +158,7 @@ impl FlowNet {
         self.capacity[l]
     }
 
-    /// The highest utilisation (load ÷ capacity, at most 1) link `l` has had since the network
+    /// The highest utilization (load ÷ capacity, at most 1) link `l` has had since the network
     /// was made. Exact: a load changes only in an operation (add, remove, capacity change),
     /// and at the end of each every link whose load changed is read from its exact load.
     /// A link of capacity 0 reads 0.

@@ -1,7 +1,7 @@
 //! `orrery run`: `timeline.{png,svg}` (a Gantt row per device, or per node or rack on large
-//! clusters: `super::timeline`), `timeline.csv` (the spans behind it), `utilisation.{png,svg}`
+//! clusters: `super::timeline`), `timeline.csv` (the spans behind it), `utilization.{png,svg}`
 //! (busy and allocated fraction per device class), `links.{png,svg}` (each link class's
-//! utilisation over time, when the run moved bytes on its network),
+//! utilization over time, when the run moved bytes on its network),
 //! `queueing_cdf.{png,svg}` (task queueing delay per group) and `latency_cdf.{png,svg}`
 //! (request latency per service) when the run has such samples, and `report.md`.
 
@@ -14,7 +14,7 @@ use crate::report::Header;
 use crate::sim::RunResult;
 use crate::sim::metrics::Utilization;
 
-/// Most points a utilisation line is drawn with; a longer step function is drawn as its
+/// Most points a utilization line is drawn with; a longer step function is drawn as its
 /// time-weighted mean per bin of `[0, t_end]` (`utilization.csv` keeps every change).
 pub const UTIL_POINTS: usize = 2_000;
 
@@ -85,7 +85,7 @@ pub fn util_series(r: &RunResult) -> Vec<UtilSeries> {
     out
 }
 
-/// Each link class's mean utilisation per window of the run (`sim::links`), labelled with its
+/// Each link class's mean utilization per window of the run (`sim::links`), labelled with its
 /// real link count, bytes and peak; classes that moved nothing left out.
 pub fn link_series(r: &RunResult) -> Vec<UtilSeries> {
     let Some(series) = &r.timeline.links else {
@@ -137,6 +137,42 @@ pub fn latency_sets(r: &RunResult) -> (Vec<SampleSet>, Vec<SampleSet>) {
         })
         .collect();
     (queue, lat)
+}
+
+/// The LLM services' TTFT, TPOT and end-to-end samples, one set per service each (the
+/// services with finished requests), with the plot's stem.
+pub fn llm_sets(r: &RunResult) -> [(&'static str, &'static str, Vec<SampleSet>); 3] {
+    use crate::sim::llm::metrics::LlmServiceMetrics;
+    use crate::sim::metrics::Stats;
+    let of = |pick: fn(&LlmServiceMetrics) -> (&Vec<f64>, &Stats)| {
+        r.metrics
+            .llm_services
+            .iter()
+            .filter(|s| !pick(s).0.is_empty())
+            .map(|s| SampleSet {
+                label: format!("{}.{}", s.workload, s.name),
+                values: pick(s).0.clone(),
+                whole: whole(pick(s).1),
+            })
+            .collect()
+    };
+    [
+        (
+            "time to first token",
+            "ttft_cdf",
+            of(|s| (&s.ttft_samples, &s.ttft)),
+        ),
+        (
+            "time per output token",
+            "tpot_cdf",
+            of(|s| (&s.tpot_samples, &s.tpot)),
+        ),
+        (
+            "end-to-end latency",
+            "e2e_cdf",
+            of(|s| (&s.e2e_samples, &s.e2e)),
+        ),
+    ]
 }
 
 /// The legend's count and quantiles: those of every sample the run saw, not of the at most
@@ -254,41 +290,55 @@ pub fn write(
             rep.note("timeline: the run recorded no devices".into());
         }
 
-        rep.section("Utilisation");
+        rep.section("Utilization");
         let series = util_series(r);
         if series.is_empty() {
-            rep.note("utilisation: the cluster has no devices".into());
+            rep.note("utilization: the cluster has no devices".into());
         } else {
-            let drawn = plot::utilisation(
-                &rep.stem("utilisation"),
+            let drawn = plot::utilization(
+                &rep.stem("utilization"),
                 &format!("{name}: busy (computing, communicating, serving) and allocated devices"),
                 &series,
                 r.metrics.horizon,
             );
             rep.plot(
-                "Utilisation per device class: busy solid, allocated dashed",
+                "Utilization per device class: busy solid, allocated dashed",
                 drawn,
             );
         }
         let links = link_series(r);
         if !links.is_empty() {
             let window = r.timeline.links.as_ref().map_or(0.0, |l| l.window_s);
-            let drawn = plot::utilisation(
+            let drawn = plot::utilization(
                 &rep.stem("links"),
                 &format!(
-                    "{name}: link utilisation per class (mean over its links, {} s windows)",
+                    "{name}: link utilization per class (mean over its links, {} s windows)",
                     plot::fmt_num(window)
                 ),
                 &links,
                 r.metrics.horizon,
             );
-            rep.plot("Link utilisation per class over time", drawn);
+            rep.plot("Link utilization per class over time", drawn);
         }
 
         rep.section("Latency");
         let (queue, lat) = latency_sets(r);
-        if queue.is_empty() && lat.is_empty() {
+        let llm = llm_sets(r);
+        if queue.is_empty() && lat.is_empty() && llm.iter().all(|(_, _, s)| s.is_empty()) {
             rep.note("latency: the run has no task or request samples".into());
+        }
+        for (what, stem, sets) in llm {
+            if sets.is_empty() {
+                continue;
+            }
+            let drawn = plot::cdf(
+                &rep.stem(stem),
+                &format!("{name}: LLM {what}"),
+                what,
+                "s",
+                &sets,
+            );
+            rep.plot(&format!("CDF of LLM {what} per service"), drawn);
         }
         if !queue.is_empty() {
             let drawn = plot::cdf(
@@ -364,9 +414,9 @@ pub fn write(
         rep.section("Link traffic");
         let mut t = String::from(
             "Bytes summed over each class's links (a flow crossing two spine links counts twice); \
-             mean utilisation = those bytes ÷ (the class's capacity × the run); peak = the \
+             mean utilization = those bytes ÷ (the class's capacity × the run); peak = the \
              highest load ÷ capacity any single link of the class carried during the run.\n\n\
-             | link class | links | capacity | link-bytes | mean utilisation | peak utilisation |\n\
+             | link class | links | capacity | link-bytes | mean utilization | peak utilization |\n\
              |---|---|---|---|---|---|\n",
         );
         for (c, l) in &m.links {
@@ -397,9 +447,9 @@ pub fn write(
         "training.csv" => "per training job: steps, step time, goodput",
         "services.csv" => "per service: throughput, latency, SLO violations",
         "utilization.csv" => {
-            "busy and allocated devices per device class and node type at each change (the data of the utilisation plot)"
+            "busy and allocated devices per device class and node type at each change (the data of the utilization plot)"
         }
-        "links.csv" => "per link class: links, capacity, bytes moved, mean and peak utilisation",
+        "links.csv" => "per link class: links, capacity, bytes moved, mean and peak utilization",
         "trace.json" => "what every device did when, for Perfetto / chrome://tracing",
         _ => "data",
     };

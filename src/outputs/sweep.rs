@@ -364,13 +364,13 @@ pub fn write(
                             );
                             rep.plot(&format!("Device timeline of {first}, seed {seed}"), drawn);
                         } else {
-                            let drawn = plot::utilisation(
-                                &rep.stem("utilisation"),
+                            let drawn = plot::utilization(
+                                &rep.stem("utilization"),
                                 &title,
                                 &super::run::util_series(run),
                                 run.metrics.horizon,
                             );
-                            rep.plot(&format!("Utilisation of {first}, seed {seed}"), drawn);
+                            rep.plot(&format!("Utilization of {first}, seed {seed}"), drawn);
                         }
                     }
                 },

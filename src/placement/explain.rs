@@ -18,7 +18,7 @@ pub const EXPLAIN_SCHEMA_VERSION: u32 = 2;
 
 /// The one score scale `explain` shows, for tasks and bundles alike.
 pub const SCORE_SCALE: &str = "score: 0 to 1, higher is preferred. For a task, actor or replica it is 1 - the node's \
-hybrid score (Ray's: the node's critical utilisation, its highest used share of CPU, memory and object store, GPU not \
+hybrid score (Ray's: the node's critical utilization, its highest used share of CPU, memory and object store, GPU not \
 counted, taken as 0 below the spread threshold 0.5); for a bundle it is Ray's least-resource score divided by the \
 number of resources requested: the mean share of each requested resource the node would have left free. \
 `-` means the request does not fit there now.";

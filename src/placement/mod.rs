@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | fixed-point amounts (1/10000) | `src/ray/common/scheduling/fixed_point.h` | [`SCALE`], [`Request`] |
 //! | per-device instances, `TryAllocate` (whole in index order, fraction best-fit) | `src/ray/common/scheduling/resource_instance_set.cc` | [`ClusterState::allocate`] |
-//! | feasibility, availability, critical utilisation | `src/ray/common/scheduling/cluster_resource_data.cc` | [`ClusterState::is_feasible`], [`NodeState::critical_utilization`] |
+//! | feasibility, availability, critical utilization | `src/ray/common/scheduling/cluster_resource_data.cc` | [`ClusterState::is_feasible`], [`NodeState::critical_utilization`] |
 //! | DEFAULT hybrid policy, top-k, avoid GPU nodes | `src/ray/raylet/scheduling/policy/hybrid_scheduling_policy.cc` | [`hybrid`] |
 //! | SPREAD round robin | `src/ray/raylet/scheduling/policy/spread_scheduling_policy.cc` | [`spread`] |
 //! | NodeAffinity | `src/ray/raylet/scheduling/policy/node_affinity_scheduling_policy.cc` | [`node_affinity`] |

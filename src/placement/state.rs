@@ -336,7 +336,7 @@ pub struct ClusterState {
     /// Reusable buffers for the hybrid policy (kept so the hot path does not allocate).
     pub(crate) buf_avail: Vec<(f32, NodeId)>,
     /// Alive nodes in the DEFAULT policy's order: (score key, id), score key =
-    /// [`score_key`] of the critical utilisation. Kept in step on every allocate, free,
+    /// [`score_key`] of the critical utilization. Kept in step on every allocate, free,
     /// reset and liveness change so the hybrid policy can walk nodes best-first instead of
     /// scanning and selecting (same result; see `task::hybrid_pass`).
     pub(crate) order: BTreeSet<(u32, u32)>,
@@ -354,7 +354,7 @@ pub struct ClusterState {
     quota_held: Vec<i64>,
 }
 
-/// Sort key of a node in the DEFAULT policy's order: utilisation below Ray's
+/// Sort key of a node in the DEFAULT policy's order: utilization below Ray's
 /// `scheduler_spread_threshold` counts as 0 (ties then go by node id); above it, the f32 bits
 /// of a non-negative float order like the float.
 pub fn score_key(util: f32) -> u32 {
@@ -1020,7 +1020,7 @@ impl ClusterState {
         self.quota_account(alloc.node, &alloc.amounts, tenant, -1);
     }
 
-    /// Move a node in [`ClusterState::order`] after its utilisation changed.
+    /// Move a node in [`ClusterState::order`] after its utilization changed.
     fn reorder(&mut self, node: NodeId, old: f32, new: f32) {
         let (a, b) = (score_key(old), score_key(new));
         if a != b && self.nodes[node].alive && self.order.remove(&(a, node as u32)) {

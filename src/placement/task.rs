@@ -88,7 +88,7 @@ pub(super) fn available(st: &ClusterState, n: NodeId, t: &TaskRequest) -> bool {
     st.is_available(n, t.request) && st.tenant_conflict(n, t.tenant).is_none()
 }
 
-/// Ray `ComputeNodeScoreImpl` (`hybrid_scheduling_policy.cc`): critical utilisation, counted
+/// Ray `ComputeNodeScoreImpl` (`hybrid_scheduling_policy.cc`): critical utilization, counted
 /// as 0 below the spread threshold.
 #[inline]
 pub fn hybrid_score(st: &ClusterState, n: NodeId, threshold: f32) -> f32 {
@@ -231,7 +231,7 @@ pub(super) fn hybrid_why(
 ) -> Decision {
     why.say(|| {
         format!(
-            "hybrid policy: each node scores its critical utilisation, taken as 0 below the spread threshold {threshold}"
+            "hybrid policy: each node scores its critical utilization, taken as 0 below the spread threshold {threshold}"
         )
     });
     if AVOID_GPU_NODES && t.request.get(GPU) == 0 && st.alive_non_gpu() > 0 {

@@ -8,7 +8,7 @@
 //! name the plot and the problem; no input panics: empty data, non-finite numbers, zero-length
 //! ranges and single points give a sensible plot or a clear error.
 //!
-//! One file per plot: [`timeline`](mod@timeline) (per-device Gantt chart), [`util`] (utilisation over time per
+//! One file per plot: [`timeline`](mod@timeline) (per-device Gantt chart), [`util`] (utilization over time per
 //! device class), [`cdf`](mod@cdf) (latency CDFs), [`bars`] (comparison bars with confidence intervals),
 //! [`drill`](mod@drill) (failure-drill recovery), [`transports`] (speedup and time breakdown), [`heatmap`](mod@heatmap)
 //! (a sweep over two parameters). [`font`] embeds the one font text is drawn with; this file holds
@@ -31,7 +31,7 @@ pub use drill::{DrillSeed, Recovery, drill};
 pub use heatmap::{Heatmap, heatmap};
 pub use timeline::{MAX_TIMELINE_ROWS, Span, SpanKind, TimelineRow, timeline, timeline_of};
 pub use transports::{TransportBreakdown, TransportCurve, transport_breakdown, transport_speedup};
-pub use util::{UtilSeries, utilisation};
+pub use util::{UtilSeries, utilization};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Utilisation over time: for each device class (or link class), a fraction (0..1) as a step
+//! Utilization over time: for each device class (or link class), a fraction (0..1) as a step
 //! line over the whole run; a dashed series shares the colour of the solid one before it (busy
 //! solid, allocated dashed).
 
@@ -11,7 +11,7 @@ use super::{
     Figure, colour, err, fmt_num, label_font, legend, render, tick_font, time_unit, title_font,
 };
 
-/// One device class's utilisation: `(t, busy)` points, `t` in seconds and `busy` the fraction of
+/// One device class's utilization: `(t, busy)` points, `t` in seconds and `busy` the fraction of
 /// the class's devices busy from `t` until the next point (0..1). Points may come in any order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UtilSeries {
@@ -28,7 +28,7 @@ pub struct UtilSeries {
 /// seconds (held from each point to the next, the last one to `t_end`; a non-finite or
 /// non-positive `t_end` means the latest point). Errors: no series with any point, a
 /// non-finite number, or a fraction outside 0..1.
-pub fn utilisation(
+pub fn utilization(
     stem: &Path,
     title: &str,
     series: &[UtilSeries],
@@ -41,13 +41,13 @@ pub fn utilisation(
         for &(t, b) in &pts {
             if !t.is_finite() || !b.is_finite() {
                 return Err(format!(
-                    "utilisation: series {} has a non-finite point ({t}, {b})",
+                    "utilization: series {} has a non-finite point ({t}, {b})",
                     s.label
                 ));
             }
             if !(-1e-9..=1.0 + 1e-9).contains(&b) {
                 return Err(format!(
-                    "utilisation: series {} has busy fraction {b} at t = {t} s, outside 0..1",
+                    "utilization: series {} has busy fraction {b} at t = {t} s, outside 0..1",
                     s.label
                 ));
             }
@@ -58,7 +58,7 @@ pub fn utilisation(
         sorted.push((s.label.clone(), pts));
     }
     if !t0.is_finite() {
-        return Err("utilisation: no data points to plot".into());
+        return Err("utilization: no data points to plot".into());
     }
     let t0 = t0.min(0.0);
     let t1 = if t_end.is_finite() && t_end > 0.0 {
@@ -107,7 +107,7 @@ impl Util {
 }
 
 impl Figure for Util {
-    const NAME: &'static str = "utilisation";
+    const NAME: &'static str = "utilization";
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let e = err::<DrawingAreaErrorKind<DB::ErrorType>>(Self::NAME);
@@ -132,7 +132,7 @@ impl Figure for Util {
             .configure_mesh()
             .x_label_formatter(&|v| fmt_num(*v))
             .x_desc(format!("time ({unit})"))
-            .y_desc("utilisation (%)")
+            .y_desc("utilization (%)")
             .y_label_formatter(&|v: &f64| format!("{:.0}", v * 100.0))
             .axis_desc_style(label_font())
             .label_style(tick_font())

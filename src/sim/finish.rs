@@ -1,5 +1,5 @@
 //! The end of a run: the invariant checks (conservation of tasks, nothing held on a dead
-//! node) and the metrics of every workload kind, failure and utilisation in a [`RunResult`].
+//! node) and the metrics of every workload kind, failure and utilization in a [`RunResult`].
 //!
 //! Architecture invariant: schedules no events and changes no cluster state.
 
@@ -103,7 +103,7 @@ impl Sim<'_> {
         self.check_invariants();
         let spec = self.spec;
         // The window ends at the horizon; else when the work did (a failure scheduled after it
-        // does not stretch utilisation); else, if no work finished, at the last event, so that
+        // does not stretch utilization); else, if no work finished, at the last event, so that
         // availability still covers the failures.
         let end = self
             .horizon
@@ -286,6 +286,17 @@ impl Sim<'_> {
                 served: lat.count,
                 throughput: if end > 0 {
                     lat.count as f64 / (end as f64 / 1e9)
+                } else {
+                    0.0
+                },
+                wait_probability: if s.waits.count() > 0 {
+                    1.0 - s.waits.within(0) as f64 / s.waits.count() as f64
+                } else {
+                    0.0
+                },
+                mean_queue_length: if end > 0 {
+                    let w = s.waits.stats();
+                    w.mean * w.count as f64 / (end as f64 / 1e9)
                 } else {
                     0.0
                 },

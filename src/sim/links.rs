@@ -5,7 +5,7 @@
 //!   it joins the network; a cancelled flow (and one still moving when the run ends) gives back
 //!   what it had not moved. Summed over the links of a class ("link-bytes": a flow crossing two
 //!   spine links counts twice), so that link-bytes ÷ (summed capacity × time) is the class's
-//!   mean utilisation.
+//!   mean utilization.
 //! - **Peak** per class: the highest load ÷ capacity any one link of the class carried during
 //!   the run, exact: the solver records each link's peak itself after every change of rates
 //!   ([`FlowNet::peak_utilization`]), so nothing here reads loads as the run goes.
@@ -72,7 +72,7 @@ pub struct LinkSeries {
 }
 
 impl LinkSeries {
-    /// Per class: (name, (window start s, mean utilisation of the class's links) per window).
+    /// Per class: (name, (window start s, mean utilization of the class's links) per window).
     pub fn utilization(&self) -> Vec<(String, Vec<(f64, f64)>)> {
         self.classes
             .iter()

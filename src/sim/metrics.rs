@@ -1,5 +1,5 @@
 //! What a run measures, as data (plots come later): per task group, placement group,
-//! training job and service, plus device utilisation over time per device class.
+//! training job and service, plus device utilization over time per device class.
 
 use crate::engine::Time;
 use serde::Serialize;
@@ -136,7 +136,7 @@ pub struct TrainingMetrics {
     #[serde(rename = "bubble_time_s")]
     pub bubble_time: f64,
     /// Model-level jobs only: tokens trained per second of step time, and the model FLOP
-    /// utilisation (model FLOP of a step, without recomputation, over the step time and the
+    /// utilization (model FLOP of a step, without recomputation, over the step time and the
     /// devices' dense peak).
     pub tokens_per_s: Option<f64>,
     pub mfu: Option<f64>,
@@ -175,6 +175,12 @@ pub struct ServiceMetrics {
     pub throughput: f64,
     pub latency: Stats,
     pub waiting: Stats,
+    /// P(wait > 0): the fraction of the requests that started that waited for a replica
+    /// (for M/M/c, Erlang C's C(c, a); `tests/sim.rs`).
+    pub wait_probability: f64,
+    /// Mean number of requests waiting for a replica over the window: their waits summed / W
+    /// (Little's law, L_q = λ W_q).
+    pub mean_queue_length: f64,
     /// Request latencies (s) for the CDF plot, bounded as
     /// [`TaskGroupMetrics::queueing_samples`]. Not in `run.json`.
     pub latency_samples: Vec<f64>,
@@ -213,6 +219,8 @@ impl Serialize for ServiceMetrics {
             throughput_per_s: f64,
             latency: &'a Stats,
             waiting: &'a Stats,
+            wait_probability_fraction: f64,
+            mean_queue_length_requests: f64,
             slo: Vec<SloJson<'a>>,
             slo_violation_fraction: f64,
         }
@@ -225,6 +233,8 @@ impl Serialize for ServiceMetrics {
             throughput_per_s: self.throughput,
             latency: &self.latency,
             waiting: &self.waiting,
+            wait_probability_fraction: self.wait_probability,
+            mean_queue_length_requests: self.mean_queue_length,
             slo: self
                 .slo
                 .iter()
@@ -294,7 +304,7 @@ pub struct LinkClassMetrics {
     /// (`transport::shared`: the wire bandwidth-seconds of its critical path at the route's
     /// bottleneck), so a staging-bound transfer puts fewer bytes on the wire than its payload.
     pub link_bytes: f64,
-    /// `link_bytes` / (capacity × horizon): the class's mean utilisation.
+    /// `link_bytes` / (capacity × horizon): the class's mean utilization.
     pub mean_utilization: f64,
     /// Highest load ÷ capacity any one link of the class carried during the run (1.0: a link
     /// of the class was a bottleneck), exact (`FlowNet::peak_utilization`).

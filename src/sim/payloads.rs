@@ -190,6 +190,10 @@ impl Sim<'_> {
         let ingress = self.state.head;
         let resp = self.services[sid as usize].response_bytes;
         if resp <= 0.0 || node == ingress || done.is_empty() {
+            if !done.is_empty() {
+                // A request's work ends when it is answered.
+                self.makespan = self.makespan.max(now);
+            }
             let svc = &mut self.services[sid as usize];
             for a in &done {
                 svc.latencies.record((now - a) as f64 / 1e9);
@@ -249,6 +253,9 @@ impl Sim<'_> {
         };
         self.responses.free.push(id);
         self.tl.arrived(MoveKey::Response(id), now);
+        if !slot.arrivals.is_empty() {
+            self.makespan = self.makespan.max(now);
+        }
         let svc = &mut self.services[slot.service as usize];
         for a in &slot.arrivals {
             svc.latencies.record((now - a) as f64 / 1e9);

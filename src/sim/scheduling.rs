@@ -395,7 +395,7 @@ impl Sim<'_> {
     }
 
     /// Devices of `node` becoming allocated (`units` > 0) or released (< 0), per device class
-    /// and node type (allocated utilisation).
+    /// and node type (allocated utilization).
     pub(crate) fn busy(&mut self, node: NodeId, units: f64, at: Time) {
         if units != 0.0
             && let Some(a) = &self.node_accel[node]
@@ -407,7 +407,7 @@ impl Sim<'_> {
     }
 
     /// `units` devices of `node` did work (computed, communicated, served) over
-    /// `[from, to)`, per device class and node type (busy utilisation).
+    /// `[from, to)`, per device class and node type (busy utilization).
     pub(crate) fn worked(&mut self, node: NodeId, units: f64, from: Time, to: Time) {
         if units != 0.0
             && let Some(a) = &self.node_accel[node]

@@ -124,7 +124,8 @@ impl Sim<'_> {
                 latencies: super::durations::Durations::with_thresholds(
                     s.slo.iter().map(|(_, d)| d.0 as f64 / 1e9).collect(),
                 ),
-                waits: Default::default(),
+                // One threshold at 0: the requests that did not wait (P(wait > 0) is the rest).
+                waits: super::durations::Durations::with_thresholds(vec![0.0]),
                 timeout: None,
                 compute: s.compute.clone(),
                 service_ns: s.service_time.map(|d| d.0),

@@ -273,7 +273,7 @@ impl Sim<'_> {
     }
 
     /// Timeline: task `t` ran on its devices from its start until `now` (done or killed).
-    /// Busy utilisation: its devices did work the whole time (its input fetch included).
+    /// Busy utilization: its devices did work the whole time (its input fetch included).
     pub(crate) fn record_task(&mut self, t: usize, now: Time) {
         let node = self.task_node[t] as usize;
         let gi = self.group_of(t as u32);

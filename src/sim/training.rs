@@ -54,7 +54,7 @@ pub(super) struct Job {
     pub(super) span_ckpt: Time,
     /// Timeline: the job's devices.
     pub(super) dev_set: Vec<u32>,
-    /// Devices the job holds per node (busy utilisation of its steps).
+    /// Devices the job holds per node (busy utilization of its steps).
     pub(super) per_node: Vec<(NodeId, u32)>,
     /// The checkpoint before the last one (the fallback while the last is being written).
     pub(super) prev_ckpt_steps: u64,
@@ -433,7 +433,7 @@ impl Sim<'_> {
         }
         job.steps_left -= 1;
         job.steps_done += 1;
-        // Busy utilisation: the job's devices worked the whole step interval (checkpoint,
+        // Busy utilization: the job's devices worked the whole step interval (checkpoint,
         // compute, collectives).
         let from = self.jobs[j as usize].span_from;
         for k in 0..self.jobs[j as usize].per_node.len() {

@@ -168,7 +168,7 @@ impl Wire {
         }
     }
 
-    /// Per link class: bytes moved and mean and peak utilisation over `[0, end]`, and the
+    /// Per link class: bytes moved and mean and peak utilization over `[0, end]`, and the
     /// time series when recorded (`sim::links`).
     pub fn link_metrics(
         &mut self,

@@ -10,7 +10,7 @@
 //!   `ph: "f"`) from the source's slice to the destination's; each training step's collectives
 //!   as one slice per node of the job's group (args: job, group, step, bytes, algorithm,
 //!   ranks, nodes, model), without arrows (why: [`network`]);
-//! - counter tracks (`ph: "C"`) on a `cluster` process: each link class's utilisation per window
+//! - counter tracks (`ph: "C"`) on a `cluster` process: each link class's utilization per window
 //!   (`sim::links`) and the queue lengths (scheduler, each service's requests).
 //!
 //! Bounds: at most [`MAX_EVENTS`] slices; spans first, then transfers in the order they
@@ -277,13 +277,13 @@ pub fn perfetto<'a>(t: &'a Timeline, header: &'a str) -> String {
         }
     }
     for (class, pts) in &links {
-        let name = format!("link utilisation: {class}");
+        let name = format!("link utilization: {class}");
         for &(ts, u) in pts {
             ev.push(counter(
                 cluster,
                 Cow::Owned(name.clone()),
                 ts,
-                "utilisation",
+                "utilization",
                 u,
             ));
         }

@@ -76,6 +76,14 @@ pub struct LlmServiceMetrics {
     pub tpot: Stats,
     pub inter_token: Stats,
     pub e2e: Stats,
+    /// TTFT, TPOT and end-to-end samples (s) for the CDF plots, bounded as
+    /// [`crate::sim::metrics::TaskGroupMetrics::queueing_samples`]. Not in `run.json`.
+    #[serde(skip)]
+    pub ttft_samples: Vec<f64>,
+    #[serde(skip)]
+    pub tpot_samples: Vec<f64>,
+    #[serde(skip)]
+    pub e2e_samples: Vec<f64>,
     /// KV blocks in use over the replicas' placed time, and the highest at any iteration.
     pub kv_utilization_mean_fraction: f64,
     pub kv_utilization_peak_fraction: f64,
@@ -176,6 +184,7 @@ impl crate::sim::Sim<'_> {
             placed_ns += m.placed_ns_gone;
             let (ttft, tpot, itl, e2e) =
                 (m.ttft.stats(), m.tpot.stats(), m.itl.stats(), m.e2e.stats());
+            let samples = (m.ttft.samples(), m.tpot.samples(), m.e2e.samples());
             // The service ran until its last request finished when none is left outstanding
             // (a finite load: offline, a closed loop, a trace), else to the window's end.
             let settled = m.finished + m.dropped + dropped + m.lost >= arrived && m.last_done > 0;
@@ -251,6 +260,9 @@ impl crate::sim::Sim<'_> {
                 tpot,
                 inter_token: itl,
                 e2e,
+                ttft_samples: samples.0,
+                tpot_samples: samples.1,
+                e2e_samples: samples.2,
                 kv_utilization_mean_fraction: if placed_ns > 0.0 {
                     kv_int / placed_ns
                 } else {

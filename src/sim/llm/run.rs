@@ -508,6 +508,8 @@ impl Sim<'_> {
         let finished_now = svc.finished - finished_before;
         if finished_now > 0 {
             svc.last_done = now;
+            // A request's work ends with its last token.
+            self.makespan = self.makespan.max(now);
         }
         self.next_closed(sid, finished_now);
         let units = f64::from(self.llm_of(sid).expect("llm").tp);
