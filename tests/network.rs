@@ -389,3 +389,54 @@ fn node_local_storage_is_a_drive_on_each_nodes_host_memory() {
         assert!(g.node_links(node).contains(&p[0]));
     }
 }
+
+/// ECMP spreads over the spines the fabric declares: with `spines 8` each leaf's 400 GB/s
+/// uplink is 8 links of 50 GB/s, cross-rack routes use all 8 (key mod 8), and 16 flows between
+/// the racks get 2 per spine link, 25 GB/s each: the same bisection as with 4 spines. A
+/// single switch has no spines to declare; an explicit fabric declares its own.
+#[test]
+fn ecmp_spreads_over_the_spines_the_fabric_declares() {
+    let s = spec(
+        "cluster c {\n  rack r[0..1] {\n    node dgx_h100 x 2\n  }\n  fabric leaf_spine oversubscription 2:1 spines 8\n}\n",
+    );
+    let g = Graph::build(&s);
+    assert_eq!(g.spines, 8);
+    let ups: Vec<f64> = (0..g.ends.len())
+        .filter(|&l| {
+            matches!(
+                g.ends[l],
+                (Vertex::Leaf { rack: 0, .. }, Vertex::Spine { .. })
+            )
+        })
+        .map(|l| g.capacity[l])
+        .collect();
+    assert_eq!(ups.len(), 8);
+    assert!(ups.iter().all(|c| close(*c, 50e9)), "{ups:?}");
+    let mut used = std::collections::BTreeSet::new();
+    let mut n = FlowNet::new(g.capacity.clone());
+    let mut flows = Vec::new();
+    for k in 0..16usize {
+        let (src, dst) = ((k / 8, k % 8), (2 + k / 8, k % 8));
+        let p = g.route(src, dst, k as u64).unwrap();
+        for l in &p {
+            if let (_, Vertex::Spine { spine, .. }) = g.ends[*l] {
+                used.insert(spine);
+            }
+        }
+        flows.push(n.add(p, 1e12));
+    }
+    assert_eq!(used.len(), 8);
+    assert!(flows.iter().all(|f| close(n.rate(*f), 25e9)));
+    for bad in [
+        "  fabric single_switch spines 8\n",
+        "  fabric leaf_spine spines 0\n",
+        "  fabric leaf_spine spines 100000\n",
+    ] {
+        let l = load_str(
+            "t.orr",
+            &format!("cluster c {{\n  rack r[0..1] {{\n    node dgx_h100 x 2\n  }}\n{bad}}}\n"),
+        );
+        assert!(l.has_errors(), "{bad}");
+        assert!(l.render(false).contains("t.orr:5:"), "{}", l.render(false));
+    }
+}

@@ -738,3 +738,41 @@ fn a_run_names_the_calibration_profiles_that_priced_its_fetches() {
         r.network_models
     );
 }
+
+/// TCP and Gloo copy every byte through the kernel at both ends, the copy a loopback on one
+/// node is: between nodes one stream moves at most the host's memcpy rate, so it is never
+/// faster than within a node, at any size, and on a 400 Gb/s NIC a large transfer runs at
+/// that copy rate, not the wire's.
+#[test]
+fn tcp_between_nodes_is_never_faster_than_within_one() {
+    let s = spec("cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n  fabric leaf_spine\n}\n");
+    let c = compare(
+        &s,
+        &orrery::transport::compare::DEFAULT_SIZES,
+        &[((0, 0), (0, 1)), ((0, 0), (1, 0))],
+    )
+    .unwrap();
+    for kind in ["tcp", "gloo"] {
+        for &n in &c.sizes {
+            let t = |pair: usize| {
+                c.pairs[pair]
+                    .cells
+                    .iter()
+                    .find(|x| x.bytes == n && x.transport == kind)
+                    .and_then(|x| x.breakdown)
+                    .unwrap()
+            };
+            let (within, between) = (t(0), t(1));
+            assert!(
+                between.secs >= within.secs,
+                "{kind} {n} B: between nodes {} < within {}",
+                between.secs,
+                within.secs
+            );
+        }
+    }
+    let g = Graph::build(&s);
+    let p = plan(&g, &builtin(TransportKind::Tcp), (0, 0), (1, 0), GIB, 0).unwrap();
+    let b = run_plan(&idle(&g), &p).unwrap();
+    assert!(close(b.bandwidth_secs, GIB / MEMCPY), "{b:?}");
+}

@@ -50,7 +50,8 @@ use crate::spec::hardware::NodeType;
 use super::LinkId;
 use super::collective::tuning::{Arch, Comm, Hw};
 
-/// Spine switches of a leaf-spine fabric (ECMP width).
+/// Spine switches of a leaf-spine fabric (ECMP width) when the fabric declares none
+/// (`fabric leaf_spine spines N`).
 pub const SPINES: usize = 4;
 /// Socket interconnect per direction between two NUMA domains: 3 UPI 2.0 links at 16 GT/s ≈
 /// 3 × 21 GB/s (Intel 4th-gen Xeon datasheet); an assumption until calibrated.
@@ -202,6 +203,9 @@ pub struct Graph {
     measured: Vec<Option<std::sync::Arc<MeasuredCollectives>>>,
     /// The switches and routing state of an explicit fabric (`super::topology`).
     pub(super) explicit: Option<Box<super::topology::Explicit>>,
+    /// Spines per zone of a built-in fabric, the ECMP width (the fabric's `spines`, else
+    /// [`SPINES`]).
+    pub spines: usize,
 }
 
 /// The `[[collective]]` fits of one calibration profile, with its name.
@@ -531,6 +535,7 @@ impl Graph {
             .map(|r| r.zone.map_or(0, |z| z + 1))
             .collect();
         if let Some(f) = c.fabric.as_ref().filter(|f| f.topology.is_none()) {
+            g.spines = f.spines;
             let racks_total: f64 = leaf_injection.values().sum();
             // Each zone's total leaf uplink: its default uplink to the core.
             let mut zone_up: std::collections::BTreeMap<usize, f64> = Default::default();
@@ -552,11 +557,11 @@ impl Graph {
                 debug_assert!(racks_total > 0.0);
                 let zone = g.rack_zone[rack];
                 *zone_up.entry(zone).or_default() += up;
-                for s in 0..SPINES {
+                for s in 0..g.spines {
                     g.link(
                         Vertex::Leaf { rack, rail },
                         Vertex::Spine { zone, spine: s },
-                        up / SPINES as f64,
+                        up / g.spines as f64,
                         LinkKind::Network,
                         hop,
                     );
@@ -567,11 +572,11 @@ impl Graph {
             if zone_up.len() > 1 {
                 for (&zone, &up) in &zone_up {
                     let up = f.zone_uplink.map_or(up, |u| u.0);
-                    for s in 0..SPINES {
+                    for s in 0..g.spines {
                         g.link(
                             Vertex::Spine { zone, spine: s },
                             Vertex::Core,
-                            up / SPINES as f64,
+                            up / g.spines as f64,
                             LinkKind::Network,
                             hop,
                         );
@@ -868,7 +873,7 @@ impl Graph {
         );
         path.push(self.link_between(snic, sl)?);
         if sl != dl {
-            let spine = (key % SPINES as u64) as usize;
+            let spine = (key % self.spines.max(1) as u64) as usize;
             let (za, zb) = (
                 self.rack_zone[self.node_rack[na]],
                 self.rack_zone[self.node_rack[nb]],

@@ -18,13 +18,13 @@
 //! the stated default of the spec). Routes start at the node's host memory (checkpoints are
 //! staged there): a fabric storage is reached host → compute NIC → leaf → spine (→ core) →
 //! storage. The NIC is the node's compute NICs in turn by the flow key (`key mod NICs`), the
-//! spine is picked by ECMP on the same key (`key mod SPINES`), as [`Graph::route_vertices`]
+//! spine is picked by ECMP on the same key (`key mod` the fabric's spines), as [`Graph::route_vertices`]
 //! does. Node types may mark NICs `role storage` or `frontend`, but the graph models no network
 //! behind those (only the compute fabric has leaves), so storage traffic shares the compute
 //! NICs and fabric — what a cluster whose file system sits on the compute fabric does.
 
 use super::LinkId;
-use super::graph::{Graph, LinkKind, SPINES, Vertex};
+use super::graph::{Graph, LinkKind, Vertex};
 use crate::spec::cluster::{Attach, Cluster};
 
 /// Bandwidth per direction of a node's spill disk when the cluster declares no `node_local`
@@ -128,7 +128,7 @@ impl Graph {
 
     /// The route of a write from `node`'s host memory (NUMA domain 0) to storage target
     /// `storage`: node-local, host → drive; fabric, host → compute NIC (`key mod NICs`) → leaf
-    /// → spine (ECMP, `key mod SPINES`) [→ core] → storage. `None` when the node, the storage
+    /// → spine (ECMP, `key mod` the fabric's spines) [→ core] → storage. `None` when the node, the storage
     /// or a link on the way is missing (a node without compute NICs, every NIC disabled).
     pub fn route_to_storage(&self, node: usize, storage: usize, key: u64) -> Option<Vec<LinkId>> {
         if node >= self.nodes() {
@@ -149,7 +149,7 @@ impl Graph {
                 };
                 let spine = Vertex::Spine {
                     zone: self.rack_zone[self.node_rack[node]],
-                    spine: (key % SPINES as u64) as usize,
+                    spine: (key % self.spines.max(1) as u64) as usize,
                 };
                 let sv = Vertex::Storage { index: storage };
                 let mut path = self.route_vertices(host, nic, key)?;

@@ -101,6 +101,9 @@ pub struct NodeGroup {
     pub first: u32,
 }
 
+/// Most spines a built-in fabric may declare.
+pub const MAX_SPINES: u64 = 256;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Fabric {
     pub kind: String,
@@ -113,6 +116,9 @@ pub struct Fabric {
     pub zone_uplink: Option<Bandwidth>,
     /// The switches and links of `fabric explicit { ... }` (`super::topology`).
     pub topology: Option<Box<super::topology::Topology>>,
+    /// Spine switches per zone of a built-in leaf-spine fabric, the ECMP width (`spines N`,
+    /// default [`crate::network::graph::SPINES`]).
+    pub spines: usize,
 }
 
 /// One expanded node.
@@ -285,7 +291,7 @@ pub fn cluster(
                             );
                             return None;
                         };
-                        for w in ["oversubscription", "spine_uplink", "zone_uplink"] {
+                        for w in ["oversubscription", "spine_uplink", "zone_uplink", "spines"] {
                             if let Some(v) = a.opt(w) {
                                 cx.push(
                                     Diagnostic::error(v.span, format!("`{w}` does not apply to an explicit fabric"))
@@ -339,6 +345,19 @@ pub fn cluster(
                         Some(v) => Some(rd::bandwidth(cx, v)?),
                         None => None,
                     };
+                    let spines = match a.opt("spines") {
+                        Some(v) => {
+                            if kind == "single_switch" {
+                                cx.push(
+                                    Diagnostic::error(v.span, "`spines` does not apply to a single switch")
+                                        .with_help("a `leaf_spine`, `fat_tree` or `rail_optimized` fabric has spines"),
+                                );
+                                return None;
+                            }
+                            rd::count(cx, v, 1, MAX_SPINES)? as usize
+                        }
+                        None => crate::network::graph::SPINES,
+                    };
                     if spine_uplink.is_some() && oversubscription != 1.0 {
                         cx.push(
                             Diagnostic::error(s.head_span(), "give either `oversubscription` or `spine_uplink`, not both")
@@ -353,6 +372,7 @@ pub fn cluster(
                         spine_uplink,
                         zone_uplink,
                         topology,
+                        spines,
                     })
                 })();
                 b.c.fabric = f;

@@ -148,7 +148,13 @@ pub const CLUSTER: &[StmtDef] = &[
     many("node", &["x", "name"]),
     one(
         "fabric",
-        &["oversubscription", "latency", "spine_uplink", "zone_uplink"],
+        &[
+            "oversubscription",
+            "latency",
+            "spine_uplink",
+            "zone_uplink",
+            "spines",
+        ],
     ),
     one("head", &[]),
     many("storage", &[]),

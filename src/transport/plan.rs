@@ -491,8 +491,19 @@ impl<'a> Builder<'a> {
             self.measured_wire(path, alpha, beta, extra, socket);
             return;
         }
+        // TCP (and Gloo, over TCP) copy every byte through the kernel on send and receive,
+        // the copy a loopback on one node performs: one stream moves at most the host's
+        // memcpy rate however fast the NIC, so between nodes it is never faster than within
+        // one.
+        let mut inflation = 1.0 / e;
+        if matches!(self.p.kind, TransportKind::Tcp | TransportKind::Gloo) && self.p.memcpy > 0.0 {
+            let cap = g.path_bottleneck(&path);
+            if cap.is_finite() {
+                inflation = inflation.max(cap / self.p.memcpy);
+            }
+        }
         let latency = self.software_latency() + extra;
-        self.flow(StageKind::Wire, path, 1.0 / e, latency, self.p.overhead);
+        self.flow(StageKind::Wire, path, inflation, latency, self.p.overhead);
     }
 
     /// A network stage at a measured fit's α and β (held to the links' capacity), its
