@@ -16,8 +16,9 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// AI-benchmarking-guide): 0.78–0.84.
 pub const COPY_EFFICIENCY: f64 = 0.8;
 /// TCP goodput over line rate: Ethernet, IP and TCP framing leave 1448 payload bytes of 1538 on
-/// the wire at a 1500 B MTU (0.94); 0.9 leaves room for ACKs and the stack. Assumption:
-/// single-stream TCP on 200–400 Gb/s NICs is CPU-bound well below it — calibrate.
+/// the wire at a 1500 B MTU (0.94); 0.9 leaves room for ACKs and the stack. A TCP or Gloo
+/// stream is further held to the host's memcpy rate (`plan.rs`, the wire stage: the kernel
+/// copies every byte at both ends), so on 200–400 Gb/s NICs the copy, not the wire, binds.
 pub const TCP_EFFICIENCY: f64 = 0.9;
 /// RDMA goodput over line rate: `ib_write_bw` host to host 23 GB/s on a 200 Gb/s (25 GB/s) NIC
 /// (perftest #241); NCCL 46–48 GB/s on NDR 400G, 50 GB/s (nccl-tests #290).
