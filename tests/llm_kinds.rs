@@ -290,4 +290,23 @@ fn a_finite_loads_rates_are_over_the_time_it_ran() {
     // The run's makespan is its last request's finish, and the report has its samples.
     assert_eq!(r.metrics.makespan, m.last_finish_s);
     assert!(!m.ttft_samples.is_empty() && !m.tpot_samples.is_empty() && !m.e2e_samples.is_empty());
+    // KV occupancy over time: its windows' time-weighted mean is the run's mean occupancy
+    // (one replica, placed the whole run).
+    let end = r.metrics.horizon;
+    let pts = &m.kv_series;
+    assert!(!pts.is_empty());
+    let mean: f64 = pts
+        .iter()
+        .enumerate()
+        .map(|(i, &(t0, f))| {
+            let t1 = pts.get(i + 1).map_or(end, |p| p.0);
+            f * (t1 - t0)
+        })
+        .sum::<f64>()
+        / end;
+    assert!(
+        (mean - m.kv_utilization_mean_fraction).abs() < 1e-9,
+        "{mean} vs {}",
+        m.kv_utilization_mean_fraction
+    );
 }

@@ -260,6 +260,55 @@ pub fn write(
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         rep.out.files.push(file);
     }
+    // KV-cache occupancy over time of the LLM services: its data beside the timeline's.
+    let kv: Vec<&crate::sim::llm::metrics::LlmServiceMetrics> = r
+        .metrics
+        .llm_services
+        .iter()
+        .filter(|s| !s.kv_series.is_empty())
+        .collect();
+    if !kv.is_empty() {
+        let mut csv = String::from("service,window_start_s,kv_occupancy_fraction\n");
+        for s in &kv {
+            for (t0, f) in &s.kv_series {
+                csv.push_str(&format!(
+                    "{},{t0},{f}\n",
+                    crate::csv::field(&format!("{}.{}", s.workload, s.name))
+                ));
+            }
+        }
+        let file = format.file("llm_kv.csv");
+        let path = dir.join(&file);
+        format
+            .encode("llm_kv.csv", &csv, h)
+            .and_then(|b| crate::atomic::write_atomic(&path, &b))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        rep.out.files.push(file);
+    }
+    if plots && !kv.is_empty() {
+        rep.section("KV cache");
+        let series: Vec<UtilSeries> = kv
+            .iter()
+            .map(|s| UtilSeries {
+                label: format!(
+                    "{}.{}: mean {:.0} %, peak {:.0} %",
+                    s.workload,
+                    s.name,
+                    s.kv_utilization_mean_fraction * 100.0,
+                    s.kv_utilization_peak_fraction * 100.0
+                ),
+                points: s.kv_series.clone(),
+                dashed: false,
+            })
+            .collect();
+        let drawn = plot::utilization(
+            &rep.stem("llm_kv"),
+            &format!("{name}: KV-cache occupancy per LLM service (mean over its replicas)"),
+            &series,
+            r.metrics.horizon,
+        );
+        rep.plot("KV-cache occupancy over time", drawn);
+    }
     if plots {
         rep.section("Timeline");
         if has_timeline {
@@ -445,6 +494,9 @@ pub fn write(
             "per placement group: state, pending time, nodes, fallback option, domain"
         }
         "training.csv" => "per training job: steps, step time, goodput",
+        "llm_kv.csv" => {
+            "per LLM service: KV-cache occupancy per window (the data of the llm_kv plot)"
+        }
         "services.csv" => "per service: throughput, latency, SLO violations",
         "utilization.csv" => {
             "busy and allocated devices per device class and node type at each change (the data of the utilization plot)"

@@ -84,6 +84,10 @@ pub struct LlmServiceMetrics {
     pub tpot_samples: Vec<f64>,
     #[serde(skip)]
     pub e2e_samples: Vec<f64>,
+    /// KV-cache occupancy over time, the mean over its replicas per window: `(window start s,
+    /// fraction)` ([`super::kv_series::KvSeries`]). Not in `run.json` (in `llm_kv.csv`).
+    #[serde(skip)]
+    pub kv_series: Vec<(f64, f64)>,
     /// KV blocks in use over the replicas' placed time, and the highest at any iteration.
     pub kv_utilization_mean_fraction: f64,
     pub kv_utilization_peak_fraction: f64,
@@ -260,6 +264,7 @@ impl crate::sim::Sim<'_> {
                 tpot,
                 inter_token: itl,
                 e2e,
+                kv_series: m.kv_series.points(end).0,
                 ttft_samples: samples.0,
                 tpot_samples: samples.1,
                 e2e_samples: samples.2,

@@ -21,6 +21,7 @@
 
 mod disagg;
 pub mod engine;
+pub mod kv_series;
 pub mod metrics;
 mod pipeline;
 mod run;
@@ -145,6 +146,8 @@ pub(crate) struct LlmService {
     pub(crate) lost: u64,
     /// ∫ KV use of replicas gone (lost to failures), ns·fraction and ns placed.
     pub(crate) kv_integral_gone: f64,
+    /// Its replicas' KV occupancy over time ([`kv_series::KvSeries`]).
+    pub(crate) kv_series: kv_series::KvSeries,
     pub(crate) placed_ns_gone: f64,
     pub(crate) kv_peak: f64,
     /// KV blocks per rank of the first replica placed.

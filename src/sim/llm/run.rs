@@ -455,7 +455,9 @@ impl Sim<'_> {
         };
         let util = l.engine.used_blocks() as f64 / l.engine.total_blocks.max(1) as f64;
         l.kv_integral += util * (now - kv_from) as f64;
+        let reps = self.services[sid as usize].replicas.len().max(1) as f64;
         let svc: &mut LlmService = self.services[sid as usize].llm.as_mut().expect("llm");
+        svc.kv_series.add(kv_from, now, util / reps);
         if svc.within.len() != slo.len() {
             svc.within = vec![0; slo.len()];
         }
