@@ -95,7 +95,7 @@ pub fn column(metric: &str) -> String {
 /// makespan (s, none if nothing finished) · steps_per_h (each training job's steps per hour
 /// of running, 3600 / its mean step time, summed over jobs) · steps_done (training steps kept
 /// in the window, all jobs) · tasks_per_s (tasks completed per second of window) · requests_per_s
-/// (requests served per second of window) · goodput (mean over
+/// (requests served per second of window) · goodput (runtime goodput, mean over
 /// training jobs) · utilization (device-weighted mean busy fraction) · queueing_delay (mean
 /// task queueing, s) · placement_delay (mean actor placement delay, s) · latency (mean request
 /// latency, s) · step_time (mean over training jobs, s) · pg_pending_time (mean over placement
