@@ -290,6 +290,12 @@ fn a_finite_loads_rates_are_over_the_time_it_ran() {
     // The run's makespan is its last request's finish, and the report has its samples.
     assert_eq!(r.metrics.makespan, m.last_finish_s);
     assert!(!m.ttft_samples.is_empty() && !m.tpot_samples.is_empty() && !m.e2e_samples.is_empty());
+    // Queueing: the first iteration's 8,192-token budget admits 32 prompts of 256 at once
+    // (no wait); the other 8 wait for later batches: P(wait > 0) = 8 / 40.
+    assert_eq!(m.waiting.count, 40);
+    assert_eq!(m.wait_probability, 0.2);
+    let lq = m.waiting.mean * 40.0 / r.metrics.horizon;
+    assert!((m.mean_queue_length - lq).abs() < 1e-12 && lq > 0.0);
     // KV occupancy over time: its windows' time-weighted mean is the run's mean occupancy
     // (one replica, placed the whole run).
     let end = r.metrics.horizon;

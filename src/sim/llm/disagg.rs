@@ -145,6 +145,8 @@ impl Sim<'_> {
                 .map_or(0, |l| l.engine.hold(u64::from(f.blocks)));
             let mut seq = Seq::new(f.arrival, f.prompt, output);
             seq.computed = f.prompt - 1;
+            // Its wait for a batch ended in the prefill pool.
+            seq.admitted = true;
             self.llm_kv_send(
                 sid,
                 Handoff {

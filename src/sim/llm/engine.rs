@@ -65,6 +65,8 @@ pub struct Seq {
     /// A prefill-pool sequence (`disaggregate`): the tokens its decode replica generates
     /// once its KV cache has moved there. The engine only carries it to [`Finished`].
     pub handoff: Option<u32>,
+    /// It has been admitted to a batch before (its wait for one is over).
+    pub admitted: bool,
 }
 
 impl Seq {
@@ -82,6 +84,7 @@ impl Seq {
             first_token: None,
             last_token: arrival,
             handoff: None,
+            admitted: false,
         }
     }
 
@@ -103,6 +106,9 @@ pub struct Batch {
     pub swap_out_blocks: u64,
     pub swap_in_blocks: u64,
     pub preempted: u32,
+    /// Arrival times of the sequences this batch admits for the first time (their wait for a
+    /// batch ends when it starts).
+    pub admitted: Vec<Time>,
 }
 
 impl Batch {
@@ -257,6 +263,7 @@ impl Engine {
             return b;
         }
         let mut d = self.schedule_phase(Phase::Decode);
+        d.admitted.extend(b.admitted);
         d.preempted += b.preempted;
         d.swap_out_blocks += b.swap_out_blocks;
         d.swap_in_blocks += b.swap_in_blocks;
@@ -323,6 +330,10 @@ impl Engine {
                 break;
             }
             let mut s = self.waiting.pop_front().expect("front");
+            if !s.admitted {
+                s.admitted = true;
+                b.admitted.push(s.arrival);
+            }
             if s.swapped {
                 s.swapped = false;
                 b.swap_in_blocks += u64::from(self.blocks_for(s.computed));

@@ -84,6 +84,15 @@ pub struct LlmServiceMetrics {
     pub tpot_samples: Vec<f64>,
     #[serde(skip)]
     pub e2e_samples: Vec<f64>,
+    /// Arrival to the first batch that admits it, of the requests admitted.
+    pub waiting: Stats,
+    /// P(wait > 0): the share of the admitted requests that waited for a batch.
+    #[serde(rename = "wait_probability_fraction")]
+    pub wait_probability: f64,
+    /// Mean number of requests waiting to be admitted over the window: their waits summed / W
+    /// (Little's law).
+    #[serde(rename = "mean_queue_length_requests")]
+    pub mean_queue_length: f64,
     /// KV-cache occupancy over time, the mean over its replicas per window: `(window start s,
     /// fraction)` ([`super::kv_series::KvSeries`]). Not in `run.json` (in `llm_kv.csv`).
     #[serde(skip)]
@@ -265,6 +274,18 @@ impl crate::sim::Sim<'_> {
                 inter_token: itl,
                 e2e,
                 kv_series: m.kv_series.points(end).0,
+                waiting: m.waits.stats(),
+                wait_probability: if m.waits.count() > 0 {
+                    m.waited as f64 / m.waits.count() as f64
+                } else {
+                    0.0
+                },
+                mean_queue_length: if window > 0.0 {
+                    let w = m.waits.stats();
+                    w.mean * w.count as f64 / window
+                } else {
+                    0.0
+                },
                 ttft_samples: samples.0,
                 tpot_samples: samples.1,
                 e2e_samples: samples.2,

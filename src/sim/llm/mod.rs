@@ -148,6 +148,10 @@ pub(crate) struct LlmService {
     pub(crate) kv_integral_gone: f64,
     /// Its replicas' KV occupancy over time ([`kv_series::KvSeries`]).
     pub(crate) kv_series: kv_series::KvSeries,
+    /// Each request's wait from its arrival to the first batch that admits it, and how many
+    /// waited at all.
+    pub(crate) waits: super::durations::Durations,
+    pub(crate) waited: u64,
     pub(crate) placed_ns_gone: f64,
     pub(crate) kv_peak: f64,
     /// KV blocks per rank of the first replica placed.

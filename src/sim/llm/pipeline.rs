@@ -266,6 +266,8 @@ impl<'s> Sim<'s> {
             ..
         } = &mut **l;
         let p = pipe.as_mut().expect("a pipeline");
+        // Arrivals of the requests these batches admit for the first time (their waits end).
+        let mut admitted = Vec::new();
         while !p.blocked {
             if p.flights.len() >= p.stages.len() {
                 p.blocked = true;
@@ -276,8 +278,10 @@ impl<'s> Sim<'s> {
                 let mut again = engine.schedule();
                 again.preempted += b.preempted;
                 again.swap_out_blocks += b.swap_out_blocks;
+                again.admitted.extend(std::mem::take(&mut b.admitted));
                 b = again;
             }
+            admitted.append(&mut b.admitted);
             if b.is_empty() {
                 p.blocked = !p.flights.is_empty();
                 break;
@@ -298,6 +302,14 @@ impl<'s> Sim<'s> {
                 from: now,
                 scheduled: now,
             });
+        }
+        let sid = self.replicas[r as usize].service;
+        if let Some(svc) = self.services[sid as usize].llm.as_mut() {
+            for a in admitted {
+                let w = now.saturating_sub(a);
+                svc.waits.record(w as f64 / 1e9);
+                svc.waited += u64::from(w > 0);
+            }
         }
         self.llm_pipe_advance(r);
     }

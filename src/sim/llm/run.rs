@@ -312,7 +312,17 @@ impl Sim<'_> {
             let mut again = l.engine.schedule();
             again.preempted += b.preempted;
             again.swap_out_blocks += b.swap_out_blocks;
+            again.admitted.extend(std::mem::take(&mut b.admitted));
             b = again;
+        }
+        if !b.admitted.is_empty() {
+            if let Some(svc) = self.services[sid as usize].llm.as_mut() {
+                for &a in &b.admitted {
+                    let w = now.saturating_sub(a);
+                    svc.waits.record(w as f64 / 1e9);
+                    svc.waited += u64::from(w > 0);
+                }
+            }
         }
         if b.is_empty() {
             return;
