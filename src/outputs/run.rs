@@ -191,6 +191,24 @@ fn short(scenario: &str) -> &str {
     s.strip_suffix(".orr").unwrap_or(s)
 }
 
+/// Write the plots' data table `name` (CSV text) into `dir` in the run's format; the file's
+/// name as written.
+fn data_file(
+    dir: &Path,
+    h: &Header,
+    format: crate::report::Format,
+    name: &str,
+    csv: &str,
+) -> Result<String, String> {
+    let file = format.file(name);
+    let path = dir.join(&file);
+    format
+        .encode(name, csv, h)
+        .and_then(|b| crate::atomic::write_atomic(&path, &b))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(file)
+}
+
 /// Writes the plots (unless `plots` is false), `timeline.csv` and `report.md` of a run into
 /// `dir`, which already holds `data` (the files [`crate::report::write`] wrote, plus
 /// `trace.json` when written). Returns what this step wrote.
@@ -251,13 +269,7 @@ pub fn write(
     let has_timeline = !t.devices.is_empty();
     let rows = timeline_rows(t, r.metrics.horizon);
     if has_timeline {
-        let csv = timeline_csv(&rows);
-        let file = format.file("timeline.csv");
-        let path = dir.join(&file);
-        format
-            .encode("timeline.csv", &csv, h)
-            .and_then(|b| crate::atomic::write_atomic(&path, &b))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let file = data_file(dir, h, format, "timeline.csv", &timeline_csv(&rows))?;
         rep.out.files.push(file);
     }
     // KV-cache occupancy over time of the LLM services: its data beside the timeline's.
@@ -277,12 +289,7 @@ pub fn write(
                 ));
             }
         }
-        let file = format.file("llm_kv.csv");
-        let path = dir.join(&file);
-        format
-            .encode("llm_kv.csv", &csv, h)
-            .and_then(|b| crate::atomic::write_atomic(&path, &b))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let file = data_file(dir, h, format, "llm_kv.csv", &csv)?;
         rep.out.files.push(file);
     }
     if plots && !kv.is_empty() {

@@ -252,6 +252,7 @@ impl Sim<'_> {
                 continue;
             }
             let lat = s.latencies.stats();
+            let waiting = s.waits.stats();
             let slo: Vec<(String, f64, f64, bool)> = sv
                 .slo
                 .iter()
@@ -289,18 +290,17 @@ impl Sim<'_> {
                 } else {
                     0.0
                 },
-                wait_probability: if s.waits.count() > 0 {
-                    1.0 - s.waits.within(0) as f64 / s.waits.count() as f64
+                wait_probability: if waiting.count > 0 {
+                    1.0 - s.waits.within(0) as f64 / waiting.count as f64
                 } else {
                     0.0
                 },
                 mean_queue_length: if end > 0 {
-                    let w = s.waits.stats();
-                    w.mean * w.count as f64 / (end as f64 / 1e9)
+                    waiting.mean * waiting.count as f64 / (end as f64 / 1e9)
                 } else {
                     0.0
                 },
-                waiting: s.waits.stats(),
+                waiting,
                 latency_samples: s.latencies.samples(),
                 latency: lat,
                 slo,

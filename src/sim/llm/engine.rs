@@ -455,17 +455,20 @@ fn left(s: &Seq) -> Option<(u32, u32)> {
 /// to each next finish, freeing the tokens of each that finishes. The step count is the
 /// next state's (as SGLang writes it, a little conservative).
 fn lasts(states: &[(u32, u32)], cand: Option<(u32, u32)>, free: u64, input: u32) -> bool {
-    let mut all: Vec<(u32, u32)> = Vec::with_capacity(states.len() + 1);
-    all.extend_from_slice(states);
-    if let Some(c) = cand {
-        let at = all.partition_point(|x| x.0 < c.0);
-        all.insert(at, c);
-    }
+    // The candidate goes before the first state with as much left (as `partition_point`
+    // inserts it); walked in place, no copy of the states.
+    let at = cand.map_or(states.len(), |c| states.partition_point(|x| x.0 < c.0));
+    let n = states.len() + usize::from(cand.is_some());
+    let nth = |i: usize| match cand {
+        Some(c) if i == at => c,
+        Some(_) if i > at => states[i - 1],
+        _ => states[i],
+    };
     let rem = free as i64 - i64::from(input);
     let mut freed = 0i64;
-    let n = all.len();
-    for (i, &(l, occupied)) in all.iter().enumerate() {
-        let steps = all.get(i + 1).map_or(l, |x| x.0);
+    for i in 0..n {
+        let (l, occupied) = nth(i);
+        let steps = if i + 1 < n { nth(i + 1).0 } else { l };
         let bs = (n - i) as i64;
         if rem + freed - i64::from(steps) * bs <= 0 {
             return false;

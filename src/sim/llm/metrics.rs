@@ -198,6 +198,7 @@ impl crate::sim::Sim<'_> {
             let (ttft, tpot, itl, e2e) =
                 (m.ttft.stats(), m.tpot.stats(), m.itl.stats(), m.e2e.stats());
             let samples = (m.ttft.samples(), m.tpot.samples(), m.e2e.samples());
+            let waiting = m.waits.stats();
             // The service ran until its last request finished when none is left outstanding
             // (a finite load: offline, a closed loop, a trace), else to the window's end.
             let settled = m.finished + m.dropped + dropped + m.lost >= arrived && m.last_done > 0;
@@ -274,18 +275,17 @@ impl crate::sim::Sim<'_> {
                 inter_token: itl,
                 e2e,
                 kv_series: m.kv_series.points(end).0,
-                waiting: m.waits.stats(),
-                wait_probability: if m.waits.count() > 0 {
-                    m.waited as f64 / m.waits.count() as f64
+                wait_probability: if waiting.count > 0 {
+                    m.waited as f64 / waiting.count as f64
                 } else {
                     0.0
                 },
                 mean_queue_length: if window > 0.0 {
-                    let w = m.waits.stats();
-                    w.mean * w.count as f64 / window
+                    waiting.mean * waiting.count as f64 / window
                 } else {
                     0.0
                 },
+                waiting,
                 ttft_samples: samples.0,
                 tpot_samples: samples.1,
                 e2e_samples: samples.2,

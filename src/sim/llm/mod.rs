@@ -159,3 +159,18 @@ pub(crate) struct LlmService {
     /// KV caches moving from the prefill pool to the decode pool (`disaggregate`).
     pub(crate) disagg: DisaggState,
 }
+
+impl LlmService {
+    /// The requests that arrived at `admitted` began their first batch at `now`: their waits.
+    pub(crate) fn record_waits(
+        &mut self,
+        now: crate::engine::Time,
+        admitted: &[crate::engine::Time],
+    ) {
+        for &a in admitted {
+            let w = now.saturating_sub(a);
+            self.waits.record(w as f64 / 1e9);
+            self.waited += u64::from(w > 0);
+        }
+    }
+}

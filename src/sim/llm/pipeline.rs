@@ -305,11 +305,7 @@ impl<'s> Sim<'s> {
         }
         let sid = self.replicas[r as usize].service;
         if let Some(svc) = self.services[sid as usize].llm.as_mut() {
-            for a in admitted {
-                let w = now.saturating_sub(a);
-                svc.waits.record(w as f64 / 1e9);
-                svc.waited += u64::from(w > 0);
-            }
+            svc.record_waits(now, &admitted);
         }
         self.llm_pipe_advance(r);
     }

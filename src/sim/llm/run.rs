@@ -315,14 +315,8 @@ impl Sim<'_> {
             again.admitted.extend(std::mem::take(&mut b.admitted));
             b = again;
         }
-        if !b.admitted.is_empty()
-            && let Some(svc) = self.services[sid as usize].llm.as_mut()
-        {
-            for &a in &b.admitted {
-                let w = now.saturating_sub(a);
-                svc.waits.record(w as f64 / 1e9);
-                svc.waited += u64::from(w > 0);
-            }
+        if let Some(svc) = self.services[sid as usize].llm.as_mut() {
+            svc.record_waits(now, &b.admitted);
         }
         if b.is_empty() {
             return;
