@@ -554,6 +554,18 @@ pub fn table(m: &RunMetrics) -> String {
         let _ = write!(o, "\n{t}");
     }
     let f = &m.failures;
+    if f.transfers_unavailable > 0 {
+        let _ = writeln!(
+            o,
+            "\nunavailable      {} transfer{} its transport cannot make (the model sources say why); the tasks, calls and requests that needed them failed",
+            f.transfers_unavailable,
+            if f.transfers_unavailable == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+    }
     let fabric = f.timeline.iter().any(|e| e.kind.starts_with("switch"));
     if f.node_failures > 0 || !f.unsimulated.is_empty() || fabric {
         let _ = writeln!(

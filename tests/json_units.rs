@@ -102,6 +102,7 @@ const COUNTS: &[&str] = &[
     "actors_lost",
     "replicas_restarted",
     "requests_lost",
+    "transfers_unavailable",
     "objects_rebuilt",
     "objects_lost",
     "bundles_rescheduled",

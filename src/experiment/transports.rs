@@ -18,16 +18,27 @@ use crate::transport::compare::{BASELINE, fmt_secs};
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub transport: String,
+    /// The run's makespan; `None` (JSON null) when the transport was unavailable for some
+    /// transfer, whose work failed, so the run is no like-for-like comparison.
     #[serde(rename = "makespan_s")]
-    pub makespan: f64,
+    pub makespan: Option<f64>,
     /// Baseline makespan / this makespan.
     pub speedup: Option<f64>,
     /// Mean run time (fetch + compute) per task group, in the scenario's order; in JSON an
     /// object from group to seconds.
     #[serde(rename = "run_mean_s", serialize_with = "by_group")]
     pub run_mean: Vec<(String, f64)>,
-    /// Fetches this transport could not move, priced in closed form instead (with why).
-    pub fallbacks: Vec<String>,
+    /// Transfers this transport could not move between their ends (the work that needed
+    /// each failed), and why, one line per kind of transfer.
+    pub transfers_unavailable: u64,
+    pub unavailable: Vec<String>,
+}
+
+impl Row {
+    /// Every transfer of the run moved with this transport.
+    pub fn available(&self) -> bool {
+        self.transfers_unavailable == 0
+    }
 }
 
 fn by_group<S: serde::Serializer>(xs: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
@@ -70,9 +81,10 @@ pub fn compare_workload(
                     ..Default::default()
                 },
             );
+            let lost = r.metrics.failures.transfers_unavailable;
             Row {
                 transport: name.clone(),
-                makespan: r.metrics.makespan,
+                makespan: (lost == 0).then_some(r.metrics.makespan),
                 speedup: None,
                 run_mean: r
                     .metrics
@@ -80,10 +92,20 @@ pub fn compare_workload(
                     .iter()
                     .map(|t| (format!("{}.{}", t.workload, t.name), t.run_time.mean))
                     .collect(),
-                fallbacks: r
+                transfers_unavailable: lost,
+                unavailable: r
                     .network_models
                     .into_iter()
-                    .filter(|m| m.kind == MovementKind::Fetch && !m.on_graph)
+                    .filter(|m| {
+                        !m.on_graph
+                            && matches!(
+                                m.kind,
+                                MovementKind::Fetch
+                                    | MovementKind::Tensor
+                                    | MovementKind::KvCache
+                                    | MovementKind::Payload
+                            )
+                    })
                     .map(|m| m.text)
                     .collect(),
             }
@@ -92,9 +114,12 @@ pub fn compare_workload(
     let base = rows
         .iter()
         .find(|r| r.transport == BASELINE)
-        .map(|r| r.makespan);
+        .and_then(|r| r.makespan);
     for r in &mut rows {
-        r.speedup = base.filter(|_| r.makespan > 0.0).map(|b| b / r.makespan);
+        r.speedup = match (base, r.makespan) {
+            (Some(b), Some(m)) if m > 0.0 => Some(b / m),
+            _ => None,
+        };
     }
     WorkloadComparison { seed, rows }
 }
@@ -115,22 +140,37 @@ impl fmt::Display for WorkloadComparison {
             .into_iter()
             .chain(groups.iter().map(|g| format!("{g} run")));
         let mut t = crate::table::Table::new(header);
-        // Where a transport could not move a task's inputs on the link graph: said under the
-        // table, per transport.
+        // Where a transport could not move some transfer: the row says "unavailable" (its
+        // work failed, so its times compare nothing) and why is said under the table.
         let mut notes = Vec::new();
         for r in &self.rows {
             let speedup = match r.speedup {
                 Some(s) => format!("{}×", crate::units::sig3(s)),
-                None => "-".into(),
+                None => "n/a".into(),
             };
-            let cells = [r.transport.clone(), fmt_secs(r.makespan), speedup];
-            t.row(
-                cells
-                    .into_iter()
-                    .chain(r.run_mean.iter().map(|(_, m)| fmt_secs(*m))),
-            );
+            let makespan = match r.makespan {
+                Some(m) => fmt_secs(m),
+                None => format!(
+                    "unavailable ({} transfer{})",
+                    r.transfers_unavailable,
+                    if r.transfers_unavailable == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                ),
+            };
+            let cells = [r.transport.clone(), makespan, speedup];
+            let runs = r.run_mean.iter().map(|(_, m)| {
+                if r.available() {
+                    fmt_secs(*m)
+                } else {
+                    "n/a".to_string()
+                }
+            });
+            t.row(cells.into_iter().chain(runs));
             notes.extend(
-                r.fallbacks
+                r.unavailable
                     .iter()
                     .map(|fb| format!("{}: {fb}", r.transport)),
             );

@@ -117,8 +117,8 @@ pub fn csv(c: &Comparison) -> String {
 }
 
 /// Bars of the workload comparison: makespan and each task group's mean run time, one bar per
-/// transport that could move every input (a transport that could not — NVLink P2P across
-/// nodes — was priced in closed form for those fetches, which would mislead here).
+/// transport that could move every transfer (where one could not — NVLink P2P across nodes —
+/// the work that needed it failed, so its times compare nothing; the plot's subtitle names it).
 pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> Vec<MetricBars> {
     let bar = |group: &str, value: f64| Bar {
         group: group.to_string(),
@@ -131,8 +131,11 @@ pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> V
         bars: w
             .rows
             .iter()
-            .filter(|r| r.makespan > 0.0 && r.fallbacks.is_empty())
-            .map(|r| bar(&r.transport, r.makespan))
+            .filter_map(|r| {
+                r.makespan
+                    .filter(|m| *m > 0.0)
+                    .map(|m| bar(&r.transport, m))
+            })
             .collect(),
     }];
     let groups = w.rows.first().map(|r| r.run_mean.len()).unwrap_or(0);
@@ -143,7 +146,7 @@ pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> V
             bars: w
                 .rows
                 .iter()
-                .filter(|r| r.fallbacks.is_empty())
+                .filter(|r| r.available())
                 .filter_map(|r| r.run_mean.get(g).map(|(_, v)| bar(&r.transport, *v)))
                 .collect(),
         });
@@ -207,14 +210,14 @@ pub fn write(
                 let left: Vec<&str> = w
                     .rows
                     .iter()
-                    .filter(|r| !r.fallbacks.is_empty())
+                    .filter(|r| !r.available())
                     .map(|r| r.transport.as_str())
                     .collect();
                 if left.is_empty() {
                     "none (one seed); task inputs moved by each transport".to_string()
                 } else {
                     format!(
-                        "none (one seed); left out, cannot move these inputs: {}",
+                        "none (one seed); left out, unavailable for some transfer: {}",
                         left.join(", ")
                     )
                 }

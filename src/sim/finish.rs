@@ -392,6 +392,7 @@ impl Sim<'_> {
             actors_lost: f.actors_lost,
             replicas_restarted: f.replicas_restarted,
             requests_lost: f.requests_lost,
+            transfers_unavailable: f.transfers_unavailable,
             objects_rebuilt: f.objects_rebuilt,
             objects_lost: f.objects_lost,
             bundles_rescheduled: f.bundles_rescheduled,

@@ -354,6 +354,10 @@ pub struct FailureMetrics {
     pub actors_lost: u64,
     pub replicas_restarted: u64,
     pub requests_lost: u64,
+    /// Transfers whose transport could not move the data between their ends (NVLink P2P
+    /// across nodes, RDMA without an RDMA NIC, no route): the task, call or request that
+    /// needed each failed, and `network_models` says why.
+    pub transfers_unavailable: u64,
     /// Task outputs lost with their node and rebuilt from lineage, or lost for good.
     pub objects_rebuilt: u64,
     pub objects_lost: u64,

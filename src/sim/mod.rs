@@ -247,6 +247,8 @@ pub(crate) enum Ev {
     BucketGo(u32, u32, u32),
     /// A task's input fetch has paid its fixed part: its flows start (task, epoch).
     FetchGo(u32, u32),
+    /// (task, attempt): its transport cannot move its inputs (`price_move`): it fails.
+    FetchFailed(u32, u32),
     /// A checkpoint with nothing to move is done (job, epoch, load).
     CheckpointDone(u32, u32, bool),
     /// An actor call's tensor has paid its fixed part: its flow starts (actor, epoch).
@@ -627,6 +629,7 @@ impl<'s> Sim<'s> {
             Ev::LlmKvGo(sid, slot, generation) => self.on_llm_kv_go(sid, slot, generation),
             Ev::LlmPipe(r, epoch, f, go) => self.on_llm_pipe(r, epoch, f, go),
             Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
+            Ev::FetchFailed(t, epoch) => self.on_fetch_failed(t, epoch),
             Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
             Ev::TensorGo(a, epoch) => self.on_tensor_go(a, epoch),
             Ev::RequestGo(r, epoch) => self.on_request_go(r, epoch),

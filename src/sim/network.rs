@@ -20,11 +20,13 @@
 //! wire bytes of every holder as flows on the shared network. The data sits in device memory
 //! at both ends when the task uses devices and both nodes have them, else in host memory.
 //!
-//! When the flow model cannot price something — an algorithm the op does not have, uneven
+//! When the flow model cannot price a collective — an algorithm the op does not have, uneven
 //! devices per node under `hierarchical`, no NVSwitch for `nvls`, an O(p²) pattern (all-to-all,
-//! broadcast) over more than [`MAX_QUADRATIC_RANKS`] ranks, a transport that cannot move the
-//! data (NVLink P2P across nodes, a node without a NIC) — the closed form of [`super::models`]
-//! is used and the run says so in its model sources.
+//! broadcast) over more than [`MAX_QUADRATIC_RANKS`] ranks — the closed form of
+//! [`super::models`] is used and the run says so in its model sources. A transfer whose
+//! transport cannot move the data between its ends (NVLink P2P across nodes, RDMA without an
+//! RDMA NIC, no route) is never priced by a formula: it is unavailable, the run says why, and
+//! the task, actor call or request that needed it fails (`failures.transfers_unavailable`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -38,6 +40,9 @@ use crate::spec::workload::Collective;
 
 /// (node, device): where an object lives or a task runs.
 pub(super) type Rank = (usize, usize);
+
+/// One flow of a transfer on the run's network: its route and bytes.
+pub(super) type Flow = (Vec<LinkId>, f64);
 
 /// All-to-all and broadcast move O(p²) flows: beyond this many ranks they are priced in
 /// closed form.
@@ -321,8 +326,16 @@ impl Sim<'_> {
             let gi = self.group_of(task);
             let node = self.task_node[task as usize] as usize;
             let units = super::device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
-            let (_, flows) = self.fetch_plan(task, gi, node, units > 0.0);
-            self.net.pending_fetch.insert(task, flows);
+            match self.fetch_plan(task, gi, node, units > 0.0) {
+                Ok((_, flows)) => {
+                    self.net.pending_fetch.insert(task, flows);
+                }
+                // No route any more: the task fails when its fixed part would have ended.
+                Err(()) => {
+                    let epoch = self.task_epoch[task as usize];
+                    self.q.at(self.q.now(), super::Ev::FetchFailed(task, epoch));
+                }
+            }
         }
         for (task, epoch) in tasks {
             if epoch == self.task_epoch[task as usize] {
@@ -427,10 +440,10 @@ impl Sim<'_> {
         gi: usize,
         node: NodeId,
         on_device: bool,
-    ) -> (f64, Vec<(Vec<LinkId>, f64)>) {
+    ) -> Result<(f64, Vec<Flow>), ()> {
         let holders = self.input_holders(t, gi, node);
         if holders.is_empty() {
-            return (0.0, Vec::new());
+            return Ok((0.0, Vec::new()));
         }
         let mut from: Vec<u32> = holders.keys().map(|(n, _)| *n as u32).collect();
         from.dedup();
@@ -491,17 +504,23 @@ impl Sim<'_> {
                     flows.extend(wire);
                 }
                 Err(e) => {
-                    self.net.note(
-                        MovementKind::Fetch,
-                        false,
-                        format!("{what}: closed form ({e})"),
-                    );
-                    let s = super::models::transfer_secs(spec, false, self.node_types[node], bytes);
-                    fixed = fixed.max(s);
+                    self.unavailable(MovementKind::Fetch, &what, &e);
+                    return Err(());
                 }
             }
         }
-        (fixed, flows)
+        Ok((fixed, flows))
+    }
+
+    /// A transfer `what` cannot move (`why`): noted as unavailable and counted; the caller
+    /// fails the work that needed it.
+    pub(super) fn unavailable(&mut self, kind: MovementKind, what: &str, why: &str) {
+        self.failures.transfers_unavailable += 1;
+        self.net.note(
+            kind,
+            false,
+            format!("{what}: unavailable ({why}); the work that needed it fails"),
+        );
     }
 
     /// [`Sim::price_part`], remembered by (transport, ends, endpoints, bytes): the same

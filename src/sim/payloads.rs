@@ -7,16 +7,18 @@
 //! A request waits in the service's FIFO queue at the ingress; when a replica takes a batch,
 //! each request of it moves from the ingress's host memory to the replica node's host memory
 //! (one flow per request) with the workload's transport (its `transport`, else Ray's object
-//! store; a run's transport override wins; a tenant's rules apply as for fetches), as
+//! store; a run's transport override wins; a tenant's rules apply as for fetches; a transport
+//! that moves only device memory leaves the bodies, host memory, to the object store), as
 //! [`crate::transport::shared`] splits the plan: its fixed part as a delay, then the flows.
 //! The batch computes when its last request has arrived (the replica is busy meanwhile).
 //! After it, each response moves back to the ingress the same way, and the request's latency
 //! ends when its response has arrived there; the replica takes its next batch at once. A
 //! replica on the ingress node moves nothing. Copies between host and device memory inside
 //! the replica are part of its service time. Payloads in flight to or from a node that dies
-//! are lost with the requests they carry (`failures.requests_lost`).
+//! are lost with the requests they carry (`failures.requests_lost`), and so are payloads no
+//! route can carry (`failures.transfers_unavailable`).
 
-use super::network::MovementKind;
+use super::network::{Flow, MovementKind};
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::{Owner, TransferId};
 use super::{Ev, Sim, models::secs};
@@ -55,6 +57,20 @@ impl Sim<'_> {
             .unwrap_or_else(|| "object_store".to_string());
         let tenant = s.tenant;
         let name = self.allowed_or_fallback(MovementKind::Payload, tenant, name, &what);
+        // A request's body is host memory behind Serve's HTTP proxy, never a device tensor:
+        // a transport that moves only device memory (Ray Direct Transport's NCCL, CUDA IPC,
+        // GPUDirect) does not carry it, and Serve's actor call moves it through the object
+        // store, priced by the object store's own plan.
+        let device_only = crate::transport::TransportParams::named(self.spec, &name)
+            .is_some_and(|p| p.kind.device_only());
+        if device_only {
+            self.net.note(
+                MovementKind::Payload,
+                true,
+                format!("{what}: transport {name} moves device memory only; the requests' bodies (host memory) move through Ray's object store, as Serve's calls do"),
+            );
+            return ("object_store".to_string(), what);
+        }
         (name, what)
     }
 
@@ -68,7 +84,7 @@ impl Sim<'_> {
         bytes: f64,
         n: usize,
         key: u32,
-    ) -> (f64, Vec<(Vec<LinkId>, f64)>, String) {
+    ) -> Result<(f64, Vec<Flow>, String), ()> {
         let (name, what) = self.payload_transport(sid);
         if let Some(log) = &mut self.transfers {
             log.push(super::TransferRecord {
@@ -78,26 +94,28 @@ impl Sim<'_> {
                 bytes: bytes * n as f64,
             });
         }
-        let (fixed, flow) = self.price_move(
-            MovementKind::Payload,
-            &format!(
-                "{what} (ingress {})",
-                self.state.nodes[self.state.head].name()
-            ),
-            &name,
-            (from, 0),
-            (to, 0),
-            false,
-            bytes,
-            key,
-        );
-        (
+        let (fixed, flow) = self
+            .price_move(
+                MovementKind::Payload,
+                &format!(
+                    "{what} (ingress {})",
+                    self.state.nodes[self.state.head].name()
+                ),
+                &name,
+                (from, 0),
+                (to, 0),
+                false,
+                bytes,
+                key,
+            )
+            .map_err(|_| ())?;
+        Ok((
             fixed,
             flow.into_iter()
                 .flat_map(|f| std::iter::repeat_n(f, n))
                 .collect(),
             name,
-        )
+        ))
     }
 
     /// Timeline: service `sid`'s `bytes` of payloads between two nodes begin moving now.
@@ -139,7 +157,16 @@ impl Sim<'_> {
             self.q.after(dur, Ev::BatchDone(r, epoch));
             return;
         }
-        let (fixed, flows, name) = self.payload_flows(sid, ingress, node, req, n, r);
+        let Ok((fixed, flows, name)) = self.payload_flows(sid, ingress, node, req, n, r) else {
+            // The requests cannot reach the replica: they are lost, and the replica takes
+            // its next batch.
+            self.failures.requests_lost += n as u64;
+            let rep = &mut self.replicas[r as usize];
+            rep.inflight.clear();
+            rep.batch_start = now;
+            self.q.at(now, Ev::BatchDone(r, epoch));
+            return;
+        };
         let bytes = req * n as f64;
         self.begin_payload(MoveKey::Request(r), sid, (ingress, node), bytes, &name);
         let rep = &mut self.replicas[r as usize];
@@ -200,7 +227,12 @@ impl Sim<'_> {
             }
             return;
         }
-        let (fixed, flows, name) = self.payload_flows(sid, node, ingress, resp, done.len(), r);
+        let Ok((fixed, flows, name)) = self.payload_flows(sid, node, ingress, resp, done.len(), r)
+        else {
+            // The responses cannot reach the ingress: their requests are lost.
+            self.failures.requests_lost += done.len() as u64;
+            return;
+        };
         let bytes = resp * done.len() as f64;
         let slot = Slot {
             service: sid,

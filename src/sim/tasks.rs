@@ -205,7 +205,13 @@ impl Sim<'_> {
     pub(super) fn start_fetch(&mut self, t: u32, gi: usize, node: NodeId, units: f64, extra: f64) {
         let epoch = self.task_epoch[t as usize];
         let (fixed, flows) = if self.groups[gi].input_bytes > 0.0 {
-            self.fetch_plan(t, gi, node, units > 0.0)
+            match self.fetch_plan(t, gi, node, units > 0.0) {
+                Ok(x) => x,
+                Err(()) => {
+                    self.q.at(self.q.now(), Ev::FetchFailed(t, epoch));
+                    return;
+                }
+            }
         } else {
             (0.0, Vec::new())
         };
@@ -220,6 +226,30 @@ impl Sim<'_> {
         }
         self.net.pending_fetch.insert(t, flows);
         self.q.after(secs(fixed), Ev::FetchGo(t, epoch));
+    }
+
+    /// Task `t`'s transport cannot move its inputs to it: the task fails, as Ray raises the
+    /// transport's error in it (an application error: not retried, as `retry_exceptions`
+    /// is off by default); its dependents run as after any failed task.
+    pub(super) fn on_fetch_failed(&mut self, t: u32, epoch: u32) {
+        if epoch != self.task_epoch[t as usize] {
+            return;
+        }
+        let now = self.now();
+        let gi = self.group_of(t);
+        let node = self.task_node[t as usize] as usize;
+        self.record_task(t as usize, now);
+        self.cancel_fetch(t);
+        self.task_epoch[t as usize] += 1;
+        if let Some(a) = self.task_alloc[t as usize].take() {
+            self.free(&a, self.groups[gi].tenant);
+        }
+        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+        self.busy(node, -units, now);
+        self.failures.tasks_failed += 1;
+        self.groups[gi].failed += 1;
+        self.task_done_bookkeeping(gi);
+        self.dispatch(node);
     }
 
     /// A fetch's fixed part is over: its flows start on the run's network.

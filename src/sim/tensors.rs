@@ -16,16 +16,18 @@
 //! receiver's loss sends the tensor again to the next running actor. Sender and receiver on
 //! the same device move nothing.
 
-use super::network::{MovementKind, Rank};
+use super::network::{Flow, MovementKind, Rank};
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
 use super::{Ev, Sim, device_units, models::secs};
-use crate::network::LinkId;
 
 impl Sim<'_> {
     /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
-    /// the flow on the shared network, noted under `kind` as `what`; the closed form of
-    /// `models::transfer_secs` (and a note saying so) where no plan applies.
+    /// the flow on the shared network, noted under `kind` as `what`. `Err` (noted, and counted
+    /// in `failures.transfers_unavailable`) where the transport cannot move the data between
+    /// those ends (NVLink P2P across nodes, RDMA without an RDMA NIC, no route): the caller
+    /// fails the work that needed it, as Ray raises the transport's error in it; nothing is
+    /// priced by a formula instead.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn price_move(
         &mut self,
@@ -37,9 +39,9 @@ impl Sim<'_> {
         device: bool,
         bytes: f64,
         key: u32,
-    ) -> (f64, Option<(Vec<LinkId>, f64)>) {
+    ) -> Result<(f64, Option<Flow>), String> {
         if src == dst || bytes <= 0.0 {
-            return (0.0, None);
+            return Ok((0.0, None));
         }
         match self.cached_part(name, src, dst, device, bytes, key) {
             Ok((fixed, wire, cal)) => {
@@ -53,17 +55,11 @@ impl Sim<'_> {
                     true,
                     format!("{what}: transport {name} on the shared network{cal}"),
                 );
-                (fixed, wire)
+                Ok((fixed, wire))
             }
             Err(e) => {
-                self.net.note(
-                    kind,
-                    false,
-                    format!("{what}: transport {name}: closed form ({e})"),
-                );
-                let nt = self.node_types[dst.0];
-                let s = super::models::transfer_secs(self.spec, src.0 == dst.0, nt, bytes);
-                (s, None)
+                self.unavailable(kind, &format!("{what}: transport {name}"), &e);
+                Err(e)
             }
         }
     }
@@ -149,7 +145,7 @@ impl Sim<'_> {
                 bytes,
             });
         }
-        let (fixed, flow) = self.price_move(
+        let Ok((fixed, flow)) = self.price_move(
             MovementKind::Tensor,
             &what,
             &name,
@@ -158,7 +154,12 @@ impl Sim<'_> {
             device,
             bytes,
             a,
-        );
+        ) else {
+            // The transport cannot reach the receiver: the call fails (Ray raises the
+            // transport's error in the caller's `ray.get`), and the next one starts.
+            self.finish_call(a, epoch, false);
+            return;
+        };
         let now = self.now();
         if self.tl.on && src != dst && bytes > 0.0 {
             let k = self.actors[a as usize].index;

@@ -106,6 +106,17 @@ pub enum TransportKind {
 }
 
 impl TransportKind {
+    /// Moves device memory only: `plan_host` refuses it for objects in host memory.
+    pub fn device_only(self) -> bool {
+        matches!(
+            self,
+            TransportKind::NvlinkP2p
+                | TransportKind::Nccl
+                | TransportKind::Nixl
+                | TransportKind::GpudirectRdma
+        )
+    }
+
     /// Every kind, in the order comparisons list them.
     pub const ALL: [TransportKind; 9] = [
         TransportKind::ObjectStore,

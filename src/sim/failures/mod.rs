@@ -66,6 +66,8 @@ pub(crate) struct Failures {
     pub actors_lost: u64,
     pub replicas_restarted: u64,
     pub requests_lost: u64,
+    /// Transfers whose transport could not move the data between their ends.
+    pub transfers_unavailable: u64,
     pub objects_rebuilt: u64,
     pub objects_lost: u64,
     pub bundles_rescheduled: u64,

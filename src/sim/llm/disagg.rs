@@ -221,7 +221,7 @@ impl Sim<'_> {
         let (src, dst) = (self.replica_ranks(h.from), self.replica_ranks(to));
         let (mut fixed, mut flows, mut bytes) = (0.0_f64, Vec::new(), 0.0);
         for (a, b) in src.iter().zip(&dst) {
-            let (f, wire) = self.price_move(
+            let Ok((f, wire)) = self.price_move(
                 MovementKind::KvCache,
                 &what,
                 &name,
@@ -230,7 +230,15 @@ impl Sim<'_> {
                 true,
                 per_rank,
                 to,
-            );
+            ) else {
+                // The transport cannot reach the decode replica: the request is lost (the
+                // KV connector's error ends it) and the prefill replica gets its blocks back.
+                self.llm_release(&h);
+                let svc = self.services[sid as usize].llm.as_mut().expect("llm");
+                svc.lost += 1;
+                self.failures.requests_lost += 1;
+                return;
+            };
             fixed = fixed.max(f);
             flows.extend(wire);
             bytes += per_rank;
