@@ -415,3 +415,35 @@ fn model_level_work_names_its_compute_model() {
         ]
     );
 }
+
+/// Work whose time the scenario declares names that as its compute model, group by group:
+/// a task's `duration`, an actor's `call_duration`, a service's `service_time`. Past eight
+/// groups, a count.
+#[test]
+fn work_with_declared_times_names_them_as_its_compute_model() {
+    let s = orrery::spec::load_str(
+        "t.orr",
+        "cluster c {\n  node dgx_h100 x 1\n}\n\
+         workload w {\n  tasks a x 2 {\n    resources { GPU: 1 }\n    duration 250 ms\n  }\n  actor p x 1 {\n    resources { GPU: 1 }\n    calls 2\n    call_duration 3 s\n  }\n  service s {\n    resources { GPU: 1 }\n    arrival poisson 1 /s\n    service_time 20 ms exponential\n  }\n}\n",
+    )
+    .spec
+    .unwrap();
+    assert_eq!(
+        orrery::compute::model_sources(&s),
+        vec![
+            "w.a: declared duration 250 ms per task (no roofline)".to_string(),
+            "w.p: declared call_duration 3 s per call (no roofline)".to_string(),
+            "w.s: declared service_time, exponential with mean 20 ms per batch (no roofline)"
+                .to_string(),
+        ]
+    );
+    let groups: String = (0..10)
+        .map(|i| format!("  tasks t{i} x 1 {{\n    duration 1 s\n  }}\n"))
+        .collect();
+    let s = orrery::spec::load_str("t.orr", &format!("workload w {{\n{groups}}}\n"))
+        .spec
+        .unwrap();
+    let m = orrery::compute::model_sources(&s);
+    assert_eq!(m.len(), 9, "{m:?}");
+    assert_eq!(m[8], "and 2 more groups with declared times (no roofline)");
+}

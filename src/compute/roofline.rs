@@ -257,5 +257,46 @@ pub fn model_sources(spec: &Spec) -> Vec<String> {
             }
         }
     }
+    // Work whose time the scenario declares is not priced by a roofline: said per group, so
+    // every kind of work names its model (the first few groups; then a count).
+    let mut declared = Vec::new();
+    for w in &spec.workloads {
+        for t in &w.tasks {
+            // `check` requires a duration or a compute; with both, the duration wins.
+            if let Some(d) = &t.duration {
+                declared.push(format!(
+                    "{}.{}: declared duration {d} per task (no roofline)",
+                    w.name, t.name
+                ));
+            }
+        }
+        for a in &w.actors {
+            if let Some(d) = &a.call_duration {
+                declared.push(format!(
+                    "{}.{}: declared call_duration {d} per call (no roofline)",
+                    w.name, a.name
+                ));
+            }
+        }
+        for s in &w.services {
+            if let (Some(d), None) = (&s.service_time, &s.compute) {
+                let how = if s.exponential {
+                    "exponential with mean"
+                } else {
+                    "fixed"
+                };
+                declared.push(format!(
+                    "{}.{}: declared service_time, {how} {d} per batch (no roofline)",
+                    w.name, s.name
+                ));
+            }
+        }
+    }
+    const SHOWN: usize = 8;
+    let more = declared.len().saturating_sub(SHOWN);
+    out.extend(declared.into_iter().take(SHOWN));
+    if more > 0 {
+        out.push(format!("and {more} more groups with declared times (no roofline)"));
+    }
     out
 }
