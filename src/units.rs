@@ -225,6 +225,12 @@ fn si(v: f64, unit: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
 }
 
 /// Three significant figures without trailing zeros.
+/// `bytes` in GiB to three significant figures: a message that compares sizes (needs, has)
+/// gives them all in this one unit, whatever unit each was declared in.
+pub fn gib(bytes: f64) -> String {
+    format!("{} GiB", sig3(bytes / GI))
+}
+
 pub fn sig3(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");

@@ -617,7 +617,7 @@ fn device_memory_larger_than_every_candidate_device_is_an_error() {
     ));
     assert!(
         out.contains(
-            "s.orr:12:5: task group `t` needs 30 GB of device memory per device; L4 has 24 GB"
+            "s.orr:12:5: task group `t` needs 27.9 GiB of device memory per device; L4 has 22.4 GiB"
         ),
         "{out}"
     );
@@ -627,7 +627,7 @@ fn device_memory_larger_than_every_candidate_device_is_an_error() {
     );
     assert!(
         out.contains(
-            "s.orr:24:5: training `j` needs 40 GB of device memory per device; L4 has 24 GB"
+            "s.orr:24:5: training `j` needs 37.3 GiB of device memory per device; L4 has 22.4 GiB"
         ),
         "{out}"
     );
@@ -660,7 +660,7 @@ fn device_memory_candidates_follow_the_tenant_accelerators() {
     ));
     assert!(
         out.contains(
-            "s.orr:25:5: service `s` needs 30 GB of device memory per device; L4 has 24 GB"
+            "s.orr:25:5: service `s` needs 27.9 GiB of device memory per device; L4 has 22.4 GiB"
         ),
         "{out}"
     );

@@ -296,7 +296,9 @@ pub fn model_sources(spec: &Spec) -> Vec<String> {
     let more = declared.len().saturating_sub(SHOWN);
     out.extend(declared.into_iter().take(SHOWN));
     if more > 0 {
-        out.push(format!("and {more} more groups with declared times (no roofline)"));
+        out.push(format!(
+            "and {more} more groups with declared times (no roofline)"
+        ));
     }
     out
 }

@@ -456,7 +456,7 @@ pub fn fit_memory(cx: &mut Cx, scope: &ResourceScope, w: &mut Workload) {
             .map(|(_, _, mem, _)| mem.0)
             .max();
         let need = mem.total_bytes();
-        let shown = |b: f64| crate::units::Bytes(b.max(0.0).round() as u64).to_string();
+        let shown = |b: f64| crate::units::gib(b.max(0.0));
         if let Some(largest) = largest
             && need > largest as f64
         {
@@ -472,7 +472,7 @@ pub fn fit_memory(cx: &mut Cx, scope: &ResourceScope, w: &mut Workload) {
                         shown(mem.gradients_bytes),
                         shown(mem.optimizer_bytes),
                         shown(mem.activations_bytes),
-                        crate::units::Bytes(largest)
+                        shown(largest as f64)
                     ),
                 )
                 .with_help("shard it further: raise tp or pp, shard the optimizer (`sharding zero1`), recompute activations, or use a smaller micro batch"),

@@ -526,7 +526,7 @@ fn fit(cx: &mut Cx, scope: &ResourceScope, sv: &Service, llm: &LlmServing) -> bo
     if f.weights_bytes + f.reserve_bytes + longest <= usable {
         return true;
     }
-    let b = |x: f64| crate::units::Bytes(x.max(0.0).round() as u64).to_string();
+    let b = |x: f64| crate::units::gib(x.max(0.0));
     let (whose, help) = if llm.pp > 1 {
         (
             format!(
@@ -553,7 +553,7 @@ fn fit(cx: &mut Cx, scope: &ResourceScope, sv: &Service, llm: &LlmServing) -> bo
                 b(f.reserve_bytes),
                 b(longest),
                 llm.engine.memory_fraction,
-                crate::units::Bytes(smallest)
+                b(smallest as f64)
             ),
         )
         .with_help(help),

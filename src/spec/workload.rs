@@ -936,7 +936,7 @@ fn check_device_memory(
                 .iter()
                 .filter(|d| r.get(&d.1).is_some_and(|v| *v > 0.0))
             {
-                let s = format!("{} has {}", d.0, d.2);
+                let s = format!("{} has {}", d.0, crate::units::gib(d.2.0 as f64));
                 if !small.contains(&s) {
                     small.push(s);
                 }
@@ -948,7 +948,8 @@ fn check_device_memory(
             Diagnostic::error(
                 at,
                 format!(
-                    "{what} needs {dm} of device memory per device; {}",
+                    "{what} needs {} of device memory per device; {}",
+                    crate::units::gib(dm.0 as f64),
                     small.join(", ")
                 ),
             )
