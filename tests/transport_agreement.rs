@@ -152,7 +152,9 @@ fn a_transfer_between_nodes_without_nics_names_its_ends_in_words() {
         .map(|m| m.text.as_str())
         .collect();
     assert!(
-        why.iter().any(|t| t.contains("no route from a0's host memory (NUMA 0) to a1's host memory (NUMA 0)")),
+        why.iter()
+            .any(|t| t
+                .contains("no route from a0's host memory (NUMA 0) to a1's host memory (NUMA 0)")),
         "{why:?}"
     );
     assert!(why.iter().all(|t| !t.contains("Root {")), "{why:?}");

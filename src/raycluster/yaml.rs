@@ -243,24 +243,22 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
                 if stack.len() >= MAX_DEPTH {
                     return Err(error(at, format!("nesting deeper than {MAX_DEPTH} levels")));
                 }
-                stack.push(
-                    if is_map {
-                        Frame::Map {
-                            at,
-                            anchor,
-                            entries: Vec::new(),
-                            keys: FxHashSet::default(),
-                            key: None,
-                            merges: Vec::new(),
-                        }
-                    } else {
-                        Frame::Seq {
-                            at,
-                            anchor,
-                            items: Vec::new(),
-                        }
-                    },
-                );
+                stack.push(if is_map {
+                    Frame::Map {
+                        at,
+                        anchor,
+                        entries: Vec::new(),
+                        keys: FxHashSet::default(),
+                        key: None,
+                        merges: Vec::new(),
+                    }
+                } else {
+                    Frame::Seq {
+                        at,
+                        anchor,
+                        items: Vec::new(),
+                    }
+                });
                 continue;
             }
             EventData::MappingEnd => match stack.pop() {
