@@ -181,7 +181,10 @@ fn imported(orr: &str) -> (u64, u64) {
 }
 
 /// Import one file: Ok((declared, imported)), or Err(stderr) where it was refused.
-fn check(path: &Path) -> Result<((u64, u64), (u64, u64)), String> {
+/// (nodes, accelerators).
+type Counts = (u64, u64);
+
+fn check(path: &Path) -> Result<(Counts, Counts), String> {
     let o = Command::new(BIN)
         .args(["import", "ray-cluster"])
         .arg(path)
