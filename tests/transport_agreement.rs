@@ -135,3 +135,27 @@ fn service_payloads_move_through_the_object_store_under_a_device_only_transport(
         r.network_models
     );
 }
+
+#[test]
+fn a_transfer_between_nodes_without_nics_names_its_ends_in_words() {
+    // Two nodes with no NIC (as an import makes of a pod with no instance type): no route
+    // between them, and the reason names the nodes and the places, not the graph's Debug text.
+    let text = "node pod {\n  cpu sockets 1, cores 4, threads 8\n  memory 32 GiB\n}\ncluster c {\n  node pod x 2 name a\n  fabric leaf_spine\n}\nworkload w {\n  tasks make x 1 {\n    resources { CPU: 1 }\n    strategy node_affinity(a0)\n    duration 1 s\n    output 64 MiB\n  }\n  tasks use x 1 after make {\n    resources { CPU: 1 }\n    strategy node_affinity(a1)\n    duration 1 s\n  }\n}\n";
+    let l = load_str("nonic.orr", text);
+    assert!(!l.has_errors(), "{}", l.render(false));
+    let r = simulate(&l.spec.unwrap(), &SimConfig::default());
+    assert_eq!(r.metrics.failures.transfers_unavailable, 1);
+    let why: Vec<&str> = r
+        .network_models
+        .iter()
+        .filter(|m| m.text.contains("unavailable"))
+        .map(|m| m.text.as_str())
+        .collect();
+    assert!(
+        why.iter()
+            .any(|t| t
+                .contains("no route from a0's host memory (NUMA 0) to a1's host memory (NUMA 0)")),
+        "{why:?}"
+    );
+    assert!(why.iter().all(|t| !t.contains("Root {")), "{why:?}");
+}

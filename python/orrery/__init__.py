@@ -350,7 +350,8 @@ def drill(
 @dataclass(frozen=True)
 class ImportedCluster:
     """What :func:`import_ray_cluster` made: the scenario's ``text`` and one ``warnings`` entry
-    per thing that could not be mapped (as the CLI's ``warning:`` lines, without the prefix)."""
+    per thing that could not be mapped (as the CLI's ``FILE:LINE:COLUMN: warning:`` lines, each
+    as ``LINE:COLUMN: message``)."""
 
     text: str
     warnings: List[str]
@@ -377,5 +378,10 @@ def import_ray_cluster(
     args = ["import", "ray-cluster", os.fspath(yaml)]
     args += _options(workers=workers, strict=strict, name=name)
     done = _run(args)
-    warnings = [l[len("warning: ") :] for l in done.stderr.splitlines() if l.startswith("warning: ")]
+    warnings = []
+    for l in done.stderr.splitlines():
+        where, sep, what = l.partition(": warning: ")
+        if sep:
+            line, col = where.rsplit(":", 2)[-2:]
+            warnings.append(f"{line}:{col}: {what}")
     return ImportedCluster(done.stdout, warnings)

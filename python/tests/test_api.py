@@ -192,8 +192,12 @@ def test_ray_clusters_import_as_the_cli_does(cli_run):
     assert code == 0
     c = orrery.import_ray_cluster(y, workers="max")
     assert c.text == out
-    assert ["warning: " + w for w in c.warnings] == [l for l in err.splitlines() if l.startswith("warning:")]
-    assert c.warnings and all("`" in w for w in c.warnings)
+    assert c.warnings == []  # every P5, L4 and head node maps whole, NICs included
+    k = "scenarios/ray_clusters/kuberay_h100.yaml"
+    code, _, err = cli_run("import", "ray-cluster", k)
+    w = orrery.import_ray_cluster(k).warnings
+    assert [f"{k}:" + x.replace(": ", ": warning: ", 1) for x in w] == [l for l in err.splitlines() if ": warning: " in l]
+    assert w and all("`" in x for x in w)
     s = c.load()
     assert s.hash and "node gpu_h100 x 8" in s.text
     with pytest.raises(orrery.OrreryError) as e:

@@ -42,5 +42,5 @@ def test_the_package_page_shows_real_figures(root):
 
 def test_the_package_page_quotes_the_import_warning(root):
     page = (root / "python/README.md").read_text()
-    c = orrery.import_ray_cluster("scenarios/ray_clusters/aws_p5_autoscaler.yaml", workers="max")
+    c = orrery.import_ray_cluster("scenarios/ray_clusters/kuberay_h100.yaml")
     assert f'"{c.warnings[0]}"' in page

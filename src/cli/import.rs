@@ -1,7 +1,8 @@
 //! `orrery import ray-cluster FILE`: the YAML (a regular file of at most 16 MiB, read through
 //! `orrery::files`) as a scenario (`orrery::raycluster`), on standard output or written
 //! atomically to `--out`. Errors are `FILE:LINE:COLUMN: error: ...` and exit 2; what could not
-//! be mapped is a `warning:` line each, an error under `--strict`.
+//! be mapped is a `FILE:LINE:COLUMN: warning: ...` line each (the field it is about), an error
+//! under `--strict`.
 
 use orrery::raycluster::{self, Failure, Options, Workers};
 use std::path::Path;
@@ -37,14 +38,14 @@ pub(super) fn ray_cluster(
         }
         Err(Failure::Unmapped { warnings, message }) => {
             for w in &warnings {
-                errln!("warning: {w}");
+                errln!("{shown}:{}:{}: warning: {}", w.at.line, w.at.col, w.message);
             }
             errln!("error: {shown}: {message}");
             return ExitCode::from(2);
         }
     };
     for w in &imported.warnings {
-        errln!("warning: {w}");
+        errln!("{shown}:{}:{}: warning: {}", w.at.line, w.at.col, w.message);
     }
     if strict && !imported.warnings.is_empty() {
         errln!(

@@ -137,6 +137,35 @@ pub enum Vertex {
     },
 }
 
+impl Vertex {
+    /// The vertex in words for a message, each node named by `node` (its index to its name):
+    /// `gpu.n0's host memory (NUMA 0)`, `the leaf switch of rack 2`.
+    pub fn describe(&self, node: &dyn Fn(usize) -> String) -> String {
+        match *self {
+            Vertex::Root { node: n, numa } => format!("{}'s host memory (NUMA {numa})", node(n)),
+            Vertex::Switch { node: n, switch } => format!("{}'s PCIe switch {switch}", node(n)),
+            Vertex::Device { node: n, device } => format!("{}'s device {device}", node(n)),
+            Vertex::Nic { node: n, nic } => format!("{}'s NIC {nic}", node(n)),
+            Vertex::NvSwitch { node: n } => format!("{}'s NVSwitch", node(n)),
+            Vertex::Leaf { rack, rail } => format!("the leaf switch of rack {rack} (rail {rail})"),
+            Vertex::Spine { zone, spine } => format!("spine {spine} of zone {zone}"),
+            Vertex::Core => "the inter-zone core".to_string(),
+            Vertex::Fabric { switch } => format!("fabric switch {switch}"),
+            Vertex::Storage { index } => format!("storage target {index}"),
+            Vertex::Disk { node: n, storage } => {
+                format!("{}'s drive for storage target {storage}", node(n))
+            }
+        }
+    }
+}
+
+/// Nodes by their index, where no names are at hand.
+impl std::fmt::Display for Vertex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe(&|n| format!("node {n}")))
+    }
+}
+
 /// A compute NIC of a node: its index, PCIe switch, NUMA domain and rail (its position among
 /// the node's compute NICs).
 #[derive(Debug, Clone, Copy)]

@@ -3,16 +3,19 @@
 //! The text is put in canonical form by the formatter (`orrery fmt`) and loaded before it is
 //! returned, so that what the import writes always checks.
 
-use super::plan::{Body, Plan, fmt_num};
-use super::{Failure, Imported, Options, Source, Workers};
+use super::plan::{Body, Plan, fmt_num, nic_for};
+use super::{Failure, Imported, Options, Source, Warning, Workers};
 use crate::syntax::fmt::quote;
 use std::fmt::Write;
 
 pub fn emit(src: &Source, plans: Vec<Plan>, opts: &Options) -> Result<Imported, Failure> {
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
     for p in &plans {
-        for w in &p.warnings {
-            warnings.push(format!("`{}`: {w}", one_line(&p.group.name)));
+        for (at, w) in &p.warnings {
+            warnings.push(Warning {
+                at: *at,
+                message: format!("`{}`: {w}", one_line(&p.group.name)),
+            });
         }
     }
     let built: Vec<&Plan> = plans.iter().filter(|p| p.body.is_some()).collect();
@@ -31,6 +34,7 @@ pub fn emit(src: &Source, plans: Vec<Plan>, opts: &Options) -> Result<Imported, 
     }
     let mut t = String::new();
     header(&mut t, src, opts, &warnings);
+    nics(&mut t, &built);
     for p in &built {
         node_type(&mut t, p);
     }
@@ -46,7 +50,21 @@ pub fn emit(src: &Source, plans: Vec<Plan>, opts: &Options) -> Result<Imported, 
     })
 }
 
-fn header(t: &mut String, src: &Source, opts: &Options, warnings: &[String]) {
+/// The Ethernet NICs the nodes use that the catalog lacks, each at its provider's figure.
+fn nics(t: &mut String, built: &[&Plan]) {
+    let mut speeds: Vec<u32> = built.iter().flat_map(|p| p.declare.clone()).collect();
+    speeds.sort_unstable();
+    speeds.dedup();
+    for m in speeds {
+        let (name, _) = nic_for(m);
+        let _ = writeln!(
+            t,
+            "# A cloud VM's Ethernet at its provider's published per-VM bandwidth (no RDMA).\nnic {name} {{\n  vendor generic\n  model \"{m} Mbps cloud Ethernet\"\n  speed {m} Mbps\n  protocol ethernet\n  rdma false\n  gpudirect false\n  source \"the instance type's published network bandwidth (see each node's source)\"\n}}\n"
+        );
+    }
+}
+
+fn header(t: &mut String, src: &Source, opts: &Options, warnings: &[Warning]) {
     let provider = src
         .provider
         .as_deref()
@@ -83,7 +101,13 @@ fn header(t: &mut String, src: &Source, opts: &Options, warnings: &[String]) {
     if !warnings.is_empty() {
         let _ = writeln!(t, "# Not mapped (each also printed as a warning):");
         for w in warnings {
-            let _ = writeln!(t, "#   - {}", one_line(w));
+            let _ = writeln!(
+                t,
+                "#   - {}:{}: {}",
+                w.at.line,
+                w.at.col,
+                one_line(&w.message)
+            );
         }
     }
     t.push('\n');

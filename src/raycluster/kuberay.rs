@@ -28,6 +28,19 @@ pub fn read(doc: &Node, kind: &str, workers: Workers) -> Result<Source, Error> {
         .get("spec")
         .ok_or_else(|| error(doc.at, format!("a {kind} needs a `spec`")))?;
     spec.entries("spec")?;
+    // A RayCronJob's RayJob: `spec.jobTemplate` (ray-operator/apis/ray/v1/raycronjob_types.go).
+    let (spec, kind) = match kind {
+        "RayCronJob" => (
+            spec.get("jobTemplate").ok_or_else(|| {
+                error(
+                    spec.at,
+                    "a RayCronJob needs `spec.jobTemplate` (the RayJob it runs)",
+                )
+            })?,
+            "RayJob",
+        ),
+        _ => (spec, kind),
+    };
     let spec = match kind {
         "RayJob" => spec.get("rayClusterSpec").ok_or_else(|| {
             error(
@@ -206,7 +219,10 @@ fn group(spec: &Node, name: &str, what: &str) -> Result<Group, Error> {
                 "num-cpus" => g.ray_cpus = Some((v.number(&w)?, v.at)),
                 "num-gpus" => {
                     let x = v.number(&w)?;
-                    g.accel_count = (x > 0.0).then_some((x, v.at)).or(g.accel_count);
+                    if x > 0.0 {
+                        g.accel_count = Some((x, v.at));
+                        g.accel_kind = "GPU";
+                    }
                 }
                 "memory" => ray_resource(&mut g, "memory", v.number(&w)?, v.at),
                 "resources" => {
@@ -283,6 +299,12 @@ fn container_resource(g: &mut Group, k: &str, v: &Node, what: &str) -> Result<()
             if x > 0.0 =>
         {
             g.accel_count = Some((x, v.at));
+            g.accel_kind = match k {
+                "google.com/tpu" => "TPU",
+                "aws.amazon.com/neuron" => "neuron_cores",
+                "habana.ai/gaudi" => "HPU",
+                _ => "GPU",
+            };
         }
         _ => {}
     }
@@ -296,6 +318,7 @@ fn ray_resource(g: &mut Group, k: &str, x: f64, at: Pos) {
         "GPU" | "TPU" | "neuron_cores" | "HPU" => {
             if x > 0.0 {
                 g.accel_count = Some((x, at));
+                g.accel_kind = kind_of(k);
             }
         }
         // Ray's `memory` (what tasks may reserve) sizes the node only where the pod does not:
@@ -312,6 +335,16 @@ fn ray_resource(g: &mut Group, k: &str, x: f64, at: Pos) {
                 g.custom.insert(k.to_string(), x);
             }
         },
+    }
+}
+
+/// The Ray resource name of an accelerator count, as a static string.
+pub(super) fn kind_of(k: &str) -> &'static str {
+    match k {
+        "TPU" => "TPU",
+        "neuron_cores" => "neuron_cores",
+        "HPU" => "HPU",
+        _ => "GPU",
     }
 }
 

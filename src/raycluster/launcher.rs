@@ -2,6 +2,7 @@
 //! `available_node_types: {NAME: {node_config, resources, labels, min_workers, max_workers}}`,
 //! `head_node_type` (ray-project/ray doc/source/cluster/vms/references/ray-cluster-configuration.rst).
 
+use super::instances::{Part, tpu_slice};
 use super::yaml::{Error, Kind, Node, error};
 use super::{Group, MAX_GROUPS, Source, Workers};
 use crate::spec::cluster::MAX_NODES;
@@ -144,6 +145,7 @@ fn resources(g: &mut Group, r: &Node, what: &str) -> Result<(), Error> {
             "GPU" | "TPU" | "neuron_cores" | "HPU" => {
                 if x > 0.0 {
                     g.accel_count = Some((x, v.at));
+                    g.accel_kind = super::kuberay::kind_of(k);
                 }
             }
             // Ray's `memory` is what tasks may reserve; the simulator offers 70% of a node's
@@ -194,14 +196,31 @@ fn node_config(g: &mut Group, c: &Node, what: &str) -> Result<(), Error> {
             if let Some(n) = a.get("acceleratorCount") {
                 let x = n.count(&format!("{what}: acceleratorCount"), 4096)? as f64;
                 g.accel_count = Some((x, n.at));
+                g.accel_kind = "GPU";
             }
         }
     }
-    // GCP TPU VMs: `acceleratorType: v4-8` (one host) or `acceleratorConfig: {type, topology}`.
+    // GCP TPU VMs: `acceleratorType: v4-16`, a slice of one or more hosts (the GKE machine of
+    // each host, and the slice's topology where it spans several).
     if let Some(n) = c.get("acceleratorType") {
         let t = n.text(&format!("{what}: acceleratorType"))?;
-        match tpu_host(t) {
-            Some(machine) => g.instance = Some((machine.to_string(), n.at)),
+        match tpu_slice(t) {
+            Some(s) => {
+                g.accel_names.push((ray_tpu_name(s.part).to_string(), n.at));
+                g.accel_count = Some((f64::from(s.per_host), n.at));
+                g.accel_kind = "TPU";
+                match s.host {
+                    Some(machine) => g.instance = Some((machine.to_string(), n.at)),
+                    // No host machine in the table (v2, v3): each replica is its hosts.
+                    None => {
+                        g.hosts = u64::from(s.hosts);
+                        g.count = g.replicas.saturating_mul(g.hosts);
+                    }
+                }
+                if let Some(topo) = s.topology {
+                    g.topology = Some((topo, n.at));
+                }
+            }
             None => g.instance = Some((format!("TPU {t}"), n.at)),
         }
     }
@@ -232,18 +251,14 @@ fn node_config(g: &mut Group, c: &Node, what: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The one-host Cloud TPU accelerator types, as the GKE machine type of that host
-/// (https://cloud.google.com/tpu/docs/v4, /v5e, /v5p: v4-8 and v5p-8 are one 4-chip host,
-/// v5litepod-1/4/8 one host of that many chips).
-fn tpu_host(t: &str) -> Option<&'static str> {
-    Some(match t {
-        "v4-8" => "ct4p-hightpu-4t",
-        "v5litepod-1" => "ct5lp-hightpu-1t",
-        "v5litepod-4" => "ct5lp-hightpu-4t",
-        "v5litepod-8" => "ct5lp-hightpu-8t",
-        "v5p-8" => "ct5p-hightpu-4t",
-        _ => return None,
-    })
+/// Ray's accelerator type of a TPU part.
+fn ray_tpu_name(p: Part) -> &'static str {
+    match p {
+        Part::Catalog("TPU_v4") => "TPU-V4",
+        Part::Catalog("TPU_v5p") => "TPU-V5P",
+        Part::Catalog(_) => "TPU-V5LITEPOD",
+        Part::Missing { ray, .. } => ray,
+    }
 }
 
 /// `zones/us-central1-a/machineTypes/n1-standard-8` -> `n1-standard-8`.

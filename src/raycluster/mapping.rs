@@ -1,465 +1,12 @@
-//! What a Ray node type's cloud instance type or accelerator name is in the built-in catalog
-//! (`src/catalog/*.orr`). Every entry names its source; only catalog accelerators, NICs and nodes
-//! are named (a unit test loads the catalog and checks each), and hardware the catalog lacks
-//! (A100 40GB, A10G, T4, TPU v6e, ...) is said so, with what it is, rather than approximated.
+//! What a Ray accelerator name or a general-purpose CPU machine is in the built-in catalog
+//! (`src/catalog/*.orr`); accelerated machines are in [`super::instances`]. Every entry names
+//! its source; only catalog accelerators, NICs and nodes are named (a unit test loads the
+//! catalog and checks each), and hardware the catalog lacks (A100 40GB, A10G, T4, TPU v6e, ...)
+//! is said so, with what it is, rather than approximated.
 
-/// A cloud machine: its shape as the provider publishes it.
-pub struct Instance {
-    pub name: &'static str,
-    /// vCPUs (Ray's `CPU`): threads; cores = vCPUs / 2, as the catalog counts cloud VMs.
-    pub vcpus: u32,
-    pub sockets: u32,
-    /// Host memory, in the scenario language (`1152 GiB`).
-    pub memory: &'static str,
-    /// Catalog accelerator, count, scale-up link.
-    pub device: Option<(&'static str, u32, &'static str)>,
-    /// Accelerators the catalog lacks, in words (`8 x NVIDIA A100 40GB`).
-    pub missing: Option<&'static str>,
-    /// Catalog NIC and count on the compute (scale-out) network.
-    pub nic: Option<(&'static str, u32)>,
-    /// The network where no catalog NIC models it, in words.
-    pub network_note: Option<&'static str>,
-    /// A catalog node type that is this machine (the import then writes `from` it).
-    pub base: Option<&'static str>,
-    pub source: &'static str,
-}
-
-const fn gpu(
-    name: &'static str,
-    vcpus: u32,
-    memory: &'static str,
-    device: (&'static str, u32, &'static str),
-    nic: Option<(&'static str, u32)>,
-    source: &'static str,
-) -> Instance {
-    Instance {
-        name,
-        vcpus,
-        sockets: 2,
-        memory,
-        device: Some(device),
-        missing: None,
-        nic,
-        network_note: None,
-        base: None,
-        source,
-    }
-}
-
-const fn lacking(
-    name: &'static str,
-    vcpus: u32,
-    memory: &'static str,
-    missing: &'static str,
-    source: &'static str,
-) -> Instance {
-    Instance {
-        name,
-        vcpus,
-        sockets: if vcpus >= 64 { 2 } else { 1 },
-        memory,
-        device: None,
-        missing: Some(missing),
-        nic: None,
-        network_note: None,
-        base: None,
-        source,
-    }
-}
-
-const fn catalog(name: &'static str, base: &'static str, source: &'static str) -> Instance {
-    Instance {
-        name,
-        vcpus: 0,
-        sockets: 0,
-        memory: "",
-        device: None,
-        missing: None,
-        nic: None,
-        network_note: None,
-        base: Some(base),
-        source,
-    }
-}
-
-const AWS_P4: &str = "https://aws.amazon.com/ec2/instance-types/p4/";
-const AWS_P5: &str = "https://aws.amazon.com/ec2/instance-types/p5/";
-const AWS_G5: &str = "https://aws.amazon.com/ec2/instance-types/g5/";
-const AWS_G6: &str = "https://aws.amazon.com/ec2/instance-types/g6/";
-const AWS_TRN1: &str = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/trn1-arch.html";
-const AWS_INF2: &str = "https://aws.amazon.com/ec2/instance-types/inf2/";
-const GCP_A2: &str =
-    "https://cloud.google.com/compute/docs/gpus#a100-gpus (A2 Standard / A2 Ultra)";
-const GCP_A3: &str = "https://cloud.google.com/compute/docs/accelerator-optimized-machines#a3-vms";
-const GCP_G2: &str = "https://cloud.google.com/compute/docs/accelerator-optimized-machines#g2-vms";
-const GCP_TPU: &str =
-    "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus (TPU machine types)";
-const AZ_ND: &str =
-    "https://learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/ (ND-series)";
-
-/// Accelerated machines by their provider's name (AWS `InstanceType`, GCP `machineType`, Azure
-/// `vmSize`, GKE `node.kubernetes.io/instance-type`).
-pub static INSTANCES: &[Instance] = &[
-    // AWS P4 / P5 (8-GPU HGX boards, NVSwitch; EFA devices of 100 Gb/s: 4 on p4d/p4de, 32 on P5).
-    lacking(
-        "p4d.24xlarge",
-        96,
-        "1152 GiB",
-        "8 x NVIDIA A100 40GB",
-        AWS_P4,
-    ),
-    gpu(
-        "p4de.24xlarge",
-        96,
-        "1152 GiB",
-        ("A100_80GB", 8, "switch"),
-        Some(("efa_v2", 4)),
-        AWS_P4,
-    ),
-    gpu(
-        "p5.48xlarge",
-        192,
-        "2048 GiB",
-        ("H100_SXM", 8, "switch"),
-        Some(("efa_v2", 32)),
-        AWS_P5,
-    ),
-    gpu(
-        "p5e.48xlarge",
-        192,
-        "2048 GiB",
-        ("H200", 8, "switch"),
-        Some(("efa_v2", 32)),
-        AWS_P5,
-    ),
-    // p5en: 16 EFAv3 of 200 Gb/s; modelled as 32 x 100 Gb/s so the 3,200 Gb/s aggregate is right.
-    gpu(
-        "p5en.48xlarge",
-        192,
-        "2048 GiB",
-        ("H200", 8, "switch"),
-        Some(("efa_v2", 32)),
-        AWS_P5,
-    ),
-    // AWS G5 (NVIDIA A10G: not in the catalog).
-    lacking("g5.xlarge", 4, "16 GiB", "1 x NVIDIA A10G", AWS_G5),
-    lacking("g5.2xlarge", 8, "32 GiB", "1 x NVIDIA A10G", AWS_G5),
-    lacking("g5.4xlarge", 16, "64 GiB", "1 x NVIDIA A10G", AWS_G5),
-    lacking("g5.8xlarge", 32, "128 GiB", "1 x NVIDIA A10G", AWS_G5),
-    lacking("g5.12xlarge", 48, "192 GiB", "4 x NVIDIA A10G", AWS_G5),
-    lacking("g5.16xlarge", 64, "256 GiB", "1 x NVIDIA A10G", AWS_G5),
-    lacking("g5.24xlarge", 96, "384 GiB", "4 x NVIDIA A10G", AWS_G5),
-    lacking("g5.48xlarge", 192, "768 GiB", "8 x NVIDIA A10G", AWS_G5),
-    // AWS G6 (NVIDIA L4, PCIe only).
-    gpu("g6.xlarge", 4, "16 GiB", ("L4", 1, "none"), None, AWS_G6),
-    gpu("g6.2xlarge", 8, "32 GiB", ("L4", 1, "none"), None, AWS_G6),
-    gpu("g6.4xlarge", 16, "64 GiB", ("L4", 1, "none"), None, AWS_G6),
-    gpu("g6.8xlarge", 32, "128 GiB", ("L4", 1, "none"), None, AWS_G6),
-    gpu(
-        "g6.12xlarge",
-        48,
-        "192 GiB",
-        ("L4", 4, "none"),
-        None,
-        AWS_G6,
-    ),
-    gpu(
-        "g6.16xlarge",
-        64,
-        "256 GiB",
-        ("L4", 1, "none"),
-        None,
-        AWS_G6,
-    ),
-    gpu(
-        "g6.24xlarge",
-        96,
-        "384 GiB",
-        ("L4", 4, "none"),
-        None,
-        AWS_G6,
-    ),
-    catalog("g6.48xlarge", "g6_l4", AWS_G6),
-    // AWS Trainium / Inferentia (one device = one chip; NeuronLink torus / ring).
-    gpu(
-        "trn1.32xlarge",
-        128,
-        "512 GiB",
-        ("Trainium1", 16, "torus"),
-        Some(("efa_v2", 8)),
-        AWS_TRN1,
-    ),
-    gpu(
-        "trn1n.32xlarge",
-        128,
-        "512 GiB",
-        ("Trainium1", 16, "torus"),
-        Some(("efa_v2", 16)),
-        AWS_TRN1,
-    ),
-    catalog(
-        "trn2.48xlarge",
-        "trn2_48xlarge",
-        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/trn2-arch.html",
-    ),
-    gpu(
-        "inf2.xlarge",
-        4,
-        "16 GiB",
-        ("Inferentia2", 1, "none"),
-        None,
-        AWS_INF2,
-    ),
-    gpu(
-        "inf2.8xlarge",
-        32,
-        "128 GiB",
-        ("Inferentia2", 1, "none"),
-        None,
-        AWS_INF2,
-    ),
-    gpu(
-        "inf2.24xlarge",
-        96,
-        "384 GiB",
-        ("Inferentia2", 6, "ring"),
-        None,
-        AWS_INF2,
-    ),
-    gpu(
-        "inf2.48xlarge",
-        192,
-        "768 GiB",
-        ("Inferentia2", 12, "ring"),
-        None,
-        AWS_INF2,
-    ),
-    // GCP A2 (A100 40GB: not in the catalog) and A2 Ultra (A100 80GB).
-    lacking("a2-highgpu-1g", 12, "85 GB", "1 x NVIDIA A100 40GB", GCP_A2),
-    lacking(
-        "a2-highgpu-2g",
-        24,
-        "170 GB",
-        "2 x NVIDIA A100 40GB",
-        GCP_A2,
-    ),
-    lacking(
-        "a2-highgpu-4g",
-        48,
-        "340 GB",
-        "4 x NVIDIA A100 40GB",
-        GCP_A2,
-    ),
-    lacking(
-        "a2-highgpu-8g",
-        96,
-        "680 GB",
-        "8 x NVIDIA A100 40GB",
-        GCP_A2,
-    ),
-    lacking(
-        "a2-megagpu-16g",
-        96,
-        "1360 GB",
-        "16 x NVIDIA A100 40GB",
-        GCP_A2,
-    ),
-    gpu(
-        "a2-ultragpu-1g",
-        12,
-        "170 GB",
-        ("A100_80GB", 1, "none"),
-        None,
-        GCP_A2,
-    ),
-    gpu(
-        "a2-ultragpu-2g",
-        24,
-        "340 GB",
-        ("A100_80GB", 2, "switch"),
-        None,
-        GCP_A2,
-    ),
-    gpu(
-        "a2-ultragpu-4g",
-        48,
-        "680 GB",
-        ("A100_80GB", 4, "switch"),
-        None,
-        GCP_A2,
-    ),
-    gpu(
-        "a2-ultragpu-8g",
-        96,
-        "1360 GB",
-        ("A100_80GB", 8, "switch"),
-        Some(("eth_100g", 1)),
-        GCP_A2,
-    ),
-    // GCP A3: High and Mega use GPUDirect-TCPX(O) NICs, which no catalog NIC models; Ultra has
-    // eight 400 Gb/s RoCE ConnectX-7 NICs.
-    Instance {
-        network_note: Some("4 x 200 Gbps GPUDirect-TCPX NICs"),
-        ..gpu(
-            "a3-highgpu-8g",
-            208,
-            "1872 GB",
-            ("H100_SXM", 8, "switch"),
-            None,
-            GCP_A3,
-        )
-    },
-    Instance {
-        network_note: Some("8 x 200 Gbps GPUDirect-TCPXO NICs"),
-        ..gpu(
-            "a3-megagpu-8g",
-            208,
-            "1872 GB",
-            ("H100_SXM", 8, "switch"),
-            None,
-            GCP_A3,
-        )
-    },
-    gpu(
-        "a3-ultragpu-8g",
-        224,
-        "2952 GB",
-        ("H200", 8, "switch"),
-        Some(("roce_400g", 8)),
-        GCP_A3,
-    ),
-    // GCP G2 (NVIDIA L4).
-    gpu("g2-standard-4", 4, "16 GB", ("L4", 1, "none"), None, GCP_G2),
-    gpu("g2-standard-8", 8, "32 GB", ("L4", 1, "none"), None, GCP_G2),
-    gpu(
-        "g2-standard-12",
-        12,
-        "48 GB",
-        ("L4", 1, "none"),
-        None,
-        GCP_G2,
-    ),
-    gpu(
-        "g2-standard-16",
-        16,
-        "64 GB",
-        ("L4", 1, "none"),
-        None,
-        GCP_G2,
-    ),
-    gpu(
-        "g2-standard-24",
-        24,
-        "96 GB",
-        ("L4", 2, "none"),
-        None,
-        GCP_G2,
-    ),
-    gpu(
-        "g2-standard-32",
-        32,
-        "128 GB",
-        ("L4", 1, "none"),
-        None,
-        GCP_G2,
-    ),
-    gpu(
-        "g2-standard-48",
-        48,
-        "192 GB",
-        ("L4", 4, "none"),
-        None,
-        GCP_G2,
-    ),
-    gpu(
-        "g2-standard-96",
-        96,
-        "384 GB",
-        ("L4", 8, "none"),
-        None,
-        GCP_G2,
-    ),
-    // GCP TPU VMs (GKE machine types).
-    catalog("ct4p-hightpu-4t", "tpu_v4_host", GCP_TPU),
-    Instance {
-        sockets: 1,
-        ..gpu(
-            "ct5lp-hightpu-1t",
-            24,
-            "48 GB",
-            ("TPU_v5e", 1, "torus"),
-            None,
-            GCP_TPU,
-        )
-    },
-    Instance {
-        sockets: 1,
-        ..gpu(
-            "ct5lp-hightpu-4t",
-            112,
-            "192 GB",
-            ("TPU_v5e", 4, "torus"),
-            None,
-            GCP_TPU,
-        )
-    },
-    catalog("ct5lp-hightpu-8t", "tpu_v5e_host", GCP_TPU),
-    catalog("ct5p-hightpu-4t", "tpu_v5p_host", GCP_TPU),
-    lacking(
-        "ct6e-standard-4t",
-        180,
-        "720 GB",
-        "4 x Google TPU v6e (Trillium)",
-        GCP_TPU,
-    ),
-    lacking(
-        "ct6e-standard-8t",
-        180,
-        "1440 GB",
-        "8 x Google TPU v6e (Trillium)",
-        GCP_TPU,
-    ),
-    // Azure ND-series (8 GPUs on NVSwitch or Infinity Fabric, one InfiniBand NIC per GPU).
-    lacking(
-        "Standard_ND96asr_v4",
-        96,
-        "900 GiB",
-        "8 x NVIDIA A100 40GB",
-        AZ_ND,
-    ),
-    gpu(
-        "Standard_ND96amsr_A100_v4",
-        96,
-        "1900 GiB",
-        ("A100_80GB", 8, "switch"),
-        Some(("ib_hdr_200g", 8)),
-        AZ_ND,
-    ),
-    gpu(
-        "Standard_ND96isr_H100_v5",
-        96,
-        "1900 GiB",
-        ("H100_SXM", 8, "switch"),
-        Some(("ib_ndr_400g", 8)),
-        AZ_ND,
-    ),
-    gpu(
-        "Standard_ND96isr_H200_v5",
-        96,
-        "1850 GiB",
-        ("H200", 8, "switch"),
-        Some(("ib_ndr_400g", 8)),
-        AZ_ND,
-    ),
-    gpu(
-        "Standard_ND96isr_MI300X_v5",
-        96,
-        "1850 GiB",
-        ("MI300X", 8, "mesh"),
-        Some(("ib_ndr_400g", 8)),
-        AZ_ND,
-    ),
-];
+#[cfg(test)]
+use super::instances::INSTANCES;
+use super::instances::{Net, Part};
 
 /// A general-purpose CPU machine by its family's rule: (vCPUs, memory in the language).
 /// AWS `m5.large` (2 vCPUs; `xlarge` 4, `Nxlarge` 4N) with 4 GiB per vCPU in the m families,
@@ -527,36 +74,117 @@ pub fn cpu_machine(name: &str) -> Option<(u32, String)> {
     Some((v, format!("{mb} MB")))
 }
 
+/// A general-purpose machine's network as its provider publishes it (per VM; "up to" figures
+/// taken as the line rate):
+/// - AWS (https://aws.amazon.com/ec2/instance-types/, "Network Bandwidth (Gbps)" per size):
+///   m5/r5 (and m5d, r5d) up to 10 at 4xlarge and below, 8xlarge 10, 12xlarge 12, 16xlarge 20,
+///   24xlarge and metal 25; c5 up to 10 at 4xlarge and below, 9xlarge and 12xlarge 12, 18xlarge
+///   and 24xlarge 25; m6i/r6i/c6i up to 12.5 at 8xlarge and below, 12xlarge 18.75, 16xlarge 25,
+///   24xlarge 37.5, 32xlarge 50; m4.10xlarge 10, m4.16xlarge 25 (smaller m4 sizes are only
+///   "Moderate" or "High").
+/// - GCP (https://cloud.google.com/compute/docs/network-bandwidth): 2 Gbps per vCPU, at most
+///   16 Gbps on E2 and 32 Gbps on the other general-purpose families.
+/// - Azure (the Dv3/Dsv3 and Dv5/Dsv5 size tables, "Max network bandwidth (Mbps)"): v3 500 Mbps
+///   per vCPU up to 30,000; v5 12,500 up to 16 vCPUs, then 500 per vCPU up to 35,000.
+pub fn cpu_network(name: &str, vcpus: u32) -> Net {
+    const NOT: Net = Net::Unpublished("its family's network is not in the import's table");
+    if let Some((family, size)) = name.split_once('.') {
+        let x: u32 = match size {
+            "large" | "xlarge" => 1,
+            "metal" => 1000,
+            s => match s.strip_suffix("xlarge").and_then(|n| n.parse().ok()) {
+                Some(n) => n,
+                None => return NOT,
+            },
+        };
+        let mbps = match family {
+            "m5" | "r5" | "m5d" | "r5d" => match x {
+                ..=4 => 10_000,
+                8 => 10_000,
+                12 => 12_000,
+                16 => 20_000,
+                _ => 25_000,
+            },
+            "c5" | "c5d" => match x {
+                ..=4 => 10_000,
+                9 | 12 => 12_000,
+                _ => 25_000,
+            },
+            "m6i" | "r6i" | "c6i" => match x {
+                ..=8 => 12_500,
+                12 => 18_750,
+                16 => 25_000,
+                24 => 37_500,
+                32 => 50_000,
+                _ => return NOT,
+            },
+            "m4" => match x {
+                10 => 10_000,
+                16 => 25_000,
+                _ => {
+                    return Net::Unpublished(
+                        "AWS gives m4's network below 10xlarge only as \"Moderate\" or \"High\"",
+                    );
+                }
+            },
+            _ => return NOT,
+        };
+        return Net::Mbps(mbps);
+    }
+    if let Some(rest) = name.strip_prefix("Standard_") {
+        let v = vcpus;
+        return if rest.ends_with("_v3") && rest.starts_with('D') {
+            Net::Mbps((500 * v).min(30_000))
+        } else if rest.ends_with("_v5") && rest.starts_with('D') {
+            Net::Mbps(if v <= 16 {
+                12_500
+            } else {
+                (500 * v).min(35_000)
+            })
+        } else {
+            NOT
+        };
+    }
+    let cap = if name.starts_with("e2-") { 16 } else { 32 };
+    Net::Mbps((2 * vcpus).min(cap) * 1000)
+}
+
 /// The catalog accelerator for a Ray `accelerator_type` (python/ray/util/accelerators/
 /// accelerators.py names them), a GKE node label (`cloud.google.com/gke-accelerator`,
 /// `cloud.google.com/gke-tpu-accelerator`; https://cloud.google.com/kubernetes-engine/docs/how-to/gpus,
 /// .../plan-tpus) or a GCE `guestAccelerators` type. `Ok(name)`: mapped; `Err(words)`: known
 /// hardware the catalog lacks; `None`: unknown.
-pub fn accelerator(name: &str) -> Option<Result<&'static str, &'static str>> {
+pub fn accelerator(name: &str) -> Option<Part> {
+    const fn m(ray: &'static str, words: &'static str) -> Part {
+        Part::Missing { ray, words }
+    }
     Some(match name {
-        "H100" | "nvidia-h100-80gb" | "nvidia-h100-mega-80gb" => Ok("H100_SXM"),
-        "H200" | "nvidia-h200-141gb" => Ok("H200"),
-        "B200" | "nvidia-b200" => Ok("B200"),
-        "GB200" | "nvidia-gb200" => Ok("GB200"),
+        "H100" | "nvidia-h100-80gb" | "nvidia-h100-mega-80gb" => Part::Catalog("H100_SXM"),
+        "H200" | "nvidia-h200-141gb" => Part::Catalog("H200"),
+        "B200" | "nvidia-b200" => Part::Catalog("B200"),
+        "GB200" | "nvidia-gb200" => Part::Catalog("GB200"),
         // Ray registers "A100" for both sizes; "A100-80G" is its explicit label for the large one.
-        "A100-80G" | "nvidia-a100-80gb" => Ok("A100_80GB"),
-        "L4" | "nvidia-l4" => Ok("L4"),
-        "AMD-Instinct-MI300X-OAM" => Ok("MI300X"),
-        "AMD-Instinct-MI250X" => Ok("MI250X"),
-        "TPU-V4" | "tpu-v4-podslice" => Ok("TPU_v4"),
-        "TPU-V5LITEPOD" | "tpu-v5-lite-podslice" | "tpu-v5-lite-device" => Ok("TPU_v5e"),
-        "TPU-V5P" | "tpu-v5p-slice" => Ok("TPU_v5p"),
-        "A100-40G" | "nvidia-tesla-a100" => Err("NVIDIA A100 40GB"),
-        "A10G" => Err("NVIDIA A10G"),
-        "T4" | "nvidia-tesla-t4" => Err("NVIDIA T4"),
-        "V100" | "nvidia-tesla-v100" => Err("NVIDIA V100"),
-        "P100" | "nvidia-tesla-p100" => Err("NVIDIA P100"),
-        "K80" | "nvidia-tesla-k80" => Err("NVIDIA K80"),
-        "L40S" => Err("NVIDIA L40S"),
-        "H20" => Err("NVIDIA H20"),
-        "TPU-V6E" | "tpu-v6e-slice" => Err("Google TPU v6e (Trillium)"),
-        "TPU-V2" | "TPU-V3" => Err("Google TPU v2/v3"),
-        "Intel-GAUDI" => Err(
+        "A100-80G" | "nvidia-a100-80gb" => Part::Catalog("A100_80GB"),
+        "L4" | "nvidia-l4" => Part::Catalog("L4"),
+        "AMD-Instinct-MI300X-OAM" => Part::Catalog("MI300X"),
+        "AMD-Instinct-MI250X" => Part::Catalog("MI250X"),
+        "TPU-V4" | "tpu-v4-podslice" => Part::Catalog("TPU_v4"),
+        "TPU-V5LITEPOD" | "tpu-v5-lite-podslice" | "tpu-v5-lite-device" => Part::Catalog("TPU_v5e"),
+        "TPU-V5P" | "tpu-v5p-slice" => Part::Catalog("TPU_v5p"),
+        "A100-40G" | "nvidia-tesla-a100" => m("A100-40G", "NVIDIA A100 40GB"),
+        "A10G" => m("A10G", "NVIDIA A10G"),
+        "T4" | "nvidia-tesla-t4" => m("T4", "NVIDIA T4"),
+        "V100" | "nvidia-tesla-v100" => m("V100", "NVIDIA V100"),
+        "P100" | "nvidia-tesla-p100" => m("P100", "NVIDIA P100"),
+        "P4" | "nvidia-tesla-p4" => m("P4", "NVIDIA P4"),
+        "K80" | "nvidia-tesla-k80" => m("K80", "NVIDIA K80"),
+        "L40S" => m("L40S", "NVIDIA L40S"),
+        "H20" => m("H20", "NVIDIA H20"),
+        "TPU-V6E" | "tpu-v6e-slice" => m("TPU-V6E", "Google TPU v6e (Trillium)"),
+        "TPU-V2" => m("TPU-V2", "Google TPU v2"),
+        "TPU-V3" => m("TPU-V3", "Google TPU v3"),
+        "Intel-GAUDI" => m(
+            "Intel-GAUDI",
             "Intel Gaudi (the catalog has Gaudi2 and Gaudi3, and Ray's name does not say which)",
         ),
         _ => return None,
@@ -581,6 +209,19 @@ pub fn default_link(accel: &str, count: u64) -> &'static str {
     }
 }
 
+/// The custom resource that carries a part the catalog lacks: Ray's resource and its type
+/// (`GPU:T4`, `TPU:TPU-V6E`), so the count stays on the node and a workload can ask for it.
+pub fn missing_resource(ray: &str) -> String {
+    let r = if ray.starts_with("TPU") {
+        "TPU"
+    } else if ray.contains("GAUDI") {
+        "HPU"
+    } else {
+        "GPU"
+    };
+    format!("{r}:{ray}")
+}
+
 /// The Ray resource a catalog accelerator registers under (its `ray_resource`).
 pub fn ray_resource(accel: &str) -> &'static str {
     match accel {
@@ -600,12 +241,14 @@ mod tests {
         let l = crate::spec::load_str("<catalog>", "");
         let s = l.spec.expect("catalog loads");
         for i in INSTANCES {
-            if let Some((a, n, link)) = i.device {
-                assert!(s.accelerators.contains_key(a), "{}: {a}", i.name);
+            if let Some((part, n, link)) = i.accel {
                 assert!(n >= 1 && ["switch", "mesh", "ring", "torus", "none"].contains(&link));
-                assert_eq!(ray_resource(a), s.accelerators[a].ray_resource, "{a}");
+                if let Part::Catalog(a) = part {
+                    assert!(s.accelerators.contains_key(a), "{}: {a}", i.name);
+                    assert_eq!(ray_resource(a), s.accelerators[a].ray_resource, "{a}");
+                }
             }
-            if let Some((nic, _)) = i.nic {
+            if let Net::Nics(nic, _) = i.net {
                 assert!(s.nics.contains_key(nic), "{}: {nic}", i.name);
             }
             if let Some(b) = i.base {
@@ -623,7 +266,9 @@ mod tests {
             "TPU-V5LITEPOD",
             "TPU-V5P",
         ] {
-            let a = accelerator(ray).unwrap().unwrap();
+            let Some(Part::Catalog(a)) = accelerator(ray) else {
+                panic!("{ray}")
+            };
             assert!(s.accelerators.contains_key(a), "{ray}");
         }
     }
@@ -639,5 +284,16 @@ mod tests {
         assert_eq!(cpu_machine("Standard_D16s_v5"), Some((16, "64 GiB".into())));
         assert_eq!(cpu_machine("p4d.24xlarge"), None);
         assert_eq!(cpu_machine("x1.metal"), None);
+        assert_eq!(cpu_network("m5.large", 2), Net::Mbps(10_000));
+        assert_eq!(cpu_network("m5.24xlarge", 96), Net::Mbps(25_000));
+        assert_eq!(cpu_network("m4.16xlarge", 64), Net::Mbps(25_000));
+        assert!(matches!(cpu_network("m4.large", 2), Net::Unpublished(_)));
+        assert_eq!(cpu_network("n1-standard-2", 2), Net::Mbps(4_000));
+        assert_eq!(cpu_network("n2-standard-32", 32), Net::Mbps(32_000));
+        assert_eq!(cpu_network("e2-standard-16", 16), Net::Mbps(16_000));
+        assert_eq!(cpu_network("Standard_D2s_v3", 2), Net::Mbps(1_000));
+        assert_eq!(cpu_network("Standard_D8s_v5", 8), Net::Mbps(12_500));
+        assert_eq!(missing_resource("T4"), "GPU:T4");
+        assert_eq!(missing_resource("TPU-V6E"), "TPU:TPU-V6E");
     }
 }

@@ -18,6 +18,7 @@
 //! `ray-cluster.tpu-v6e-16-multihost.yaml`.
 
 pub mod emit;
+pub mod instances;
 pub mod kuberay;
 pub mod launcher;
 pub mod mapping;
@@ -74,6 +75,8 @@ pub struct Group {
     /// (accelerator_type resources and labels, GKE selectors, GCE accelerator types).
     pub accel_count: Option<(f64, Pos)>,
     pub accel_names: Vec<(String, Pos)>,
+    /// The Ray resource the count is of (`GPU`, `TPU`, `neuron_cores`, `HPU`).
+    pub accel_kind: &'static str,
     /// KubeRay pods: the count above is the pod's share of the machine.
     pub is_pod: bool,
     /// TPU slice topology (`4x4`), for a multi-host group.
@@ -94,11 +97,18 @@ pub struct Source {
     pub notes: Vec<String>,
 }
 
+/// Something not mapped: where in the YAML (the field it is about) and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    pub at: Pos,
+    pub message: String,
+}
+
 /// A successful import: the scenario text and what was not mapped.
 #[derive(Debug, Clone)]
 pub struct Imported {
     pub text: String,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     pub nodes: u64,
 }
 
@@ -110,7 +120,7 @@ pub enum Failure {
     /// Nothing mapped (the warnings say why), or the scenario written does not load (a bug,
     /// its message).
     Unmapped {
-        warnings: Vec<String>,
+        warnings: Vec<Warning>,
         message: String,
     },
 }
@@ -131,7 +141,7 @@ fn read(docs: &[yaml::Node], workers: Workers) -> Result<Source, Error> {
         }
         if let Some(k) = d.get("kind")
             && let yaml::Kind::Str(k) = &k.kind
-            && ["RayCluster", "RayJob", "RayService"].contains(&k.as_str())
+            && ["RayCluster", "RayJob", "RayService", "RayCronJob"].contains(&k.as_str())
         {
             return kuberay::read(d, k, workers);
         }
@@ -151,7 +161,7 @@ fn read(docs: &[yaml::Node], workers: Workers) -> Result<Source, Error> {
     }
     Err(yaml::error(
         at,
-        "neither a Ray cluster launcher config (no `available_node_types`) nor a KubeRay `RayCluster`, `RayJob` or `RayService`",
+        "neither a Ray cluster launcher config (no `available_node_types`) nor a KubeRay `RayCluster`, `RayJob`, `RayService` or `RayCronJob`",
     ))
 }
 

@@ -7,8 +7,9 @@
 //! resource, label or selector names. Ray's own view (`CPU` 0 on a head, a `GPU` count that is
 //! not the machine's) cannot be declared apart from the hardware, so a difference is a warning.
 
-use super::mapping::{self, INSTANCES};
-use super::yaml::{Error, error};
+use super::instances::{self, Net, Part};
+use super::mapping;
+use super::yaml::{Error, Pos, error};
 use super::{Group, Source};
 use crate::spec::cluster::MAX_NODES;
 use std::collections::BTreeMap;
@@ -27,7 +28,8 @@ pub enum Body {
         sockets: u32,
         memory: String,
         device: Option<Device>,
-        nic: Option<(&'static str, u32)>,
+        /// NIC (a catalog one, or one [`nic_for`] declares in the scenario) and count.
+        nic: Option<(String, u32)>,
         source: Option<&'static str>,
     },
 }
@@ -41,11 +43,25 @@ pub struct Plan {
     pub body: Option<Body>,
     /// What the node is, for its comment (`p5.48xlarge`, `pod: 8 vCPUs, 32 GiB`).
     pub what: String,
-    pub warnings: Vec<String>,
+    /// What was not mapped, each where the YAML says it.
+    pub warnings: Vec<(Pos, String)>,
     pub labels: BTreeMap<String, String>,
     pub resources: BTreeMap<String, f64>,
     /// A multi-host TPU group: its torus (`4x4`), each replica one slice.
     pub slice: Option<String>,
+    /// Ethernet NICs the scenario must declare (Mbit/s), for [`nic_for`]'s names.
+    pub declare: Vec<u32>,
+}
+
+/// A plain Ethernet NIC of `mbps`: the catalog's where it has that speed, else one the scenario
+/// declares (`cloud_eth_10g`, `cloud_eth_12500m`); whether it must be declared.
+pub fn nic_for(mbps: u32) -> (String, bool) {
+    match mbps {
+        25_000 => ("eth_25g".into(), false),
+        100_000 => ("eth_100g".into(), false),
+        m if m % 1000 == 0 => (format!("cloud_eth_{}g", m / 1000), true),
+        m => (format!("cloud_eth_{m}m"), true),
+    }
 }
 
 /// The catalog's node types: threads and devices of a `from` base.
@@ -112,90 +128,88 @@ fn one(g: &Group, ident: String, cat: &Catalog) -> Plan {
         labels: g.labels.clone(),
         resources: g.custom.clone(),
         slice: None,
+        declare: Vec::new(),
     };
     p.labels
         .entry("ray.io/node-group".into())
         .or_insert_with(|| g.name.clone());
-    let accel = accelerator(g, &mut p.warnings);
+    let named = accelerator(g, &mut p.warnings);
     let declared = g.accel_count.map(|(c, _)| c);
     // A KubeRay pod taking part of a known machine: the machine's accelerators.
-    let mut machine: Option<Device> = None;
-    if let Some((name, _)) = &g.instance {
-        if let Some(i) = INSTANCES.iter().find(|i| i.name == name) {
+    let mut machine: Option<(Part, u64, &'static str)> = None;
+    if let Some((name, at)) = &g.instance {
+        let at = *at;
+        if let Some(i) = instances::find(name) {
             let (threads, devices) = match i.base {
                 Some(b) => cat
                     .nodes
                     .get(b)
                     .map_or((0, 0), |(t, d)| (u64::from(*t), *d)),
-                None => (u64::from(i.vcpus), i.device.map_or(0, |d| u64::from(d.1))),
+                None => (u64::from(i.vcpus), i.accel.map_or(0, |d| u64::from(d.1))),
             };
-            let dev = i.device.map(|(a, n, l)| (a, u64::from(n), l));
+            let acc = i.accel.map(|(a, n, l)| (a, u64::from(n), l));
             let partial =
                 g.is_pod && declared.is_some_and(|c| devices > 0 && c.ceil() as u64 != devices);
             if partial {
-                p.warnings.push(format!(
+                p.warnings.push((at, format!(
                     "the pod takes {} of {name}'s {devices} accelerators: it is modelled as a node of its own, without the machine's network",
                     fmt_num(declared.unwrap_or(0.0))
-                ));
-                machine = dev;
+                )));
+                machine = acc;
             } else {
+                p.what = name.clone();
                 p.body = Some(match i.base {
                     Some(b) => Body::From(b),
-                    None => Body::Full {
-                        vcpus: u64::from(i.vcpus),
-                        sockets: i.sockets,
-                        memory: i.memory.to_string(),
-                        device: dev,
-                        nic: i.nic,
-                        source: Some(i.source),
-                    },
+                    None => {
+                        let mut device = None;
+                        if let Some((part, n, link)) = acc {
+                            device = attach(&mut p, part, n as f64, link, at, name);
+                        }
+                        Body::Full {
+                            vcpus: u64::from(i.vcpus),
+                            sockets: if i.vcpus >= 48 { 2 } else { 1 },
+                            memory: i.memory.to_string(),
+                            device,
+                            nic: network(&mut p, i.net, at, name),
+                            source: Some(i.source),
+                        }
+                    }
                 });
-                p.what = name.clone();
-                if let Some(m) = i.missing {
-                    p.warnings.push(format!(
-                        "{name}'s {m} are not in the catalog: the node has no accelerators"
-                    ));
-                }
-                if let Some(n) = i.network_note {
-                    p.warnings.push(format!(
-                        "{name}'s network ({n}) has no catalog NIC: the node has none"
-                    ));
-                }
-                check_ray_view(g, threads, devices, i.missing.is_none(), &mut p.warnings);
+                check_ray_view(g, threads, devices, &mut p.warnings);
             }
         } else if let Some((v, mem)) = mapping::cpu_machine(name) {
+            p.what = format!("{name} (no accelerators)");
+            let nic = network(&mut p, mapping::cpu_network(name, v), at, name);
+            // Accelerators the YAML attaches to a general-purpose machine (GCP N1's
+            // `guestAccelerators`, a Ray `GPU` resource).
+            let mut device = None;
+            if let Some((c, cat_at)) = g.accel_count {
+                p.what = format!("{name} with accelerators");
+                device = declared_accelerators(g, &mut p, named, c, cat_at, None);
+            }
             p.body = Some(Body::Full {
                 vcpus: u64::from(v),
                 sockets: 1,
                 memory: mem,
-                device: None,
-                nic: None,
+                device,
+                nic,
                 source: None,
             });
-            p.what = format!("{name} (no accelerators)");
-            check_ray_view(g, u64::from(v), 0, true, &mut p.warnings);
+            check_ray_view(
+                g,
+                u64::from(v),
+                g.accel_count.map_or(0, |c| c.0.ceil() as u64),
+                &mut p.warnings,
+            );
         } else {
-            p.warnings.push(format!("instance type `{name}` is not in the import's table: the node is built from its resources"));
+            p.warnings.push((at, format!("instance type `{name}` is not in the import's table: the node is built from its resources")));
         }
     }
     if p.body.is_none() {
-        from_resources(g, &mut p, accel, machine);
-    }
-    // A node without a NIC has no link to the fabric: say so once, whatever the reason.
-    let no_nic = matches!(&p.body, Some(Body::Full { nic: None, .. }));
-    if no_nic
-        && !p
-            .warnings
-            .iter()
-            .any(|w| w.contains("NIC") || w.contains("network"))
-    {
-        p.warnings.push(format!(
-            "no catalog NIC for {}: the node has no NIC, so no link to the fabric",
-            p.what
-        ));
+        from_resources(g, &mut p, named, machine);
     }
     // A multi-host TPU group forms one slice per replica.
-    if let Some((topo, _)) = &g.topology {
+    if let Some((topo, at)) = &g.topology {
         let per = match &p.body {
             Some(Body::From(b)) => cat.nodes.get(*b).map_or(0, |x| x.1),
             Some(Body::Full {
@@ -216,139 +230,234 @@ fn one(g: &Group, ident: String, cat: &Catalog) -> Plan {
                 p.group.count = p.group.replicas.saturating_mul(c / per);
             }
             Some(c) if c <= per && g.hosts == 1 => {}
-            _ => p.warnings.push(format!(
+            _ => p.warnings.push((*at, format!(
                 "TPU topology {topo} does not fill {} hosts of {per} chips: imported as separate hosts, not slices",
                 g.hosts
-            )),
+            ))),
         }
     }
     p
 }
 
-/// The catalog accelerator the group's names agree on, warning about the rest.
-fn accelerator(g: &Group, w: &mut Vec<String>) -> Option<&'static str> {
-    let mut found: Option<&'static str> = None;
-    for (n, _) in &g.accel_names {
+/// A machine's accelerators on its node: a catalog part as the node's devices; a part the
+/// catalog lacks as the custom resource that carries its count (`GPU:T4`) with Ray's
+/// `accelerator_type:T4`, and a warning at `at`.
+fn attach(
+    p: &mut Plan,
+    part: Part,
+    n: f64,
+    link: &'static str,
+    at: Pos,
+    whose: &str,
+) -> Option<Device> {
+    let count = n.ceil().clamp(1.0, 4096.0) as u64;
+    match part {
+        Part::Catalog(a) => Some((a, count, link)),
+        Part::Missing { ray, words } => {
+            let key = mapping::missing_resource(ray);
+            p.warnings.push((
+                at,
+                format!(
+                    "{whose}'s {count} x {words} are not in the catalog: kept as the custom resource `{key}` {count}, with no device model"
+                ),
+            ));
+            p.resources.insert(key, count as f64);
+            p.resources.insert(format!("accelerator_type:{ray}"), 1.0);
+            p.labels
+                .entry("ray.io/accelerator-type".into())
+                .or_insert_with(|| ray.to_string());
+            None
+        }
+    }
+}
+
+/// Accelerators the YAML declares (a count, and a type where one is named), as [`attach`]
+/// places them; of no known type, a custom resource `GPU:unspecified` (`TPU:...`) keeps the
+/// count.
+fn declared_accelerators(
+    g: &Group,
+    p: &mut Plan,
+    named: Option<(Part, Pos)>,
+    c: f64,
+    at: Pos,
+    machine: Option<(Part, u64, &'static str)>,
+) -> Option<Device> {
+    let n = c.ceil() as u64;
+    if c.fract() != 0.0 {
+        p.warnings.push((
+            at,
+            format!("{} accelerators (a fraction) rounded up to {n}", fmt_num(c)),
+        ));
+    }
+    let part = named.map(|x| x.0).or(machine.map(|m| m.0));
+    match part {
+        Some(part) => {
+            let link = match (part, machine) {
+                (_, Some((_, _, l))) if n > 1 => l,
+                (Part::Catalog(a), _) => mapping::default_link(a, n),
+                _ => "none",
+            };
+            let whose = if g.is_pod { "the pod" } else { "the node" };
+            attach(p, part, n as f64, link, named.map_or(at, |x| x.1), whose)
+        }
+        None => {
+            let kind = if g.accel_kind.is_empty() {
+                "GPU"
+            } else {
+                g.accel_kind
+            };
+            let key = format!("{kind}:unspecified");
+            p.warnings.push((at, format!(
+                "{n} {kind} of unknown type (no accelerator_type resource, ray.io/accelerator-type label, accelerator selector or known instance type): kept as the custom resource `{key}` {n}, with no device model"
+            )));
+            p.resources.insert(key, n as f64);
+            None
+        }
+    }
+}
+
+/// The NIC of a machine's published network; a warning at `at` where there is none.
+fn network(p: &mut Plan, net: Net, at: Pos, name: &str) -> Option<(String, u32)> {
+    match net {
+        Net::Nics(nic, n) => Some((nic.to_string(), n)),
+        Net::Mbps(m) | Net::EthNics(_, m) => {
+            let n = if let Net::EthNics(n, _) = net { n } else { 1 };
+            let (nic, declared) = nic_for(m);
+            if declared && !p.declare.contains(&m) {
+                p.declare.push(m);
+            }
+            Some((nic, n))
+        }
+        Net::Unpublished(why) => {
+            p.warnings.push((
+                at,
+                format!("{name}: {why}, so the node has no NIC and no link to the fabric"),
+            ));
+            None
+        }
+    }
+}
+
+/// The catalog accelerator the group's names agree on (and where it is named), warning about
+/// the rest.
+fn accelerator(g: &Group, w: &mut Vec<(Pos, String)>) -> Option<(Part, Pos)> {
+    let mut found: Option<(Part, Pos)> = None;
+    for (n, at) in &g.accel_names {
         let m = if n == mapping::AMBIGUOUS_A100 {
-            w.push("accelerator type A100 may be the 40 GB or the 80 GB part; the catalog has only A100_80GB, which is used".into());
-            Ok("A100_80GB")
+            w.push((*at, "accelerator type A100 may be the 40 GB or the 80 GB part; the catalog has only A100_80GB, which is used".into()));
+            Part::Catalog("A100_80GB")
         } else {
             match mapping::accelerator(n) {
                 Some(m) => m,
                 None => {
-                    w.push(format!(
-                        "accelerator type `{n}` is not one the import knows"
+                    w.push((
+                        *at,
+                        format!("accelerator type `{n}` is not one the import knows"),
                     ));
                     continue;
                 }
             }
         };
-        match m {
-            Ok(a) => match found {
-                Some(f) if f != a => w.push(format!(
-                    "accelerator names disagree ({f} and {a}): {f} is used"
-                )),
-                _ => found = Some(a),
-            },
-            Err(words) => w.push(format!(
-                "accelerator type `{n}` ({words}) is not in the catalog"
+        match found {
+            Some((f, _)) if f != m => w.push((
+                *at,
+                format!(
+                    "accelerator names disagree ({} and {}): {} is used",
+                    f.name(),
+                    m.name(),
+                    f.name()
+                ),
             )),
+            Some(_) => {}
+            None => found = Some((m, *at)),
         }
     }
     found
 }
 
 /// Ray's `CPU` and accelerator count against the machine's.
-fn check_ray_view(
-    g: &Group,
-    threads: u64,
-    devices: u64,
-    devices_mapped: bool,
-    w: &mut Vec<String>,
-) {
-    if let Some((c, _)) = g.ray_cpus
+fn check_ray_view(g: &Group, threads: u64, devices: u64, w: &mut Vec<(Pos, String)>) {
+    if let Some((c, at)) = g.ray_cpus
         && c != threads as f64
     {
-        w.push(format!(
+        w.push((at, format!(
             "Ray is told CPU {}, but the machine has {threads} vCPUs: the node offers {threads} (the language derives CPU from the hardware)",
             fmt_num(c)
-        ));
+        )));
     }
-    if let Some((c, _)) = g.accel_count
-        && devices_mapped
+    if let Some((c, at)) = g.accel_count
         && c != devices as f64
     {
-        w.push(format!(
-            "Ray is told of {} accelerators, but the machine has {devices}: the node has {devices}",
-            fmt_num(c)
+        w.push((
+            at,
+            format!(
+                "Ray is told of {} accelerators, but the machine has {devices}: the node has {devices}",
+                fmt_num(c)
+            ),
         ));
     }
 }
 
 /// A node from the YAML's own figures; `machine`: the accelerators of the machine a KubeRay
 /// pod runs on, where known.
-fn from_resources(g: &Group, p: &mut Plan, accel: Option<&'static str>, machine: Option<Device>) {
+fn from_resources(
+    g: &Group,
+    p: &mut Plan,
+    named: Option<(Part, Pos)>,
+    machine: Option<(Part, u64, &'static str)>,
+) {
     let Some(cpus) = g.cpus.or(g.ray_cpus.map(|c| c.0)).filter(|c| *c > 0.0) else {
-        p.warnings.push("no known instance type and no CPU count: nothing to build the node from, so it is left out".into());
+        p.warnings.push((g.at, "no known instance type and no CPU count: nothing to build the node from, so it is left out".into()));
         return;
     };
     let vcpus = (cpus.ceil() as u64).max(1);
-    if let (Some(_), Some((rc, _))) = (g.cpus, g.ray_cpus)
+    if let (Some(_), Some((rc, at))) = (g.cpus, g.ray_cpus)
         && rc != vcpus as f64
     {
-        p.warnings.push(format!(
+        p.warnings.push((at, format!(
             "Ray is told CPU {}, but the pod has {vcpus} vCPUs: the node offers {vcpus} (the language derives CPU from the hardware)",
             fmt_num(rc)
-        ));
+        )));
     }
     let memory = match g.memory {
         Some(m) if m >= 1.0 => bytes(m),
         _ => {
-            p.warnings.push(format!(
-                "no memory given: {} GiB (4 GiB per vCPU) assumed",
-                4 * vcpus
+            p.warnings.push((
+                g.at,
+                format!(
+                    "no memory given: {} GiB (4 GiB per vCPU) assumed",
+                    4 * vcpus
+                ),
             ));
             format!("{} GiB", 4 * vcpus)
         }
     };
-    let accel = accel.or(machine.map(|d| d.0));
     let mut device = None;
-    match (g.accel_count, accel) {
-        (Some((c, _)), Some(a)) => {
-            let n = c.ceil() as u64;
-            if c.fract() != 0.0 {
-                p.warnings.push(format!(
-                    "{} accelerators (a fraction) rounded up to {n}",
-                    fmt_num(c)
-                ));
-            }
-            let link = match machine {
-                Some((_, _, l)) if n > 1 => l,
-                _ => mapping::default_link(a, n),
-            };
-            device = Some((a, n.min(4096), link));
+    match (g.accel_count, named) {
+        (Some((c, at)), _) => {
+            device = declared_accelerators(g, p, named, c, at, machine);
         }
-        (Some((c, _)), None) => {
-            if g.accel_names.is_empty() {
-                p.warnings.push(format!(
-                    "{} accelerators of unknown type (no accelerator_type resource, ray.io/accelerator-type label, accelerator selector or known instance type): the node has none",
-                    fmt_num(c)
-                ));
-            } else {
-                p.warnings.push(format!(
-                    "its {} accelerators are not mapped: the node has none",
-                    fmt_num(c)
-                ));
-            }
-        }
-        (None, Some(a)) => p.warnings.push(format!(
-            "{a} named but no count of them given: the node has none"
+        (None, Some((part, at))) => p.warnings.push((
+            at,
+            format!(
+                "{} named but no count of them given: the node has none",
+                part.name()
+            ),
         )),
         (None, None) => {}
     }
-    if device.is_some() && machine.is_none() {
-        p.warnings
-            .push("no known instance type, so no network: the node has no NIC".into());
+    let at = g.instance.as_ref().map_or(g.at, |i| i.1);
+    let why = if g.is_pod {
+        "a pod without a known instance type (node.kubernetes.io/instance-type) has no published network figure"
+    } else {
+        "no known instance type, so no published network figure"
+    };
+    // A pod taking part of a known machine was said to be without its network already.
+    if machine.is_none() {
+        p.warnings.push((
+            at,
+            format!("{why}: the node has no NIC and no link to the fabric"),
+        ));
     }
     p.what = match g.is_pod {
         true => format!("pod: {vcpus} vCPUs, {memory}"),

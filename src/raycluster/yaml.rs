@@ -1,14 +1,20 @@
 //! YAML text to a small tree whose every node knows its line and column, so that a wrong value
-//! in a cluster YAML is reported where it is. Built on saphyr-parser's event stream (each event
-//! comes with its span); the tree is what the readers need and no more: mappings with string
-//! keys (in file order, duplicates refused as YAML requires), sequences, and scalars kept as text
-//! (`8` and `"8"` alike: Kubernetes quantities are usually quoted).
+//! in a cluster YAML is reported where it is. The tree is what the readers need and no more:
+//! mappings with string keys (in file order, duplicates refused as YAML requires; YAML 1.1 merge
+//! keys `<<` applied), sequences, and scalars kept as text (`8` and `"8"` alike: Kubernetes
+//! quantities are usually quoted).
+//!
+//! Read as Ray reads it: Ray loads cluster files with PyYAML (`yaml.safe_load`), a YAML 1.1
+//! parser ported from libyaml, so this reads libyaml's event stream (libyaml-safer, a Rust port
+//! of libyaml; each event comes with its marks). Both ignore indentation inside flow
+//! collections, which every Ray launcher example relies on (`file_mounts: {` with its closing
+//! `}` in column 1); a strict YAML 1.2 parser refuses those files ("invalid indentation").
 //!
 //! Bounded: nesting deeper than [`MAX_DEPTH`] and more than [`MAX_NODES`] nodes (aliases
 //! counted once per use, so a "billion laughs" file is refused) are errors.
 
+use libyaml_safer::{EventData, Parser, ScalarStyle};
 use rustc_hash::FxHashSet;
-use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
 
 /// Deepest nesting read (the scenario language's own limit).
@@ -151,7 +157,7 @@ impl Node {
 enum Frame {
     Map {
         at: Pos,
-        anchor: usize,
+        anchor: Option<String>,
         entries: Vec<(String, Pos, Node)>,
         /// The keys of `entries`, so that a duplicate is found in constant time (a mapping
         /// may hold hundreds of thousands of keys).
@@ -161,19 +167,19 @@ enum Frame {
     },
     Seq {
         at: Pos,
-        anchor: usize,
+        anchor: Option<String>,
         items: Vec<Node>,
     },
 }
 
 /// The end of the text: its last line and the column after that line's last character. Lines
-/// end as YAML says: LF, CRLF or a lone CR (YAML 1.2, 5.4).
+/// end as YAML 1.1 and libyaml say: LF, CRLF, a lone CR, NEL, LS or PS (YAML 1.1, 5.4).
 fn end_of(text: &str) -> Pos {
     let mut line = 1;
     let mut col = 1;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\n' || c == '\r' {
+        if matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}') {
             if c == '\r' && chars.peek() == Some(&'\n') {
                 chars.next();
             }
@@ -192,38 +198,52 @@ fn within(at: Pos, end: Pos) -> Pos {
     if at.line > end.line { end } else { at }
 }
 
+/// A libyaml mark (line and column from 0) as a [`Pos`].
+fn pos(m: libyaml_safer::Mark, end: Pos) -> Pos {
+    within(
+        Pos {
+            line: usize::try_from(m.line).unwrap_or(usize::MAX - 1) + 1,
+            col: usize::try_from(m.column).unwrap_or(usize::MAX - 1) + 1,
+        },
+        end,
+    )
+}
+
+/// libyaml's words for a syntax error: what it was parsing, then the problem (as PyYAML
+/// prints them).
+fn syntax_error(e: &libyaml_safer::Error, end: Pos) -> Error {
+    let at = e
+        .problem_mark()
+        .or(e.context_mark())
+        .map_or(Pos { line: 1, col: 1 }, |m| pos(m, end));
+    let message = match e.context() {
+        Some(c) if !c.is_empty() => format!("invalid YAML: {c}: {}", e.problem()),
+        _ => format!("invalid YAML: {}", e.problem()),
+    };
+    Error { at, message }
+}
+
 /// Every document of the text, in order.
 pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     // Anchored nodes and their sizes (nodes they hold), so that each use of an alias is counted.
-    let mut anchors: HashMap<usize, (Node, usize)> = HashMap::new();
+    let mut anchors: HashMap<String, (Node, usize)> = HashMap::new();
     let mut built = 0usize;
     let end = end_of(text);
-    for ev in Parser::new_from_str(text) {
-        let (ev, span) = ev.map_err(|e| Error {
-            at: within(
-                Pos {
-                    line: e.marker().line(),
-                    col: e.marker().col() + 1,
-                },
-                end,
-            ),
-            message: format!("invalid YAML: {}", e.info()),
-        })?;
-        let at = within(
-            Pos {
-                line: span.start.line(),
-                col: span.start.col() + 1,
-            },
-            end,
-        );
-        let done: Option<(Node, usize)> = match ev {
-            Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
+    let mut input = text.as_bytes();
+    let mut parser = Parser::new();
+    parser.set_input_string(&mut input);
+    for ev in parser {
+        let ev = ev.map_err(|e| syntax_error(&e, end))?;
+        let at = pos(ev.start_mark, end);
+        let is_map = matches!(ev.data, EventData::MappingStart { .. });
+        let done: Option<(Node, Option<String>)> = match ev.data {
+            EventData::MappingStart { anchor, .. } | EventData::SequenceStart { anchor, .. } => {
                 if stack.len() >= MAX_DEPTH {
                     return Err(error(at, format!("nesting deeper than {MAX_DEPTH} levels")));
                 }
-                stack.push(if matches!(ev, Event::MappingStart(..)) {
+                stack.push(if is_map {
                     Frame::Map {
                         at,
                         anchor,
@@ -241,7 +261,7 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
                 });
                 continue;
             }
-            Event::MappingEnd => match stack.pop() {
+            EventData::MappingEnd => match stack.pop() {
                 Some(Frame::Map {
                     at,
                     anchor,
@@ -270,7 +290,7 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
                 }
                 _ => return Err(error(at, "a mapping ends where none began")),
             },
-            Event::SequenceEnd => match stack.pop() {
+            EventData::SequenceEnd => match stack.pop() {
                 Some(Frame::Seq { at, anchor, items }) => Some((
                     Node {
                         kind: Kind::Seq(items),
@@ -280,18 +300,20 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
                 )),
                 _ => return Err(error(at, "a list ends where none began")),
             },
-            Event::Scalar(v, style, anchor, _) => {
+            EventData::Scalar {
+                value,
+                style,
+                anchor,
+                ..
+            } => {
+                // YAML 1.1's null (PyYAML's resolver): `~`, `null` in three spellings, nothing.
                 let null = style == ScalarStyle::Plain
-                    && matches!(&*v, "" | "~" | "null" | "Null" | "NULL");
-                let kind = if null {
-                    Kind::Null
-                } else {
-                    Kind::Str(v.into_owned())
-                };
+                    && matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL");
+                let kind = if null { Kind::Null } else { Kind::Str(value) };
                 Some((Node { kind, at }, anchor))
             }
-            Event::Alias(id) => {
-                let Some((n, size)) = anchors.get(&id) else {
+            EventData::Alias { anchor } => {
+                let Some((n, size)) = anchors.get(&anchor) else {
                     return Err(error(at, "an alias to an unknown anchor"));
                 };
                 built = built.saturating_add(*size);
@@ -316,8 +338,8 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
                 format!("more than {MAX_NODES} values (aliases counted at each use)"),
             ));
         }
-        if anchor != 0 {
-            anchors.insert(anchor, (node.clone(), size(&node)));
+        if let Some(a) = anchor {
+            anchors.insert(a, (node.clone(), size(&node)));
         }
         push(&mut stack, &mut docs, node)?;
     }
@@ -394,9 +416,9 @@ mod tests {
         assert_eq!(e.at, Pos { line: 3, col: 3 });
         let e = parse("a: 1\rb: [1,\r  ").unwrap_err();
         assert_eq!(e.at, Pos { line: 3, col: 3 });
-        // A node the parser places after the end (an empty key at the end of the text).
+        // Refused where PyYAML refuses it: a block mapping's key cannot be `:` alone.
         let e = parse(":\n  \n\n?\n  ").unwrap_err();
-        assert_eq!(e.at, Pos { line: 5, col: 3 });
+        assert_eq!(e.at, Pos { line: 1, col: 1 });
         assert_eq!(end_of("a\r\nbc\rd\n"), Pos { line: 4, col: 1 });
     }
 
@@ -436,6 +458,27 @@ mod tests {
         assert!(parse(&s).unwrap_err().message.contains("aliases"));
         let deep = "[".repeat(200) + &"]".repeat(200);
         assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn what_pyyaml_reads_is_read() {
+        // Ray's launcher examples: a flow mapping whose comment lines and closing brace are
+        // less indented than YAML 1.2 allows; a list not indented under its key; a comment
+        // indented past the value; folded block scalars in a list.
+        let d = parse(
+            "file_mounts: {\n#    \"/a\": \"/b\",\n}\nsetup_commands: []\n    # - pip install x\nk:\n- a\n- >-\n  folded\n  text\n",
+        )
+        .unwrap();
+        assert_eq!(d[0].get("file_mounts").unwrap().kind, Kind::Map(vec![]));
+        let k = d[0].get("k").unwrap().items("k").unwrap();
+        assert_eq!(k[1].text("").unwrap(), "folded text");
+        assert_eq!(k[1].at, Pos { line: 8, col: 3 });
+        // YAML 1.1 line breaks (NEL) end a line as libyaml and PyYAML count them.
+        assert_eq!(end_of("a\u{85}b"), Pos { line: 2, col: 2 });
+        // A tab where a block scalar's indentation is expected: PyYAML refuses it too.
+        let e = parse("k: |\n\tfoo\n").unwrap_err();
+        assert_eq!(e.at, Pos { line: 2, col: 1 });
+        assert!(e.message.contains("tab"), "{}", e.message);
     }
 
     #[test]

@@ -566,7 +566,14 @@ impl Sim<'_> {
         } else {
             crate::transport::plan_host(graph, &params, src, dst, bytes, u64::from(key))
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| {
+            e.describe(&|n| {
+                spec.cluster
+                    .as_ref()
+                    .and_then(|c| c.node_name_at(n))
+                    .unwrap_or_else(|| format!("node {n}"))
+            })
+        })?;
         let sp = crate::transport::shared(&plan, &graph.capacity);
         if !sp.idle.secs.is_finite() {
             return Err("no route from the holder".into());

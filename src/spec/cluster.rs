@@ -143,6 +143,18 @@ impl Cluster {
         }
     }
 
+    /// The name of the node at `index` (declaration order), in O(groups).
+    pub fn node_name_at(&self, index: usize) -> Option<String> {
+        let mut left = index as u64;
+        for g in &self.groups {
+            if left < u64::from(g.count) {
+                return Some(self.node_name(g, left as u32));
+            }
+            left -= u64::from(g.count);
+        }
+        None
+    }
+
     /// The node type of the node at `index` (declaration order), without naming the nodes
     /// before it: O(groups), where `nodes().nth(index)` formats every name it skips.
     pub fn node_type_at(&self, index: usize) -> Option<&str> {

@@ -173,11 +173,25 @@ pub enum TransportError {
     WrongNetwork,
 }
 
+impl TransportError {
+    /// The error in words with each node named by `node` (its index to its name).
+    pub fn describe(&self, node: &dyn Fn(usize) -> String) -> String {
+        match self {
+            TransportError::NoRoute { from, to } => format!(
+                "no route from {} to {}",
+                from.describe(node),
+                to.describe(node)
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TransportError::NoDevice((n, d)) => write!(f, "no device {d} on node {n}"),
-            TransportError::NoRoute { from, to } => write!(f, "no route from {from:?} to {to:?}"),
+            TransportError::NoRoute { from, to } => write!(f, "no route from {from} to {to}"),
             TransportError::Unsupported { transport, reason } => {
                 write!(f, "{transport}: {reason}")
             }
