@@ -83,6 +83,56 @@ fn every_entry_has_a_source_and_a_tier() {
     }
 }
 
+/// Accelerators with no citable on-demand price: their catalog entry says why in a comment, and a
+/// comparison shows the figures computed from it as `n/a (no price in catalog: X)`.
+const NO_PRICE: &[&str] = &["MI250X", "Gaudi2", "Gaudi3"];
+/// Accelerators whose vendor publishes no per-device power (Google TPUs, AWS Neuron chips).
+const NO_TDP: &[&str] = &[
+    "TPU_v5e",
+    "TPU_v5p",
+    "Trainium1",
+    "Trainium2",
+    "Inferentia2",
+];
+
+#[test]
+fn every_accelerator_has_a_sourced_price_and_tdp_or_is_a_listed_gap() {
+    let s = catalog();
+    for a in s.accelerators.values() {
+        let n = a.name.as_str();
+        // Both ways: a gap that gains a figure must leave the list.
+        assert_eq!(
+            a.price.is_none(),
+            NO_PRICE.contains(&n),
+            "{n}: price {:?}; NO_PRICE lists {NO_PRICE:?}",
+            a.price
+        );
+        assert_eq!(
+            a.tdp.is_none(),
+            NO_TDP.contains(&n),
+            "{n}: tdp {:?}; NO_TDP lists {NO_TDP:?}",
+            a.tdp
+        );
+        if a.price.is_some() {
+            let src = a.sources.get("price").map(String::as_str).unwrap_or("");
+            // A price names where it was listed and when (a year).
+            assert!(
+                src.len() > 40 && (2017..=2030).any(|y| src.contains(&y.to_string())),
+                "{n}: price source {src:?}"
+            );
+        }
+        if a.tdp.is_some() {
+            assert!(
+                a.sources.get("tdp").is_some_and(|x| !x.is_empty()),
+                "{n}: tdp without a source"
+            );
+        }
+    }
+    for n in NO_PRICE.iter().chain(NO_TDP) {
+        assert!(s.accelerators.contains_key(*n), "{n} is not in the catalog");
+    }
+}
+
 #[test]
 fn figures_match_the_reference_datasheets() {
     let s = catalog();
