@@ -19,14 +19,25 @@ fn has_every_required_entry() {
     for a in [
         "H100_SXM",
         "H200",
+        "GH200",
         "B200",
+        "GB200",
+        "GB300",
         "A100_80GB",
+        "A100_40GB",
+        "V100",
         "L4",
+        "L40S",
+        "A10G",
+        "T4",
         "MI300X",
+        "MI325X",
+        "MI355X",
         "MI250X",
         "TPU_v4",
         "TPU_v5e",
         "TPU_v5p",
+        "TPU_v6e",
         "Trainium1",
         "Trainium2",
         "Inferentia2",
@@ -42,15 +53,28 @@ fn has_every_required_entry() {
         "roce_200g",
         "roce_400g",
         "efa_v2",
+        "ib_xdr_800g",
+        "ib_ndr200_200g",
+        "eth_200g",
     ] {
         assert!(s.nics.contains_key(n), "NIC {n} missing");
     }
     for n in [
         "dgx_h100",
         "hgx_h200",
+        "gh200_4",
+        "gb300_nvl72_tray",
+        "p4d_a100",
+        "p3_v100",
+        "g6e_l40s",
+        "g5_a10g",
+        "g4dn_t4",
         "mi300x_8",
+        "mi325x_8",
+        "mi355x_8",
         "tpu_v5e_host",
         "tpu_v5p_host",
+        "tpu_v6e_host",
         "trn2_48xlarge",
         "gaudi3_8",
     ] {
@@ -85,11 +109,12 @@ fn every_entry_has_a_source_and_a_tier() {
 
 /// Accelerators with no citable on-demand price: their catalog entry says why in a comment, and a
 /// comparison shows the figures computed from it as `n/a (no price in catalog: X)`.
-const NO_PRICE: &[&str] = &["MI250X", "Gaudi2", "Gaudi3"];
+const NO_PRICE: &[&str] = &["GB300", "MI355X", "MI250X", "Gaudi2", "Gaudi3"];
 /// Accelerators whose vendor publishes no per-device power (Google TPUs, AWS Neuron chips).
 const NO_TDP: &[&str] = &[
     "TPU_v5e",
     "TPU_v5p",
+    "TPU_v6e",
     "Trainium1",
     "Trainium2",
     "Inferentia2",

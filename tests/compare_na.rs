@@ -174,3 +174,36 @@ fn a_panel_with_only_unpriced_rows_is_kept() {
     assert!(svg.contains("n/a for every group"), "{svg}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A catalog part with no citable price (GB300: `contact sales` everywhere) keeps its column:
+/// its cost figures say why, while its energy, from the tray's `power`, is computed.
+#[test]
+fn a_catalog_part_without_a_price_reads_n_a_with_its_name() {
+    let gb300 = "cluster c {\n  rack r {\n    node gb300_nvl72_tray x 2\n  }\n}\n";
+    // A tray has 4 GPUs: the same job as two bundles of 4.
+    let job4 = JOB.replace(
+        "bundle { GPU: 8 }",
+        "bundle { GPU: 4 }\n    bundle { GPU: 4 }",
+    );
+    let r = compare(
+        &[
+            entry("dgx", &format!("{PRICED}{JOB}")),
+            entry("gb300", &format!("{gb300}{job4}")),
+        ],
+        &[1],
+        1,
+        None,
+    );
+    assert_eq!(r.rows.len(), 2);
+    assert_eq!(
+        r.rows[1].price_missing.as_deref(),
+        Some("no price in catalog: GB300")
+    );
+    assert_eq!(r.rows[1].power_missing, None);
+    let t = table(&r);
+    assert!(
+        line(&t, "cluster cost").contains("n/a (no price in catalog: GB300)"),
+        "{t}"
+    );
+    assert!(!line(&t, "cluster energy").contains("n/a"), "{t}");
+}
