@@ -19,14 +19,25 @@ fn has_every_required_entry() {
     for a in [
         "H100_SXM",
         "H200",
+        "GH200",
         "B200",
+        "GB200",
+        "GB300",
         "A100_80GB",
+        "A100_40GB",
+        "V100",
         "L4",
+        "L40S",
+        "A10G",
+        "T4",
         "MI300X",
+        "MI325X",
+        "MI355X",
         "MI250X",
         "TPU_v4",
         "TPU_v5e",
         "TPU_v5p",
+        "TPU_v6e",
         "Trainium1",
         "Trainium2",
         "Inferentia2",
@@ -42,15 +53,28 @@ fn has_every_required_entry() {
         "roce_200g",
         "roce_400g",
         "efa_v2",
+        "ib_xdr_800g",
+        "ib_ndr200_200g",
+        "eth_200g",
     ] {
         assert!(s.nics.contains_key(n), "NIC {n} missing");
     }
     for n in [
         "dgx_h100",
         "hgx_h200",
+        "gh200_4",
+        "gb300_nvl72_tray",
+        "p4d_a100",
+        "p3_v100",
+        "g6e_l40s",
+        "g5_a10g",
+        "g4dn_t4",
         "mi300x_8",
+        "mi325x_8",
+        "mi355x_8",
         "tpu_v5e_host",
         "tpu_v5p_host",
+        "tpu_v6e_host",
         "trn2_48xlarge",
         "gaudi3_8",
     ] {
@@ -80,6 +104,57 @@ fn every_entry_has_a_source_and_a_tier() {
     for n in s.node_types.values() {
         assert!(n.source.is_some(), "node type {} has no source", n.name);
         assert!(n.device_count() > 0, "node type {} has no devices", n.name);
+    }
+}
+
+/// Accelerators with no citable on-demand price: their catalog entry says why in a comment, and a
+/// comparison shows the figures computed from it as `n/a (no price in catalog: X)`.
+const NO_PRICE: &[&str] = &["GB300", "MI355X", "MI250X", "Gaudi2", "Gaudi3"];
+/// Accelerators whose vendor publishes no per-device power (Google TPUs, AWS Neuron chips).
+const NO_TDP: &[&str] = &[
+    "TPU_v5e",
+    "TPU_v5p",
+    "TPU_v6e",
+    "Trainium1",
+    "Trainium2",
+    "Inferentia2",
+];
+
+#[test]
+fn every_accelerator_has_a_sourced_price_and_tdp_or_is_a_listed_gap() {
+    let s = catalog();
+    for a in s.accelerators.values() {
+        let n = a.name.as_str();
+        // Both ways: a gap that gains a figure must leave the list.
+        assert_eq!(
+            a.price.is_none(),
+            NO_PRICE.contains(&n),
+            "{n}: price {:?}; NO_PRICE lists {NO_PRICE:?}",
+            a.price
+        );
+        assert_eq!(
+            a.tdp.is_none(),
+            NO_TDP.contains(&n),
+            "{n}: tdp {:?}; NO_TDP lists {NO_TDP:?}",
+            a.tdp
+        );
+        if a.price.is_some() {
+            let src = a.sources.get("price").map(String::as_str).unwrap_or("");
+            // A price names where it was listed and when (a year).
+            assert!(
+                src.len() > 40 && (2017..=2030).any(|y| src.contains(&y.to_string())),
+                "{n}: price source {src:?}"
+            );
+        }
+        if a.tdp.is_some() {
+            assert!(
+                a.sources.get("tdp").is_some_and(|x| !x.is_empty()),
+                "{n}: tdp without a source"
+            );
+        }
+    }
+    for n in NO_PRICE.iter().chain(NO_TDP) {
+        assert!(s.accelerators.contains_key(*n), "{n} is not in the catalog");
     }
 }
 

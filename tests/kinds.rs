@@ -301,7 +301,7 @@ fn h100_vs_mi300x_compare_shows_different_step_times() {
     assert!(h > 1.1 * m, "H100 {h} s vs MI300X {m} s");
     assert!(r.columns.iter().all(|c| !c.key.contains("throughput")));
     assert_eq!(r.rows[0].window.source, "default for services");
-    assert_eq!(r.schema_version, 3);
+    assert_eq!(r.schema_version, 4);
     let json = &orrery::experiment::compare::files(&r)[1].1;
     assert!(json.contains("\"key\": \"pretrain_13b.llm.usd_per_step\""));
 }

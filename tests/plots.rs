@@ -420,6 +420,7 @@ fn metric(name: &str, unit: &str, scale: f64) -> MetricBars {
                 }
             })
             .collect(),
+        missing: vec![],
     }
 }
 
@@ -470,11 +471,13 @@ fn comparison_draws_small_multiples_with_intervals() {
                 value: 0.0,
                 ci: Some((0.0, 0.0)),
             }],
+            missing: vec![],
         },
         MetricBars {
             name: "cost".into(),
             unit: "$".into(),
             bars: vec![],
+            missing: vec![],
         },
     ];
     check_drawn(

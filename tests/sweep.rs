@@ -372,7 +372,7 @@ fn compare_prices_and_powers_the_hardware_mixes_by_the_documented_formula() {
     assert!((col(h, "energy_kwh_mean") - 81.6).abs() < 1e-9);
     assert!((col(h, "cost_usd_mean") - col(h, "price_usd_per_h")).abs() < 1e-9);
     let json: serde_json::Value = serde_json::from_str(&read(&d, "compare.json")).unwrap();
-    assert_eq!(json["schema_version"], 3);
+    assert_eq!(json["schema_version"], 4);
     assert_eq!(json["rows"][1]["price_usd_per_h"], 224.0);
     assert_eq!(json["rows"][1]["horizon_s"], 3600.0);
     assert_eq!(json["columns"][0]["key"], "pretrain_13b.llm.step_time_s");

@@ -563,7 +563,8 @@ fn run_time_transport_checks_and_fallback() {
 fn tenant_accelerators_must_be_known() {
     let out = errs("tenant t {\n  accelerators [H100_SXM, L40]\n}\n");
     assert!(
-        out.contains("s.orr:2:27: unknown accelerator `L40`") && out.contains("did you mean `L4`?"),
+        out.contains("s.orr:2:27: unknown accelerator `L40`")
+            && out.contains("did you mean `L40S`?"),
         "{out}"
     );
     let s = ok("tenant t {\n  accelerators [H100_SXM, L4]\n}\n");

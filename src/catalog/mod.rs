@@ -15,6 +15,22 @@ pub const FILES: &[(&str, &str)] = &[
         "<catalog>/accelerators.orr",
         include_str!("accelerators.orr"),
     ),
+    (
+        "<catalog>/accelerators_amd.orr",
+        include_str!("accelerators_amd.orr"),
+    ),
+    (
+        "<catalog>/accelerators_google.orr",
+        include_str!("accelerators_google.orr"),
+    ),
+    (
+        "<catalog>/accelerators_aws.orr",
+        include_str!("accelerators_aws.orr"),
+    ),
+    (
+        "<catalog>/accelerators_intel.orr",
+        include_str!("accelerators_intel.orr"),
+    ),
     ("<catalog>/nics.orr", include_str!("nics.orr")),
     ("<catalog>/nodes.orr", include_str!("nodes.orr")),
 ];

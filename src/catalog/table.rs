@@ -130,6 +130,8 @@ pub fn render(s: &Spec) -> String {
         &models,
     );
     out += "\n`orrery catalog --source` prints every figure with its source (models: \
-            src/model/catalog.rs, `--json` holds each model's source).\n";
+            src/model/catalog.rs, `--json` holds each model's source). A tdp or price of `-` \
+            has no citable figure (the entry's comment says why); figures computed from it \
+            read `n/a` in compare, drill and sweep.\n";
     out
 }

@@ -195,12 +195,18 @@ pub(super) fn sweep_table(r: &orrery::experiment::sweep::SweepResult) -> String 
     let params: Vec<usize> = (0..h.params.len()).collect();
     let mut t = orrery::table::Table::new(header).left(&params);
     for c in &r.cells {
-        let cells = c.metrics.iter().map(|a| match (a.mean, a.half_width()) {
-            (Some(m), Some(hw)) => {
-                format!("{} ± {}", orrery::units::sig3(m), orrery::units::sig3(hw))
+        let cells = c.metrics.iter().zip(&h.metrics).map(|(a, metric)| {
+            match (a.mean, a.half_width()) {
+                (Some(m), Some(hw)) => {
+                    format!("{} ± {}", orrery::units::sig3(m), orrery::units::sig3(hw))
+                }
+                (Some(m), None) => orrery::units::sig3(m),
+                // Cost without a price, energy without power: say so rather than `-`.
+                _ => match orrery::experiment::measure::why_missing(metric) {
+                    Some(why) => format!("n/a ({why})"),
+                    None => "-".into(),
+                },
             }
-            (Some(m), None) => orrery::units::sig3(m),
-            _ => "-".into(),
         });
         t.row(c.params.iter().map(|(_, v)| v.clone()).chain(cells));
     }

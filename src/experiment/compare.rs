@@ -26,8 +26,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// Version of the layout of `compare.json` (2: labelled per-kind columns, units in keys,
-/// the window of every scenario; 3: each row's `metrics` an object keyed by column).
-pub const SCHEMA_VERSION: u32 = 3;
+/// the window of every scenario; 3: each row's `metrics` an object keyed by column; 4: a
+/// row's `price_missing` / `power_missing` say why its cost / energy figures are absent).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One scenario to compare.
 pub struct Entry {
@@ -63,6 +64,13 @@ pub struct CompareRow {
     /// Cluster price and power from the catalog figures, and its accelerators.
     pub price_usd_per_h: Option<f64>,
     pub power_w: Option<f64>,
+    /// Why `price_usd_per_h` is unknown (`no price in catalog: MI250X`), so its cost figures
+    /// are `n/a`; absent when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price_missing: Option<String>,
+    /// Why `power_w` is unknown (`no tdp in catalog: TPU_v5e`); absent when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_missing: Option<String>,
     pub devices: u64,
     /// The maturity tier of each of its accelerators (`crate::maturity`).
     pub tiers: Vec<crate::maturity::Maturity>,
@@ -188,6 +196,8 @@ pub fn compare(
                 scenario_hash: en.scenario_hash.clone(),
                 price_usd_per_h: figs[i].price_per_hour,
                 power_w: figs[i].power_watts,
+                price_missing: figs[i].price_missing(),
+                power_missing: figs[i].power_missing(),
                 devices: figs[i].devices,
                 tiers: crate::maturity::of_spec(&en.spec),
                 window: crate::sim::window(&en.spec, en.horizon),
@@ -260,8 +270,9 @@ pub fn write(dir: &Path, r: &CompareReport) -> std::io::Result<Vec<String>> {
 }
 
 /// The table `orrery compare` prints: a row per figure (grouped by kind), a column per
-/// scenario, each cell mean ± half-width of the 95% interval (`-` where the scenario has no
-/// value); the window of each scenario first, with its source.
+/// scenario, each cell mean ± half-width of the 95% interval (`n/a (why)` where the price or
+/// power it is computed from is missing, `-` where the scenario has no such item); the window
+/// of each scenario first, with its source. Every scenario keeps its column.
 pub fn table(r: &CompareReport) -> String {
     let names: Vec<String> = r.rows.iter().map(|x| x.name.clone()).collect();
     let mut rows: Vec<(String, Vec<String>)> = vec![
@@ -303,13 +314,26 @@ pub fn table(r: &CompareReport) -> String {
                 Some(a) if a.mean.is_some() => {
                     kinds::cell(key, a.mean.unwrap_or(0.0), a.half_width())
                 }
-                _ => "-".into(),
+                _ => kinds::missing_cell(
+                    key,
+                    row.price_missing.as_deref(),
+                    row.power_missing.as_deref(),
+                ),
             })
             .collect()
     }));
     let mut out = kinds::grid("metric", &names, &rows);
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
+    }
+    if r.rows
+        .iter()
+        .any(|x| x.price_missing.is_some() || x.power_missing.is_some())
+    {
+        let _ = writeln!(
+            out,
+            "n/a: computed from a price or TDP the catalog does not have for that hardware; give one in the scenario (`accelerator X from X {{ price 2.5 $/h }}`, or `tdp`)"
+        );
     }
     let _ = writeln!(
         out,

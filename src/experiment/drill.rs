@@ -50,8 +50,9 @@ pub const BASELINE_VARIANT: &str = "no_failures";
 
 /// Version of the layout of `drill.json` (2: per-kind metrics, the paired baseline and the
 /// cost of each variant, each variant's window; 3: `schema_version` at the top rather than in
-/// the header, `aggregates` and `cost` objects keyed by metric).
-pub const SCHEMA_VERSION: u32 = 3;
+/// the header, `aggregates` and `cost` objects keyed by metric; 4: a variant's `price_missing` /
+/// `power_missing` say why its $ / kWh figures are absent).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// How the intervals of [`Variant::aggregates`] and [`Variant::cost`] are computed.
 pub const INTERVAL: &str = "95% confidence interval of the mean over the seeds: mean ± t(0.975, n−1)·sd/√n (Student's t), clipped at 0";
@@ -163,6 +164,11 @@ pub struct Variant {
         serialize_with = "crate::experiment::json::aggregates_by_metric"
     )]
     pub cost: Vec<Aggregate>,
+    /// Why its $ / kWh figures are `n/a` (`no price in catalog: MI250X`); absent when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price_missing: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_missing: Option<String>,
 }
 
 impl Variant {
@@ -441,6 +447,8 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
             aggregates: Vec::new(),
             unsimulated: Vec::new(),
             cost: Vec::new(),
+            price_missing: fig.price_missing(),
+            power_missing: fig.power_missing(),
         })
         .collect();
     for (v, run, _, unsim, _) in results {
@@ -609,10 +617,15 @@ pub fn write(dir: &Path, h: &Header, r: &DrillReport) -> std::io::Result<Vec<Str
     crate::atomic::write_files(dir, std::iter::once(json).chain(csv_files(r)))
 }
 
-fn agg_cell(key: &str, a: Option<&Aggregate>) -> String {
+fn agg_cell(key: &str, v: &Variant, a: Option<&Aggregate>) -> String {
     match a.and_then(|a| a.mean.map(|m| (m, a.half_width()))) {
         Some((m, h)) => kinds::cell(key, m, h),
-        None => "–".to_string(),
+        None => {
+            match kinds::why_missing(key, v.price_missing.as_deref(), v.power_missing.as_deref()) {
+                Some(why) => format!("n/a ({why})"),
+                None => "–".to_string(),
+            }
+        }
     }
 }
 
@@ -626,7 +639,7 @@ pub fn table(r: &DrillReport) -> String {
     let rows = kinds::rows_by_kind(&r.columns, &order, |key| {
         shown
             .iter()
-            .map(|v| agg_cell(key, v.aggregate(key)))
+            .map(|v| agg_cell(key, v, v.aggregate(key)))
             .collect()
     });
     let mut o = kinds::grid("metric", &names, &rows);
@@ -634,7 +647,7 @@ pub fn table(r: &DrillReport) -> String {
     let rows = kinds::rows_by_kind(&r.columns, &order, |key| {
         r.variants
             .iter()
-            .map(|v| agg_cell(key, v.cost_of(key)))
+            .map(|v| agg_cell(key, v, v.cost_of(key)))
             .collect()
     });
     let _ = writeln!(

@@ -319,6 +319,43 @@ pub fn cluster_figures(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Opt
     ]
 }
 
+/// Whether the figure of `key` is computed from the cluster's price: $/step, $/M tokens, the
+/// cluster's cost.
+pub fn from_price(key: &str) -> bool {
+    key.ends_with("usd_per_step") || key.ends_with("usd_per_m_tokens") || key.ends_with("_usd")
+}
+
+/// Whether the figure of `key` is computed from the cluster's power: kWh/step, energy.
+pub fn from_power(key: &str) -> bool {
+    key.ends_with("kwh_per_step") || key.ends_with("_kwh")
+}
+
+/// Why a row has no value for `key` when the price or power it is computed from is missing
+/// (`no price in catalog: MI250X`, [`ClusterFigures::price_missing`]); `None` otherwise (the
+/// row has no such item, or no step to divide by).
+pub fn why_missing<'a>(
+    key: &str,
+    price_missing: Option<&'a str>,
+    power_missing: Option<&'a str>,
+) -> Option<&'a str> {
+    if from_price(key) {
+        price_missing
+    } else if from_power(key) {
+        power_missing
+    } else {
+        None
+    }
+}
+
+/// The cell of a figure a row has no value for: `n/a (why)` when [`why_missing`] knows why,
+/// else `-` (the row has no such item).
+pub fn missing_cell(key: &str, price_missing: Option<&str>, power_missing: Option<&str>) -> String {
+    match why_missing(key, price_missing, power_missing) {
+        Some(why) => format!("n/a ({why})"),
+        None => "-".into(),
+    }
+}
+
 /// Scale and unit suffix to show a value of `key` in, chosen by the size of `x`.
 pub fn display_unit(key: &str, x: f64) -> (f64, &'static str) {
     let pct = [

@@ -21,24 +21,95 @@ use crate::sim::metrics::RunMetrics;
 use crate::spec::Spec;
 
 /// Price ($/h) and power (W) of a scenario's cluster from the catalog figures; `None` where a
-/// node or device lacks the figure.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// node or device lacks the figure, and then why ([`ClusterFigures::price_missing`]).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterFigures {
     pub price_per_hour: Option<f64>,
     pub power_watts: Option<f64>,
     /// Accelerators in the cluster (per-device shares of price and power).
     pub devices: u64,
+    /// What has no price: the accelerators of the cluster's nodes whose node type has no
+    /// `price` of its own (`no cluster` when there is none); empty when `price_per_hour` is
+    /// known.
+    pub unpriced: Vec<String>,
+    /// The same for power: node `power`, else every device's `tdp`.
+    pub unpowered: Vec<String>,
 }
 
 impl ClusterFigures {
     pub fn of(spec: &Spec) -> ClusterFigures {
         let s = crate::summary::summarize(spec);
+        let price_per_hour = s.price.map(|p| p.0);
+        let power_watts = s.power.map(|p| p.0);
         ClusterFigures {
-            price_per_hour: s.price.map(|p| p.0),
-            power_watts: s.power.map(|p| p.0),
+            price_per_hour,
+            power_watts,
             devices: s.devices_by_type.values().sum(),
+            unpriced: if price_per_hour.is_some() {
+                Vec::new()
+            } else {
+                lacking(spec, |n| n.price.is_some(), |a| a.price.is_some())
+            },
+            unpowered: if power_watts.is_some() {
+                Vec::new()
+            } else {
+                lacking(spec, |n| n.power.is_some(), |a| a.tdp.is_some())
+            },
         }
     }
+
+    /// Why cost figures are missing: `no price in catalog: MI250X`; `None` when the price is
+    /// known.
+    pub fn price_missing(&self) -> Option<String> {
+        self.price_per_hour
+            .is_none()
+            .then(|| missing("price", &self.unpriced))
+    }
+
+    /// Why energy figures are missing: `no tdp in catalog: TPU_v5e`; `None` when the power is
+    /// known.
+    pub fn power_missing(&self) -> Option<String> {
+        self.power_watts
+            .is_none()
+            .then(|| missing("tdp", &self.unpowered))
+    }
+}
+
+fn missing(what: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        format!("no {what} in catalog")
+    } else {
+        format!("no {what} in catalog: {}", names.join(", "))
+    }
+}
+
+/// The accelerators (sorted, once each) of the cluster's node types that have no figure of
+/// their own (`node`), lacking the per-device one (`device`); an undeclared accelerator counts
+/// as lacking it.
+fn lacking(
+    spec: &Spec,
+    node: impl Fn(&crate::spec::hardware::NodeType) -> bool,
+    device: impl Fn(&crate::spec::Accelerator) -> bool,
+) -> Vec<String> {
+    let Some(c) = &spec.cluster else {
+        return vec!["no cluster".into()];
+    };
+    let mut out = std::collections::BTreeSet::new();
+    for g in &c.groups {
+        // As in the summary, a group of an unknown node type adds nothing.
+        let Some(nt) = spec.node_types.get(&g.node_type) else {
+            continue;
+        };
+        if node(nt) {
+            continue;
+        }
+        for d in &nt.devices {
+            if !spec.accelerators.get(&d.accelerator).is_some_and(&device) {
+                out.insert(d.accelerator.clone());
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// Simulated window in hours.
@@ -73,6 +144,17 @@ fn weighted(xs: impl Iterator<Item = (f64, u64)>) -> Option<f64> {
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
     let v: Vec<f64> = xs.collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Why a sweep metric has no value in a run, where the metric says: `cost` is unknown only
+/// without a price, `energy` only without power (a sweep's cells may differ in hardware, so
+/// the table says which figure is missing, not which part).
+pub fn why_missing(metric: &str) -> Option<&'static str> {
+    match metric {
+        "cost" => Some("no price in catalog"),
+        "energy" => Some("no tdp in catalog"),
+        _ => None,
+    }
 }
 
 /// Column name of an experiment metric, with its unit.

@@ -1110,7 +1110,8 @@ impl Graph {
     /// What NCCL's tuning model sees of a communicator over `ranks` (`collective::tuning`):
     /// `None` when a node of it has no NCCL model (not NVIDIA) or the GPUs differ in
     /// generation. Bandwidths in GB/s at collective rates: inside a node a rank's share of
-    /// the NVSwitch (or its direct links, or its PCIe path to another rank of the node);
+    /// the NVSwitch (or its direct links to the other ranks, or its PCIe path to another rank
+    /// of the node);
     /// across nodes the node's compute NICs together.
     pub fn nccl_comm(&self, ranks: &[(usize, usize)]) -> Option<Comm> {
         let &(n0, d0) = ranks.first()?;
@@ -1132,12 +1133,17 @@ impl Graph {
         };
         let share = self.collective_share.get(n0).map_or(1.0, |s| s.0);
         let nvs = self.link_between(dev, self.nvswitch(n0));
+        // Direct links (a mesh, a ring, a torus) count only towards the communicator's own
+        // GPUs, as NCCL's search sees them: 4 ranks of an 8-GPU mesh reach 3 peers, not 7.
         let direct: f64 = self
             .out
             .get(&dev)
             .into_iter()
             .flatten()
-            .filter(|&&l| matches!(self.ends[l].1, Vertex::Device { .. }))
+            .filter(|&&l| match self.ends[l].1 {
+                Vertex::Device { node, device } => ranks.contains(&(node, device)),
+                _ => false,
+            })
             .map(|&l| self.capacity[l])
             .sum();
         let (intra, bw_intra) = if let Some(l) = nvs {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{Report, Written, ci};
 use crate::experiment::compare::CompareReport;
-use crate::plot::{self, Bar, MetricBars};
+use crate::plot::{self, Bar, MetricBars, Missing};
 
 /// Whether a column of the report is plotted: every per-kind figure but raw counts, p50
 /// latency and goodput (in the table and the files), and cost and energy of the cluster.
@@ -25,30 +25,57 @@ pub fn plotted(key: &str) -> bool {
         .any(|s| key == *s || (s.starts_with('.') && key.ends_with(s)))
 }
 
-/// One panel per plotted column, a bar per scenario (scenarios without a value left out).
+/// One panel per plotted column, a bar per scenario; a scenario without a value is listed
+/// under the panel with why (`no price in catalog: MI250X`, [`crate::experiment::kinds::why_missing`];
+/// `no value` where it has no such item). A panel no scenario has a value for is kept when
+/// some scenario lacks the price or power it needs, so the reason shows.
 pub fn metric_bars(r: &CompareReport) -> Vec<MetricBars> {
+    use crate::experiment::kinds::why_missing;
     r.columns
         .iter()
         .enumerate()
         .filter(|(_, c)| plotted(&c.key))
-        .map(|(k, c)| MetricBars {
-            name: c.label.clone(),
-            unit: c.unit.into(),
-            bars: r
-                .rows
-                .iter()
-                .filter_map(|row| {
-                    let a = row.metrics.get(k)?;
-                    let mean = a.mean.filter(|m| m.is_finite())?;
-                    Some(Bar {
+        .map(|(k, c)| {
+            let mut bars = Vec::new();
+            let mut missing = Vec::new();
+            let mut explained = false;
+            for row in &r.rows {
+                let mean = row
+                    .metrics
+                    .get(k)
+                    .and_then(|a| a.mean.filter(|m| m.is_finite()).map(|m| (a, m)));
+                match mean {
+                    Some((a, mean)) => bars.push(Bar {
                         group: row.name.clone(),
                         value: mean,
                         ci: ci(mean, a.ci_low, a.ci_high),
-                    })
-                })
-                .collect(),
+                    }),
+                    None => {
+                        let why = why_missing(
+                            &c.key,
+                            row.price_missing.as_deref(),
+                            row.power_missing.as_deref(),
+                        );
+                        explained |= why.is_some();
+                        missing.push(Missing {
+                            group: row.name.clone(),
+                            why: why.unwrap_or("no value").to_string(),
+                        });
+                    }
+                }
+            }
+            (
+                explained,
+                MetricBars {
+                    name: c.label.clone(),
+                    unit: c.unit.into(),
+                    bars,
+                    missing,
+                },
+            )
         })
-        .filter(|m| !m.bars.is_empty())
+        .filter(|(explained, m)| !m.bars.is_empty() || *explained)
+        .map(|(_, m)| m)
         .collect()
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{Report, Written, ci, slug};
 use crate::experiment::drill::{DrillReport, SeedRun};
-use crate::plot::{self, Bar, DrillSeed, MetricBars, Recovery};
+use crate::plot::{self, Bar, DrillSeed, MetricBars, Missing, Recovery};
 use crate::report::Header;
 use crate::sim::metrics::TimelineEvent;
 
@@ -66,25 +66,42 @@ pub fn drill_seeds(runs: &[SeedRun]) -> Vec<DrillSeed> {
 pub fn metric_bars(r: &DrillReport) -> Vec<MetricBars> {
     r.columns
         .iter()
-        .map(|c| MetricBars {
-            name: c.label.trim().to_string(),
-            unit: c.unit.to_string(),
-            bars: r
-                .baselines
-                .iter()
-                .chain(&r.variants)
-                .filter_map(|v| {
-                    let a = v.aggregate(&c.key)?;
-                    let mean = a.mean.filter(|m| m.is_finite())?;
-                    Some(Bar {
+        .map(|c| {
+            let mut m = MetricBars {
+                name: c.label.trim().to_string(),
+                unit: c.unit.to_string(),
+                bars: Vec::new(),
+                missing: Vec::new(),
+            };
+            let mut explained = false;
+            for v in r.baselines.iter().chain(&r.variants) {
+                let value = v
+                    .aggregate(&c.key)
+                    .and_then(|a| a.mean.filter(|m| m.is_finite()).map(|m| (a, m)));
+                match value {
+                    Some((a, mean)) => m.bars.push(Bar {
                         group: v.name.clone(),
                         value: mean,
                         ci: ci(mean, a.ci_low, a.ci_high),
-                    })
-                })
-                .collect(),
+                    }),
+                    None => {
+                        let why = crate::experiment::kinds::why_missing(
+                            &c.key,
+                            v.price_missing.as_deref(),
+                            v.power_missing.as_deref(),
+                        );
+                        explained |= why.is_some();
+                        m.missing.push(Missing {
+                            group: v.name.clone(),
+                            why: why.unwrap_or("no value").to_string(),
+                        });
+                    }
+                }
+            }
+            (explained, m)
         })
-        .filter(|m| !m.bars.is_empty())
+        .filter(|(explained, m)| !m.bars.is_empty() || *explained)
+        .map(|(_, m)| m)
         .collect()
 }
 

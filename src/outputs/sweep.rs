@@ -16,7 +16,7 @@ use super::{Report, Written, ci, md_escape, slug};
 use crate::experiment::measure;
 use crate::experiment::placement::{self, Placement};
 use crate::experiment::sweep::SweepResult;
-use crate::plot::{self, Bar, Heatmap, MetricBars, SampleSet};
+use crate::plot::{self, Bar, Heatmap, MetricBars, Missing, SampleSet};
 use crate::sim::RunResult;
 use crate::spec::experiment::Plot;
 
@@ -90,26 +90,37 @@ pub fn heatmap_data(r: &SweepResult, k: usize, x: usize, y: usize) -> Heatmap {
     }
 }
 
-/// Bars of metric number `k`: one per cell, its mean and 95% interval.
+/// Bars of metric number `k`: one per cell, its mean and 95% interval; a cell without a value
+/// is listed with why ([`measure::why_missing`]).
 pub fn bars_data(r: &SweepResult, k: usize) -> MetricBars {
-    let (name, unit) = super::name_unit(&measure::column(&r.header.metrics[k]));
-    MetricBars {
+    let metric = &r.header.metrics[k];
+    let (name, unit) = super::name_unit(&measure::column(metric));
+    let mut out = MetricBars {
         name,
         unit,
-        bars: r
-            .cells
-            .iter()
-            .filter_map(|c| {
-                let a = c.metrics.get(k)?;
-                let mean = a.mean.filter(|m| m.is_finite())?;
-                Some(Bar {
-                    group: cell_label(&c.params),
-                    value: mean,
-                    ci: ci(mean, a.ci_low, a.ci_high),
-                })
-            })
-            .collect(),
+        bars: Vec::new(),
+        missing: Vec::new(),
+    };
+    for c in &r.cells {
+        let value = c
+            .metrics
+            .get(k)
+            .and_then(|a| a.mean.filter(|m| m.is_finite()).map(|m| (a, m)));
+        match value {
+            Some((a, mean)) => out.bars.push(Bar {
+                group: cell_label(&c.params),
+                value: mean,
+                ci: ci(mean, a.ci_low, a.ci_high),
+            }),
+            None => out.missing.push(Missing {
+                group: cell_label(&c.params),
+                why: measure::why_missing(metric)
+                    .unwrap_or("no value")
+                    .to_string(),
+            }),
+        }
     }
+    out
 }
 
 /// Per cell, the per-seed values of metric number `k` (cells without any left out).

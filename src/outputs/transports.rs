@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{Report, Written};
-use crate::plot::{self, Bar, MetricBars, TransportBreakdown, TransportCurve};
+use crate::plot::{self, Bar, MetricBars, Missing, TransportBreakdown, TransportCurve};
 use crate::transport::compare::{Comparison, PairResult};
 
 /// Version of the layout of `transports.json` and `orrery transports --json` (2:
@@ -125,6 +125,13 @@ pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> V
         value,
         ci: None,
     };
+    // A transport left out of a panel is listed under it, with why.
+    let fell_back = |r: &crate::experiment::transports::Row| {
+        (!r.fallbacks.is_empty()).then(|| Missing {
+            group: r.transport.clone(),
+            why: "could not move every input (priced in closed form)".into(),
+        })
+    };
     let mut out = vec![MetricBars {
         name: "makespan".into(),
         unit: "s".into(),
@@ -135,6 +142,18 @@ pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> V
                 r.makespan
                     .filter(|m| *m > 0.0)
                     .map(|m| bar(&r.transport, m))
+            })
+            .collect(),
+        missing: w
+            .rows
+            .iter()
+            .filter_map(|r| {
+                fell_back(r).or_else(|| {
+                    (r.makespan <= 0.0).then(|| Missing {
+                        group: r.transport.clone(),
+                        why: "no task finished".into(),
+                    })
+                })
             })
             .collect(),
     }];
@@ -148,6 +167,18 @@ pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> V
                 .iter()
                 .filter(|r| r.available())
                 .filter_map(|r| r.run_mean.get(g).map(|(_, v)| bar(&r.transport, *v)))
+                .collect(),
+            missing: w
+                .rows
+                .iter()
+                .filter_map(|r| {
+                    fell_back(r).or_else(|| {
+                        r.run_mean.get(g).is_none().then(|| Missing {
+                            group: r.transport.clone(),
+                            why: "no such group".into(),
+                        })
+                    })
+                })
                 .collect(),
         });
     }

@@ -21,7 +21,15 @@ pub struct Bar {
     pub ci: Option<(f64, f64)>,
 }
 
-/// One metric's panel: its name, unit and bars.
+/// A group with no value for a metric, and why (`no price in catalog: MI250X`): drawn as an
+/// `n/a` slot of its own and listed under the panel, never left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Missing {
+    pub group: String,
+    pub why: String,
+}
+
+/// One metric's panel: its name, unit, bars, and the groups without a value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricBars {
     /// The metric (e.g. `step time`, `cost`).
@@ -30,24 +38,35 @@ pub struct MetricBars {
     pub unit: String,
     /// One bar per group, in drawing order.
     pub bars: Vec<Bar>,
+    /// The groups that have no value, after the bars.
+    pub missing: Vec<Missing>,
 }
 
 /// Draws one panel per metric (small multiples, up to three per row), each bar labelled with its
-/// value and whiskers for its confidence interval; a group keeps its colour across panels.
+/// value and whiskers for its confidence interval; a group keeps its colour across panels. A
+/// group without a value gets an `n/a` slot after the bars and its reason under the panel.
 /// `ci_note` describes the whiskers (e.g. `95% CI over 20 seeds`) and is printed under the title.
-/// Errors: no metrics, every metric without bars, a non-finite value or interval, or an interval
-/// that does not contain its value.
+/// Errors: no metrics, every metric without bars or missing groups, a non-finite value or
+/// interval, or an interval that does not contain its value.
 pub fn comparison(
     stem: &Path,
     title: &str,
     ci_note: &str,
     metrics: &[MetricBars],
 ) -> Result<Vec<PathBuf>, String> {
-    if metrics.iter().all(|m| m.bars.is_empty()) {
+    if metrics
+        .iter()
+        .all(|m| m.bars.is_empty() && m.missing.is_empty())
+    {
         return Err("comparison: no bars to plot".into());
     }
     let mut groups: Vec<String> = Vec::new();
     for m in metrics {
+        for g in &m.missing {
+            if !groups.contains(&g.group) {
+                groups.push(g.group.clone());
+            }
+        }
         for b in &m.bars {
             let (lo, hi) = b.ci.unwrap_or((b.value, b.value));
             if !b.value.is_finite() || !lo.is_finite() || !hi.is_finite() {
@@ -89,7 +108,7 @@ impl Comparison<'_> {
     /// Panels per row: up to three, fewer when many groups need room for their names (about
     /// 110 pixels a bar: one panel a row past six groups, two past four).
     fn cols(&self) -> usize {
-        let groups = self.metrics.iter().map(|m| m.bars.len()).max().unwrap_or(0);
+        let groups = self.slots();
         let most = match groups {
             0..=4 => 3,
             5..=6 => 2,
@@ -99,12 +118,23 @@ impl Comparison<'_> {
     }
 }
 
+impl Comparison<'_> {
+    /// The most slots (bars and `n/a` groups) any panel has.
+    fn slots(&self) -> usize {
+        self.metrics
+            .iter()
+            .map(|m| m.bars.len() + m.missing.len())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 impl Figure for Comparison<'_> {
     const NAME: &'static str = "comparison";
 
     fn size(&self) -> (u32, u32) {
         let rows = self.metrics.len().div_ceil(self.cols()) as u32;
-        let groups = self.metrics.iter().map(|m| m.bars.len()).max().unwrap_or(0);
+        let groups = self.slots();
         let w = if self.cols() == 1 {
             (110 * groups as u32 + 150).clamp(1000, 1600)
         } else {
@@ -133,9 +163,40 @@ impl Figure for Comparison<'_> {
             } else {
                 format!("{} ({})", m.name, m.unit)
             };
+            // Groups without a value, with why, under the panel's chart.
+            let (panel, note) = if m.missing.is_empty() {
+                (panel.clone(), None)
+            } else {
+                let h = panel.dim_in_pixel().1;
+                let (top, bottom) = panel.split_vertically(h.saturating_sub(24));
+                (top, Some(bottom))
+            };
+            if let Some(note) = &note {
+                let text: Vec<String> = m
+                    .missing
+                    .iter()
+                    .map(|g| format!("{}: {}", g.group, g.why))
+                    .collect();
+                let style = tick_font().pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Top,
+                ));
+                let (w, _) = note.dim_in_pixel();
+                note.draw_text(
+                    &format!("n/a (not plotted): {}", text.join("; ")),
+                    &style,
+                    (w as i32 / 2, 2),
+                )
+                .map_err(&e)?;
+            }
             if m.bars.is_empty() {
                 let panel = panel.titled(&caption, label_font()).map_err(&e)?;
-                super::no_data(&panel, Self::NAME, "no data")?;
+                let msg = if m.missing.is_empty() {
+                    "no data"
+                } else {
+                    "n/a for every group"
+                };
+                super::no_data(&panel, Self::NAME, msg)?;
                 continue;
             }
             let lo = m
@@ -153,15 +214,20 @@ impl Figure for Comparison<'_> {
                 if lo >= 0.0 { 0.0 } else { y0 },
                 if hi <= 0.0 { 0.0 } else { y1 },
             );
-            let g = m.bars.len();
-            let mut chart = ChartBuilder::on(panel)
+            let g = m.bars.len() + m.missing.len();
+            let mut chart = ChartBuilder::on(&panel)
                 .caption(&caption, label_font())
                 .margin(12)
                 .x_label_area_size(40)
                 .y_label_area_size(75)
                 .build_cartesian_2d(-0.6..(g as f64 - 0.4), y0..y1)
                 .map_err(&e)?;
-            let names: Vec<&str> = m.bars.iter().map(|b| b.group.as_str()).collect();
+            let names: Vec<&str> = m
+                .bars
+                .iter()
+                .map(|b| b.group.as_str())
+                .chain(m.missing.iter().map(|g| g.group.as_str()))
+                .collect();
             let fmt_x = |v: &f64| super::category(&names, *v, false);
             chart
                 .configure_mesh()
@@ -206,6 +272,19 @@ impl Figure for Comparison<'_> {
                         (x + 0.05, anchor),
                         tick_font().pos(plotters::style::text_anchor::Pos::new(
                             plotters::style::text_anchor::HPos::Left,
+                            plotters::style::text_anchor::VPos::Bottom,
+                        )),
+                    )))
+                    .map_err(&e)?;
+            }
+            for (j, _) in m.missing.iter().enumerate() {
+                let x = (m.bars.len() + j) as f64;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        "n/a",
+                        (x, 0.0),
+                        tick_font().pos(plotters::style::text_anchor::Pos::new(
+                            plotters::style::text_anchor::HPos::Center,
                             plotters::style::text_anchor::VPos::Bottom,
                         )),
                     )))

@@ -25,7 +25,7 @@ pub mod transports;
 pub mod util;
 
 pub use accuracy::{AccuracyKind, accuracy};
-pub use bars::{Bar, MetricBars, comparison};
+pub use bars::{Bar, MetricBars, Missing, comparison};
 pub use cdf::{SampleSet, Whole, cdf};
 pub use drill::{DrillSeed, Recovery, drill};
 pub use heatmap::{Heatmap, heatmap};

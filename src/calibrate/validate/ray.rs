@@ -67,7 +67,13 @@ pub fn amd_type(device: u16) -> Option<&'static str> {
         0x7408 => "AMD-Instinct-MI250X",
         0x740c => "AMD-Instinct-MI250X-MI250",
         0x740f => "AMD-Instinct-MI210",
+        0x74a0 => "AMD-Instinct-MI300A",
         0x74a1 => "AMD-Instinct-MI300X-OAM",
+        0x74a2 => "AMD-Instinct-MI308X-OAM",
+        0x74a9 => "AMD-Instinct-MI300X-HF",
+        0x74a5 => "AMD-Instinct-MI325X-OAM",
+        0x75a0 => "AMD-Instinct-MI350X-OAM",
+        0x75a3 => "AMD-Instinct-MI355X-OAM",
         _ => return None,
     })
 }
@@ -296,6 +302,8 @@ mod tests {
         assert_eq!(tpu_type("v5p"), None);
         assert_eq!(tpu_type("x4-16"), None);
         assert_eq!(amd_type(0x74a1), Some("AMD-Instinct-MI300X-OAM"));
+        assert_eq!(amd_type(0x74a5), Some("AMD-Instinct-MI325X-OAM"));
+        assert_eq!(amd_type(0x75a3), Some("AMD-Instinct-MI355X-OAM"));
         assert_eq!(visible(8, Some(&"0,1".to_string())), 2);
         assert_eq!(visible(8, Some(&"NoDevFiles".to_string())), 0);
         assert_eq!(visible(8, None), 8);
