@@ -213,18 +213,18 @@ fn unmappable_types_are_named_and_the_rest_imported() {
         warnings(&err),
         [
             "10:28: warning: `head`: Ray is told CPU 0, but the machine has 16 vCPUs: the node offers 16 (the language derives CPU from the hardware)",
-            "17:27: warning: `a100_40g`: p4d.24xlarge's 8 x NVIDIA A100 40GB are not in the catalog: kept as the custom resource `GPU:A100-40G` 8, with no device model",
-            "22:27: warning: `a10g`: g5.12xlarge's 4 x NVIDIA A10G are not in the catalog: kept as the custom resource `GPU:A10G` 4, with no device model",
+            "17:27: warning: `k80`: p2.8xlarge's 8 x NVIDIA K80 are not in the catalog: kept as the custom resource `GPU:K80` 8, with no device model",
+            "22:27: warning: `v100_32g`: p3dn.24xlarge's 8 x NVIDIA V100 32GB are not in the catalog: kept as the custom resource `GPU:V100` 8, with no device model",
             "27:27: warning: `mystery`: instance type `x9z.mega` is not in the import's table: the node is built from its resources",
             "23:5: warning: `mystery`: no known instance type and no CPU count: nothing to build the node from, so it is left out",
         ]
     );
     assert!(
-        s.contains("node a100_40g {\n  cpu sockets 2, cores 48, threads 96\n  memory 1152 GiB\n  nic efa_v2 x 4 role compute\n"),
+        s.contains("node v100_32g {\n  cpu sockets 2, cores 48, threads 96\n  memory 768 GiB\n  nic efa_v2 x 1 role compute\n"),
         "{s}"
     );
     assert!(
-        s.contains("  resources { \"GPU:A100-40G\": 8, \"accelerator_type:A100-40G\": 1 }\n"),
+        s.contains("  resources { \"GPU:V100\": 8, \"accelerator_type:V100\": 1 }\n"),
         "{s}"
     );
     assert!(!s.contains("node mystery"));
@@ -458,4 +458,25 @@ fn lines_end_where_yaml_says_they_do() {
             text(&o.stderr)
         );
     }
+}
+
+/// Instance families whose GPUs the catalog now has import as those devices, not as custom
+/// resources: A100 40GB (p4d), A10G (g5), T4 (g4dn), L40S (g6e), V100 16GB (p3), and a GKE
+/// T4 by its accelerator label; nothing is warned about them.
+#[test]
+fn instances_whose_parts_the_catalog_has_import_as_devices() {
+    let (s, err) = import_text(
+        "cluster_name: fleet\nmax_workers: 10\nprovider: {type: aws, region: us-east-1}\navailable_node_types:\n  head:\n    resources: {}\n    node_config: {InstanceType: p4d.24xlarge}\n  g5:\n    min_workers: 1\n    max_workers: 1\n    node_config: {InstanceType: g5.12xlarge}\n  g4dn:\n    min_workers: 1\n    max_workers: 1\n    node_config: {InstanceType: g4dn.12xlarge}\n  g6e:\n    min_workers: 1\n    max_workers: 1\n    node_config: {InstanceType: g6e.48xlarge}\n  p3:\n    min_workers: 1\n    max_workers: 1\n    node_config: {InstanceType: p3.16xlarge}\nhead_node_type: head\n",
+    );
+    assert!(!err.contains("not in the catalog"), "{err}");
+    for line in [
+        "device A100_40GB x 8",
+        "device A10G x 4",
+        "device T4 x 4",
+        "device L40S x 8",
+        "device V100 x 8",
+    ] {
+        assert!(s.contains(line), "{line} in:\n{s}");
+    }
+    assert!(!s.contains("\"GPU:"), "{s}");
 }

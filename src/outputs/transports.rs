@@ -127,9 +127,12 @@ pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> V
     };
     // A transport left out of a panel is listed under it, with why.
     let fell_back = |r: &crate::experiment::transports::Row| {
-        (!r.fallbacks.is_empty()).then(|| Missing {
+        (!r.available()).then(|| Missing {
             group: r.transport.clone(),
-            why: "could not move every input (priced in closed form)".into(),
+            why: format!(
+                "unavailable for {} transfer(s); the work that needed them failed",
+                r.transfers_unavailable
+            ),
         })
     };
     let mut out = vec![MetricBars {
@@ -149,7 +152,7 @@ pub fn workload_bars(w: &crate::experiment::transports::WorkloadComparison) -> V
             .iter()
             .filter_map(|r| {
                 fell_back(r).or_else(|| {
-                    (r.makespan <= 0.0).then(|| Missing {
+                    (r.makespan.is_none_or(|m| m <= 0.0)).then(|| Missing {
                         group: r.transport.clone(),
                         why: "no task finished".into(),
                     })

@@ -56,14 +56,14 @@ const fn miss(ray: &'static str, words: &'static str) -> Part {
 }
 
 const K80: Part = miss("K80", "NVIDIA K80");
-const V100: Part = miss("V100", "NVIDIA V100 16GB");
+const V100: Part = Part::Catalog("V100");
 const V100_32: Part = miss("V100", "NVIDIA V100 32GB");
-const T4: Part = miss("T4", "NVIDIA T4");
-const A10G: Part = miss("A10G", "NVIDIA A10G");
-const L40S: Part = miss("L40S", "NVIDIA L40S");
-const A100_40: Part = miss("A100-40G", "NVIDIA A100 40GB");
+const T4: Part = Part::Catalog("T4");
+const A10G: Part = Part::Catalog("A10G");
+const L40S: Part = Part::Catalog("L40S");
+const A100_40: Part = Part::Catalog("A100_40GB");
 const H100_NVL: Part = miss("H100", "NVIDIA H100 NVL 94GB");
-const TPU_V6E: Part = miss("TPU-V6E", "Google TPU v6e (Trillium)");
+const TPU_V6E: Part = Part::Catalog("TPU_v6e");
 const A100_80: Part = Part::Catalog("A100_80GB");
 const H100: Part = Part::Catalog("H100_SXM");
 const H200: Part = Part::Catalog("H200");

@@ -171,16 +171,17 @@ pub fn accelerator(name: &str) -> Option<Part> {
         "TPU-V4" | "tpu-v4-podslice" => Part::Catalog("TPU_v4"),
         "TPU-V5LITEPOD" | "tpu-v5-lite-podslice" | "tpu-v5-lite-device" => Part::Catalog("TPU_v5e"),
         "TPU-V5P" | "tpu-v5p-slice" => Part::Catalog("TPU_v5p"),
-        "A100-40G" | "nvidia-tesla-a100" => m("A100-40G", "NVIDIA A100 40GB"),
-        "A10G" => m("A10G", "NVIDIA A10G"),
-        "T4" | "nvidia-tesla-t4" => m("T4", "NVIDIA T4"),
+        "A100-40G" | "nvidia-tesla-a100" => Part::Catalog("A100_40GB"),
+        "A10G" => Part::Catalog("A10G"),
+        "T4" | "nvidia-tesla-t4" => Part::Catalog("T4"),
+        // Ray's "V100" names both the 16 GB and the 32 GB part; the catalog has the 16 GB one.
         "V100" | "nvidia-tesla-v100" => m("V100", "NVIDIA V100"),
         "P100" | "nvidia-tesla-p100" => m("P100", "NVIDIA P100"),
         "P4" | "nvidia-tesla-p4" => m("P4", "NVIDIA P4"),
         "K80" | "nvidia-tesla-k80" => m("K80", "NVIDIA K80"),
-        "L40S" => m("L40S", "NVIDIA L40S"),
+        "L40S" => Part::Catalog("L40S"),
         "H20" => m("H20", "NVIDIA H20"),
-        "TPU-V6E" | "tpu-v6e-slice" => m("TPU-V6E", "Google TPU v6e (Trillium)"),
+        "TPU-V6E" | "tpu-v6e-slice" => Part::Catalog("TPU_v6e"),
         "TPU-V2" => m("TPU-V2", "Google TPU v2"),
         "TPU-V3" => m("TPU-V3", "Google TPU v3"),
         "Intel-GAUDI" => m(
@@ -225,7 +226,7 @@ pub fn missing_resource(ray: &str) -> String {
 /// The Ray resource a catalog accelerator registers under (its `ray_resource`).
 pub fn ray_resource(accel: &str) -> &'static str {
     match accel {
-        "TPU_v4" | "TPU_v5e" | "TPU_v5p" => "TPU",
+        "TPU_v4" | "TPU_v5e" | "TPU_v5p" | "TPU_v6e" => "TPU",
         "Trainium1" | "Trainium2" | "Inferentia2" => "neuron_cores",
         "Gaudi2" | "Gaudi3" => "HPU",
         _ => "GPU",
@@ -293,7 +294,7 @@ mod tests {
         assert_eq!(cpu_network("e2-standard-16", 16), Net::Mbps(16_000));
         assert_eq!(cpu_network("Standard_D2s_v3", 2), Net::Mbps(1_000));
         assert_eq!(cpu_network("Standard_D8s_v5", 8), Net::Mbps(12_500));
-        assert_eq!(missing_resource("T4"), "GPU:T4");
-        assert_eq!(missing_resource("TPU-V6E"), "TPU:TPU-V6E");
+        assert_eq!(missing_resource("K80"), "GPU:K80");
+        assert_eq!(missing_resource("TPU-V3"), "TPU:TPU-V3");
     }
 }
