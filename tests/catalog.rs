@@ -164,11 +164,14 @@ fn figures_match_the_reference_datasheets() {
     let a = |n: &str| &s.accelerators[n];
     let bf16 = |n: &str| a(n).flops["bf16"].0;
     // (name, memory bytes, memory bandwidth B/s, dense bf16 FLOP/s) from hardware-and-models.md;
+    // memory is the driver's total where the catalog cites one (nvidia-smi 81,559 MiB for the
+    // datasheet's "80 GB" H100, 143,771 MiB for H200; rocm-smi 205,822,885,888 B for MI300X);
     // TPU v5p memory per Google's current v5p page, which gives it in GiB (older pages: "95GB").
+    const MIB: f64 = 1024.0 * 1024.0;
     let expected = [
-        ("H100_SXM", 80e9, 3.35e12, 989e12),
-        ("H200", 141e9, 4.8e12, 989e12),
-        ("MI300X", 192e9, 5.3e12, 1307e12),
+        ("H100_SXM", 81559.0 * MIB, 3.35e12, 989e12),
+        ("H200", 143771.0 * MIB, 4.8e12, 989e12),
+        ("MI300X", 205822885888.0, 5.3e12, 1307e12),
         ("TPU_v5e", 16e9, 819e9, 197e12),
         ("TPU_v5p", 95.0 * 1024f64.powi(3), 2765e9, 459e12),
         ("Trainium2", 96.0 * 1024f64.powi(3), 2.9e12, 667e12),

@@ -50,7 +50,7 @@ fn check_prints_a_summary() {
     assert_eq!(v["scenarios"][0]["summary"]["nodes"], 16);
     assert_eq!(
         v["scenarios"][0]["summary"]["device_memory_bytes"],
-        128 * 80_000_000_000u64
+        128 * 81_559 * 1024 * 1024u64
     );
 }
 
@@ -163,7 +163,7 @@ fn catalog_lists_and_exports() {
     assert_eq!(v["schema_version"], orrery::catalog::SCHEMA_VERSION);
     assert_eq!(
         v["accelerators"]["H100_SXM"]["memory_bytes"],
-        80_000_000_000u64
+        81_559 * 1024 * 1024u64
     );
     assert!(
         String::from_utf8_lossy(&orrery(&["catalog", "--source"]).stdout).contains("source \"")

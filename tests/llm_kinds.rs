@@ -204,7 +204,7 @@ fn the_fit_check_uses_the_devices_a_replica_can_really_get() {
     let l = load_str("c.orr", &eight_l4);
     let text = l.render(false);
     assert!(
-        l.has_errors() && text.contains("more than 0.9 of the 22.4 GiB device it can be given"),
+        l.has_errors() && text.contains("more than 0.9 of the 22.5 GiB device it can be given"),
         "{text}"
     );
 }

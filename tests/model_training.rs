@@ -153,7 +153,7 @@ fn a_model_that_does_not_fit_is_a_located_error_with_its_breakdown() {
         "gradients",
         "optimizer state",
         "activations",
-        "more than the 74.5 GiB of the largest device",
+        "more than the 79.6 GiB of the largest device",
     ] {
         assert!(text.contains(part), "{part}: {text}");
     }

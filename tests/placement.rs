@@ -1731,7 +1731,7 @@ fn device_memory_is_consumed_per_device_instance() {
     for k in 0..4 {
         let a = st.allocate(0, &half16, None, Policy::RayDefault).unwrap();
         // Ray's best fit alone would put the second half on device 0 (0.5 left); its memory
-        // (8 GB left) sends it to the next device.
+        // (8.2 GB left) sends it to the next device.
         assert_eq!(
             a.instances[0].1[k],
             SCALE / 2,
@@ -1741,7 +1741,9 @@ fn device_memory_is_consumed_per_device_instance() {
         assert_eq!(a.device_memory, vec![(g, k, 16 * GB)]);
         allocs.push(a);
     }
-    assert_eq!(st.nodes[0].device_memory_free(g).unwrap(), &[8 * GB; 4]);
+    // The L4's 23,034 MiB (the driver's total), less 16 GB.
+    let left = 23_034 * 1024 * 1024 - 16 * GB;
+    assert_eq!(st.nodes[0].device_memory_free(g).unwrap(), &[left; 4]);
     // Half of every device is free, but no device has 16 GB left: the fifth waits.
     assert!(!st.is_available(0, &half16));
     assert_eq!(
@@ -1753,7 +1755,10 @@ fn device_memory_is_consumed_per_device_instance() {
     assert!(st.is_available(0, &half8));
     // Freeing gives the memory back.
     st.free(&allocs[2], None);
-    assert_eq!(st.nodes[0].device_memory_free(g).unwrap()[2], 24 * GB);
+    assert_eq!(
+        st.nodes[0].device_memory_free(g).unwrap()[2],
+        23_034 * 1024 * 1024
+    );
     assert_eq!(
         decide(&mut st, &half16, &T::default(), &mut rng(0)),
         Decision::Run(0)
@@ -1776,5 +1781,8 @@ fn device_memory_is_consumed_per_device_instance() {
         .allocate(0, &half16, None, Policy::TopologyAware)
         .unwrap();
     st.reset(0);
-    assert_eq!(st.nodes[0].device_memory_free(g).unwrap(), &[24 * GB; 4]);
+    assert_eq!(
+        st.nodes[0].device_memory_free(g).unwrap(),
+        &[23_034 * 1024 * 1024; 4]
+    );
 }

@@ -618,7 +618,7 @@ fn device_memory_larger_than_every_candidate_device_is_an_error() {
     ));
     assert!(
         out.contains(
-            "s.orr:12:5: task group `t` needs 27.9 GiB of device memory per device; L4 has 22.4 GiB"
+            "s.orr:12:5: task group `t` needs 27.9 GiB of device memory per device; L4 has 22.5 GiB"
         ),
         "{out}"
     );
@@ -628,7 +628,7 @@ fn device_memory_larger_than_every_candidate_device_is_an_error() {
     );
     assert!(
         out.contains(
-            "s.orr:24:5: training `j` needs 37.3 GiB of device memory per device; L4 has 22.4 GiB"
+            "s.orr:24:5: training `j` needs 37.3 GiB of device memory per device; L4 has 22.5 GiB"
         ),
         "{out}"
     );
@@ -661,7 +661,7 @@ fn device_memory_candidates_follow_the_tenant_accelerators() {
     ));
     assert!(
         out.contains(
-            "s.orr:25:5: service `s` needs 27.9 GiB of device memory per device; L4 has 22.4 GiB"
+            "s.orr:25:5: service `s` needs 27.9 GiB of device memory per device; L4 has 22.5 GiB"
         ),
         "{out}"
     );

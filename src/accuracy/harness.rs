@@ -87,18 +87,18 @@ mod tests {
     #[test]
     fn trtllm_bench_sizes_a_dgx_h100_engine_as_tuning_py() {
         // Llama-3 8B in fp8 (8,030,261,248 parameters, 1 byte each; fp8 KV: 2 × 32 layers ×
-        // 8 heads × 128 × 1 byte a token) on one H100 of the catalog's 80 GB, 128/2048 tokens:
-        // (74.506 − 7.479) GiB × 0.95 of cache holds 479.4 requests of 2,176 tokens, so the
-        // batch rounds up to 512 (128s below 1024) and the tokens, 479.4 × (1 + 128/2048) =
-        // 509, to the floor of 2048.
+        // 8 heads × 128 × 1 byte a token) on one H100 of the catalog's 81,559 MiB (the
+        // driver's total), 128/2048 tokens: (79.647 − 7.479) GiB × 0.95 of cache holds 516.2
+        // requests of 2,176 tokens, so the batch rounds up to 640 (128s below 1024) and the
+        // tokens, 516.2 × (1 + 128/2048) = 548, to the floor of 2048.
         let text = "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  service s {\n    model llama3_8b\n    precision fp8\n    resources { GPU: 1 }\n    arrival offline 10\n    prompt tokens fixed 128\n    output tokens fixed 2048\n    engine trtllm\n  }\n}\n";
         let l = crate::spec::load_str("t.orr", text);
         assert!(!l.has_errors(), "{}", l.render(false));
         let spec = l.spec.unwrap();
-        assert_eq!(trtllm_bench(&spec), Ok((512, 2048)));
+        assert_eq!(trtllm_bench(&spec), Ok((640, 2048)));
         assert_eq!(
             super::trtllm_bench_words(&spec).as_deref(),
-            Ok("max_seqs 512 token_budget 2048 chunked_prefill on reserve prompt")
+            Ok("max_seqs 640 token_budget 2048 chunked_prefill on reserve prompt")
         );
     }
 

@@ -26,7 +26,7 @@ pub fn render(s: &Spec) -> String {
                 a.name.clone(),
                 a.vendor.clone(),
                 a.ray_resource.clone(),
-                a.memory.to_string(),
+                crate::units::gib(a.memory.0 as f64),
                 a.memory_bw.to_string(),
                 opt(a.flops.get("bf16")),
                 opt(a.flops.get("fp8")),
