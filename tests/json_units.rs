@@ -128,6 +128,8 @@ const COUNTS: &[&str] = &[
     "hosts",
     "cpu_cores",
     "cpu_threads",
+    // Logical CPUs (Ray's `CPU` resource) of a node or node type.
+    "cpus",
     "zones",
     "tenants",
     "workloads",

@@ -338,6 +338,7 @@ impl Sim<'_> {
         m.utilization = take(&mut self.work).finish(take(&mut self.util), &devices, end);
         m.utilization_by_node_type =
             take(&mut self.work_by_type).finish(take(&mut self.util_by_type), &by_type, end);
+        (m.cpu_utilization, m.cpu_utilization_by_node_type) = self.cpu_utilization(end);
         let (links, series) = self.wire.link_metrics(end);
         m.links = links;
         tl.links = series;
