@@ -1,6 +1,6 @@
 //! CPU utilization as a run's files and table: `cpu_utilization.csv` (busy and allocated CPUs
-//! per node and per node type at each change) and the "CPUs per node type" table `orrery run`
-//! prints.
+//! per node and per node type at each change) and the "CPU utilization per node type" table
+//! `orrery run` prints.
 
 use crate::csv::field as csv_field;
 use crate::sim::metrics::RunMetrics;

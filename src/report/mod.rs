@@ -3,6 +3,7 @@
 //! the table `orrery run` prints.
 //! Files are written atomically (temp file, then rename).
 
+mod cluster;
 mod cpu;
 
 use crate::csv::field as csv_field;
@@ -393,6 +394,7 @@ pub fn table(m: &RunMetrics) -> String {
         s(m.horizon),
         m.events
     );
+    o.push_str(&cluster::cluster_line(&m.cluster));
     let name = |w: &str, n: &str| format!("{w}.{n}");
     if !m.tasks.is_empty() {
         let mut t = Table::new([

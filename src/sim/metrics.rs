@@ -371,6 +371,8 @@ pub struct RunMetrics {
     pub utilization: BTreeMap<String, Utilization>,
     /// Per node type with accelerators.
     pub utilization_by_node_type: BTreeMap<String, Utilization>,
+    /// What the cluster costs over the window (`sim::cost`).
+    pub cluster: ClusterCost,
     /// Logical CPUs per node with CPUs, by name (`sim::cpu`).
     pub cpu_utilization: BTreeMap<String, CpuUtilization>,
     /// Logical CPUs per node type with CPUs.
@@ -383,6 +385,21 @@ pub struct RunMetrics {
     pub quota_waits: Vec<QuotaWait>,
     /// Per task group that fetched inputs from other nodes: what placement made it move.
     pub fetches: Vec<FetchMetrics>,
+}
+
+/// The cluster's price and power, and what they come to over the run's window: the price is
+/// the sum over nodes of the node's `price`, else its devices' `price` × count; the power the
+/// node's `power`, else its devices' `tdp` × count (TDP × time: an upper bound, idle power is
+/// not modelled). `None` when a node or device has no figure. The same figures `orrery check`
+/// prints and `compare` and `sweep` use (`experiment::measure::cost`, `energy`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ClusterCost {
+    pub price_usd_per_h: Option<f64>,
+    /// Price × the window.
+    pub cost_usd: Option<f64>,
+    pub power_w: Option<f64>,
+    /// Power × the window.
+    pub energy_kwh: Option<f64>,
 }
 
 /// A task group's input fetches from the nodes holding its producers' outputs (an input

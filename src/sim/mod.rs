@@ -24,6 +24,7 @@
 mod actors;
 mod buckets;
 mod checkpoints;
+mod cost;
 mod cpu;
 pub mod durations;
 mod explain;
