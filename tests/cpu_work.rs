@@ -250,3 +250,36 @@ fn the_timelines_cpu_spans_are_the_busy_cpus() {
     let total: f64 = t.cpu_spans.iter().map(|s| s.cpus * (s.end - s.start)).sum();
     assert!(total > 0.0);
 }
+
+#[test]
+fn a_sweep_reports_the_busy_cpus() {
+    // The sweep's `cpu_utilization` metric: the six 4-CPU tasks of 10 s on 32 CPUs, 75 %
+    // busy (the device `utilization` of a cluster without devices has no value).
+    let text = format!(
+        "{CLUSTER}\nworkload w {{\n  tasks t x 6 {{\n    resources {{ CPU: 4 }}\n    duration 10 s\n  }}\n}}\n\nexperiment e {{\n  seeds 1..2\n  sweep policy in [ray_default, spread]\n  metrics cpu_utilization, utilization\n}}\n"
+    );
+    let d = dir("sweep");
+    let file = d.join("sweep.orr");
+    std::fs::write(&file, text).unwrap();
+    let out = d.join("out");
+    orrery(&[
+        "sweep",
+        &file.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--no-plots",
+    ]);
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let mut lines = summary.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let mut cells = 0;
+    for l in lines {
+        let c: Vec<&str> = l.split(',').collect();
+        let busy: f64 = c[col("cpu_utilization_mean")].parse().unwrap();
+        assert!((busy - 0.75).abs() < 1e-12, "{l}");
+        assert_eq!(c[col("utilization_mean")], "", "{l}");
+        cells += 1;
+    }
+    assert_eq!(cells, 2);
+}
