@@ -363,11 +363,14 @@ pub fn write(
                     ""
                 }
             );
-            let per = if rows.per == "device" {
+            let mut per = if rows.per == "device" {
                 "each device".to_string()
             } else {
                 format!("each {} (share of its device-time)", rows.per)
             };
+            if rows.cpu_rows > 0 {
+                per.push_str(" and CPUs");
+            }
             let title = format!("{name}: what {per} did (seed {})", h.seed);
             let drawn = plot::timeline_of(
                 &rep.stem("timeline"),
