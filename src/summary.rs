@@ -149,11 +149,13 @@ fn node_total(
         .sum()
 }
 
-fn node_price(spec: &Spec, nt: &NodeType) -> Option<f64> {
+/// A node's price per hour: its own, else its devices' (`None` when one has none).
+pub(crate) fn node_price(spec: &Spec, nt: &NodeType) -> Option<f64> {
     node_total(spec, nt, nt.price.map(|p| p.0), |a| a.price.map(|p| p.0))
 }
 
-fn node_power(spec: &Spec, nt: &NodeType) -> Option<f64> {
+/// A node's power (W): its own, else its devices' TDP (`None` when one has none).
+pub(crate) fn node_power(spec: &Spec, nt: &NodeType) -> Option<f64> {
     node_total(spec, nt, nt.power.map(|p| p.0), |a| a.tdp.map(|p| p.0))
 }
 

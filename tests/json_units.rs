@@ -129,6 +129,8 @@ const COUNTS: &[&str] = &[
     "hosts",
     "cpu_cores",
     "cpu_threads",
+    // Logical CPUs (Ray's `CPU` resource) of a node or node type.
+    "cpus",
     "zones",
     "tenants",
     "workloads",

@@ -124,6 +124,7 @@ fn run_writes_plots_report_and_the_data_behind_them() {
     assert_eq!(
         names(&out),
         set(&[
+            "cpu_utilization.csv",
             "links.csv",
             "llm_services.csv",
             "placement_groups.csv",

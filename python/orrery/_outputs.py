@@ -159,7 +159,7 @@ class RunResult(Outputs):
     ``header`` is run.json's header (version, scenario, scenario hash, seed, policy, model
     sources, network models, tiers: what reproduces the run); ``metrics`` the rest of run.json.
     The tables are attributes too: ``tasks``, ``training``, ``services``, ``llm_services``,
-    ``placement_groups``, ``utilization``, ``links``, ``timeline``.
+    ``placement_groups``, ``utilization``, ``cpu_utilization``, ``links``, ``timeline``.
     """
 
     _declared_types = True
@@ -178,6 +178,7 @@ class RunResult(Outputs):
     llm_services = property(lambda self: self.table("llm_services"))
     placement_groups = property(lambda self: self.table("placement_groups"))
     utilization = property(lambda self: self.table("utilization"))
+    cpu_utilization = property(lambda self: self.table("cpu_utilization"))
     links = property(lambda self: self.table("links"))
     timeline = property(lambda self: self.table("timeline"))
 

@@ -28,7 +28,7 @@ def test_run_writes_exactly_what_the_cli_writes(tmp_path, cli_run):
 
 def test_tables_are_the_csv_with_declared_types(tmp_path):
     r = orrery.load(QUICK).run(seed=2, out=tmp_path)
-    for name in ["tasks", "training", "services", "placement_groups", "utilization", "timeline", "links"]:
+    for name in ["tasks", "training", "services", "placement_groups", "utilization", "cpu_utilization", "timeline", "links"]:
         df = getattr(r, name)
         text = (tmp_path / f"{name}.csv").read_text()
         rows = list(csv.reader(io.StringIO(text)))

@@ -360,10 +360,17 @@ pub fn runs_per_seed(spec: &Spec) -> usize {
     variants(spec).len() + 1
 }
 
-/// The values of one run: failure figures, then per-kind figures, by key.
+/// The values of one run: failure figures, per-kind figures, then the cluster's cost and
+/// energy over the window (what a variant with more or fewer nodes pays for them), by key.
 fn run_values(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>)> {
     let mut v = kinds::failure_figures(m);
     v.extend(kinds::figures(fig, m));
+    // The window has its own line in every drill output.
+    v.extend(
+        kinds::cluster_figures(fig, m)
+            .into_iter()
+            .filter(|(c, _)| c.key != "horizon_s"),
+    );
     v
 }
 
@@ -635,7 +642,7 @@ fn agg_cell(key: &str, v: &Variant, a: Option<&Aggregate>) -> String {
 pub fn table(r: &DrillReport) -> String {
     let shown: Vec<&Variant> = all(r).collect();
     let names: Vec<String> = shown.iter().map(|v| v.name.clone()).collect();
-    let order = ["failures", "training", "tasks", "services"];
+    let order = ["failures", "training", "tasks", "services", "cluster"];
     let rows = kinds::rows_by_kind(&r.columns, &order, |key| {
         shown
             .iter()

@@ -178,7 +178,8 @@ pub fn column(metric: &str) -> String {
 /// of running, 3600 / its mean step time, summed over jobs) · steps_done (training steps kept
 /// in the window, all jobs) · tasks_per_s (tasks completed per second of window) · requests_per_s
 /// (requests served per second of window) · goodput (runtime goodput, mean over
-/// training jobs) · utilization (device-weighted mean busy fraction) · queueing_delay (mean
+/// training jobs) · utilization (device-weighted mean busy fraction) · cpu_utilization (the
+/// busy fraction of all the cluster's logical CPUs, `sim::cpu`) · queueing_delay (mean
 /// task queueing, s) · placement_delay (mean actor placement delay, s) · latency (mean request
 /// latency, s) · step_time (mean over training jobs, s) · pg_pending_time (mean over placement
 /// groups, s) · lost_device_hours (work thrown away + devices stalled in recovery) · recovery_time / time_to_detect (mean, s) · availability
@@ -215,6 +216,15 @@ pub fn metric(name: &str, fig: &ClusterFigures, m: &RunMetrics) -> Option<f64> {
         }
         "goodput" => mean(m.training.iter().map(|t| t.goodput)),
         "utilization" => weighted(m.utilization.values().map(|u| (u.busy_fraction, u.devices))),
+        "cpu_utilization" => {
+            let (busy, cpus) = m
+                .cpu_utilization_by_node_type
+                .values()
+                .fold((0.0, 0.0), |(b, n), u| {
+                    (b + u.busy_fraction * u.cpus, n + u.cpus)
+                });
+            (cpus > 0.0).then(|| busy / cpus)
+        }
         "queueing_delay" => weighted(
             m.tasks
                 .iter()

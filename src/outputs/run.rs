@@ -1,6 +1,7 @@
 //! `orrery run`: `timeline.{png,svg}` (a Gantt row per device, or per node or rack on large
-//! clusters: `super::timeline`), `timeline.csv` (the spans behind it), `utilization.{png,svg}`
-//! (busy and allocated fraction per device class), `links.{png,svg}` (each link class's
+//! clusters: `super::timeline`; CPU rows for nodes with CPU work), `timeline.csv` (the spans
+//! behind it), `utilization.{png,svg}` (busy and allocated fraction per device class, and of
+//! the CPUs per node type), `links.{png,svg}` (each link class's
 //! utilization over time, when the run moved bytes on its network),
 //! `queueing_cdf.{png,svg}` (task queueing delay per group) and `latency_cdf.{png,svg}`
 //! (request latency per service) when the run has such samples, and `report.md`.
@@ -82,7 +83,41 @@ pub fn util_series(r: &RunResult) -> Vec<UtilSeries> {
             dashed: true,
         });
     }
+    cpu_series(r, &mut out);
     out
+}
+
+/// Busy (solid) and allocated (dashed) fraction of the CPUs of each node type whose CPUs some
+/// work held, labelled with the CPU counts and means (after the device classes' lines).
+fn cpu_series(r: &RunResult, out: &mut Vec<UtilSeries>) {
+    let t_end = r.metrics.horizon;
+    let mut cpu = Vec::new();
+    for (name, u) in &r.metrics.cpu_utilization_by_node_type {
+        if u.cpus <= 0.0 || u.allocated_fraction == 0.0 && u.busy_fraction == 0.0 {
+            continue;
+        }
+        let frac = |pts: &[(f64, f64)]| -> Vec<(f64, f64)> {
+            drawn_steps(pts, t_end)
+                .into_iter()
+                .map(|(t, b)| (t, (b / u.cpus).clamp(0.0, 1.0)))
+                .collect()
+        };
+        cpu.push(UtilSeries {
+            label: format!(
+                "CPUs of {name} ({} CPUs): busy {:.1} %",
+                plot::fmt_num(u.cpus),
+                u.busy_fraction * 100.0
+            ),
+            points: frac(&u.busy_series),
+            dashed: false,
+        });
+        cpu.push(UtilSeries {
+            label: format!("allocated {:.1} % (dashed)", u.allocated_fraction * 100.0),
+            points: frac(&u.allocated_series),
+            dashed: true,
+        });
+    }
+    out.extend(cpu);
 }
 
 /// Each link class's mean utilization per window of the run (`sim::links`), labelled with its
@@ -266,7 +301,7 @@ pub fn write(
     ));
 
     let t = &r.timeline;
-    let has_timeline = !t.devices.is_empty();
+    let has_timeline = !t.devices.is_empty() || !t.cpu_spans.is_empty();
     let rows = timeline_rows(t, r.metrics.horizon);
     if has_timeline {
         let file = data_file(dir, h, format, "timeline.csv", &timeline_csv(&rows))?;
@@ -328,11 +363,14 @@ pub fn write(
                     ""
                 }
             );
-            let per = if rows.per == "device" {
+            let mut per = if rows.per == "device" {
                 "each device".to_string()
             } else {
                 format!("each {} (share of its device-time)", rows.per)
             };
+            if rows.cpu_rows > 0 {
+                per.push_str(" and CPUs");
+            }
             let title = format!("{name}: what {per} did (seed {})", h.seed);
             let drawn = plot::timeline_of(
                 &rep.stem("timeline"),
@@ -343,22 +381,24 @@ pub fn write(
             );
             rep.plot(&format!("Device timeline, {shown}"), drawn);
         } else {
-            rep.note("timeline: the run recorded no devices".into());
+            rep.note("timeline: the run recorded no devices and no CPU work".into());
         }
 
         rep.section("Utilization");
         let series = util_series(r);
         if series.is_empty() {
-            rep.note("utilization: the cluster has no devices".into());
+            rep.note("utilization: the cluster has no devices and no work held a CPU".into());
         } else {
             let drawn = plot::utilization(
                 &rep.stem("utilization"),
-                &format!("{name}: busy (computing, communicating, serving) and allocated devices"),
+                &format!(
+                    "{name}: busy (computing, communicating, serving) and allocated devices and CPUs"
+                ),
                 &series,
                 r.metrics.horizon,
             );
             rep.plot(
-                "Utilization per device class: busy solid, allocated dashed",
+                "Utilization per device class and CPUs per node type: busy solid, allocated dashed",
                 drawn,
             );
         }
@@ -507,6 +547,9 @@ pub fn write(
         "services.csv" => "per service: throughput, latency, SLO violations",
         "utilization.csv" => {
             "busy and allocated devices per device class and node type at each change (the data of the utilization plot)"
+        }
+        "cpu_utilization.csv" => {
+            "busy and allocated CPUs per node and node type at each change (the CPU lines of the utilization plot)"
         }
         "links.csv" => "per link class: links, capacity, bytes moved, mean and peak utilization",
         "trace.json" => "what every device did when, for Perfetto / chrome://tracing",

@@ -23,7 +23,8 @@ pub const EXACT_SPANS: usize = 300;
 pub const TIMELINE_BINS: usize = 150;
 
 /// What the timeline's rows are: one per device, or devices aggregated per node or per rack
-/// (or per run of consecutive racks), and how many devices and nodes they cover.
+/// (or per run of consecutive racks), how many devices and nodes they cover, and how many
+/// rows are CPU rows (a node's, or the unit's nodes', CPUs: [`timeline_rows`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rows {
     pub rows: Vec<TimelineRow>,
@@ -31,124 +32,194 @@ pub struct Rows {
     pub per: &'static str,
     pub devices: usize,
     pub nodes: usize,
+    pub cpu_rows: usize,
 }
 
 impl Rows {
     /// What the rows show, with the real counts (for titles and captions).
     pub fn describe(&self) -> String {
         let (d, n) = (self.devices, self.nodes);
-        match self.per {
+        let devices = match self.per {
             "device" => format!("{d} devices, one row each"),
             per => format!(
                 "{d} devices on {n} nodes, one row per {per} ({} rows): each bin's share of the \
                  {per}'s device-time",
-                self.rows.len()
+                self.rows.len() - self.cpu_rows
             ),
+        };
+        if self.cpu_rows == 0 {
+            return devices;
         }
+        let unit = if self.per == "device" {
+            "node"
+        } else {
+            self.per
+        };
+        format!(
+            "{devices}; and a CPU row per {unit} with CPU work ({} rows): each bin's share of its \
+             CPU-time (CPUs × time)",
+            self.cpu_rows
+        )
     }
 }
 
-/// The timeline's rows: one per device when the run has at most [`plot::MAX_TIMELINE_ROWS`]
-/// devices; else one per node (nodes with devices), per rack, or per run of consecutive racks,
-/// whichever first fits — every device is in a row. A device row with more than
-/// [`EXACT_SPANS`] spans (a long training job's steps), and every aggregated row, is drawn at
-/// the plot's resolution: `[0, t_end]` cut into [`TIMELINE_BINS`] bins, each drawn as
-/// consecutive slices whose widths are the shares of the bin each kind took (compute,
-/// communication, checkpoint, failed; the rest idle) — of the device's time, or of the row's
-/// device-time (devices × bin) when aggregated. A training job's 13 % of communication shows as
-/// 13 % of every bin instead of vanishing; `timeline.csv` holds these rows.
+/// The timeline's rows: one per device when the run's device rows and CPU rows together are
+/// at most [`plot::MAX_TIMELINE_ROWS`]; else one per node, per rack, or per run of
+/// consecutive racks, whichever first fits — every device is in a row. A node with CPU work
+/// (`Timeline::cpu_spans`) adds a CPU row after its devices' row(s) (per rack: one per rack
+/// with CPU work, of its nodes' CPUs). A device row with more than [`EXACT_SPANS`] spans (a
+/// long training job's steps), and every aggregated or CPU row, is drawn at the plot's
+/// resolution: `[0, t_end]` cut into [`TIMELINE_BINS`] bins, each drawn as consecutive slices
+/// whose widths are the shares of the bin each kind took (compute, communication,
+/// checkpoint, failed; the rest idle) — of the device's time, of the row's device-time
+/// (devices × bin) when aggregated, or of its CPU-time (CPUs × bin) for a CPU row. A training
+/// job's 13 % of communication shows as 13 % of every bin instead of vanishing; a node's 4 of
+/// 64 CPUs busy shows as 6.25 % of every bin. `timeline.csv` holds these rows.
 pub fn timeline_rows(t: &Timeline, t_end: f64) -> Rows {
     let t_end = t
         .spans
         .iter()
         .map(|s| s.end)
+        .chain(t.cpu_spans.iter().map(|s| s.end))
         .fold(if t_end.is_finite() { t_end } else { 0.0 }, f64::max);
     let max = plot::MAX_TIMELINE_ROWS;
-    let nodes: Vec<u32> = {
-        let mut v = t.device_node.clone();
-        v.dedup();
-        v
-    };
+    let n_nodes = t.nodes.len().max(
+        t.device_node
+            .iter()
+            .map(|n| *n as usize + 1)
+            .max()
+            .unwrap_or(0),
+    );
+    let mut has_dev = vec![false; n_nodes];
+    for n in &t.device_node {
+        has_dev[*n as usize] = true;
+    }
+    let mut has_cpu = vec![false; n_nodes];
+    for s in &t.cpu_spans {
+        if let Some(x) = has_cpu.get_mut(s.node as usize) {
+            *x = true;
+        }
+    }
+    let dev_nodes = has_dev.iter().filter(|x| **x).count();
+    let cpu_nodes = has_cpu.iter().filter(|x| **x).count();
     let devices = t.devices.len();
-    if devices <= max {
+    let node_name = |n: usize| {
+        t.nodes
+            .get(n)
+            .cloned()
+            .unwrap_or_else(|| format!("node {n}"))
+    };
+    if devices + cpu_nodes <= max {
+        // One row per device, then its node's CPU row (devices are in node order).
+        let mut dev = device_rows(t, t_end).into_iter().enumerate().peekable();
+        let mut cpu = cpu_rows(t, t_end, &has_cpu, Some, &node_name);
+        let mut rows = Vec::new();
+        for n in 0..n_nodes {
+            while let Some((_, row)) =
+                dev.next_if(|(d, _)| t.device_node.get(*d).is_some_and(|x| *x as usize == n))
+            {
+                rows.push(row);
+            }
+            if let Some(row) = cpu.remove(&n) {
+                rows.push(row);
+            }
+        }
+        rows.extend(dev.map(|(_, row)| row));
         return Rows {
-            rows: device_rows(t, t_end),
+            rows,
             per: "device",
             devices,
-            nodes: nodes.len(),
+            nodes: dev_nodes,
+            cpu_rows: cpu_nodes,
         };
     }
-    // Row of each device, and the rows' labels.
-    let rack_of = |n: u32| t.node_rack.get(n as usize).copied().unwrap_or(0);
-    let node_name = |d: usize| {
-        let name = &t.devices[d];
-        name.rsplit_once('.')
-            .map(|x| x.0)
-            .unwrap_or(name)
-            .to_string()
-    };
-    let mut racks: Vec<u32> = t.device_node.iter().map(|n| rack_of(*n)).collect();
-    racks.dedup();
-    let (per, row_of, labels): (&'static str, Vec<usize>, Vec<String>) = if nodes.len() <= max {
-        let mut labels = Vec::new();
-        let mut row_of = Vec::with_capacity(devices);
-        for d in 0..devices {
-            if d == 0 || t.device_node[d] != t.device_node[d - 1] {
-                labels.push(node_name(d));
+    // The unit (node, or run of racks) of each node, and the units' labels.
+    let rack_of = |n: usize| t.node_rack.get(n).copied().unwrap_or(0);
+    let count = |unit: &[Option<usize>], units: usize| -> usize {
+        let mut dev = vec![false; units];
+        let mut cpu = vec![false; units];
+        for n in 0..n_nodes {
+            if let Some(u) = unit[n] {
+                dev[u] |= has_dev[n];
+                cpu[u] |= has_cpu[n];
             }
-            row_of.push(labels.len() - 1);
         }
-        ("node", row_of, labels)
-    } else {
-        let per_row = racks.len().div_ceil(max);
-        let name = |r: u32| {
-            let n = t.racks.get(r as usize).map(String::as_str).unwrap_or("");
-            if n.is_empty() {
-                "(no rack)".to_string()
-            } else {
-                n.to_string()
-            }
-        };
-        let mut labels: Vec<String> = Vec::new();
-        let mut row_of = Vec::with_capacity(devices);
-        let mut firsts: Vec<u32> = Vec::new();
-        let mut rack_rows: Vec<(u32, usize)> = Vec::new();
-        for d in 0..devices {
-            let r = rack_of(t.device_node[d]);
-            let row = match rack_rows.iter().find(|(x, _)| *x == r) {
-                Some((_, row)) => *row,
-                None => {
-                    let k = rack_rows.len() / per_row;
-                    if k == labels.len() {
-                        labels.push(name(r));
-                        firsts.push(r);
-                    } else {
-                        labels[k] = format!("{}–{}", name(firsts[k]), name(r));
-                    }
-                    rack_rows.push((r, k));
-                    k
+        dev.iter().filter(|x| **x).count() + cpu.iter().filter(|x| **x).count()
+    };
+    let shown = |n: usize| has_dev[n] || has_cpu[n];
+    let (per, unit, labels): (&'static str, Vec<Option<usize>>, Vec<String>) = {
+        let mut unit = vec![None; n_nodes];
+        let mut labels = Vec::new();
+        for n in (0..n_nodes).filter(|&n| shown(n)) {
+            unit[n] = Some(labels.len());
+            labels.push(node_name(n));
+        }
+        if count(&unit, labels.len()) <= max {
+            ("node", unit, labels)
+        } else {
+            let mut racks: Vec<u32> = (0..n_nodes).filter(|&n| shown(n)).map(rack_of).collect();
+            racks.dedup();
+            let name = |r: u32| {
+                let n = t.racks.get(r as usize).map(String::as_str).unwrap_or("");
+                if n.is_empty() {
+                    "(no rack)".to_string()
+                } else {
+                    n.to_string()
                 }
             };
-            row_of.push(row);
+            let group = |per_row: usize| -> (Vec<Option<usize>>, Vec<String>) {
+                let mut unit = vec![None; n_nodes];
+                let mut labels: Vec<String> = Vec::new();
+                let mut firsts: Vec<u32> = Vec::new();
+                let mut rack_rows: Vec<(u32, usize)> = Vec::new();
+                for n in (0..n_nodes).filter(|&n| shown(n)) {
+                    let r = rack_of(n);
+                    let row = match rack_rows.iter().find(|(x, _)| *x == r) {
+                        Some((_, row)) => *row,
+                        None => {
+                            let k = rack_rows.len() / per_row;
+                            if k == labels.len() {
+                                labels.push(name(r));
+                                firsts.push(r);
+                            } else {
+                                labels[k] = format!("{}–{}", name(firsts[k]), name(r));
+                            }
+                            rack_rows.push((r, k));
+                            k
+                        }
+                    };
+                    unit[n] = Some(row);
+                }
+                (unit, labels)
+            };
+            // The fewest racks per row that fit (rows double at most with CPU rows).
+            let mut per_row = racks.len().div_ceil(max).max(1);
+            let (mut unit, mut labels) = group(per_row);
+            while count(&unit, labels.len()) > max && per_row < racks.len() {
+                per_row += 1;
+                (unit, labels) = group(per_row);
+            }
+            (
+                if per_row > 1 { "rack group" } else { "rack" },
+                unit,
+                labels,
+            )
         }
-        (
-            if per_row > 1 { "rack group" } else { "rack" },
-            row_of,
-            labels,
-        )
     };
-    let mut size = vec![0usize; labels.len()];
+    let units = labels.len();
+    let row_of: Vec<usize> = t
+        .device_node
+        .iter()
+        .map(|n| unit[*n as usize].unwrap_or(0))
+        .collect();
+    let mut size = vec![0usize; units];
     for r in &row_of {
         size[*r] += 1;
     }
     // Device-seconds per (row, bin, kind), each device weighted by 1 / its row's devices.
     let bins = TIMELINE_BINS;
-    let res = if t_end > 0.0 {
-        t_end / bins as f64
-    } else {
-        1.0
-    };
-    let mut time = vec![vec![[0.0f64; 4]; bins]; labels.len()];
+    let res = bin_width(t_end);
+    let mut time = vec![vec![[0.0f64; 4]; bins]; units];
     let mut per_set: Vec<Option<Vec<(usize, f64)>>> = vec![None; t.sets.len()];
     for s in &t.spans {
         let weights = per_set[s.set as usize].get_or_insert_with(|| {
@@ -169,34 +240,106 @@ pub fn timeline_rows(t: &Timeline, t_end: f64) -> Rows {
             .iter()
             .position(|x| *x == kind(s.kind))
             .unwrap_or(0);
-        let first = ((s.start / res).floor().max(0.0) as usize).min(bins - 1);
-        let last = ((s.end / res).ceil().max(0.0) as usize).min(bins);
-        // `b` is a bin of every weighted row (and sets the bin's bounds), not one slice's
-        // index: a range loop says so more plainly than zipped iterators would.
-        #[allow(clippy::needless_range_loop)]
-        for b in first..last {
-            let (lo, hi) = (b as f64 * res, (b + 1) as f64 * res);
-            let overlap = (s.end.min(hi) - s.start.max(lo)).max(0.0);
-            for &(row, w) in weights.iter() {
-                time[row][b][k] += overlap * w;
-            }
+        add(&mut time, weights, k, s.start, s.end, res);
+    }
+    let mut cpu = cpu_rows(t, t_end, &has_cpu, |n| unit[n], &|u| labels[u].clone());
+    let mut rows = Vec::new();
+    for (u, ((label, bins), n)) in labels.iter().zip(&time).zip(&size).enumerate() {
+        if *n > 0 {
+            rows.push(TimelineRow {
+                label: format!("{label} ({n} devices)"),
+                spans: join(slices(bins, res, t_end)),
+            });
+        }
+        if let Some(row) = cpu.remove(&u) {
+            rows.push(row);
         }
     }
-    let rows = labels
-        .into_iter()
-        .zip(&time)
-        .zip(&size)
-        .map(|((label, bins), n)| TimelineRow {
-            label: format!("{label} ({n} devices)"),
-            spans: join(slices(bins, res, t_end)),
-        })
-        .collect();
+    let cpu_rows = rows.len() - size.iter().filter(|n| **n > 0).count();
     Rows {
         rows,
         per,
         devices,
-        nodes: nodes.len(),
+        nodes: dev_nodes,
+        cpu_rows,
     }
+}
+
+/// Width of a bin of [`TIMELINE_BINS`] over `[0, t_end]`.
+fn bin_width(t_end: f64) -> f64 {
+    if t_end > 0.0 {
+        t_end / TIMELINE_BINS as f64
+    } else {
+        1.0
+    }
+}
+
+/// Adds `[start, end)` to kind `k` of the bins it overlaps, on each weighted row.
+fn add(
+    time: &mut [Vec<[f64; 4]>],
+    weights: &[(usize, f64)],
+    k: usize,
+    start: f64,
+    end: f64,
+    res: f64,
+) {
+    let bins = TIMELINE_BINS;
+    let first = ((start / res).floor().max(0.0) as usize).min(bins - 1);
+    let last = ((end / res).ceil().max(0.0) as usize).min(bins);
+    // `b` is a bin of every weighted row (and sets the bin's bounds), not one slice's
+    // index: a range loop says so more plainly than zipped iterators would.
+    #[allow(clippy::needless_range_loop)]
+    for b in first..last {
+        let (lo, hi) = (b as f64 * res, (b + 1) as f64 * res);
+        let overlap = (end.min(hi) - start.max(lo)).max(0.0);
+        for &(row, w) in weights {
+            time[row][b][k] += overlap * w;
+        }
+    }
+}
+
+/// The CPU rows, by unit (`unit_of` a node: the node itself, or its rack's row): each bin's
+/// share of the unit's CPU-time that its nodes' CPU spans filled (compute), labelled
+/// `UNIT CPU (N CPUs)` with the CPUs of its nodes that had CPU work.
+fn cpu_rows(
+    t: &Timeline,
+    t_end: f64,
+    has_cpu: &[bool],
+    unit_of: impl Fn(usize) -> Option<usize>,
+    label: &dyn Fn(usize) -> String,
+) -> std::collections::BTreeMap<usize, TimelineRow> {
+    let mut cpus: std::collections::BTreeMap<usize, f64> = std::collections::BTreeMap::new();
+    for (n, _) in has_cpu.iter().enumerate().filter(|(_, x)| **x) {
+        if let Some(u) = unit_of(n) {
+            *cpus.entry(u).or_insert(0.0) += t.node_cpus.get(n).copied().unwrap_or(0.0);
+        }
+    }
+    let index: Vec<usize> = cpus.keys().copied().collect();
+    let res = bin_width(t_end);
+    let mut time = vec![vec![[0.0f64; 4]; TIMELINE_BINS]; index.len()];
+    for s in &t.cpu_spans {
+        let Some(u) = unit_of(s.node as usize) else {
+            continue;
+        };
+        let Ok(row) = index.binary_search(&u) else {
+            continue;
+        };
+        let total = cpus[&u];
+        if total > 0.0 {
+            add(&mut time, &[(row, s.cpus / total)], 0, s.start, s.end, res);
+        }
+    }
+    index
+        .iter()
+        .zip(&time)
+        .map(|(u, bins)| {
+            let row = TimelineRow {
+                label: format!("{} CPU ({} CPUs)", label(*u), plot::fmt_num(cpus[u])),
+                spans: join(slices(bins, res, t_end)),
+            };
+            (*u, row)
+        })
+        .collect()
 }
 
 /// One row per device, each with its spans (one pass over the spans); back-to-back spans of

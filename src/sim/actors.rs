@@ -134,6 +134,7 @@ impl Sim<'_> {
         if epoch != self.actors[a as usize].epoch {
             return;
         }
+        self.record_call(a);
         if self.actor_groups[self.actors[a as usize].group]
             .tensor_to
             .is_some()
@@ -142,6 +143,33 @@ impl Sim<'_> {
             return;
         }
         self.finish_call(a, epoch, true);
+    }
+
+    /// Actor `a` computed a method call, `call_duration` until now: the devices and CPUs it
+    /// holds were busy (utilization, and the timeline's device and CPU tracks). An actor
+    /// without `resources` holds nothing while it runs, so nothing is counted.
+    fn record_call(&mut self, a: u32) {
+        let now = self.now();
+        let ac = &self.actors[a as usize];
+        let (Some(node), true) = (ac.node, ac.alloc.is_some()) else {
+            return;
+        };
+        let from = now.saturating_sub(ac.call_ns);
+        if from >= now {
+            return;
+        }
+        let g = ac.group;
+        let units = device_units(&self.state, &self.unit_ids, &ac.request);
+        let cpus = super::cpu::cpus_of(&ac.request);
+        self.worked(node, units, from, now);
+        self.cpu_worked(node, cpus, from, now, super::labels::Item::Actors(g));
+        if self.tl.on && units > 0.0 {
+            let ac = &self.actors[a as usize];
+            let devs = self.alloc_devices(node, ac.alloc.as_ref());
+            let label = self.label_id(super::labels::Item::Actors(g));
+            self.tl
+                .span(&devs, from, now, super::timeline::SpanKind::Compute, label);
+        }
     }
 
     /// Actor `a`'s call is over (done, or failed when `!ok`): the next one starts, or the

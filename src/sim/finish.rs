@@ -338,6 +338,8 @@ impl Sim<'_> {
         m.utilization = take(&mut self.work).finish(take(&mut self.util), &devices, end);
         m.utilization_by_node_type =
             take(&mut self.work_by_type).finish(take(&mut self.util_by_type), &by_type, end);
+        (m.cpu_utilization, m.cpu_utilization_by_node_type) = self.cpu_utilization(end);
+        m.cluster = super::cost::cluster(spec, &self.node_types, m.horizon);
         let (links, series) = self.wire.link_metrics(end);
         m.links = links;
         tl.links = series;

@@ -1,9 +1,10 @@
 //! What a run measures, as data (plots come later): per task group, placement group,
 //! training job and service, plus device utilization over time per device class.
 
-use crate::engine::Time;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+pub use super::utilization::{CpuUtilization, UtilTracker, Utilization};
 
 /// Summary statistics of a sample of durations (seconds).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -271,26 +272,6 @@ pub struct ActorMetrics {
     pub tensor_time: f64,
 }
 
-/// Devices of one device class (or node type) over time: how many were *busy* — computing,
-/// communicating or serving a request (a task from start to finish, its input fetch included;
-/// a training step's checkpoint, compute and collectives; a replica's batches) — and how many
-/// were *allocated* (held by a task, actor, replica or training job, busy or not: an idle
-/// replica waiting for requests is allocated, not busy).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Utilization {
-    pub devices: u64,
-    /// Busy device-seconds / (devices × horizon).
-    pub busy_fraction: f64,
-    /// Allocated device-seconds / (devices × horizon).
-    pub allocated_fraction: f64,
-    /// (time s, busy devices) at each change (not in `run.json`: `utilization.csv` holds it).
-    #[serde(skip)]
-    pub busy_series: Vec<(f64, f64)>,
-    /// (time s, allocated devices) at each change (not in `run.json`, as `busy_series`).
-    #[serde(skip)]
-    pub allocated_series: Vec<(f64, f64)>,
-}
-
 /// Traffic of one class of links over the run (`sim::links` says how it is measured).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct LinkClassMetrics {
@@ -394,6 +375,12 @@ pub struct RunMetrics {
     pub utilization: BTreeMap<String, Utilization>,
     /// Per node type with accelerators.
     pub utilization_by_node_type: BTreeMap<String, Utilization>,
+    /// What the cluster costs over the window (`sim::cost`).
+    pub cluster: ClusterCost,
+    /// Logical CPUs per node with CPUs, by name (`sim::cpu`).
+    pub cpu_utilization: BTreeMap<String, CpuUtilization>,
+    /// Logical CPUs per node type with CPUs.
+    pub cpu_utilization_by_node_type: BTreeMap<String, CpuUtilization>,
     /// Per link class of the run's network (`sim::links::CLASSES`), classes with links only.
     pub links: BTreeMap<String, LinkClassMetrics>,
     pub failures: FailureMetrics,
@@ -402,6 +389,21 @@ pub struct RunMetrics {
     pub quota_waits: Vec<QuotaWait>,
     /// Per task group that fetched inputs from other nodes: what placement made it move.
     pub fetches: Vec<FetchMetrics>,
+}
+
+/// The cluster's price and power, and what they come to over the run's window: the price is
+/// the sum over nodes of the node's `price`, else its devices' `price` × count; the power the
+/// node's `power`, else its devices' `tdp` × count (TDP × time: an upper bound, idle power is
+/// not modelled). `None` when a node or device has no figure. The same figures `orrery check`
+/// prints and `compare` and `sweep` use (`experiment::measure::cost`, `energy`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ClusterCost {
+    pub price_usd_per_h: Option<f64>,
+    /// Price × the window.
+    pub cost_usd: Option<f64>,
+    pub power_w: Option<f64>,
+    /// Power × the window.
+    pub energy_kwh: Option<f64>,
 }
 
 /// A task group's input fetches from the nodes holding its producers' outputs (an input
@@ -485,111 +487,6 @@ pub struct QuotaWait {
     pub mean_secs: f64,
 }
 
-/// Records device-count changes per key (a device class or a node type) and integrates them.
-#[derive(Default)]
-pub struct UtilTracker {
-    /// Per key, changes (time, delta), compacted (sorted, one entry per instant) whenever they
-    /// double: all of a training step's nodes start and end together, so memory follows the
-    /// instants, not the devices, at an amortised sort per change.
-    changes: BTreeMap<String, Changes>,
-}
-
-#[derive(Default)]
-struct Changes {
-    v: Vec<(Time, f64)>,
-    compacted: usize,
-}
-
-impl Changes {
-    /// Sorted by time (stable: equal times keep their order), one entry per instant.
-    fn compact(&mut self) {
-        self.v.sort_by_key(|c| c.0);
-        let mut out: Vec<(Time, f64)> = Vec::with_capacity(self.v.len());
-        for &(t, d) in &self.v {
-            match out.last_mut() {
-                Some(l) if l.0 == t => l.1 += d,
-                _ => out.push((t, d)),
-            }
-        }
-        self.v = out;
-        self.compacted = self.v.len();
-    }
-}
-
-/// A step function from its changes: (series of (time s, level) at each change, integral in
-/// level-seconds over [0, horizon]).
-fn integrate(mut changes: Changes, horizon: Time) -> (Vec<(f64, f64)>, f64) {
-    changes.compact();
-    let changes = changes.v;
-    let mut series: Vec<(f64, f64)> = vec![(0.0, 0.0)];
-    let (mut level, mut last, mut area) = (0.0f64, 0u64, 0.0f64);
-    for (t, d) in changes {
-        let t = t.min(horizon);
-        area += level * (t - last) as f64 / 1e9;
-        level += d;
-        last = t;
-        match series.last_mut() {
-            Some(l) if l.0 == t as f64 / 1e9 => l.1 = level.max(0.0),
-            _ => series.push((t as f64 / 1e9, level.max(0.0))),
-        }
-    }
-    area += level * horizon.saturating_sub(last) as f64 / 1e9;
-    (series, area)
-}
-
-impl UtilTracker {
-    pub fn change(&mut self, key: &str, at: Time, delta: f64) {
-        if delta != 0.0 {
-            let v = match self.changes.get_mut(key) {
-                Some(v) => v,
-                None => self.changes.entry(key.to_string()).or_default(),
-            };
-            v.v.push((at, delta));
-            if v.v.len() > 2 * v.compacted + 4096 {
-                v.compact();
-            }
-        }
-    }
-
-    /// `busy` over `[from, to)`.
-    pub fn span(&mut self, key: &str, from: Time, to: Time, busy: f64) {
-        if to > from {
-            self.change(key, from, busy);
-            self.change(key, to, -busy);
-        }
-    }
-
-    /// Step functions and means over [0, horizon] of busy (`self`) and allocated devices;
-    /// `devices` per key.
-    pub fn finish(
-        mut self,
-        mut allocated: UtilTracker,
-        devices: &BTreeMap<String, u64>,
-        horizon: Time,
-    ) -> BTreeMap<String, Utilization> {
-        let mut out = BTreeMap::new();
-        for (key, n) in devices {
-            let (busy_series, busy) =
-                integrate(self.changes.remove(key).unwrap_or_default(), horizon);
-            let (allocated_series, held) =
-                integrate(allocated.changes.remove(key).unwrap_or_default(), horizon);
-            let denom = *n as f64 * horizon as f64 / 1e9;
-            let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
-            out.insert(
-                key.clone(),
-                Utilization {
-                    devices: *n,
-                    busy_fraction: frac(busy),
-                    allocated_fraction: frac(held),
-                    busy_series,
-                    allocated_series,
-                },
-            );
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -611,26 +508,5 @@ mod tests {
         assert_eq!((b[0], b[MAX_SAMPLES - 1]), (0.0, 9_999.0));
         assert!(b.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(bounded_samples(&xs[..10]), xs[..10].to_vec());
-    }
-
-    #[test]
-    fn utilization_integrates_the_step_function() {
-        let mut held = UtilTracker::default();
-        held.change("H100", 0, 2.0);
-        held.change("H100", 5_000_000_000, -1.0);
-        let mut busy = UtilTracker::default();
-        busy.span("H100", 1_000_000_000, 3_000_000_000, 2.0);
-        let r = busy.finish(
-            held,
-            &BTreeMap::from([("H100".to_string(), 4)]),
-            10_000_000_000,
-        );
-        // Allocated: 2 for 5 s + 1 for 5 s = 15 device-seconds of 40; busy: 2 for 2 s.
-        assert!((r["H100"].allocated_fraction - 15.0 / 40.0).abs() < 1e-12);
-        assert!((r["H100"].busy_fraction - 4.0 / 40.0).abs() < 1e-12);
-        assert_eq!(
-            r["H100"].busy_series,
-            vec![(0.0, 0.0), (1.0, 2.0), (3.0, 0.0)]
-        );
     }
 }

@@ -24,6 +24,8 @@
 mod actors;
 mod buckets;
 mod checkpoints;
+mod cost;
+mod cpu;
 pub mod durations;
 mod explain;
 pub mod failures;
@@ -48,6 +50,7 @@ mod tasks;
 mod tensors;
 pub mod timeline;
 mod training;
+pub mod utilization;
 mod wire;
 
 use crate::engine::{EventQueue, Time, rng_stream, stream_id};
@@ -318,6 +321,8 @@ struct Sim<'s> {
     /// (`Sim::worked`).
     work: UtilTracker,
     work_by_type: UtilTracker,
+    /// Allocated and busy CPUs per node and node type (`cpu.rs`).
+    cpu: cpu::CpuUse,
     rng: ChaCha8Rng,
     horizon: Option<Time>,
     progress: Option<indicatif::ProgressBar>,
@@ -400,6 +405,7 @@ pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
         .map(|c| c.storage.iter().map(|s| s.name.clone()).collect())
         .unwrap_or_default();
     sim.tl.init(cfg.timeline, &nodes, &storage);
+    sim.tl.t.node_cpus = sim.node_cpus();
     sim.start_store_and(cfg);
     sim.run();
     sim.finish()
@@ -454,6 +460,7 @@ impl<'s> Sim<'s> {
             util_by_type: UtilTracker::default(),
             work: UtilTracker::default(),
             work_by_type: UtilTracker::default(),
+            cpu: cpu::CpuUse::default(),
             rng: rng_stream(cfg.seed, stream_id("placement")),
             horizon,
             progress: cfg.progress.clone(),

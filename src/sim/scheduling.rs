@@ -177,6 +177,7 @@ impl Sim<'_> {
         }
         let a = self.state.allocate(node, r, tenant, policy)?;
         let time = self.now();
+        self.cpu_held(node, super::cpu::cpus_in(&a.amounts), time);
         if let Some(t) = &mut self.trace {
             t.push(TraceEvent {
                 time,
@@ -196,6 +197,7 @@ impl Sim<'_> {
             self.quota_freed = true;
         }
         let time = self.now();
+        self.cpu_held(a.node, -super::cpu::cpus_in(&a.amounts), time);
         if let Some(t) = &mut self.trace {
             t.push(TraceEvent {
                 time,

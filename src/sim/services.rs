@@ -70,6 +70,20 @@ pub(super) struct Service {
 }
 
 impl Sim<'_> {
+    /// The CPUs of a replica of service `s` on `node` worked over `[from, to)`: `share` of
+    /// them (a pipeline stage's devices over the replica's; 1 for a whole replica).
+    pub(super) fn replica_cpus_worked(
+        &mut self,
+        s: usize,
+        node: NodeId,
+        share: f64,
+        from: Time,
+        to: Time,
+    ) {
+        let cpus = super::cpu::cpus_of(&self.services[s].request) * share;
+        self.cpu_worked(node, cpus, from, to, super::labels::Item::Service(s));
+    }
+
     /// The services of workload `wi`: replicas submitted now, arrivals from time zero.
     pub(super) fn start_services(
         &mut self,
@@ -341,6 +355,7 @@ impl Sim<'_> {
             (rep.node.unwrap_or(0), rep.batch_start)
         };
         self.worked(node, units, from, now);
+        self.replica_cpus_worked(s as usize, node, 1.0, from, now);
         if self.tl.on {
             let rep = &self.replicas[r as usize];
             let devs = self.alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());

@@ -302,13 +302,17 @@ impl Sim<'_> {
         }
     }
 
-    /// Timeline: task `t` ran on its devices from its start until `now` (done or killed).
-    /// Busy utilization: its devices did work the whole time (its input fetch included).
+    /// Timeline: task `t` ran on its devices and CPUs from its start until `now` (done or
+    /// killed). Busy utilization: its devices and CPUs did work the whole time (its input
+    /// fetch included).
     pub(crate) fn record_task(&mut self, t: usize, now: Time) {
         let node = self.task_node[t] as usize;
         let gi = self.group_of(t as u32);
         let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
         self.worked(node, units, self.task_start[t], now);
+        let cpus = super::cpu::cpus_of(&self.groups[gi].request);
+        let item = super::labels::Item::Group(gi);
+        self.cpu_worked(node, cpus, self.task_start[t], now, item);
         if !self.tl.on {
             return;
         }

@@ -54,8 +54,10 @@ pub(super) struct Job {
     pub(super) span_ckpt: Time,
     /// Timeline: the job's devices.
     pub(super) dev_set: Vec<u32>,
-    /// Devices the job holds per node (busy utilization of its steps).
+    /// Devices the job holds per node (busy utilization of its steps), and the CPUs of its
+    /// bundles on each of those nodes.
     pub(super) per_node: Vec<(NodeId, u32)>,
+    pub(super) per_node_cpus: Vec<f64>,
     /// The checkpoint before the last one (the fallback while the last is being written).
     pub(super) prev_ckpt_steps: u64,
     pub(super) prev_ckpt_at: Time,
@@ -150,6 +152,7 @@ impl Sim<'_> {
                 span_ckpt: 0,
                 dev_set: Vec::new(),
                 per_node: Vec::new(),
+                per_node_cpus: Vec::new(),
                 prev_ckpt_steps: 0,
                 prev_ckpt_at: 0,
                 recovering_from: None,
@@ -235,6 +238,7 @@ impl Sim<'_> {
         for (n, d) in &per_node {
             self.busy(*n, f64::from(*d), now);
         }
+        let node_cpus = self.job_node_cpus(j);
         let dev_set = self
             .job_ranks(j)
             .into_iter()
@@ -253,6 +257,7 @@ impl Sim<'_> {
         job.started.get_or_insert(now);
         job.dev_set = dev_set;
         job.per_node = per_node.iter().map(|(n, d)| (*n, *d)).collect();
+        job.per_node_cpus = per_node.keys().map(|n| node_cpus[n]).collect();
         job.on_wire = rounds.is_some();
         job.rounds = rounds.unwrap_or_default();
         job.stretch = stretch;
@@ -289,6 +294,16 @@ impl Sim<'_> {
         for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
             *per_node.entry(*n).or_insert(0) +=
                 device_units(&self.state, &self.unit_ids, b).round() as u32;
+        }
+        per_node
+    }
+
+    /// The CPUs of job `j`'s bundles on each node of its group.
+    fn job_node_cpus(&self, j: u32) -> BTreeMap<NodeId, f64> {
+        let pg = &self.pgs[self.jobs[j as usize].pg as usize];
+        let mut per_node: BTreeMap<NodeId, f64> = BTreeMap::new();
+        for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
+            *per_node.entry(*n).or_insert(0.0) += super::cpu::cpus_of(b);
         }
         per_node
     }
@@ -439,6 +454,8 @@ impl Sim<'_> {
         for k in 0..self.jobs[j as usize].per_node.len() {
             let (n, d) = self.jobs[j as usize].per_node[k];
             self.worked(n, f64::from(d), from, now);
+            let cpus = self.jobs[j as usize].per_node_cpus[k];
+            self.cpu_worked(n, cpus, from, now, super::labels::Item::Job(j as usize));
         }
         if self.tl.on {
             self.record_step(j as usize, now);

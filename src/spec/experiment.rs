@@ -16,6 +16,7 @@ pub const METRICS: &[&str] = &[
     "requests_per_s",
     "goodput",
     "utilization",
+    "cpu_utilization",
     "queueing_delay",
     "placement_delay",
     "latency",

@@ -2,6 +2,10 @@
 //! - one complete event (`ph: "X"`) per device and span, `pid` = node, `tid` = device within the
 //!   node, named by metadata events, with args: the work, its kind, the devices of the span and,
 //!   for training, the step;
+//! - one complete event per CPU span (`Timeline::cpu_spans`: tasks, actor calls, batches and
+//!   training steps on a node's CPUs) on a lane of its node (`tid` = [`CPU_TID`] + lane, named
+//!   `CPUs (lane k)`; concurrent work on separate lanes), with args: the work, its kind and the
+//!   CPUs it held;
 //! - every transfer on the run's network ([`network`]): input fetches, restores and spills of
 //!   objects, checkpoint writes and loads, actor calls' tensors and service payloads as a slice
 //!   on each end's `network` thread (a node's own spill disk on its `disk` thread; a storage
@@ -13,7 +17,7 @@
 //! - counter tracks (`ph: "C"`) on a `cluster` process: each link class's utilization per window
 //!   (`sim::links`) and the queue lengths (scheduler, each service's requests).
 //!
-//! Bounds: at most [`MAX_EVENTS`] slices; spans first, then transfers in the order they
+//! Bounds: at most [`MAX_EVENTS`] slices; device spans first, then CPU spans, then transfers in the order they
 //! completed. The metadata says how many transfers were written (`network_transfers`) and how
 //! many were left out (`network_dropped`: those past the timeline's
 //! [`crate::sim::timeline::MAX_TRANSFERS`] and those past [`MAX_EVENTS`]), and `truncated` when
@@ -119,6 +123,11 @@ enum Args<'a> {
         nodes: Cow<'a, str>,
         model: &'a str,
     },
+    Cpu {
+        work: &'a str,
+        kind: &'static str,
+        cpus: f64,
+    },
     Counter(BTreeMap<&'static str, f64>),
 }
 
@@ -166,6 +175,64 @@ impl<'a> Event<'a> {
 
 fn node_name(t: &Timeline, n: u32) -> &str {
     t.nodes.get(n as usize).map_or("?", String::as_str)
+}
+
+/// Thread id of a node's first CPU lane (lane k is `CPU_TID + k`).
+pub const CPU_TID: u32 = 3_000_000;
+
+/// The CPU spans of `t` as slices on lanes of their node (`CPU_TID + k`, named `CPUs (lane
+/// k)`): the fewest lanes in which no two of a node's spans overlap, each span on the lowest
+/// lane free at its start (spans in start order), so concurrent tasks sit side by side and
+/// a lane's slices never overlap. Args: the work, `compute`, the CPUs it held. At most
+/// `room` slices; (slices written, whether any were left out).
+fn cpu_lanes<'a>(
+    t: &'a Timeline,
+    ev: &mut Vec<Event<'a>>,
+    room: usize,
+    name_node: &mut dyn FnMut(&mut Vec<Event<'a>>, u32),
+) -> (usize, bool) {
+    // Per node: each lane's end.
+    let mut lanes: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    let mut written = 0usize;
+    for s in &t.cpu_spans {
+        if written >= room {
+            return (written, true);
+        }
+        let node_lanes = lanes.entry(s.node).or_default();
+        let lane = match node_lanes.iter().position(|end| *end <= s.start) {
+            Some(k) => k,
+            None => {
+                node_lanes.push(s.start);
+                name_node(ev, s.node);
+                let k = node_lanes.len() - 1;
+                ev.push(Event::meta(
+                    "thread_name",
+                    s.node,
+                    Some(CPU_TID + k as u32),
+                    Cow::Owned(format!("CPUs (lane {k})")),
+                ));
+                k
+            }
+        };
+        node_lanes[lane] = s.end;
+        let label = t.labels[s.label as usize].as_str();
+        let mut e = Event::slice(
+            label,
+            "compute",
+            s.node,
+            CPU_TID + lane as u32,
+            s.start,
+            s.end,
+        );
+        e.args = Some(Args::Cpu {
+            work: label,
+            kind: "compute",
+            cpus: s.cpus,
+        });
+        ev.push(e);
+        written += 1;
+    }
+    (written, false)
 }
 
 /// The trace JSON of `t`, with `header` (scenario, hash, seed, version) in its metadata.
@@ -236,6 +303,10 @@ pub fn perfetto<'a>(t: &'a Timeline, header: &'a str) -> String {
             ev.push(e);
         }
     }
+    // CPU work: slices on each node's CPU lanes.
+    let (cpu_events, cpu_cut) = cpu_lanes(t, &mut ev, MAX_EVENTS - events, &mut name_node);
+    events += cpu_events;
+    truncated |= cpu_cut;
     // Transfers: slices on each end's network thread, arrows, storage processes.
     let net = network::push(t, &mut ev, events, n_nodes, &mut name_node);
     events += net.slices;

@@ -18,6 +18,9 @@ impl Sim<'_> {
         a: Option<crate::placement::Allocation>,
     ) {
         let now = self.now();
+        if let Some(a) = &a {
+            self.cpu_held(node, -crate::sim::cpu::cpus_in(&a.amounts), now);
+        }
         if let Some(t) = &mut self.trace {
             t.push(TraceEvent {
                 time: now,

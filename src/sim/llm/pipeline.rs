@@ -525,6 +525,7 @@ impl<'s> Sim<'s> {
         let last = s + 1 == p.stages.len();
         let ranks = p.stages[s].ranks.clone();
         let units = ranks.len() as f64;
+        let all: usize = p.stages.iter().map(|x| x.ranks.len()).sum();
         if !last {
             f.phase = Phase::Ready;
         } else {
@@ -533,6 +534,9 @@ impl<'s> Sim<'s> {
         let done = last.then(|| p.flights.remove(at).expect("flight"));
         let oldest = at == 0;
         self.worked(node, units, from, now);
+        // The stage's share of the replica's CPUs (its devices of the replica's).
+        let share = units / all.max(1) as f64;
+        self.replica_cpus_worked(sid as usize, node, share, from, now);
         if self.tl.on {
             let devs: Vec<u32> = ranks
                 .iter()

@@ -551,6 +551,7 @@ impl Sim<'_> {
     fn llm_worked(&mut self, r: u32, sid: u32, node: usize, units: f64, from: u64) {
         let now = self.now();
         self.worked(node, units, from, now);
+        self.replica_cpus_worked(sid as usize, node, 1.0, from, now);
         if self.tl.on {
             let rep = &self.replicas[r as usize];
             let devs = self.alloc_devices(node, rep.alloc.as_ref());

@@ -11,7 +11,8 @@
 //! batches) is then recorded per [`WINDOW_NS`] window: one span per window of each kind, as long
 //! as the busy time in it, at the window's start — exact totals, coarser placement. Recording
 //! of work stops at [`MAX_SPANS`] (the timeline says it is truncated); failures are always kept.
-//! Transfers on the run's network are recorded beside the spans ([`transfers`]).
+//! Transfers on the run's network are recorded beside the spans ([`transfers`]), and the work
+//! on each node's CPUs beside them ([`CpuSpan`]).
 
 use std::collections::HashMap;
 
@@ -63,6 +64,22 @@ pub struct Span {
     pub step: Option<u32>,
 }
 
+/// CPUs of a node busy with one piece of work over an interval, seconds from the start of the
+/// run (`sim::cpu` says what counts). Work that directly follows the same work with the same
+/// CPUs on the node extends its span, so a node's CPU spans may overlap (concurrent tasks);
+/// the Perfetto trace lays them out in lanes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CpuSpan {
+    /// The node (index into [`Timeline::nodes`]).
+    pub node: u32,
+    pub start: f64,
+    pub end: f64,
+    /// Logical CPUs the work held.
+    pub cpus: f64,
+    /// Index into [`Timeline::labels`].
+    pub label: u32,
+}
+
 /// Device activity of one run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Timeline {
@@ -95,6 +112,10 @@ pub struct Timeline {
     pub transfers_dropped: u64,
     /// Storage targets' names, in declaration order.
     pub storage: Vec<String>,
+    /// Each node's logical CPUs (Ray's `CPU` resource), in the cluster's order, and the CPU
+    /// work on them, sorted by start, then node.
+    pub node_cpus: Vec<f64>,
+    pub cpu_spans: Vec<CpuSpan>,
 }
 
 /// Most points a counter keeps (later ones are dropped and the timeline says it is
@@ -145,6 +166,8 @@ pub(crate) struct Recorder {
     moving: HashMap<MoveKey, (u64, Vec<Part>)>,
     /// Index of each collective group.
     group_index: HashMap<transfers::Group, u32>,
+    /// The last CPU span of each (node, label), to extend when the next one follows it.
+    last_cpu: HashMap<(u32, u32), usize>,
 }
 
 impl Recorder {
@@ -310,6 +333,36 @@ impl Recorder {
         }
     }
 
+    /// Record `cpus` of `node` working for `label` between two instants (ns): extends the
+    /// node's last span of that label when it ends at `start` with the same CPUs. Stops at
+    /// [`MAX_SPANS`] CPU spans (the timeline says it is truncated).
+    pub fn cpu_span(&mut self, node: usize, start: u64, end: u64, cpus: f64, label: u32) {
+        if !self.on || end <= start || cpus <= 0.0 {
+            return;
+        }
+        let (s, e) = (start as f64 / 1e9, end as f64 / 1e9);
+        let key = (node as u32, label);
+        if let Some(&i) = self.last_cpu.get(&key) {
+            let last = &mut self.t.cpu_spans[i];
+            if last.end == s && last.cpus == cpus {
+                last.end = e;
+                return;
+            }
+        }
+        if self.t.cpu_spans.len() >= MAX_SPANS {
+            self.t.truncated = true;
+            return;
+        }
+        self.last_cpu.insert(key, self.t.cpu_spans.len());
+        self.t.cpu_spans.push(CpuSpan {
+            node: node as u32,
+            start: s,
+            end: e,
+            cpus,
+            label,
+        });
+    }
+
     /// Counter `name` (a queue) is `value` from `now` on; a change at the same instant
     /// replaces the last point, an unchanged value adds none.
     pub fn counter(&mut self, name: &str, now: u64, value: f64) {
@@ -411,6 +464,13 @@ impl Recorder {
                 .total_cmp(&b.start)
                 .then(a.set.cmp(&b.set))
                 .then(a.end.total_cmp(&b.end))
+        });
+        t.cpu_spans.sort_by(|a, b| {
+            a.start
+                .total_cmp(&b.start)
+                .then(a.node.cmp(&b.node))
+                .then(a.end.total_cmp(&b.end))
+                .then(a.label.cmp(&b.label))
         });
         t
     }

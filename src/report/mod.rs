@@ -1,6 +1,10 @@
 //! Run results as files and tables: `run.json` (every metric, with the reproducibility
-//! header), one CSV per kind of work, `utilization.csv`, and the table `orrery run` prints.
+//! header), one CSV per kind of work, `utilization.csv`, `cpu_utilization.csv` (`cpu.rs`), and
+//! the table `orrery run` prints.
 //! Files are written atomically (temp file, then rename).
+
+mod cluster;
+mod cpu;
 
 use crate::csv::field as csv_field;
 use crate::sim::metrics::{RunMetrics, Stats};
@@ -251,6 +255,7 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
         ("services.csv", svc),
         ("llm_services.csv", llm),
         ("utilization.csv", util),
+        ("cpu_utilization.csv", cpu::csv(head, &pre, m)),
         ("links.csv", links),
     ]
 }
@@ -389,6 +394,7 @@ pub fn table(m: &RunMetrics) -> String {
         s(m.horizon),
         m.events
     );
+    o.push_str(&cluster::cluster_line(&m.cluster));
     let name = |w: &str, n: &str| format!("{w}.{n}");
     if !m.tasks.is_empty() {
         let mut t = Table::new([
@@ -626,6 +632,7 @@ pub fn table(m: &RunMetrics) -> String {
             let _ = write!(o, "\n{t}");
         }
     }
+    o.push_str(&cpu::table(m));
     if m.links.values().any(|l| l.link_bytes > 0.0) {
         let mut t = Table::new([
             "link class",

@@ -1,0 +1,321 @@
+//! Utilization over time: how many devices (per device class or node type) and how many
+//! logical CPUs (per node or node type) were allocated and busy at each instant, integrated
+//! over the run's window.
+
+use crate::engine::Time;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Devices of one device class (or node type) over time: how many were *busy* — computing,
+/// communicating or serving a request (a task from start to finish, its input fetch included;
+/// a training step's checkpoint, compute and collectives; a replica's batches; an actor's
+/// method calls) — and how many
+/// were *allocated* (held by a task, actor, replica or training job, busy or not: an idle
+/// replica waiting for requests is allocated, not busy).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Utilization {
+    pub devices: u64,
+    /// Busy device-seconds / (devices × horizon).
+    pub busy_fraction: f64,
+    /// Allocated device-seconds / (devices × horizon).
+    pub allocated_fraction: f64,
+    /// (time s, busy devices) at each change (not in `run.json`: `utilization.csv` holds it).
+    #[serde(skip)]
+    pub busy_series: Vec<(f64, f64)>,
+    /// (time s, allocated devices) at each change (not in `run.json`, as `busy_series`).
+    #[serde(skip)]
+    pub allocated_series: Vec<(f64, f64)>,
+}
+
+/// Logical CPUs (Ray's `CPU` resource) of one node, or of a node type's nodes together, over
+/// time: how many were *busy* (held by work that was running: a task, an actor's call, a
+/// replica's batch, a training step) and how many were *allocated* (held, running or not).
+/// `sim::cpu` says what counts.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CpuUtilization {
+    /// The CPUs: the node's `CPU` resource total (its nodes' summed, for a node type).
+    pub cpus: f64,
+    /// Busy CPU-seconds / (CPUs × horizon).
+    pub busy_fraction: f64,
+    /// Allocated CPU-seconds / (CPUs × horizon).
+    pub allocated_fraction: f64,
+    /// (time s, busy CPUs) at each change (not in `run.json`: `cpu_utilization.csv` holds it).
+    #[serde(skip)]
+    pub busy_series: Vec<(f64, f64)>,
+    /// (time s, allocated CPUs) at each change (as `busy_series`).
+    #[serde(skip)]
+    pub allocated_series: Vec<(f64, f64)>,
+}
+
+/// Records level changes per key (devices of a device class or node type, CPUs of a node or
+/// node type) and integrates them.
+#[derive(Default)]
+pub struct UtilTracker {
+    /// Per key, changes (time, delta), compacted (sorted, one entry per instant) whenever they
+    /// double: all of a training step's nodes start and end together, so memory follows the
+    /// instants, not the devices, at an amortised sort per change.
+    changes: BTreeMap<String, Changes>,
+}
+
+#[derive(Default)]
+struct Changes {
+    v: Vec<(Time, f64)>,
+    compacted: usize,
+}
+
+impl Changes {
+    /// Sorted by time (stable: equal times keep their order), one entry per instant.
+    fn compact(&mut self) {
+        self.v.sort_by_key(|c| c.0);
+        let mut out: Vec<(Time, f64)> = Vec::with_capacity(self.v.len());
+        for &(t, d) in &self.v {
+            match out.last_mut() {
+                Some(l) if l.0 == t => l.1 += d,
+                _ => out.push((t, d)),
+            }
+        }
+        self.v = out;
+        self.compacted = self.v.len();
+    }
+
+    /// [`Changes::compact`], leaving out instants whose changes cancel (work that ends when
+    /// the next starts on the same CPUs): the step function is the same.
+    fn compact_net(&mut self) {
+        self.compact();
+        self.v.retain(|c| c.1 != 0.0);
+        self.compacted = self.v.len();
+    }
+}
+
+/// A step function from its changes: (series of (time s, level) at each change, integral in
+/// level-seconds over [0, horizon]).
+fn integrate(mut changes: Changes, horizon: Time) -> (Vec<(f64, f64)>, f64) {
+    changes.compact();
+    let changes = changes.v;
+    let mut series: Vec<(f64, f64)> = vec![(0.0, 0.0)];
+    let (mut level, mut last, mut area) = (0.0f64, 0u64, 0.0f64);
+    for (t, d) in changes {
+        let t = t.min(horizon);
+        area += level * (t - last) as f64 / 1e9;
+        level += d;
+        last = t;
+        match series.last_mut() {
+            Some(l) if l.0 == t as f64 / 1e9 => l.1 = level.max(0.0),
+            _ => series.push((t as f64 / 1e9, level.max(0.0))),
+        }
+    }
+    area += level * horizon.saturating_sub(last) as f64 / 1e9;
+    (series, area)
+}
+
+impl UtilTracker {
+    pub fn change(&mut self, key: &str, at: Time, delta: f64) {
+        if delta != 0.0 {
+            let v = match self.changes.get_mut(key) {
+                Some(v) => v,
+                None => self.changes.entry(key.to_string()).or_default(),
+            };
+            v.v.push((at, delta));
+            if v.v.len() > 2 * v.compacted + 4096 {
+                v.compact();
+            }
+        }
+    }
+
+    /// `busy` over `[from, to)`.
+    pub fn span(&mut self, key: &str, from: Time, to: Time, busy: f64) {
+        if to > from {
+            self.change(key, from, busy);
+            self.change(key, to, -busy);
+        }
+    }
+
+    /// Step functions and means over [0, horizon] of busy (`self`) and allocated devices;
+    /// `devices` per key.
+    pub fn finish(
+        self,
+        allocated: UtilTracker,
+        devices: &BTreeMap<String, u64>,
+        horizon: Time,
+    ) -> BTreeMap<String, Utilization> {
+        let capacity = devices
+            .iter()
+            .map(|(k, n)| (k.clone(), *n as f64))
+            .collect();
+        self.levels(allocated, &capacity, horizon)
+            .into_iter()
+            .map(|(key, l)| {
+                let u = Utilization {
+                    devices: devices[&key],
+                    busy_fraction: l.busy_fraction,
+                    allocated_fraction: l.allocated_fraction,
+                    busy_series: l.busy_series,
+                    allocated_series: l.allocated_series,
+                };
+                (key, u)
+            })
+            .collect()
+    }
+
+    /// Busy (`self`) and allocated levels per key of `capacity`, as fractions of its capacity
+    /// over the window.
+    fn levels(
+        mut self,
+        mut allocated: UtilTracker,
+        capacity: &BTreeMap<String, f64>,
+        horizon: Time,
+    ) -> BTreeMap<String, CpuUtilization> {
+        let mut out = BTreeMap::new();
+        for (key, n) in capacity {
+            let (busy_series, busy) =
+                integrate(self.changes.remove(key).unwrap_or_default(), horizon);
+            let (allocated_series, held) =
+                integrate(allocated.changes.remove(key).unwrap_or_default(), horizon);
+            let denom = *n * horizon as f64 / 1e9;
+            let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
+            out.insert(
+                key.clone(),
+                CpuUtilization {
+                    cpus: *n,
+                    busy_fraction: frac(busy),
+                    allocated_fraction: frac(held),
+                    busy_series,
+                    allocated_series,
+                },
+            );
+        }
+        out
+    }
+}
+
+/// Level changes per index (a node's CPUs), kept in a vector so that recording one costs no
+/// lookup by name; [`IndexTracker::finish_cpus`] integrates them per key, a key being one
+/// index or several merged (a node type's nodes).
+#[derive(Default)]
+pub struct IndexTracker {
+    changes: Vec<Changes>,
+}
+
+impl IndexTracker {
+    pub fn change(&mut self, i: usize, at: Time, delta: f64) {
+        if delta == 0.0 {
+            return;
+        }
+        if self.changes.len() <= i {
+            self.changes.resize_with(i + 1, Changes::default);
+        }
+        let v = &mut self.changes[i];
+        v.v.push((at, delta));
+        if v.v.len() > 2 * v.compacted + 64 {
+            v.compact_net();
+        }
+    }
+
+    /// `busy` over `[from, to)`.
+    pub fn span(&mut self, i: usize, from: Time, to: Time, busy: f64) {
+        if to > from {
+            self.change(i, from, busy);
+            self.change(i, to, -busy);
+        }
+    }
+
+    /// The changes of `members`, merged.
+    fn merged(&self, members: &[usize]) -> Changes {
+        let mut v = Vec::new();
+        for &i in members {
+            if let Some(c) = self.changes.get(i) {
+                v.extend_from_slice(&c.v);
+            }
+        }
+        let mut c = Changes { v, compacted: 0 };
+        c.compact_net();
+        c
+    }
+
+    /// Busy (`self`) and allocated CPUs over [0, horizon] per key: (name, its CPUs, the
+    /// indices it covers).
+    pub fn finish_cpus(
+        &self,
+        allocated: &IndexTracker,
+        keys: &[(String, f64, Vec<usize>)],
+        horizon: Time,
+    ) -> BTreeMap<String, CpuUtilization> {
+        let mut out = BTreeMap::new();
+        for (key, n, members) in keys {
+            let (busy_series, busy) = integrate(self.merged(members), horizon);
+            let (allocated_series, held) = integrate(allocated.merged(members), horizon);
+            let denom = *n * horizon as f64 / 1e9;
+            let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
+            out.insert(
+                key.clone(),
+                CpuUtilization {
+                    cpus: *n,
+                    busy_fraction: frac(busy),
+                    allocated_fraction: frac(held),
+                    busy_series,
+                    allocated_series,
+                },
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utilization_integrates_the_step_function() {
+        let mut held = UtilTracker::default();
+        held.change("H100", 0, 2.0);
+        held.change("H100", 5_000_000_000, -1.0);
+        let mut busy = UtilTracker::default();
+        busy.span("H100", 1_000_000_000, 3_000_000_000, 2.0);
+        let r = busy.finish(
+            held,
+            &BTreeMap::from([("H100".to_string(), 4)]),
+            10_000_000_000,
+        );
+        // Allocated: 2 for 5 s + 1 for 5 s = 15 device-seconds of 40; busy: 2 for 2 s.
+        assert!((r["H100"].allocated_fraction - 15.0 / 40.0).abs() < 1e-12);
+        assert!((r["H100"].busy_fraction - 4.0 / 40.0).abs() < 1e-12);
+        assert_eq!(
+            r["H100"].busy_series,
+            vec![(0.0, 0.0), (1.0, 2.0), (3.0, 0.0)]
+        );
+    }
+
+    #[test]
+    fn cpus_merge_per_key_and_back_to_back_work_leaves_no_point() {
+        // Node 0: 4 CPUs busy over [0, 2) s then [2, 4) s (back to back: no point at 2 s);
+        // node 1: 2 CPUs over [1, 3) s. Held as busy.
+        let s = 1_000_000_000u64;
+        let mut busy = IndexTracker::default();
+        let mut held = IndexTracker::default();
+        for (n, a, b, c) in [(0, 0, 2, 4.0), (0, 2, 4, 4.0), (1, 1, 3, 2.0)] {
+            busy.span(n, a * s, b * s, c);
+            held.span(n, a * s, b * s, c);
+        }
+        for _ in 0..100 {
+            // Enough cancelling pairs at one instant to trigger compaction.
+            held.change(1, 3 * s, 1.0);
+            held.change(1, 3 * s, -1.0);
+        }
+        let keys = [
+            ("n0".to_string(), 8.0, vec![0]),
+            ("n1".to_string(), 8.0, vec![1]),
+            ("both".to_string(), 16.0, vec![0, 1]),
+        ];
+        let r = busy.finish_cpus(&held, &keys, 4 * s);
+        assert!((r["n0"].busy_fraction - 16.0 / 32.0).abs() < 1e-12);
+        assert!((r["n1"].busy_fraction - 4.0 / 32.0).abs() < 1e-12);
+        assert!((r["both"].busy_fraction - 20.0 / 64.0).abs() < 1e-12);
+        assert!((r["both"].allocated_fraction - 20.0 / 64.0).abs() < 1e-12);
+        assert_eq!(r["n0"].busy_series, vec![(0.0, 4.0), (4.0, 0.0)]);
+        assert_eq!(
+            r["n1"].allocated_series,
+            vec![(0.0, 0.0), (1.0, 2.0), (3.0, 0.0)]
+        );
+    }
+}
