@@ -715,17 +715,17 @@ fn h100_vs_mi300x_answer() {
             states(h, 100.0 * a, "(99.998% of requests attained)");
         }
     }
-    states(h, v("mi300x", "cost_usd"), "costs $224 against");
-    states(h, v("h100", "cost_usd"), "$315 for the hour");
+    states(h, v("mi300x", "cost_usd"), "costs $221 against");
+    states(h, v("h100", "cost_usd"), "$440 for the hour");
     states(
         h,
         v("mi300x", &format!("{job}.usd_per_step")),
-        "($0.374 against",
+        "($0.369 against",
     );
     states(
         h,
         v("h100", &format!("{job}.usd_per_step")),
-        "$0.618 a training step)",
+        "$0.865 a training step)",
     );
     states(h, v("mi300x", "energy_kwh"), "draws 80 against");
     states(h, v("h100", "energy_kwh"), "81.6 kWh");
@@ -735,5 +735,5 @@ fn h100_vs_mi300x_answer() {
         v("mi300x", &format!("{job}.step_time_s")),
         "step is 7.99 s",
     );
-    says(m, "at $224 against $315 for the hour");
+    says(m, "at $221 against $440 for the hour");
 }

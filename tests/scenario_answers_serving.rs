@@ -199,12 +199,12 @@ fn mixed_inference_answer() {
     states(
         f,
         c["price_usd_per_h"].as_f64().unwrap(),
-        "costs $272.06 per hour",
+        "costs $352.18 per hour",
     );
     states(
         f,
         c["cost_usd"].as_f64().unwrap(),
-        "($1,632 over the window",
+        "($2,113 over the window",
     );
     assert!(
         (c["cost_usd"].as_f64().unwrap() - 6.0 * c["price_usd_per_h"].as_f64().unwrap()).abs()
@@ -399,9 +399,11 @@ fn llama70b_hardware_mix_answer() {
     states(
         w,
         v("h100", &job("usd_per_m_tokens")),
-        "million tokens 2.19 (H100)",
+        "million tokens 3.07 (H100),",
     );
-    states(w, v("h200", &job("usd_per_m_tokens")), "2.16 (H200)");
+    states(w, v("h200", &job("usd_per_m_tokens")), "3.15 (H200),");
+    states(w, v("mi300x", &job("usd_per_m_tokens")), "1.19 (MI300X),");
+    states(w, v("b200", &job("usd_per_m_tokens")), "1.79 (B200) at");
     let tpot = list(&svc("tpot_p50_s"), &|x| {
         fixed(1e3 * x, if x < 0.1 { 1 } else { 0 })
     });
@@ -441,9 +443,11 @@ fn llama70b_hardware_mix_answer() {
     states(
         w,
         v("h100", &svc("usd_per_m_tokens")),
-        "output tokens 2.54 (H100)",
+        "output tokens 3.55 (H100),",
     );
-    states(w, v("h200", &svc("usd_per_m_tokens")), "2.75 (H200), both");
+    states(w, v("h200", &svc("usd_per_m_tokens")), "4.03 (H200),");
+    states(w, v("mi300x", &svc("usd_per_m_tokens")), "1.88 (MI300X)");
+    states(w, v("b200", &svc("usd_per_m_tokens")), "4.29 (B200), only");
     // The training's exposed tensor-parallel traffic, from each run's training.csv.
     let exposed = |m: &str| {
         let t = csv(&run(
