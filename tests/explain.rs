@@ -246,7 +246,7 @@ fn explain_speaks_plainly() {
         "why       not every bundle fits now",
         "rules that decided, in order:",
         "STRICT_PACK: the summed request {GPU: 2.4} goes to the best node, n0",
-        "do not fit the devices of n0 one after another",
+        "bundle 4 does not fit the devices of n0 after the bundles before it",
         "score: 0 to 1, higher is preferred",
     ] {
         assert!(out.contains(want), "want `{want}` in\n{out}");

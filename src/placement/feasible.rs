@@ -30,6 +30,9 @@ pub struct Never {
     pub item: String,
     /// "task group `w.t` can never be placed on the declared cluster: ...".
     pub message: String,
+    /// Not an error: it could be placed, but Ray's greedy strategy does not place it on the
+    /// idle cluster (it waits, retried, until the load changes the nodes' scores).
+    pub warning: bool,
 }
 
 /// Every task group, actor, service and placement group of `spec` that could not be placed
@@ -70,6 +73,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                         why_task(st, &t)
                     ),
                     item,
+                    warning: false,
                 });
             }
         };
@@ -143,8 +147,23 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                     domain: p.domain.as_deref().map(|k| (k, None)),
                 })
                 .collect();
-            if place_options(&st, &reqs, None).1 != PgDecision::Infeasible {
-                continue;
+            match place_options(&st, &reqs, None).1 {
+                PgDecision::Placed(_) => continue,
+                PgDecision::Wait => {
+                    // On the idle cluster nothing is busy: a group that waits there is one Ray's
+                    // greedy does not place though it fits (`strategies` module docs).
+                    let item = format!("{}.{}", w.name, p.name);
+                    out.push(Never {
+                        span: p.span,
+                        message: format!(
+                            "placement group `{item}` is not placed on the idle cluster by Ray's greedy strategy, though its bundles could all be placed: it waits, retried, until the load changes the nodes' scores (`orrery explain` shows the greedy's choices)"
+                        ),
+                        item,
+                        warning: true,
+                    });
+                    continue;
+                }
+                PgDecision::Infeasible => {}
             }
             let (mut why, bundle) = why_group(&st, &reqs[0]);
             if !p.fallbacks.is_empty() {
@@ -175,6 +194,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                     "placement group `{item}`{ranks} can never be placed on the declared cluster: {why}"
                 ),
                 item,
+                warning: false,
             });
         }
     }
@@ -445,6 +465,23 @@ pub fn why_group(st: &ClusterState, b: &BundleRequest) -> (String, Option<usize>
                     ),
                     None,
                 )
+            } else if let Some((js, ns)) = super::assign::strict_spread_short(st, b, &nodes) {
+                let names: Vec<&str> = ns.iter().map(|&x| st.nodes[x].name()).collect();
+                (
+                    format!(
+                        "STRICT_SPREAD needs a different node for each of its {n} bundles, and no assignment gives each its own: {} can go only to {} ({} node{} for {} bundles, by their label selectors and resources)",
+                        super::bundle_explain::list_bundles(&js),
+                        if names.is_empty() {
+                            "no node".to_string()
+                        } else {
+                            names.join(", ")
+                        },
+                        ns.len(),
+                        if ns.len() == 1 { "" } else { "s" },
+                        js.len()
+                    ),
+                    js.first().copied(),
+                )
             } else {
                 (
                     format!(
@@ -454,6 +491,14 @@ pub fn why_group(st: &ClusterState, b: &BundleRequest) -> (String, Option<usize>
                     None,
                 )
             }
+        }
+        PgStrategy::Pack | PgStrategy::Spread
+            if b.bundle_selectors.iter().any(|s| !s.is_empty()) =>
+        {
+            (
+                "no assignment of its bundles to the nodes their label selectors allow fits those nodes' resources, even on the empty cluster".into(),
+                None,
+            )
         }
         PgStrategy::Pack | PgStrategy::Spread => (
             "its bundles do not fit the cluster's devices one after another, even empty".into(),

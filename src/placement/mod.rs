@@ -25,13 +25,16 @@
 //!
 //! Everything is deterministic given the caller's `ChaCha8Rng`; ties are broken by node id.
 
+mod assign;
 pub mod bundle;
+mod bundle_explain;
 pub mod explain;
 pub mod feasible;
 pub mod options;
 mod plain;
 pub mod resources;
 pub mod state;
+mod strategies;
 pub mod task;
 pub mod topology;
 mod view;
