@@ -418,8 +418,38 @@ pub fn why_group(st: &ClusterState, b: &BundleRequest) -> (String, Option<usize>
     match b.strategy {
         PgStrategy::StrictPack => {
             let what = format!("STRICT_PACK puts all {n} bundles on one node, together");
-            if !nodes.iter().any(|&x| st.is_feasible(x, &total)) {
-                return (too_big(st, &total, &nodes, &what), None);
+            // The one node must pass every bundle's own label selector.
+            let all_pass: Vec<NodeId> = nodes
+                .iter()
+                .copied()
+                .filter(|&x| (0..n).all(|j| b.bundle_ok(st, j, x)))
+                .collect();
+            if all_pass.is_empty() {
+                let sels: Vec<String> = (0..n)
+                    .filter(|&j| b.bundle_selectors.get(j).is_some_and(|s| !s.is_empty()))
+                    .map(|j| {
+                        format!(
+                            "bundle {}: {}",
+                            j + 1,
+                            super::explain::show_selector(&b.bundle_selectors[j])
+                        )
+                    })
+                    .collect();
+                return (
+                    format!(
+                        "STRICT_PACK puts all {n} bundles on one node, and no eligible node passes every bundle's label selector ({})",
+                        sels.join("; ")
+                    ),
+                    None,
+                );
+            }
+            if !all_pass.iter().any(|&x| st.is_feasible(x, &total)) {
+                let what = if all_pass.len() < nodes.len() {
+                    format!("{what} on a node that passes every bundle's label selector")
+                } else {
+                    what
+                };
+                return (too_big(st, &total, &all_pass, &what), None);
             }
             let units: Vec<String> = total
                 .amounts

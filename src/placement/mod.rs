@@ -36,6 +36,7 @@ pub mod resources;
 pub mod state;
 mod strategies;
 pub mod task;
+mod task_explain;
 pub mod topology;
 mod view;
 

@@ -1,7 +1,7 @@
 //! Task and actor placement: Ray's DEFAULT (hybrid), SPREAD and NodeAffinity policies, and
 //! Orrery's topology-aware policy.
 
-use super::explain::{Candidate, Explain, Verdict, Why, describe_constraint};
+use super::explain::{Explain, Why};
 use super::resources::{GPU, Request};
 use super::state::ClusterState;
 use super::topology::topology_aware_why;
@@ -127,7 +127,7 @@ pub fn place_task(
         &mut Why(explain.is_some().then_some(&mut rules)),
     );
     if let Some(e) = explain {
-        fill_explain(state, t, &d, e);
+        super::task_explain::fill_explain(state, t, &d, e);
         e.rules = rules;
     }
     d
@@ -240,7 +240,7 @@ pub(super) fn hybrid_why(
             why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, so the nodes without GPUs were tried first, and one had room".into());
             return d;
         }
-        why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, but no node without GPUs had room, so every node was considered".into());
+        why.say(|| super::task_explain::no_room_without_gpus(st, t));
     } else if AVOID_GPU_NODES && t.request.get(GPU) == 0 {
         why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, but every alive node has GPUs, so it does not apply".into());
     } else if AVOID_GPU_NODES {
@@ -602,46 +602,4 @@ fn node_affinity_why(
         Policy::TopologyAware => topology_aware_why(st, t, rng, why),
         _ => hybrid_why(st, t, SPREAD_THRESHOLD, rng, why),
     }
-}
-
-/// One verdict per node for `orrery explain`.
-fn fill_explain(st: &ClusterState, t: &TaskRequest, d: &Decision, e: &mut Explain) {
-    e.candidates.clear();
-    let chosen = d.node();
-    for i in 0..st.nodes.len() {
-        let node = &st.nodes[i];
-        let verdict = if !node.alive() {
-            Verdict::Dead
-        } else if let Some(c) = t.label_selector.iter().find(|c| !c.matches(node.labels())) {
-            Verdict::LabelMismatch(describe_constraint(c))
-        } else if let Some(r) = st.tenant_static_reason(i, t.tenant) {
-            Verdict::TenantRule(r)
-        } else if !st.is_feasible(i, t.request) {
-            Verdict::Infeasible
-        } else if let Some(c) = st.tenant_conflict(i, t.tenant) {
-            Verdict::TenantRule(format!(
-                "runs work of tenant `{}` (never_share_node_with)",
-                st.tenants[c].name
-            ))
-        } else if let Some(q) = st
-            .quota_exceeded_by(t.tenant, t.request)
-            .or_else(|| st.quota_blocked_by(t.tenant, t.request))
-        {
-            Verdict::TenantRule(q)
-        } else if st.is_available(i, t.request) {
-            Verdict::Fits
-        } else {
-            Verdict::Busy
-        };
-        // One scale for tasks and bundles (`explain::SCORE_SCALE`): 1 - the hybrid score.
-        let score = (verdict == Verdict::Fits)
-            .then(|| 1.0 - f64::from(hybrid_score(st, i, SPREAD_THRESHOLD)));
-        e.candidates.push(Candidate {
-            node: i,
-            verdict,
-            chosen: chosen == Some(i),
-            scores: vec![score],
-        });
-    }
-    e.scored = vec![super::feasible::show(st, t.request)];
 }
