@@ -25,8 +25,10 @@ fn node_type(r: &mut ChaCha8Rng, i: usize) -> String {
     } else {
         String::new()
     };
+    // Type 0 in pool a, type 1 in pool b, for label selectors and fallbacks.
+    let pool = ["a", "b"][i];
     format!(
-        "node t{i} {{\n  cpu sockets 1, cores {cores}\n  memory 64 GiB\n{dev}  resources {{ tag: 100 }}\n}}\n"
+        "node t{i} {{\n  cpu sockets 1, cores {cores}\n  memory 64 GiB\n{dev}  resources {{ tag: 100 }}\n  labels {{ \"pool\": \"{pool}\" }}\n}}\n"
     )
 }
 
@@ -75,8 +77,16 @@ fn case(r: &mut ChaCha8Rng) -> (String, &'static str) {
                 "node_affinity(a0)",
             ],
         );
+        // Sometimes a label selector, and then sometimes Ray's fallback_strategy.
+        let mut sel = String::new();
+        if r.random_bool(0.4) {
+            sel += "    label_selector { \"pool\": \"a\" }\n";
+            if r.random_bool(0.6) {
+                sel += "    fallback label_selector { \"pool\": \"b\" }\n";
+            }
+        }
         s += &format!(
-            "  tasks t x 1 {{\n    resources {{ {}, tag: 1 }}\n    duration 10 s\n    strategy {strategy}\n  }}\n",
+            "  tasks t x 1 {{\n    resources {{ {}, tag: 1 }}\n    duration 10 s\n    strategy {strategy}\n{sel}  }}\n",
             amounts(r)
         );
         "w.t"
@@ -84,8 +94,17 @@ fn case(r: &mut ChaCha8Rng) -> (String, &'static str) {
         let strategy = *pick(r, &["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]);
         s += &format!("  placement_group g strategy {strategy} {{\n");
         for _ in 0..r.random_range(1..4) {
+            // Sometimes a per-bundle selector (Ray's bundle_label_selector).
+            let sel = if r.random_bool(0.35) {
+                format!(
+                    " label_selector {{ \"pool\": \"{}\" }}",
+                    pick(r, &["a", "b", "in(a, b)"])
+                )
+            } else {
+                String::new()
+            };
             s += &format!(
-                "    bundle {{ {} }} x {}\n",
+                "    bundle {{ {} }} x {}{sel}\n",
                 amounts(r),
                 r.random_range(1..3)
             );
@@ -426,4 +445,32 @@ fn gpu_avoidance_says_what_kept_it_off_the_nodes_without_gpus() {
         "{out}"
     );
     assert!(out.contains("outcome   placed on n1"), "{out}");
+}
+
+#[test]
+fn explain_says_which_fallback_placed_a_task_and_why_the_earlier_did_not() {
+    // n0 (pool a) is busy; the fallback's n1 (pool b) places the task.
+    let pools = pool_node("ca", 0, "a") + &pool_node("cb", 0, "b");
+    let text = format!(
+        "{pools}cluster c {{\n  node ca x 1\n  node cb x 1\n}}\nworkload w {{\n  tasks f x 1 {{\n    resources {{ CPU: 16 }}\n    duration 100 s\n    label_selector {{ \"pool\": \"a\" }}\n  }}\n  tasks t x 1 {{\n    resources {{ CPU: 4 }}\n    duration 1 s\n    label_selector {{ \"pool\": \"a\" }}\n    fallback label_selector {{ \"pool\": \"b\" }}\n  }}\n}}\n"
+    );
+    let out = explain_text("fallback.orr", &text, "w.t");
+    for want in [
+        "outcome   placed on n1",
+        "fallback strategy (Ray's fallback_strategy): the label selectors are tried in order, each in place of the one before, and the first with a node that has room now wins: its own label selector {pool = a}, then fallback 1 {pool = b}",
+        "its own label selector: the nodes it passes could hold the request but none has room now (the policy's pick, n0, is busy), so the next option is tried",
+        "fallback 1 places it: n1 has room now",
+    ] {
+        assert!(out.contains(want), "want {want:?} in\n{out}");
+    }
+    assert!(
+        node_line(&out, "n0").contains(
+            "label mismatch: pool = b (fallback 1's label selector) (its own label selector passes it, but there it is busy (could hold it, not now))"
+        ),
+        "{out}"
+    );
+    assert!(
+        node_line(&out, "n1").contains("fits now (judged for fallback 1)"),
+        "{out}"
+    );
 }

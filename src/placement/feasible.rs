@@ -2,7 +2,7 @@
 //!
 //! Ray keeps such work pending forever (an infeasible task or placement group waits for a
 //! node that never comes, `ray-semantics.md`). Orrery asks the placement functions themselves
-//! — [`place_task`] and [`place_bundles`] on the full, healthy, empty cluster — so the answer
+//! — [`place_task_options`] and [`place_bundles`] on the full, healthy, empty cluster — so the answer
 //! cannot differ from what a run does; this module only words the reason: what was asked,
 //! and the most one eligible node offers of each requested resource. `spec::load` turns each
 //! finding into a located error (a warning with `--allow-infeasible`); `orrery explain`
@@ -10,10 +10,11 @@
 
 use super::bundle::{BundleRequest, PgDecision};
 use super::explain::describe_constraint;
+use super::fallback::{option_name, place_task_options};
 use super::options::place_options;
 use super::resources::Request;
 use super::state::ClusterState;
-use super::task::{Decision, TaskRequest, place_task};
+use super::task::{Decision, TaskRequest};
 use super::{NodeId, Policy};
 use crate::diag::Span;
 use crate::spec::Spec;
@@ -49,12 +50,14 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
     let cpu1 = BTreeMap::from([("CPU".to_string(), 1.0)]);
     for w in &spec.workloads {
         let tenant = w.tenant.as_ref().and_then(|t| st.tenant_index(t));
+        #[allow(clippy::too_many_arguments)]
         let mut task = |st: &mut ClusterState,
                         what: &str,
                         name: &str,
                         r: Request,
                         strategy: &Strategy,
                         selector: &[LabelConstraint],
+                        fallbacks: &[Vec<LabelConstraint>],
                         span: Span| {
             let t = TaskRequest {
                 request: &r,
@@ -64,13 +67,14 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                 tenant,
                 policy: w.policy,
             };
-            if place_task(st, &t, &mut rng, None) == Decision::Infeasible {
+            // Every option counts: infeasible only when none has a feasible node.
+            if place_task_options(st, &t, fallbacks, &mut rng, None).1 == Decision::Infeasible {
                 let item = format!("{}.{name}", w.name);
                 out.push(Never {
                     span,
                     message: format!(
                         "{what} `{item}` can never be placed on the declared cluster: {}",
-                        why_task(st, &t)
+                        why_task_options(st, &t, fallbacks)
                     ),
                     item,
                     warning: false,
@@ -86,6 +90,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                 r,
                 &g.strategy,
                 &g.label_selector,
+                &g.fallbacks,
                 g.span,
             );
         }
@@ -101,6 +106,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                 r,
                 &a.strategy,
                 &a.label_selector,
+                &a.fallbacks,
                 a.span,
             );
         }
@@ -118,6 +124,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                 &s.name,
                 r,
                 &strategy,
+                &[],
                 &[],
                 s.span,
             );
@@ -307,7 +314,7 @@ fn too_big(st: &ClusterState, r: &Request, nodes: &[NodeId], what: &str) -> Stri
     s
 }
 
-/// Why a task or actor request can never be placed (the request is one [`place_task`]
+/// Why a task or actor request can never be placed (the request is one `place_task`
 /// found infeasible on the empty cluster).
 pub fn why_task(st: &ClusterState, t: &TaskRequest) -> String {
     if let Some(q) = st.quota_exceeded_by(t.tenant, t.request) {
@@ -334,6 +341,36 @@ pub fn why_task(st: &ClusterState, t: &TaskRequest) -> String {
         Err(e) => e,
         Ok(nodes) => too_big(st, t.request, &nodes, "it asks"),
     }
+}
+
+/// Why a task or actor with fallback label selectors (Ray's `fallback_strategy`) can never
+/// be placed: why its own option cannot, then why each fallback cannot.
+pub fn why_task_options(
+    st: &ClusterState,
+    t: &TaskRequest,
+    fallbacks: &[Vec<LabelConstraint>],
+) -> String {
+    let own = why_task(st, t);
+    if fallbacks.is_empty() || st.quota_exceeded_by(t.tenant, t.request).is_some() {
+        return own;
+    }
+    let each: Vec<String> = fallbacks
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let tk = TaskRequest {
+                label_selector: s,
+                ..*t
+            };
+            format!("{}: {}", option_name(k + 1), why_task(st, &tk))
+        })
+        .collect();
+    format!(
+        "{own}; nor can any of its {} fallback option{} ({})",
+        fallbacks.len(),
+        if fallbacks.len() == 1 { "" } else { "s" },
+        each.join("; ")
+    )
 }
 
 /// Why a placement group can never be placed (one [`place_bundles`] found infeasible on the
