@@ -25,8 +25,10 @@ fn node_type(r: &mut ChaCha8Rng, i: usize) -> String {
     } else {
         String::new()
     };
+    // Type 0 in pool a, type 1 in pool b, for label selectors and fallbacks.
+    let pool = ["a", "b"][i];
     format!(
-        "node t{i} {{\n  cpu sockets 1, cores {cores}\n  memory 64 GiB\n{dev}  resources {{ tag: 100 }}\n}}\n"
+        "node t{i} {{\n  cpu sockets 1, cores {cores}\n  memory 64 GiB\n{dev}  resources {{ tag: 100 }}\n  labels {{ \"pool\": \"{pool}\" }}\n}}\n"
     )
 }
 
@@ -75,8 +77,16 @@ fn case(r: &mut ChaCha8Rng) -> (String, &'static str) {
                 "node_affinity(a0)",
             ],
         );
+        // Sometimes a label selector, and then sometimes Ray's fallback_strategy.
+        let mut sel = String::new();
+        if r.random_bool(0.4) {
+            sel += "    label_selector { \"pool\": \"a\" }\n";
+            if r.random_bool(0.6) {
+                sel += "    fallback label_selector { \"pool\": \"b\" }\n";
+            }
+        }
         s += &format!(
-            "  tasks t x 1 {{\n    resources {{ {}, tag: 1 }}\n    duration 10 s\n    strategy {strategy}\n  }}\n",
+            "  tasks t x 1 {{\n    resources {{ {}, tag: 1 }}\n    duration 10 s\n    strategy {strategy}\n{sel}  }}\n",
             amounts(r)
         );
         "w.t"
@@ -84,8 +94,17 @@ fn case(r: &mut ChaCha8Rng) -> (String, &'static str) {
         let strategy = *pick(r, &["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]);
         s += &format!("  placement_group g strategy {strategy} {{\n");
         for _ in 0..r.random_range(1..4) {
+            // Sometimes a per-bundle selector (Ray's bundle_label_selector).
+            let sel = if r.random_bool(0.35) {
+                format!(
+                    " label_selector {{ \"pool\": \"{}\" }}",
+                    pick(r, &["a", "b", "in(a, b)"])
+                )
+            } else {
+                String::new()
+            };
             s += &format!(
-                "    bundle {{ {} }} x {}\n",
+                "    bundle {{ {} }} x {}{sel}\n",
                 amounts(r),
                 r.random_range(1..3)
             );
@@ -246,7 +265,7 @@ fn explain_speaks_plainly() {
         "why       not every bundle fits now",
         "rules that decided, in order:",
         "STRICT_PACK: the summed request {GPU: 2.4} goes to the best node, n0",
-        "do not fit the devices of n0 one after another",
+        "bundle 4 does not fit the devices of n0 after the bundles before it",
         "score: 0 to 1, higher is preferred",
     ] {
         assert!(out.contains(want), "want `{want}` in\n{out}");
@@ -298,5 +317,160 @@ fn explain_speaks_plainly() {
     assert_eq!(
         e["candidates"][1]["verdict"],
         "busy (could hold it, not now)"
+    );
+}
+
+/// Writes `text` and returns what `orrery explain FILE ITEM` prints (exit 0).
+fn explain_text(name: &str, text: &str, item: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("orrery-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(["explain", p.to_str().unwrap(), item])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The line of `node` in explain's node table.
+fn node_line(out: &str, node: &str) -> String {
+    out.lines()
+        .find(|l| l.starts_with(&format!("{node} ")))
+        .unwrap_or_else(|| panic!("no line for {node} in\n{out}"))
+        .to_string()
+}
+
+/// A node type `NAME` with `gpus` H100s (none: a CPU-only node) labelled `pool: POOL`.
+fn pool_node(name: &str, gpus: u32, pool: &str) -> String {
+    let dev = if gpus > 0 {
+        format!("  device H100_SXM x {gpus} link switch\n")
+    } else {
+        String::new()
+    };
+    format!(
+        "node {name} {{\n  cpu sockets 1, cores 16\n  memory 256 GiB\n{dev}  labels {{ \"pool\": \"{pool}\" }}\n}}\n"
+    )
+}
+
+#[test]
+fn group_verdicts_name_the_bundle_selector_that_decided() {
+    // STRICT_PACK: one node must pass both bundles' selectors, and none does. The reason says
+    // so (no word of device fractions), and each node names the bundle whose selector excludes
+    // it.
+    let pools = pool_node("ga", 8, "a") + &pool_node("gb", 8, "b");
+    let text = format!(
+        "{pools}cluster c {{\n  node ga x 1\n  node gb x 1\n}}\nworkload w {{\n  placement_group g strategy STRICT_PACK {{\n    bundle {{ GPU: 4 }} label_selector {{ \"pool\": \"b\" }}\n    bundle {{ GPU: 4 }} label_selector {{ \"pool\": \"!b\" }}\n  }}\n}}\n"
+    );
+    let out = explain_text("strict_pack_selectors.orr", &text, "w.g");
+    assert!(out.contains("outcome   infeasible"), "{out}");
+    assert!(
+        out.contains("STRICT_PACK puts all 2 bundles on one node, and no eligible node passes every bundle's label selector (bundle 1: {pool = b}; bundle 2: {pool != b})"),
+        "{out}"
+    );
+    assert!(!out.contains("fraction"), "{out}");
+    assert!(
+        node_line(&out, "n0").contains(
+            "label mismatch: pool = b (bundle 1's label selector; STRICT_PACK puts every bundle on one node)"
+        ),
+        "{out}"
+    );
+    assert!(
+        node_line(&out, "n1").contains("label mismatch: pool != b (bundle 2's label selector"),
+        "{out}"
+    );
+    // PACK: n0 (pool a, 8 GPUs) may take only bundle 2; n1 (pool b, 4 GPUs) only bundle 1,
+    // which it could never hold; n2 (pool c) neither. The 8-GPU bundle's score is not shown
+    // on n0, which has 8 GPUs free but is not allowed it.
+    let pools = pool_node("ga", 8, "a") + &pool_node("gb", 4, "b") + &pool_node("gc", 8, "c");
+    let text = format!(
+        "{pools}cluster c {{\n  node ga x 1\n  node gb x 1\n  node gc x 1\n}}\nworkload w {{\n  placement_group g strategy PACK {{\n    bundle {{ GPU: 8 }} label_selector {{ \"pool\": \"b\" }}\n    bundle {{ GPU: 4 }} label_selector {{ \"pool\": \"a\" }}\n  }}\n}}\n"
+    );
+    let out = explain_text("pack_selectors.orr", &text, "w.g");
+    assert!(
+        out.contains("bundle 1 fits no node's totals among those its label selector allows"),
+        "{out}"
+    );
+    let n0 = node_line(&out, "n0");
+    assert!(
+        n0.contains("fits now (its label selectors let only bundle 2 onto it)"),
+        "{out}"
+    );
+    assert!(n0.contains("  -  "), "no score for bundle 1 on n0: {out}");
+    assert!(
+        node_line(&out, "n1").contains(
+            "infeasible (could never hold the request) (its label selectors let only bundle 1 onto it)"
+        ),
+        "{out}"
+    );
+    assert!(
+        node_line(&out, "n2").contains(
+            "label mismatch: no bundle's label selector passes it (bundle 1: pool = b; bundle 2: pool = a)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("score[1]: bundle 1 {GPU: 8}"), "{out}");
+    assert!(out.contains("score[2]: bundle 2 {GPU: 4}"), "{out}");
+}
+
+#[test]
+fn gpu_avoidance_says_what_kept_it_off_the_nodes_without_gpus() {
+    // The node without GPUs is excluded by the task's label selector: explain says that, not
+    // that it had no room.
+    let pools = pool_node("cpu", 0, "a") + &pool_node("gpu", 8, "b");
+    let cluster = "cluster c {\n  node cpu x 1\n  node gpu x 1\n}\n";
+    let text = format!(
+        "{pools}{cluster}workload w {{\n  tasks t x 1 {{\n    resources {{ CPU: 1 }}\n    duration 1 s\n    label_selector {{ \"pool\": \"b\" }}\n  }}\n}}\n"
+    );
+    let out = explain_text("avoid_label.orr", &text, "w.t");
+    assert!(
+        out.contains("no node without GPUs can take it now (of the 1 alive without GPUs: all excluded by its label selector), so every node was considered"),
+        "{out}"
+    );
+    assert!(!out.contains("had room"), "{out}");
+    // Busy: a long task holds the node without GPUs.
+    let text = format!(
+        "{pools}{cluster}workload w {{\n  tasks f x 1 {{\n    resources {{ CPU: 16 }}\n    duration 100 s\n    label_selector {{ \"pool\": \"a\" }}\n  }}\n  tasks t x 1 {{\n    resources {{ CPU: 1 }}\n    duration 1 s\n  }}\n}}\n"
+    );
+    let out = explain_text("avoid_busy.orr", &text, "w.t");
+    assert!(
+        out.contains("(of the 1 alive without GPUs: all have no room now"),
+        "{out}"
+    );
+    assert!(out.contains("outcome   placed on n1"), "{out}");
+}
+
+#[test]
+fn explain_says_which_fallback_placed_a_task_and_why_the_earlier_did_not() {
+    // n0 (pool a) is busy; the fallback's n1 (pool b) places the task.
+    let pools = pool_node("ca", 0, "a") + &pool_node("cb", 0, "b");
+    let text = format!(
+        "{pools}cluster c {{\n  node ca x 1\n  node cb x 1\n}}\nworkload w {{\n  tasks f x 1 {{\n    resources {{ CPU: 16 }}\n    duration 100 s\n    label_selector {{ \"pool\": \"a\" }}\n  }}\n  tasks t x 1 {{\n    resources {{ CPU: 4 }}\n    duration 1 s\n    label_selector {{ \"pool\": \"a\" }}\n    fallback label_selector {{ \"pool\": \"b\" }}\n  }}\n}}\n"
+    );
+    let out = explain_text("fallback.orr", &text, "w.t");
+    for want in [
+        "outcome   placed on n1",
+        "fallback strategy (Ray's fallback_strategy): the label selectors are tried in order, each in place of the one before, and the first with a node that has room now wins: its own label selector {pool = a}, then fallback 1 {pool = b}",
+        "its own label selector: the nodes it passes could hold the request but none has room now (the policy's pick, n0, is busy), so the next option is tried",
+        "fallback 1 places it: n1 has room now",
+    ] {
+        assert!(out.contains(want), "want {want:?} in\n{out}");
+    }
+    assert!(
+        node_line(&out, "n0").contains(
+            "label mismatch: pool = b (fallback 1's label selector) (its own label selector passes it, but there it is busy (could hold it, not now))"
+        ),
+        "{out}"
+    );
+    assert!(
+        node_line(&out, "n1").contains("fits now (judged for fallback 1)"),
+        "{out}"
     );
 }

@@ -345,3 +345,104 @@ fn explain_says_which_option_domain_and_selector_decided() {
     // Nodes outside the chosen domain are listed with the reason.
     assert!(out.contains("r0.n0"), "{out}");
 }
+
+/// Two 8-GPU nodes, n0 in pool a and n1 in pool b.
+fn two_pools() -> String {
+    format!(
+        "{}{}cluster c {{\n  node ga x 1\n  node gb x 1\n}}\n",
+        gpu8("ga", "a"),
+        gpu8("gb", "b")
+    )
+}
+
+#[test]
+fn per_bundle_selectors_that_lowest_id_ties_would_block_are_placed_as_ray_can() {
+    // Bundle 1 passes both pools, bundle 2 only pool a. Both nodes score the same for bundle
+    // 1 (Ray takes whichever its hash order gives first); the lowest id, n0, would leave
+    // bundle 2 no node. A matching exists (1 -> n1, 2 -> n0): `check` accepts the group, and
+    // the run places it so, under each strategy that gives bundles their own nodes.
+    let body = "    bundle { GPU: 8 } label_selector { \"pool\": \"in(a, b)\" }\n    bundle { GPU: 8 } label_selector { \"pool\": \"a\" }\n";
+    for strategy in ["STRICT_SPREAD", "SPREAD", "PACK"] {
+        let src = two_pools() + &workload(&format!("strategy {strategy}"), body);
+        let f = file(&format!("ties-{strategy}"), &src);
+        let (code, _, err) = orrery(&["check", f.to_str().unwrap()]);
+        assert_eq!(code, 0, "{strategy}: {err}");
+        assert!(!err.contains("warning"), "{strategy}: {err}");
+        let g = run(&src);
+        assert_eq!(g.state, "created", "{strategy}");
+        assert_eq!(g.created, ["n1", "n0"], "{strategy}");
+        let (code, out, err) = orrery(&["explain", f.to_str().unwrap(), "w.pg"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains(
+                "n0 scores the same and has a lower id, but would leave a later bundle no node"
+            ),
+            "{strategy}: {out}"
+        );
+    }
+    // Without the selectors the lowest id is kept: n0 then n1.
+    let plain = two_pools() + &workload("strategy STRICT_SPREAD", "    bundle { GPU: 8 } x 2\n");
+    assert_eq!(run(&plain).created, ["n0", "n1"]);
+}
+
+#[test]
+fn a_strict_spread_group_no_matching_can_place_is_infeasible_naming_the_bundles() {
+    // Three bundles of pool a on two pool-a nodes (and one pool-b node): each bundle alone
+    // fits, and the group has no more bundles than nodes, but no assignment gives each its own.
+    let src = format!(
+        "{}{}cluster c {{\n  node ga x 2\n  node gb x 1\n}}\n{}",
+        gpu8("ga", "a"),
+        gpu8("gb", "b"),
+        workload(
+            "strategy STRICT_SPREAD",
+            "    bundle { GPU: 8 } x 3 label_selector { \"pool\": \"a\" }\n"
+        )
+    );
+    let f = file("nomatch", &src);
+    let (code, _, err) = orrery(&["check", f.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("STRICT_SPREAD needs a different node for each of its 3 bundles, and no assignment gives each its own: bundles 1-3 can go only to n0, n1 (2 nodes for 3 bundles, by their label selectors and resources)"),
+        "{err}"
+    );
+    // Located at the first of those bundles: line 19 (two node types of six lines, the cluster
+    // of four, the workload and the group heads).
+    assert!(err.contains("s.orr:19:12"), "{err}");
+}
+
+#[test]
+fn where_scores_decide_rays_greedy_stands_and_the_group_waits() {
+    // n0 (pool a) has 8 GPUs, n1 (pool b) 4. Bundle 1 (any pool) scores best on n0 (half of
+    // it left free, against none of n1), so Ray's greedy gives it n0, and bundle 2 (pool a
+    // only) finds no node: Ray's SchedulingResult::Failed, retried; on an idle cluster it
+    // stays so. An assignment exists (1 -> n1, 2 -> n0), so `check` does not refuse it: it
+    // warns, and the run keeps the group pending.
+    let gpu4 = "node gb {\n  cpu sockets 2, cores 64\n  memory 1 TiB\n  device H100_SXM x 4 link switch\n  labels { \"pool\": \"b\" }\n}\n";
+    let src = format!(
+        "{}{gpu4}cluster c {{\n  node ga x 1\n  node gb x 1\n}}\n{}",
+        gpu8("ga", "a"),
+        workload(
+            "strategy STRICT_SPREAD",
+            "    bundle { GPU: 4 } label_selector { \"pool\": \"in(a, b)\" }\n    bundle { GPU: 4 } label_selector { \"pool\": \"a\" }\n"
+        )
+    );
+    let f = file("scores", &src);
+    let (code, _, err) = orrery(&["check", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning") && err.contains("is not placed on the idle cluster by Ray's greedy strategy, though its bundles could all be placed"),
+        "{err}"
+    );
+    let g = run(&src);
+    assert_eq!(g.state, "pending");
+    let (code, out, err) = orrery(&["explain", f.to_str().unwrap(), "w.pg"]);
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "outcome   pending",
+        "STRICT_SPREAD: bundle 1 goes to n0 (score 0.5000)",
+        "STRICT_SPREAD: bundle 2 fits no node that holds no bundle of the group yet",
+        "an assignment of its bundles to nodes exists: it stays pending (Ray's SchedulingResult::Failed",
+    ] {
+        assert!(out.contains(want), "want {want:?} in\n{out}");
+    }
+}

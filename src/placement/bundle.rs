@@ -4,9 +4,11 @@
 //! Placement is simulated against a scratch overlay of the nodes it touches; `ClusterState`
 //! is never changed (the engine allocates each bundle after [`PgDecision::Placed`]).
 
-use super::explain::{Candidate, Explain, Verdict, Why, describe_constraint};
+use super::assign::{self, Assignable};
+use super::explain::{Explain, Why};
 use super::resources::{self as res, GPU, MEMORY, OBJECT_STORE_MEMORY, PREDEFINED, Request};
 use super::state::ClusterState;
+use super::strategies::run;
 use super::view::View;
 use super::{NodeId, Policy};
 use crate::spec::workload::{LabelConstraint, PgStrategy};
@@ -160,7 +162,7 @@ pub fn place_bundles(
     let mut rules = Vec::new();
     let d = place(state, b, &mut Why(explain.is_some().then_some(&mut rules)));
     if let Some(e) = explain {
-        fill_explain(state, b, &d, e);
+        super::bundle_explain::fill_explain(state, b, &d, e);
         e.rules = rules;
     }
     d
@@ -283,47 +285,110 @@ pub(super) fn place_on(
     let placed = if topo {
         topo_place(st, b, cands, &order, &ok, why)
     } else {
-        let mut v = View::new(st, false, false, b.tenant);
-        run(&mut v, b.strategy, b.bundles, &order, cands, &ok, why)
+        greedy(st, b, &order, cands, &ok, why)
     };
     match placed {
-        Some(nodes) if commits(st, false, topo, b, &nodes) => return PgDecision::Placed(nodes),
-        Some(nodes) => why.say(|| {
-            format!(
-                "the bundles do not fit the devices of {} one after another (the raylet commits each bundle on the node's devices, and a fraction of a device comes from one device): the commit fails and the group waits",
-                st.nodes[nodes[0]].name()
-            )
-        }),
+        Some(nodes) => match uncommitted(st, false, topo, b, &nodes) {
+            None => return PgDecision::Placed(nodes),
+            Some(j) => why.say(|| {
+                format!(
+                    "bundle {} does not fit the devices of {} after the bundles before it (the raylet commits each bundle on the node's devices, and a fraction of a device comes from one device): the commit fails and the group waits",
+                    j + 1,
+                    st.nodes[nodes[j]].name()
+                )
+            }),
+        },
         None => why.say(|| "not every bundle fits now".into()),
     }
     let mut empty = View::new(st, true, false, b.tenant);
-    match run(
+    if let Some(nodes) = run(
         &mut empty,
         b.strategy,
         b.bundles,
         &order,
         cands,
         &ok,
+        false,
         &mut Why(None),
-    ) {
-        Some(nodes) if commits(st, true, topo, b, &nodes) => {
-            why.say(|| "on the alive cluster, empty, the group would fit: it stays pending (nothing reserved), retried after 100 ms, x 1.5 each time up to 1 s".into());
+    ) && uncommitted(st, true, topo, b, &nodes).is_none()
+    {
+        why.say(|| "on the alive cluster, empty, the group would fit: it stays pending (nothing reserved), retried after 100 ms, x 1.5 each time up to 1 s".into());
+        return PgDecision::Wait;
+    }
+    if b.strategy == PgStrategy::StrictPack {
+        why.say(|| "even on the alive cluster, empty, the group would not fit: infeasible".into());
+        return PgDecision::Infeasible;
+    }
+    // Ray's greedy failing is `SchedulingResult::Failed` (retried), never infeasibility: the
+    // group is infeasible only if no assignment of its bundles to nodes exists.
+    match assign::group_assignable(st, b, &order, cands, &ok) {
+        Assignable::Yes => {
+            why.say(|| "on the alive cluster, empty, Ray's greedy would not place the group, but an assignment of its bundles to nodes exists: it stays pending (Ray's SchedulingResult::Failed, nothing reserved), retried after 100 ms, x 1.5 each time up to 1 s".into());
             PgDecision::Wait
         }
-        _ => {
+        Assignable::Unknown => {
+            why.say(|| format!("on the alive cluster, empty, Ray's greedy would not place the group, and the search for an assignment of its bundles stopped after {} steps without proving there is none: it stays pending, retried", assign::BUDGET));
+            PgDecision::Wait
+        }
+        Assignable::No(_) => {
             why.say(|| {
-                "even on the alive cluster, empty, the group would not fit: infeasible".into()
+                "even on the alive cluster, empty, no assignment of the bundles to nodes fits: infeasible".into()
             });
             PgDecision::Infeasible
         }
     }
 }
 
-/// A bundle's score on [`super::explain::SCORE_SCALE`]: Ray's least-resource score divided by
-/// the number of resources requested; `None` where it does not fit now.
-fn scaled(v: &View, n: NodeId, req: &Request) -> Option<f64> {
-    let s = v.score(n, req);
-    (s >= 0.0).then(|| s / req.amounts.len().max(1) as f64)
+/// Ray's strategy on the current availabilities; for a group with per-bundle label selectors
+/// whose plain greedy fails, again with look-ahead ties (`strategies` module docs).
+fn greedy(
+    st: &ClusterState,
+    b: &BundleRequest,
+    order: &[usize],
+    cands: &[NodeId],
+    ok: &dyn Fn(usize, NodeId) -> bool,
+    why: &mut Why,
+) -> Option<Vec<NodeId>> {
+    let mut rules = Vec::new();
+    let mut v = View::new(st, false, false, b.tenant);
+    let first = run(
+        &mut v,
+        b.strategy,
+        b.bundles,
+        order,
+        cands,
+        ok,
+        false,
+        &mut Why(why.on().then_some(&mut rules)),
+    );
+    let selectors = b.bundle_selectors.iter().any(|s| !s.is_empty());
+    if first.is_some() || !selectors || b.strategy == PgStrategy::StrictPack {
+        if let Some(w) = &mut why.0 {
+            w.append(&mut rules);
+        }
+        return first;
+    }
+    let mut again = Vec::new();
+    let mut v = View::new(st, false, false, b.tenant);
+    let second = run(
+        &mut v,
+        b.strategy,
+        b.bundles,
+        order,
+        cands,
+        ok,
+        true,
+        &mut Why(why.on().then_some(&mut again)),
+    );
+    if second.is_some() {
+        why.say(|| "with ties to the lowest node id a bundle's label selector leaves it no node now, so ties are broken by look-ahead (Ray's own tie order is its hash order):".into());
+        if let Some(w) = &mut why.0 {
+            w.append(&mut again);
+        }
+    } else if let Some(w) = &mut why.0 {
+        w.append(&mut rules);
+    }
+    second
 }
 
 /// Whether the bundles commit on their nodes one after another, in their original order, as
@@ -331,192 +396,32 @@ fn scaled(v: &View, n: NodeId, req: &Request) -> Option<f64> {
 /// instances, `NodeResourceInstanceSet::TryAllocate`): a strategy scores bundles (or their
 /// sum, for STRICT_PACK) and may choose nodes whose devices cannot hold them all; Ray's
 /// prepare then fails and the group stays pending, retried.
-fn commits(
+pub(super) fn commits(
     st: &ClusterState,
     empty: bool,
     topo: bool,
     b: &BundleRequest,
     nodes: &[NodeId],
 ) -> bool {
+    uncommitted(st, empty, topo, b, nodes).is_none()
+}
+
+/// The first bundle that does not commit on its node after the bundles before it ([`commits`]).
+fn uncommitted(
+    st: &ClusterState,
+    empty: bool,
+    topo: bool,
+    b: &BundleRequest,
+    nodes: &[NodeId],
+) -> Option<usize> {
     let mut v = View::new(st, empty, topo, b.tenant);
-    b.bundles.iter().zip(nodes).all(|(x, &n)| {
+    b.bundles.iter().zip(nodes).position(|(x, &n)| {
         let fit = v.fits(n, x);
         if fit {
             v.subtract(n, x);
         }
-        fit
+        !fit
     })
-}
-
-/// One strategy over candidate nodes `cands` (ids ascending); `ok(j, n)`: node `n` passes
-/// bundle `j`'s label selector. Returns the node of each bundle in the bundles' original order.
-fn run(
-    v: &mut View,
-    strategy: PgStrategy,
-    bundles: &[Request],
-    order: &[usize],
-    cands: &[NodeId],
-    ok: &dyn Fn(usize, NodeId) -> bool,
-    why: &mut Why,
-) -> Option<Vec<NodeId>> {
-    let mut result = vec![usize::MAX; bundles.len()];
-    let mut active = vec![true; cands.len()];
-    why.say(|| {
-        "the best node is the one with the highest score; ties go to the lowest node id".into()
-    });
-    match strategy {
-        // `BundlePackSchedulingPolicy::Schedule`: the best node for the first remaining bundle,
-        // then every remaining bundle that still fits there (in order), then drop the node.
-        PgStrategy::Pack => {
-            let mut remaining: Vec<usize> = order.to_vec();
-            while let Some(&front) = remaining.first() {
-                let Some(p) = v.best(&bundles[front], cands, |p| active[p] && ok(front, cands[p]))
-                else {
-                    why.say(|| format!("PACK: bundle {} fits no node left now", front + 1));
-                    return None;
-                };
-                let node = cands[p];
-                let sc = why.on().then(|| scaled(v, node, &bundles[front])).flatten();
-                v.subtract(node, &bundles[front]);
-                result[front] = node;
-                remaining.remove(0);
-                let mut packed = Vec::new();
-                let mut k = 0;
-                while k < remaining.len() {
-                    let j = remaining[k];
-                    if ok(j, node) && v.fits(node, &bundles[j]) {
-                        v.subtract(node, &bundles[j]);
-                        result[j] = node;
-                        remaining.remove(k);
-                        packed.push((j + 1).to_string());
-                    } else {
-                        k += 1;
-                    }
-                }
-                why.say(|| {
-                    format!(
-                        "PACK: bundle {} goes to the best node left, {} (score {:.4}){}",
-                        front + 1,
-                        v.st.nodes[node].name(),
-                        sc.unwrap_or(0.0),
-                        if packed.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                "; bundles {} still fit there and are packed onto it",
-                                packed.join(", ")
-                            )
-                        }
-                    )
-                });
-                active[p] = false;
-            }
-        }
-        // `BundleSpreadSchedulingPolicy::Schedule`: each bundle to the best node not used yet;
-        // when none fits, to the best of the nodes already used.
-        PgStrategy::Spread => {
-            let mut used = vec![false; cands.len()];
-            for &j in order {
-                let (p, fresh) = match v.best(&bundles[j], cands, |p| active[p] && ok(j, cands[p]))
-                {
-                    Some(p) => {
-                        active[p] = false;
-                        used[p] = true;
-                        (p, true)
-                    }
-                    None => match v.best(&bundles[j], cands, |p| used[p] && ok(j, cands[p])) {
-                        Some(p) => (p, false),
-                        None => {
-                            why.say(|| format!("SPREAD: bundle {} fits no node now", j + 1));
-                            return None;
-                        }
-                    },
-                };
-                why.say(|| {
-                    format!(
-                        "SPREAD: bundle {} goes to {} (score {:.4}), {}",
-                        j + 1,
-                        v.st.nodes[cands[p]].name(),
-                        scaled(v, cands[p], &bundles[j]).unwrap_or(0.0),
-                        if fresh {
-                            "the best node not used yet"
-                        } else {
-                            "the best of the nodes already used (no unused node fits)"
-                        }
-                    )
-                });
-                v.subtract(cands[p], &bundles[j]);
-                result[j] = cands[p];
-            }
-        }
-        // `BundleStrictPackSchedulingPolicy::Schedule`: the sum on the best single node. The
-        // GCS scores the summed request; the raylet then commits each bundle on the node's
-        // device instances, which can fail where the sum fits (four 0.6-GPU bundles on three
-        // GPUs): [`commits`] checks that afterwards. On the empty cluster (can it ever be
-        // placed?) any node on which the bundles commit one after another will do.
-        PgStrategy::StrictPack => {
-            let sum = bundles.iter().fold(Request::default(), |acc, x| acc.sum(x));
-            let p = if v.empty {
-                (0..cands.len()).find(|&p| {
-                    let n = cands[p];
-                    let holds = (0..bundles.len()).all(|j| ok(j, n))
-                        && v.fits(n, &sum)
-                        && bundles.iter().all(|b| {
-                            let fit = v.fits(n, b);
-                            if fit {
-                                v.subtract(n, b);
-                            }
-                            fit
-                        });
-                    v.forget(n);
-                    holds
-                })?
-            } else {
-                let Some(p) = v.best(&sum, cands, |p| (0..bundles.len()).all(|j| ok(j, cands[p])))
-                else {
-                    why.say(|| {
-                        format!(
-                            "STRICT_PACK: no node has room for the summed request {} now",
-                            super::feasible::show(v.st, &sum)
-                        )
-                    });
-                    return None;
-                };
-                why.say(|| {
-                    format!(
-                        "STRICT_PACK: the summed request {} goes to the best node, {} (score {:.4})",
-                        super::feasible::show(v.st, &sum),
-                        v.st.nodes[cands[p]].name(),
-                        scaled(v, cands[p], &sum).unwrap_or(0.0)
-                    )
-                });
-                p
-            };
-            result.iter_mut().for_each(|r| *r = cands[p]);
-        }
-        // `BundleStrictSpreadSchedulingPolicy::Schedule`: each bundle to the best node not
-        // used yet; fail when none fits.
-        PgStrategy::StrictSpread => {
-            for &j in order {
-                let Some(p) = v.best(&bundles[j], cands, |p| active[p] && ok(j, cands[p])) else {
-                    why.say(|| format!("STRICT_SPREAD: bundle {} fits no node that holds no bundle of the group yet", j + 1));
-                    return None;
-                };
-                why.say(|| {
-                    format!(
-                        "STRICT_SPREAD: bundle {} goes to {} (score {:.4}), the best node holding no bundle of the group yet",
-                        j + 1,
-                        v.st.nodes[cands[p]].name(),
-                        scaled(v, cands[p], &bundles[j]).unwrap_or(0.0)
-                    )
-                });
-                active[p] = false;
-                v.subtract(cands[p], &bundles[j]);
-                result[j] = cands[p];
-            }
-        }
-    }
-    Some(result)
 }
 
 /// Orrery's topology-aware placement of a group (not in Ray; compare Ray's alpha
@@ -578,6 +483,7 @@ fn topo_place(
             order,
             set,
             ok,
+            false,
             &mut Why(why.on().then_some(&mut rules)),
         );
         if r.is_some() || what == "all candidate nodes" {
@@ -621,114 +527,4 @@ fn topo_place(
         }
     }
     attempt(cands, "all candidate nodes")
-}
-
-/// One verdict per node, with the score of each distinct bundle (in scheduling order), or of
-/// the summed request under STRICT_PACK, on the current availabilities.
-pub(super) fn fill_explain(st: &ClusterState, b: &BundleRequest, d: &PgDecision, e: &mut Explain) {
-    e.candidates.clear();
-    let chosen: Vec<NodeId> = match d {
-        PgDecision::Placed(v) => v.clone(),
-        _ => Vec::new(),
-    };
-    let total = b
-        .bundles
-        .iter()
-        .fold(Request::default(), |acc, x| acc.sum(x));
-    let shapes: Vec<Request> = if b.strategy == PgStrategy::StrictPack {
-        vec![total.clone()]
-    } else {
-        let mut v: Vec<Request> = Vec::new();
-        for i in sort_bundles(b.bundles) {
-            if !v.contains(&b.bundles[i]) {
-                v.push(b.bundles[i].clone());
-            }
-        }
-        v
-    };
-    e.scored = shapes
-        .iter()
-        .map(|r| {
-            let of = if b.strategy == PgStrategy::StrictPack {
-                "all bundles summed"
-            } else {
-                "bundle"
-            };
-            format!("{of} {}", super::feasible::show(st, r))
-        })
-        .collect();
-    let quota = st
-        .quota_exceeded_by(b.tenant, &total)
-        .or_else(|| st.quota_blocked_by(b.tenant, &total));
-    let v = View::new(st, false, false, b.tenant);
-    for i in 0..st.nodes.len() {
-        let node = &st.nodes[i];
-        let mut scores = vec![None; shapes.len()];
-        let verdict = if !node.alive() {
-            Verdict::Dead
-        } else if let Some(c) = b.label_selector.iter().find(|c| !c.matches(node.labels())) {
-            Verdict::LabelMismatch(describe_constraint(c))
-        } else if let Some(c) = bundle_mismatch(st, b, i) {
-            Verdict::LabelMismatch(c)
-        } else if let Some((key, target)) = b.domain.filter(|(k, t)| {
-            node.labels()
-                .get(*k)
-                .is_none_or(|v| v.is_empty() || t.is_some_and(|t| t != v))
-        }) {
-            Verdict::LabelMismatch(match target {
-                Some(t) => format!("{key} != {t} (the group's domain)"),
-                None => format!("no {key} label (the topology strategy's domain)"),
-            })
-        } else if let Some(r) = st.tenant_static_reason(i, b.tenant) {
-            Verdict::TenantRule(r)
-        } else if !shapes.iter().any(|r| st.is_feasible(i, r)) {
-            Verdict::Infeasible
-        } else if let Some(c) = st.tenant_conflict(i, b.tenant) {
-            Verdict::TenantRule(format!(
-                "runs work of tenant `{}` (never_share_node_with)",
-                st.tenants[c].name
-            ))
-        } else if let Some(q) = &quota {
-            Verdict::TenantRule(format!("{q} (the whole group)"))
-        } else {
-            for (k, r) in shapes.iter().enumerate() {
-                scores[k] = scaled(&v, i, r);
-            }
-            // STRICT_PACK takes the node only if the bundles commit on its devices.
-            let all_here = vec![i; b.bundles.len()];
-            let topo = b.policy == Policy::TopologyAware;
-            let packs = |empty| {
-                b.strategy != PgStrategy::StrictPack || commits(st, empty, topo, b, &all_here)
-            };
-            if !packs(true) {
-                Verdict::Unpackable
-            } else if scores.iter().any(Option::is_some) && packs(false) {
-                Verdict::Fits
-            } else {
-                Verdict::Busy
-            }
-        };
-        e.candidates.push(Candidate {
-            node: i,
-            verdict,
-            chosen: chosen.contains(&i),
-            scores,
-        });
-    }
-}
-
-/// Why node `i` passes no bundle's own label selector (every bundle has one and each fails).
-fn bundle_mismatch(st: &ClusterState, b: &BundleRequest, i: NodeId) -> Option<String> {
-    if b.bundle_selectors.len() != b.bundles.len() || b.bundle_selectors.iter().any(Vec::is_empty) {
-        return None;
-    }
-    let labels = st.nodes[i].labels();
-    if (0..b.bundles.len()).any(|j| b.bundle_ok(st, j, i)) {
-        return None;
-    }
-    let c = b.bundle_selectors[0].iter().find(|c| !c.matches(labels))?;
-    Some(format!(
-        "{} (bundle 1's selector; no bundle's selector passes)",
-        describe_constraint(c)
-    ))
 }

@@ -41,6 +41,19 @@ pub struct Candidate {
     pub chosen: bool,
     /// On [`SCORE_SCALE`], one per [`Explain::scored`]; `None` where it does not fit now.
     pub scores: Vec<Option<f64>>,
+    /// What else decided about this node, said after the verdict (which bundles' label
+    /// selectors let them onto it; which option of a fallback strategy it was judged for).
+    pub note: Option<String>,
+}
+
+impl Candidate {
+    /// The verdict in words, with its note.
+    pub fn describe(&self) -> String {
+        match &self.note {
+            Some(n) => format!("{} ({n})", self.verdict.describe()),
+            None => self.verdict.describe(),
+        }
+    }
 }
 
 /// Why a node is (not) a candidate.
@@ -87,6 +100,12 @@ pub fn describe_constraint(c: &LabelConstraint) -> String {
         LabelOp::Exists => format!("{} exists", c.key),
         LabelOp::DoesNotExist => format!("{} does not exist", c.key),
     }
+}
+
+/// `{pool = a, zone != b}`; `{}` for an empty selector (every node).
+pub fn show_selector(s: &[LabelConstraint]) -> String {
+    let v: Vec<String> = s.iter().map(describe_constraint).collect();
+    format!("{{{}}}", v.join(", "))
 }
 
 /// Sentences about the rules that decided, collected only when an explanation is asked for
@@ -188,7 +207,7 @@ impl Explanation {
             .map(|c| NodeLine {
                 node: st.nodes[c.node].name().to_string(),
                 node_type: st.nodes[c.node].node_type().to_string(),
-                verdict: c.verdict.describe(),
+                verdict: c.describe(),
                 scores: c
                     .scores
                     .iter()
@@ -347,7 +366,7 @@ impl Explain {
                 s,
                 "{:<width$}  {}{}{}",
                 state.nodes[c.node].name(),
-                c.verdict.describe(),
+                c.describe(),
                 if sc.is_empty() {
                     String::new()
                 } else {

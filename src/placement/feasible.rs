@@ -2,7 +2,7 @@
 //!
 //! Ray keeps such work pending forever (an infeasible task or placement group waits for a
 //! node that never comes, `ray-semantics.md`). Orrery asks the placement functions themselves
-//! — [`place_task`] and [`place_bundles`] on the full, healthy, empty cluster — so the answer
+//! — [`place_task_options`] and [`place_bundles`] on the full, healthy, empty cluster — so the answer
 //! cannot differ from what a run does; this module only words the reason: what was asked,
 //! and the most one eligible node offers of each requested resource. `spec::load` turns each
 //! finding into a located error (a warning with `--allow-infeasible`); `orrery explain`
@@ -10,10 +10,11 @@
 
 use super::bundle::{BundleRequest, PgDecision};
 use super::explain::describe_constraint;
+use super::fallback::{option_name, place_task_options};
 use super::options::place_options;
 use super::resources::Request;
 use super::state::ClusterState;
-use super::task::{Decision, TaskRequest, place_task};
+use super::task::{Decision, TaskRequest};
 use super::{NodeId, Policy};
 use crate::diag::Span;
 use crate::spec::Spec;
@@ -30,6 +31,9 @@ pub struct Never {
     pub item: String,
     /// "task group `w.t` can never be placed on the declared cluster: ...".
     pub message: String,
+    /// Not an error: it could be placed, but Ray's greedy strategy does not place it on the
+    /// idle cluster (it waits, retried, until the load changes the nodes' scores).
+    pub warning: bool,
 }
 
 /// Every task group, actor, service and placement group of `spec` that could not be placed
@@ -46,12 +50,14 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
     let cpu1 = BTreeMap::from([("CPU".to_string(), 1.0)]);
     for w in &spec.workloads {
         let tenant = w.tenant.as_ref().and_then(|t| st.tenant_index(t));
+        #[allow(clippy::too_many_arguments)]
         let mut task = |st: &mut ClusterState,
                         what: &str,
                         name: &str,
                         r: Request,
                         strategy: &Strategy,
                         selector: &[LabelConstraint],
+                        fallbacks: &[Vec<LabelConstraint>],
                         span: Span| {
             let t = TaskRequest {
                 request: &r,
@@ -61,15 +67,17 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                 tenant,
                 policy: w.policy,
             };
-            if place_task(st, &t, &mut rng, None) == Decision::Infeasible {
+            // Every option counts: infeasible only when none has a feasible node.
+            if place_task_options(st, &t, fallbacks, &mut rng, None).1 == Decision::Infeasible {
                 let item = format!("{}.{name}", w.name);
                 out.push(Never {
                     span,
                     message: format!(
                         "{what} `{item}` can never be placed on the declared cluster: {}",
-                        why_task(st, &t)
+                        why_task_options(st, &t, fallbacks)
                     ),
                     item,
+                    warning: false,
                 });
             }
         };
@@ -82,6 +90,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                 r,
                 &g.strategy,
                 &g.label_selector,
+                &g.fallbacks,
                 g.span,
             );
         }
@@ -97,6 +106,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                 r,
                 &a.strategy,
                 &a.label_selector,
+                &a.fallbacks,
                 a.span,
             );
         }
@@ -114,6 +124,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                 &s.name,
                 r,
                 &strategy,
+                &[],
                 &[],
                 s.span,
             );
@@ -143,8 +154,23 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                     domain: p.domain.as_deref().map(|k| (k, None)),
                 })
                 .collect();
-            if place_options(&st, &reqs, None).1 != PgDecision::Infeasible {
-                continue;
+            match place_options(&st, &reqs, None).1 {
+                PgDecision::Placed(_) => continue,
+                PgDecision::Wait => {
+                    // On the idle cluster nothing is busy: a group that waits there is one Ray's
+                    // greedy does not place though it fits (`strategies` module docs).
+                    let item = format!("{}.{}", w.name, p.name);
+                    out.push(Never {
+                        span: p.span,
+                        message: format!(
+                            "placement group `{item}` is not placed on the idle cluster by Ray's greedy strategy, though its bundles could all be placed: it waits, retried, until the load changes the nodes' scores (`orrery explain` shows the greedy's choices)"
+                        ),
+                        item,
+                        warning: true,
+                    });
+                    continue;
+                }
+                PgDecision::Infeasible => {}
             }
             let (mut why, bundle) = why_group(&st, &reqs[0]);
             if !p.fallbacks.is_empty() {
@@ -175,6 +201,7 @@ pub fn never_placed(spec: &Spec) -> Vec<Never> {
                     "placement group `{item}`{ranks} can never be placed on the declared cluster: {why}"
                 ),
                 item,
+                warning: false,
             });
         }
     }
@@ -287,7 +314,7 @@ fn too_big(st: &ClusterState, r: &Request, nodes: &[NodeId], what: &str) -> Stri
     s
 }
 
-/// Why a task or actor request can never be placed (the request is one [`place_task`]
+/// Why a task or actor request can never be placed (the request is one `place_task`
 /// found infeasible on the empty cluster).
 pub fn why_task(st: &ClusterState, t: &TaskRequest) -> String {
     if let Some(q) = st.quota_exceeded_by(t.tenant, t.request) {
@@ -314,6 +341,36 @@ pub fn why_task(st: &ClusterState, t: &TaskRequest) -> String {
         Err(e) => e,
         Ok(nodes) => too_big(st, t.request, &nodes, "it asks"),
     }
+}
+
+/// Why a task or actor with fallback label selectors (Ray's `fallback_strategy`) can never
+/// be placed: why its own option cannot, then why each fallback cannot.
+pub fn why_task_options(
+    st: &ClusterState,
+    t: &TaskRequest,
+    fallbacks: &[Vec<LabelConstraint>],
+) -> String {
+    let own = why_task(st, t);
+    if fallbacks.is_empty() || st.quota_exceeded_by(t.tenant, t.request).is_some() {
+        return own;
+    }
+    let each: Vec<String> = fallbacks
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let tk = TaskRequest {
+                label_selector: s,
+                ..*t
+            };
+            format!("{}: {}", option_name(k + 1), why_task(st, &tk))
+        })
+        .collect();
+    format!(
+        "{own}; nor can any of its {} fallback option{} ({})",
+        fallbacks.len(),
+        if fallbacks.len() == 1 { "" } else { "s" },
+        each.join("; ")
+    )
 }
 
 /// Why a placement group can never be placed (one [`place_bundles`] found infeasible on the
@@ -398,8 +455,38 @@ pub fn why_group(st: &ClusterState, b: &BundleRequest) -> (String, Option<usize>
     match b.strategy {
         PgStrategy::StrictPack => {
             let what = format!("STRICT_PACK puts all {n} bundles on one node, together");
-            if !nodes.iter().any(|&x| st.is_feasible(x, &total)) {
-                return (too_big(st, &total, &nodes, &what), None);
+            // The one node must pass every bundle's own label selector.
+            let all_pass: Vec<NodeId> = nodes
+                .iter()
+                .copied()
+                .filter(|&x| (0..n).all(|j| b.bundle_ok(st, j, x)))
+                .collect();
+            if all_pass.is_empty() {
+                let sels: Vec<String> = (0..n)
+                    .filter(|&j| b.bundle_selectors.get(j).is_some_and(|s| !s.is_empty()))
+                    .map(|j| {
+                        format!(
+                            "bundle {}: {}",
+                            j + 1,
+                            super::explain::show_selector(&b.bundle_selectors[j])
+                        )
+                    })
+                    .collect();
+                return (
+                    format!(
+                        "STRICT_PACK puts all {n} bundles on one node, and no eligible node passes every bundle's label selector ({})",
+                        sels.join("; ")
+                    ),
+                    None,
+                );
+            }
+            if !all_pass.iter().any(|&x| st.is_feasible(x, &total)) {
+                let what = if all_pass.len() < nodes.len() {
+                    format!("{what} on a node that passes every bundle's label selector")
+                } else {
+                    what
+                };
+                return (too_big(st, &total, &all_pass, &what), None);
             }
             let units: Vec<String> = total
                 .amounts
@@ -445,6 +532,23 @@ pub fn why_group(st: &ClusterState, b: &BundleRequest) -> (String, Option<usize>
                     ),
                     None,
                 )
+            } else if let Some((js, ns)) = super::assign::strict_spread_short(st, b, &nodes) {
+                let names: Vec<&str> = ns.iter().map(|&x| st.nodes[x].name()).collect();
+                (
+                    format!(
+                        "STRICT_SPREAD needs a different node for each of its {n} bundles, and no assignment gives each its own: {} can go only to {} ({} node{} for {} bundles, by their label selectors and resources)",
+                        super::bundle_explain::list_bundles(&js),
+                        if names.is_empty() {
+                            "no node".to_string()
+                        } else {
+                            names.join(", ")
+                        },
+                        ns.len(),
+                        if ns.len() == 1 { "" } else { "s" },
+                        js.len()
+                    ),
+                    js.first().copied(),
+                )
             } else {
                 (
                     format!(
@@ -454,6 +558,14 @@ pub fn why_group(st: &ClusterState, b: &BundleRequest) -> (String, Option<usize>
                     None,
                 )
             }
+        }
+        PgStrategy::Pack | PgStrategy::Spread
+            if b.bundle_selectors.iter().any(|s| !s.is_empty()) =>
+        {
+            (
+                "no assignment of its bundles to the nodes their label selectors allow fits those nodes' resources, even on the empty cluster".into(),
+                None,
+            )
         }
         PgStrategy::Pack | PgStrategy::Spread => (
             "its bundles do not fit the cluster's devices one after another, even empty".into(),

@@ -11,6 +11,7 @@
 //! | DEFAULT hybrid policy, top-k, avoid GPU nodes | `src/ray/raylet/scheduling/policy/hybrid_scheduling_policy.cc` | [`hybrid`] |
 //! | SPREAD round robin | `src/ray/raylet/scheduling/policy/spread_scheduling_policy.cc` | [`spread`] |
 //! | NodeAffinity | `src/ray/raylet/scheduling/policy/node_affinity_scheduling_policy.cc` | [`node_affinity`] |
+//! | tasks' and actors' `fallback_strategy` (label selectors in order) | `src/ray/raylet/scheduling/cluster_resource_scheduler.cc` (`GetBestSchedulableNode`, PR #56369) | [`place_task_options`] |
 //! | placement groups (PACK, SPREAD, STRICT_*), bundle order | `src/ray/raylet/scheduling/policy/bundle_scheduling_policy.cc` | [`place_bundles`], [`sort_bundles`] |
 //! | least-resource scorer | `src/ray/raylet/scheduling/policy/scorer.cc` | [`place_bundles`] |
 //! | config defaults (spread threshold 0.5, top-k 0.2 / 1, avoid GPU nodes) | `src/ray/common/ray_config_def.h` | [`task`] constants |
@@ -25,27 +26,35 @@
 //!
 //! Everything is deterministic given the caller's `ChaCha8Rng`; ties are broken by node id.
 
+mod assign;
 pub mod bundle;
+mod bundle_explain;
 pub mod explain;
+pub mod fallback;
 pub mod feasible;
 pub mod options;
 mod plain;
 pub mod resources;
+mod spread_affinity;
 pub mod state;
+mod strategies;
 pub mod task;
+mod task_explain;
 pub mod topology;
 mod view;
 
 pub use crate::spec::workload::Policy;
 pub use bundle::{BundleRequest, PgDecision, place_bundles, sort_bundles};
 pub use explain::{Candidate, Explain, Verdict};
+pub use fallback::place_task_options;
 pub use options::place_options;
 pub use resources::{DeviceLoc, Request, ResourceIds, SCALE, from_fixed, to_fixed};
+pub use spread_affinity::{node_affinity, spread};
 pub use state::{
     AllocLocality, Allocation, ClusterState, NicLoc, NodeState, SliceInfo, TenantRules, Topology,
     tpu_pod_type,
 };
-pub use task::{Decision, TaskRequest, USE_ORDER_INDEX, hybrid, node_affinity, place_task, spread};
+pub use task::{Decision, TaskRequest, USE_ORDER_INDEX, hybrid, place_task};
 pub use topology::topology_aware;
 
 /// Index into [`ClusterState::nodes`], in Spec declaration order ([`crate::spec::Cluster::nodes`]).

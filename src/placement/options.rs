@@ -68,7 +68,7 @@ pub fn place_options(
         None => (0, PgDecision::Infeasible),
     });
     if let Some(e) = explain {
-        super::bundle::fill_explain(st, &opts[k], &d, e);
+        super::bundle_explain::fill_explain(st, &opts[k], &d, e);
         e.rules = rules;
     }
     (k, d)

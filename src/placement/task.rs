@@ -1,7 +1,9 @@
-//! Task and actor placement: Ray's DEFAULT (hybrid), SPREAD and NodeAffinity policies, and
-//! Orrery's topology-aware policy.
+//! Task and actor placement: Ray's DEFAULT (hybrid) policy and the dispatch to its SPREAD and
+//! NodeAffinity policies (`spread_affinity.rs`) and Orrery's topology-aware one
+//! (`topology.rs`); Ray's fallback label selectors are `fallback.rs`, over [`by_strategy`] and
+//! [`settle`].
 
-use super::explain::{Candidate, Explain, Verdict, Why, describe_constraint};
+use super::explain::{Explain, Why};
 use super::resources::{GPU, Request};
 use super::state::ClusterState;
 use super::topology::topology_aware_why;
@@ -26,6 +28,7 @@ thread_local! {
 pub const AVOID_GPU_NODES: bool = true;
 
 /// One task or actor to place.
+#[derive(Clone, Copy)]
 pub struct TaskRequest<'a> {
     pub request: &'a Request,
     /// Default / Spread / NodeAffinity{node name, soft}.
@@ -127,7 +130,7 @@ pub fn place_task(
         &mut Why(explain.is_some().then_some(&mut rules)),
     );
     if let Some(e) = explain {
-        fill_explain(state, t, &d, e);
+        super::task_explain::fill_explain(state, t, &d, e);
         e.rules = rules;
     }
     d
@@ -145,15 +148,42 @@ fn decide(
         return Decision::Infeasible;
     }
     let spread_before = state.spread_next;
-    let d = match t.strategy {
-        Strategy::NodeAffinity { node, soft } => node_affinity_why(state, t, node, *soft, rng, why),
-        Strategy::Spread => spread_why(state, t, rng, why),
+    let d = by_strategy(state, t, rng, why);
+    settle(state, t, d, spread_before, why)
+}
+
+/// The decision of the request's strategy alone (under the workload's policy), before the
+/// tenant quota and the wait at the preferred node: what Ray's `GetBestSchedulableNode` asks
+/// the scheduling policy for one label selector.
+pub(super) fn by_strategy(
+    state: &mut ClusterState,
+    t: &TaskRequest,
+    rng: &mut ChaCha8Rng,
+    why: &mut Why,
+) -> Decision {
+    match t.strategy {
+        Strategy::NodeAffinity { node, soft } => {
+            super::spread_affinity::node_affinity_why(state, t, node, *soft, rng, why)
+        }
+        Strategy::Spread => super::spread_affinity::spread_why(state, t, rng, why),
         Strategy::Default => match t.policy {
             Policy::RayDefault => hybrid_why(state, t, SPREAD_THRESHOLD, rng, why),
-            Policy::Spread => spread_why(state, t, rng, why),
+            Policy::Spread => super::spread_affinity::spread_why(state, t, rng, why),
             Policy::TopologyAware => topology_aware_why(state, t, rng, why),
         },
-    };
+    }
+}
+
+/// A strategy's decision `d` made final: the tenant quota (a `Run` it does not allow waits
+/// instead, and SPREAD's round robin goes back to `spread_before`), then where a lease with no
+/// node to run on waits.
+pub(super) fn settle(
+    state: &mut ClusterState,
+    t: &TaskRequest,
+    d: Decision,
+    spread_before: usize,
+    why: &mut Why,
+) -> Decision {
     let d = match d {
         Decision::Run(n) if !state.quota_allows(t.tenant, t.request) => {
             // Nothing starts, so SPREAD's round robin does not move on.
@@ -240,7 +270,7 @@ pub(super) fn hybrid_why(
             why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, so the nodes without GPUs were tried first, and one had room".into());
             return d;
         }
-        why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, but no node without GPUs had room, so every node was considered".into());
+        why.say(|| super::task_explain::no_room_without_gpus(st, t));
     } else if AVOID_GPU_NODES && t.request.get(GPU) == 0 {
         why.say(|| "GPU avoidance (scheduler_avoid_gpu_nodes): no GPU requested, but every alive node has GPUs, so it does not apply".into());
     } else if AVOID_GPU_NODES {
@@ -514,134 +544,4 @@ fn say_local(st: &ClusterState, why: &mut Why, pref: NodeId, ok: bool, avail: bo
             format!("local preference: the preferred node {name} scores {score:.4}, worse than the best, so it does not win")
         }
     });
-}
-
-/// Ray `SpreadSchedulingPolicy::Schedule` (`spread_scheduling_policy.cc`): round-robin over
-/// the nodes in id order from the persistent next index; the first alive, feasible and
-/// available node wins and the index moves past it. If none is available, Ray falls back to
-/// the hybrid policy with `spread_threshold = 0` (`SchedulingOptions::Spread`), which then
-/// picks among feasible nodes (so the task queues there).
-pub fn spread(st: &mut ClusterState, t: &TaskRequest, rng: &mut ChaCha8Rng) -> Decision {
-    spread_why(st, t, rng, &mut Why(None))
-}
-
-fn spread_why(
-    st: &mut ClusterState,
-    t: &TaskRequest,
-    rng: &mut ChaCha8Rng,
-    why: &mut Why,
-) -> Decision {
-    let n = st.nodes.len();
-    if n == 0 {
-        return Decision::Infeasible;
-    }
-    let start = st.spread_next % n;
-    for i in 0..n {
-        let idx = (start + i) % n;
-        if candidate(st, idx, t) && available(st, idx, t) {
-            st.spread_next = (idx + 1) % n;
-            why.say(|| {
-                format!(
-                    "SPREAD: round robin over the nodes in id order from {} (the index after the last pick); the first with room is {}",
-                    st.nodes[start].name(),
-                    st.nodes[idx].name()
-                )
-            });
-            return Decision::Run(idx);
-        }
-    }
-    why.say(|| "SPREAD: no node has room now, so Ray's fallback applies: the hybrid policy with spread threshold 0 over the nodes that could hold it".into());
-    hybrid_why(st, t, 0.0, rng, why)
-}
-
-/// Ray `NodeAffinitySchedulingPolicy::Schedule` (`node_affinity_scheduling_policy.cc`): if the
-/// target exists, is alive and feasible, go there (even if it must wait: Ray's defaults
-/// `spill_on_unavailable = fail_on_unavailable = false`); otherwise soft falls back to the
-/// hybrid policy (Orrery's topology-aware one under that policy) and hard is infeasible.
-pub fn node_affinity(
-    st: &mut ClusterState,
-    t: &TaskRequest,
-    node: &str,
-    soft: bool,
-    rng: &mut ChaCha8Rng,
-) -> Decision {
-    node_affinity_why(st, t, node, soft, rng, &mut Why(None))
-}
-
-fn node_affinity_why(
-    st: &mut ClusterState,
-    t: &TaskRequest,
-    node: &str,
-    soft: bool,
-    rng: &mut ChaCha8Rng,
-    why: &mut Why,
-) -> Decision {
-    let kind = if soft { "soft" } else { "hard" };
-    if let Some(id) = st.node_id(node)
-        && candidate(st, id, t)
-    {
-        let room = available(st, id, t);
-        why.say(|| {
-            format!(
-                "{kind} node_affinity({node}): {node} is alive and could hold it, so it goes there{}",
-                if room { " now" } else { " and waits there (it has no room now)" }
-            )
-        });
-        return if room {
-            Decision::Run(id)
-        } else {
-            Decision::Queue(id)
-        };
-    }
-    if !soft {
-        why.say(|| format!("hard node_affinity({node}): {node} is dead, unknown, excluded by its rules, or could never hold it: infeasible"));
-        return Decision::Infeasible;
-    }
-    why.say(|| format!("soft node_affinity({node}): {node} is dead, unknown, excluded by its rules, or could never hold it, so the policy places it"));
-    match t.policy {
-        Policy::TopologyAware => topology_aware_why(st, t, rng, why),
-        _ => hybrid_why(st, t, SPREAD_THRESHOLD, rng, why),
-    }
-}
-
-/// One verdict per node for `orrery explain`.
-fn fill_explain(st: &ClusterState, t: &TaskRequest, d: &Decision, e: &mut Explain) {
-    e.candidates.clear();
-    let chosen = d.node();
-    for i in 0..st.nodes.len() {
-        let node = &st.nodes[i];
-        let verdict = if !node.alive() {
-            Verdict::Dead
-        } else if let Some(c) = t.label_selector.iter().find(|c| !c.matches(node.labels())) {
-            Verdict::LabelMismatch(describe_constraint(c))
-        } else if let Some(r) = st.tenant_static_reason(i, t.tenant) {
-            Verdict::TenantRule(r)
-        } else if !st.is_feasible(i, t.request) {
-            Verdict::Infeasible
-        } else if let Some(c) = st.tenant_conflict(i, t.tenant) {
-            Verdict::TenantRule(format!(
-                "runs work of tenant `{}` (never_share_node_with)",
-                st.tenants[c].name
-            ))
-        } else if let Some(q) = st
-            .quota_exceeded_by(t.tenant, t.request)
-            .or_else(|| st.quota_blocked_by(t.tenant, t.request))
-        {
-            Verdict::TenantRule(q)
-        } else if st.is_available(i, t.request) {
-            Verdict::Fits
-        } else {
-            Verdict::Busy
-        };
-        // One scale for tasks and bundles (`explain::SCORE_SCALE`): 1 - the hybrid score.
-        let score = (verdict == Verdict::Fits)
-            .then(|| 1.0 - f64::from(hybrid_score(st, i, SPREAD_THRESHOLD)));
-        e.candidates.push(Candidate {
-            node: i,
-            verdict,
-            chosen: chosen == Some(i),
-            scores: vec![score],
-        });
-    }
-    e.scored = vec![super::feasible::show(st, t.request)];
 }

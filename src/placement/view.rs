@@ -10,6 +10,7 @@ use super::resources::{
 use super::state::ClusterState;
 
 /// Scratch availabilities of the nodes a placement attempt touched.
+#[derive(Clone)]
 pub(super) struct Overlay {
     avail: Vec<i64>,
     inst: Vec<(usize, Vec<i64>)>,
@@ -135,33 +136,65 @@ impl<'a> View<'a> {
         }
     }
 
+    /// Whether this attempt took anything on `n` (so far).
+    pub(super) fn touched(&self, n: NodeId) -> bool {
+        self.slot[n] != u32::MAX
+    }
+
+    /// What this attempt holds on `n` now, to put back with [`View::restore`].
+    pub(super) fn save(&self, n: NodeId) -> Option<Overlay> {
+        self.overlay(n).cloned()
+    }
+
+    /// Put `n` back as [`View::save`] found it. Restores must come in the reverse order of
+    /// the saves (a search undoing its steps), so a node first touched since its save holds
+    /// the last overlay.
+    pub(super) fn restore(&mut self, n: NodeId, saved: Option<Overlay>) {
+        let s = self.slot[n];
+        match saved {
+            Some(o) => self.over[s as usize] = o,
+            None if s == u32::MAX => {}
+            None if s as usize + 1 == self.over.len() => {
+                self.over.pop();
+                self.slot[n] = u32::MAX;
+            }
+            None => self.over[s as usize] = self.base(n),
+        }
+    }
+
+    /// `n` as this view starts it: its availabilities now, or its totals when empty.
+    fn base(&self, n: NodeId) -> Overlay {
+        let node = &self.st.nodes[n];
+        let avail: Vec<i64> = (0..self.st.ids.len())
+            .map(|id| {
+                if self.empty {
+                    node.total(id)
+                } else {
+                    node.available(id)
+                }
+            })
+            .collect();
+        let inst = node
+            .topology()
+            .devices
+            .iter()
+            .map(|(id, _)| {
+                let v = match node.instances(*id) {
+                    Some(x) if !self.empty => x.to_vec(),
+                    Some(x) => vec![SCALE; x.len()],
+                    None => Vec::new(),
+                };
+                (*id, v)
+            })
+            .collect();
+        Overlay { avail, inst }
+    }
+
     pub(super) fn subtract(&mut self, n: NodeId, req: &Request) {
         if self.slot[n] == u32::MAX {
-            let node = &self.st.nodes[n];
-            let avail: Vec<i64> = (0..self.st.ids.len())
-                .map(|id| {
-                    if self.empty {
-                        node.total(id)
-                    } else {
-                        node.available(id)
-                    }
-                })
-                .collect();
-            let inst = node
-                .topology()
-                .devices
-                .iter()
-                .map(|(id, _)| {
-                    let v = match node.instances(*id) {
-                        Some(x) if !self.empty => x.to_vec(),
-                        Some(x) => vec![SCALE; x.len()],
-                        None => Vec::new(),
-                    };
-                    (*id, v)
-                })
-                .collect();
+            let o = self.base(n);
             self.slot[n] = self.over.len() as u32;
-            self.over.push(Overlay { avail, inst });
+            self.over.push(o);
         }
         let topo = self.topo;
         let locs_node = &self.st.nodes[n];
@@ -199,6 +232,30 @@ impl<'a> View<'a> {
                 *v -= a;
             }
         }
+    }
+
+    /// Every candidate position as good as [`View::best`]'s pick (the same topology rank and
+    /// score), in node-id order: the nodes among which Ray's hash-set order breaks the tie.
+    pub(super) fn tied(
+        &self,
+        req: &Request,
+        cands: &[NodeId],
+        active: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        let Some(b) = self.best(req, cands, &active) else {
+            return Vec::new();
+        };
+        let key = |p: usize| {
+            let n = cands[p];
+            (
+                if self.topo { self.rank(n, req) } else { 0 },
+                self.score(n, req),
+            )
+        };
+        let top = key(b);
+        (0..cands.len())
+            .filter(|&p| active(p) && key(p) == top)
+            .collect()
     }
 
     /// Ray `BundleSchedulingPolicy::GetBestNode`: the highest-scoring node among candidate

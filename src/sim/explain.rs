@@ -4,9 +4,10 @@
 
 use super::{Sim, Work};
 use crate::placement::explain::{EXPLAIN_SCHEMA_VERSION, Explanation, Outcome, SCORE_SCALE};
+use crate::placement::fallback::option_name;
 use crate::placement::feasible::{self, show};
 use crate::placement::{BundleRequest, Explain, NodeId, Request, TaskRequest};
-use crate::spec::workload::{PgStrategy, Policy, Strategy};
+use crate::spec::workload::{LabelConstraint, PgStrategy, Policy, Strategy};
 
 /// `ray_default`, `spread`, `topology_aware`: the DSL's names.
 fn policy_name(p: Policy) -> &'static str {
@@ -59,6 +60,8 @@ impl Sim<'_> {
         &self,
         w: Work,
         t: &TaskRequest,
+        fallbacks: &[Vec<LabelConstraint>],
+        option: usize,
         ex: &Explain,
         acted: Acted,
     ) -> Explanation {
@@ -85,7 +88,14 @@ impl Sim<'_> {
                         .quota_blocked_by(t.tenant, t.request)
                         .map(|q| format!("tenant quota: {q}"))
                         .unwrap_or_else(|| {
-                            "no node that could hold it has room now; it waits and is placed again when resources free".into()
+                            if fallbacks.is_empty() {
+                                "no node that could hold it has room now; it waits and is placed again when resources free".into()
+                            } else {
+                                format!(
+                                    "no node any of its label selectors passes has room now; it waits for {}, the first option with a node that could hold it, and is placed again when resources free",
+                                    option_name(option)
+                                )
+                            }
                         }),
                 ),
             ),
@@ -94,7 +104,7 @@ impl Sim<'_> {
                 Vec::new(),
                 Some(format!(
                     "no alive node can hold it now ({}); it waits for a node to return (or for its lost output to be rebuilt)",
-                    feasible::why_task(&self.state, t)
+                    feasible::why_task_options(&self.state, t, fallbacks)
                 )),
             ),
             Acted::Infeasible => (
@@ -102,7 +112,7 @@ impl Sim<'_> {
                 Vec::new(),
                 Some(format!(
                     "{}; Ray keeps it pending forever",
-                    feasible::why_task(&self.state, t)
+                    feasible::why_task_options(&self.state, t, fallbacks)
                 )),
             ),
         };

@@ -4,6 +4,7 @@
 //! dead-node invariant).
 //!
 //! Architecture invariant: the only caller in the simulation of `crate::placement::place_task`
+//! (through `place_task_options`, which adds Ray's fallback label selectors)
 //! and of `ClusterState::allocate` / `ClusterState::free`.
 
 use super::explain::Acted;
@@ -48,7 +49,7 @@ impl Sim<'_> {
         let spec = self.spec;
         let default_strategy = Strategy::Default;
         let spread = Strategy::Spread;
-        let (request, strategy, selector, tenant, policy) = match w {
+        let (request, strategy, selector, fallbacks, tenant, policy) = match w {
             Work::Task(t) => {
                 let g = &self.groups[self.group_of(t)];
                 let ts = &spec.workloads[g.workload].tasks[g.index];
@@ -56,6 +57,7 @@ impl Sim<'_> {
                     g.request.clone(),
                     &ts.strategy,
                     ts.label_selector.as_slice(),
+                    ts.fallbacks.as_slice(),
                     g.tenant,
                     g.policy,
                 )
@@ -68,6 +70,7 @@ impl Sim<'_> {
                     ac.request.clone(),
                     &sa.strategy,
                     sa.label_selector.as_slice(),
+                    sa.fallbacks.as_slice(),
                     g.tenant,
                     g.policy,
                 )
@@ -82,6 +85,7 @@ impl Sim<'_> {
                     } else {
                         &spread
                     },
+                    &[][..],
                     &[][..],
                     s.tenant,
                     policy,
@@ -110,9 +114,11 @@ impl Sim<'_> {
             tenant,
             policy,
         };
-        let d = placement::place_task(
+        // Ray's `fallback_strategy`: the label selectors in order (`placement::fallback`).
+        let (option, d) = placement::place_task_options(
             &mut self.state,
             &tr,
+            fallbacks,
             &mut self.rng,
             if want_explain { Some(&mut ex) } else { None },
         );
@@ -156,7 +162,7 @@ impl Sim<'_> {
             }
         };
         if want_explain {
-            self.explain = Some(self.explain_task(w, &tr, &ex, acted));
+            self.explain = Some(self.explain_task(w, &tr, fallbacks, option, &ex, acted));
         }
     }
 
@@ -478,7 +484,7 @@ impl Sim<'_> {
                     Work::Actor(_) => Work::Actor(id),
                     Work::Replica(_) => Work::Replica(id),
                 };
-                let (request, tenant, policy, strategy, selector) = match w {
+                let (request, tenant, policy, strategy, selector, fallbacks) = match w {
                     Work::Task(t) => {
                         let g = &self.groups[self.group_of(t)];
                         let ts = &spec.workloads[g.workload].tasks[g.index];
@@ -488,6 +494,7 @@ impl Sim<'_> {
                             g.policy,
                             Some(&ts.strategy),
                             ts.label_selector.as_slice(),
+                            ts.fallbacks.as_slice(),
                         )
                     }
                     Work::Actor(a) => {
@@ -500,6 +507,7 @@ impl Sim<'_> {
                             g.policy,
                             Some(&sa.strategy),
                             sa.label_selector.as_slice(),
+                            sa.fallbacks.as_slice(),
                         )
                     }
                     Work::Replica(r) => {
@@ -510,13 +518,19 @@ impl Sim<'_> {
                             spec.workloads[s.workload].policy,
                             None,
                             &[][..],
+                            &[][..],
                         )
                     }
                 };
                 let st = &self.state;
+                let labels = st.nodes[node].labels();
+                // With fallbacks (Ray's `fallback_strategy`), nothing any option passes had
+                // room before this free, so the first option passing this node takes it.
                 let fits = st.is_alive_and_allowed(node, tenant)
                     && st.is_available(node, &request)
-                    && selector.iter().all(|c| c.matches(st.nodes[node].labels()))
+                    && std::iter::once(selector)
+                        .chain(fallbacks.iter().map(Vec::as_slice))
+                        .any(|s| s.iter().all(|c| c.matches(labels)))
                     && match strategy {
                         Some(Strategy::NodeAffinity { node: target, soft }) => {
                             match st.node_id(target) {

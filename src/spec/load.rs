@@ -231,7 +231,9 @@ fn check_placeable(cx: &mut Cx, spec: &Spec, opts: LoadOptions) {
         return;
     }
     for n in crate::placement::feasible::never_placed(spec) {
-        cx.push(if opts.allow_infeasible {
+        cx.push(if n.warning {
+            Diagnostic::warning(n.span, n.message)
+        } else if opts.allow_infeasible {
             Diagnostic::warning(n.span, n.message)
                 .with_help("--allow-infeasible: the run keeps it pending forever, as Ray would")
         } else {

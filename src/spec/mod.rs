@@ -23,6 +23,7 @@ pub mod placement_group;
 pub mod reader;
 pub mod schema;
 pub mod serving;
+mod task_fallback;
 pub mod topology;
 pub mod transport;
 pub mod workload;

@@ -227,6 +227,8 @@ pub const TASK: &[StmtDef] = &[
     one("output", &[]),
     one("strategy", TASK_STRATEGIES),
     one("label_selector", &[]),
+    // Ray's `fallback_strategy`: one `fallback label_selector MAP` per option, in order.
+    many("fallback", &["label_selector"]),
     one("retries", &[]),
     one("retry_delay", &[]),
     one("transport", &[]),
@@ -240,6 +242,7 @@ pub const ACTOR: &[StmtDef] = &[
     one("max_task_retries", &[]),
     one("strategy", TASK_STRATEGIES),
     one("label_selector", &[]),
+    many("fallback", &["label_selector"]),
     one("transport", &[]),
     one("device_memory", &[]),
     one("tensor", &["to"]),

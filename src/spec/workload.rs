@@ -112,6 +112,9 @@ pub struct TaskGroup {
     pub output: Bytes,
     pub strategy: Strategy,
     pub label_selector: Vec<LabelConstraint>,
+    /// Ray's `fallback_strategy`: the label selectors tried, in order, after `label_selector`
+    /// (each replaces it; `crate::placement::fallback`).
+    pub fallbacks: Vec<Vec<LabelConstraint>>,
     pub retries: u32,
     /// Wait before a retry (Ray `task_retry_delay_ms`, default 0).
     pub retry_delay: Duration,
@@ -138,6 +141,8 @@ pub struct Actor {
     pub max_task_retries: i64,
     pub strategy: Strategy,
     pub label_selector: Vec<LabelConstraint>,
+    /// Ray's `fallback_strategy` (as [`TaskGroup::fallbacks`]).
+    pub fallbacks: Vec<Vec<LabelConstraint>>,
     /// Transport for the actor's results (Ray Direct Transport's `tensor_transport`); `None`:
     /// the workload's.
     pub transport: Option<String>,
@@ -1159,12 +1164,14 @@ pub fn workload(
                         output: Bytes(0),
                         strategy: Strategy::Default,
                         label_selector: Vec::new(),
-                                                retries: 3,
+                        fallbacks: Vec::new(),
+                        retries: 3,
                         retry_delay: Duration(0),
                         transport: None,
                         device_memory: None,
                         span: stmt_span(&blk.stmts, "resources", s.head_span()),
                     };
+                    let mut fb_spans = Vec::new();
                     cx.each(&blk.stmts, schema::TASK, "a task group", |cx, s2, def2| {
                         cx.no_block(s2);
                         let mut b = Args::new(s2, def2);
@@ -1183,7 +1190,11 @@ pub fn workload(
                                     g.label_selector =
                                         label_selector(cx, b.req("a label selector")?)?
                                 }
-                                                                "retries" => {
+                                "fallback" => {
+                                    fb_spans.push(s2.head_span());
+                                    g.fallbacks.push(super::task_fallback::fallback(cx, &mut b)?)
+                                }
+                                "retries" => {
                                     g.retries = rd::count(cx, b.req("a count")?, 0, 1000)? as u32
                                 }
                                 "retry_delay" => g.retry_delay = rd::duration(cx, b.req("a time")?)?,
@@ -1201,6 +1212,15 @@ pub fn workload(
                         })();
                         b.finish(cx);
                     });
+                    if fb_spans.len() == g.fallbacks.len() {
+                        super::task_fallback::check(
+                            cx,
+                            &format!("task group `{}`", g.name),
+                            &g.label_selector,
+                            &g.fallbacks,
+                            &fb_spans,
+                        );
+                    }
                     if g.compute.is_some() && !requests_device(&g.resources) {
                         cx.push(
                             Diagnostic::error(s.head_span(), format!("task group `{}` has `compute` but requests no device", g.name))
@@ -1249,11 +1269,13 @@ pub fn workload(
                         max_task_retries: 0,
                         strategy: Strategy::Default,
                         label_selector: Vec::new(),
+                        fallbacks: Vec::new(),
                         transport: None,
                         device_memory: None,
                         tensor: None,
                         span: stmt_span(&blk.stmts, "resources", s.head_span()),
                     };
+                    let mut fb_spans = Vec::new();
                     cx.each(&blk.stmts, schema::ACTOR, "an actor", |cx, s2, def2| {
                         cx.no_block(s2);
                         let mut b = Args::new(s2, def2);
@@ -1285,6 +1307,10 @@ pub fn workload(
                                     ac.label_selector =
                                         label_selector(cx, b.req("a label selector")?)?
                                 }
+                                "fallback" => {
+                                    fb_spans.push(s2.head_span());
+                                    ac.fallbacks.push(super::task_fallback::fallback(cx, &mut b)?)
+                                }
                                 "tensor" => ac.tensor = Some(super::payloads::tensor(cx, &mut b)?),
                                 _ => {}
                             }
@@ -1292,6 +1318,15 @@ pub fn workload(
                         })();
                         b.finish(cx);
                     });
+                    if fb_spans.len() == ac.fallbacks.len() {
+                        super::task_fallback::check(
+                            cx,
+                            &format!("actor `{}`", ac.name),
+                            &ac.label_selector,
+                            &ac.fallbacks,
+                            &fb_spans,
+                        );
+                    }
                     if ac.calls > 0 && ac.call_duration.is_none() {
                         cx.error(
                             s.head_span(),
