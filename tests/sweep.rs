@@ -344,27 +344,27 @@ fn compare_prices_and_powers_the_hardware_mixes_by_the_documented_formula() {
     };
     let m = &rows[1];
     assert_eq!(m[2], "mi300x");
-    // By hand: 8 nodes × 8 MI300X at the scenario's 3.50 $/h each = 224 $/h; 8 nodes at the
-    // scenario's 10 kW = 80 kW; services give a 1 h window (and the files say so). Cost 224 $,
-    // energy 80 kWh.
-    assert_eq!(col(m, "price_usd_per_h"), 224.0);
+    // By hand: 8 nodes × 8 MI300X at the catalog's 3.45 $/h each = 220.8 $/h; 8 nodes at the
+    // scenario's 10 kW = 80 kW; services give a 1 h window (and the files say so). Cost
+    // 220.8 $, energy 80 kWh.
+    assert!((col(m, "price_usd_per_h") - 220.8).abs() < 1e-9);
     assert_eq!(col(m, "power_w"), 80_000.0);
     assert_eq!(col(m, "horizon_s"), 3600.0);
     let source = head.iter().position(|h| *h == "horizon_source").unwrap();
     assert_eq!(m[source], "default for services");
-    assert!((col(m, "cost_usd_mean") - 224.0).abs() < 1e-9);
+    assert!((col(m, "cost_usd_mean") - 220.8).abs() < 1e-9);
     assert!((col(m, "energy_kwh_mean") - 80.0).abs() < 1e-9);
     // Each kind in its own unit: no column adds tasks, steps and requests.
     assert!(
         head.iter()
             .all(|h| !h.contains("throughput") && !h.contains("perf_per"))
     );
-    // $/step: the job's 48 of 64 GPUs at 224 $/h for the cluster, over its wall time (the
+    // $/step: the job's 48 of 64 GPUs at 220.8 $/h for the cluster, over its wall time (the
     // whole 1 h window: it does not finish), per step kept.
     let steps = col(m, "pretrain_13b.llm.steps_done_mean");
     let per_step = col(m, "pretrain_13b.llm.usd_per_step_mean");
     assert!(
-        (per_step - 224.0 * 48.0 / 64.0 / steps).abs() < 1e-9,
+        (per_step - 220.8 * 48.0 / 64.0 / steps).abs() < 1e-9,
         "{per_step}"
     );
     // DGX H100: 10.2 kW a node (catalog), 8 nodes, 1 h.
@@ -373,7 +373,7 @@ fn compare_prices_and_powers_the_hardware_mixes_by_the_documented_formula() {
     assert!((col(h, "cost_usd_mean") - col(h, "price_usd_per_h")).abs() < 1e-9);
     let json: serde_json::Value = serde_json::from_str(&read(&d, "compare.json")).unwrap();
     assert_eq!(json["schema_version"], 4);
-    assert_eq!(json["rows"][1]["price_usd_per_h"], 224.0);
+    assert!((json["rows"][1]["price_usd_per_h"].as_f64().unwrap() - 220.8).abs() < 1e-9);
     assert_eq!(json["rows"][1]["horizon_s"], 3600.0);
     assert_eq!(json["columns"][0]["key"], "pretrain_13b.llm.step_time_s");
     assert_eq!(json["columns"][0]["unit"], "s");
@@ -381,7 +381,7 @@ fn compare_prices_and_powers_the_hardware_mixes_by_the_documented_formula() {
     // Each row's aggregates are labelled by column, not by position.
     let cost = &json["rows"][1]["metrics"]["cost_usd"];
     assert!(
-        (cost["mean"].as_f64().unwrap() - 224.0).abs() < 1e-9,
+        (cost["mean"].as_f64().unwrap() - 220.8).abs() < 1e-9,
         "{cost}"
     );
     assert_eq!(cost["n"], 2);
