@@ -201,7 +201,7 @@ def test_ray_clusters_import_as_the_cli_does(cli_run):
     s = c.load()
     assert s.hash and "node gpu_h100 x 8" in s.text
     with pytest.raises(orrery.OrreryError) as e:
-        orrery.import_ray_cluster(y, strict=True)
+        orrery.import_ray_cluster(k, strict=True)
     assert e.value.exit_code == 2 and "--strict" in e.value.stderr
 
 
