@@ -167,22 +167,9 @@ impl UtilTracker {
     ) -> BTreeMap<String, CpuUtilization> {
         let mut out = BTreeMap::new();
         for (key, n) in capacity {
-            let (busy_series, busy) =
-                integrate(self.changes.remove(key).unwrap_or_default(), horizon);
-            let (allocated_series, held) =
-                integrate(allocated.changes.remove(key).unwrap_or_default(), horizon);
-            let denom = *n * horizon as f64 / 1e9;
-            let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
-            out.insert(
-                key.clone(),
-                CpuUtilization {
-                    cpus: *n,
-                    busy_fraction: frac(busy),
-                    allocated_fraction: frac(held),
-                    busy_series,
-                    allocated_series,
-                },
-            );
+            let busy = self.changes.remove(key).unwrap_or_default();
+            let held = allocated.changes.remove(key).unwrap_or_default();
+            out.insert(key.clone(), cpu_record(*n, busy, held, horizon));
         }
         out
     }
@@ -242,20 +229,8 @@ impl IndexTracker {
     ) -> BTreeMap<String, CpuUtilization> {
         let mut out = BTreeMap::new();
         for (key, n, members) in keys {
-            let (busy_series, busy) = integrate(self.merged(members), horizon);
-            let (allocated_series, held) = integrate(allocated.merged(members), horizon);
-            let denom = *n * horizon as f64 / 1e9;
-            let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
-            out.insert(
-                key.clone(),
-                CpuUtilization {
-                    cpus: *n,
-                    busy_fraction: frac(busy),
-                    allocated_fraction: frac(held),
-                    busy_series,
-                    allocated_series,
-                },
-            );
+            let record = cpu_record(*n, self.merged(members), allocated.merged(members), horizon);
+            out.insert(key.clone(), record);
         }
         out
     }
@@ -317,5 +292,20 @@ mod tests {
             r["n1"].allocated_series,
             vec![(0.0, 0.0), (1.0, 2.0), (3.0, 0.0)]
         );
+    }
+}
+
+/// One key's record: `n` CPUs, its busy and allocated changes integrated over the window.
+fn cpu_record(n: f64, busy: Changes, held: Changes, horizon: Time) -> CpuUtilization {
+    let (busy_series, busy) = integrate(busy, horizon);
+    let (allocated_series, held) = integrate(held, horizon);
+    let denom = n * horizon as f64 / 1e9;
+    let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
+    CpuUtilization {
+        cpus: n,
+        busy_fraction: frac(busy),
+        allocated_fraction: frac(held),
+        busy_series,
+        allocated_series,
     }
 }
