@@ -236,6 +236,21 @@ impl IndexTracker {
     }
 }
 
+/// One key's record: `n` CPUs, its busy and allocated changes integrated over the window.
+fn cpu_record(n: f64, busy: Changes, held: Changes, horizon: Time) -> CpuUtilization {
+    let (busy_series, busy) = integrate(busy, horizon);
+    let (allocated_series, held) = integrate(held, horizon);
+    let denom = n * horizon as f64 / 1e9;
+    let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
+    CpuUtilization {
+        cpus: n,
+        busy_fraction: frac(busy),
+        allocated_fraction: frac(held),
+        busy_series,
+        allocated_series,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,20 +307,5 @@ mod tests {
             r["n1"].allocated_series,
             vec![(0.0, 0.0), (1.0, 2.0), (3.0, 0.0)]
         );
-    }
-}
-
-/// One key's record: `n` CPUs, its busy and allocated changes integrated over the window.
-fn cpu_record(n: f64, busy: Changes, held: Changes, horizon: Time) -> CpuUtilization {
-    let (busy_series, busy) = integrate(busy, horizon);
-    let (allocated_series, held) = integrate(held, horizon);
-    let denom = n * horizon as f64 / 1e9;
-    let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
-    CpuUtilization {
-        cpus: n,
-        busy_fraction: frac(busy),
-        allocated_fraction: frac(held),
-        busy_series,
-        allocated_series,
     }
 }
