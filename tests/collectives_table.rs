@@ -279,8 +279,8 @@ fn a_ring_across_nodes_costs_what_nccls_model_says_when_latency_bound() {
     }
 }
 
-/// A larger message never takes less time: for every node type of the catalog, on 1, 2 and 4
-/// nodes, whole nodes and half nodes, every op's time as NCCL (or, elsewhere, the fastest
+/// A larger message never takes less time: for every node type of the catalog, on 1, 2, 3
+/// and 4 nodes, whole nodes and half nodes, every op's time as NCCL (or, elsewhere, the fastest
 /// algorithm) runs it, as its message doubles from 1 KiB to 16 GiB (issues 39 and 40: NCCL's
 /// ring path latency, its trees as chains in nodes under a tree between them, LL and LL128
 /// forwarding line by line, broadcast on every channel).
@@ -303,7 +303,7 @@ fn time_never_falls_for_any_catalog_part_or_node_count() {
     let sizes = parse_sizes("1K..16G").unwrap();
     let (mut checked, mut refused) = (0, Vec::new());
     for (node, per) in &kinds {
-        for nodes in [1, 2, 4] {
+        for nodes in [1, 2, 3, 4] {
             let s = spec(&format!(
                 "cluster c {{\n  rack r0 {{\n    node {node} x {nodes}\n  }}\n  fabric fat_tree\n}}\n"
             ));
@@ -332,10 +332,15 @@ fn time_never_falls_for_any_catalog_part_or_node_count() {
                         }
                     };
                     checked += 1;
-                    let falls = t
-                        .rows
-                        .windows(2)
-                        .find(|w| w[1].result.secs < w[0].result.secs - 1e-12);
+                    // On 3 nodes NCCL may keep its tree a size too long (see
+                    // `one_rank_per_node_never_gets_faster_with_a_larger_message`): a fall
+                    // from a tree, explained by a note, is the one allowed.
+                    let falls = t.rows.windows(2).find(|w| {
+                        w[1].result.secs < w[0].result.secs - 1e-12
+                            && !(nodes == 3
+                                && w[0].algorithm == Algorithm::Tree
+                                && t.falls().iter().any(|n| n.contains("is 2 deep")))
+                    });
                     assert!(
                         falls.is_none(),
                         "{node} {opname} {sel}: {:?}",
@@ -349,4 +354,102 @@ fn time_never_falls_for_any_catalog_part_or_node_count() {
         refused.is_empty(),
         "{checked} checked; refused: {refused:#?}"
     );
+}
+
+/// One H100 per node, one 400G NIC each: every ring hop crosses the network.
+fn one_gpu_nodes(nodes: usize) -> String {
+    format!(
+        "node one {{\n  cpu sockets 1, cores 32, numa 1, threads 64\n  memory 512 GiB\n  \
+         device H100_SXM x 1 link none\n  nic ib_ndr_400g x 1 role compute\n}}\n\
+         cluster c {{\n  fabric leaf_spine latency 1 us\n  rack r {{\n    node one x {nodes}\n  }}\n}}\n"
+    )
+}
+
+/// With one rank per node NCCL's model charges a ring the tree's network latency per hop
+/// (`tuning.cc`: "With ppn=1 latencies are fully exposed, use the Tree network latency"; LL
+/// 5.0 µs, not 2.7), and so does the flow model: a latency-bound LL ring over 4 × 1 ranks is
+/// NCCL's own estimate (base 6.6 + 6 × 5.0 µs + bytes / bandwidth).
+#[test]
+fn a_ring_of_one_rank_per_node_pays_the_trees_network_latency() {
+    use orrery::network::collective::tuning;
+    let s = spec(&one_gpu_nodes(4));
+    let g = orrery::network::Graph::build(&s);
+    let op = ec::parse_op("allreduce").unwrap();
+    let (ranks, policy) = place_ranks(&s, "4x1").unwrap();
+    let c = g.nccl_comm(&ranks).unwrap();
+    let sizes = [1024.0, 16384.0, 65536.0];
+    let t = table(
+        &s,
+        op,
+        Some(Algorithm::Ring),
+        Some(Protocol::LL),
+        ranks,
+        policy,
+        &sizes,
+    )
+    .unwrap();
+    for (row, &b) in t.rows.iter().zip(&sizes) {
+        let nccl = tuning::time(&c, op, Algorithm::Ring, Protocol::LL, b).unwrap();
+        assert!(
+            (row.result.secs - nccl).abs() < 0.01 * nccl,
+            "{b}: {} vs NCCL's {nccl}",
+            row.result.secs
+        );
+    }
+    // 36.6 µs of latency at 1 KiB (the ring's own 2.7 µs hops would give 22.8).
+    assert!(t.rows[0].result.secs > 36.6e-6, "{}", t.rows[0].result.secs);
+}
+
+/// The catalog's node types all have several devices or none on a NIC; one device per node
+/// is where NCCL switches from its tree to its ring at small sizes (issue 40: 4 × 1 H100
+/// ranks took 32.4 µs at 32 KiB and 27.6 µs at 64 KiB before the ring paid the tree's
+/// network latency). Every op's time never falls as the message doubles on 2, 4 and 8
+/// nodes. On 3 nodes NCCL's model prices its tree a level shallower than the tree it builds
+/// (log2i(3) = 1, `tuning.cc`; `ncclGetBtree` makes a chain 0 → 2 → 1), so it keeps the tree
+/// to 32 KiB where 64 KiB by ring is 0.6 µs faster: Orrery runs NCCL's pick and the table
+/// says why in a note, the only fall allowed.
+#[test]
+fn one_rank_per_node_never_gets_faster_with_a_larger_message() {
+    let sizes = parse_sizes("1K..4G").unwrap();
+    for nodes in [2, 3, 4, 5, 8] {
+        let s = spec(&one_gpu_nodes(nodes));
+        for opname in [
+            "allreduce",
+            "allgather",
+            "reducescatter",
+            "broadcast",
+            "alltoall",
+        ] {
+            let op = ec::parse_op(opname).unwrap();
+            let (ranks, policy) = place_ranks(&s, &format!("{nodes}x1")).unwrap();
+            let t = table(&s, op, None, None, ranks, policy, &sizes).unwrap();
+            let falls: Vec<_> = t
+                .rows
+                .windows(2)
+                .filter(|w| w[1].result.secs < w[0].result.secs)
+                .collect();
+            let notes = t.falls();
+            assert_eq!(notes.len(), falls.len(), "{notes:?}");
+            for w in &falls {
+                assert!(
+                    w[0].algorithm == Algorithm::Tree
+                        && !nodes.is_power_of_two()
+                        && w[1].result.secs > 0.95 * w[0].result.secs,
+                    "{opname} {nodes}x1: {} B {:?} {} s, {} B {:?} {} s",
+                    w[0].bytes,
+                    w[0].algorithm,
+                    w[0].result.secs,
+                    w[1].bytes,
+                    w[1].algorithm,
+                    w[1].result.secs
+                );
+            }
+            for n in &notes {
+                assert!(n.contains("is 2 deep") || n.contains("is 3 deep"), "{n}");
+            }
+            if !falls.is_empty() {
+                assert!(t.to_string().contains("# note: 65536 B by ring/ll"), "{t}");
+            }
+        }
+    }
 }

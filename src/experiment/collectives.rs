@@ -385,6 +385,47 @@ pub fn table(
 }
 
 impl Table {
+    /// One line for each size that takes less time than the size before it. That happens only
+    /// where NCCL's tuning model, which picks the algorithm, prices it below what the flow
+    /// model then runs: over a node count that is not a power of two NCCL's model charges its
+    /// tree `log2i(nodes)` levels (`src/graph/tuning.cc`, rounded down) while the double
+    /// binary tree NCCL builds (`src/graph/trees.cc`, `ncclGetBtree`) is a level deeper, so
+    /// NCCL keeps the tree a size longer than is fastest. Orrery runs what NCCL picks and says
+    /// so rather than hiding the fall.
+    pub fn falls(&self) -> Vec<String> {
+        let mut nodes: Vec<usize> = self.ranks.iter().map(|r| r.0).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let n = nodes.len();
+        self.rows
+            .windows(2)
+            .filter(|w| w[1].result.secs < w[0].result.secs)
+            .map(|w| {
+                let why = if w[0].algorithm == Algorithm::Tree && n > 1 && !n.is_power_of_two() {
+                    format!(
+                        "NCCL's tuning model, which picks, prices its tree over {n} nodes at                          depth {} (log2 rounded down, src/graph/tuning.cc) while the double                          binary tree it builds is {} deep (src/graph/trees.cc); the flow model                          runs the tree NCCL builds",
+                        n.ilog2(),
+                        n.next_power_of_two().ilog2()
+                    )
+                } else {
+                    "NCCL's tuning model, which picks, and the flow model, which times,                      disagree on the smaller size's algorithm here"
+                        .to_string()
+                };
+                format!(
+                    "{} B by {}/{} ({:.2} us) takes less than {} B by {}/{} ({:.2} us): {why}",
+                    w[1].bytes,
+                    w[1].algorithm.name(),
+                    w[1].protocol.name(),
+                    w[1].result.secs * 1e6,
+                    w[0].bytes,
+                    w[0].algorithm.name(),
+                    w[0].protocol.name(),
+                    w[0].result.secs * 1e6,
+                )
+            })
+            .collect()
+    }
+
     fn op_word(&self) -> &'static str {
         match self.op {
             Op::ReduceScatter => "reducescatter",
@@ -491,6 +532,9 @@ impl std::fmt::Display for Table {
                 },
                 if r.measured { "-" } else { r.protocol.name() }
             )?;
+        }
+        for note in self.falls() {
+            writeln!(f, "# note: {note}")?;
         }
         Ok(())
     }

@@ -22,7 +22,9 @@
 //! crosses — network (a path through a leaf switch), else PCIe when a path uses neither the
 //! NVSwitch nor a direct device-device link, else NVLink — for the call's algorithm and
 //! protocol ([`tuning`], NCCL 2.30.7 `src/graph/tuning.cc` `hwLatencies`: ring Simple 14,
-//! 5.7 and 3.4 µs; tree Simple 14, 4.0 and 4.0; LL 2.7/1.0/0.6). Under NCCL's model (NVIDIA
+//! 5.7 and 3.4 µs; tree Simple 14, 4.0 and 4.0; LL 2.7/1.0/0.6; with one rank per node a
+//! ring's network hops pay the tree's network latency, LL 5.0 µs, as NCCL's model charges
+//! them: "with ppn=1 latencies are fully exposed"). Under NCCL's model (NVIDIA
 //! devices) a call also pays its base latency once (ring Simple 8.4 µs, LL 6.6, LL128 14; NVLS
 //! 25 µs, [`NVLS_BASE`]) and its flows' bytes are stretched by the protocol's bandwidth
 //! relative to Simple ([`tuning::protocol_stretch`]); elsewhere calls are Simple with the

@@ -207,6 +207,7 @@ impl<'a> Runner<'a> {
         }
         let (family, protocol) = (self.family, self.protocol);
         let (mut intra, mut net): (f64, Option<f64>) = (0.0, None);
+        let mut any_intra = false;
         for f in rings.iter().flatten() {
             let Some(hw) = Self::path_hw(self.graph, self.path(f.src, f.dst)?) else {
                 continue;
@@ -215,12 +216,20 @@ impl<'a> Runner<'a> {
             if hw == Hw::Net {
                 net = Some(net.map_or(a, |n: f64| n.max(a)));
             } else {
+                any_intra = true;
                 intra = intra.max(a);
             }
         }
-        let Some(net) = net else {
+        let Some(mut net) = net else {
             return Ok(repeat as f64 * intra);
         };
+        if !any_intra {
+            // One rank per node: every hop of the ring crosses the network. NCCL's model then
+            // charges the tree's network latency per hop ("With ppn=1 latencies are fully
+            // exposed, use the Tree network latency", `tuning.cc`; LL 5.0 µs, not the ring's
+            // 2.7), as `tuning::estimate` does.
+            net = net.max(tuning::hop_latency(Hw::Net, Algorithm::Tree, protocol));
+        }
         // NET_OVERHEAD is in µs.
         let overhead = tuning::NET_OVERHEAD
             * 1e-6
