@@ -14,7 +14,7 @@ type GenWorkload = (
     &'static str,
     Vec<(u32, u32, u32)>,
     Vec<(u32, u32, u32)>,
-    Option<(u32, u32, &'static str)>,
+    Option<(u32, u32, &'static str, bool)>,
 );
 
 #[derive(Debug, Clone)]
@@ -51,6 +51,7 @@ fn case() -> impl Strategy<Value = Case> {
             1u32..4,
             1u32..5,
             prop::sample::select(vec!["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]),
+            any::<bool>(),
         )),
     );
     (
@@ -90,7 +91,11 @@ fn scenario(c: &Case) -> String {
             "node cpu_{g} {{\n  cpu sockets 1, cores 8\n  memory 64 GiB\n  labels {{ \"group\": \"{g}\" }}\n}}\n"
         );
     }
-    s += &format!("cluster c {{\n  node cpu_a x {}\n", c.nodes_a);
+    // Two GPU nodes with RDMA NICs, where training jobs' collectives cross nodes.
+    s += &format!(
+        "cluster c {{\n  node dgx_h100 x 2\n  node cpu_a x {}\n",
+        c.nodes_a
+    );
     if c.nodes_b > 0 {
         s += &format!("  node cpu_b x {}\n", c.nodes_b);
     }
@@ -134,9 +139,10 @@ fn scenario(c: &Case) -> String {
                 "  actor a{k} x {n} {{\n    resources {{ CPU: {cpus} }}\n    calls {calls}\n    call_duration 3 s\n  }}\n"
             );
         }
-        if let Some((b, cpus, strategy)) = pg {
+        if let Some((b, cpus, strategy, gpus)) = pg {
+            let gpu = if *gpus { ", GPU: 4" } else { "" };
             s += &format!(
-                "  placement_group pg strategy {strategy} {{\n    bundle {{ CPU: {cpus} }} x {b}\n  }}\n"
+                "  placement_group pg strategy {strategy} {{\n    bundle {{ CPU: {cpus}{gpu} }} x {b}\n  }}\n"
             );
             s += "  training tr on pg steps 5 {\n    allreduce 1 GB\n  }\n";
         }
@@ -171,7 +177,9 @@ proptest! {
         let state = ClusterState::from_spec(&spec);
         let r = simulate(&spec, &SimConfig { seed, record: true, horizon: Some(3_600_000_000_000), transport: c.forced.map(str::to_string), ..Default::default() });
         prop_assert!(r.violations.is_empty(), "{:?}\n{text}", r.violations);
-        // Independent replay of transfers: a `no_rdma` tenant never moves data with RDMA.
+        // Independent replay of transfers, training jobs' collectives across nodes included
+        // (recorded as `nccl` over verbs, `tcp` over NCCL's sockets): a `no_rdma` tenant never
+        // moves data with RDMA.
         for x in &r.transfers {
             if let Some(t) = x.tenant {
                 let rdma = matches!(x.transport.as_str(), "rdma" | "gpudirect_rdma" | "host_staged_rdma" | "nixl" | "nccl");

@@ -24,6 +24,7 @@
 mod actors;
 mod buckets;
 mod checkpoints;
+mod collective_rules;
 mod cost;
 mod cpu;
 pub mod durations;

@@ -173,6 +173,9 @@ pub(super) struct Pricing<'a> {
     pub ranks: &'a [Rank],
     /// Seconds of one call of `op` of `bytes` over the given ranks in closed form.
     pub closed: &'a dyn Fn(Op, f64, &[Rank]) -> f64,
+    /// The share of the NICs' line rate the job's transport reaches
+    /// ([`collective::Options::net_share`]; its tenant's rules, `collective_rules`).
+    pub net_share: f64,
 }
 
 /// The iteration of a job with `work` on ranks laid out by `l`, on `accelerator`.
@@ -468,7 +471,8 @@ pub(super) fn group_rounds(
                 .iter()
                 .map(|g| {
                     let ranks = ranks_of(g);
-                    let c = collective::configure(graph, op, &ranks, bytes, None, None)?;
+                    let mut c = collective::configure(graph, op, &ranks, bytes, None, None)?;
+                    c.options.net_share = p.net_share;
                     if let Some(m) = &c.measured {
                         let n = format!("{}: priced by {m}", what());
                         if !plan.notes.contains(&n) {
@@ -519,6 +523,7 @@ impl Sim<'_> {
             crate::model::training_widths(&mt.dtype).0,
         )?;
         let ranks = self.job_ranks(j);
+        let share = self.job_net(j).1.share();
         let (node_types, failures) = (&self.node_types, &self.failures);
         let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {
             if op == Op::SendRecv {
@@ -531,7 +536,13 @@ impl Sim<'_> {
             }
             let group = models::Group {
                 nodes: per.iter().map(|(n, d)| (node_types[*n], *d)).collect(),
-                factors: per.keys().map(|n| failures.bandwidth_factors(*n)).collect(),
+                factors: per
+                    .keys()
+                    .map(|n| {
+                        let (up, nic) = failures.bandwidth_factors(*n);
+                        (up, nic * share)
+                    })
+                    .collect(),
             };
             models::collective_secs(spec, op.name(), bytes, false, &group)
         };
@@ -539,6 +550,7 @@ impl Sim<'_> {
             graph: self.wire.graph.as_ref(),
             ranks: &ranks,
             closed: &closed,
+            net_share: share,
         };
         let plan = plan(
             spec,

@@ -51,6 +51,7 @@ fn pricing<'a>(ranks: &'a [Rank], closed: &'a dyn Fn(Op, f64, &[Rank]) -> f64) -
         graph: None,
         ranks,
         closed,
+        net_share: 1.0,
     }
 }
 

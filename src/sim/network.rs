@@ -160,6 +160,7 @@ pub fn collective_rounds(
     graph: &Graph,
     c: &Collective,
     ranks: &[(usize, usize)],
+    net_share: f64,
 ) -> Result<Rounds, String> {
     let (op, algo, proto) = op_and_algorithm(c)?;
     if matches!(op, Op::AllToAll | Op::Broadcast { .. }) && ranks.len() > MAX_QUADRATIC_RANKS {
@@ -170,7 +171,8 @@ pub fn collective_rounds(
         ));
     }
     let bytes = c.bytes.0 as f64;
-    let choice = collective::configure(graph, op, ranks, bytes, algo, proto)?;
+    let mut choice = collective::configure(graph, op, ranks, bytes, algo, proto)?;
+    choice.options.net_share = net_share;
     Ok(Rounds {
         rounds: collective::schedule(graph, op, choice.algorithm, ranks, bytes, &choice.options)?,
         algorithm: choice.algorithm,

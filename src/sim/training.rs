@@ -200,6 +200,7 @@ impl Sim<'_> {
             (Some(c), Some(acc)) => models::compute_secs(spec, &acc, c, 1.0, 1.0),
             _ => 0.0,
         };
+        self.note_job_net(j, &per_node);
         let comm = self.job_comm_secs(j, &per_node);
         let (mut optimizer, mut gate) = (0.0, 0);
         let (compute, rounds, stretch, model, overlap) = match &t.model {
@@ -318,6 +319,8 @@ impl Sim<'_> {
             .filter(|(_, d)| **d > 0)
             .map(|(n, d)| (*n, *d))
             .collect();
+        // The tenant's transport: NCCL's sockets reach part of the NICs' rate.
+        let share = self.job_net(j).1.share();
         let group = models::Group {
             nodes: linked
                 .iter()
@@ -325,7 +328,10 @@ impl Sim<'_> {
                 .collect(),
             factors: linked
                 .iter()
-                .map(|(n, _)| self.failures.bandwidth_factors(*n))
+                .map(|(n, _)| {
+                    let (up, nic) = self.failures.bandwidth_factors(*n);
+                    (up, nic * share)
+                })
                 .collect(),
         };
         let mut total = 0.0;
@@ -375,6 +381,7 @@ impl Sim<'_> {
         let job = &self.jobs[j as usize];
         let t = &self.spec.workloads[job.workload].training[job.index];
         let ranks = self.job_ranks(j);
+        let share = self.job_net(j).1.share();
         let mut all = Vec::new();
         let mut ok = true;
         for c in &t.collectives {
@@ -388,7 +395,7 @@ impl Sim<'_> {
                 if c.hierarchical { " hierarchical" } else { "" }
             );
             let r = match &self.wire.graph {
-                Some(g) => network::collective_rounds(g, c, &ranks),
+                Some(g) => network::collective_rounds(g, c, &ranks, share),
                 None => Err("no cluster graph".into()),
             };
             match r {

@@ -202,6 +202,57 @@ pub fn tenant_allows_transport(
     Ok(())
 }
 
+/// How a tenant's collectives cross nodes. NCCL moves inter-node data over its
+/// InfiniBand-verbs transport (`NET/IB`, RDMA) whenever an RDMA NIC is present, and over its
+/// socket transport (`NET/Socket`, TCP through host memory) when verbs are disabled
+/// (`NCCL_IB_DISABLE=1`, NCCL's environment-variable documentation). Hops inside a node
+/// (NVLink, PCIe peer-to-peer) use no NIC and no rule applies to them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollectiveNet {
+    /// NCCL's verbs transport at the NIC's line rate (transport `nccl`).
+    Verbs,
+    /// NCCL's socket transport, at [`crate::network::collective::SOCKET_SHARE`] of it
+    /// (transport `tcp`).
+    Socket,
+}
+
+impl CollectiveNet {
+    /// The share of a NIC's line rate the collectives reach.
+    pub fn share(self) -> f64 {
+        match self {
+            CollectiveNet::Verbs => 1.0,
+            CollectiveNet::Socket => crate::network::collective::SOCKET_SHARE,
+        }
+    }
+
+    /// The transport kind its traffic counts as (`nccl` is RDMA, `tcp` is not).
+    pub fn transport(self) -> &'static str {
+        match self {
+            CollectiveNet::Verbs => "nccl",
+            CollectiveNet::Socket => "tcp",
+        }
+    }
+}
+
+/// The inter-node transport of collectives run by work of tenant `t`: NCCL's verbs where the
+/// tenant allows `nccl`; its socket transport where it does not (`no_rdma`, or an allow-list
+/// without `nccl`) but allows `tcp`; otherwise an error naming the rules. No tenant: verbs.
+pub fn collective_net(t: Option<&super::workload::Tenant>) -> Result<CollectiveNet, String> {
+    let Some(t) = t else {
+        return Ok(CollectiveNet::Verbs);
+    };
+    let Err(verbs) = tenant_allows_transport(t, "nccl", "nccl") else {
+        return Ok(CollectiveNet::Verbs);
+    };
+    match tenant_allows_transport(t, "tcp", "tcp") {
+        Ok(()) => Ok(CollectiveNet::Socket),
+        Err(_) => Err(format!(
+            "{verbs}, and `tcp` (NCCL's socket transport) is not among its transports either, \
+             so collectives across nodes have no transport"
+        )),
+    }
+}
+
 /// Run-time check for the simulation (e.g. `orrery transports --workload`, which forces one
 /// transport on every workload): `Ok` if work of tenant `tenant` (an index into
 /// [`Spec::tenants`](super::Spec), the same numbering as `placement::ClusterState::tenants`)

@@ -1485,6 +1485,23 @@ pub fn workload(
                             ),
                         );
                     }
+                    if (named || !t.collectives.is_empty())
+                        && let Some(tn) = rules
+                        && let Err(why) = super::transport::collective_net(Some(tn))
+                    {
+                        let mut d = Diagnostic::error(
+                            s.head_span(),
+                            format!("training `{}` runs collectives with NCCL: {why}", t.name),
+                        )
+                        .with_help(format!(
+                            "add `tcp` (NCCL's socket transport) or `nccl` to tenant `{}`'s `transports`",
+                            tn.name
+                        ));
+                        if let Some(sp) = tn.rule_spans.get("transports") {
+                            d = d.with_secondary(*sp, "the tenant's rule");
+                        }
+                        cx.push(d);
+                    }
                     if t.device_memory.is_some() {
                         pending_dm.push((
                             w.training.len(),

@@ -182,7 +182,25 @@ pub struct Options {
     /// once and no per-hop α, and its flows are stretched so that it takes the measured time
     /// on an idle network. Set by [`configure`].
     pub measured: Option<measured::Measured>,
+    /// The share of a NIC's line rate the call's network hops reach: 1 over NCCL's
+    /// InfiniBand-verbs transport (the default wherever an RDMA NIC is present),
+    /// [`SOCKET_SHARE`] over its socket transport (`NCCL_IB_DISABLE=1`, what a tenant without
+    /// RDMA runs; `spec::transport::collective_net`). Flows that cross the network are
+    /// stretched by its inverse; hops inside a node are not.
+    pub net_share: f64,
 }
+
+/// The share of a NIC's line rate NCCL's socket transport (`NET/Socket`,
+/// `src/transport/net_socket.cc`: the proxy thread copies each chunk through host memory and
+/// the kernel's TCP stack, with NCCL's default of one helper thread and one socket per
+/// connection) reaches in all-reduce bus bandwidth. Published: 4 to 6 GB/s busbw on 100 GbE
+/// (12.5 GB/s), 4 nodes × 8 V100, NCCL 2.8, best settings (NVIDIA/nccl issue #450, January
+/// 2021): 0.32 to 0.48; 1.7 GB/s on Azure's 25 Gb/s TCP (3.125 GB/s; NTTTCP measured 25 Gb/s
+/// one way, 21 both ways), 2 nodes × 4 V100, NCCL 2.9 (NVIDIA/nccl-tests issue #83, May
+/// 2021): 0.54. 0.45 sits inside both: it puts the first at 5.6 GB/s and the second at
+/// 1.41 GB/s (17% low). Latencies stay NCCL's network hop latencies (its tuning model does not
+/// tell its transports apart).
+pub const SOCKET_SHARE: f64 = 0.45;
 
 impl Default for Options {
     fn default() -> Self {
@@ -192,6 +210,7 @@ impl Default for Options {
             reuse: true,
             protocol: Protocol::Simple,
             measured: None,
+            net_share: 1.0,
         }
     }
 }

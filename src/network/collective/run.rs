@@ -166,6 +166,19 @@ impl<'a> Runner<'a> {
         Some(hw)
     }
 
+    /// How much longer a flow's bytes take over `path` than at line rate: the scale-up
+    /// share ([`Graph::collective_stretch`]), the protocol's ([`tuning::protocol_stretch`]),
+    /// and, where the path crosses the network, the transport's share of the NIC's line rate
+    /// ([`Options::net_share`]: NCCL's socket transport reaches part of it).
+    fn stretch(&self, path: &[LinkId], in_switch: bool) -> f64 {
+        let net = if self.opts.net_share < 1.0 && Self::path_hw(self.graph, path) == Some(Hw::Net) {
+            1.0 / self.opts.net_share
+        } else {
+            1.0
+        };
+        self.graph.collective_stretch(path, in_switch) * self.protocol_stretch * net
+    }
+
     /// α of a step (or pipeline stage): NCCL's per-hop latency (`tuning::hop_latency`, the
     /// algorithm's column, the protocol's entry) of the slowest link kind its flows cross,
     /// unless the options fix it.
@@ -327,7 +340,7 @@ impl<'a> Runner<'a> {
                 path.extend_from_slice(self.path(f.src, f.dst)?);
             }
             self.flows += repeat * r.len() as u64;
-            let stretch = self.graph.collective_stretch(&path, false) * self.protocol_stretch;
+            let stretch = self.stretch(&path, false);
             chains.push(Chain {
                 path,
                 bytes: first.bytes * repeat as f64 * stretch,
@@ -352,8 +365,7 @@ impl<'a> Runner<'a> {
             let mut chains = Vec::with_capacity(flows.len());
             for f in flows {
                 let path = self.path(f.src, f.dst)?.to_vec();
-                let stretch =
-                    self.graph.collective_stretch(&path, f.in_switch()) * self.protocol_stretch;
+                let stretch = self.stretch(&path, f.in_switch());
                 chains.push(Chain {
                     path,
                     bytes: f.bytes * repeat as f64 * stretch,
@@ -390,9 +402,7 @@ impl<'a> Runner<'a> {
         let mut stretched = Vec::with_capacity(flows.len());
         for f in flows {
             let path = self.path(f.src, f.dst)?.to_vec();
-            let b = f.bytes
-                * self.graph.collective_stretch(&path, f.in_switch())
-                * self.protocol_stretch;
+            let b = f.bytes * self.stretch(&path, f.in_switch());
             stretched.push(b);
             batch.push((path, b));
         }

@@ -150,6 +150,7 @@ impl<'s> Sim<'s> {
         node: usize,
         ranks: &[(usize, usize)],
         now: Time,
+        net_share: f64,
     ) -> Pipe {
         let tp = llm.tp as usize;
         let spec = self.spec;
@@ -172,7 +173,10 @@ impl<'s> Sim<'s> {
             let next: Vec<_> = ranks.iter().skip((s + 1) * tp).take(tp).copied().collect();
             let last = s + 1 == feet.len();
             let graph = self.wire.graph.as_ref().filter(|_| on_graph);
-            let opts = Options::default();
+            let opts = Options {
+                net_share,
+                ..Options::default()
+            };
             let coll = |op, rs: &[(usize, usize)]| match graph {
                 Some(g) => Recurring::new(g, op, rs, None, None),
                 None => Err("no cluster graph".to_string()),

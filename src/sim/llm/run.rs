@@ -190,7 +190,26 @@ impl Sim<'_> {
         let (mut unit_rounds, mut closed_secs, mut pipe) = (None, None, None);
         if llm.pp > 1 {
             let now = self.now();
-            pipe = Some(Box::new(self.llm_pipe(&name, &llm, node, &ranks, now)));
+            // Stage-to-stage sends cross nodes with the service's tenant's transport.
+            let tenant = self.services[self.replicas[r as usize].service as usize].tenant;
+            let rules = tenant.and_then(|t| self.spec.tenants.get(t));
+            let share = crate::spec::transport::collective_net(rules)
+                .unwrap_or(crate::spec::transport::CollectiveNet::Socket)
+                .share();
+            if share < 1.0 {
+                self.net.note(
+                    MovementKind::Collective,
+                    true,
+                    format!(
+                        "service {name}: its tenant may not use RDMA, so its stage-to-stage \
+                         sends cross nodes over NCCL's socket transport at {share} of the NICs' \
+                         line rate (src/network/collective SOCKET_SHARE)"
+                    ),
+                );
+            }
+            pipe = Some(Box::new(
+                self.llm_pipe(&name, &llm, node, &ranks, now, share),
+            ));
         } else if llm.tp > 1 {
             let r = match &self.wire.graph {
                 Some(g) => collective::Recurring::new(g, Op::AllReduce, &ranks, None, None),
