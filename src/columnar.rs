@@ -69,8 +69,6 @@ const INT: &[&str] = &[
     "prefill_replicas",
     "decode_replicas",
     "links",
-    "busy_devices",
-    "allocated_devices",
 ];
 
 /// The type of column `name` of `table` (a run's CSV file name).

@@ -58,14 +58,16 @@ fn cpu_rows(dir: &Path, scope: &str) -> Vec<(String, f64, f64, f64, f64)> {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("orrery,scenario_hash,seed,scope,name,cpus,time_s,busy_cpus,allocated_cpus")
+        Some("orrery,scenario_hash,seed,scope,name,cpus,time_s,bin_s,busy_cpus,allocated_cpus")
     );
     lines
         .map(|l| l.split(',').collect::<Vec<_>>())
         .filter(|c| c[3] == scope)
         .map(|c| {
             let f = |i: usize| c[i].parse::<f64>().unwrap();
-            (c[4].to_string(), f(5), f(6), f(7), f(8))
+            // Few changes here: exact rows.
+            assert_eq!(f(7), 0.0);
+            (c[4].to_string(), f(5), f(6), f(8), f(9))
         })
         .collect()
 }

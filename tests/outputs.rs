@@ -151,7 +151,8 @@ fn run_writes_plots_report_and_the_data_behind_them() {
         "device,start_s,end_s,kind\nn0.d0,0,15,compute\nn0.d1,0,10,compute\n"
     );
     // Busy (= allocated: the tasks work all the time they hold a GPU) devices of the 8: 2
-    // until 10 s, 1 until 15 s, then none; per device class, then per node type.
+    // until 10 s, 1 until 15 s, then none; per device class, then per node type; exact rows
+    // (`bin_s` 0).
     let util: Vec<String> = read(&out, "utilization.csv")
         .lines()
         .skip(1)
@@ -160,12 +161,12 @@ fn run_writes_plots_report_and_the_data_behind_them() {
     assert_eq!(
         util,
         [
-            "device_class,H100_SXM,8,0,2,2",
-            "device_class,H100_SXM,8,10,1,1",
-            "device_class,H100_SXM,8,15,0,0",
-            "node_type,dgx_h100,8,0,2,2",
-            "node_type,dgx_h100,8,10,1,1",
-            "node_type,dgx_h100,8,15,0,0",
+            "device_class,H100_SXM,8,0,0,2,2",
+            "device_class,H100_SXM,8,10,0,1,1",
+            "device_class,H100_SXM,8,15,0,0,0",
+            "node_type,dgx_h100,8,0,0,2,2",
+            "node_type,dgx_h100,8,10,0,1,1",
+            "node_type,dgx_h100,8,15,0,0,0",
         ]
     );
 

@@ -8,10 +8,12 @@ use crate::table::Table;
 use std::fmt::Write as _;
 
 /// `cpu_utilization.csv`: `head` (the run's header columns) then
-/// `scope,name,cpus,time_s,busy_cpus,allocated_cpus`, scope `node` (a node by name) or
-/// `node_type`; one row at each change of either level, `pre` the header's values.
+/// `scope,name,cpus,time_s,bin_s,busy_cpus,allocated_cpus`, scope `node` (a node by name) or
+/// `node_type`; one row at each change of either level (`bin_s` 0), or, for a key with more
+/// than `sim::utilization::EXACT` changes, one per bin of `bin_s` seconds holding the levels'
+/// means over it; `pre` the header's values.
 pub fn csv(head: &str, pre: &str, m: &RunMetrics) -> String {
-    let mut out = format!("{head},scope,name,cpus,time_s,busy_cpus,allocated_cpus\n");
+    let mut out = format!("{head},scope,name,cpus,time_s,bin_s,busy_cpus,allocated_cpus\n");
     for (scope, map) in [
         ("node", &m.cpu_utilization),
         ("node_type", &m.cpu_utilization_by_node_type),
@@ -20,9 +22,10 @@ pub fn csv(head: &str, pre: &str, m: &RunMetrics) -> String {
             for (t, busy, held) in super::steps(&u.busy_series, &u.allocated_series) {
                 let _ = writeln!(
                     out,
-                    "{pre},{scope},{},{},{t},{busy},{held}",
+                    "{pre},{scope},{},{},{t},{},{busy},{held}",
                     csv_field(name),
-                    u.cpus
+                    u.cpus,
+                    u.series_resolution_s
                 );
             }
         }

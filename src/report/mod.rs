@@ -222,7 +222,8 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
                 ))
         );
     }
-    let mut util = format!("{head},scope,name,devices,time_s,busy_devices,allocated_devices\n");
+    let mut util =
+        format!("{head},scope,name,devices,time_s,bin_s,busy_devices,allocated_devices\n");
     for (scope, map) in [
         ("device_class", &m.utilization),
         ("node_type", &m.utilization_by_node_type),
@@ -231,9 +232,10 @@ pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
             for (t, busy, held) in steps(&u.busy_series, &u.allocated_series) {
                 let _ = writeln!(
                     util,
-                    "{pre},{scope},{},{},{t},{busy},{held}",
+                    "{pre},{scope},{},{},{t},{},{busy},{held}",
                     csv_field(name),
-                    u.devices
+                    u.devices,
+                    u.series_resolution_s
                 );
             }
         }

@@ -33,6 +33,16 @@ pub(super) struct CpuUse {
     work: IndexTracker,
 }
 
+impl CpuUse {
+    /// Changes after `limit` (the run's window) count at it.
+    pub(super) fn with_limit(limit: Option<Time>) -> CpuUse {
+        CpuUse {
+            held: IndexTracker::with_limit(limit),
+            work: IndexTracker::with_limit(limit),
+        }
+    }
+}
+
 /// The CPUs in a list of resource amounts (fixed point).
 pub(super) fn cpus_in(amounts: &[(usize, i64)]) -> f64 {
     amounts

@@ -22,6 +22,7 @@
 //! Architecture invariant: no IO. Trace arrivals come in through [`SimConfig::traces`].
 
 mod actors;
+mod binned;
 mod buckets;
 mod checkpoints;
 mod collective_rules;
@@ -457,11 +458,11 @@ impl<'s> Sim<'s> {
             jobs: Vec::new(),
             services: Vec::new(),
             replicas: Vec::new(),
-            util: UtilTracker::default(),
-            util_by_type: UtilTracker::default(),
-            work: UtilTracker::default(),
-            work_by_type: UtilTracker::default(),
-            cpu: cpu::CpuUse::default(),
+            util: UtilTracker::with_limit(horizon),
+            util_by_type: UtilTracker::with_limit(horizon),
+            work: UtilTracker::with_limit(horizon),
+            work_by_type: UtilTracker::with_limit(horizon),
+            cpu: cpu::CpuUse::with_limit(horizon),
             rng: rng_stream(cfg.seed, stream_id("placement")),
             horizon,
             progress: cfg.progress.clone(),

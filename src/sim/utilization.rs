@@ -2,6 +2,7 @@
 //! logical CPUs (per node or node type) were allocated and busy at each instant, integrated
 //! over the run's window.
 
+use super::binned::{BASE_BIN, Binned};
 use crate::engine::Time;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -19,6 +20,9 @@ pub struct Utilization {
     pub busy_fraction: f64,
     /// Allocated device-seconds / (devices × horizon).
     pub allocated_fraction: f64,
+    /// The series' resolution: 0 when they hold every change exactly, else the width of
+    /// their bins (each point the level's mean over its bin; past [`EXACT`] changes).
+    pub series_resolution_s: f64,
     /// (time s, busy devices) at each change (not in `run.json`: `utilization.csv` holds it).
     #[serde(skip)]
     pub busy_series: Vec<(f64, f64)>,
@@ -39,6 +43,8 @@ pub struct CpuUtilization {
     pub busy_fraction: f64,
     /// Allocated CPU-seconds / (CPUs × horizon).
     pub allocated_fraction: f64,
+    /// The series' resolution, as [`Utilization::series_resolution_s`].
+    pub series_resolution_s: f64,
     /// (time s, busy CPUs) at each change (not in `run.json`: `cpu_utilization.csv` holds it).
     #[serde(skip)]
     pub busy_series: Vec<(f64, f64)>,
@@ -53,17 +59,58 @@ pub struct CpuUtilization {
 pub struct UtilTracker {
     /// Per key, changes (time, delta), compacted (sorted, one entry per instant) whenever they
     /// double: all of a training step's nodes start and end together, so memory follows the
-    /// instants, not the devices, at an amortised sort per change.
+    /// instants, not the devices, at an amortised sort per change. Past [`EXACT`] instants a
+    /// key's changes are binned ([`Binned`]): memory per key is bounded whatever the horizon.
     changes: BTreeMap<String, Changes>,
+    /// Changes after this time (the run's window) are counted at it.
+    limit: Option<Time>,
 }
+
+/// Most instants a key keeps exactly; past them its series is binned, so that a long run's
+/// memory and `utilization.csv` do not grow with its horizon (issue 42: a 30-day run kept
+/// 702 MB resident and wrote a 306 MB utilization CSV).
+pub const EXACT: usize = 4096;
+
+pub use super::binned::BINS;
 
 #[derive(Default)]
 struct Changes {
     v: Vec<(Time, f64)>,
     compacted: usize,
+    bins: Option<Binned>,
 }
 
 impl Changes {
+    fn push(&mut self, at: Time, delta: f64, slack: usize) {
+        if let Some(b) = &mut self.bins {
+            b.add(at, delta);
+            return;
+        }
+        self.v.push((at, delta));
+        if self.v.len() > 2 * self.compacted + slack {
+            self.compact();
+            if self.v.len() > EXACT {
+                self.bin(BASE_BIN);
+            }
+        }
+    }
+
+    /// From here on binned, at least `width` wide: its changes so far go into the bins.
+    fn bin(&mut self, width: Time) {
+        let mut b = self.bins.take().unwrap_or_else(|| Binned::new(width));
+        b.widen_to(width);
+        for &(t, d) in &self.v {
+            b.add(t, d);
+        }
+        self.v = Vec::new();
+        self.compacted = 0;
+        self.bins = Some(b);
+    }
+
+    fn width(&self) -> Option<Time> {
+        self.bins.as_ref().map(|b| b.width)
+    }
+
     /// Sorted by time (stable: equal times keep their order), one entry per instant.
     fn compact(&mut self) {
         self.v.sort_by_key(|c| c.0);
@@ -87,9 +134,14 @@ impl Changes {
     }
 }
 
-/// A step function from its changes: (series of (time s, level) at each change, integral in
-/// level-seconds over [0, horizon]).
-fn integrate(mut changes: Changes, horizon: Time) -> (Vec<(f64, f64)>, f64) {
+/// A step function from its changes: (series, integral in level-seconds over [0, horizon],
+/// bin width in seconds, 0 when exact). Exact: (time s, level) at each change. Binned: (bin
+/// start s, the level's mean over the bin).
+fn integrate(mut changes: Changes, horizon: Time) -> (Vec<(f64, f64)>, f64, f64) {
+    if let Some(b) = &changes.bins {
+        let (series, area) = b.series(horizon);
+        return (series, area, b.width as f64 / 1e9);
+    }
     changes.compact();
     let changes = changes.v;
     let mut series: Vec<(f64, f64)> = vec![(0.0, 0.0)];
@@ -105,20 +157,37 @@ fn integrate(mut changes: Changes, horizon: Time) -> (Vec<(f64, f64)>, f64) {
         }
     }
     area += level * horizon.saturating_sub(last) as f64 / 1e9;
-    (series, area)
+    (series, area, 0.0)
+}
+
+/// Busy and allocated of one key alike: both exact, or both binned at one width (so that
+/// their rows in the CSV line up).
+fn align(busy: &mut Changes, held: &mut Changes) {
+    let w = match (busy.width(), held.width()) {
+        (None, None) => return,
+        (a, b) => a.unwrap_or(0).max(b.unwrap_or(0)),
+    };
+    busy.bin(w);
+    held.bin(w);
 }
 
 impl UtilTracker {
+    /// A tracker whose changes after `limit` (the run's window, when it has one) count at it.
+    pub fn with_limit(limit: Option<Time>) -> UtilTracker {
+        UtilTracker {
+            changes: BTreeMap::new(),
+            limit,
+        }
+    }
+
     pub fn change(&mut self, key: &str, at: Time, delta: f64) {
         if delta != 0.0 {
+            let at = self.limit.map_or(at, |l| at.min(l));
             let v = match self.changes.get_mut(key) {
                 Some(v) => v,
                 None => self.changes.entry(key.to_string()).or_default(),
             };
-            v.v.push((at, delta));
-            if v.v.len() > 2 * v.compacted + 4096 {
-                v.compact();
-            }
+            v.push(at, delta, 4096);
         }
     }
 
@@ -149,6 +218,7 @@ impl UtilTracker {
                     devices: devices[&key],
                     busy_fraction: l.busy_fraction,
                     allocated_fraction: l.allocated_fraction,
+                    series_resolution_s: l.series_resolution_s,
                     busy_series: l.busy_series,
                     allocated_series: l.allocated_series,
                 };
@@ -181,20 +251,37 @@ impl UtilTracker {
 #[derive(Default)]
 pub struct IndexTracker {
     changes: Vec<Changes>,
+    /// Changes after this time count at it ([`UtilTracker::with_limit`]).
+    limit: Option<Time>,
 }
 
 impl IndexTracker {
+    /// A tracker whose changes after `limit` count at it.
+    pub fn with_limit(limit: Option<Time>) -> IndexTracker {
+        IndexTracker {
+            changes: Vec::new(),
+            limit,
+        }
+    }
+
     pub fn change(&mut self, i: usize, at: Time, delta: f64) {
         if delta == 0.0 {
             return;
         }
+        let at = self.limit.map_or(at, |l| at.min(l));
         if self.changes.len() <= i {
             self.changes.resize_with(i + 1, Changes::default);
         }
         let v = &mut self.changes[i];
-        v.v.push((at, delta));
-        if v.v.len() > 2 * v.compacted + 64 {
+        if v.bins.is_none() && v.v.len() + 1 > 2 * v.compacted + 64 {
             v.compact_net();
+        }
+        v.push(at, delta, usize::MAX);
+        if v.bins.is_none() && v.v.len() > 2 * EXACT {
+            v.compact_net();
+            if v.v.len() > EXACT {
+                v.bin(BASE_BIN);
+            }
         }
     }
 
@@ -206,16 +293,33 @@ impl IndexTracker {
         }
     }
 
-    /// The changes of `members`, merged.
+    /// The changes of `members`, merged (binned if any member is).
     fn merged(&self, members: &[usize]) -> Changes {
         let mut v = Vec::new();
+        let mut bins: Option<Binned> = None;
         for &i in members {
             if let Some(c) = self.changes.get(i) {
                 v.extend_from_slice(&c.v);
+                if let Some(b) = &c.bins {
+                    match &mut bins {
+                        Some(m) => m.merge(b.clone()),
+                        None => bins = Some(b.clone()),
+                    }
+                }
             }
         }
-        let mut c = Changes { v, compacted: 0 };
+        let mut c = Changes {
+            v,
+            compacted: 0,
+            bins: None,
+        };
         c.compact_net();
+        if let Some(b) = bins {
+            c.bins = Some(b.clone());
+            c.bin(b.width);
+        } else if c.v.len() > EXACT {
+            c.bin(BASE_BIN);
+        }
         c
     }
 
@@ -237,15 +341,17 @@ impl IndexTracker {
 }
 
 /// One key's record: `n` CPUs, its busy and allocated changes integrated over the window.
-fn cpu_record(n: f64, busy: Changes, held: Changes, horizon: Time) -> CpuUtilization {
-    let (busy_series, busy) = integrate(busy, horizon);
-    let (allocated_series, held) = integrate(held, horizon);
+fn cpu_record(n: f64, mut busy: Changes, mut held: Changes, horizon: Time) -> CpuUtilization {
+    align(&mut busy, &mut held);
+    let (busy_series, busy, resolution) = integrate(busy, horizon);
+    let (allocated_series, held, _) = integrate(held, horizon);
     let denom = n * horizon as f64 / 1e9;
     let frac = |a: f64| if denom > 0.0 { a / denom } else { 0.0 };
     CpuUtilization {
         cpus: n,
         busy_fraction: frac(busy),
         allocated_fraction: frac(held),
+        series_resolution_s: resolution,
         busy_series,
         allocated_series,
     }
@@ -254,6 +360,50 @@ fn cpu_record(n: f64, busy: Changes, held: Changes, horizon: Time) -> CpuUtiliza
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A deterministic scatter of spans (start, end, level) over [0, 10 s).
+    fn spans(n: u64) -> Vec<(Time, Time, f64)> {
+        (0..n)
+            .map(|i| {
+                let a = (i * 7_919_993) % 9_000_000_000;
+                let b = a + 1 + (i * 104_729) % 1_000_000_000;
+                (a, b, 1.0 + (i % 3) as f64)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn binned_integrals_are_the_exact_ones_and_memory_stays_bounded() {
+        // 20,000 spans (40,000 changes) in any order: past EXACT the series is binned, at
+        // most BINS bins, and its integral is the exact step function's.
+        let horizon = 10_000_000_000;
+        let mut busy = UtilTracker::default();
+        let mut exact = 0.0;
+        for (a, b, l) in spans(20_000) {
+            busy.span("H100", a, b, l);
+            exact += l * (b - a) as f64 / 1e9;
+        }
+        let c = busy.changes.get("H100").unwrap();
+        assert!(c.bins.is_some() && c.v.is_empty());
+        assert!(c.bins.as_ref().unwrap().delta.len() <= BINS);
+        let r = busy.finish(
+            UtilTracker::default(),
+            &BTreeMap::from([("H100".to_string(), 1)]),
+            horizon,
+        );
+        let u = &r["H100"];
+        let got = u.busy_fraction * 10.0;
+        assert!((got - exact).abs() < 1e-9 * exact, "{got} vs {exact}");
+        assert!(u.series_resolution_s > 0.0 && u.busy_series.len() <= BINS + 1);
+        // Each point is the level's mean over its bin: their mean is the whole mean.
+        let w = u.series_resolution_s;
+        let area: f64 = u
+            .busy_series
+            .iter()
+            .map(|&(t, l)| l * (t + w).min(10.0).max(t) - l * t)
+            .sum();
+        assert!((area - exact).abs() < 1e-6 * exact, "{area} vs {exact}");
+    }
 
     #[test]
     fn utilization_integrates_the_step_function() {
