@@ -446,6 +446,7 @@ fn one_rank_per_node_never_gets_faster_with_a_larger_message() {
             }
             for n in &notes {
                 assert!(n.contains("is 2 deep") || n.contains("is 3 deep"), "{n}");
+                assert!(!n.contains("  "), "{n}");
             }
             if !falls.is_empty() {
                 assert!(t.to_string().contains("# note: 65536 B by ring/ll"), "{t}");

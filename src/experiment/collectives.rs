@@ -403,12 +403,16 @@ impl Table {
             .map(|w| {
                 let why = if w[0].algorithm == Algorithm::Tree && n > 1 && !n.is_power_of_two() {
                     format!(
-                        "NCCL's tuning model, which picks, prices its tree over {n} nodes at                          depth {} (log2 rounded down, src/graph/tuning.cc) while the double                          binary tree it builds is {} deep (src/graph/trees.cc); the flow model                          runs the tree NCCL builds",
+                        "NCCL's tuning model, which picks, prices its tree over {n} nodes at \
+                         depth {} (log2 rounded down, src/graph/tuning.cc) while the double \
+                         binary tree it builds is {} deep (src/graph/trees.cc); the flow model \
+                         runs the tree NCCL builds",
                         n.ilog2(),
                         n.next_power_of_two().ilog2()
                     )
                 } else {
-                    "NCCL's tuning model, which picks, and the flow model, which times,                      disagree on the smaller size's algorithm here"
+                    "NCCL's tuning model, which picks, and the flow model, which times, \
+                     disagree on the smaller size's algorithm here"
                         .to_string()
                 };
                 format!(
