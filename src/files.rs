@@ -48,9 +48,15 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-fn kind(ft: std::fs::FileType) -> &'static str {
+/// What a file is, in words that follow "a" (`a FIFO`): for refusals, here and in
+/// [`crate::atomic`].
+pub(crate) fn kind(ft: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
-    if ft.is_dir() {
+    if ft.is_file() {
+        "regular file"
+    } else if ft.is_symlink() {
+        "symbolic link"
+    } else if ft.is_dir() {
         "folder"
     } else if ft.is_fifo() {
         "FIFO"

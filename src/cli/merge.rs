@@ -29,6 +29,9 @@ pub(super) fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
         .filter(|l| l.spec.is_some() && orrery::scenario_hash(&l.sources) == r.header.scenario_hash)
         .map(|l| experiment_plots(&l, &r.header.experiment))
         .unwrap_or_default();
+    if let Err(c) = super::common::begin_outputs(out) {
+        return c;
+    }
     let t1 = std::time::Instant::now();
     let written = orrery::experiment::sweep::write(out, &r);
     sweep_outputs(out, &r, written, &lines, None, &sweep_table(&r), plots, t1)

@@ -160,6 +160,9 @@ pub(super) fn sweep(
             if let Some(c) = super::common::over_budget() {
                 return c;
             }
+            if let Err(c) = super::common::begin_outputs(&dir) {
+                return c;
+            }
             let written = orrery::experiment::sweep::write(&dir, &r);
             return sweep_outputs(
                 &dir,

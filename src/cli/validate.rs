@@ -105,7 +105,7 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
                 .and_then(|t| orrery::calibrate::record::append_validation(&t, &rec))
                 .and_then(|t| {
                     orrery::atomic::write_atomic(path, t.as_bytes())
-                        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+                        .map_err(|e| format!("cannot write {e}"))
                 });
         match written {
             Ok(()) => outln!(

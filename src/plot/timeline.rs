@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Figure, err, fmt_num, label_font, legend, render, tick_font, time_unit, title_font};
+use super::{
+    Figure, PlotError, err, fmt_num, label_font, legend, render, tick_font, time_unit, title_font,
+};
 
 /// At most this many device rows are drawn; the title says how many were left out.
 pub const MAX_TIMELINE_ROWS: usize = 64;
@@ -82,7 +84,7 @@ pub fn timeline(
     title: &str,
     rows: &[TimelineRow],
     t_end: f64,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     timeline_of(stem, title, rows, t_end, "device")
 }
 
@@ -93,7 +95,7 @@ pub fn timeline_of(
     rows: &[TimelineRow],
     t_end: f64,
     what: &str,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     if rows.is_empty() {
         return Err("timeline: no devices to plot".into());
     }
@@ -101,16 +103,16 @@ pub fn timeline_of(
     for row in rows {
         for (i, s) in row.spans.iter().enumerate() {
             if !s.start.is_finite() || !s.end.is_finite() {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "timeline: device {} span #{i} has a non-finite time ({}..{})",
                     row.label, s.start, s.end
-                ));
+                )));
             }
             if s.end < s.start {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "timeline: device {} span #{i} ends ({} s) before it starts ({} s)",
                     row.label, s.end, s.start
-                ));
+                )));
             }
             last = last.max(s.end);
         }
