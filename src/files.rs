@@ -137,6 +137,22 @@ pub fn read_confined(
     Ok((canon, text))
 }
 
+/// `dir` itself, symlinks resolved, refused unless it resolves inside `root`: for a folder whose
+/// files are then read confined to it (a profile's `calibration/` folder), so that the folder
+/// cannot be a link to somewhere else.
+pub fn confined_dir(dir: &Path, root: &Path) -> Result<PathBuf, ReadError> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| ReadError::Io(e.to_string()))?;
+    let canon = dir
+        .canonicalize()
+        .map_err(|e| ReadError::Io(e.to_string()))?;
+    if !canon.starts_with(&root) {
+        return Err(ReadError::Outside(root));
+    }
+    Ok(canon)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
