@@ -14,7 +14,7 @@ use super::{
 pub const MAX_TIMELINE_ROWS: usize = 64;
 
 /// What a device was doing during a span.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SpanKind {
     /// Running compute (kernels, tasks).
     Compute,
@@ -56,18 +56,20 @@ impl SpanKind {
 }
 
 /// One busy interval of a device, in seconds from the start of the run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Span {
     /// Start time (s).
+    #[serde(rename = "start_s")]
     pub start: f64,
     /// End time (s), not before `start`.
+    #[serde(rename = "end_s")]
     pub end: f64,
     /// What the device was doing.
     pub kind: SpanKind,
 }
 
 /// One device's row: its label (e.g. `r0.n1 gpu3`) and its busy spans (any order, may be empty).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TimelineRow {
     /// Device label shown on the y axis.
     pub label: String,

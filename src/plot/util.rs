@@ -14,11 +14,12 @@ use super::{
 
 /// One device class's utilization: `(t, busy)` points, `t` in seconds and `busy` the fraction of
 /// the class's devices busy from `t` until the next point (0..1). Points may come in any order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UtilSeries {
     /// The device class (e.g. `H100_SXM`).
     pub label: String,
     /// `(time s, busy fraction)` points.
+    #[serde(rename = "time_s_busy_fraction")]
     pub points: Vec<(f64, f64)>,
     /// Drawn dashed in the colour of the solid series before it (not a legend entry of its
     /// own colour).
