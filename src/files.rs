@@ -48,9 +48,15 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-fn kind(ft: std::fs::FileType) -> &'static str {
+/// What a file is, in words that follow "a" (`a FIFO`): for refusals, here and in
+/// [`crate::atomic`].
+pub(crate) fn kind(ft: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
-    if ft.is_dir() {
+    if ft.is_file() {
+        "regular file"
+    } else if ft.is_symlink() {
+        "symbolic link"
+    } else if ft.is_dir() {
         "folder"
     } else if ft.is_fifo() {
         "FIFO"
@@ -129,6 +135,22 @@ pub fn read_confined(
     }
     let text = read_text(&canon, limit)?;
     Ok((canon, text))
+}
+
+/// `dir` itself, symlinks resolved, refused unless it resolves inside `root`: for a folder whose
+/// files are then read confined to it (a profile's `calibration/` folder), so that the folder
+/// cannot be a link to somewhere else.
+pub fn confined_dir(dir: &Path, root: &Path) -> Result<PathBuf, ReadError> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| ReadError::Io(e.to_string()))?;
+    let canon = dir
+        .canonicalize()
+        .map_err(|e| ReadError::Io(e.to_string()))?;
+    if !canon.starts_with(&root) {
+        return Err(ReadError::Outside(root));
+    }
+    Ok(canon)
 }
 
 #[cfg(test)]

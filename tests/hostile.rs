@@ -329,6 +329,8 @@ fn merge_checks_a_shards_header_before_its_runs() {
                 shard: 0,
                 shards: 1,
                 runs,
+                plots: Vec::new(),
+                representative: None,
             },
         )
     };

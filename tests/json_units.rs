@@ -300,6 +300,7 @@ experiment e {
   seeds 1..2
   sweep cluster.pod.fabric.oversubscription in [1:1, 2:1]
   horizon 1 min
+  plot timeline, utilization
 }
 "#;
 
@@ -375,11 +376,12 @@ fn every_number_in_every_json_output_says_its_unit() {
         "sweep",
         f,
         "--shard",
-        "1/2",
+        "0/2",
         "--out",
         &out("shard"),
     ]));
-    check("shard", &read(&d.join("shard"), "shard-1-of-2.json"));
+    // Shard 0: with the first run's plot data for the timeline and utilization plots.
+    check("shard", &read(&d.join("shard"), "shard-0-of-2.json"));
 
     ok(orrery(&[
         "compare",

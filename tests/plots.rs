@@ -194,15 +194,21 @@ fn timeline_degenerate_input_plots_or_errors_clearly() {
     let stem = d.join("zero");
     timeline(&stem, "Zero", &zero, 0.0).unwrap();
 
-    let e = timeline(&d.join("none"), "x", &[], 10.0).unwrap_err();
+    let e = timeline(&d.join("none"), "x", &[], 10.0)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no devices"), "{e}");
     let mut bad = rows(1);
     bad[0].spans[1].end = f64::NAN;
-    let e = timeline(&d.join("nan"), "x", &bad, 10.0).unwrap_err();
+    let e = timeline(&d.join("nan"), "x", &bad, 10.0)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("non-finite") && e.contains("gpu000"), "{e}");
     let mut bad = rows(1);
     bad[0].spans[0].end = -1.0;
-    let e = timeline(&d.join("rev"), "x", &bad, 10.0).unwrap_err();
+    let e = timeline(&d.join("rev"), "x", &bad, 10.0)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("before it starts"), "{e}");
     // Errors write nothing.
     assert_eq!(
@@ -249,14 +255,18 @@ fn utilization_draws_step_lines_per_class() {
         dashed: false,
     }];
     utilization(&d.join("one"), "One point", &one, f64::NAN).unwrap();
-    let e = utilization(&d.join("none"), "x", &[], 1.0).unwrap_err();
+    let e = utilization(&d.join("none"), "x", &[], 1.0)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no data"), "{e}");
     let over = [UtilSeries {
         label: "bad".into(),
         points: vec![(1.0, 1.5)],
         dashed: false,
     }];
-    let e = utilization(&d.join("over"), "x", &over, 1.0).unwrap_err();
+    let e = utilization(&d.join("over"), "x", &over, 1.0)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("outside 0..1"), "{e}");
     let nan = [UtilSeries {
         label: "bad".into(),
@@ -389,14 +399,18 @@ fn cdf_degenerate_input_plots_or_errors_clearly() {
         &stem,
         &["empty (no samples)"],
     );
-    let e = cdf(&d.join("none"), "x", "latency", "s", &[]).unwrap_err();
+    let e = cdf(&d.join("none"), "x", "latency", "s", &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no samples"), "{e}");
     let nan = [SampleSet {
         whole: None,
         label: "nan".into(),
         values: vec![1.0, f64::NAN],
     }];
-    let e = cdf(&d.join("nan"), "x", "latency", "s", &nan).unwrap_err();
+    let e = cdf(&d.join("nan"), "x", "latency", "s", &nan)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not a finite number"), "{e}");
 }
 
@@ -487,11 +501,15 @@ fn comparison_draws_small_multiples_with_intervals() {
         0.002,
     );
 
-    let e = comparison(&d.join("none"), "x", "CI", &[]).unwrap_err();
+    let e = comparison(&d.join("none"), "x", "CI", &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no bars"), "{e}");
     let mut bad = metric("throughput", "tasks/s", 1.0);
     bad.bars[0].ci = Some((2.0, 3.0));
-    let e = comparison(&d.join("bad"), "x", "CI", &[bad]).unwrap_err();
+    let e = comparison(&d.join("bad"), "x", "CI", &[bad])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("does not contain"), "{e}");
     let mut nan = metric("throughput", "tasks/s", 1.0);
     nan.bars[1].value = f64::NAN;
@@ -562,7 +580,9 @@ fn drill_shows_recovery_and_lost_work() {
         }],
         lost_work: 1.0,
     }];
-    let e = drill(&d.join("early"), "x", &early, 10.0, "s").unwrap_err();
+    let e = drill(&d.join("early"), "x", &early, 10.0, "s")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("detected before"), "{e}");
 }
 
@@ -597,13 +617,17 @@ fn transports_speedup_and_breakdown() {
         ],
     );
     assert!(has_colour(&img, [230, 159, 0]));
-    let e = transport_speedup(&d.join("z"), "x", "b", &[]).unwrap_err();
+    let e = transport_speedup(&d.join("z"), "x", "b", &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no points"), "{e}");
     let zero = [TransportCurve {
         transport: "tcp".into(),
         points: vec![(0.0, 1.0)],
     }];
-    let e = transport_speedup(&d.join("z"), "x", "b", &zero).unwrap_err();
+    let e = transport_speedup(&d.join("z"), "x", "b", &zero)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("positive"), "{e}");
     let one = [TransportCurve {
         transport: "tcp".into(),
@@ -654,7 +678,9 @@ fn transports_speedup_and_breakdown() {
     transport_breakdown(&d.join("zeros"), "Zero", 0.0, &zeros).unwrap();
     let mut neg = rows.clone();
     neg[1].staging = -1.0;
-    let e = transport_breakdown(&d.join("neg"), "x", 1.0, &neg).unwrap_err();
+    let e = transport_breakdown(&d.join("neg"), "x", 1.0, &neg)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("non-negative"), "{e}");
     assert!(transport_breakdown(&d.join("none"), "x", 1.0, &[]).is_err());
 }
@@ -717,7 +743,9 @@ fn heatmap_annotates_cells_and_scale() {
     assert!(svg_has_text(&svg, "3"), "cell value not written");
     let mut ragged = map.clone();
     ragged.values[2].pop();
-    let e = heatmap(&d.join("ragged"), "x", &ragged).unwrap_err();
+    let e = heatmap(&d.join("ragged"), "x", &ragged)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("row 2"), "{e}");
     let empty = Heatmap {
         x_values: vec![],
@@ -756,7 +784,12 @@ fn missing_folders_are_created_and_impossible_ones_reported() {
         1.0,
     )
     .unwrap_err();
-    assert!(e.contains("cannot create folder"), "{e}");
+    // A file that cannot be written is a write error (the command fails), not a plot its
+    // data cannot make (the report notes it).
+    assert!(
+        matches!(&e, orrery::plot::PlotError::Write(m) if m.contains("cannot create folder")),
+        "{e}"
+    );
     let e = cdf(
         Path::new(""),
         "x",
@@ -768,7 +801,8 @@ fn missing_folders_are_created_and_impossible_ones_reported() {
             values: vec![1.0],
         }],
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("no file name"), "{e}");
 }
 

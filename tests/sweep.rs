@@ -482,3 +482,76 @@ fn compare_takes_a_horizon_and_says_so() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("--horizon"), "{}", text(&o));
 }
+
+/// Files in a folder, sorted, with their bytes.
+fn folder(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A merge reads nothing but its shards (issue 42): run from another folder, where the
+/// scenario's relative path leads nowhere, it writes every file of the unsharded sweep byte for
+/// byte: data, report.md and every plot, the representative run's timeline and utilization
+/// included (shard 0 carries their data).
+#[test]
+fn a_merge_is_the_sweep_byte_for_byte_from_any_folder() {
+    let d = tmp("merge-anywhere");
+    let proj = d.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(
+        proj.join("s.orr"),
+        format!(
+            "{BASE}\nexperiment e {{\n  seeds 1..3\n  sweep policy in [ray_default, spread]\n  \
+             metrics makespan, step_time\n  plot timeline, utilization, bars(step_time), \
+             cdf(makespan)\n}}\n"
+        ),
+    )
+    .unwrap();
+    let at = |cwd: &Path, args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_orrery"))
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+    };
+    at(&proj, &["sweep", "s.orr", "--out", "full"]);
+    for i in 0..2 {
+        at(
+            &proj,
+            &[
+                "sweep",
+                "s.orr",
+                "--shard",
+                &format!("{i}/2"),
+                "--out",
+                "shards",
+            ],
+        );
+    }
+    at(&d, &["merge", "proj/shards", "--out", "merged"]);
+    let (full, merged) = (folder(&proj.join("full")), folder(&d.join("merged")));
+    let names = |v: &[(String, Vec<u8>)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&full), names(&merged));
+    for name in ["timeline.png", "utilization.svg", "report.md"] {
+        assert!(
+            names(&full).contains(&name.to_string()),
+            "{:?}",
+            names(&full)
+        );
+    }
+    for ((n, a), (_, b)) in full.iter().zip(&merged) {
+        assert!(a == b, "{n} differs");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -214,14 +214,15 @@ def load(source: Union[PathLike, str], *, allow_infeasible: bool = False, name: 
     return Scenario(path, r["hash"], [d for d in diags if d.severity != "error"], owned, allow_infeasible)
 
 
-def _into(kind, args: List[str], out: Optional[PathLike]):
-    """Runs a writing command into ``out`` (or a temporary folder) and reads what it wrote."""
+def _into(kind, args: List[str], out: Optional[PathLike], listed: bool = True):
+    """Runs a writing command into ``out`` (or a temporary folder) and reads what it wrote: the
+    files its ``.orrery-files`` lists (``listed``; a sweep shard's folder has none)."""
     if out is not None:
         done = _run(args + ["--out", os.fspath(out)])
-        return kind(Path(os.fspath(out)), done.stdout, done.stderr)
+        return kind(Path(os.fspath(out)), done.stdout, done.stderr, listed)
     with tempfile.TemporaryDirectory(prefix="orrery-") as d:
         done = _run(args + ["--out", d])
-        return kind(Path(d), done.stdout, done.stderr)
+        return kind(Path(d), done.stdout, done.stderr, listed)
 
 
 def _options(**given: object) -> List[str]:
@@ -279,7 +280,7 @@ def sweep(
         max_memory=max_memory,
         allow_infeasible=allow_infeasible,
     )
-    return _into(SweepResult, args, out)
+    return _into(SweepResult, args, out, listed=shard is None)
 
 
 def merge(shards: Iterable[PathLike], out: PathLike, *, plots: bool = True) -> SweepResult:

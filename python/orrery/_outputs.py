@@ -60,6 +60,28 @@ def _frame(table: str, text: str, declared: bool):
     )
 
 
+MANIFEST = ".orrery-files"
+
+
+def _listed(folder: Path) -> List[str]:
+    """The files a command's complete run wrote into ``folder``: those its ``.orrery-files``
+    lists, written last. A folder without it (a run stopped halfway, or a stale one) or missing
+    a file it lists holds an incomplete run and raises :class:`OrreryError`; files it does not
+    list (an earlier run's, your own notes) are not the command's and are left out."""
+    from . import OrreryError
+
+    manifest = folder / MANIFEST
+    if not manifest.is_file() or manifest.is_symlink():
+        raise OrreryError(f"{folder} holds an incomplete run: it has no {MANIFEST}")
+    names = sorted(n for n in manifest.read_text(encoding="utf-8").splitlines() if n.strip())
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise OrreryError(
+            f"{folder} holds an incomplete run: {MANIFEST} lists {', '.join(missing)}, not there"
+        )
+    return names
+
+
 class Outputs:
     """The files one command wrote, held in memory (the folder may be gone).
 
@@ -70,12 +92,15 @@ class Outputs:
 
     _declared_types = False
 
-    def __init__(self, folder: Path, stdout: str, stderr: str) -> None:
+    def __init__(self, folder: Path, stdout: str, stderr: str, listed: bool = True) -> None:
         self.folder = folder
         self.stdout = stdout
         self.stderr = stderr
-        self.files: List[str] = sorted(
-            p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+        # A sweep shard's folder has no manifest (shards of one sweep share a folder): its files.
+        self.files: List[str] = (
+            _listed(folder)
+            if listed
+            else sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
         )
         self._csv: Dict[str, str] = {}
         self._png: Dict[str, bytes] = {}

@@ -78,6 +78,19 @@ def test_plot_is_a_png_jupyter_shows(tmp_path):
     assert orrery.load(QUICK).run(plots=False).plot_names == []
 
 
+def test_only_a_complete_runs_listed_files_are_read(tmp_path):
+    out = tmp_path / "out"
+    r = orrery.load(QUICK).run(seed=1, plots=False, out=out)
+    # A file of the user's (or of an earlier run) beside the run's is not the run's.
+    (out / "notes.csv").write_text("a,b\n1,2\n")
+    again = orrery.RunResult(out, "", "")
+    assert again.files == r.files and "notes" not in again.table_names
+    # Without the marker a run writes last, the folder holds an incomplete run.
+    (out / ".orrery-files").unlink()
+    with pytest.raises(orrery.OrreryError, match="incomplete run"):
+        orrery.RunResult(out, "", "")
+
+
 def test_load_errors_carry_the_cli_locations(tmp_path, cli_run):
     bad = tmp_path / "bad.orr"
     bad.write_text(

@@ -279,8 +279,7 @@ pub fn write(cal: &Calibration, out: &Path) -> Result<Vec<PathBuf>, String> {
         crate::atomic::create_dir(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    crate::atomic::write_atomic(out, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    crate::atomic::write_atomic(out, text.as_bytes()).map_err(|e| format!("cannot write {e}"))?;
     let mut files = vec![out.to_path_buf()];
     if !cal.fits.is_empty() {
         let svg = out.with_extension("svg");
@@ -290,7 +289,7 @@ pub fn write(cal: &Calibration, out: &Path) -> Result<Vec<PathBuf>, String> {
         );
         let drawing = plot::svg(&cal.fits, &title)?;
         crate::atomic::write_atomic(&svg, drawing.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", svg.display()))?;
+            .map_err(|e| format!("cannot write {e}"))?;
         files.push(svg);
     }
     Ok(files)

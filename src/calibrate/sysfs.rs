@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct Sysfs {
     root: PathBuf,
+    /// `root` with symlinks resolved (None if it does not resolve: nothing is visible).
+    real_root: Option<PathBuf>,
 }
 
 /// One PCI function and where it sits.
@@ -140,7 +142,9 @@ pub fn ib_rate(s: &str) -> Option<f64> {
 
 impl Sysfs {
     pub fn new(root: impl Into<PathBuf>) -> Sysfs {
-        Sysfs { root: root.into() }
+        let root = root.into();
+        let real_root = fs::canonicalize(&root).ok();
+        Sysfs { root, real_root }
     }
 
     pub fn root(&self) -> &Path {
@@ -151,14 +155,23 @@ impl Sysfs {
         self.root.join(p.trim_start_matches('/'))
     }
 
+    /// `p` under the root with every symlink resolved, if it exists and stays under the root:
+    /// a link in a copied tree that leaves it (an absolute `/etc/passwd`, or `../../..` past
+    /// the root) is not followed, so nothing outside the root is ever read or listed.
+    fn inside(&self, p: &str) -> Option<PathBuf> {
+        let real = fs::canonicalize(self.at(p)).ok()?;
+        real.starts_with(self.real_root.as_ref()?).then_some(real)
+    }
+
     /// A small text file, trimmed (sysfs attributes are a page at most; 64 KiB is read).
     pub fn read(&self, p: &str) -> Option<String> {
         use std::io::Read;
+        let real = self.inside(p)?;
         // Checked before opening: opening a FIFO in a copied tree would block.
-        if !fs::metadata(self.at(p)).ok()?.is_file() {
+        if !fs::metadata(&real).ok()?.is_file() {
             return None;
         }
-        let f = fs::File::open(self.at(p)).ok()?;
+        let f = fs::File::open(&real).ok()?;
         let mut s = String::new();
         f.take(64 << 10).read_to_string(&mut s).ok()?;
         Some(s.trim().to_string())
@@ -166,7 +179,10 @@ impl Sysfs {
 
     /// Names in a folder, sorted.
     pub fn entries(&self, p: &str) -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(self.at(p))
+        let Some(real) = self.inside(p) else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = fs::read_dir(real)
             .map(|d| {
                 d.filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -178,15 +194,14 @@ impl Sysfs {
     }
 
     pub fn exists(&self, p: &str) -> bool {
-        self.at(p).exists()
+        self.inside(p).is_some()
     }
 
     /// The folder a sysfs link points to, as components below the root (None if it leaves
     /// the root or does not resolve).
     fn resolve(&self, p: &str) -> Option<Vec<String>> {
-        let real = fs::canonicalize(self.at(p)).ok()?;
-        let root = fs::canonicalize(&self.root).ok()?;
-        let rel = real.strip_prefix(&root).ok()?;
+        let real = self.inside(p)?;
+        let rel = real.strip_prefix(self.real_root.as_ref()?).ok()?;
         Some(
             rel.components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())

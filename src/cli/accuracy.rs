@@ -55,6 +55,9 @@ pub(super) fn accuracy(table: Option<&Path>, out: Option<PathBuf>, plots: bool) 
             }),
         ),
     ];
+    if let Err(c) = super::common::begin_outputs(&dir) {
+        return c;
+    }
     let t1 = std::time::Instant::now();
     let written = orrery::outputs::accuracy::write(&dir, &head, &outcomes, &printed, plots);
     let code = written_or_fail(&dir, written, t1);

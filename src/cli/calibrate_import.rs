@@ -158,7 +158,7 @@ pub(super) fn import(
         return fail(format!("cannot create {}: {e}", dir.display()));
     }
     if let Err(e) = orrery::atomic::write_atomic(out, text.as_bytes()) {
-        return fail(format!("cannot write {}: {e}", out.display()));
+        return fail(format!("cannot write {e}"));
     }
     outln!(
         "profile for {} (source imported, schema {})",

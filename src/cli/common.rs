@@ -217,6 +217,15 @@ pub(super) fn file_stem(p: &Path) -> String {
         .unwrap_or_else(|| "run".into())
 }
 
+/// Takes away `dir`'s completion marker (creating the folder if missing) before a command
+/// writes its first file there ([`orrery::atomic::begin`]), or fails with exit 2 naming why.
+pub(super) fn begin_outputs(dir: &Path) -> Result<(), ExitCode> {
+    orrery::atomic::begin(dir).map_err(|e| {
+        errln!("error: cannot write results to {}: {e}", dir.display());
+        ExitCode::from(2)
+    })
+}
+
 /// Reports a command's written data files and its plots and report, or fails with exit 2.
 pub(super) fn written_or_fail(
     dir: &Path,

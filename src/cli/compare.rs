@@ -100,6 +100,9 @@ pub(super) fn compare(
                 .join("-")
         ))
     });
+    if let Err(c) = super::common::begin_outputs(&dir) {
+        return c;
+    }
     let t1 = std::time::Instant::now();
     let written = orrery::experiment::compare::write(&dir, &r)
         .map_err(|e| e.to_string())

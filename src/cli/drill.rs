@@ -177,6 +177,9 @@ pub(super) fn drill(
     out!("{table}");
     outln!("{runs} runs in {wall:.2} s");
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(format!("{dir_name}-drill")));
+    if let Err(c) = super::common::begin_outputs(&dir) {
+        return c;
+    }
     let t1 = std::time::Instant::now();
     let written = orrery::experiment::drill::write(&dir, &h, &r)
         .map_err(|e| e.to_string())

@@ -57,7 +57,7 @@ pub(super) fn ray_cluster(
     match out {
         Some(p) => {
             if let Err(e) = orrery::atomic::write_atomic(p, imported.text.as_bytes()) {
-                errln!("error: cannot write {}: {e}", p.display());
+                errln!("error: cannot write {e}");
                 return ExitCode::from(2);
             }
             errln!(

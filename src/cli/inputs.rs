@@ -22,7 +22,7 @@ fn read_confined(
 }
 
 /// A column of non-negative seconds (first field of each line; `#` comments and blank lines
-/// skipped) from a file named in a scenario. Errors name file:line:column.
+/// skipped; at least one) from a file named in a scenario. Errors name file:line:column.
 pub(super) fn read_seconds(dir: &Path, name: &str, what: &str) -> Result<Vec<f64>, String> {
     let (text, path) = read_confined(dir, name, what)?;
     let mut xs = Vec::new();
@@ -42,6 +42,13 @@ pub(super) fn read_seconds(dir: &Path, name: &str, what: &str) -> Result<Vec<f64
                 ));
             }
         }
+    }
+    // No samples is no distribution to draw from: refused where it is, as a bad line is.
+    if xs.is_empty() {
+        return Err(format!(
+            "{}:1:1: no samples: expected one non-negative duration in seconds per line",
+            path.display()
+        ));
     }
     Ok(xs)
 }

@@ -127,6 +127,9 @@ pub(super) fn run(
         .trim_end_matches(".orr")
         .to_string();
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(stem));
+    if let Err(c) = super::common::begin_outputs(&dir) {
+        return c;
+    }
     let written = orrery::report::write(&dir, &h, &r.metrics, format).and_then(|mut files| {
         if trace {
             let t = orrery::trace::perfetto(&r.timeline, &h.line());

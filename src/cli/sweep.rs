@@ -119,11 +119,22 @@ pub(super) fn sweep(
             if let Some(c) = super::common::over_budget().or_else(|| broken(&violations)) {
                 return c;
             }
+            // The shard holding the first run (run 0: shard 0) carries its plot data, so that
+            // a merge draws what the unsharded sweep draws, with or without the scenario.
+            let plots = experiment_plots(&l, &h.experiment);
+            let representative = (i == 0)
+                .then(|| representative(&plan, &cfg, &plots))
+                .flatten();
+            if let Some(c) = super::common::over_budget() {
+                return c;
+            }
             let s = orrery::experiment::sweep::Shard {
                 header: plan.header.clone(),
                 shard: i,
                 shards: n,
                 runs: rows,
+                plots,
+                representative,
             };
             orrery::experiment::sweep::write_shard(&dir, &s).map(|f| vec![f])
         }
@@ -137,27 +148,11 @@ pub(super) fn sweep(
             errln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
             let t1 = std::time::Instant::now();
             let lines = experiment_plots(&l, &r.header.experiment);
-            // Timeline and utilization plots show one run: the first cell's first seed.
-            let representative = (plots
-                && lines
-                    .iter()
-                    .any(|p| p.kind == "timeline" || p.kind == "utilization"))
-            .then(|| {
-                plan.specs.first().map(|s| {
-                    orrery::sim::simulate(
-                        s,
-                        &orrery::sim::SimConfig {
-                            seed: r.header.seeds.first().copied().unwrap_or(1),
-                            traces: cfg.traces.clone(),
-                            empirical: cfg.empirical.clone(),
-                            timeline: true,
-                            ..Default::default()
-                        },
-                    )
-                })
-            })
-            .flatten();
+            let representative = plots.then(|| representative(&plan, &cfg, &lines)).flatten();
             if let Some(c) = super::common::over_budget() {
+                return c;
+            }
+            if let Err(c) = super::common::begin_outputs(&dir) {
                 return c;
             }
             let written = orrery::experiment::sweep::write(&dir, &r);
@@ -213,6 +208,29 @@ pub(super) fn sweep_table(r: &orrery::experiment::sweep::SweepResult) -> String 
     t.render()
 }
 
+/// The plot data of the run the `timeline` and `utilization` plot lines show, the first cell's
+/// first seed, simulated with its timeline; `None` when no line draws it.
+fn representative(
+    plan: &orrery::experiment::sweep::Plan,
+    cfg: &orrery::experiment::sweep::SweepConfig,
+    lines: &[orrery::spec::experiment::Plot],
+) -> Option<orrery::outputs::sweep::Representative> {
+    if !orrery::outputs::sweep::needs_representative(lines) {
+        return None;
+    }
+    let run = orrery::sim::simulate(
+        plan.specs.first()?,
+        &orrery::sim::SimConfig {
+            seed: plan.header.seeds.first().copied().unwrap_or(1),
+            traces: cfg.traces.clone(),
+            empirical: cfg.empirical.clone(),
+            timeline: true,
+            ..Default::default()
+        },
+    );
+    Some(orrery::outputs::sweep::Representative::of(&run))
+}
+
 /// The `plot` lines of the named experiment of a loaded scenario.
 pub(super) fn experiment_plots(l: &Loaded, name: &str) -> Vec<orrery::spec::experiment::Plot> {
     l.spec
@@ -229,7 +247,7 @@ pub(super) fn sweep_outputs(
     r: &orrery::experiment::sweep::SweepResult,
     written: std::io::Result<Vec<String>>,
     lines: &[orrery::spec::experiment::Plot],
-    representative: Option<&orrery::sim::RunResult>,
+    representative: Option<&orrery::outputs::sweep::Representative>,
     table: &str,
     plots: bool,
     t1: std::time::Instant,

@@ -67,6 +67,9 @@ pub(super) fn transports(
             ("scenario", file.display().to_string()),
             ("scenario hash", orrery::scenario_hash(&l.sources)),
         ];
+        if let Err(c) = super::common::begin_outputs(&dir) {
+            return c;
+        }
         let t1 = std::time::Instant::now();
         let written =
             orrery::outputs::transports::write(&dir, &head, c, w.as_ref(), &printed, plots)

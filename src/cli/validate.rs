@@ -98,15 +98,18 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         let file = Path::new(path.file_name().unwrap_or_default());
-        let written =
-            orrery::files::read_confined(dir, file, None, orrery::spec::load::MAX_PROFILE_BYTES)
-                .map(|(_, t)| t)
-                .map_err(|e| format!("{} {e}", path.display()))
-                .and_then(|t| orrery::calibrate::record::append_validation(&t, &rec))
-                .and_then(|t| {
-                    orrery::atomic::write_atomic(path, t.as_bytes())
-                        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-                });
+        let written = orrery::spec::load::check_profile_dir(dir)
+            .map_err(|e| format!("calibration folder {} {e}", dir.display()))
+            .and_then(|()| {
+                orrery::files::read_confined(dir, file, None, orrery::spec::load::MAX_PROFILE_BYTES)
+                    .map(|(_, t)| t)
+                    .map_err(|e| format!("{} {e}", path.display()))
+            })
+            .and_then(|t| orrery::calibrate::record::append_validation(&t, &rec))
+            .and_then(|t| {
+                orrery::atomic::write_atomic(path, t.as_bytes())
+                    .map_err(|e| format!("cannot write {e}"))
+            });
         match written {
             Ok(()) => outln!(
                 "recorded in profile {name} ({}): {matched} matched, {bad} mismatched, {unknown} not visible",

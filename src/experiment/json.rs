@@ -11,10 +11,14 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 
-/// Version of the layout of `summary.json` and `shard-i-of-n.json` (2: `schema_version`,
-/// per-run values and per-cell aggregates keyed by column with its unit; 1 was unversioned,
-/// with values by position). A shard of another version is refused by `merge`.
+/// Version of the layout of `summary.json` (2: `schema_version`, per-run values and per-cell
+/// aggregates keyed by column with its unit; 1 was unversioned, with values by position).
 pub const SWEEP_SCHEMA_VERSION: u32 = 2;
+
+/// Version of the layout of `shard-i-of-n.json`: 3 adds the experiment's `plots` lines and the
+/// first run's `representative` plot data (2 had neither, so `merge` read the scenario: its
+/// output depended on the folder it ran in). A shard of another version is refused by `merge`.
+pub const SHARD_SCHEMA_VERSION: u32 = 3;
 
 /// The statistics of one aggregate, without its metric (the key it is written under).
 #[derive(Serialize)]
@@ -131,6 +135,9 @@ struct ShardJson {
     shard: usize,
     shards: usize,
     runs: Vec<RunJson>,
+    plots: Vec<crate::spec::experiment::Plot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    representative: Option<crate::outputs::sweep::Representative>,
 }
 
 /// A shard's value columns, header order (`makespan_s`, …).
@@ -142,7 +149,7 @@ fn columns(h: &SweepHeader) -> Vec<String> {
 pub fn shard_to_json(s: &Shard) -> serde_json::Result<String> {
     let cols = columns(&s.header);
     let out = ShardJson {
-        schema_version: SWEEP_SCHEMA_VERSION,
+        schema_version: SHARD_SCHEMA_VERSION,
         header: s.header.clone(),
         shard: s.shard,
         shards: s.shards,
@@ -157,6 +164,8 @@ pub fn shard_to_json(s: &Shard) -> serde_json::Result<String> {
                 placement: r.placement.clone(),
             })
             .collect(),
+        plots: s.plots.clone(),
+        representative: s.representative.clone(),
     };
     serde_json::to_string(&out)
 }
@@ -165,15 +174,15 @@ pub fn shard_to_json(s: &Shard) -> serde_json::Result<String> {
 pub fn shard_from_json(text: &str) -> Result<Shard, String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     match v.get("schema_version").and_then(serde_json::Value::as_u64) {
-        Some(n) if n == u64::from(SWEEP_SCHEMA_VERSION) => {}
+        Some(n) if n == u64::from(SHARD_SCHEMA_VERSION) => {}
         Some(n) => {
             return Err(format!(
-                "it has schema_version {n}; this orrery reads {SWEEP_SCHEMA_VERSION} (shard it again with this version)"
+                "it has schema_version {n}; this orrery reads {SHARD_SCHEMA_VERSION} (shard it again with this version)"
             ));
         }
         None => {
             return Err(format!(
-                "it has no schema_version (written before version {SWEEP_SCHEMA_VERSION}; shard it again with this version)"
+                "it has no schema_version (written before version {SHARD_SCHEMA_VERSION}; shard it again with this version)"
             ));
         }
     }
@@ -211,6 +220,8 @@ pub fn shard_from_json(text: &str) -> Result<Shard, String> {
         shard: s.shard,
         shards: s.shards,
         runs,
+        plots: s.plots,
+        representative: s.representative,
     })
 }
 
@@ -253,6 +264,28 @@ mod tests {
                     placement: None,
                 },
             ],
+            plots: vec![crate::spec::experiment::Plot {
+                kind: "bars".into(),
+                args: vec!["makespan".into()],
+            }],
+            representative: Some(crate::outputs::sweep::Representative {
+                horizon_s: 0.1 + 0.2,
+                timeline: vec![crate::plot::TimelineRow {
+                    label: "r0.n0 gpu0".into(),
+                    spans: vec![crate::plot::Span {
+                        start: 1.0 / 3.0,
+                        end: 0.5,
+                        kind: crate::plot::SpanKind::Communication,
+                    }],
+                }],
+                rows_are: "device".into(),
+                rows_described: "1 devices, one row each".into(),
+                utilization: vec![crate::plot::UtilSeries {
+                    label: "H100_SXM".into(),
+                    points: vec![(0.0, 0.042026631200000004)],
+                    dashed: true,
+                }],
+            }),
         };
         let text = shard_to_json(&s).unwrap();
         assert!(

@@ -107,13 +107,18 @@ pub struct SweepResult {
     pub violations: Vec<String>,
 }
 
-/// A shard file: the header, which shard, and its runs.
+/// A shard file: the header, which shard, and its runs; and what `merge` needs to draw the
+/// plots `sweep` draws without reading the scenario (which may not be where `merge` runs): the
+/// experiment's `plot` lines, and in the shard holding the first run, that run's plot data
+/// when a line draws it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shard {
     pub header: SweepHeader,
     pub shard: usize,
     pub shards: usize,
     pub runs: Vec<RunRow>,
+    pub plots: Vec<crate::spec::experiment::Plot>,
+    pub representative: Option<crate::outputs::sweep::Representative>,
 }
 
 #[derive(Debug, Clone, Default)]

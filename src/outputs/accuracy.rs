@@ -18,7 +18,7 @@ pub fn write(
     crate::atomic::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let path = dir.join("accuracy.csv");
     crate::atomic::write_atomic(&path, accuracy::csv(outcomes).as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|e| format!("cannot write {e}"))?;
     let mut rep = Report::new(
         dir,
         "orrery accuracy: predictions against published measurements",

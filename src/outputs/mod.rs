@@ -33,6 +33,8 @@ pub(crate) struct Report {
     pub dir: PathBuf,
     pub md: String,
     pub out: Written,
+    /// The first plot whose file could not be written: [`Report::finish`] fails with it.
+    failed: Option<String>,
 }
 
 impl Report {
@@ -41,6 +43,7 @@ impl Report {
             dir: dir.to_path_buf(),
             md: format!("# {}\n\n", md_escape(title)),
             out: Written::default(),
+            failed: None,
         }
     }
 
@@ -49,8 +52,10 @@ impl Report {
         self.dir.join(name)
     }
 
-    /// Records a drawn plot (embedding its PNG and linking its SVG), or notes why it is missing.
-    pub fn plot(&mut self, alt: &str, drawn: Result<Vec<PathBuf>, String>) {
+    /// Records a drawn plot (embedding its PNG and linking its SVG), or notes why it is missing
+    /// when its data cannot be drawn; a plot whose file could not be written fails the report
+    /// ([`Report::finish`]), since a full disk is no property of the results.
+    pub fn plot(&mut self, alt: &str, drawn: Result<Vec<PathBuf>, crate::plot::PlotError>) {
         match drawn {
             Ok(paths) => {
                 let names: Vec<String> = paths
@@ -66,7 +71,10 @@ impl Report {
                 self.md.push_str("\n\n");
                 self.out.files.extend(names);
             }
-            Err(e) => self.note(format!("{alt}: not drawn: {e}")),
+            Err(crate::plot::PlotError::NotDrawn(e)) => self.note(format!("{alt}: not drawn: {e}")),
+            Err(crate::plot::PlotError::Write(e)) => {
+                self.failed.get_or_insert(e);
+            }
         }
     }
 
@@ -96,8 +104,12 @@ impl Report {
     }
 
     /// A "Files" section linking `data` (name, what it holds) and every plot, then writes
-    /// `report.md` atomically. The plots must already be written.
+    /// `report.md` atomically. The plots must already be written: if one could not be, that
+    /// error (naming its file), and no report.
     pub fn finish(mut self, data: &[(String, &str)]) -> Result<Written, String> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
         self.section("Files");
         for (name, what) in data {
             let _ = writeln!(self.md, "- [{name}]({name}): {what}");
@@ -109,7 +121,7 @@ impl Report {
         self.md.push('\n');
         let path = self.dir.join("report.md");
         crate::atomic::write_atomic(&path, self.md.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(|e| format!("cannot write {e}"))?;
         self.out.files.push("report.md".into());
         Ok(self.out)
     }

@@ -240,7 +240,7 @@ fn data_file(
     format
         .encode(name, csv, h)
         .and_then(|b| crate::atomic::write_atomic(&path, &b))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|e| format!("cannot write {e}"))?;
     Ok(file)
 }
 

@@ -6,8 +6,9 @@
 //! seeds — and over the other swept parameters' values when there are more than two
 //! (`heatmap-<metric>.{png,svg}`). `bars(m)`: the mean of `m` per cell with its interval
 //! (`bars-<m>`). `cdf(m)`: the distribution of `m` over seeds, a line per cell (`cdf-<m>`).
-//! `timeline` and `utilization`: of one representative run (the first cell's first seed), when
-//! the caller simulated it (`orrery sweep`; `orrery merge` has no scenario and says so).
+//! `timeline` and `utilization`: of one representative run (the first cell's first seed), drawn
+//! from its [`Representative`]: `orrery sweep` simulates it, and the shard holding that run
+//! carries it, so `orrery merge` draws the same plots with no scenario to read.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,8 +18,44 @@ use crate::experiment::measure;
 use crate::experiment::placement::{self, Placement};
 use crate::experiment::sweep::SweepResult;
 use crate::plot::{self, Bar, Heatmap, MetricBars, Missing, SampleSet};
+use crate::plot::{TimelineRow, UtilSeries};
 use crate::sim::RunResult;
 use crate::spec::experiment::Plot;
+
+/// What the `timeline` and `utilization` plots draw of the representative run (the first
+/// cell's first seed): their data, not the run, so that a shard can carry it to `merge` (a
+/// few hundred rows of spans and at most a few thousand points, whatever the run's length).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Representative {
+    /// The run's window (s): the plots' time axis.
+    pub horizon_s: f64,
+    /// The timeline's rows, what they are (`device`, `node`, …) and how the title says so.
+    pub timeline: Vec<TimelineRow>,
+    pub rows_are: String,
+    pub rows_described: String,
+    pub utilization: Vec<UtilSeries>,
+}
+
+impl Representative {
+    /// The plot data of a run simulated with its timeline.
+    pub fn of(run: &RunResult) -> Representative {
+        let rows = super::timeline::timeline_rows(&run.timeline, run.metrics.horizon);
+        Representative {
+            horizon_s: run.metrics.horizon,
+            rows_described: rows.describe(),
+            rows_are: rows.per.to_string(),
+            timeline: rows.rows,
+            utilization: super::run::util_series(run),
+        }
+    }
+}
+
+/// Whether the plot lines draw the representative run (`timeline`, `utilization`).
+pub fn needs_representative(lines: &[Plot]) -> bool {
+    lines
+        .iter()
+        .any(|p| p.kind == "timeline" || p.kind == "utilization")
+}
 
 /// The last segment of a dotted parameter path (`cluster.pod.fabric.oversubscription` →
 /// `oversubscription`).
@@ -256,13 +293,13 @@ fn where_it_ran(rep: &mut Report, r: &SweepResult) {
 
 /// Writes the sweep's plots (unless `plots` is false) and `report.md` into `dir`, which
 /// already holds `data`. `lines`: the experiment's `plot` lines (empty: defaults);
-/// `representative`: the first cell's first seed, simulated with a timeline, for `timeline`
-/// and `utilization` plots. `table`: the printed table.
+/// `representative`: the first cell's first seed's plot data, for `timeline` and
+/// `utilization` plots. `table`: the printed table.
 pub fn write(
     dir: &Path,
     r: &SweepResult,
     lines: &[Plot],
-    representative: Option<&RunResult>,
+    representative: Option<&Representative>,
     table: &str,
     data: &[String],
     plots: bool,
@@ -351,8 +388,8 @@ pub fn write(
                 }
                 "timeline" | "utilization" => match representative {
                     None => rep.note(format!(
-                        "{}: drawn from a simulated run; `orrery merge` has none \
-                         (`orrery run` a cell's scenario to see it)",
+                        "{}: drawn from a simulated run; these shards carry none (shard 0 \
+                         does; `orrery run` a cell's scenario to see it)",
                         p.kind
                     )),
                     Some(run) => {
@@ -364,22 +401,20 @@ pub fn write(
                         let seed = h.seeds.first().copied().unwrap_or(1);
                         let title = format!("{}: {first}, seed {seed}", h.experiment);
                         if p.kind == "timeline" {
-                            let rows =
-                                super::timeline::timeline_rows(&run.timeline, run.metrics.horizon);
                             let drawn = plot::timeline_of(
                                 &rep.stem("timeline"),
-                                &format!("{title} ({})", rows.describe()),
-                                &rows.rows,
-                                run.metrics.horizon,
-                                rows.per,
+                                &format!("{title} ({})", run.rows_described),
+                                &run.timeline,
+                                run.horizon_s,
+                                &run.rows_are,
                             );
                             rep.plot(&format!("Device timeline of {first}, seed {seed}"), drawn);
                         } else {
                             let drawn = plot::utilization(
                                 &rep.stem("utilization"),
                                 &title,
-                                &super::run::util_series(run),
-                                run.metrics.horizon,
+                                &run.utilization,
+                                run.horizon_s,
                             );
                             rep.plot(&format!("Utilization of {first}, seed {seed}"), drawn);
                         }

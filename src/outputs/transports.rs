@@ -205,7 +205,7 @@ pub fn write(
     for (name, text) in [("transports.csv", csv(c)), ("transports.json", json)] {
         let path = dir.join(name);
         crate::atomic::write_atomic(&path, text.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(|e| format!("cannot write {e}"))?;
         data.push(name.to_string());
     }
     let mut rep = Report::new(dir, &format!("orrery transports: {}", c.cluster));

@@ -7,7 +7,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{
-    Figure, colour, err, fmt_num, label_font, legend, log_range, render, tick_font, title_font,
+    Figure, PlotError, colour, err, fmt_num, label_font, legend, log_range, render, tick_font,
+    title_font,
 };
 
 /// The points of one kind: `(published, predicted)`, both positive.
@@ -18,15 +19,19 @@ pub struct AccuracyKind {
 }
 
 /// Draws every kind's points. Errors: no point, or a value that is not a positive number.
-pub fn accuracy(stem: &Path, title: &str, kinds: &[AccuracyKind]) -> Result<Vec<PathBuf>, String> {
+pub fn accuracy(
+    stem: &Path,
+    title: &str,
+    kinds: &[AccuracyKind],
+) -> Result<Vec<PathBuf>, PlotError> {
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
     for k in kinds {
         for &(a, b) in &k.points {
             if !(a.is_finite() && a > 0.0 && b.is_finite() && b > 0.0) {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "accuracy: {} has point ({a}, {b}): published and predicted must be positive numbers",
                     k.kind
-                ));
+                )));
             }
             (lo, hi) = (lo.min(a).min(b), hi.max(a).max(b));
         }

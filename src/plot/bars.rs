@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Figure, colour, err, fmt_num, label_font, nice_range, render, tick_font, title_font};
+use super::{
+    Figure, PlotError, colour, err, fmt_num, label_font, nice_range, render, tick_font, title_font,
+};
 
 /// One group's value for a metric, with its confidence interval when known.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +55,7 @@ pub fn comparison(
     title: &str,
     ci_note: &str,
     metrics: &[MetricBars],
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     if metrics
         .iter()
         .all(|m| m.bars.is_empty() && m.missing.is_empty())
@@ -70,16 +72,16 @@ pub fn comparison(
         for b in &m.bars {
             let (lo, hi) = b.ci.unwrap_or((b.value, b.value));
             if !b.value.is_finite() || !lo.is_finite() || !hi.is_finite() {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "comparison: metric {} group {} has a non-finite value or interval ({}, {lo}..{hi})",
                     m.name, b.group, b.value
-                ));
+                )));
             }
             if lo > b.value || b.value > hi {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "comparison: metric {} group {}: interval {lo}..{hi} does not contain the value {}",
                     m.name, b.group, b.value
-                ));
+                )));
             }
             if !groups.contains(&b.group) {
                 groups.push(b.group.clone());

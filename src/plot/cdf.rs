@@ -7,8 +7,8 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 use super::{
-    Figure, colour, err, fmt_num, label_font, legend, log_range, nice_range, render, tick_font,
-    title_font,
+    Figure, PlotError, colour, err, fmt_num, label_font, legend, log_range, nice_range, render,
+    tick_font, title_font,
 };
 
 /// At most this many points per line are drawn (evenly spaced ranks, the extremes kept).
@@ -45,14 +45,14 @@ pub fn cdf(
     quantity: &str,
     unit: &str,
     sets: &[SampleSet],
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     let mut sorted = Vec::with_capacity(sets.len());
     for s in sets {
         if let Some((i, v)) = s.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(format!(
+            return Err(PlotError::NotDrawn(format!(
                 "cdf: set {} sample #{i} is {v}, not a finite number",
                 s.label
-            ));
+            )));
         }
         let mut v = s.values.clone();
         v.sort_by(f64::total_cmp);

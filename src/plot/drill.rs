@@ -7,7 +7,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{
-    Figure, err, fmt_num, label_font, legend, nice_range, render, tick_font, time_unit, title_font,
+    Figure, PlotError, err, fmt_num, label_font, legend, nice_range, render, tick_font, time_unit,
+    title_font,
 };
 
 /// At most this many seeds are drawn; the title says how many were left out.
@@ -51,39 +52,39 @@ pub fn drill(
     seeds: &[DrillSeed],
     horizon: f64,
     lost_work_unit: &str,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     if seeds.is_empty() {
         return Err("drill: no seeds to plot".into());
     }
     let mut last = 0.0f64;
     for s in seeds {
         if !s.lost_work.is_finite() {
-            return Err(format!(
+            return Err(PlotError::NotDrawn(format!(
                 "drill: seed {} lost work is {}, not a finite number",
                 s.seed, s.lost_work
-            ));
+            )));
         }
         for (i, r) in s.recoveries.iter().enumerate() {
             let times = [Some(r.failure), r.detected, r.recovered];
             if times.iter().flatten().any(|t| !t.is_finite()) {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "drill: seed {} failure #{i} has a non-finite time",
                     s.seed
-                ));
+                )));
             }
             if r.detected.is_some_and(|d| d < r.failure) {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "drill: seed {} failure #{i} is detected before it happens",
                     s.seed
-                ));
+                )));
             }
             if r.recovered
                 .is_some_and(|t| r.detected.is_none_or(|d| t < d))
             {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "drill: seed {} failure #{i} recovers before it is detected",
                     s.seed
-                ));
+                )));
             }
             last = times.iter().flatten().fold(last, |a, &t| a.max(t));
         }

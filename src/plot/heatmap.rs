@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Figure, err, fmt_num, label_font, nice_range, render, tick_font, title_font};
+use super::{
+    Figure, PlotError, err, fmt_num, label_font, nice_range, render, tick_font, title_font,
+};
 
 /// Cells are annotated with their values up to this many cells.
 const MAX_ANNOTATED: usize = 400;
@@ -33,25 +35,25 @@ pub struct Heatmap {
 /// Draws the heatmap with a colour scale (viridis) on the right and each cell's value written in
 /// it (up to 400 cells). Errors: no x or y settings, or `values` not `y_values.len()` rows of
 /// `x_values.len()` values.
-pub fn heatmap(stem: &Path, title: &str, map: &Heatmap) -> Result<Vec<PathBuf>, String> {
+pub fn heatmap(stem: &Path, title: &str, map: &Heatmap) -> Result<Vec<PathBuf>, PlotError> {
     let (nx, ny) = (map.x_values.len(), map.y_values.len());
     if nx == 0 || ny == 0 {
-        return Err(format!(
+        return Err(PlotError::NotDrawn(format!(
             "heatmap: nothing to plot ({nx} x settings, {ny} y settings)"
-        ));
+        )));
     }
     if map.values.len() != ny {
-        return Err(format!(
+        return Err(PlotError::NotDrawn(format!(
             "heatmap: {} rows of values for {ny} y settings",
             map.values.len()
-        ));
+        )));
     }
     if let Some((j, r)) = map.values.iter().enumerate().find(|(_, r)| r.len() != nx) {
-        return Err(format!(
+        return Err(PlotError::NotDrawn(format!(
             "heatmap: row {j} ({}) has {} values for {nx} x settings",
             map.y_values[j],
             r.len()
-        ));
+        )));
     }
     let finite = map
         .values

@@ -4,8 +4,9 @@
 //! Every plotting function takes a `stem` (a path without extension) and writes `<stem>.png`
 //! and `<stem>.svg` through [`crate::atomic::write_atomic`], creating the folder if it is
 //! missing, and returns both paths (PNG first). Both images are drawn in memory before either is
-//! written, so an error leaves no file (and never a half-written one). Errors are `String`s that
-//! name the plot and the problem; no input panics: empty data, non-finite numbers, zero-length
+//! written, so an error leaves no file (and never a half-written one). Errors ([`PlotError`])
+//! name the plot and the problem, and say whether the data could not be drawn or the file could
+//! not be written; no input panics: empty data, non-finite numbers, zero-length
 //! ranges and single points give a sensible plot or a clear error.
 //!
 //! One file per plot: [`timeline`](mod@timeline) (per-device Gantt chart), [`util`] (utilization over time per
@@ -100,6 +101,42 @@ pub(crate) trait Figure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 }
 
+/// Why a plot is missing: its data cannot be drawn (no samples, a non-finite value: the report
+/// says so and the command goes on), or its file could not be written (a full disk, a folder
+/// at its path: the command fails, naming the file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlotError {
+    NotDrawn(String),
+    Write(String),
+}
+
+impl PlotError {
+    /// The message, naming the plot (and, for [`PlotError::Write`], the file).
+    pub fn message(&self) -> &str {
+        match self {
+            PlotError::NotDrawn(m) | PlotError::Write(m) => m,
+        }
+    }
+}
+
+impl std::fmt::Display for PlotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl From<String> for PlotError {
+    fn from(m: String) -> PlotError {
+        PlotError::NotDrawn(m)
+    }
+}
+
+impl From<&str> for PlotError {
+    fn from(m: &str) -> PlotError {
+        PlotError::NotDrawn(m.to_string())
+    }
+}
+
 /// Turns a plotters error into our error string.
 pub(crate) fn err<E: std::fmt::Debug>(what: &'static str) -> impl Fn(E) -> String {
     move |e| format!("{what}: drawing failed: {e:?}")
@@ -114,13 +151,13 @@ fn with_ext(stem: &Path, ext: &str) -> PathBuf {
 }
 
 /// Draws `fig` as SVG and PNG in memory, then writes `<stem>.png` and `<stem>.svg` atomically.
-pub(crate) fn render<F: Figure>(stem: &Path, fig: &F) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn render<F: Figure>(stem: &Path, fig: &F) -> Result<Vec<PathBuf>, PlotError> {
     let name = F::NAME;
     if stem.file_name().is_none() || stem.as_os_str().to_string_lossy().ends_with('/') {
-        return Err(format!(
+        return Err(PlotError::Write(format!(
             "{name}: output stem {} has no file name",
             stem.display()
-        ));
+        )));
     }
     font::ensure()?;
     let (w, h) = fig.size();
@@ -149,14 +186,18 @@ pub(crate) fn render<F: Figure>(stem: &Path, fig: &F) -> Result<Vec<PathBuf>, St
     }
 
     if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
-        crate::atomic::create_dir(dir)
-            .map_err(|e| format!("{name}: cannot create folder {}: {e}", dir.display()))?;
+        crate::atomic::create_dir(dir).map_err(|e| {
+            PlotError::Write(format!(
+                "{name}: cannot create folder {}: {e}",
+                dir.display()
+            ))
+        })?;
     }
     let png_path = with_ext(stem, "png");
     let svg_path = with_ext(stem, "svg");
     for (path, bytes) in [(&png_path, png.as_slice()), (&svg_path, svg.as_bytes())] {
         crate::atomic::write_atomic(path, bytes)
-            .map_err(|e| format!("{name}: cannot write {}: {e}", path.display()))?;
+            .map_err(|e| PlotError::Write(format!("{name}: cannot write {e}")))?;
     }
     Ok(vec![png_path, svg_path])
 }

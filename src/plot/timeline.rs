@@ -6,13 +6,15 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Figure, err, fmt_num, label_font, legend, render, tick_font, time_unit, title_font};
+use super::{
+    Figure, PlotError, err, fmt_num, label_font, legend, render, tick_font, time_unit, title_font,
+};
 
 /// At most this many device rows are drawn; the title says how many were left out.
 pub const MAX_TIMELINE_ROWS: usize = 64;
 
 /// What a device was doing during a span.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SpanKind {
     /// Running compute (kernels, tasks).
     Compute,
@@ -54,18 +56,20 @@ impl SpanKind {
 }
 
 /// One busy interval of a device, in seconds from the start of the run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Span {
     /// Start time (s).
+    #[serde(rename = "start_s")]
     pub start: f64,
     /// End time (s), not before `start`.
+    #[serde(rename = "end_s")]
     pub end: f64,
     /// What the device was doing.
     pub kind: SpanKind,
 }
 
 /// One device's row: its label (e.g. `r0.n1 gpu3`) and its busy spans (any order, may be empty).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TimelineRow {
     /// Device label shown on the y axis.
     pub label: String,
@@ -82,7 +86,7 @@ pub fn timeline(
     title: &str,
     rows: &[TimelineRow],
     t_end: f64,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     timeline_of(stem, title, rows, t_end, "device")
 }
 
@@ -93,7 +97,7 @@ pub fn timeline_of(
     rows: &[TimelineRow],
     t_end: f64,
     what: &str,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     if rows.is_empty() {
         return Err("timeline: no devices to plot".into());
     }
@@ -101,16 +105,16 @@ pub fn timeline_of(
     for row in rows {
         for (i, s) in row.spans.iter().enumerate() {
             if !s.start.is_finite() || !s.end.is_finite() {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "timeline: device {} span #{i} has a non-finite time ({}..{})",
                     row.label, s.start, s.end
-                ));
+                )));
             }
             if s.end < s.start {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "timeline: device {} span #{i} ends ({} s) before it starts ({} s)",
                     row.label, s.end, s.start
-                ));
+                )));
             }
             last = last.max(s.end);
         }

@@ -8,8 +8,8 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 use super::{
-    Figure, colour, err, fmt_bytes, fmt_num, label_font, legend, log_range, nice_range, render,
-    tick_font, time_unit, title_font,
+    Figure, PlotError, colour, err, fmt_bytes, fmt_num, label_font, legend, log_range, nice_range,
+    render, tick_font, time_unit, title_font,
 };
 
 /// One transport's speedup over the baseline: `(transfer size in bytes, speedup)` points, the
@@ -45,16 +45,16 @@ pub fn transport_speedup(
     title: &str,
     baseline: &str,
     curves: &[TransportCurve],
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, 0.0f64, f64::INFINITY, 0.0f64);
     let mut sorted = Vec::with_capacity(curves.len());
     for c in curves {
         for &(x, y) in &c.points {
             if !(x.is_finite() && x > 0.0 && y.is_finite() && y > 0.0) {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "transport_speedup: transport {} has point ({x} B, {y}×): sizes and speedups must be positive numbers",
                     c.transport
-                ));
+                )));
             }
             (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
         }
@@ -168,17 +168,17 @@ pub fn transport_breakdown(
     title: &str,
     size_bytes: f64,
     rows: &[TransportBreakdown],
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     if rows.is_empty() {
         return Err("transport_breakdown: no transports to plot".into());
     }
     for r in rows {
         for (name, v) in parts(r) {
             if !v.is_finite() || v < 0.0 {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "transport_breakdown: transport {} {name} is {v} s; it must be a non-negative number",
                     r.transport
-                ));
+                )));
             }
         }
     }

@@ -8,16 +8,18 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{
-    Figure, colour, err, fmt_num, label_font, legend, render, tick_font, time_unit, title_font,
+    Figure, PlotError, colour, err, fmt_num, label_font, legend, render, tick_font, time_unit,
+    title_font,
 };
 
 /// One device class's utilization: `(t, busy)` points, `t` in seconds and `busy` the fraction of
 /// the class's devices busy from `t` until the next point (0..1). Points may come in any order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UtilSeries {
     /// The device class (e.g. `H100_SXM`).
     pub label: String,
     /// `(time s, busy fraction)` points.
+    #[serde(rename = "time_s_busy_fraction")]
     pub points: Vec<(f64, f64)>,
     /// Drawn dashed in the colour of the solid series before it (not a legend entry of its
     /// own colour).
@@ -33,23 +35,23 @@ pub fn utilization(
     title: &str,
     series: &[UtilSeries],
     t_end: f64,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, PlotError> {
     let mut sorted = Vec::with_capacity(series.len());
     let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
     for s in series {
         let mut pts = s.points.clone();
         for &(t, b) in &pts {
             if !t.is_finite() || !b.is_finite() {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "utilization: series {} has a non-finite point ({t}, {b})",
                     s.label
-                ));
+                )));
             }
             if !(-1e-9..=1.0 + 1e-9).contains(&b) {
-                return Err(format!(
+                return Err(PlotError::NotDrawn(format!(
                     "utilization: series {} has busy fraction {b} at t = {t} s, outside 0..1",
                     s.label
-                ));
+                )));
             }
             t0 = t0.min(t);
             t1 = t1.max(t);

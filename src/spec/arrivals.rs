@@ -122,6 +122,17 @@ pub fn parse(text: &str, tokens: bool) -> Result<Trace, TraceError> {
         }
         t.lines.push(line);
     }
+    // A trace with no rows (an empty file, a header alone) would be a service that never gets
+    // a request: a mistake, never a workload.
+    if t.arrivals.is_empty() {
+        return Err(TraceError {
+            line: 1,
+            column: 1,
+            message: "the trace has no arrivals: expected rows of \
+                      `arrival_s[,prompt_tokens,output_tokens]`, one per line"
+                .into(),
+        });
+    }
     Ok(t)
 }
 

@@ -5,7 +5,7 @@ use super::schema;
 use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::syntax::ast::{Stmt, Value, ValueKind};
 use crate::units::Duration;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Metrics a run can report.
 pub const METRICS: &[&str] = &[
@@ -59,7 +59,7 @@ pub struct Sweep {
     pub span: Span,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plot {
     pub kind: String,
     pub args: Vec<String>,

@@ -817,6 +817,17 @@ pub fn profile_dirs(scenario_dir: Option<&Path>) -> Vec<PathBuf> {
     dirs
 }
 
+/// A calibration folder must resolve inside the folder that holds it (the scenario's, one above
+/// it, or the current one): a `calibration/` that is a symlink to somewhere else is refused,
+/// never read or written through, as an `include` leaving the scenario's folder is.
+pub fn check_profile_dir(dir: &Path) -> Result<(), crate::files::ReadError> {
+    let holder = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    crate::files::confined_dir(dir, holder).map(drop)
+}
+
 /// The file of profile `name`: `NAME.toml` in the first of `dirs` that has one.
 pub fn profile_path(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
     let file = format!("{name}.toml");
@@ -827,6 +838,7 @@ pub fn profile_path(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
 pub fn available_profiles(dirs: &[PathBuf]) -> Vec<String> {
     let mut names: Vec<String> = dirs
         .iter()
+        .filter(|d| check_profile_dir(d).is_ok())
         .filter_map(|d| std::fs::read_dir(d).ok())
         .flatten()
         .filter_map(Result::ok)
@@ -883,9 +895,14 @@ impl ProfileFinder<'_> {
             return None;
         };
         let shown = shown_path(&path);
-        // Confined to its calibration folder: a profile that is a symlink to a file
-        // elsewhere is refused before it is read (its text would be echoed in errors).
+        // Confined to its calibration folder, itself inside the folder holding it: a profile
+        // (or a `calibration/`) that is a symlink to elsewhere is refused before it is read
+        // (its text would be echoed in errors).
         let dir = path.parent().unwrap_or(Path::new("."));
+        if let Err(e) = check_profile_dir(dir) {
+            cx.error(at, format!("calibration folder {} {e}", shown_path(dir)));
+            return None;
+        }
         let text = match crate::files::read_confined(dir, Path::new(&file), None, MAX_PROFILE_BYTES)
         {
             Ok((_, t)) => t,
