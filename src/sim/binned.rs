@@ -41,7 +41,9 @@ impl Binned {
             self.part.resize(i + 1, 0.0);
         }
         self.delta[i] += d;
-        self.part[i] += d * ((i as Time + 1) * self.width - t) as f64;
+        // Saturating: a clock near u64::MAX (a huge compute) keeps a bin's end in range.
+        let end = (i as Time + 1).saturating_mul(self.width);
+        self.part[i] += d * end.saturating_sub(t) as f64;
     }
 
     /// Twice the width: bins 2j and 2j + 1 merge; the first's changes also hold over the
@@ -60,7 +62,7 @@ impl Binned {
         }
         self.delta.truncate(n);
         self.part.truncate(n);
-        self.width *= 2;
+        self.width = self.width.saturating_mul(2);
     }
 
     pub(super) fn widen_to(&mut self, width: Time) {
@@ -90,21 +92,22 @@ impl Binned {
         let (mut level, mut area) = (0.0f64, 0.0f64);
         let mut out = Vec::with_capacity(self.delta.len() + 1);
         let mut i = 0usize;
-        while (i as Time) * self.width < horizon {
-            let start = i as Time * self.width;
+        while (i as Time).saturating_mul(self.width) < horizon {
+            let start = (i as Time).saturating_mul(self.width);
             if i >= self.delta.len() {
                 // No change after: the level holds to the horizon, one point.
                 out.push((start as f64 / 1e9, level.max(0.0)));
                 area += level * (horizon - start) as f64 / 1e9;
                 break;
             }
-            let end = (start + self.width).min(horizon);
+            let full = start.saturating_add(self.width);
+            let end = full.min(horizon);
             let (d, p) = (
                 self.delta.get(i).copied().unwrap_or(0.0),
                 self.part.get(i).copied().unwrap_or(0.0),
             );
             // The bin's changes counted to its full end; cut at the horizon.
-            let cut = (start + self.width - end) as f64;
+            let cut = (full - end) as f64;
             let a = level * (end - start) as f64 + p - d * cut;
             out.push((start as f64 / 1e9, (a / (end - start) as f64).max(0.0)));
             area += a / 1e9;
@@ -153,6 +156,20 @@ mod tests {
         m.merge(b.clone());
         let (_, twice) = m.series(1_000_000_000);
         assert!((twice - 2.0 * area).abs() < 1e-9 * area);
+    }
+
+    #[test]
+    fn a_clock_near_the_end_of_time_neither_overflows_nor_spins() {
+        let mut b = Binned::new(BASE_BIN);
+        b.add(1, 1.0);
+        b.add(u64::MAX - 1, -1.0);
+        assert!(b.delta.len() <= BINS);
+        let (series, area) = b.series(u64::MAX);
+        assert!(series.len() <= BINS + 1);
+        assert!(
+            (area - (u64::MAX - 2) as f64 / 1e9).abs() < 1e-6 * area,
+            "{area}"
+        );
     }
 
     #[test]

@@ -81,13 +81,17 @@ struct Changes {
 }
 
 impl Changes {
-    fn push(&mut self, at: Time, delta: f64, slack: usize) {
+    /// Record a change; with `slack`, compact (and bin past [`EXACT`]) once the changes pass
+    /// twice the last compacted count plus it (`None`: the caller compacts).
+    fn push(&mut self, at: Time, delta: f64, slack: Option<usize>) {
         if let Some(b) = &mut self.bins {
             b.add(at, delta);
             return;
         }
         self.v.push((at, delta));
-        if self.v.len() > 2 * self.compacted + slack {
+        if let Some(slack) = slack
+            && self.v.len() > 2 * self.compacted + slack
+        {
             self.compact();
             if self.v.len() > EXACT {
                 self.bin(BASE_BIN);
@@ -187,7 +191,7 @@ impl UtilTracker {
                 Some(v) => v,
                 None => self.changes.entry(key.to_string()).or_default(),
             };
-            v.push(at, delta, 4096);
+            v.push(at, delta, Some(4096));
         }
     }
 
@@ -276,7 +280,7 @@ impl IndexTracker {
         if v.bins.is_none() && v.v.len() + 1 > 2 * v.compacted + 64 {
             v.compact_net();
         }
-        v.push(at, delta, usize::MAX);
+        v.push(at, delta, None);
         if v.bins.is_none() && v.v.len() > 2 * EXACT {
             v.compact_net();
             if v.v.len() > EXACT {
