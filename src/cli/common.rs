@@ -34,7 +34,7 @@ pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
         err!("{}", loaded.render(color()));
     }
     if loaded.has_errors() {
-        let n = loaded.errors().count();
+        let n = loaded.error_count();
         errln!(
             "error: {} has {n} error{}",
             file.map(|p| p.display().to_string())
