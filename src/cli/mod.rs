@@ -65,6 +65,9 @@ where
 }
 
 fn dispatch(cli: Cli) -> ExitCode {
+    // Before any command can reach rayon's global pool, which would otherwise take its size
+    // from RAYON_NUM_THREADS.
+    orrery::parallel::init_global();
     common::set_allow_infeasible(cli.command.allow_infeasible());
     if let Some(b) = cli.command.budget() {
         match common::parse_budget(b) {
