@@ -202,3 +202,107 @@ fn sixteen_mib_of_junk_lines_cost_memory_in_proportion() {
     );
     let _ = fs::remove_dir_all(&d);
 }
+
+#[test]
+fn bench_refuses_flow_counts_past_its_limit_before_measuring() {
+    for flag in ["--flows", "--dense-flows"] {
+        for count in ["18446744073709551615", "1000001"] {
+            let r = run(&["bench", flag, count], &[]);
+            assert_eq!(r.code, 2, "{flag} {count}: {}", r.stderr);
+            assert!(
+                r.stderr
+                    .contains(&format!("{flag} {count} is out of range: 0 to 1000000")),
+                "{}",
+                r.stderr
+            );
+            // Refused before the first measurement, not after it.
+            assert!(r.stdout.is_empty(), "{}", r.stdout);
+        }
+    }
+}
+
+/// The most threads `pid` had at any of its polls until it exits; its exit status.
+fn peak_threads(mut child: std::process::Child) -> (usize, std::process::ExitStatus) {
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = fs::read_to_string(&status)
+            && let Some(n) = s
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+        {
+            peak = peak.max(n);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            return (peak, st);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(HANG),
+            "ran past {HANG} s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn rayon_num_threads_cannot_lift_the_thread_cap() {
+    // A drill without --threads runs one worker per CPU; RAYON_NUM_THREADS=100000 made rayon
+    // start 1,500 and more. Polled, the count can only be under the true peak, so the bound
+    // never fails spuriously: at most the cap (4 per CPU) plus a few threads of the process's
+    // own (main, the global pool of one per CPU, output).
+    let d = dir("threads");
+    let child = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args([
+            "drill",
+            "scenarios/quickstart.orr",
+            "--seeds",
+            "3",
+            "--horizon",
+            "10 min",
+        ])
+        .args(["--no-plots", "--out", d.to_str().unwrap()])
+        .env("RAYON_NUM_THREADS", "100000")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (peak, status) = peak_threads(child);
+    assert!(status.success(), "{status:?}");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(peak <= 5 * cpus + 8, "{peak} threads on {cpus} CPUs");
+    let _ = fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_compute_past_the_clock_is_one_event_not_a_spin() {
+    // 10¹² EFLOP on an H100 is past what the nanosecond clock counts: the task ends at the
+    // clock's last instant. Closing the link-traffic windows up to that instant never ended
+    // (no window end is past u64::MAX), inside the one event, so --max-events never tripped.
+    let d = dir("compute");
+    let f = d.join("s.orr");
+    fs::write(
+        &f,
+        "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  tasks t x 1 {\n    resources { GPU: 1 }\n    compute 1000000000000 EFLOP bf16\n  }\n}\n",
+    )
+    .unwrap();
+    let out = d.join("out");
+    let r = run(
+        &[
+            "run",
+            f.to_str().unwrap(),
+            "--max-events",
+            "1000",
+            "--no-plots",
+        ]
+        .into_iter()
+        .chain(["--out", out.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("· 1 events"), "{}", r.stdout);
+    let _ = fs::remove_dir_all(&d);
+}
