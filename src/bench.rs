@@ -228,6 +228,7 @@ pub fn fat_tree_text(nodes: u64) -> String {
 }
 
 pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
+    check_sizes(nodes, 1, flows, 0, 0)?;
     let text = fat_tree_text(nodes);
     let loaded = crate::spec::load_str("<flows>", &text);
     let spec = loaded.spec.ok_or("generated fabric is invalid")?;
@@ -287,6 +288,7 @@ pub struct DenseRun {
 /// completion, whichever is first. The spine saturates, so a thousand flows or more share it
 /// at once and every event disturbs many of them. Seeded: the same run every time.
 pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
+    check_sizes(1, 1, 0, flows, 0)?;
     use crate::network::Vertex;
     let loaded = crate::spec::load_str("<dense>", &leaf_spine_text());
     let spec = loaded.spec.ok_or_else(|| {
@@ -347,6 +349,39 @@ pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
     })
 }
 
+/// Most flows `--flows` and `--dense-flows` take: a hundred times the default. A count near
+/// `u64::MAX` overflowed the capacity of the flows' vector, a panic (issue 42).
+pub const MAX_FLOWS: usize = 1_000_000;
+/// Most GPUs `--allreduce` takes: eight per node of the most nodes a scenario may have.
+pub const MAX_ALLREDUCE: usize = 8 * crate::spec::reader::MAX_COUNT as usize;
+/// Most tasks `--tasks` takes: four groups of at most `x 1000000` each.
+pub const MAX_TASKS: u64 = 4 * crate::spec::reader::MAX_COUNT;
+
+/// Every size in range, checked before anything is built or measured: the flag, the figure and
+/// the limit when one is not.
+fn check_sizes(
+    nodes: u64,
+    tasks: u64,
+    flows: usize,
+    dense_flows: usize,
+    allreduce: usize,
+) -> Result<(), String> {
+    let nodes_max = crate::spec::reader::MAX_COUNT;
+    let checks: [(&str, u64, u64, u64); 5] = [
+        ("--nodes", nodes, 1, nodes_max),
+        ("--tasks", tasks, 1, MAX_TASKS),
+        ("--flows", flows as u64, 0, MAX_FLOWS as u64),
+        ("--dense-flows", dense_flows as u64, 0, MAX_FLOWS as u64),
+        ("--allreduce", allreduce as u64, 0, MAX_ALLREDUCE as u64),
+    ];
+    for (flag, value, lo, hi) in checks {
+        if value < lo || value > hi {
+            return Err(format!("{flag} {value} is out of range: {lo} to {hi}"));
+        }
+    }
+    Ok(())
+}
+
 pub struct BenchReport {
     pub text: String,
 }
@@ -360,9 +395,7 @@ pub fn run(
     contention: bool,
     remote_inputs: bool,
 ) -> Result<BenchReport, String> {
-    if nodes == 0 || tasks == 0 {
-        return Err("--nodes and --tasks must be at least 1".into());
-    }
+    check_sizes(nodes, tasks, flows, dense_flows, allreduce)?;
     let mut o = String::new();
     for pending in [1_000usize, 1_000_000] {
         let rate = core_loop(pending, 10_000_000);

@@ -136,7 +136,7 @@ fn stmt(depth: u32) -> BoxedStrategy<Stmt> {
                 },
                 values,
                 commas,
-                block,
+                block: block.map(Box::new),
                 span: sp(),
                 leading,
                 trailing_comment,

@@ -1,5 +1,6 @@
 //! Fuzz the readers of the other files a user hands Orrery: calibration profiles, arrival
-//! traces, sweep shards and standard benchmark outputs. Any input must end in a value or an
+//! traces, sweep shards, standard benchmark outputs, flow files (`orrery flows`) and accuracy
+//! tables (`orrery accuracy --table`). Any input must end in a value or an
 //! error (located inside the text where the reader locates errors), never a panic; a profile
 //! that reads must survive its own TOML round trip, and appending a validation record to it
 //! must give a profile that reads.
@@ -26,6 +27,15 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = orrery::experiment::json::shard_from_json(text);
+    // `orrery flows` files: a flow file that reads, or located errors inside it.
+    if let Err(diags) = orrery::network::flowfile::FlowFile::parse(text, 0) {
+        for d in diags {
+            assert!(d.span.start <= d.span.end && d.span.end <= text.len().max(1), "{d:?}");
+        }
+    }
+    // `orrery accuracy --table DIR` tables and the known gaps they cite.
+    let _ = orrery::accuracy::table::parse("fuzz.toml", text);
+    let _ = orrery::accuracy::table::parse_gaps("gaps.toml", text);
     use orrery::calibrate::import::{ImportOptions, Input, import};
     let input = Input {
         text: text.to_string(),

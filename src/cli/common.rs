@@ -2,6 +2,7 @@
 //! `--horizon`, `--policy` and `--failures` parsing, the progress bar and the closing lines.
 
 use orrery::diag;
+use orrery::parallel::THREADS_PER_CPU;
 use orrery::spec::{self, Loaded};
 use std::path::Path;
 use std::process::ExitCode;
@@ -34,7 +35,7 @@ pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
         err!("{}", loaded.render(color()));
     }
     if loaded.has_errors() {
-        let n = loaded.errors().count();
+        let n = loaded.error_count();
         errln!(
             "error: {} has {n} error{}",
             file.map(|p| p.display().to_string())
@@ -154,15 +155,11 @@ pub(super) fn broken(violations: &[String]) -> Option<ExitCode> {
     Some(ExitCode::from(1))
 }
 
-/// Most worker threads per CPU `--threads` may ask for: more only adds scheduling overhead
-/// (runs are CPU-bound), and a huge count would spend minutes starting threads.
-pub(super) const THREADS_PER_CPU: usize = 4;
-
 /// `--threads` of every command: 1 to [`THREADS_PER_CPU`] × the CPUs here; absent, one per
-/// CPU (0 to the pool).
+/// CPU (0 to the pool, which `orrery::parallel` sizes whatever `RAYON_NUM_THREADS` says).
 pub(super) fn check_threads(t: Option<usize>) -> Result<usize, String> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let max = THREADS_PER_CPU * cpus;
+    let cpus = orrery::parallel::cpus();
+    let max = orrery::parallel::max_threads();
     match t {
         None => Ok(0),
         Some(0) => Err("--threads must be at least 1".into()),

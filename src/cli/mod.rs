@@ -45,6 +45,33 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    contain_panic(|| run_captured_inner(argv))
+}
+
+/// `f`, or, if it panics, what the binary gives for a panic: status 101 and the message on
+/// standard error. A panic that crossed into Python became pyo3's `PanicException`, which
+/// `except Exception` does not catch (issue 42); this way every failure is a status, which
+/// the Python package raises as `OrreryError`.
+fn contain_panic(f: impl FnOnce() -> (u8, String, String)) -> (u8, String, String) {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        (
+            101,
+            String::new(),
+            format!("error: internal error (a bug in orrery): {what}\n"),
+        )
+    })
+}
+
+fn run_captured_inner<I, T>(argv: I) -> (u8, String, String)
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     out::capture(|| {
         let code = match Cli::try_parse_from(argv) {
             Ok(cli) => dispatch(cli),
@@ -65,6 +92,9 @@ where
 }
 
 fn dispatch(cli: Cli) -> ExitCode {
+    // Before any command can reach rayon's global pool, which would otherwise take its size
+    // from RAYON_NUM_THREADS.
+    orrery::parallel::init_global();
     common::set_allow_infeasible(cli.command.allow_infeasible());
     if let Some(b) = cli.command.budget() {
         match common::parse_budget(b) {
@@ -276,5 +306,19 @@ fn dispatch(cli: Cli) -> ExitCode {
             contention,
             remote_inputs,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_panic_comes_back_as_status_101() {
+        let (code, out, err) = super::contain_panic(|| panic!("boom"));
+        assert_eq!((code, out.as_str()), (101, ""));
+        assert_eq!(err, "error: internal error (a bug in orrery): boom\n");
+        let (code, _, err) = super::contain_panic(|| panic!("{}", 7));
+        assert_eq!(code, 101);
+        assert!(err.ends_with(": 7\n"), "{err}");
+        assert_eq!(super::contain_panic(|| (0, "a".into(), String::new())).0, 0);
     }
 }

@@ -145,11 +145,13 @@ impl Request {
         self
     }
 
+    /// The amount of resource `id` (0 when not asked for). By binary search over the sorted
+    /// amounts: callers look up every resource of a quota or a node in turn, which a scan
+    /// made quadratic in the number of custom resources (issue 42).
     pub fn get(&self, id: usize) -> i64 {
         self.amounts
-            .iter()
-            .find(|e| e.0 == id)
-            .map(|e| e.1)
+            .binary_search_by_key(&id, |e| e.0)
+            .map(|k| self.amounts[k].1)
             .unwrap_or(0)
     }
 

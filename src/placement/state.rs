@@ -755,8 +755,15 @@ impl ClusterState {
         };
         let off = self.quota_off[t];
         let n = &mut self.nodes[node];
+        // Amounts are a request's, sorted by id: each quota resource is found by binary
+        // search, not a scan (quotas and requests of 20,000 custom resources spent minutes
+        // here, issue 42).
+        debug_assert!(amounts.windows(2).all(|w| w[0].0 < w[1].0));
         for (k, &(id, _)) in rules.quota.iter().enumerate() {
-            let a = amounts.iter().find(|e| e.0 == id).map(|e| e.1).unwrap_or(0);
+            let a = amounts
+                .binary_search_by_key(&id, |e| e.0)
+                .map(|i| amounts[i].1)
+                .unwrap_or(0);
             if a == 0 {
                 continue;
             }

@@ -201,9 +201,11 @@ impl LinkTraffic {
     /// Whether the time series has a window ending by `now` to close (before the network
     /// moves there).
     pub fn crosses(&self, now: u64) -> bool {
-        self.windows
-            .as_ref()
-            .is_some_and(|w| (w.closed.len() as u64 + 1) * w.ns <= now)
+        self.windows.as_ref().is_some_and(|w| {
+            (w.closed.len() as u64 + 1)
+                .checked_mul(w.ns)
+                .is_some_and(|e| e <= now)
+        })
     }
 
     /// Closes every window that ends in `(clock, now]`, the network being at `clock`.
@@ -219,10 +221,11 @@ impl LinkTraffic {
         };
         loop {
             let k = w.closed.len() as u64;
-            let end = (k + 1) * w.ns;
-            if end > now {
+            // Past u64::MAX no window can end: a run whose clock saturated there (a huge
+            // `compute`) looped here forever (issue 42).
+            let Some(end) = (k + 1).checked_mul(w.ns).filter(|&e| e <= now) else {
                 break;
-            }
+            };
             let dt = end.saturating_sub(clock) as f64 / 1e9;
             let moved = self.moved_by(net, live.clone(), dt);
             let mut win = [0.0; N];
@@ -246,7 +249,7 @@ impl LinkTraffic {
                     })
                     .collect();
                 w.closed = merged;
-                w.ns *= 2;
+                w.ns = w.ns.saturating_mul(2);
             }
         }
         self.windows = Some(w);

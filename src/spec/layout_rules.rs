@@ -17,7 +17,7 @@ pub(super) fn layout_fits(
     micro: u64,
     model_at: Span,
 ) -> bool {
-    let n = cx.diags.len();
+    let n = cx.error_count();
     let at = |x: &Part| x.1.unwrap_or(p.head);
     let (tp, pp, v, dp, ep) = (
         u64::from(p.tp.0),
@@ -148,7 +148,7 @@ pub(super) fn layout_fits(
             }
         }
     }
-    cx.diags.len() == n
+    cx.error_count() == n
 }
 
 /// Megatron-Core's rules for uneven stages (`TransformerConfig.__post_init__`, "Uneven PP",

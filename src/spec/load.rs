@@ -6,7 +6,7 @@
 use super::reader::{self as rd, Args, Cx};
 use super::workload::ResourceScope;
 use super::{Spec, cluster, experiment, failure, hardware, model, schema, transport, workload};
-use crate::diag::{Diagnostic, FileId, SourceMap, Span};
+use crate::diag::{Diagnostic, FileId, Omitted, SourceMap, Span};
 use crate::syntax::{self, Stmt};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,9 @@ pub struct Loaded {
     pub spec: Option<Spec>,
     pub sources: SourceMap,
     pub diags: Vec<Diagnostic>,
+    /// Diagnostics found past the resolver's cap ([`super::reader::MAX_KEPT`]): counted in
+    /// every total and the rendered closing line, not kept.
+    pub omitted: Omitted,
     pub root: FileId,
     /// The parsed statements before resolving, kept so that sweeps can rewrite and resolve
     /// them again ([`Loaded::with_overrides`]).
@@ -58,8 +61,14 @@ impl Loaded {
     pub fn has_errors(&self) -> bool {
         self.errors().next().is_some()
     }
+    /// Every error found, kept or only counted.
+    pub fn error_count(&self) -> usize {
+        self.errors().count() + self.omitted.errors
+    }
+    /// The diagnostics as text: the first [`crate::diag::MAX_SHOWN`], then one line counting
+    /// the rest (omitted ones included).
     pub fn render(&self, color: bool) -> String {
-        crate::diag::render(&self.sources, &self.diags, color)
+        crate::diag::render_omitting(&self.sources, &self.diags, self.omitted, color)
     }
 
     /// The scenario with `overrides` applied to its syntax tree, resolved again: a sweep's
@@ -70,9 +79,7 @@ impl Loaded {
     pub fn with_overrides(&self, overrides: &[Override]) -> Loaded {
         let p = &*self.parsed;
         let mut items = p.items.clone();
-        let mut cx = Cx {
-            diags: p.diags.clone(),
-        };
+        let mut cx = Cx::with(p.diags.clone(), Omitted::default());
         let mut policy = None;
         for o in overrides {
             if !super::experiment::is_path(&o.param) {
@@ -99,7 +106,7 @@ impl Loaded {
         let mut spec = if cx.diags.iter().any(Diagnostic::is_error) {
             Spec::default()
         } else {
-            resolve(&mut cx, items, &mut profiles)
+            resolve(&mut cx, &items, &mut profiles)
         };
         check_placeable(&mut cx, &spec, p.opts);
         let new: Vec<Diagnostic> = cx.diags.drain(before..).collect();
@@ -145,6 +152,7 @@ impl Loaded {
             spec: (!has_errors).then_some(spec),
             sources,
             diags: cx.diags,
+            omitted: cx.omitted,
             root: self.root,
             parsed: self.parsed.clone(),
         }
@@ -163,10 +171,16 @@ fn check_sweeps(loaded: &mut Loaded, experiments: &[experiment::Experiment]) {
                     span: sw.span,
                 };
                 let variant = loaded.with_overrides(std::slice::from_ref(&o));
-                let mut errs: Vec<Diagnostic> = variant.errors().cloned().collect();
                 // A path that leads nowhere fails for every value: say it once.
-                let path_error = errs.iter().any(|d| d.span == sw.span);
-                loaded.diags.append(&mut errs);
+                let path_error = variant.errors().any(|d| d.span == sw.span);
+                loaded.omitted.errors += variant.omitted.errors;
+                for d in variant.errors() {
+                    if loaded.diags.len() < super::reader::MAX_KEPT {
+                        loaded.diags.push(d.clone());
+                    } else {
+                        loaded.omitted.count(d.severity);
+                    }
+                }
                 if path_error {
                     break;
                 }
@@ -268,22 +282,21 @@ fn load(
     let root = l.sources.add_keyed(name, "", text);
     let dirs = profile_dirs(l.root_dir.as_deref());
     l.file(root, text, canon, 0);
-    let mut cx = Cx {
-        diags: std::mem::take(&mut l.diags),
-    };
+    let mut cx = Cx::with(std::mem::take(&mut l.diags), Omitted::default());
     let mut profiles = ProfileFinder {
         sources: &mut l.sources,
         dirs,
         cache: BTreeMap::new(),
     };
+    // Kept for sweeps, which rewrite and resolve them again; resolving only reads them.
     let parsed = Parsed {
-        items: l.items.clone(),
+        items: l.items,
         sources: profiles.sources.clone(),
         diags: cx.diags.clone(),
         dirs: profiles.dirs.clone(),
         opts,
     };
-    let spec = resolve(&mut cx, l.items, &mut profiles);
+    let spec = resolve(&mut cx, &parsed.items, &mut profiles);
     check_placeable(&mut cx, &spec, opts);
     let has_errors = cx.diags.iter().any(Diagnostic::is_error);
     let experiments = spec.experiments.clone();
@@ -291,6 +304,7 @@ fn load(
         spec: (!has_errors).then_some(spec),
         sources: l.sources,
         diags: cx.diags,
+        omitted: cx.omitted,
         root,
         parsed: std::sync::Arc::new(parsed),
     };
@@ -328,7 +342,16 @@ impl Loader {
         if let Some(c) = &canon {
             self.stack.push(c.clone());
         }
-        for s in file.stmts {
+        // Moved over from the back of the parsed vector, which is shrunk as it empties, so a
+        // file's statements are held about once, not twice, at the peak: a 16 MiB file of
+        // one-word statements is over a million of them (issue 42).
+        let mut stmts = file.stmts;
+        stmts.reverse();
+        self.items.reserve(stmts.len());
+        while let Some(s) = stmts.pop() {
+            if stmts.len() % (1 << 16) == 0 {
+                stmts.shrink_to_fit();
+            }
             if s.key.name == "include" {
                 self.include(&s, canon.as_deref(), depth);
             } else {
@@ -511,11 +534,11 @@ impl<T: Clone> Registry<T> {
     }
 }
 
-fn resolve(cx: &mut Cx, items: Vec<(Stmt, Origin)>, profiles: &mut ProfileFinder) -> Spec {
+fn resolve(cx: &mut Cx, items: &[(Stmt, Origin)], profiles: &mut ProfileFinder) -> Spec {
     // Sort declarations by kind, reporting unknown top-level keywords.
     let mut by_kind: BTreeMap<&'static str, Vec<Decl>> = BTreeMap::new();
     let mut calibrations: Vec<(String, Span)> = Vec::new();
-    for (s, origin) in &items {
+    for (s, origin) in items {
         let Some(def) = cx.find_def(s, schema::TOP, "a scenario") else {
             continue;
         };

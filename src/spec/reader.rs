@@ -6,7 +6,7 @@
 //! of ..."), so a typo never passes silently.
 
 use super::schema::StmtDef;
-use crate::diag::{Diagnostic, Span, did_you_mean};
+use crate::diag::{Diagnostic, Omitted, Span, did_you_mean};
 use crate::syntax::ast::{Block, MapKey, Stmt, Value, ValueKind};
 use crate::units::{self, Kind};
 
@@ -15,18 +15,68 @@ pub const MAX_COUNT: u64 = 1_000_000;
 /// Largest number of names one pattern may expand to.
 pub const MAX_PATTERN: u64 = 100_000;
 
-/// Collects diagnostics while resolving.
+/// Diagnostics a resolver keeps; past this, it counts them ([`Cx::omitted`]) and drops them.
+/// A 4 MiB file of unknown statements gave 331,186 errors and half a gigabyte of diagnostics
+/// (issue 42); only [`crate::diag::MAX_SHOWN`] of them are ever printed.
+pub const MAX_KEPT: usize = 1_000;
+
+/// Collects diagnostics while resolving: the first [`MAX_KEPT`] kept (always at least one
+/// error when there is one, so "has errors" stays true), the rest counted in `omitted`.
 #[derive(Default)]
 pub struct Cx {
     pub diags: Vec<Diagnostic>,
+    /// Diagnostics past [`MAX_KEPT`]: counted, not kept.
+    pub omitted: Omitted,
+    /// Errors ever reported through [`Cx::push`] and [`Cx::error`], kept or not.
+    errors: usize,
+    /// Whether an error is among `diags`.
+    kept_error: bool,
+    /// The last [`RECENT`] diagnostics pushed, kept or not: their spans, and whether each is
+    /// an error ([`Args::finish`] asks whether its statement just had one).
+    recent: std::collections::VecDeque<(Span, bool)>,
 }
 
+/// How many of the last diagnostics [`Cx`] remembers whatever its cap.
+const RECENT: usize = 8;
+
 impl Cx {
+    /// A collector that starts with `diags` (already capped by whoever collected them).
+    pub fn with(diags: Vec<Diagnostic>, omitted: Omitted) -> Cx {
+        let kept_error = diags.iter().any(Diagnostic::is_error);
+        Cx {
+            errors: diags.iter().filter(|d| d.is_error()).count() + omitted.errors,
+            diags,
+            omitted,
+            kept_error,
+            recent: Default::default(),
+        }
+    }
     pub fn error(&mut self, span: Span, msg: impl Into<String>) {
-        self.diags.push(Diagnostic::error(span, msg));
+        self.push(Diagnostic::error(span, msg));
     }
     pub fn push(&mut self, d: Diagnostic) {
-        self.diags.push(d);
+        let error = d.is_error();
+        self.errors += usize::from(error);
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((d.span, error));
+        if self.diags.len() < MAX_KEPT || (error && !self.kept_error) {
+            self.kept_error |= error;
+            self.diags.push(d);
+        } else {
+            self.omitted.count(d.severity);
+        }
+    }
+    /// Whether the resolver is past its cap: work that only finds more diagnostics (such as
+    /// a "did you mean" search) can be skipped.
+    pub fn full(&self) -> bool {
+        self.diags.len() >= MAX_KEPT
+    }
+    /// Errors reported so far, kept or not: compare before and after a step to learn whether
+    /// it found one.
+    pub fn error_count(&self) -> usize {
+        self.errors
     }
 
     /// Walk a block's statements: unknown keys and duplicates of single statements are
@@ -68,12 +118,17 @@ impl Cx {
         let key = s.key.name.as_str();
         let def = defs.iter().find(|d| d.key == key);
         if def.is_none() {
-            let help = did_you_mean(key, defs.iter().map(|d| d.key)).unwrap_or_else(|| {
-                format!(
-                    "{what} accepts: {}",
-                    defs.iter().map(|d| d.key).collect::<Vec<_>>().join(", ")
-                )
-            });
+            // Past the cap only the count matters: skip the suggestion (a 16 MiB file of
+            // unknown words is millions of them).
+            let help = (!self.full())
+                .then(|| did_you_mean(key, defs.iter().map(|d| d.key)))
+                .flatten()
+                .unwrap_or_else(|| {
+                    format!(
+                        "{what} accepts: {}",
+                        defs.iter().map(|d| d.key).collect::<Vec<_>>().join(", ")
+                    )
+                });
             self.push(
                 Diagnostic::error(s.key.span, format!("unknown statement `{key}` in {what}"))
                     .with_help(help),
@@ -93,7 +148,7 @@ impl Cx {
                 .with_label("block expected after this"),
             );
         }
-        s.block.as_ref()
+        s.block.as_deref()
     }
 
     /// Statements that take no block must not have one.
@@ -226,13 +281,12 @@ impl<'a> Args<'a> {
     /// Leftovers are not reported after an error in the same statement: they are usually
     /// the consequence of that error, not a second problem.
     pub fn finish(mut self, cx: &mut Cx) {
-        cx.diags.append(&mut self.diags);
+        for d in std::mem::take(&mut self.diags) {
+            cx.push(d);
+        }
         let sp = self.stmt.span;
-        let errored = cx.diags.iter().rev().take(8).any(|d| {
-            d.is_error()
-                && d.span.file == sp.file
-                && d.span.start >= sp.start
-                && d.span.start <= sp.end
+        let errored = cx.recent.iter().any(|&(s, error)| {
+            error && s.file == sp.file && s.start >= sp.start && s.start <= sp.end
         });
         if errored {
             return;
@@ -564,14 +618,23 @@ pub fn map<'a>(cx: &mut Cx, v: &'a Value) -> Option<&'a [(MapKey, Value)]> {
 
 /// Reject duplicate keys in a map.
 pub fn unique_keys(cx: &mut Cx, entries: &[(MapKey, Value)]) -> bool {
+    // A map of 50,000 keys compared each with those before it took seconds (issue 42): look
+    // each key up in the keys seen so far instead.
+    let mut first: std::collections::HashMap<&str, Span> =
+        std::collections::HashMap::with_capacity(entries.len());
     let mut ok = true;
-    for (k, (key, _)) in entries.iter().enumerate() {
-        if let Some((first, _)) = entries[..k].iter().find(|(f, _)| f.name == key.name) {
-            cx.push(
-                Diagnostic::error(key.span, format!("key `{}` is given twice", key.name))
-                    .with_secondary(first.span, "first given here"),
-            );
-            ok = false;
+    for (key, _) in entries {
+        match first.entry(key.name.as_str()) {
+            std::collections::hash_map::Entry::Occupied(f) => {
+                cx.push(
+                    Diagnostic::error(key.span, format!("key `{}` is given twice", key.name))
+                        .with_secondary(*f.get(), "first given here"),
+                );
+                ok = false;
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(key.span);
+            }
         }
     }
     ok

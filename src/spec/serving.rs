@@ -304,7 +304,7 @@ impl ServiceModel {
             }
             return None;
         };
-        let n = cx.diags.len();
+        let n = cx.error_count();
         for s in stmts {
             let k = s.key.name.as_str();
             if FLOP_KEYS.contains(&k) || k == "request" || k == "response" {
@@ -325,7 +325,7 @@ impl ServiceModel {
             );
         }
         let model = model?;
-        if self.failed || cx.diags.len() != n {
+        if self.failed || cx.error_count() != n {
             return None;
         }
         let (tp, tp_at) = self.tp.unwrap_or((1, span));

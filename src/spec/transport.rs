@@ -62,7 +62,7 @@ pub fn transport(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Option<
         span,
         ..Transport::default()
     };
-    let errors = cx.diags.len();
+    let errors = cx.error_count();
     cx.each(stmts, schema::TRANSPORT, "a transport", |cx, s, def| {
         cx.no_block(s);
         let mut a = Args::new(s, def);
@@ -118,13 +118,13 @@ pub fn transport(cx: &mut Cx, name: &str, span: Span, stmts: &[Stmt]) -> Option<
         })();
         a.finish(cx);
     });
-    if t.kind.is_empty() && cx.diags.len() == errors {
+    if t.kind.is_empty() && cx.error_count() == errors {
         cx.push(
             crate::diag::Diagnostic::error(span, format!("transport `{name}` needs a `kind`"))
                 .with_help(format!("kinds: {}", schema::TRANSPORT_KINDS.join(", "))),
         );
     }
-    (cx.diags[errors..].iter().all(|d| !d.is_error()) && !t.kind.is_empty()).then_some(t)
+    (cx.error_count() == errors && !t.kind.is_empty()).then_some(t)
 }
 
 // ---- tenant transport rules ------------------------------------------------------------------

@@ -31,7 +31,8 @@ pub struct Stmt {
     pub values: Vec<Value>,
     /// Indices `i` such that a comma follows `values[i]` (kept for `fmt`; meaningless otherwise).
     pub commas: Vec<usize>,
-    pub block: Option<Block>,
+    /// Boxed: most statements have none, and the box keeps every statement 64 bytes smaller.
+    pub block: Option<Box<Block>>,
     pub span: Span,
     pub leading: Vec<Trivia>,
     pub trailing_comment: Option<String>,

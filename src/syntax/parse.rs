@@ -6,6 +6,7 @@
 //! (see [`MAX_DEPTH`], [`MAX_FILE_BYTES`], [`MAX_IDENT_CHARS`]) so hostile input cannot overflow the stack.
 
 use super::ast::*;
+use super::recover::recover;
 use crate::diag::{Diagnostic, FileId, Span};
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while1};
@@ -21,11 +22,16 @@ pub const MAX_DEPTH: usize = 64;
 pub const MAX_FILE_BYTES: usize = 16 << 20;
 /// The parser stops after this many errors in one file.
 pub const MAX_ERRORS: usize = 100;
+/// Most statements, values and comments in one file. Each costs a few hundred bytes once
+/// parsed: a 16 MiB file of `a` lines is 8 million statements, which took 2.5 GB (issue 42).
+/// Patterns (`r[0..31]`) and counts (`x 1000`) write large clusters and workloads in a line,
+/// so no scenario comes near it.
+pub const MAX_NODES: usize = 1_000_000;
 /// Longest identifier accepted. Names reach every trace event and report row that mentions
 /// them; a 70,000-character workload name made `run --trace` write gigabytes (issue 16).
 pub const MAX_IDENT_CHARS: usize = 256;
 
-type In<'a> = LocatedSpan<&'a str>;
+pub(super) type In<'a> = LocatedSpan<&'a str>;
 type NomRes<'a, T> = IResult<In<'a>, T, nom::error::Error<In<'a>>>;
 
 /// A parse failure inside one statement: where, and what was expected there.
@@ -58,9 +64,17 @@ pub fn parse(src: &str, file: FileId) -> (File, Vec<Diagnostic>) {
         depth: 0,
         fatal: false,
         unplaced: Vec::new(),
+        recovery_budget: RECOVERY_SCANS.saturating_mul(src.len()),
+        nodes: 0,
+        too_many: None,
     };
     let input = In::new(src);
     let (_, stmts, trailing) = p.stmts(input, None);
+    if let Some(d) = p.too_many {
+        // Refused whole, as a file over the size limit is: what was read of it is no
+        // scenario, and its errors would hide this one.
+        return (File::default(), vec![d]);
+    }
     let file_ast = File {
         stmts,
         trailing,
@@ -76,7 +90,19 @@ struct Parser {
     /// Set when continuing would only produce noise (nesting limit, too many errors).
     fatal: bool,
     unplaced: Vec<Span>,
+    /// Bytes [`recover`] may still scan looking for where a broken statement's brackets close.
+    recovery_budget: usize,
+    /// Statements, values and comments so far ([`MAX_NODES`]).
+    nodes: usize,
+    /// The error for a file past [`MAX_NODES`], which is then refused whole.
+    too_many: Option<Diagnostic>,
 }
+
+/// [`recover`] scans at most this many times the file's size in all. Each recovery may scan
+/// to the end of the file for a closing bracket; 100 lines that each open a bracket made a
+/// 16 MiB file cost 1.6 GB of scanning (issue 42). Past the budget a broken statement skips
+/// just its line, as one whose brackets never balance does.
+const RECOVERY_SCANS: usize = 2;
 
 fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
@@ -104,7 +130,7 @@ fn number_text(i: In) -> NomRes<In> {
     .parse(i)
 }
 
-fn off(i: &In) -> usize {
+pub(super) fn off(i: &In) -> usize {
     i.location_offset()
 }
 
@@ -112,7 +138,7 @@ fn peek(i: &In) -> Option<char> {
     i.fragment().chars().next()
 }
 
-fn advance<'a>(i: In<'a>, n: usize) -> In<'a> {
+pub(super) fn advance<'a>(i: In<'a>, n: usize) -> In<'a> {
     use nom::Input;
     i.take_from(n.min(i.fragment().len()))
 }
@@ -186,6 +212,27 @@ impl Parser {
         Ok(())
     }
 
+    /// Counts one statement, value or comment starting at `i`; past [`MAX_NODES`] the file is
+    /// abandoned with one error there.
+    fn node(&mut self, i: &In) -> Result<(), PErr> {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            self.fatal = true;
+            let e = self.err(
+                i,
+                format!("more than {MAX_NODES} statements, values and comments in one file"),
+            );
+            if self.too_many.is_none() {
+                let at = self.span(e.start, e.end);
+                self.too_many = Some(Diagnostic::error(at, e.msg.clone()).with_help(
+                    "write large clusters and workloads with patterns (`r[0..31]`) and counts (`x 1000`)",
+                ));
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Comments, blank lines and `;` between statements. `line_has_content` says whether
     /// the current line already held something (so its newline is not a blank line).
     fn trivia<'a>(
@@ -198,13 +245,18 @@ impl Parser {
             i = spaces(i);
             match peek(&i) {
                 Some('\n') => {
-                    if !line_has_content {
+                    // Blank lines in a row print as one: keep one.
+                    if !line_has_content && out.last() != Some(&Trivia::Blank) {
                         out.push(Trivia::Blank);
                     }
                     line_has_content = false;
                     i = advance(i, 1);
                 }
                 Some('#') => {
+                    if let Err(e) = self.node(&i) {
+                        self.report(e);
+                        return i;
+                    }
                     let (rest, text) = comment(i);
                     out.push(Trivia::Comment(text));
                     line_has_content = true;
@@ -227,8 +279,11 @@ impl Parser {
                 Some('\n') => i = advance(i, 1),
                 Some('#') => {
                     let start = off(&i);
+                    let counted = !self.fatal && self.node(&i).map_err(|e| self.report(e)).is_ok();
                     let (rest, _) = comment(i);
-                    self.unplaced.push(self.span(start, off(&rest)));
+                    if counted {
+                        self.unplaced.push(self.span(start, off(&rest)));
+                    }
                     i = rest;
                 }
                 _ => return i,
@@ -278,7 +333,7 @@ impl Parser {
                             let at = e.start;
                             self.report(e);
                             pending.clear();
-                            i = recover(start, at);
+                            i = recover(start, at, &mut self.recovery_budget);
                             line_has_content = true;
                         }
                     }
@@ -289,6 +344,7 @@ impl Parser {
 
     /// One statement: `key values [block]`, then a terminator.
     fn stmt<'a>(&mut self, i: In<'a>) -> R<'a, Stmt> {
+        self.node(&i)?;
         let start = off(&i);
         let (mut i, key) = match self.ident(i) {
             Ok(r) => r,
@@ -330,7 +386,7 @@ impl Parser {
                 }
                 Some('{') if !self.is_map(i) => {
                     let (rest, b) = self.block(i)?;
-                    block = Some(b);
+                    block = Some(Box::new(b));
                     i = spaces(rest);
                     if !matches!(
                         peek(&i),
@@ -361,6 +417,9 @@ impl Parser {
             i = rest;
         }
         let span = self.span(start, end);
+        // A vector's first push reserves four values; most statements hold one or two, and a
+        // 16 MiB file of one-word statements spent 1 GB on the spare room (issue 42).
+        values.shrink_to_fit();
         Ok((
             i,
             Stmt {
@@ -436,6 +495,7 @@ impl Parser {
     }
 
     fn value<'a>(&mut self, i: In<'a>) -> R<'a, Value> {
+        self.node(&i)?;
         let start = off(&i);
         let c = peek(&i).unwrap_or('\0');
         let (rest, kind) = match c {
@@ -808,59 +868,4 @@ fn found(i: &In) -> String {
         }
         Some(c) => format!("`{c}`"),
     }
-}
-
-/// After an error in the statement that starts at `start`, skip to where the next one can
-/// begin: the end of the statement's line at bracket depth zero (a block the statement opened
-/// is skipped whole), or a `}` that closes the enclosing block. If the statement's brackets
-/// never balance, skip just the rest of the line where the error is.
-fn recover(start: In, err_at: usize) -> In {
-    let s = start.fragment();
-    let mut depth: i64 = 0;
-    let mut in_str = false;
-    let mut escaped = false;
-    let mut in_comment = false;
-    for (k, c) in s.char_indices() {
-        if in_comment {
-            if c == '\n' {
-                in_comment = false;
-            } else {
-                continue;
-            }
-        }
-        if in_str {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_str = false,
-                '\n' => in_str = false,
-                _ => {}
-            }
-            if c != '\n' {
-                continue;
-            }
-        }
-        match c {
-            '"' => in_str = true,
-            '#' => in_comment = true,
-            '{' | '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
-            '}' => {
-                if depth == 0 {
-                    return advance(start, k);
-                }
-                depth -= 1;
-            }
-            '\n' | ';' if depth <= 0 => return advance(start, k),
-            _ => {}
-        }
-    }
-    // Unbalanced to the end: skip the rest of the line where the error is.
-    let rel = err_at.saturating_sub(off(&start)).min(s.len());
-    let rel = (0..=rel)
-        .rev()
-        .find(|r| s.is_char_boundary(*r))
-        .unwrap_or(0);
-    let line_end = s[rel..].find('\n').map(|n| rel + n).unwrap_or(s.len());
-    advance(start, line_end.max(rel + 1).min(s.len()))
 }

@@ -32,7 +32,7 @@ impl KvSeries {
         }
         while to.div_ceil(self.ns) as usize > MAX_WINDOWS {
             self.acc = self.acc.chunks(2).map(|p| p.iter().sum()).collect();
-            self.ns *= 2;
+            self.ns = self.ns.saturating_mul(2);
         }
         let last = to.div_ceil(self.ns) as usize;
         if self.acc.len() < last {
@@ -41,7 +41,9 @@ impl KvSeries {
         let mut k = (from / self.ns) as usize;
         let mut t = from;
         while t < to {
-            let end = ((k as u64 + 1) * self.ns).min(to);
+            // Saturating: near u64::MAX (a clock that saturated) the product wrapped to 0 and
+            // this loop never ended (issue 42).
+            let end = (k as u64 + 1).saturating_mul(self.ns).min(to);
             self.acc[k] += frac * (end - t) as f64;
             t = end;
             k += 1;
@@ -55,7 +57,7 @@ impl KvSeries {
         let pts = (0..n)
             .map(|k| {
                 let start = k as u64 * self.ns;
-                let len = ((k as u64 + 1) * self.ns).min(end) - start;
+                let len = (k as u64 + 1).saturating_mul(self.ns).min(end) - start;
                 let v = self.acc.get(k).copied().unwrap_or(0.0);
                 (start as f64 / 1e9, (v / len.max(1) as f64).clamp(0.0, 1.0))
             })

@@ -299,12 +299,27 @@ impl Recorder {
 
     /// Window mode: add `[start, end)` to the busy time of the windows it covers, flushing a
     /// set's window when work reaches a later one.
+    ///
+    /// Whole windows that the work fills alone are recorded in one step, as the span their
+    /// flushes would have merged into: window by window, one task of 10⁹ s took 10⁹ turns of
+    /// this loop inside one event, where `--max-events` never looks (issue 42).
     fn accumulate(&mut self, set: u32, start: u64, end: u64, kind: SpanKind, label: u32) {
         let mut at = start;
         while at < end {
             let w = at / WINDOW_NS;
-            let until = end.min((w + 1) * WINDOW_NS);
             let cur = self.window.get(&set).map(|x| x.0);
+            // The last whole window stays for the loop, so the set's open window after this
+            // call is the one the window-by-window walk leaves.
+            let last_whole = (end / WINDOW_NS)
+                .saturating_sub(1)
+                .saturating_mul(WINDOW_NS);
+            if at.is_multiple_of(WINDOW_NS) && last_whole > at && cur != Some(w) {
+                self.flush(set);
+                self.push(set, at, last_whole, kind, label, None);
+                at = last_whole;
+                continue;
+            }
+            let until = end.min((w + 1).saturating_mul(WINDOW_NS));
             if cur.is_some_and(|c| c != w) {
                 self.flush(set);
             }
@@ -326,7 +341,7 @@ impl Recorder {
         let Some((w, parts)) = self.window.remove(&set) else {
             return;
         };
-        let mut at = w * WINDOW_NS;
+        let mut at = w.saturating_mul(WINDOW_NS);
         for (kind, label, busy) in parts {
             self.push(set, at, at + busy, kind, label, None);
             at += busy;
@@ -497,6 +512,45 @@ mod tests {
         let t = r.finish(100);
         let spans: Vec<_> = t.of_device(0).iter().map(|s| (s.1, s.2)).collect();
         assert_eq!(spans, vec![(0.0, 50e-9), (60e-9, 70e-9)]);
+    }
+
+    #[test]
+    fn long_work_in_window_mode_is_recorded_as_window_by_window() {
+        // Past EXACT_PER_SET, long spans (partial windows at both ends, whole ones between)
+        // give the same timeline recorded whole as cut at every window boundary, which the
+        // loop walks one window at a time; and a span of 10⁹ s (10⁹ windows) is one step.
+        let spans: Vec<(u64, u64)> = (0..EXACT_PER_SET as u64)
+            .map(|i| (i * 10, i * 10 + 5))
+            .chain([
+                (200_000, 7_300_000_000),
+                (7_300_000_000, 7_900_000_000),
+                (9_000_000_000, 20_000_000_000),
+                (21_000_000_000, 21_500_000_000),
+                (22_000_000_000, 1_000_000_000_000_000_000),
+            ])
+            .collect();
+        let (mut whole, mut cut) = (recorder(), recorder());
+        let (a, b) = (whole.name("w"), cut.name("w"));
+        for &(s, e) in &spans {
+            whole.span(&[0], s, e, SpanKind::Compute, a);
+            let mut at = s;
+            while at < e {
+                let to = e.min((at / WINDOW_NS + 1) * WINDOW_NS);
+                if e - s > 1_000_000_000_000 && at > 30 * WINDOW_NS {
+                    // Past a few windows the walk would take 10⁹ turns here too: stop it.
+                    cut.span(&[0], at, e, SpanKind::Compute, b);
+                    break;
+                }
+                cut.span(&[0], at, to, SpanKind::Compute, b);
+                at = to;
+            }
+        }
+        let end = 1_000_000_000_000_000_000;
+        let (w, c) = (whole.finish(end), cut.finish(end));
+        assert_eq!(w.of_device(0), c.of_device(0));
+        let total: f64 = w.of_device(0).iter().map(|s| s.2 - s.1).sum();
+        let expected: u64 = spans.iter().map(|(s, e)| e - s).sum();
+        assert!((total - expected as f64 / 1e9).abs() < 1e-3, "{total}");
     }
 
     #[test]

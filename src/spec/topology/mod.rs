@@ -190,8 +190,7 @@ pub(super) fn topology(cx: &mut Cx, stmts: &[Stmt]) -> Topology {
     let mut t = Topology::default();
     let mut by_name: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     let mut merged: BTreeMap<(u32, u32), usize> = BTreeMap::new();
-    let errors = |cx: &Cx| cx.diags.iter().filter(|d| d.is_error()).count();
-    let before = errors(cx);
+    let before = cx.error_count();
     cx.each(stmts, schema::TOPOLOGY, "an explicit fabric", |cx, s, def| {
         let mut a = Args::new(s, def);
         match def.key {
@@ -239,7 +238,7 @@ pub(super) fn topology(cx: &mut Cx, stmts: &[Stmt]) -> Topology {
         }
         a.finish(cx);
     });
-    t.broken = errors(cx) > before;
+    t.broken = cx.error_count() > before;
     t
 }
 
