@@ -33,16 +33,32 @@ fn load<'py>(
     let out = PyDict::new(py);
     let diags = PyList::empty(py);
     let limit = orrery::files::MAX_INPUT_BYTES;
+    // A panic would reach Python as PanicException, which `except Exception` does not catch:
+    // it comes back as an ordinary RuntimeError instead (issue 42).
+    let guard = |f: &dyn Fn() -> Result<orrery::spec::Loaded, String>| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "orrery: internal error while loading {name}: {msg}"
+            ))
+        })
+    };
     let loaded = match (path, text) {
         (Some(p), None) => {
-            py.detach(|| orrery::spec::load_file_with(std::path::Path::new(&p), opts))
+            py.detach(|| guard(&|| orrery::spec::load_file_with(std::path::Path::new(&p), opts)))?
         }
         // The same bound as a scenario file's: work is bounded before it starts.
         (None, Some(t)) if t.len() as u64 > limit => Err(format!(
             "{name} is larger than the {} MiB limit of a scenario",
             limit >> 20
         )),
-        (None, Some(t)) => Ok(py.detach(|| orrery::spec::load_str_with(name, &t, opts))),
+        (None, Some(t)) => {
+            py.detach(|| guard(&|| Ok(orrery::spec::load_str_with(name, &t, opts))))?
+        }
         _ => {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "give exactly one of path and text",
