@@ -119,11 +119,11 @@ impl Binned {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// A deterministic scatter of spans (start, end, level) over [0, 10 s).
-    fn spans(n: u64) -> Vec<(Time, Time, f64)> {
+    pub(in crate::sim) fn spans(n: u64) -> Vec<(Time, Time, f64)> {
         (0..n)
             .map(|i| {
                 let a = (i * 7_919_993) % 9_000_000_000;

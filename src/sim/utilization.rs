@@ -363,18 +363,8 @@ fn cpu_record(n: f64, mut busy: Changes, mut held: Changes, horizon: Time) -> Cp
 
 #[cfg(test)]
 mod tests {
+    use super::super::binned::tests::spans;
     use super::*;
-
-    /// A deterministic scatter of spans (start, end, level) over [0, 10 s).
-    fn spans(n: u64) -> Vec<(Time, Time, f64)> {
-        (0..n)
-            .map(|i| {
-                let a = (i * 7_919_993) % 9_000_000_000;
-                let b = a + 1 + (i * 104_729) % 1_000_000_000;
-                (a, b, 1.0 + (i % 3) as f64)
-            })
-            .collect()
-    }
 
     #[test]
     fn binned_integrals_are_the_exact_ones_and_memory_stays_bounded() {
