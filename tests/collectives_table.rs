@@ -250,33 +250,38 @@ fn a_pipeline_moves_its_protocols_step() {
 /// inter): its flows' price with LL, where the bytes are few, is NCCL's own estimate.
 #[test]
 fn a_ring_across_nodes_costs_what_nccls_model_says_when_latency_bound() {
-    use orrery::network::collective::tuning;
     let s = spec(TWO_DGX);
-    let g = orrery::network::Graph::build(&s);
-    let op = ec::parse_op("allreduce").unwrap();
     for sel in ["2x4", "2x8"] {
-        let (ranks, policy) = place_ranks(&s, sel).unwrap();
-        let c = g.nccl_comm(&ranks).unwrap();
-        let sizes = [1024.0, 32768.0];
-        let t = table(
-            &s,
-            op,
-            Some(Algorithm::Ring),
-            Some(Protocol::LL),
-            ranks,
-            policy,
-            &sizes,
-        )
-        .unwrap();
-        for (row, &b) in t.rows.iter().zip(&sizes) {
-            let nccl = tuning::time(&c, op, Algorithm::Ring, Protocol::LL, b).unwrap();
-            assert!(
-                (row.result.secs - nccl).abs() < 0.01 * nccl,
-                "{sel} {b}: {} vs NCCL's {nccl}",
-                row.result.secs
-            );
-        }
+        ring_ll_is_nccls_estimate(&s, sel, &[1024.0, 32768.0]);
     }
+}
+
+/// An LL ring over `sel`'s ranks at `sizes` costs NCCL's own estimate to 1%; its rows.
+fn ring_ll_is_nccls_estimate(s: &Spec, sel: &str, sizes: &[f64]) -> Vec<ec::Row> {
+    use orrery::network::collective::tuning;
+    let g = orrery::network::Graph::build(s);
+    let op = ec::parse_op("allreduce").unwrap();
+    let (ranks, policy) = place_ranks(s, sel).unwrap();
+    let c = g.nccl_comm(&ranks).unwrap();
+    let t = table(
+        s,
+        op,
+        Some(Algorithm::Ring),
+        Some(Protocol::LL),
+        ranks,
+        policy,
+        sizes,
+    )
+    .unwrap();
+    for (row, &b) in t.rows.iter().zip(sizes) {
+        let nccl = tuning::time(&c, op, Algorithm::Ring, Protocol::LL, b).unwrap();
+        assert!(
+            (row.result.secs - nccl).abs() < 0.01 * nccl,
+            "{sel} {b}: {} vs NCCL's {nccl}",
+            row.result.secs
+        );
+    }
+    t.rows
 }
 
 /// A larger message never takes less time: for every node type of the catalog, on 1, 2, 3
@@ -371,33 +376,10 @@ fn one_gpu_nodes(nodes: usize) -> String {
 /// NCCL's own estimate (base 6.6 + 6 × 5.0 µs + bytes / bandwidth).
 #[test]
 fn a_ring_of_one_rank_per_node_pays_the_trees_network_latency() {
-    use orrery::network::collective::tuning;
-    let s = spec(&one_gpu_nodes(4));
-    let g = orrery::network::Graph::build(&s);
-    let op = ec::parse_op("allreduce").unwrap();
-    let (ranks, policy) = place_ranks(&s, "4x1").unwrap();
-    let c = g.nccl_comm(&ranks).unwrap();
-    let sizes = [1024.0, 16384.0, 65536.0];
-    let t = table(
-        &s,
-        op,
-        Some(Algorithm::Ring),
-        Some(Protocol::LL),
-        ranks,
-        policy,
-        &sizes,
-    )
-    .unwrap();
-    for (row, &b) in t.rows.iter().zip(&sizes) {
-        let nccl = tuning::time(&c, op, Algorithm::Ring, Protocol::LL, b).unwrap();
-        assert!(
-            (row.result.secs - nccl).abs() < 0.01 * nccl,
-            "{b}: {} vs NCCL's {nccl}",
-            row.result.secs
-        );
-    }
+    let rows =
+        ring_ll_is_nccls_estimate(&spec(&one_gpu_nodes(4)), "4x1", &[1024.0, 16384.0, 65536.0]);
     // 36.6 µs of latency at 1 KiB (the ring's own 2.7 µs hops would give 22.8).
-    assert!(t.rows[0].result.secs > 36.6e-6, "{}", t.rows[0].result.secs);
+    assert!(rows[0].result.secs > 36.6e-6, "{}", rows[0].result.secs);
 }
 
 /// The catalog's node types all have several devices or none on a NIC; one device per node

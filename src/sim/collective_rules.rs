@@ -11,17 +11,19 @@ use crate::spec::transport::{CollectiveNet, collective_net};
 use std::collections::BTreeMap;
 
 impl Sim<'_> {
-    /// Job `j`'s tenant (index into `spec.tenants`) and how its collectives cross nodes.
-    pub(super) fn job_net(&self, j: u32) -> (Option<usize>, CollectiveNet) {
-        let w = &self.spec.workloads[self.jobs[j as usize].workload];
-        let tenant = w.tenant.as_ref().and_then(|t| self.state.tenant_index(t));
+    /// How collectives of work of `tenant` (an index into `spec.tenants`) cross nodes.
+    pub(super) fn tenant_net(&self, tenant: Option<usize>) -> CollectiveNet {
         let rules = tenant.and_then(|t| self.spec.tenants.get(t));
         // `check` refuses rules that leave no transport (see the module docs); were one to
         // get here, sockets are the slower of the two, never a silent RDMA path.
-        (
-            tenant,
-            collective_net(rules).unwrap_or(CollectiveNet::Socket),
-        )
+        collective_net(rules).unwrap_or(CollectiveNet::Socket)
+    }
+
+    /// Job `j`'s tenant and how its collectives cross nodes.
+    pub(super) fn job_net(&self, j: u32) -> (Option<usize>, CollectiveNet) {
+        let w = &self.spec.workloads[self.jobs[j as usize].workload];
+        let tenant = w.tenant.as_ref().and_then(|t| self.state.tenant_index(t));
+        (tenant, self.tenant_net(tenant))
     }
 
     /// At a job's (re)start over `per_node`: when its collectives cross nodes, note the
@@ -64,6 +66,8 @@ impl Sim<'_> {
             );
         }
         if let Some(log) = &mut self.transfers {
+            // The declared collectives' bytes per step; a model-level job's traffic is derived
+            // by its plan, so its record carries the transport only (0 bytes).
             let bytes = t.collectives.iter().map(|c| c.bytes.0 as f64).sum();
             log.push(super::TransferRecord {
                 time: self.q.now(),

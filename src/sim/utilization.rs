@@ -81,18 +81,21 @@ struct Changes {
 }
 
 impl Changes {
-    /// Record a change; with `slack`, compact (and bin past [`EXACT`]) once the changes pass
-    /// twice the last compacted count plus it (`None`: the caller compacts).
-    fn push(&mut self, at: Time, delta: f64, slack: Option<usize>) {
+    /// Record a change; once the changes pass twice the last compacted count plus `slack`,
+    /// compact them (`net`: dropping instants whose changes cancel, [`Changes::compact_net`])
+    /// and bin them if more than [`EXACT`] instants remain.
+    fn push(&mut self, at: Time, delta: f64, slack: usize, net: bool) {
         if let Some(b) = &mut self.bins {
             b.add(at, delta);
             return;
         }
         self.v.push((at, delta));
-        if let Some(slack) = slack
-            && self.v.len() > 2 * self.compacted + slack
-        {
-            self.compact();
+        if self.v.len() > 2 * self.compacted + slack {
+            if net {
+                self.compact_net();
+            } else {
+                self.compact();
+            }
             if self.v.len() > EXACT {
                 self.bin(BASE_BIN);
             }
@@ -191,7 +194,7 @@ impl UtilTracker {
                 Some(v) => v,
                 None => self.changes.entry(key.to_string()).or_default(),
             };
-            v.push(at, delta, Some(4096));
+            v.push(at, delta, 4096, false);
         }
     }
 
@@ -276,17 +279,7 @@ impl IndexTracker {
         if self.changes.len() <= i {
             self.changes.resize_with(i + 1, Changes::default);
         }
-        let v = &mut self.changes[i];
-        if v.bins.is_none() && v.v.len() + 1 > 2 * v.compacted + 64 {
-            v.compact_net();
-        }
-        v.push(at, delta, None);
-        if v.bins.is_none() && v.v.len() > 2 * EXACT {
-            v.compact_net();
-            if v.v.len() > EXACT {
-                v.bin(BASE_BIN);
-            }
-        }
+        self.changes[i].push(at, delta, 64, true);
     }
 
     /// `busy` over `[from, to)`.
@@ -319,8 +312,9 @@ impl IndexTracker {
         };
         c.compact_net();
         if let Some(b) = bins {
-            c.bins = Some(b.clone());
-            c.bin(b.width);
+            let w = b.width;
+            c.bins = Some(b);
+            c.bin(w);
         } else if c.v.len() > EXACT {
             c.bin(BASE_BIN);
         }

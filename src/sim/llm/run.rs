@@ -192,10 +192,7 @@ impl Sim<'_> {
             let now = self.now();
             // Stage-to-stage sends cross nodes with the service's tenant's transport.
             let tenant = self.services[self.replicas[r as usize].service as usize].tenant;
-            let rules = tenant.and_then(|t| self.spec.tenants.get(t));
-            let share = crate::spec::transport::collective_net(rules)
-                .unwrap_or(crate::spec::transport::CollectiveNet::Socket)
-                .share();
+            let share = self.tenant_net(tenant).share();
             if share < 1.0 {
                 self.net.note(
                     MovementKind::Collective,
