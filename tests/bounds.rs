@@ -277,10 +277,12 @@ fn rayon_num_threads_cannot_lift_the_thread_cap() {
 }
 
 #[test]
-fn a_compute_past_the_clock_is_one_event_not_a_spin() {
-    // 10¹² EFLOP on an H100 is past what the nanosecond clock counts: the task ends at the
-    // clock's last instant. Closing the link-traffic windows up to that instant never ended
-    // (no window end is past u64::MAX), inside the one event, so --max-events never tripped.
+fn a_compute_past_the_clock_is_refused_not_a_spin_nor_a_makespan_of_584_years() {
+    // 10¹² EFLOP on an H100 is past what the nanosecond clock counts: the task would end at
+    // the clock's last instant. Closing the link-traffic windows up to that instant never
+    // ended (no window end is past u64::MAX), inside the one event, so --max-events never
+    // tripped; then the run reported that instant as its makespan (18,446,744,073.7 s). The
+    // run now stops when its next event is at the clock's end: exit 2, nothing written.
     let d = dir("compute");
     let f = d.join("s.orr");
     fs::write(
@@ -302,8 +304,23 @@ fn a_compute_past_the_clock_is_one_event_not_a_spin() {
         .collect::<Vec<_>>(),
         &[],
     );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("error: the simulated clock reached its end, 2^64 ns (584 years)"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists(), "a refused run wrote {}", out.display());
+    // Within a horizon nothing is wrong: the task is cut at the window's end.
+    let r = run(
+        &["run", f.to_str().unwrap(), "--horizon", "1h", "--no-plots"]
+            .into_iter()
+            .chain(["--out", out.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+        &[],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("· 1 events"), "{}", r.stdout);
     let _ = fs::remove_dir_all(&d);
 }
 

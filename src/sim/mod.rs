@@ -534,6 +534,11 @@ impl<'s> Sim<'s> {
 
     fn run(&mut self) {
         let mut handled: u64 = 0;
+        // The state built before the first event (the cluster's graph and placement index) is
+        // most of a large cluster's memory: past `--max-memory` already, no event runs.
+        if crate::budget::memory_guard("building a run's state, before its first event") {
+            return;
+        }
         loop {
             let next = self.q.peek_time();
             if self.net.rearm && next.is_none_or(|t| t > self.now()) {
@@ -544,6 +549,17 @@ impl<'s> Sim<'s> {
             }
             let Some(t) = next else { break };
             if self.horizon.is_some_and(|h| t > h) {
+                break;
+            }
+            if t == Time::MAX {
+                // Work whose end the clock cannot hold (durations add up saturating): its
+                // times, and the makespan, would read 584 years, a number that is not one.
+                crate::budget::trip(format!(
+                    "the simulated clock reached its end, 2^64 ns (584 years), at {} events: \
+                     a piece of work takes longer than the clock can count; check the \
+                     scenario's amounts (compute, bytes, durations, steps) or set a horizon",
+                    handled
+                ));
                 break;
             }
             let Some((_, ev)) = self.q.pop() else { break };
