@@ -118,6 +118,15 @@ def _run(args: List[str]) -> Completed:
     return done
 
 
+def _native_call(f, *args, **kwargs):
+    """Calls into the core; a panic there (a bug, never bad input) comes back from it as a
+    RuntimeError and raises :class:`OrreryError` with exit code 101, the CLI's status for one."""
+    try:
+        return f(*args, **kwargs)
+    except RuntimeError as e:
+        raise OrreryError(str(e), exit_code=101, stderr=str(e)) from e
+
+
 def _looks_like_text(source: str) -> bool:
     return "\n" in source or "{" in source
 
@@ -191,14 +200,14 @@ def load(source: Union[PathLike, str], *, allow_infeasible: bool = False, name: 
     if isinstance(source, str) and source == "":
         raise OrreryError("an empty string is neither a scenario's path nor its text")
     if isinstance(source, str) and _looks_like_text(source):
-        r = _native.load(text=source, name=name, allow_infeasible=allow_infeasible)
+        r = _native_call(_native.load, text=source, name=name, allow_infeasible=allow_infeasible)
         if r["ok"]:
             owned = tempfile.mkdtemp(prefix="orrery-")
             path = Path(owned) / Path(name).name
             path.write_text(source, encoding="utf-8")
     else:
         path = Path(os.fspath(source))
-        r = _native.load(path=str(path), allow_infeasible=allow_infeasible)
+        r = _native_call(_native.load, path=str(path), allow_infeasible=allow_infeasible)
     diags = [Diagnostic(**d) for d in r["diagnostics"]]
     if not r["ok"]:
         errors = [d for d in diags if d.severity == "error"]

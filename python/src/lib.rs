@@ -15,6 +15,29 @@ fn cli(py: Python<'_>, args: Vec<String>) -> (u8, String, String) {
     py.detach(|| orrery::cli::run_captured(std::iter::once("orrery".to_string()).chain(args)))
 }
 
+/// Runs `f`; a panic in it comes back as an ordinary `RuntimeError` naming `what`, never as
+/// pyo3's PanicException, which `except Exception` does not catch (issue 42). The Python side
+/// turns it into `OrreryError` (exit code 101, as the CLI's status for a panic).
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "orrery: internal error while loading {what}: {msg}"
+        ))
+    })
+}
+
+/// Panics inside [`guarded`]: python/tests checks with it that a panic in the core reaches
+/// Python as an ordinary exception. Nothing else calls it.
+#[pyfunction]
+fn _panic_for_test() -> PyResult<()> {
+    guarded("a test's scenario", || panic!("a panic the test asked for"))
+}
+
 /// Loads a scenario from `path`, or from `text` (named `name` in messages), as `orrery check`
 /// does; a dict with `ok` (no errors), `hash` (the scenario hash runs print), `diagnostics`
 /// (severity, file, line, column, end_line, end_column, message, label, help) and `rendered`
@@ -33,31 +56,19 @@ fn load<'py>(
     let out = PyDict::new(py);
     let diags = PyList::empty(py);
     let limit = orrery::files::MAX_INPUT_BYTES;
-    // A panic would reach Python as PanicException, which `except Exception` does not catch:
-    // it comes back as an ordinary RuntimeError instead (issue 42).
-    let guard = |f: &dyn Fn() -> Result<orrery::spec::Loaded, String>| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|p| {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            pyo3::exceptions::PyRuntimeError::new_err(format!(
-                "orrery: internal error while loading {name}: {msg}"
-            ))
-        })
-    };
     let loaded = match (path, text) {
-        (Some(p), None) => {
-            py.detach(|| guard(&|| orrery::spec::load_file_with(std::path::Path::new(&p), opts)))?
-        }
+        (Some(p), None) => py.detach(|| {
+            guarded(name, || {
+                orrery::spec::load_file_with(std::path::Path::new(&p), opts)
+            })
+        })?,
         // The same bound as a scenario file's: work is bounded before it starts.
         (None, Some(t)) if t.len() as u64 > limit => Err(format!(
             "{name} is larger than the {} MiB limit of a scenario",
             limit >> 20
         )),
         (None, Some(t)) => {
-            py.detach(|| guard(&|| Ok(orrery::spec::load_str_with(name, &t, opts))))?
+            py.detach(|| guarded(name, || Ok(orrery::spec::load_str_with(name, &t, opts))))?
         }
         _ => {
             return Err(pyo3::exceptions::PyValueError::new_err(
@@ -125,5 +136,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(column_type, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     Ok(())
 }

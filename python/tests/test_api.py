@@ -138,6 +138,21 @@ def test_bad_flags_raise_and_never_end_the_interpreter():
     assert "Usage" in orrery.cli("--help").stdout
 
 
+def test_a_panic_in_the_core_is_an_ordinary_exception():
+    # A bug in the core panics; pyo3 would raise PanicException, which `except Exception`
+    # does not catch. It arrives as OrreryError (exit code 101, the CLI's for a panic).
+    from orrery import _native
+
+    with pytest.raises(orrery.OrreryError) as e:
+        orrery._native_call(_native._panic_for_test)
+    assert e.value.exit_code == 101
+    assert "internal error while loading a test's scenario: a panic the test asked for" in str(e.value)
+    try:
+        orrery._native_call(_native._panic_for_test)
+    except Exception:
+        pass
+
+
 def test_sweep_compare_drill_write_what_the_cli_writes(tmp_path, cli_run):
     sw = "scenarios/sweep_fabric.orr"
     assert cli_run("sweep", sw, "--seeds", "2", "--out", tmp_path / "s_cli")[0] == 0
