@@ -43,8 +43,17 @@ fn refusal(path: &Path, what: &str) -> std::io::Error {
 /// refused with an error naming the path, before anything is written. On any error the
 /// temporary file is removed (`NamedTempFile` deletes itself when dropped unpersisted). The
 /// file gets the permissions `File::create` would give (0666 less the umask), not tempfile's
-/// private 0600, so outputs stay readable as before.
+/// private 0600, so outputs stay readable as before. A process past `--max-memory`
+/// ([`crate::budget::memory_guard`]) writes nothing more: the error says why.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // `--max-memory` covers writing too: the file's bytes are built by now.
+    if crate::budget::memory_guard(&format!("writing {}", path.display())) {
+        let why = crate::budget::tripped().unwrap_or_default();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("{}: not written: {why}", path.display()),
+        ));
+    }
     if let Some(what) = not_replaceable(path)? {
         return Err(refusal(path, what));
     }

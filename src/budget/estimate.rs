@@ -3,20 +3,26 @@
 //!
 //! | part | events at least | memory at least |
 //! |---|---|---|
-//! | cluster | – | per node 2.5 KB + 0.5 KB per device + 0.5 KB per NIC |
-//! | task group | 1 per task (its completion), without a window | 64 B per task |
-//! | actors | 1 per call, without a window | 64 B per actor |
+//! | cluster | – | per node 2 KB + 250 B per device + 100 B per NIC, and per directed link of its graph ~200 B |
+//! | task group | 1 per task (its completion), without a window | 128 B per task |
+//! | actors | 1 per call, without a window | 256 B per actor, 64 B per call without a window |
 //! | training job | 1 per step, without a window | – |
-//! | service | 1 per arrival (a burst arrives as one event) over the window, 6 σ below the Poisson mean | 8 B per request an overloaded queue holds at the window's end |
+//! | service | 1 per arrival (a burst arrives as one event) over the window, 6 σ below the Poisson mean | 16 B per request served (its latency and wait, kept exactly up to 65,536), 8 B per request an overloaded queue holds at the window's end |
 //! | random failures | 1 per failure (1 more per repair) over the window, 6 σ below the mean | – |
 //! | scheduled failures | 1 each (in the window) | – |
 //!
-//! The memory figures are below what Orrery 0.1.0 measured (resident memory of runs of
-//! 10,000-node clusters of a CPU box, 8-GPU L4 boxes and DGX H100s: 3, 8.5 and 20 KB per node;
-//! 1,000,000 tasks, 100 B each), so a real run needs at least as much. An overloaded queue is
-//! one whose arrival rate exceeds what its replicas can serve (replicas × batch size /
-//! `service_time`, known only for services declared by `service_time`): it grows by the
-//! difference for the whole window, one 8-byte arrival time per request.
+//! Memory is the heap a run holds at its peak, as the counting allocator the binary installs
+//! measures it ([`super::alloc`], what `--max-memory` bounds). A cluster's directed links are
+//! counted on the graph a run builds (one node of each type built alone, and an explicit
+//! fabric without its nodes), at the bytes their element types take in the graph and the flow
+//! network ([`crate::network::graph::BYTES_PER_LINK`], [`crate::network::flows::BYTES_PER_LINK`]);
+//! the other figures are below what Orrery 0.1.0 measured (5,000 DGX H100s: 27.7 KB per node,
+//! 84 links each; per task 198 B, per actor of 3 calls 598 B, per request served 62 B).
+//! `tests/memory_estimate.rs` checks over generated scenarios that the estimate is at most what
+//! the run holds, and within 3 times it plus 2 MiB (the histograms and series every run keeps).
+//! An overloaded queue is one whose arrival rate exceeds what its replicas can serve (replicas ×
+//! batch size / `service_time`, known only for services declared by `service_time`): it grows
+//! by the difference for the whole window, one 8-byte arrival time per request.
 //!
 //! What is random is bounded with high probability, not surely: arrivals and random failures
 //! count their mean less 6 standard deviations (a run falls below with probability under
@@ -29,18 +35,77 @@
 
 use super::Limits;
 use crate::diag::{Diagnostic, Span};
+use crate::network::graph::{Graph, LinkKind};
 use crate::spec::Spec;
+use crate::spec::cluster::{Cluster, NodeGroup, Rack};
 use crate::spec::workload::Arrival;
 use std::collections::BTreeMap;
 
 /// Bytes at least, per node and per device and NIC on it.
-const NODE_BYTES: f64 = 2_500.0;
-const DEVICE_BYTES: f64 = 500.0;
-const NIC_BYTES: f64 = 500.0;
-/// Bytes at least per task and per actor.
-const TASK_BYTES: f64 = 64.0;
+const NODE_BYTES: f64 = 2_000.0;
+const DEVICE_BYTES: f64 = 250.0;
+const NIC_BYTES: f64 = 100.0;
+/// Bytes at least per task, per actor and per actor call (measured on 0.1.0 with the
+/// counting allocator: 198 B per task, 598 B per actor of 3 calls).
+const TASK_BYTES: f64 = 128.0;
+const ACTOR_BYTES: f64 = 256.0;
+const CALL_BYTES: f64 = 64.0;
 /// One queued request: its arrival time (`Time`, 8 bytes).
 const QUEUED_BYTES: f64 = 8.0;
+/// One served request's latency and queueing wait, kept exactly (`sim::durations`, an `f64`
+/// each; measured: 62 B per request in all).
+const SAMPLE_BYTES: f64 = 16.0;
+
+/// Bytes each directed link of the cluster's graph takes at least: in the graph and in the
+/// flow network over it (`network::graph`, `network::flows`), from their element types.
+const LINK_BYTES: usize =
+    crate::network::graph::BYTES_PER_LINK + crate::network::flows::BYTES_PER_LINK;
+
+/// Directed links one node of type `node_type` has in the graph (to its NUMA roots, PCIe
+/// switches, devices, NICs, leaves and scale-up fabric), counted on the graph of a cluster of
+/// that one node, built as a run builds it. A slice host's chips are linked by the slice's
+/// torus, which a lone host does not have: its scale-up links are left out (a lower bound).
+fn node_links(spec: &Spec, c: &Cluster, node_type: &str, in_slice: bool) -> f64 {
+    let one = Cluster {
+        zones: Vec::new(),
+        racks: vec![Rack {
+            name: String::new(),
+            zone: None,
+            slice: None,
+        }],
+        groups: vec![NodeGroup {
+            rack: 0,
+            node_type: node_type.to_string(),
+            count: 1,
+            prefix: "n".into(),
+            first: 0,
+        }],
+        fabric: None,
+        head: None,
+        storage: Vec::new(),
+        name: c.name.clone(),
+        span: c.span,
+    };
+    let g = Graph::build_cluster(spec, &one);
+    g.kind
+        .iter()
+        .filter(|k| !(in_slice && matches!(k, LinkKind::ScaleUp)))
+        .count() as f64
+}
+
+/// Directed links of the cluster's fabric that no node brings: an explicit topology's
+/// switches and their links, counted on the graph of the cluster without its nodes. (A built-in
+/// fabric's leaf–spine links depend on the nodes and are left out: a lower bound.)
+fn fabric_links(spec: &Spec, c: &Cluster) -> f64 {
+    if c.fabric.as_ref().is_none_or(|f| f.topology.is_none()) {
+        return 0.0;
+    }
+    let bare = Cluster {
+        groups: Vec::new(),
+        ..c.clone()
+    };
+    Graph::build_cluster(spec, &bare).kind.len() as f64
+}
 
 /// What one statement costs at least.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,6 +240,8 @@ pub fn estimate(
     if let Some(c) = &spec.cluster {
         let mut bytes = 0.0;
         let mut nodes = 0.0;
+        let mut per_node_links: BTreeMap<(&str, bool), f64> = BTreeMap::new();
+        let mut links = fabric_links(spec, c);
         for g in &c.groups {
             let Some(nt) = spec.node_types.get(&g.node_type) else {
                 continue;
@@ -184,9 +251,15 @@ pub fn estimate(
             let n = f64::from(g.count);
             nodes += n;
             bytes += n * (NODE_BYTES + DEVICE_BYTES * devices + NIC_BYTES * nics);
+            let in_slice = c.racks.get(g.rack).is_some_and(|r| r.slice.is_some());
+            let own = *per_node_links
+                .entry((g.node_type.as_str(), in_slice))
+                .or_insert_with(|| node_links(spec, c, &g.node_type, in_slice));
+            links += n * own;
             *units.entry("device").or_default() += n * devices;
             *units.entry("nic").or_default() += n * nics;
         }
+        bytes += links * LINK_BYTES as f64;
         units.insert("node", (nodes - 1.0).max(0.0));
         units.insert("head", 1.0);
         units.insert(
@@ -199,7 +272,12 @@ pub fn estimate(
         );
         units.insert("zone", c.zones.len() as f64);
         e.parts.push(Part {
-            what: format!("cluster `{}` ({} nodes)", c.name, count(nodes)),
+            what: format!(
+                "cluster `{}` ({} nodes, {} links)",
+                c.name,
+                count(nodes),
+                count(links)
+            ),
             span: Some(c.span),
             events: 0.0,
             bytes,
@@ -234,7 +312,8 @@ pub fn estimate(
                 what: format!("actors `{}.{}`", w.name, a.name),
                 span: Some(a.span),
                 events: declared(n * a.calls as f64),
-                bytes: n * TASK_BYTES,
+                // Each call made is recorded; a window may stop the calls, not the actors.
+                bytes: n * ACTOR_BYTES + declared(n * a.calls as f64) * CALL_BYTES,
             });
         }
         for t in &w.training {
@@ -345,6 +424,8 @@ fn service(
     };
     let low = (requests - 6.0 * requests.sqrt()).max(0.0);
     let backlog = (low - capacity * w).max(0.0);
+    // Every request served records its latency, exactly up to `EXACT_LIMIT` of them.
+    let served = (low - backlog).min(crate::sim::durations::EXACT_LIMIT as f64);
     Some(Part {
         what: format!(
             "service `{workload}.{}` ({} requests{})",
@@ -358,7 +439,7 @@ fn service(
         ),
         span: Some(s.arrival_span.unwrap_or(s.span)),
         events: bursts,
-        bytes: backlog * QUEUED_BYTES,
+        bytes: backlog * QUEUED_BYTES + served * SAMPLE_BYTES,
     })
 }
 
@@ -375,16 +456,29 @@ mod tests {
         estimate(&spec, window_s, &BTreeMap::new())
     }
 
+    /// The test box's directed links (to its spill disk: it has no devices or NICs).
+    fn box_links() -> f64 {
+        let l = crate::spec::load_str("t.orr", &format!("{BOX}cluster c {{\n  node box x 1\n}}\n"));
+        let spec = l.spec.unwrap();
+        Graph::build(&spec).kind.len() as f64
+    }
+
     #[test]
     fn declared_work_counts_without_a_window_only() {
         let body = "cluster c {\n  node box x 4\n}\nworkload w {\n  tasks t x 1000 {\n    resources { CPU: 1 }\n    duration 1 s\n  }\n  actor a x 10 {\n    resources { CPU: 1 }\n    calls 50\n    call_duration 1 s\n  }\n}\n";
         let e = est(body, None);
-        // 1,000 tasks + 10 × 50 calls; 4 boxes × 2.5 KB + 1,010 × 64 B.
+        // 1,000 tasks + 10 × 50 calls; 4 boxes of 2 KB and their links, 1,000 tasks of 128 B,
+        // 10 actors of 256 B and their 500 calls of 64 B.
         assert_eq!(e.events(), 1500.0);
-        assert_eq!(e.bytes(), 4.0 * 2500.0 + 1010.0 * 64.0);
-        // A window may cut the work short: then it bounds no events, and memory the same.
+        let boxes = 4.0 * (2000.0 + box_links() * LINK_BYTES as f64);
+        let actors = 10.0 * 256.0;
+        assert_eq!(e.bytes(), boxes + 1000.0 * 128.0 + actors + 500.0 * 64.0);
+        // A window may cut the work short: then it bounds no events, nor the calls' memory.
         let w = est(body, Some(10.0));
-        assert_eq!((w.events(), w.bytes()), (0.0, e.bytes()));
+        assert_eq!(
+            (w.events(), w.bytes()),
+            (0.0, boxes + 1000.0 * 128.0 + actors)
+        );
     }
 
     #[test]
@@ -401,8 +495,10 @@ mod tests {
             (e.events() - (arrivals + failures + 1.0)).abs() < 1e-6,
             "{e:?}"
         );
-        let queue = (arrivals - 20_000.0) * 8.0;
-        assert!((e.bytes() - (4.0 * 2500.0 + queue)).abs() < 1e-6, "{e:?}");
+        // The 20,000 served keep their latency and wait (16 B).
+        let queue = (arrivals - 20_000.0) * 8.0 + 20_000.0 * 16.0;
+        let boxes = 4.0 * (2000.0 + box_links() * LINK_BYTES as f64);
+        assert!((e.bytes() - (boxes + queue)).abs() < 1e-6, "{e:?}");
         // Without a window random failures are not bounded here.
         let e = est(body, None);
         assert!(
@@ -442,7 +538,7 @@ mod tests {
         // Memory: the runs at once multiply it.
         let m = Limits {
             max_events: 1 << 40,
-            max_memory: 100_000,
+            max_memory: e.bytes().ceil() as u64,
         };
         assert!(e.refusal(m, 1, fallback).is_none());
         let d = e.refusal(m, 2, fallback).expect("two runs do not fit");

@@ -8,13 +8,15 @@
 //! - **During the run** ([`guard`]): what no estimate can know before the run (how long work
 //!   without a horizon lasts while random failures recur, how many rounds a job's collectives
 //!   take once placed) is bounded by the engine itself: every 2¹⁶ events it compares the
-//!   events handled with `max_events` and the process's resident memory (`VmRSS`) with `max_memory`,
-//!   and the first run past either [`trip`]s: every run of the command stops, and the command
-//!   writes nothing and exits 2.
+//!   events handled with `max_events` and the process's memory ([`memory_in_use`]) with
+//!   `max_memory`, and the first run past either [`trip`]s: every run of the command stops, and
+//!   the command writes nothing and exits 2. Building the run's state before its first event
+//!   and writing its outputs are checked too ([`memory_guard`]).
 //!
 //! The limits are the process's one setting ([`set`]; the binary sets them from `--max-events`
 //! and `--max-memory`); a library user who sets none gets no runtime bound.
 
+pub mod alloc;
 pub mod estimate;
 
 use std::sync::Mutex;
@@ -93,6 +95,46 @@ pub fn resident_bytes() -> Option<u64> {
     proc_status_bytes("VmRSS:")
 }
 
+/// The memory `--max-memory` bounds, in bytes: the heap the process holds when the counting
+/// allocator ([`alloc::Counting`]) is installed (the binary installs it), else its resident
+/// memory (`None` where neither is known).
+pub fn memory_in_use() -> Option<u64> {
+    if alloc::installed() {
+        Some(alloc::live() as u64)
+    } else {
+        resident_bytes()
+    }
+}
+
+/// Compares the process's memory with `--max-memory` outside the event loop (after a run's
+/// state is built, between output files): `true`, having [`trip`]ped, when it is over, or when
+/// a run tripped already. `doing` names the step for the message ("writing tasks.csv").
+pub fn memory_guard(doing: &str) -> bool {
+    over_memory(&format!("while {doing}"), "make the scenario smaller")
+}
+
+/// Trips, `when` and `else_` completing the message, if the process is past `--max-memory`
+/// or a run tripped already.
+fn over_memory(when: &str, else_: &str) -> bool {
+    if TRIPPED.load(Ordering::Relaxed) {
+        return true;
+    }
+    let max_memory = MAX_MEMORY.load(Ordering::Relaxed);
+    if max_memory > 0
+        && let Some(used) = memory_in_use()
+        && used > max_memory
+    {
+        trip(format!(
+            "the process passed --max-memory {} ({} in use) {when}; raise --max-memory, run \
+             fewer runs at once (`--threads`), or {else_}",
+            crate::plot::fmt_bytes(max_memory as f64),
+            crate::plot::fmt_bytes(used as f64)
+        ));
+        return true;
+    }
+    false
+}
+
 /// The engine's check, every 2¹⁶ events: `true` when the run must stop (this run passed a
 /// bound, or another run of the process did). `now_s` is the simulated clock, for the message.
 pub fn guard(handled: u64, now_s: f64) -> bool {
@@ -107,19 +149,8 @@ pub fn guard(handled: u64, now_s: f64) -> bool {
         ));
         return true;
     }
-    let max_memory = MAX_MEMORY.load(Ordering::Relaxed);
-    if max_memory > 0
-        && let Some(rss) = resident_bytes()
-        && rss > max_memory
-    {
-        trip(format!(
-            "the process passed --max-memory {} ({} resident) at simulated time {now_s:.3} s \
-             of a run, after {handled} events; raise --max-memory, run fewer runs at once \
-             (`--threads`), or shorten the window",
-            crate::plot::fmt_bytes(max_memory as f64),
-            crate::plot::fmt_bytes(rss as f64)
-        ));
-        return true;
-    }
-    false
+    over_memory(
+        &format!("at simulated time {now_s:.3} s of a run, after {handled} events"),
+        "shorten the window",
+    )
 }

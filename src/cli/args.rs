@@ -432,7 +432,7 @@ pub(super) struct BudgetArgs {
     pub(super) max_events: Option<String>,
     /// Most memory the process may hold, 16 MiB to 64 TiB (`8 GiB`, the default; `512 MiB`):
     /// checked against the scenario's lower bound (times the runs at once) before the runs, and
-    /// against the resident memory while they run.
+    /// against the heap the process holds while they run and while their outputs are written.
     #[arg(long, value_name = "BYTES")]
     pub(super) max_memory: Option<String>,
 }

@@ -130,6 +130,15 @@ const DONE: f64 = 1e-6;
 /// then rebuilt a network of a few thousand flows too often.)
 const REBUILD_BATCH: usize = 16;
 
+/// Heap bytes each link takes in a [`FlowNet`] at least: one element of each per-link vector
+/// [`FlowNet::new`] fills (the lists in them empty; `budget::estimate` counts links so).
+pub const BYTES_PER_LINK: usize = 4 * std::mem::size_of::<f64>() // capacity, load, fastest, peak
+    + 3 * std::mem::size_of::<Vec<u32>>() // on_link, classes_on, held
+    + std::mem::size_of::<u32>() // crossings
+    + std::mem::size_of::<bool>() // tracked
+    + 2 * std::mem::size_of::<u64>() // mark_link, touch_mark
+    + std::mem::size_of::<usize>(); // link_pos
+
 impl FlowNet {
     pub fn new(capacities: Vec<f64>) -> Self {
         let n = capacities.len();

@@ -186,6 +186,13 @@ struct SliceLayout {
     first_node: usize,
 }
 
+/// Heap bytes each directed link takes in a [`Graph`] at least: its capacity, latency, kind and
+/// ends, and its id in its tail's out-list (`budget::estimate` counts links so).
+pub const BYTES_PER_LINK: usize = 2 * std::mem::size_of::<f64>()
+    + std::mem::size_of::<LinkKind>()
+    + std::mem::size_of::<(Vertex, Vertex)>()
+    + std::mem::size_of::<LinkId>();
+
 /// The cluster's links: `capacity[l]` (bytes/s per direction), `latency[l]` (seconds),
 /// `kind[l]`, `ends[l]` = (from, to).
 #[derive(Debug, Clone, Default)]
@@ -319,8 +326,16 @@ impl Graph {
 
     /// Build the graph of `spec`'s cluster (empty without one).
     pub fn build(spec: &Spec) -> Graph {
+        match &spec.cluster {
+            Some(c) => Graph::build_cluster(spec, c),
+            None => Graph::default(),
+        }
+    }
+
+    /// The graph of cluster `c` with `spec`'s hardware: [`Graph::build`] of `spec.cluster`,
+    /// or of another cluster of the same types (`budget::estimate` counts one node's links so).
+    pub fn build_cluster(spec: &Spec, c: &crate::spec::cluster::Cluster) -> Graph {
         let mut g = Graph::default();
-        let Some(c) = &spec.cluster else { return g };
         let nodes: Vec<(&NodeType, usize)> = c
             .nodes()
             .map(|n| (&spec.node_types[n.node_type], n.rack))

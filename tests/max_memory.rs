@@ -1,0 +1,72 @@
+//! `--max-memory` covers the whole run (issue 42): the state a run builds before its first
+//! event, and the files it writes, not only its events.
+
+use std::process::Command;
+
+#[test]
+fn a_run_whose_state_is_over_the_limit_stops_before_its_first_event() {
+    // 5,000 DGX H100s: `check` estimates at least ~112 MB (links and nodes at their smallest),
+    // the run builds ~139 MB of graph and state (tests/memory_estimate.rs measures both). At
+    // 120 MiB the estimate fits and the state does not.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.orr");
+    std::fs::write(
+        &file,
+        "cluster c {\n  rack r[0..624] {\n    node dgx_h100 x 8\n  }\n  fabric rail_optimized\n}\nworkload w {\n  tasks t x 10 {\n    resources { CPU: 1 }\n    duration 1 s\n  }\n}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--max-memory",
+            "120MiB",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("passed --max-memory 120 MiB")
+            && err.contains("while building a run's state, before its first event"),
+        "{err}"
+    );
+    assert!(
+        !out.join(".orrery-files").exists(),
+        "a stopped run's folder reads as complete"
+    );
+    // Its estimate fits: `check` accepts it under the same limit.
+    let o = Command::new(env!("CARGO_BIN_EXE_orrery"))
+        .args(["check", file.to_str().unwrap(), "--max-memory", "120MiB"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn a_process_over_the_limit_writes_no_further_file() {
+    // This process's own limit (the library's setting, as `--max-memory` sets it): 1 byte.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.csv");
+    orrery::budget::set(Some(orrery::budget::Limits {
+        max_events: 1 << 40,
+        max_memory: 1,
+    }));
+    let e = orrery::atomic::write_atomic(&path, b"a,b\n").unwrap_err();
+    orrery::budget::set(None);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("tasks.csv: not written: the process passed --max-memory")
+            && msg.contains("while writing"),
+        "{msg}"
+    );
+    assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory);
+    // Nothing there, not even a temporary file.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // Under no limit it writes.
+    orrery::atomic::write_atomic(&path, b"a,b\n").unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "a,b\n");
+}
