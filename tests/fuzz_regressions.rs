@@ -1,7 +1,10 @@
-//! Inputs the fuzzer (fuzz/fuzz_targets/parse.rs) found, kept in tests/fuzz_found as
-//! regression tests: text that parses must survive `fmt` with the same structure and comments
-//! (blank lines are normalised by design), and `fmt` must be idempotent on it. (Both findings so
-//! far were runs of blank lines the old fuzz check compared too strictly.)
+//! Inputs the fuzzers found, kept in tests/fuzz_found as regression tests. From
+//! fuzz/fuzz_targets/parse.rs: text that parses must survive `fmt` with the same structure and
+//! comments (blank lines are normalised by design), and `fmt` must be idempotent on it (both
+//! findings were runs of blank lines the old fuzz check compared too strictly). From
+//! fuzz/fuzz_targets/raycluster.rs (in `raycluster/`): a Ray cluster YAML imports or is refused
+//! at a place inside it, never panics (the finding: a block scalar ending the file without a
+//! line break, on which libyaml-safer 0.3 panicked).
 
 use orrery::syntax::fmt::format;
 use orrery::syntax::parse;
@@ -35,8 +38,42 @@ fn roundtrip(text: &str) {
 fn fuzzer_findings() {
     let mut n = 0;
     for f in std::fs::read_dir("tests/fuzz_found").unwrap().flatten() {
+        if !f.path().is_file() {
+            continue;
+        }
         roundtrip(&String::from_utf8_lossy(&std::fs::read(f.path()).unwrap()));
         n += 1;
     }
     assert!(n >= 2, "the fuzzer's findings went missing");
+}
+
+#[test]
+fn ray_cluster_findings_import_or_are_refused_inside_the_text() {
+    use orrery::raycluster::{Failure, Options, Workers, import};
+    let mut n = 0;
+    for f in std::fs::read_dir("tests/fuzz_found/raycluster").unwrap().flatten() {
+        let text = std::fs::read_to_string(f.path()).unwrap();
+        let lines = text.matches('\n').count() + 1;
+        for workers in [Workers::Min, Workers::Max] {
+            let opts = Options {
+                name: None,
+                workers,
+                file_name: "found.yaml".into(),
+            };
+            match import(&text, &opts) {
+                Ok(i) => {
+                    let l = orrery::spec::load_str("imported.orr", &i.text);
+                    assert!(!l.has_errors(), "{}", l.render(false));
+                }
+                Err(Failure::Located(e)) => {
+                    assert!(e.at.line >= 1 && e.at.line <= lines, "{e:?}");
+                }
+                Err(Failure::Unmapped { message, .. }) => {
+                    assert!(!message.contains("bug in the import"), "{message}");
+                }
+            }
+        }
+        n += 1;
+    }
+    assert!(n >= 1, "the fuzzer's findings went missing");
 }

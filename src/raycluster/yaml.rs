@@ -231,10 +231,31 @@ pub fn parse(text: &str) -> Result<Vec<Node>, Error> {
     let mut anchors: HashMap<String, (Node, usize)> = HashMap::new();
     let mut built = 0usize;
     let end = end_of(text);
-    let mut input = text.as_bytes();
+    // libyaml-safer 0.3 panics ("unexpected end of input", scanner.rs) on a block scalar
+    // whose last line has no line break (found by fuzz/fuzz_targets/raycluster.rs). A final
+    // line break changes no value a cluster file holds (only a `|+` scalar's last line), so
+    // the text gets one; any other panic of the parser is caught and reported at the end.
+    let owned;
+    let mut input = if text.is_empty() || text.ends_with(['\n', '\r']) {
+        text.as_bytes()
+    } else {
+        owned = format!("{text}\n");
+        owned.as_bytes()
+    };
     let mut parser = Parser::new();
     parser.set_input_string(&mut input);
-    for ev in parser {
+    loop {
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parser.next()));
+        let ev = match next {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(_) => {
+                return Err(error(
+                    end,
+                    "invalid YAML: the YAML parser failed on this text (libyaml-safer panicked)",
+                ));
+            }
+        };
         let ev = ev.map_err(|e| syntax_error(&e, end))?;
         let at = pos(ev.start_mark, end);
         let is_map = matches!(ev.data, EventData::MappingStart { .. });
@@ -430,6 +451,15 @@ mod tests {
         assert_eq!(b.items("b").unwrap()[1].text("").unwrap(), "8");
         assert_eq!(b.items("b").unwrap()[1].at, Pos { line: 4, col: 5 });
         assert_eq!(d[0].get("c").unwrap().kind, Kind::Null);
+    }
+
+    #[test]
+    fn a_block_scalar_at_the_end_without_a_line_break_parses() {
+        // libyaml-safer panicked here (the fuzzer's find: a ConfigMap's script ending the file).
+        let docs = parse("data:\n  train.py: |\n    import").unwrap();
+        assert_eq!(docs.len(), 1);
+        let docs = parse("a: |+\n  x").unwrap();
+        assert_eq!(docs.len(), 1);
     }
 
     #[test]
