@@ -20,8 +20,13 @@ fuzz_target!(|data: &[u8]| {
                 assert!(!l.has_errors(), "{}", l.render(false));
             }
             Err(Failure::Located(e)) => {
-                // YAML's line breaks: \r\n, \n and a lone \r (YAML 1.2, 5.4).
-                let lines = text.replace("\r\n", "\n").matches(['\n', '\r']).count() + 1;
+                // Lines end as libyaml (and PyYAML, Ray's reader) count them, YAML 1.1, 5.4:
+                // \r\n, \n, a lone \r, NEL, LS and PS (`raycluster::yaml::end_of`).
+                let lines = text
+                    .replace("\r\n", "\n")
+                    .matches(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'])
+                    .count()
+                    + 1;
                 assert!(e.at.line >= 1 && e.at.line <= lines, "{e:?}");
                 assert!(e.at.col >= 1, "{e:?}");
             }

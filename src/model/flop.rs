@@ -8,7 +8,7 @@
 //! For a GeLU model with ffn = 4h and MHA this gives their equation (3):
 //! 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per iteration with full recomputation (each layer's
 //! forward run twice, the output layer's once), and 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))
-//! without; `tests/model_math.rs` checks both.
+//! without; `tests/all/model_math.rs` checks both.
 
 use super::types::{Recompute, Transformer};
 

@@ -5,7 +5,7 @@
 //! hardware-and-models.md "Flow-level network models"): every active flow gets the max-min fair
 //! rate over the links of its path; a flow's latency is paid before it joins the sharing (the
 //! caller delays `add`). Rates are exact textbook max-min (checked against an independent full
-//! recomputation in tests/maxmin.rs); any efficiency factor is the caller's to apply to
+//! recomputation in tests/all/maxmin.rs); any efficiency factor is the caller's to apply to
 //! capacities.
 //!
 //! How it stays fast under heavy concurrency (thousands of flows on a saturated spine, every

@@ -21,7 +21,7 @@ pub const TOP_K_ABSOLUTE: usize = 1;
 
 thread_local! {
     /// Whether the hybrid policy walks the ordered index (default) or scans every node; the
-    /// scan is the reference the index is tested against (`tests/placement.rs`).
+    /// scan is the reference the index is tested against (`tests/all/placement.rs`).
     pub static USE_ORDER_INDEX: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 /// `scheduler_avoid_gpu_nodes`.

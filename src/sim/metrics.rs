@@ -177,7 +177,7 @@ pub struct ServiceMetrics {
     pub latency: Stats,
     pub waiting: Stats,
     /// P(wait > 0): the fraction of the requests that started that waited for a replica
-    /// (for M/M/c, Erlang C's C(c, a); `tests/sim.rs`).
+    /// (for M/M/c, Erlang C's C(c, a); `tests/all/sim.rs`).
     pub wait_probability: f64,
     /// Mean number of requests waiting for a replica over the window: their waits summed / W
     /// (Little's law, L_q = λ W_q).

@@ -1,7 +1,7 @@
 //! Which statements each block accepts and which option words each statement takes.
 //!
 //! These tables drive "unknown statement / did you mean" errors and duplicate detection, and
-//! `tests/grammar_doc.rs` checks that every word here appears in `grammar/orrery.md`, so the
+//! `tests/all/grammar_doc.rs` checks that every word here appears in `grammar/orrery.md`, so the
 //! reference cannot drift from the implementation.
 
 /// One statement a block accepts.

@@ -1,7 +1,7 @@
 //! Canonical form of a tree (`orrery fmt`): two-space indentation, one space between values,
 //! `, ` after a comma, `# ` before comment text, at most one blank line in a row, numbers
 //! exactly as written. `parse(format(t)) == t` (spans aside) and `format` is idempotent;
-//! both are property-tested in `tests/fmt_roundtrip.rs`.
+//! both are property-tested in `tests/all/fmt_roundtrip.rs`.
 
 use super::ast::*;
 use std::fmt::Write;

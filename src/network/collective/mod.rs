@@ -49,7 +49,7 @@
 //! - tree: NCCL's double binary tree (two complementary trees, n/2 each, reduce up then
 //!   broadcast down, pipelined; across nodes laid over every NIC channel, each with its share);
 //!   on an NVSwitch node of 4 ranks: 4α + (4k + 2)·c/β, n' = n/2 (derived in
-//!   `tests/collectives.rs`).
+//!   `tests/all/collectives.rs`).
 //! - in-switch: NVLS 25 µs + 2α + (n + n/p + c − c/p)/β; SHARP in the leaf 2α + (n + c)/β.
 //!
 //! Reuse: the ECMP key of a flow is a hash of its (source, destination) pair — NCCL keeps one

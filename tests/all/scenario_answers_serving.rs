@@ -4,9 +4,7 @@
 //! llm_services.csv, tasks.csv, run.json, summary.csv, compare.csv — against a closed form
 //! where one exists and against the figure the header states, as printed.
 
-mod answers;
-
-use answers::*;
+use super::answers::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 

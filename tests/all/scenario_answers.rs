@@ -6,9 +6,7 @@
 //! simulation nor the header can drift from the other. This file: the training and fabric
 //! scenarios and the failure drills; `scenario_answers_serving.rs`: the serving ones.
 
-mod answers;
-
-use answers::*;
+use super::answers::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -83,8 +81,8 @@ fn every_shipped_scenario_states_its_question_and_has_an_answer_test() {
         files, listed,
         "a scenario was added or removed: list it in ANSWERED with the test of its answer"
     );
-    let tests = std::fs::read_to_string("tests/scenario_answers.rs").unwrap()
-        + &std::fs::read_to_string("tests/scenario_answers_serving.rs").unwrap();
+    let tests = std::fs::read_to_string("tests/all/scenario_answers.rs").unwrap()
+        + &std::fs::read_to_string("tests/all/scenario_answers_serving.rs").unwrap();
     for (f, test) in ANSWERED {
         let h = header(&format!("scenarios/{f}"));
         assert!(

@@ -20,13 +20,18 @@ fn tmp(name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn run_without_a_file_uses_the_quickstart() {
-    let o = orrery(&["run"]);
+    // Into a temporary folder: tests never write to the working tree's outputs/.
+    let out = tempfile::tempdir().unwrap();
+    let o = orrery(&["run", "--no-plots", "--out", out.path().to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("scenarios/quickstart.orr") && out.contains("seed 1") && out.contains("hash"),
-        "{out}"
+        stdout.contains("scenarios/quickstart.orr")
+            && stdout.contains("seed 1")
+            && stdout.contains("hash"),
+        "{stdout}"
     );
+    assert!(out.path().join("run.json").exists());
 }
 
 #[test]

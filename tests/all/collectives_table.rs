@@ -57,7 +57,7 @@ fn ranks_are_placed_by_the_scenarios_placement() {
 fn a_ring_row_is_the_models_closed_form_and_busbw_follows_nccl_tests() {
     // One DGX H100, ring allreduce, Simple: base + 2(p−1)α + 2(p−1)/p·n/β with NCCL's base
     // (8.4 µs) and NVLink hop (3.4 µs) latencies and β the NVLink bandwidth NCCL gets,
-    // 20.6 GB/s × 18 links (tests/collectives.rs derives the form for the model).
+    // 20.6 GB/s × 18 links (tests/all/collectives.rs derives the form for the model).
     let s = spec(TWO_DGX);
     let (ranks, policy) = place_ranks(&s, "1x8").unwrap();
     let n = 1024f64.powi(3);

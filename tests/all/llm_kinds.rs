@@ -1,6 +1,6 @@
 //! LLM services in `compare` and `drill` (`orrery::experiment::kinds`), and which requests an
 //! LLM service's SLO attainment counts: those whose outcome the window decides. Expected
-//! values come from the roofline of each iteration (as in `tests/llm_serving.rs`) and the
+//! values come from the roofline of each iteration (as in `tests/all/llm_serving.rs`) and the
 //! cluster's price, never from the simulation under test; and the memory fit a service is
 //! checked against.
 

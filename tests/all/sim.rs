@@ -554,7 +554,7 @@ fn outputs_beyond_the_spilling_threshold_go_to_disk_and_cost_a_restore() {
     // node. `b` reads 16 × 400 MB / 4 tasks = 1.6 GB each, 6/16 of it spilled:
     // 0.6 GB / 2 GB/s = 0.3 s from disk, on top of the network fetch: the remote half,
     // 0.8 GB, through Ray's object store between the two hosts (its closed form is checked
-    // by hand in tests/transport.rs).
+    // by hand in tests/all/transport.rs).
     let text = |mb: u32| {
         format!(
             "node small {{\n  cpu sockets 1, cores 8\n  memory 8 GiB\n  nic eth_100g\n}}\ncluster c {{\n  node small x 2\n}}\nworkload w {{\n  tasks a x 16 {{\n    resources {{ CPU: 1 }}\n    duration 10 s\n    output {mb} MB\n  }}\n  tasks b x 4 after a {{\n    resources {{ CPU: 1 }}\n    duration 10 s\n  }}\n}}\n"

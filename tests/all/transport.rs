@@ -505,7 +505,13 @@ fn orrery(args: &[&str]) -> Output {
 
 #[test]
 fn the_transports_command_prints_the_comparison() {
-    let o = orrery(&["transports", "scenarios/quickstart.orr"]);
+    let dir = tempfile::tempdir().unwrap();
+    let o = orrery(&[
+        "transports",
+        "scenarios/quickstart.orr",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
     for w in [
@@ -527,6 +533,8 @@ fn the_transports_command_prints_the_comparison() {
         "1MiB, 2 GiB",
         "--pairs",
         "r0.n0.d0:r1.n0.d7",
+        "--out",
+        dir.path().to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

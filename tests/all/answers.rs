@@ -1,4 +1,4 @@
-//! Helpers of the scenario-answer tests (`tests/scenario_answers*.rs`): run a command of the
+//! Helpers of the scenario-answer tests (`tests/all/scenario_answers*.rs`): run a command of the
 //! `orrery` binary into a fresh folder, read its CSV and JSON files back, and hold a figure of
 //! the output against the scenario's header comment, which must state it as printed.
 

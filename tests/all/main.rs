@@ -1,0 +1,84 @@
+//! Orrery's integration tests, as one crate (issue 43): each file here is a module, so the
+//! library is linked into one test binary instead of one per file. Two suites stay crates of
+//! their own because they hold process-wide state that would disturb the others:
+//! `tests/memory_estimate.rs` installs the counting allocator and measures the heap's peak, and
+//! `tests/max_memory.rs` sets the process's `--max-memory`. Run one module with
+//! `cargo test --test all NAME::` (e.g. `cargo test --test all scenarios::`).
+
+mod accuracy;
+mod answers;
+mod bounds;
+mod budget;
+mod calibrate;
+mod calibrate_import;
+mod catalog;
+mod cli;
+mod collectives;
+mod collectives_table;
+mod compare_na;
+mod confinement;
+mod cpu_work;
+mod drill;
+mod empty_inputs;
+mod explain;
+mod flows;
+mod fmt_roundtrip;
+mod fuzz_regressions;
+mod grammar_doc;
+mod horizon_bounds;
+mod hostile;
+mod infeasible;
+mod invariants;
+mod json_units;
+mod kinds;
+mod korthikanti;
+mod llm_disagg;
+mod llm_engines;
+mod llm_kinds;
+mod llm_load;
+mod llm_pipeline;
+mod llm_serving;
+mod llm_swap;
+mod llm_trace;
+mod maturity;
+mod maxmin;
+mod megatron;
+mod model_dsl;
+mod model_math;
+mod model_training;
+mod moe;
+mod nccl_choice;
+mod nccl_direct_links;
+mod network;
+mod outputs;
+mod outputs_safety;
+mod overlap;
+mod parquet;
+mod pg_options;
+mod placement;
+mod placement_price;
+mod plots;
+mod profile;
+mod rack_domain;
+mod ray_cluster_corpus;
+mod ray_cluster_import;
+mod robustness;
+mod roofline;
+mod scenario_answers;
+mod scenario_answers_serving;
+mod scenarios;
+mod shared;
+mod sim;
+mod slurm;
+mod streaming;
+mod sweep;
+mod syntax;
+mod task_fallback;
+mod tenant_collectives;
+mod tenants;
+mod timeline;
+mod topology;
+mod transport;
+mod transport_agreement;
+mod validate_topology;
+mod validation;
