@@ -411,6 +411,16 @@ fn from_resources(
         return;
     };
     let vcpus = (cpus.ceil() as u64).max(1);
+    if vcpus > crate::spec::hardware::MAX_CORES {
+        p.warnings.push((
+            g.at,
+            format!(
+                "{vcpus} vCPUs is more than a node can declare ({} cores at most): the node is left out",
+                crate::spec::hardware::MAX_CORES
+            ),
+        ));
+        return;
+    }
     if let (Some(_), Some((rc, at))) = (g.cpus, g.ray_cpus)
         && rc != vcpus as f64
     {

@@ -5,7 +5,9 @@
 //! fuzz/fuzz_targets/raycluster.rs (in `raycluster/`): a Ray cluster YAML imports or is refused
 //! at a place inside it, never panics (the findings: a block scalar ending the file without a
 //! line break, on which libyaml-safer 0.3 panicked; an error after a NEL, which libyaml counts
-//! as a line break, as Orrery's locations do, where the fuzz check counted only LF and CR).
+//! as a line break, as Orrery's locations do, where the fuzz check counted only LF and CR; a
+//! pod's `cpu: "2Ti"`, which wrote a node of 2.2 × 10¹² cores the language refuses: such a node
+//! is now left out with a warning).
 
 use orrery::syntax::fmt::format;
 use orrery::syntax::parse;

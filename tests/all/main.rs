@@ -76,6 +76,7 @@ mod syntax;
 mod task_fallback;
 mod tenant_collectives;
 mod tenants;
+mod tidy;
 mod timeline;
 mod topology;
 mod transport;
