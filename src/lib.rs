@@ -30,6 +30,7 @@ pub mod placement;
 pub mod plot;
 pub mod profile;
 pub mod quantile;
+pub mod quiet;
 pub mod raycluster;
 pub mod report;
 pub mod sim;

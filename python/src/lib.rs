@@ -132,6 +132,8 @@ fn column_type(table: &str, name: &str) -> &'static str {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // As the binary: a panic a library is known to raise, caught as an error, prints nothing.
+    orrery::quiet::install_hook();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;

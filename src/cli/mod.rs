@@ -32,6 +32,7 @@ use std::process::ExitCode;
 
 /// Parses the command line and runs its command; the exit status.
 pub fn main() -> ExitCode {
+    orrery::quiet::install_hook();
     dispatch(Cli::parse())
 }
 

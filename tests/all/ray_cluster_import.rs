@@ -480,3 +480,21 @@ fn instances_whose_parts_the_catalog_has_import_as_devices() {
     }
     assert!(!s.contains("\"GPU:"), "{s}");
 }
+
+#[test]
+fn a_yaml_the_parser_library_panics_on_is_a_located_error_and_no_panic_message() {
+    // libyaml-safer 0.3 panics ("TODO: What is expected here?") on a tag followed by `,` in a
+    // flow collection (the raycluster fuzzer's find). The import says where, and the panic's
+    // own message never reaches the terminal (`orrery::quiet`).
+    let file = Path::new("tests/fuzz_found/raycluster/tag-comma-in-flow-dc1c7b76.yaml");
+    let o = orrery(&["import", "ray-cluster", file.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "2:43: error: invalid YAML: the YAML parser (libyaml-safer) failed on this text"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
