@@ -110,12 +110,13 @@ pub fn memory_in_use() -> Option<u64> {
 /// state is built, between output files): `true`, having [`trip`]ped, when it is over, or when
 /// a run tripped already. `doing` names the step for the message ("writing tasks.csv").
 pub fn memory_guard(doing: &str) -> bool {
-    over_memory(&format!("while {doing}"), "make the scenario smaller")
+    over_memory(|| format!("while {doing}"), "make the scenario smaller")
 }
 
-/// Trips, `when` and `else_` completing the message, if the process is past `--max-memory`
-/// or a run tripped already.
-fn over_memory(when: &str, else_: &str) -> bool {
+/// Trips, `when()` and `else_` completing the message, if the process is past `--max-memory`
+/// or a run tripped already. The message is formatted only then: the engine calls this every
+/// 2¹⁶ events.
+fn over_memory(when: impl FnOnce() -> String, else_: &str) -> bool {
     if TRIPPED.load(Ordering::Relaxed) {
         return true;
     }
@@ -125,10 +126,11 @@ fn over_memory(when: &str, else_: &str) -> bool {
         && used > max_memory
     {
         trip(format!(
-            "the process passed --max-memory {} ({} in use) {when}; raise --max-memory, run \
+            "the process passed --max-memory {} ({} in use) {}; raise --max-memory, run \
              fewer runs at once (`--threads`), or {else_}",
             crate::plot::fmt_bytes(max_memory as f64),
-            crate::plot::fmt_bytes(used as f64)
+            crate::plot::fmt_bytes(used as f64),
+            when()
         ));
         return true;
     }
@@ -150,7 +152,7 @@ pub fn guard(handled: u64, now_s: f64) -> bool {
         return true;
     }
     over_memory(
-        &format!("at simulated time {now_s:.3} s of a run, after {handled} events"),
+        || format!("at simulated time {now_s:.3} s of a run, after {handled} events"),
         "shorten the window",
     )
 }

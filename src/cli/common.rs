@@ -263,9 +263,27 @@ pub(super) fn outputs_done(w: &orrery::outputs::Written, t1: std::time::Instant)
 /// `--max-memory`, before it runs).
 static LIMITS: std::sync::Mutex<Option<orrery::budget::Limits>> = std::sync::Mutex::new(None);
 
-pub(super) fn set_limits(l: orrery::budget::Limits) {
+fn set_limits(l: orrery::budget::Limits) {
     *LIMITS.lock().unwrap_or_else(|e| e.into_inner()) = Some(l);
     orrery::budget::set(Some(l));
+}
+
+/// Sets the command's limits from its budget flags, or none for a command without them. Either
+/// way an earlier command's trip is cleared: in one process (Python's), a run stopped by a
+/// limit must not keep a later command from writing its files. A bad flag is exit 2.
+pub(super) fn start_budget(b: Option<&super::args::BudgetArgs>) -> Result<(), ExitCode> {
+    match b.map(parse_budget) {
+        Some(Ok(l)) => set_limits(l),
+        Some(Err(e)) => {
+            errln!("error: {e}");
+            return Err(ExitCode::from(2));
+        }
+        None => {
+            *LIMITS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            orrery::budget::set(None);
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn limits() -> orrery::budget::Limits {

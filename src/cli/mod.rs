@@ -97,14 +97,8 @@ fn dispatch(cli: Cli) -> ExitCode {
     // from RAYON_NUM_THREADS.
     orrery::parallel::init_global();
     common::set_allow_infeasible(cli.command.allow_infeasible());
-    if let Some(b) = cli.command.budget() {
-        match common::parse_budget(b) {
-            Ok(l) => common::set_limits(l),
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        }
+    if let Err(code) = common::start_budget(cli.command.budget()) {
+        return code;
     }
     match cli.command {
         Command::Run {

@@ -64,7 +64,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/cli/calibrate_import.rs", "import", 106),
     ("src/cli/compare.rs", "compare", 103),
     ("src/cli/drill.rs", "drill", 182),
-    ("src/cli/mod.rs", "dispatch", 217),
+    ("src/cli/mod.rs", "dispatch", 211),
     ("src/cli/run.rs", "run", 131),
     ("src/cli/sweep.rs", "sweep", 169),
     ("src/cli/transports.rs", "transports", 110),
