@@ -69,6 +69,10 @@ const GI: f64 = MI * 1024.0;
 const TI: f64 = GI * 1024.0;
 const PI: f64 = TI * 1024.0;
 
+/// The element types a figure may be given for (`flops bf16 ...`, `precision fp8`, a
+/// profile's `[compute.DTYPE]`).
+pub const DTYPES: &[&str] = &["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"];
+
 /// Every unit the language knows: spelling, kind, factor to the base unit.
 /// Longer spellings come first where one is a prefix of another (`GB/s` before `GB`).
 pub const UNITS: &[(&str, Kind, f64)] = &[

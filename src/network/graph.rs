@@ -53,9 +53,7 @@ use crate::spec::hardware::NodeType;
 use super::LinkId;
 use super::collective::tuning::{Arch, Comm, Hw};
 
-/// Spine switches of a leaf-spine fabric (ECMP width) when the fabric declares none
-/// (`fabric leaf_spine spines N`).
-pub const SPINES: usize = 4;
+pub use crate::spec::cluster::SPINES;
 /// Socket interconnect per direction between two NUMA domains: 3 UPI 2.0 links at 16 GT/s ≈
 /// 3 × 21 GB/s (Intel 4th-gen Xeon datasheet); an assumption until calibrated.
 pub const SOCKET_BW: f64 = 62e9;

@@ -5,7 +5,7 @@
 //! read the file, turns them into located diagnostics. No file system access here.
 
 use super::schema::{PredictionCheck, Profile, SCHEMA_VERSION};
-use crate::spec::schema::DTYPES;
+use crate::units::DTYPES;
 use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};

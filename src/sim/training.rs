@@ -320,7 +320,7 @@ impl Sim<'_> {
             .map(|(n, d)| (*n, *d))
             .collect();
         // The tenant's transport: NCCL's sockets reach part of the NICs' rate.
-        let share = self.job_net(j).1.share();
+        let share = crate::network::collective::share(self.job_net(j).1);
         let group = models::Group {
             nodes: linked
                 .iter()
@@ -381,7 +381,7 @@ impl Sim<'_> {
         let job = &self.jobs[j as usize];
         let t = &self.spec.workloads[job.workload].training[job.index];
         let ranks = self.job_ranks(j);
-        let share = self.job_net(j).1.share();
+        let share = crate::network::collective::share(self.job_net(j).1);
         let mut all = Vec::new();
         let mut ok = true;
         for c in &t.collectives {

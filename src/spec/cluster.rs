@@ -107,6 +107,10 @@ pub struct NodeGroup {
 /// Most spines a built-in fabric may declare.
 pub const MAX_SPINES: u64 = 256;
 
+/// Spine switches of a leaf-spine fabric (ECMP width) when the fabric declares none
+/// (`fabric leaf_spine spines N`).
+pub const SPINES: usize = 4;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Fabric {
     pub kind: String,
@@ -120,7 +124,7 @@ pub struct Fabric {
     /// The switches and links of `fabric explicit { ... }` (`super::topology`).
     pub topology: Option<Box<super::topology::Topology>>,
     /// Spine switches per zone of a built-in leaf-spine fabric, the ECMP width (`spines N`,
-    /// default [`crate::network::graph::SPINES`]).
+    /// default [`SPINES`]).
     pub spines: usize,
 }
 
@@ -371,7 +375,7 @@ pub fn cluster(
                             }
                             rd::count(cx, v, 1, MAX_SPINES)? as usize
                         }
-                        None => crate::network::graph::SPINES,
+                        None => SPINES,
                     };
                     if spine_uplink.is_some() && oversubscription != 1.0 {
                         cx.push(

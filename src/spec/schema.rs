@@ -47,7 +47,7 @@ pub const TOP: &[StmtDef] = &[
     many("model", &["from"]),
 ];
 
-pub const DTYPES: &[&str] = &["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"];
+pub use crate::units::DTYPES;
 pub const LINK_KINDS: &[&str] = &[
     "nvlink",
     "infinity_fabric",

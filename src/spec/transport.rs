@@ -211,20 +211,12 @@ pub fn tenant_allows_transport(
 pub enum CollectiveNet {
     /// NCCL's verbs transport at the NIC's line rate (transport `nccl`).
     Verbs,
-    /// NCCL's socket transport, at [`crate::network::collective::SOCKET_SHARE`] of it
+    /// NCCL's socket transport, at `network::collective::SOCKET_SHARE` of it
     /// (transport `tcp`).
     Socket,
 }
 
 impl CollectiveNet {
-    /// The share of a NIC's line rate the collectives reach.
-    pub fn share(self) -> f64 {
-        match self {
-            CollectiveNet::Verbs => 1.0,
-            CollectiveNet::Socket => crate::network::collective::SOCKET_SHARE,
-        }
-    }
-
     /// The transport kind its traffic counts as (`nccl` is RDMA, `tcp` is not).
     pub fn transport(self) -> &'static str {
         match self {

@@ -205,6 +205,14 @@ pub struct Options {
 /// tell its transports apart).
 pub const SOCKET_SHARE: f64 = 0.45;
 
+/// The share of a NIC's line rate a tenant's collectives reach over `net`.
+pub fn share(net: crate::spec::transport::CollectiveNet) -> f64 {
+    match net {
+        crate::spec::transport::CollectiveNet::Verbs => 1.0,
+        crate::spec::transport::CollectiveNet::Socket => SOCKET_SHARE,
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

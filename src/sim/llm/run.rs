@@ -195,7 +195,7 @@ impl Sim<'_> {
             let now = self.now();
             // Stage-to-stage sends cross nodes with the service's tenant's transport.
             let tenant = self.services[self.replicas[r as usize].service as usize].tenant;
-            let share = self.tenant_net(tenant).share();
+            let share = crate::network::collective::share(self.tenant_net(tenant));
             if share < 1.0 {
                 self.net.note(
                     MovementKind::Collective,
