@@ -4,6 +4,7 @@
 use crate::engine::{EventQueue, Time, rng_stream};
 use rand::RngExt;
 use std::fmt::Write as _;
+use crate::network::collective;
 use std::time::Instant;
 
 /// A generated scenario: `nodes` CPU nodes (64 threads each, in racks of 32) running `tasks`
@@ -157,7 +158,7 @@ pub struct SimRun {
 /// Load and simulate generated scenario `text`.
 pub fn simulate_text(name: &str, text: &str) -> Result<SimRun, String> {
     let t0 = Instant::now();
-    let loaded = crate::spec::load_str(name, text);
+    let loaded = crate::scenario::load_str(name, text);
     let spec = loaded.spec.ok_or_else(|| {
         format!(
             "generated scenario is invalid:\n{}",
@@ -230,7 +231,7 @@ pub fn fat_tree_text(nodes: u64) -> String {
 pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
     check_sizes(nodes, 1, flows, 0, 0)?;
     let text = fat_tree_text(nodes);
-    let loaded = crate::spec::load_str("<flows>", &text);
+    let loaded = crate::scenario::load_str("<flows>", &text);
     let spec = loaded.spec.ok_or("generated fabric is invalid")?;
     let g = crate::network::Graph::build(&spec);
     let mut rng = rng_stream(2, 2);
@@ -290,7 +291,7 @@ pub struct DenseRun {
 pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
     check_sizes(1, 1, 0, flows, 0)?;
     use crate::network::Vertex;
-    let loaded = crate::spec::load_str("<dense>", &leaf_spine_text());
+    let loaded = crate::scenario::load_str("<dense>", &leaf_spine_text());
     let spec = loaded.spec.ok_or_else(|| {
         format!(
             "generated leaf-spine is invalid:\n{}",
@@ -353,9 +354,9 @@ pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
 /// `u64::MAX` overflowed the capacity of the flows' vector, a panic (issue 42).
 pub const MAX_FLOWS: usize = 1_000_000;
 /// Most GPUs `--allreduce` takes: eight per node of the most nodes a scenario may have.
-pub const MAX_ALLREDUCE: usize = 8 * crate::spec::reader::MAX_COUNT as usize;
+pub const MAX_ALLREDUCE: usize = 8 * crate::scenario::reader::MAX_COUNT as usize;
 /// Most tasks `--tasks` takes: four groups of at most `x 1000000` each.
-pub const MAX_TASKS: u64 = 4 * crate::spec::reader::MAX_COUNT;
+pub const MAX_TASKS: u64 = 4 * crate::scenario::reader::MAX_COUNT;
 
 /// Every size in range, checked before anything is built or measured: the flag, the figure and
 /// the limit when one is not.
@@ -366,7 +367,7 @@ fn check_sizes(
     dense_flows: usize,
     allreduce: usize,
 ) -> Result<(), String> {
-    let nodes_max = crate::spec::reader::MAX_COUNT;
+    let nodes_max = crate::scenario::reader::MAX_COUNT;
     let checks: [(&str, u64, u64, u64); 5] = [
         ("--nodes", nodes, 1, nodes_max),
         ("--tasks", tasks, 1, MAX_TASKS),
@@ -426,8 +427,8 @@ pub fn run(
         );
     }
     if allreduce > 0 {
-        let (fe, wall, sim) = crate::network::collective::bench_allreduce(allreduce)?;
-        let bytes = crate::network::collective::BENCH_BYTES;
+        let (fe, wall, sim) = bench_allreduce(allreduce)?;
+        let bytes = BENCH_BYTES;
         let (_, busbw) = crate::network::collective::bandwidths("allreduce", allreduce, bytes, sim);
         let _ = writeln!(
             o,
@@ -508,4 +509,37 @@ pub fn run(
         }
     }
     Ok(BenchReport { text: o })
+}
+
+// The collective figure: a flat ring allreduce over thousands of GPUs.
+
+/// Message of the benchmark allreduce: 1 GiB per rank, nccl-tests' usual largest size.
+pub const BENCH_BYTES: f64 = (1u64 << 30) as f64;
+
+/// Ring allreduce of [`BENCH_BYTES`] over the first `devices` GPUs (node-major) of a fat tree
+/// of DGX H100 nodes in racks of 32, on an idle network. Returns (flow events, wall seconds of
+/// the collective simulation, simulated seconds of the collective); building the graph is not
+/// timed.
+pub fn bench_allreduce(devices: usize) -> Result<(u64, f64, f64), String> {
+    if devices == 0 {
+        return Err("the allreduce needs at least one device".into());
+    }
+    let text = fat_tree_text(devices.div_ceil(8) as u64);
+    let spec = crate::scenario::load_str("<collective>", &text)
+        .spec
+        .ok_or("generated fabric is invalid")?;
+    let graph = crate::network::Graph::build(&spec);
+    let net = crate::network::FlowNet::new(graph.capacity.clone());
+    let ranks: Vec<collective::Rank> = (0..devices).map(|d| (d / 8, d % 8)).collect();
+    let t0 = Instant::now();
+    let r = collective::simulate(
+        &graph,
+        &net,
+        collective::Op::AllReduce,
+        collective::Algorithm::Ring,
+        &ranks,
+        BENCH_BYTES,
+        &collective::Options::default(),
+    )?;
+    Ok((r.flow_events, t0.elapsed().as_secs_f64(), r.secs))
 }

@@ -16,8 +16,8 @@
 //! Architecture invariant: reads a spec and its profiles; knows nothing of simulation.
 
 use crate::profile::Profile;
-use crate::spec::Spec;
-use crate::spec::hardware::{Accelerator, Tier};
+use crate::scenario::Spec;
+use crate::scenario::hardware::{Accelerator, Tier};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -24,9 +24,8 @@
 //! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
 //! until it is.
 
-use crate::spec::Spec;
-use crate::spec::cluster::Cluster;
-use crate::spec::hardware::NodeType;
+use crate::scenario::Spec;
+use crate::scenario::cluster::Cluster;
 use crate::units::{Bandwidth, Bytes, FlopRate, Power, Price, sig3};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -117,51 +116,6 @@ pub struct Summary {
     pub tiers: Vec<crate::maturity::Maturity>,
 }
 
-/// Injection bandwidth of one node: its compute NICs, or all NICs if none is marked compute.
-pub fn node_injection(spec: &Spec, nt: &NodeType) -> Bandwidth {
-    let sum = |compute_only: bool| -> f64 {
-        nt.nics
-            .iter()
-            .filter(|g| !compute_only || g.role == "compute")
-            .map(|g| spec.nics.get(&g.nic).map(|n| n.speed.0).unwrap_or(0.0) * f64::from(g.count))
-            .sum()
-    };
-    let c = sum(true);
-    Bandwidth(if c > 0.0 { c } else { sum(false) })
-}
-
-/// A node's own figure, else the sum of a per-device figure over its devices (`None` when a
-/// device lacks it).
-fn node_total(
-    spec: &Spec,
-    nt: &NodeType,
-    own: Option<f64>,
-    per_device: impl Fn(&crate::spec::Accelerator) -> Option<f64>,
-) -> Option<f64> {
-    if own.is_some() {
-        return own;
-    }
-    nt.devices
-        .iter()
-        .map(|g| {
-            spec.accelerators
-                .get(&g.accelerator)
-                .and_then(&per_device)
-                .map(|x| x * f64::from(g.count))
-        })
-        .sum()
-}
-
-/// A node's price per hour: its own, else its devices' (`None` when one has none).
-pub(crate) fn node_price(spec: &Spec, nt: &NodeType) -> Option<f64> {
-    node_total(spec, nt, nt.price.map(|p| p.0), |a| a.price.map(|p| p.0))
-}
-
-/// A node's power (W): its own, else its devices' TDP (`None` when one has none).
-pub(crate) fn node_power(spec: &Spec, nt: &NodeType) -> Option<f64> {
-    node_total(spec, nt, nt.power.map(|p| p.0), |a| a.tdp.map(|p| p.0))
-}
-
 /// Split `caps` into two halves of ⌊n/2⌋ and ⌈n/2⌉ items, greedily balancing capacity
 /// (largest first, each to the lighter half with room), and return the smaller half's total.
 /// Exact for equal capacities, which is what clusters are made of.
@@ -191,7 +145,7 @@ pub fn fabric_bisection(spec: &Spec, c: &Cluster) -> Option<Bandwidth> {
     let inj = |t: &str| {
         spec.node_types
             .get(t)
-            .map(|nt| node_injection(spec, nt).0)
+            .map(|nt| spec.node_injection(nt).0)
             .unwrap_or(0.0)
     };
     let node_caps = || -> Vec<f64> {
@@ -242,7 +196,7 @@ pub fn fabric_bisection(spec: &Spec, c: &Cluster) -> Option<Bandwidth> {
 
 /// An explicit fabric's bisection (`network::bisection`): each rack's injection on each of
 /// its attach switches, node k's compute NIC j on switch `j mod m`, as the graph links them.
-fn explicit_bisection(spec: &Spec, c: &Cluster, t: &crate::spec::topology::Topology) -> f64 {
+fn explicit_bisection(spec: &Spec, c: &Cluster, t: &crate::scenario::topology::Topology) -> f64 {
     let mut inj: Vec<Vec<f64>> = t
         .attach
         .iter()
@@ -358,13 +312,13 @@ pub fn summarize(spec: &Spec) -> Summary {
             .saturating_add(nt.memory.0.saturating_mul(n));
         s.cpu_cores += u64::from(nt.cpu.cores) * n;
         s.cpu_threads += u64::from(nt.cpu.threads) * n;
-        s.injection.0 += node_injection(spec, nt).0 * n as f64;
+        s.injection.0 += spec.node_injection(nt).0 * n as f64;
         s.price = s
             .price
-            .and_then(|p| node_price(spec, nt).map(|x| Price(p.0 + x * n as f64)));
+            .and_then(|p| spec.node_price(nt).map(|x| Price(p.0 + x * n as f64)));
         s.power = s
             .power
-            .and_then(|p| node_power(spec, nt).map(|x| Power(p.0 + x * n as f64)));
+            .and_then(|p| spec.node_power(nt).map(|x| Power(p.0 + x * n as f64)));
         if nt.rack_domain.is_some() {
             let rack = &c.racks[g.rack].name;
             match s.scale_up_domains.iter_mut().find(|d| &d.rack == rack) {
@@ -422,7 +376,7 @@ pub fn summarize(spec: &Spec) -> Summary {
         s.bisection = fabric_bisection(spec, c);
     }
     for st in &c.storage {
-        use crate::spec::cluster::Attach;
+        use crate::scenario::cluster::Attach;
         let (bandwidth, per_node) = match st.attach {
             Attach::Fabric => (st.bandwidth, None),
             Attach::NodeLocal => (
@@ -510,7 +464,7 @@ impl std::fmt::Display for Summary {
                     "cpu          {} cores, {} threads",
                     self.cpu_cores, self.cpu_threads
                 );
-                let peak: Vec<String> = crate::spec::schema::DTYPES
+                let peak: Vec<String> = crate::scenario::schema::DTYPES
                     .iter()
                     .filter_map(|d| self.peak.get(*d).map(|r| format!("{d} {r}")))
                     .collect();

@@ -228,6 +228,40 @@ fn si(v: f64, unit: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     write!(f, "{} {p}{unit}", sig3(v / scale))
 }
 
+/// A number with about three significant digits, without needless zeros or exponents for
+/// everyday magnitudes.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e7).contains(&a) {
+        format!("{v:.2e}")
+    } else {
+        let digits = (2 - a.log10().floor() as i32).max(0) as usize;
+        let s = format!("{v:.digits$}");
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    }
+}
+
+/// A byte count in binary units (`4 KiB`, `1 GiB`).
+pub fn fmt_bytes(b: f64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v.abs() >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{} {}", fmt_num(v), UNITS[i])
+}
+
 /// Three significant figures without trailing zeros.
 /// `bytes` in GiB to three significant figures: a message that compares sizes (needs, has)
 /// gives them all in this one unit, whatever unit each was declared in.

@@ -128,11 +128,11 @@ fn generator() -> impl Strategy<Value = Gen> {
 
 /// The estimate's bytes and the heap the run held at its peak beyond what was held before it.
 fn measure(text: &str) -> Result<(f64, f64), String> {
-    let l = orrery::spec::load_str("gen.orr", text);
+    let l = orrery::scenario::load_str("gen.orr", text);
     let rendered = l.render(false);
     let spec = l.spec.ok_or(rendered)?;
     let window = orrery::sim::window(&spec, None).seconds;
-    let e = orrery::budget::estimate::estimate(&spec, window, &BTreeMap::new());
+    let e = orrery::sim::estimate::estimate(&spec, window, &BTreeMap::new());
     let cfg = SimConfig {
         timeline: true,
         ..Default::default()

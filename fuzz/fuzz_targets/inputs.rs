@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     for tokens in [false, true] {
-        if let Err(e) = orrery::spec::arrivals::parse(text, tokens) {
+        if let Err(e) = orrery::scenario::arrivals::parse(text, tokens) {
             assert!(e.line >= 1 && e.column >= 1);
         }
     }

@@ -52,14 +52,14 @@ fn load<'py>(
     name: &str,
     allow_infeasible: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = orrery::spec::LoadOptions { allow_infeasible };
+    let opts = orrery::scenario::LoadOptions { allow_infeasible };
     let out = PyDict::new(py);
     let diags = PyList::empty(py);
     let limit = orrery::files::MAX_INPUT_BYTES;
     let loaded = match (path, text) {
         (Some(p), None) => py.detach(|| {
             guarded(name, || {
-                orrery::spec::load_file_with(std::path::Path::new(&p), opts)
+                orrery::scenario::load_file_with(std::path::Path::new(&p), opts)
             })
         })?,
         // The same bound as a scenario file's: work is bounded before it starts.
@@ -68,7 +68,7 @@ fn load<'py>(
             limit >> 20
         )),
         (None, Some(t)) => {
-            py.detach(|| guarded(name, || Ok(orrery::spec::load_str_with(name, &t, opts))))?
+            py.detach(|| guarded(name, || Ok(orrery::scenario::load_str_with(name, &t, opts))))?
         }
         _ => {
             return Err(pyo3::exceptions::PyValueError::new_err(
@@ -123,10 +123,10 @@ fn load<'py>(
 /// "text", "int" or "float".
 #[pyfunction]
 fn column_type(table: &str, name: &str) -> &'static str {
-    match orrery::columnar::column_type(table, name) {
-        orrery::columnar::Column::Text => "text",
-        orrery::columnar::Column::Int => "int",
-        orrery::columnar::Column::Float => "float",
+    match orrery::report::columnar::column_type(table, name) {
+        orrery::report::columnar::Column::Text => "text",
+        orrery::report::columnar::Column::Int => "int",
+        orrery::report::columnar::Column::Float => "float",
     }
 }
 

@@ -17,7 +17,6 @@
 //! and `--max-memory`); a library user who sets none gets no runtime bound.
 
 pub mod alloc;
-pub mod estimate;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -128,8 +127,8 @@ fn over_memory(when: impl FnOnce() -> String, else_: &str) -> bool {
         trip(format!(
             "the process passed --max-memory {} ({} in use) {}; raise --max-memory, run \
              fewer runs at once (`--threads`), or {else_}",
-            crate::plot::fmt_bytes(max_memory as f64),
-            crate::plot::fmt_bytes(used as f64),
+            crate::units::fmt_bytes(max_memory as f64),
+            crate::units::fmt_bytes(used as f64),
             when()
         ));
         return true;

@@ -6,7 +6,7 @@
 
 use super::cuda::{Timer, err};
 use super::{ComputeMeasure, LaunchMeasure, MemoryMeasure, Options};
-use crate::spec::hardware::Accelerator;
+use crate::scenario::hardware::Accelerator;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };

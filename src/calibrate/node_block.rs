@@ -14,7 +14,7 @@
 use super::detect::{GpuInventory, Host};
 use super::sysfs::{Adapter, PciFn};
 use super::validate::{devices_in_bus_order, gpu_is};
-use crate::spec::Spec;
+use crate::scenario::Spec;
 use std::fmt::Write;
 
 /// The catalog accelerator a device name is: the one whose name's first part is in the

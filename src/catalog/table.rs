@@ -1,6 +1,6 @@
 //! Plain-text tables of the catalog for `orrery catalog`.
 
-use crate::spec::Spec;
+use crate::scenario::Spec;
 use crate::units::sig3;
 
 /// A [`crate::table`] of `rows` under `head`: the columns in `text` left-aligned, the others

@@ -1,7 +1,7 @@
 //! `orrery catalog`.
 
 use super::common::color;
-use orrery::spec;
+use orrery::scenario;
 use std::process::ExitCode;
 
 pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
@@ -12,7 +12,7 @@ pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let l = spec::load_str("<empty>", "");
+    let l = scenario::load_str("<empty>", "");
     if l.has_errors() {
         err!("{}", l.render(color()));
         return ExitCode::from(2);

@@ -3,7 +3,7 @@
 
 use orrery::diag;
 use orrery::parallel::THREADS_PER_CPU;
-use orrery::spec::{self, Loaded};
+use orrery::scenario::{self, Loaded};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -21,15 +21,15 @@ pub(super) fn set_allow_infeasible(allow: bool) {
 
 /// Load a scenario and print its diagnostics; `None` (after printing) when it has errors.
 pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
-    let opts = spec::LoadOptions {
+    let opts = scenario::LoadOptions {
         allow_infeasible: ALLOW_INFEASIBLE.load(std::sync::atomic::Ordering::Relaxed),
     };
     let loaded = match file {
-        Some(p) => spec::load_file_with(p, opts).map_err(|e| {
+        Some(p) => scenario::load_file_with(p, opts).map_err(|e| {
             errln!("error: {e}");
             ExitCode::from(2)
         })?,
-        None => spec::load_str_with(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1, opts),
+        None => scenario::load_str_with(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1, opts),
     };
     if !loaded.diags.is_empty() {
         err!("{}", loaded.render(color()));
@@ -78,8 +78,8 @@ pub(super) fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::repo
     }
 }
 
-pub(super) fn policy_named(name: &str) -> orrery::spec::workload::Policy {
-    use orrery::spec::workload::Policy;
+pub(super) fn policy_named(name: &str) -> orrery::scenario::workload::Policy {
+    use orrery::scenario::workload::Policy;
     match name {
         "spread" => Policy::Spread,
         "topology_aware" => Policy::TopologyAware,
@@ -89,7 +89,7 @@ pub(super) fn policy_named(name: &str) -> orrery::spec::workload::Policy {
 
 /// `--failures NAME`: a `failures` block the scenario names (else exit 2, naming them).
 pub(super) fn failure_block(
-    spec: &orrery::spec::Spec,
+    spec: &orrery::scenario::Spec,
     name: Option<&str>,
 ) -> Result<Option<String>, String> {
     let Some(name) = name else { return Ok(None) };
@@ -187,10 +187,10 @@ pub(super) fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
     if hi < lo {
         return Err(bad());
     }
-    if hi - lo >= orrery::spec::experiment::MAX_SEEDS {
+    if hi - lo >= orrery::scenario::experiment::MAX_SEEDS {
         return Err(format!(
             "--seeds: at most {} seeds",
-            orrery::spec::experiment::MAX_SEEDS
+            orrery::scenario::experiment::MAX_SEEDS
         ));
     }
     Ok((lo..=hi).collect())
@@ -326,17 +326,17 @@ pub(super) fn parse_budget(b: &super::args::BudgetArgs) -> Result<orrery::budget
 }
 
 /// Refuses, located and with exit 2, a scenario whose work or memory lower bounds
-/// (`orrery::budget::estimate`) exceed the limits, `at_once` runs sharing the memory; else the
+/// (`orrery::sim::estimate`) exceed the limits, `at_once` runs sharing the memory; else the
 /// estimate.
 pub(super) fn gate(
     l: &Loaded,
-    spec: &orrery::spec::Spec,
+    spec: &orrery::scenario::Spec,
     horizon: Option<u64>,
-    traces: &std::collections::BTreeMap<String, orrery::spec::arrivals::Trace>,
+    traces: &std::collections::BTreeMap<String, orrery::scenario::arrivals::Trace>,
     at_once: usize,
-) -> Result<orrery::budget::estimate::Estimate, ExitCode> {
+) -> Result<orrery::sim::estimate::Estimate, ExitCode> {
     let window = orrery::sim::window(spec, horizon).seconds;
-    let e = orrery::budget::estimate::estimate(spec, window, traces);
+    let e = orrery::sim::estimate::estimate(spec, window, traces);
     let fallback = orrery::diag::Span::new(l.root, 0, 0);
     match e.refusal(limits(), at_once, fallback) {
         Some(d) => {

@@ -54,15 +54,15 @@ pub(super) fn read_seconds(dir: &Path, name: &str, what: &str) -> Result<Vec<f64
 }
 
 /// Arrival traces named by `arrival trace "FILE"` (rows `arrival_s[,prompt_tokens,
-/// output_tokens]`, [`orrery::spec::arrivals`]), each checked against the LLM services that
+/// output_tokens]`, [`orrery::scenario::arrivals`]), each checked against the LLM services that
 /// read their tokens from it. Errors name file:line:column, and the scenario's `arrival`
 /// line when a row does not suit its service.
 pub(super) fn traces(
-    spec: &orrery::spec::Spec,
+    spec: &orrery::scenario::Spec,
     sources: &orrery::diag::SourceMap,
     file: Option<&Path>,
-) -> Result<std::collections::BTreeMap<String, orrery::spec::arrivals::Trace>, String> {
-    use orrery::spec::arrivals;
+) -> Result<std::collections::BTreeMap<String, orrery::scenario::arrivals::Trace>, String> {
+    use orrery::scenario::arrivals;
     let mut out = std::collections::BTreeMap::new();
     let dir = file
         .and_then(Path::parent)
@@ -70,7 +70,7 @@ pub(super) fn traces(
         .unwrap_or(Path::new("."));
     for w in &spec.workloads {
         for s in &w.services {
-            let orrery::spec::workload::Arrival::Trace(name) = &s.arrival else {
+            let orrery::scenario::workload::Arrival::Trace(name) = &s.arrival else {
                 continue;
             };
             let path = dir.join(name);
@@ -80,7 +80,7 @@ pub(super) fn traces(
             if !out.contains_key(name) {
                 // Token columns are read when any service reading this file reads them.
                 let tokens = spec.workloads.iter().flat_map(|w| &w.services).any(|o| {
-                    matches!(&o.arrival, orrery::spec::workload::Arrival::Trace(n) if n == name)
+                    matches!(&o.arrival, orrery::scenario::workload::Arrival::Trace(n) if n == name)
                         && o.llm.as_ref().is_some_and(arrivals::reads_tokens)
                 });
                 // Errors about the file also name the scenario line that named it.
@@ -118,11 +118,11 @@ pub(super) fn traces(
 
 /// Samples of `empirical("FILE")` distributions (one duration per line).
 pub(super) fn empirical(
-    spec: &orrery::spec::Spec,
+    spec: &orrery::scenario::Spec,
     sources: &orrery::diag::SourceMap,
     file: &Path,
 ) -> Result<std::collections::BTreeMap<String, Vec<f64>>, String> {
-    use orrery::spec::failure::Distribution;
+    use orrery::scenario::failure::Distribution;
     let mut out = std::collections::BTreeMap::new();
     let dir = file
         .parent()

@@ -4,7 +4,7 @@ use super::common::{
     broken, check_threads, color, file_stem, load, parse_seeds, progress_bar, written_or_fail,
 };
 use super::inputs::{empirical, traces};
-use orrery::spec::Loaded;
+use orrery::scenario::Loaded;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -213,7 +213,7 @@ pub(super) fn sweep_table(r: &orrery::experiment::sweep::SweepResult) -> String 
 fn representative(
     plan: &orrery::experiment::sweep::Plan,
     cfg: &orrery::experiment::sweep::SweepConfig,
-    lines: &[orrery::spec::experiment::Plot],
+    lines: &[orrery::scenario::experiment::Plot],
 ) -> Option<orrery::outputs::sweep::Representative> {
     if !orrery::outputs::sweep::needs_representative(lines) {
         return None;
@@ -228,11 +228,11 @@ fn representative(
             ..Default::default()
         },
     );
-    Some(orrery::outputs::sweep::Representative::of(&run))
+    Some(orrery::outputs::sweep::representative(&run))
 }
 
 /// The `plot` lines of the named experiment of a loaded scenario.
-pub(super) fn experiment_plots(l: &Loaded, name: &str) -> Vec<orrery::spec::experiment::Plot> {
+pub(super) fn experiment_plots(l: &Loaded, name: &str) -> Vec<orrery::scenario::experiment::Plot> {
     l.spec
         .as_ref()
         .and_then(|s| s.experiments.iter().find(|e| e.name == name))
@@ -246,7 +246,7 @@ pub(super) fn sweep_outputs(
     dir: &Path,
     r: &orrery::experiment::sweep::SweepResult,
     written: std::io::Result<Vec<String>>,
-    lines: &[orrery::spec::experiment::Plot],
+    lines: &[orrery::scenario::experiment::Plot],
     representative: Option<&orrery::outputs::sweep::Representative>,
     table: &str,
     plots: bool,

@@ -98,10 +98,10 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         let file = Path::new(path.file_name().unwrap_or_default());
-        let written = orrery::spec::load::check_profile_dir(dir)
+        let written = orrery::scenario::load::check_profile_dir(dir)
             .map_err(|e| format!("calibration folder {} {e}", dir.display()))
             .and_then(|()| {
-                orrery::files::read_confined(dir, file, None, orrery::spec::load::MAX_PROFILE_BYTES)
+                orrery::files::read_confined(dir, file, None, orrery::scenario::load::MAX_PROFILE_BYTES)
                     .map(|(_, t)| t)
                     .map_err(|e| format!("{} {e}", path.display()))
             })
@@ -140,8 +140,8 @@ fn devices_seen(host: &Host, gpus: Option<&GpuInventory>) -> Vec<String> {
 
 /// The profiles the node's accelerators name, and their files.
 fn record_targets(
-    spec: &orrery::spec::Spec,
-    nt: &orrery::spec::NodeType,
+    spec: &orrery::scenario::Spec,
+    nt: &orrery::scenario::NodeType,
     file: &Path,
 ) -> Result<Vec<(String, std::path::PathBuf)>, String> {
     let mut names: Vec<&str> = nt
@@ -157,11 +157,11 @@ fn record_targets(
             nt.name
         ));
     }
-    let dirs = orrery::spec::load::profile_dirs(file.parent());
+    let dirs = orrery::scenario::load::profile_dirs(file.parent());
     names
         .into_iter()
         .map(|n| {
-            orrery::spec::load::profile_path(&dirs, n)
+            orrery::scenario::load::profile_path(&dirs, n)
                 .map(|p| (n.to_string(), p))
                 .ok_or_else(|| format!("profile `{n}` has no file in the calibration folders"))
         })
@@ -181,7 +181,7 @@ pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
         Ok(m) => m,
         Err(c) => return c,
     };
-    let catalog = orrery::spec::load_str("<catalog>", "");
+    let catalog = orrery::scenario::load_str("<catalog>", "");
     let Some(spec) = catalog.spec.as_ref() else {
         errln!("error: the built-in catalog does not load");
         return ExitCode::from(2);
@@ -195,7 +195,7 @@ pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
     let block =
         orrery::calibrate::node_block::node_block(spec, name, &host, gpus.as_ref(), nvswitches);
     // What is printed must read back as a node type.
-    let back = orrery::spec::load_str("detected.orr", &block);
+    let back = orrery::scenario::load_str("detected.orr", &block);
     if back.has_errors() {
         errln!(
             "error: the detected block does not read back (a bug):\n{block}\n{}",

@@ -24,7 +24,7 @@
 //! bytes) triples.
 
 use super::roofline::{ModelSource, Roofline, roofline};
-use crate::spec::Spec;
+use crate::scenario::Spec;
 
 /// Efficiency by size: `(min_size, efficiency)` rows, sizes strictly decreasing to 0.
 #[derive(Debug, Clone, PartialEq)]

@@ -28,8 +28,8 @@
 //! closed form, FLOP / (peak · 0.75 · devices).
 
 use crate::profile::{self, Profile};
-use crate::spec::hardware::Accelerator;
-use crate::spec::{Spec, workload::Compute};
+use crate::scenario::hardware::Accelerator;
+use crate::scenario::{Spec, workload::Compute};
 use std::collections::BTreeSet;
 use std::fmt;
 

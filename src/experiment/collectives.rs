@@ -20,8 +20,8 @@ use crate::network::collective::{
 };
 use crate::network::{FlowNet, Graph};
 use crate::placement::{self, BundleRequest, ClusterState, PgDecision, Request};
-use crate::spec::Spec;
-use crate::spec::workload::{PgStrategy, Policy};
+use crate::scenario::Spec;
+use crate::scenario::workload::{PgStrategy, Policy};
 use std::collections::BTreeMap;
 
 /// Most sizes one table prints.

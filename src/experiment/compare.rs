@@ -18,7 +18,7 @@ use crate::experiment::drill::Aggregate;
 use crate::experiment::kinds::{self, Column};
 use crate::experiment::measure::ClusterFigures;
 use crate::sim::{SimConfig, Window, simulate};
-use crate::spec::Spec;
+use crate::scenario::Spec;
 use indicatif::ProgressBar;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -37,7 +37,7 @@ pub struct Entry {
     pub file: String,
     pub scenario_hash: String,
     pub spec: Spec,
-    pub traces: BTreeMap<String, crate::spec::arrivals::Trace>,
+    pub traces: BTreeMap<String, crate::scenario::arrivals::Trace>,
     pub empirical: BTreeMap<String, Vec<f64>>,
     /// Apply only this `failures` block (default: every block).
     pub failure_block: Option<String>,

@@ -34,7 +34,7 @@ use crate::experiment::measure::ClusterFigures;
 use crate::report::Header;
 use crate::sim::metrics::{RunMetrics, TimelineEvent};
 use crate::sim::{SimConfig, Window, simulate};
-use crate::spec::Spec;
+use crate::scenario::Spec;
 use indicatif::ProgressBar;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -70,7 +70,7 @@ pub struct DrillConfig {
     /// End of the simulated window (default: as `orrery run`, the first experiment's horizon).
     pub horizon: Option<Time>,
     /// Arrival traces, as [`SimConfig::traces`].
-    pub traces: BTreeMap<String, crate::spec::arrivals::Trace>,
+    pub traces: BTreeMap<String, crate::scenario::arrivals::Trace>,
     /// Empirical distribution samples, as [`SimConfig::empirical`].
     pub empirical: BTreeMap<String, Vec<f64>>,
     /// Advanced once per finished run (hidden when `None`).

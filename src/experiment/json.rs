@@ -135,9 +135,9 @@ struct ShardJson {
     shard: usize,
     shards: usize,
     runs: Vec<RunJson>,
-    plots: Vec<crate::spec::experiment::Plot>,
+    plots: Vec<crate::scenario::experiment::Plot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    representative: Option<crate::outputs::sweep::Representative>,
+    representative: Option<super::sweep::Representative>,
 }
 
 /// A shard's value columns, header order (`makespan_s`, …).
@@ -264,11 +264,11 @@ mod tests {
                     placement: None,
                 },
             ],
-            plots: vec![crate::spec::experiment::Plot {
+            plots: vec![crate::scenario::experiment::Plot {
                 kind: "bars".into(),
                 args: vec!["makespan".into()],
             }],
-            representative: Some(crate::outputs::sweep::Representative {
+            representative: Some(crate::experiment::sweep::Representative {
                 horizon_s: 0.1 + 0.2,
                 timeline: vec![crate::plot::TimelineRow {
                     label: "r0.n0 gpu0".into(),

@@ -18,7 +18,7 @@
 //! * **perf/$** = work units / cost; **perf/W** = throughput / power (W) = work units per Wh.
 
 use crate::sim::metrics::RunMetrics;
-use crate::spec::Spec;
+use crate::scenario::Spec;
 
 /// Price ($/h) and power (W) of a scenario's cluster from the catalog figures; `None` where a
 /// node or device lacks the figure, and then why ([`ClusterFigures::price_missing`]).
@@ -88,8 +88,8 @@ fn missing(what: &str, names: &[String]) -> String {
 /// as lacking it.
 fn lacking(
     spec: &Spec,
-    node: impl Fn(&crate::spec::hardware::NodeType) -> bool,
-    device: impl Fn(&crate::spec::Accelerator) -> bool,
+    node: impl Fn(&crate::scenario::hardware::NodeType) -> bool,
+    device: impl Fn(&crate::scenario::Accelerator) -> bool,
 ) -> Vec<String> {
     let Some(c) = &spec.cluster else {
         return vec!["no cluster".into()];
@@ -170,7 +170,7 @@ pub fn column(metric: &str) -> String {
     }
 }
 
-/// The value of an experiment metric (one of [`crate::spec::experiment::METRICS`]) in one
+/// The value of an experiment metric (one of [`crate::scenario::experiment::METRICS`]) in one
 /// run; `None` where the run has none (no service, so no latency). Means over items are
 /// weighted by their counts (tasks, requests, calls); fractions are in [0, 1].
 ///

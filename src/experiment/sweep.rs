@@ -3,7 +3,7 @@
 //! Student-t 95% confidence intervals ([`crate::experiment::drill::Aggregate`]).
 //!
 //! Each cell is the scenario rewritten by its values and resolved again
-//! ([`crate::spec::Loaded::with_overrides`]), so every cell is validated before anything runs.
+//! ([`crate::scenario::Loaded::with_overrides`]), so every cell is validated before anything runs.
 //! Runs are numbered `cell × seeds + seed index`; a shard `i/n` runs the runs whose number
 //! mod n = i and writes them to `shard-I-of-N.json`; [`merge`] checks that shards belong
 //! together and cover every run exactly once, and gives the same [`SweepResult`] as an
@@ -18,7 +18,7 @@ use crate::experiment::drill::Aggregate;
 use crate::experiment::measure::{self, ClusterFigures};
 use crate::experiment::placement::Placement;
 use crate::sim::{SimConfig, simulate};
-use crate::spec::{Loaded, Override, Spec};
+use crate::scenario::{Loaded, Override, Spec};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 /// Metrics reported when the experiment names none: makespan, the rate of each kind of work
 /// the scenario has (each in its own unit), cost and energy.
 pub fn default_metrics(spec: &Spec) -> Vec<String> {
-    let has = |f: fn(&crate::spec::workload::Workload) -> bool| spec.workloads.iter().any(f);
+    let has = |f: fn(&crate::scenario::workload::Workload) -> bool| spec.workloads.iter().any(f);
     let mut m = vec!["makespan".to_string()];
     if has(|w| !w.training.is_empty()) {
         m.push("steps_per_h".into());
@@ -57,7 +57,7 @@ pub struct SweepHeader {
     /// Every cell's values (as written), in order: the last parameter varies fastest.
     pub cells: Vec<Vec<String>>,
     pub seeds: Vec<u64>,
-    /// Experiment metric names ([`crate::spec::experiment::METRICS`]).
+    /// Experiment metric names ([`crate::scenario::experiment::METRICS`]).
     pub metrics: Vec<String>,
 }
 
@@ -96,6 +96,20 @@ pub struct CellSummary {
     pub metrics: Vec<Aggregate>,
 }
 
+/// What the `timeline` and `utilization` plots draw of the representative run (the first
+/// cell's first seed): their data, not the run, so that a shard can carry it to `merge` (a
+/// few hundred rows of spans and at most a few thousand points, whatever the run's length).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Representative {
+    /// The run's window (s): the plots' time axis.
+    pub horizon_s: f64,
+    /// The timeline's rows, what they are (`device`, `node`, …) and how the title says so.
+    pub timeline: Vec<crate::plot::TimelineRow>,
+    pub rows_are: String,
+    pub rows_described: String,
+    pub utilization: Vec<crate::plot::UtilSeries>,
+}
+
 /// A whole sweep: what plots use.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepResult {
@@ -117,8 +131,8 @@ pub struct Shard {
     pub shard: usize,
     pub shards: usize,
     pub runs: Vec<RunRow>,
-    pub plots: Vec<crate::spec::experiment::Plot>,
-    pub representative: Option<crate::outputs::sweep::Representative>,
+    pub plots: Vec<crate::scenario::experiment::Plot>,
+    pub representative: Option<Representative>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -131,7 +145,7 @@ pub struct SweepConfig {
     pub threads: usize,
     /// `(i, n)`: run only the runs whose number mod n = i.
     pub shard: Option<(usize, usize)>,
-    pub traces: BTreeMap<String, crate::spec::arrivals::Trace>,
+    pub traces: BTreeMap<String, crate::scenario::arrivals::Trace>,
     pub empirical: BTreeMap<String, Vec<f64>>,
     pub progress: Option<ProgressBar>,
 }
@@ -485,7 +499,7 @@ pub fn merge(shards: Vec<(PathBuf, Shard)>) -> Result<SweepResult, String> {
     if let Some(m) = h
         .metrics
         .iter()
-        .find(|m| !crate::spec::experiment::METRICS.contains(&m.as_str()))
+        .find(|m| !crate::scenario::experiment::METRICS.contains(&m.as_str()))
     {
         return bad(format!("unknown metric `{m}`"));
     }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::sim::network::MovementKind;
 use crate::sim::{SimConfig, simulate};
-use crate::spec::Spec;
+use crate::scenario::Spec;
 use crate::transport::TransportParams;
 use crate::transport::compare::{BASELINE, fmt_secs};
 
@@ -61,7 +61,7 @@ pub struct WorkloadComparison {
 pub fn compare_workload(
     spec: &Spec,
     seed: u64,
-    traces: &std::collections::BTreeMap<String, crate::spec::arrivals::Trace>,
+    traces: &std::collections::BTreeMap<String, crate::scenario::arrivals::Trace>,
     empirical: &std::collections::BTreeMap<String, Vec<f64>>,
 ) -> WorkloadComparison {
     let names: Vec<String> = TransportParams::of_spec(spec)

@@ -111,8 +111,8 @@ impl Kind {
     /// allocates as tokens come and preempts when the pool runs out; SGLang admits a request
     /// whose output length is known (EOS ignored, as its benchmarks send) only if the pool
     /// lasts until the running ones finish.
-    pub fn reserve(self) -> crate::spec::serving::Reserve {
-        use crate::spec::serving::Reserve;
+    pub fn reserve(self) -> crate::scenario::serving::Reserve {
+        use crate::scenario::serving::Reserve;
         match self {
             Kind::Vllm => Reserve::Off,
             Kind::Trtllm => Reserve::Request,
@@ -218,7 +218,7 @@ pub struct Launches {
 pub fn iteration_secs(
     gemm: &crate::compute::Roofline,
     attention: &crate::compute::Roofline,
-    e: &crate::spec::serving::EngineConfig,
+    e: &crate::scenario::serving::EngineConfig,
     tp: u32,
     p: &super::serving::Phases,
     b: &super::serving::BatchShape,

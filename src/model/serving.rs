@@ -82,7 +82,7 @@ pub struct Dtypes {
 }
 
 impl Dtypes {
-    pub fn of(s: &crate::spec::serving::LlmServing) -> Self {
+    pub fn of(s: &crate::scenario::serving::LlmServing) -> Self {
         let w = super::dtype_bytes(&s.dtype);
         Dtypes {
             weights: if s.dtype == "fp4" {
@@ -235,7 +235,7 @@ impl Footprint {
     }
 
     /// Each pipeline stage's footprint of an LLM service (one with pp 1).
-    pub fn stages(s: &crate::spec::serving::LlmServing) -> Vec<Self> {
+    pub fn stages(s: &crate::scenario::serving::LlmServing) -> Vec<Self> {
         (0..s.pp)
             .map(|i| {
                 Footprint::stage(
@@ -253,7 +253,7 @@ impl Footprint {
 
     /// An LLM service's footprint: with pp > 1, of the stage whose ranks need the most
     /// memory for one longest request (the placement's need).
-    pub fn of(s: &crate::spec::serving::LlmServing) -> Self {
+    pub fn of(s: &crate::scenario::serving::LlmServing) -> Self {
         let tokens = u64::from(s.prompt.max()) + u64::from(s.output.max());
         let k = s.engine.kv_block;
         let mut all = Footprint::stages(s);

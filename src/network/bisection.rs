@@ -10,7 +10,7 @@
 //! dimension, their textbook bisection; for others it is that particular cut, which bounds the
 //! bisection (the minimum over all balanced cuts) from above.
 
-use crate::spec::topology::Topology;
+use crate::scenario::topology::Topology;
 
 /// One direction of a residual edge.
 struct Edge {

@@ -47,13 +47,13 @@
 //! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
 //! until it is.
 
-use crate::spec::Spec;
-use crate::spec::hardware::NodeType;
+use crate::scenario::Spec;
+use crate::scenario::hardware::NodeType;
 
 use super::LinkId;
 use super::collective::tuning::{Arch, Comm, Hw};
 
-pub use crate::spec::cluster::SPINES;
+pub use crate::scenario::cluster::SPINES;
 /// Socket interconnect per direction between two NUMA domains: 3 UPI 2.0 links at 16 GT/s ≈
 /// 3 × 21 GB/s (Intel 4th-gen Xeon datasheet); an assumption until calibrated.
 pub const SOCKET_BW: f64 = 62e9;
@@ -176,7 +176,7 @@ pub(super) struct NicAt {
     numa: u32,
     pub(super) rail: usize,
     /// The switch it plugs into speaks this (from the NIC's `protocol`).
-    pub(super) wire: crate::spec::topology::Wire,
+    pub(super) wire: crate::scenario::topology::Wire,
 }
 
 /// The chips of one slice: torus dimensions, chips per host and the slice's first node.
@@ -188,7 +188,7 @@ struct SliceLayout {
 }
 
 /// Heap bytes each directed link takes in a [`Graph`] at least: its capacity, latency, kind and
-/// ends, and its id in its tail's out-list (`budget::estimate` counts links so).
+/// ends, and its id in its tail's out-list (`sim::estimate` counts links so).
 pub const BYTES_PER_LINK: usize = 2 * std::mem::size_of::<f64>()
     + std::mem::size_of::<LinkKind>()
     + std::mem::size_of::<(Vertex, Vertex)>()
@@ -224,7 +224,7 @@ pub struct Graph {
     /// Per node: the NUMA domain of each PCIe switch.
     switch_numa: Vec<Vec<u32>>,
     /// How each storage target of the cluster is attached, by index (`super::storage`).
-    pub(super) storage: Vec<crate::spec::cluster::Attach>,
+    pub(super) storage: Vec<crate::scenario::cluster::Attach>,
     /// The storage index of every node's spill disk (`super::storage`), and whether it is the
     /// undeclared default disk.
     pub(super) spill: Option<usize>,
@@ -334,8 +334,8 @@ impl Graph {
     }
 
     /// The graph of cluster `c` with `spec`'s hardware: [`Graph::build`] of `spec.cluster`,
-    /// or of another cluster of the same types (`budget::estimate` counts one node's links so).
-    pub fn build_cluster(spec: &Spec, c: &crate::spec::cluster::Cluster) -> Graph {
+    /// or of another cluster of the same types (`sim::estimate` counts one node's links so).
+    pub fn build_cluster(spec: &Spec, c: &crate::scenario::cluster::Cluster) -> Graph {
         let mut g = Graph::default();
         let nodes: Vec<(&NodeType, usize)> = c
             .nodes()
@@ -528,7 +528,7 @@ impl Graph {
             for group in &nt.nics {
                 let catalog = spec.nics.get(&group.nic);
                 let speed = catalog.map_or(0.0, |n| n.speed.0);
-                let wire = crate::spec::topology::Wire::of_protocol(
+                let wire = crate::scenario::topology::Wire::of_protocol(
                     catalog.map_or("", |n| n.protocol.as_str()),
                 );
                 for loc in &group.at {
@@ -1073,7 +1073,7 @@ impl Graph {
 
     /// What the switch a fabric NIC plugs into speaks (`None` for a vertex that is not a
     /// node's fabric NIC).
-    pub fn nic_wire(&self, v: Vertex) -> Option<crate::spec::topology::Wire> {
+    pub fn nic_wire(&self, v: Vertex) -> Option<crate::scenario::topology::Wire> {
         let Vertex::Nic { node, nic } = v else {
             return None;
         };

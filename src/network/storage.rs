@@ -25,7 +25,7 @@
 
 use super::LinkId;
 use super::graph::{Graph, LinkKind, Vertex};
-use crate::spec::cluster::{Attach, Cluster};
+use crate::scenario::cluster::{Attach, Cluster};
 
 /// Bandwidth per direction of a node's spill disk when the cluster declares no `node_local`
 /// storage: 2 GB/s, an assumption (a datacenter NVMe SSD's sustained sequential rate, not

@@ -1,4 +1,4 @@
-//! Explicit fabrics on the link graph (`fabric explicit { ... }`, `spec::topology`).
+//! Explicit fabrics on the link graph (`fabric explicit { ... }`, `scenario::topology`).
 //!
 //! Every declared switch is a [`Vertex::Fabric`]; every declared link two directed
 //! [`LinkKind::Network`] links at its bandwidth and latency (the fabric's `latency` where the
@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 use super::LinkId;
 use super::graph::{Graph, LinkKind, Vertex};
-use crate::spec::topology::{Routing, Topology};
+use crate::scenario::topology::{Routing, Topology};
 
 /// Hop distance meaning "cannot reach".
 const FAR: u16 = u16::MAX;

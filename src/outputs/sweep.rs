@@ -18,35 +18,20 @@ use crate::experiment::measure;
 use crate::experiment::placement::{self, Placement};
 use crate::experiment::sweep::SweepResult;
 use crate::plot::{self, Bar, Heatmap, MetricBars, Missing, SampleSet};
-use crate::plot::{TimelineRow, UtilSeries};
 use crate::sim::RunResult;
-use crate::spec::experiment::Plot;
+use crate::scenario::experiment::Plot;
 
-/// What the `timeline` and `utilization` plots draw of the representative run (the first
-/// cell's first seed): their data, not the run, so that a shard can carry it to `merge` (a
-/// few hundred rows of spans and at most a few thousand points, whatever the run's length).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Representative {
-    /// The run's window (s): the plots' time axis.
-    pub horizon_s: f64,
-    /// The timeline's rows, what they are (`device`, `node`, …) and how the title says so.
-    pub timeline: Vec<TimelineRow>,
-    pub rows_are: String,
-    pub rows_described: String,
-    pub utilization: Vec<UtilSeries>,
-}
+pub use crate::experiment::sweep::Representative;
 
-impl Representative {
-    /// The plot data of a run simulated with its timeline.
-    pub fn of(run: &RunResult) -> Representative {
-        let rows = super::timeline::timeline_rows(&run.timeline, run.metrics.horizon);
-        Representative {
-            horizon_s: run.metrics.horizon,
-            rows_described: rows.describe(),
-            rows_are: rows.per.to_string(),
-            timeline: rows.rows,
-            utilization: super::run::util_series(run),
-        }
+/// The plot data of a run simulated with its timeline.
+pub fn representative(run: &RunResult) -> Representative {
+    let rows = super::timeline::timeline_rows(&run.timeline, run.metrics.horizon);
+    Representative {
+        horizon_s: run.metrics.horizon,
+        rows_described: rows.describe(),
+        rows_are: rows.per.to_string(),
+        timeline: rows.rows,
+        utilization: super::run::util_series(run),
     }
 }
 

@@ -249,7 +249,7 @@ pub(super) fn group_assignable(
 ) -> Assignable {
     let mut budget = BUDGET;
     let mut v = View::new(st, true, false, b.tenant);
-    if b.strategy == crate::spec::workload::PgStrategy::StrictSpread {
+    if b.strategy == crate::scenario::workload::PgStrategy::StrictSpread {
         let edge = |j: usize, n: NodeId| ok(j, n) && v.fits(n, &b.bundles[j]);
         return match matching(order, cands, &edge, &mut budget) {
             Match::Perfect(_) => Assignable::Yes,

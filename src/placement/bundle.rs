@@ -11,7 +11,7 @@ use super::state::ClusterState;
 use super::strategies::run;
 use super::view::View;
 use super::{NodeId, Policy};
-use crate::spec::workload::{LabelConstraint, PgStrategy};
+use crate::scenario::workload::{LabelConstraint, PgStrategy};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 

@@ -11,7 +11,7 @@ use super::resources::Request;
 use super::state::ClusterState;
 use super::strategies::scaled;
 use super::view::View;
-use crate::spec::workload::{PgStrategy, Policy};
+use crate::scenario::workload::{PgStrategy, Policy};
 
 /// `bundle 2`, `bundles 1-3, 5` (1-based) for bundle indices ascending.
 pub(super) fn list_bundles(js: &[usize]) -> String {

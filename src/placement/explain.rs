@@ -8,7 +8,7 @@
 
 use super::NodeId;
 use super::state::ClusterState;
-use crate::spec::workload::{LabelConstraint, LabelOp};
+use crate::scenario::workload::{LabelConstraint, LabelOp};
 use serde::Serialize;
 use std::fmt::Write;
 

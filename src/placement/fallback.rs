@@ -39,7 +39,7 @@ use super::explain::{Candidate, Explain, Verdict, Why, describe_constraint, show
 use super::state::ClusterState;
 use super::task::{Decision, TaskRequest, by_strategy, place_task, settle};
 use super::task_explain::{node_verdict, score};
-use crate::spec::workload::LabelConstraint;
+use crate::scenario::workload::LabelConstraint;
 use rand_chacha::ChaCha8Rng;
 
 /// Option `k` in words: its own label selector (0), else fallback k.

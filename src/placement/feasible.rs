@@ -4,7 +4,7 @@
 //! node that never comes, `ray-semantics.md`). Orrery asks the placement functions themselves
 //! — [`place_task_options`] and [`place_bundles`] on the full, healthy, empty cluster — so the answer
 //! cannot differ from what a run does; this module only words the reason: what was asked,
-//! and the most one eligible node offers of each requested resource. `spec::load` turns each
+//! and the most one eligible node offers of each requested resource. `scenario::load` turns each
 //! finding into a located error (a warning with `--allow-infeasible`); `orrery explain`
 //! prints the same reason for an infeasible item.
 
@@ -17,8 +17,8 @@ use super::state::ClusterState;
 use super::task::{Decision, TaskRequest};
 use super::{NodeId, Policy};
 use crate::diag::Span;
-use crate::spec::Spec;
-use crate::spec::workload::{LabelConstraint, PgStrategy, Strategy};
+use crate::scenario::Spec;
+use crate::scenario::workload::{LabelConstraint, PgStrategy, Strategy};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;

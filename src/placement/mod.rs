@@ -43,7 +43,7 @@ mod task_explain;
 pub mod topology;
 mod view;
 
-pub use crate::spec::workload::Policy;
+pub use crate::scenario::workload::Policy;
 pub use bundle::{BundleRequest, PgDecision, place_bundles, sort_bundles};
 pub use explain::{Candidate, Explain, Verdict};
 pub use fallback::place_task_options;
@@ -57,5 +57,5 @@ pub use state::{
 pub use task::{Decision, TaskRequest, USE_ORDER_INDEX, hybrid, place_task};
 pub use topology::topology_aware;
 
-/// Index into [`ClusterState::nodes`], in Spec declaration order ([`crate::spec::Cluster::nodes`]).
+/// Index into [`ClusterState::nodes`], in Spec declaration order ([`crate::scenario::Cluster::nodes`]).
 pub type NodeId = usize;

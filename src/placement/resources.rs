@@ -5,14 +5,14 @@
 //! (`src/ray/common/scheduling/fixed_point.h`, `RESOURCE_UNIT_SCALING = 10000`), so `0.1 + 0.2`
 //! is exactly `0.3` and repeated allocate/free never drifts. We do the same with `i64`.
 
-use crate::spec::workload::UNIT_INSTANCE;
+use crate::scenario::workload::UNIT_INSTANCE;
 use std::collections::{BTreeMap, HashMap};
 
 /// Ray `FixedPoint`: amounts are kept in 1/10000 units (`fixed_point.h`).
 pub const SCALE: i64 = 10_000;
 
 /// Predefined resource ids (Ray's `PredefinedResourcesEnum` has CPU, MEM, GPU, OBJECT_STORE_MEM;
-/// ours are numbered in the order of [`crate::spec::workload::BUILTIN_RESOURCES`]).
+/// ours are numbered in the order of [`crate::scenario::workload::BUILTIN_RESOURCES`]).
 pub const CPU: usize = 0;
 pub const GPU: usize = 1;
 pub const MEMORY: usize = 2;
@@ -54,7 +54,7 @@ impl ResourceIds {
             index: HashMap::new(),
             unit: Vec::new(),
         };
-        for n in crate::spec::workload::BUILTIN_RESOURCES {
+        for n in crate::scenario::workload::BUILTIN_RESOURCES {
             ids.get_or_insert(n);
         }
         ids

@@ -9,8 +9,8 @@ use super::resources::{
     try_allocate_ray, try_allocate_topo,
 };
 use super::{NodeId, Policy};
-use crate::spec::Spec;
-use crate::spec::workload::LabelConstraint;
+use crate::scenario::Spec;
+use crate::scenario::workload::LabelConstraint;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -249,8 +249,8 @@ pub struct TenantRules {
     pub conflicts: Vec<usize>,
     /// Label selector every placement of this tenant must satisfy.
     pub only_nodes: Vec<LabelConstraint>,
-    /// Transport rule (no RDMA transports, `crate::spec::transport::kind_uses_rdma`); checked
-    /// when the scenario is resolved and by `crate::spec::transport::allowed_transport`,
+    /// Transport rule (no RDMA transports, `crate::scenario::transport::kind_uses_rdma`); checked
+    /// when the scenario is resolved and by `crate::scenario::transport::allowed_transport`,
     /// ignored by placement.
     pub no_rdma: bool,
     /// Accelerator kinds this tenant's work may be placed on (`accelerators [..]`); `None`:
@@ -396,7 +396,7 @@ pub fn tpu_pod_type(accelerator_type: &str, chips: u64) -> String {
 
 impl ClusterState {
     /// Build the scheduler's view of the Spec's cluster. Nodes are numbered in declaration
-    /// order ([`crate::spec::Cluster::nodes`]); the head is the Spec's `head` or node 0.
+    /// order ([`crate::scenario::Cluster::nodes`]); the head is the Spec's `head` or node 0.
     pub fn from_spec(spec: &Spec) -> ClusterState {
         let mut ids = ResourceIds::new();
         let mut st = ClusterState {
@@ -497,7 +497,7 @@ impl ClusterState {
         }
         let mut types: HashMap<String, TypeInfo> = HashMap::new();
         for (name, nt) in &spec.node_types {
-            let rmap = crate::spec::load::node_resources(spec, nt);
+            let rmap = crate::scenario::load::node_resources(spec, nt);
             let mut resources: Vec<(usize, i64)> = rmap
                 .iter()
                 .map(|(k, v)| (ids.get_or_insert(k), to_fixed(*v)))
@@ -1359,7 +1359,7 @@ impl ClusterState {
     pub fn slice_selector(&self, slice: usize) -> Vec<LabelConstraint> {
         vec![LabelConstraint {
             key: LABEL_TPU_SLICE_NAME.into(),
-            op: crate::spec::workload::LabelOp::Equals(self.slices[slice].name.clone()),
+            op: crate::scenario::workload::LabelOp::Equals(self.slices[slice].name.clone()),
         }]
     }
 }

@@ -22,7 +22,7 @@ use super::explain::Why;
 use super::resources::Request;
 use super::view::View;
 use super::{NodeId, feasible};
-use crate::spec::workload::PgStrategy;
+use crate::scenario::workload::PgStrategy;
 
 /// A bundle's score on [`super::explain::SCORE_SCALE`]: Ray's least-resource score divided by
 /// the number of resources requested; `None` where it does not fit now.

@@ -8,7 +8,7 @@ use super::resources::{GPU, Request};
 use super::state::ClusterState;
 use super::topology::topology_aware_why;
 use super::{NodeId, Policy};
-use crate::spec::workload::{LabelConstraint, Strategy};
+use crate::scenario::workload::{LabelConstraint, Strategy};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 

@@ -1,7 +1,7 @@
 //! Reading a profile's text: TOML syntax, the schema version (checked first, so a newer
 //! profile is reported as newer rather than as a pile of unknown fields), the typed schema,
 //! then the figures themselves (ranges, intervals that hold their value, contiguous size
-//! segments). Every problem carries the byte range it is about; `spec::load`, which found and
+//! segments). Every problem carries the byte range it is about; `scenario::load`, which found and
 //! read the file, turns them into located diagnostics. No file system access here.
 
 use super::schema::{PredictionCheck, Profile, SCHEMA_VERSION};

@@ -8,7 +8,7 @@
 
 use super::yaml::{Error, Kind, Node, Pos, error};
 use super::{Group, MAX_GROUPS, Source, Workers, quantity};
-use crate::spec::cluster::MAX_NODES;
+use crate::scenario::cluster::MAX_NODES;
 
 /// KubeRay's default `maxReplicas` (maxInt32): no bound.
 const UNBOUNDED: u64 = 2_147_483_647;

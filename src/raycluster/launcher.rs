@@ -5,7 +5,7 @@
 use super::instances::{Part, tpu_slice};
 use super::yaml::{Error, Kind, Node, error};
 use super::{Group, MAX_GROUPS, Source, Workers};
-use crate::spec::cluster::MAX_NODES;
+use crate::scenario::cluster::MAX_NODES;
 
 /// Ray's default `max_workers` when the config gives none (the reference above: default 2).
 const DEFAULT_MAX_WORKERS: u64 = 2;
@@ -149,7 +149,7 @@ fn resources(g: &mut Group, r: &Node, what: &str) -> Result<(), Error> {
                 }
             }
             // Ray's `memory` is what tasks may reserve; the simulator offers 70% of a node's
-            // memory as `memory` (spec::load::node_resources), so the host gets memory / 0.7.
+            // memory as `memory` (scenario::load::node_resources), so the host gets memory / 0.7.
             "memory" => g.memory = Some((x / 0.7).ceil()),
             "object_store_memory" => {}
             _ => match k.strip_prefix("accelerator_type:") {

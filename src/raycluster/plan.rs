@@ -11,7 +11,7 @@ use super::instances::{self, Net, Part};
 use super::mapping;
 use super::yaml::{Error, Pos, error};
 use super::{Group, Source};
-use crate::spec::cluster::MAX_NODES;
+use crate::scenario::cluster::MAX_NODES;
 use std::collections::BTreeMap;
 
 const GIB: f64 = 1073741824.0;
@@ -71,7 +71,7 @@ struct Catalog {
 
 impl Catalog {
     fn load() -> Catalog {
-        let l = crate::spec::load_str("<catalog>", "");
+        let l = crate::scenario::load_str("<catalog>", "");
         let nodes = l
             .spec
             .map(|s| {
@@ -411,12 +411,12 @@ fn from_resources(
         return;
     };
     let vcpus = (cpus.ceil() as u64).max(1);
-    if vcpus > crate::spec::hardware::MAX_CORES {
+    if vcpus > crate::scenario::hardware::MAX_CORES {
         p.warnings.push((
             g.at,
             format!(
                 "{vcpus} vCPUs is more than a node can declare ({} cores at most): the node is left out",
-                crate::spec::hardware::MAX_CORES
+                crate::scenario::hardware::MAX_CORES
             ),
         ));
         return;

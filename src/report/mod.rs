@@ -6,6 +6,7 @@
 //! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
 //! until it is.
 
+pub mod columnar;
 mod cluster;
 mod cpu;
 
@@ -318,7 +319,7 @@ fn landed(p: &crate::sim::metrics::PgMetrics) -> String {
     w
 }
 
-/// How a run writes its tables: CSV, or Parquet with the same columns ([`crate::columnar`]).
+/// How a run writes its tables: CSV, or Parquet with the same columns ([`columnar`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     #[default]
@@ -346,7 +347,7 @@ impl Format {
                     ("orrery.scenario_hash", h.scenario_hash.clone()),
                     ("orrery.seed", h.seed.to_string()),
                 ];
-                crate::columnar::to_parquet(csv_name, csv, &meta).map_err(std::io::Error::other)
+                columnar::to_parquet(csv_name, csv, &meta).map_err(std::io::Error::other)
             }
         }
     }

@@ -8,7 +8,7 @@
 use super::{Ev, Sim, Work, device_units};
 use crate::engine::Time;
 use crate::placement::{Allocation, NodeId, Request};
-use crate::spec::workload::Policy;
+use crate::scenario::workload::Policy;
 use std::collections::BTreeMap;
 
 pub(super) struct Actor {
@@ -63,7 +63,7 @@ impl Sim<'_> {
     pub(super) fn start_actors(
         &mut self,
         wi: usize,
-        w: &crate::spec::workload::Workload,
+        w: &crate::scenario::workload::Workload,
         tenant: Option<usize>,
     ) {
         // Actors.

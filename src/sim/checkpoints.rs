@@ -123,8 +123,8 @@ impl Sim<'_> {
         };
         let Some(s) = c.storage else { return };
         let transport = match cl.storage[s].attach {
-            crate::spec::cluster::Attach::Fabric => "storage (fabric)",
-            crate::spec::cluster::Attach::NodeLocal => "storage (node_local)",
+            crate::scenario::cluster::Attach::Fabric => "storage (fabric)",
+            crate::scenario::cluster::Attach::NodeLocal => "storage (node_local)",
         };
         let (kind, step) = if load {
             (MoveKind::CheckpointLoad, job.ckpt_steps)

@@ -2,12 +2,12 @@
 //! a tenant that may not use RDMA (`no_rdma`, or `transports [...]` without `nccl`) runs its
 //! inter-node collective hops over NCCL's socket transport, at
 //! [`crate::network::collective::SOCKET_SHARE`] of the NICs' line rate, and the run says so.
-//! Which transport that is, is decided in one place, `spec::transport::collective_net`; `check`
+//! Which transport that is, is decided in one place, `scenario::transport::collective_net`; `check`
 //! refuses a tenant that allows neither `nccl` nor `tcp` for a job with collectives, so the
 //! run never meets one.
 
 use super::{NodeId, Sim, network};
-use crate::spec::transport::{CollectiveNet, collective_net};
+use crate::scenario::transport::{CollectiveNet, collective_net};
 use std::collections::BTreeMap;
 
 impl Sim<'_> {
@@ -76,5 +76,13 @@ impl Sim<'_> {
                 bytes,
             });
         }
+    }
+}
+
+/// The share of a NIC's line rate a tenant's collectives reach over `net`.
+pub(crate) fn share(net: CollectiveNet) -> f64 {
+    match net {
+        CollectiveNet::Verbs => 1.0,
+        CollectiveNet::Socket => crate::network::collective::SOCKET_SHARE,
     }
 }

@@ -1,10 +1,10 @@
 //! What the cluster costs over a run's window ([`ClusterCost`]): its nodes' price and power
-//! (`summary::node_price`, `summary::node_power`: a node's own figure, else its devices') times
+//! (`Spec::node_price`, `Spec::node_power`: a node's own figure, else its devices') times
 //! the window.
 
 use super::metrics::ClusterCost;
-use crate::spec::Spec;
-use crate::spec::hardware::NodeType;
+use crate::scenario::Spec;
+use crate::scenario::hardware::NodeType;
 
 /// The cost of `nodes` (every node of the cluster, by type) over `horizon_s` seconds.
 pub(super) fn cluster(spec: &Spec, nodes: &[&NodeType], horizon_s: f64) -> ClusterCost {
@@ -13,11 +13,11 @@ pub(super) fn cluster(spec: &Spec, nodes: &[&NodeType], horizon_s: f64) -> Clust
     }
     let price: Option<f64> = nodes
         .iter()
-        .map(|nt| crate::summary::node_price(spec, nt))
+        .map(|nt| spec.node_price(nt))
         .sum();
     let power: Option<f64> = nodes
         .iter()
-        .map(|nt| crate::summary::node_power(spec, nt))
+        .map(|nt| spec.node_power(nt))
         .sum();
     let hours = horizon_s / 3600.0;
     ClusterCost {

@@ -7,7 +7,7 @@ use crate::placement::explain::{EXPLAIN_SCHEMA_VERSION, Explanation, Outcome, SC
 use crate::placement::fallback::option_name;
 use crate::placement::feasible::{self, show};
 use crate::placement::{BundleRequest, Explain, NodeId, Request, TaskRequest};
-use crate::spec::workload::{LabelConstraint, PgStrategy, Policy, Strategy};
+use crate::scenario::workload::{LabelConstraint, PgStrategy, Policy, Strategy};
 
 /// `ray_default`, `spread`, `topology_aware`: the DSL's names.
 fn policy_name(p: Policy) -> &'static str {

@@ -32,6 +32,7 @@ mod collective_rules;
 mod cost;
 mod cpu;
 pub mod durations;
+pub mod estimate;
 mod explain;
 pub mod failures;
 mod finish;
@@ -60,8 +61,8 @@ mod wire;
 
 use crate::engine::{EventQueue, Time, rng_stream, stream_id};
 use crate::placement::{self, Allocation, ClusterState, NodeId, Request};
-use crate::spec::Spec;
-use crate::spec::hardware::NodeType;
+use crate::scenario::Spec;
+use crate::scenario::hardware::NodeType;
 use metrics::*;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, VecDeque};
@@ -152,7 +153,7 @@ pub struct SimConfig {
     pub explain: Option<String>,
     /// Arrival traces of `arrival trace` services (times in seconds, token columns), by
     /// file name as written.
-    pub traces: BTreeMap<String, crate::spec::arrivals::Trace>,
+    pub traces: BTreeMap<String, crate::scenario::arrivals::Trace>,
     /// Keep every allocation and free in [`RunResult::trace`] (for invariant checks).
     pub record: bool,
     /// Apply only the `failures NAME` block of that name (default: every block).
@@ -432,7 +433,7 @@ impl<'s> Sim<'s> {
             .iter()
             .map(|nt| nt.devices.first().map(|d| d.accelerator.clone()))
             .collect();
-        let unit_ids = crate::spec::workload::UNIT_INSTANCE
+        let unit_ids = crate::scenario::workload::UNIT_INSTANCE
             .iter()
             .filter_map(|n| state.ids.id(n))
             .collect();

@@ -41,8 +41,8 @@ use crate::model::{Among, Comm, CommOp, Layout, StepWork};
 use crate::network::Graph;
 use crate::network::collective::{self, Op, Rank, Round};
 use crate::placement::NodeId;
-use crate::spec::overlap::GradOverlap;
-use crate::spec::{ModelTraining, Spec};
+use crate::scenario::overlap::GradOverlap;
+use crate::scenario::{ModelTraining, Spec};
 
 /// What one iteration of a model-level job costs, before the network runs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -523,7 +523,7 @@ impl Sim<'_> {
             crate::model::training_widths(&mt.dtype).0,
         )?;
         let ranks = self.job_ranks(j);
-        let share = crate::network::collective::share(self.job_net(j).1);
+        let share = crate::sim::collective_rules::share(self.job_net(j).1);
         let (node_types, failures) = (&self.node_types, &self.failures);
         let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {
             if op == Op::SendRecv {

@@ -20,9 +20,9 @@
 //!   client); an assumption to be replaced by the storage path of the transport model.
 
 use crate::engine::Time;
-use crate::spec::Spec;
-use crate::spec::hardware::NodeType;
-use crate::spec::workload::Compute;
+use crate::scenario::Spec;
+use crate::scenario::hardware::NodeType;
+use crate::scenario::workload::Compute;
 
 /// The default compute efficiency (see [`crate::compute::roofline`](mod@crate::compute::roofline) for its source).
 pub const DEFAULT_EFFICIENCY: f64 = crate::compute::DEFAULT_COMPUTE_EFFICIENCY;
@@ -58,12 +58,12 @@ pub fn compute_secs(spec: &Spec, accelerator: &str, c: &Compute, batch: f64, dev
 
 /// Compute-NIC bandwidth of a node (all NICs if none is marked compute).
 pub fn injection(spec: &Spec, nt: &NodeType) -> f64 {
-    let b = crate::summary::node_injection(spec, nt).0;
+    let b = spec.node_injection(nt).0;
     if b > 0.0 { b } else { FALLBACK_NIC_BW }
 }
 
 /// Per-direction scale-up bandwidth a collective gets between devices of a node, if they
-/// are linked (line rate × [`crate::spec::hardware::Interconnect::collective_share`]).
+/// are linked (line rate × [`crate::scenario::hardware::Interconnect::collective_share`]).
 pub fn scale_up(spec: &Spec, nt: &NodeType) -> Option<f64> {
     let g = nt.devices.first()?;
     if g.link == "none" {
@@ -157,7 +157,7 @@ mod tests {
     use super::*;
 
     fn spec() -> Spec {
-        crate::spec::load_str("t.orr", "").spec.unwrap()
+        crate::scenario::load_str("t.orr", "").spec.unwrap()
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::engine::Time;
 use crate::network::collective::{self, Algorithm, Op, Protocol, Round};
 use crate::network::{Graph, LinkId, LinkKind};
 use crate::placement::NodeId;
-use crate::spec::workload::Collective;
+use crate::scenario::workload::Collective;
 
 /// (node, device): where an object lives or a task runs.
 pub(super) type Rank = (usize, usize);
@@ -383,10 +383,10 @@ impl Sim<'_> {
         what: &str,
     ) -> String {
         let Some(t) = tenant else { return name };
-        match crate::spec::transport::allowed_transport(self.spec, t, &name) {
+        match crate::scenario::transport::allowed_transport(self.spec, t, &name) {
             Ok(()) => name,
             Err(why) => {
-                let used = crate::spec::transport::fallback_transport(self.spec, t);
+                let used = crate::scenario::transport::fallback_transport(self.spec, t);
                 self.net.note(
                     kind,
                     true,

@@ -7,7 +7,7 @@
 use super::{Ev, Sim, device_units};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, BundleRequest, Explain, NodeId, PgDecision, Request};
-use crate::spec::workload::{LabelConstraint, PgStrategy, Policy};
+use crate::scenario::workload::{LabelConstraint, PgStrategy, Policy};
 
 pub(super) struct Pg {
     pub(super) workload: usize,
@@ -46,14 +46,14 @@ impl Sim<'_> {
     pub(super) fn start_pgs(
         &mut self,
         wi: usize,
-        w: &crate::spec::workload::Workload,
+        w: &crate::scenario::workload::Workload,
         tenant: Option<usize>,
     ) {
         // Placement groups, then training jobs on them.
         for (pi, p) in w.placement_groups.iter().enumerate() {
             let mem = w.placement_group_device_memory(&p.name);
             let reqs = |st: &mut crate::placement::ClusterState,
-                        bs: &[crate::spec::workload::Resources]|
+                        bs: &[crate::scenario::workload::Resources]|
              -> Vec<Request> {
                 bs.iter().map(|b| st.request_with_memory(b, mem)).collect()
             };
@@ -202,7 +202,7 @@ impl Sim<'_> {
     pub(crate) fn slice_gang(
         &self,
         p: u32,
-    ) -> Option<(Vec<Request>, Vec<crate::spec::workload::LabelConstraint>)> {
+    ) -> Option<(Vec<Request>, Vec<crate::scenario::workload::LabelConstraint>)> {
         let pg = &self.pgs[p as usize];
         (0..self.state.slices())
             .filter(|&s| self.state.slice_intact(s))

@@ -11,7 +11,7 @@ use super::explain::Acted;
 use super::{Ev, Sim, TraceEvent, Work, device_units};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, Decision, Explain, NodeId, Request, TaskRequest};
-use crate::spec::workload::{Policy, Strategy};
+use crate::scenario::workload::{Policy, Strategy};
 use std::collections::VecDeque;
 
 impl Sim<'_> {

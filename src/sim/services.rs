@@ -8,7 +8,7 @@
 use super::{Ev, Sim, SimConfig, Work, device_units, models, timeline};
 use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::{Allocation, NodeId, Request};
-use crate::spec::workload::Arrival;
+use crate::scenario::workload::Arrival;
 use models::secs;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
@@ -57,7 +57,7 @@ pub(super) struct Service {
     pub(super) waits: super::durations::Durations,
     pub(super) timeout: Option<crate::engine::EventId>,
     /// FLOP per request; memory traffic and kernels per batch.
-    pub(super) compute: Option<crate::spec::workload::Compute>,
+    pub(super) compute: Option<crate::scenario::workload::Compute>,
     pub(super) service_ns: Option<Time>,
     pub(super) exponential: bool,
     pub(super) batch: Option<(u32, Time)>,
@@ -88,7 +88,7 @@ impl Sim<'_> {
     pub(super) fn start_services(
         &mut self,
         wi: usize,
-        w: &crate::spec::workload::Workload,
+        w: &crate::scenario::workload::Workload,
         tenant: Option<usize>,
         cfg: &SimConfig,
     ) {
@@ -103,7 +103,7 @@ impl Sim<'_> {
                     (0.0, 1, Vec::new(), Vec::new())
                 }
                 Arrival::Trace(path) => {
-                    let empty = crate::spec::arrivals::Trace::default();
+                    let empty = crate::scenario::arrivals::Trace::default();
                     let tr = cfg.traces.get(path).unwrap_or(&empty);
                     // Rows in time order, ties in file order, their tokens along.
                     let mut order: Vec<usize> = (0..tr.arrivals.len()).collect();

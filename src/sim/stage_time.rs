@@ -8,7 +8,7 @@
 use crate::compute::kernels::KernelRates;
 use crate::model::StepWork;
 use crate::model::ops::Kernel;
-use crate::spec::Spec;
+use crate::scenario::Spec;
 
 /// How a job's kernels are priced: at the training dtype's rates, or — with a narrow
 /// precision (fp8) — the linear GEMMs at its rates and every other kernel at bf16's

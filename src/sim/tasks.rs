@@ -8,7 +8,7 @@
 use super::{Ev, Sim, Work, device_units, models, timeline};
 use crate::engine::Time;
 use crate::placement::{NodeId, Request};
-use crate::spec::workload::Policy;
+use crate::scenario::workload::Policy;
 use models::secs;
 
 pub(super) struct Group {
@@ -53,7 +53,7 @@ impl Sim<'_> {
     pub(super) fn start_tasks(
         &mut self,
         wi: usize,
-        w: &crate::spec::workload::Workload,
+        w: &crate::scenario::workload::Workload,
         tenant: Option<usize>,
     ) {
         // Task groups, then their dependency edges.

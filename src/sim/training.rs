@@ -107,7 +107,7 @@ impl Sim<'_> {
     pub(super) fn start_jobs(
         &mut self,
         wi: usize,
-        w: &crate::spec::workload::Workload,
+        w: &crate::scenario::workload::Workload,
         pg_base: u32,
     ) {
         for (ti, t) in w.training.iter().enumerate() {
@@ -320,7 +320,7 @@ impl Sim<'_> {
             .map(|(n, d)| (*n, *d))
             .collect();
         // The tenant's transport: NCCL's sockets reach part of the NICs' rate.
-        let share = crate::network::collective::share(self.job_net(j).1);
+        let share = crate::sim::collective_rules::share(self.job_net(j).1);
         let group = models::Group {
             nodes: linked
                 .iter()
@@ -381,7 +381,7 @@ impl Sim<'_> {
         let job = &self.jobs[j as usize];
         let t = &self.spec.workloads[job.workload].training[job.index];
         let ranks = self.job_ranks(j);
-        let share = crate::network::collective::share(self.job_net(j).1);
+        let share = crate::sim::collective_rules::share(self.job_net(j).1);
         let mut all = Vec::new();
         let mut ok = true;
         for c in &t.collectives {

@@ -8,7 +8,7 @@ use super::nics::NicTable;
 use super::params::{TransportKind, TransportParams};
 use super::plan::plan;
 use crate::network::{FlowNet, Graph};
-use crate::spec::Spec;
+use crate::scenario::Spec;
 use crate::units::{Bytes, sig3};
 use serde::Serialize;
 use std::fmt;

@@ -6,7 +6,7 @@
 use super::params::{TransportKind, TransportParams};
 use super::plan::{Plan, TransportError};
 use crate::network::Graph;
-use crate::spec::Spec;
+use crate::scenario::Spec;
 
 /// NIC capabilities per node, in the graph's NIC numbering (each node type's `nic` lines in
 /// order, one per location), shared by node type.

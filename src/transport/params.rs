@@ -4,8 +4,8 @@
 //! calibration (`orrery calibrate`); the others cite a measurement or a configuration default.
 //! shared/reference/hardware-and-models.md and ray-semantics.md hold the cited figures.
 
-use crate::spec::schema;
-use crate::spec::transport::Transport;
+use crate::scenario::schema;
+use crate::scenario::transport::Transport;
 use serde::Serialize;
 
 const KIB: f64 = 1024.0;
@@ -378,7 +378,7 @@ impl TransportParams {
 
     /// The transports of a scenario: the built-ins, each replaced by a declared transport of
     /// the same name, then the other declared ones in declaration order.
-    pub fn of_spec(spec: &crate::spec::Spec) -> Vec<TransportParams> {
+    pub fn of_spec(spec: &crate::scenario::Spec) -> Vec<TransportParams> {
         let mut out = Self::builtin();
         for t in &spec.transports {
             let Some(p) = Self::from_spec(t) else {
@@ -397,7 +397,7 @@ impl TransportParams {
     /// H2D, the host profile for memory copies. Nodes are in the cluster's order.
     pub fn calibrated(
         mut self,
-        spec: &crate::spec::Spec,
+        spec: &crate::scenario::Spec,
         src_node: usize,
         dst_node: usize,
     ) -> Self {
@@ -436,7 +436,7 @@ impl TransportParams {
     }
 
     /// The parameters `name` selects in a scenario (a declared transport or a built-in kind).
-    pub fn named(spec: &crate::spec::Spec, name: &str) -> Option<TransportParams> {
+    pub fn named(spec: &crate::scenario::Spec, name: &str) -> Option<TransportParams> {
         Self::of_spec(spec).into_iter().find(|p| p.name == name)
     }
 }

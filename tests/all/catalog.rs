@@ -1,7 +1,7 @@
 //! The built-in catalog: complete, sourced, valid and in agreement with the datasheet figures
 //! gathered in shared/reference/hardware-and-models.md.
 
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 fn catalog() -> Spec {
     let l = load_str("<empty>", "");
@@ -92,7 +92,7 @@ fn every_entry_has_a_source_and_a_tier() {
             a.name
         );
         assert!(
-            a.tier <= orrery::spec::hardware::Tier::Datasheet,
+            a.tier <= orrery::scenario::hardware::Tier::Datasheet,
             "{}: calibrated and validated tiers come from measured profiles",
             a.name
         );

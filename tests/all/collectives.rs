@@ -12,7 +12,7 @@ use orrery::network::collective::{
 };
 use orrery::network::{FlowNet, Graph};
 use orrery::sim::models::{ALPHA_NET, ALPHA_NVLINK};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 const NVLINK: f64 = 370.8e9;
 /// NVLink4's line rate per direction: what other traffic gets.
@@ -645,7 +645,7 @@ fn one_rank_costs_nothing() {
 
 #[test]
 fn bench_allreduce_reports_events_and_the_simulated_time() {
-    use orrery::network::collective::bench_allreduce;
+    use orrery::bench::bench_allreduce;
     // 512 GPUs, 1 GiB: one simulated step of 8 channels × 512 flows (1 start event, 4,096
     // completions) and the NIC-bound closed form of the fat-tree test.
     let (events, wall, secs) = bench_allreduce(512).unwrap();

@@ -5,7 +5,7 @@ use orrery::experiment::collectives::{self as ec, parse_sizes, place_ranks, tabl
 use orrery::network::collective::tuning::base_latency;
 use orrery::network::collective::{Algorithm, Protocol};
 use orrery::sim::models::ALPHA_NVLINK;
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 use std::process::Command;
 
 fn spec(src: &str) -> Spec {

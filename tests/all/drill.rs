@@ -6,7 +6,7 @@
 use orrery::experiment::drill::{
     Aggregate, DrillConfig, DrillReport, csv_files, run_drill, to_json,
 };
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 use std::process::{Command, Output};
 
 fn spec(src: &str) -> Spec {

@@ -5,7 +5,7 @@
 use orrery::placement::ClusterState;
 use orrery::placement::explain::{Explanation, Outcome};
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::{LoadOptions, load_str_with};
+use orrery::scenario::{LoadOptions, load_str_with};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::process::Command;
@@ -118,7 +118,7 @@ fn case(r: &mut ChaCha8Rng) -> (String, &'static str) {
 
 /// What a plain run (no explanation asked) did with the item at t = 0, in explain's terms:
 /// the outcome and the node(s).
-fn run_did(spec: &orrery::spec::Spec, item: &str, seed: u64) -> (Outcome, Vec<String>) {
+fn run_did(spec: &orrery::scenario::Spec, item: &str, seed: u64) -> (Outcome, Vec<String>) {
     let r = simulate(
         spec,
         &SimConfig {
@@ -151,7 +151,7 @@ fn run_did(spec: &orrery::spec::Spec, item: &str, seed: u64) -> (Outcome, Vec<St
     }
 }
 
-fn explained(spec: &orrery::spec::Spec, item: &str, seed: u64) -> Explanation {
+fn explained(spec: &orrery::scenario::Spec, item: &str, seed: u64) -> Explanation {
     simulate(
         spec,
         &SimConfig {

@@ -1,7 +1,7 @@
 //! Keeps grammar/orrery.md true: its examples parse and validate, every word the schema accepts
 //! appears in its productions, and every word its productions quote is one the schema knows.
 
-use orrery::spec::schema;
+use orrery::scenario::schema;
 use std::collections::BTreeSet;
 
 fn doc() -> String {
@@ -39,7 +39,7 @@ fn examples_validate() {
         "examples went missing"
     );
     for ex in full {
-        let l = orrery::spec::load_str("grammar example", &ex);
+        let l = orrery::scenario::load_str("grammar example", &ex);
         assert!(
             !l.has_errors(),
             "example does not validate:\n{ex}\n{}",
@@ -65,7 +65,7 @@ fn schema_words() -> BTreeSet<&'static str> {
         w.extend(list.iter().copied());
     }
     w.extend(schema::FIGURE_WORDS.iter().copied());
-    w.extend(orrery::spec::experiment::SWEEP_PARAMS.iter().copied());
+    w.extend(orrery::scenario::experiment::SWEEP_PARAMS.iter().copied());
     w
 }
 

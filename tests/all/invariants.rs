@@ -139,10 +139,10 @@ proptest! {
         let text = scenario(&c);
         // Generated groups may never fit (that path is exercised too): Ray's pending-forever
         // behaviour, kept with `allow_infeasible`.
-        let l = orrery::spec::load_str_with(
+        let l = orrery::scenario::load_str_with(
             "gen.orr",
             &text,
-            orrery::spec::LoadOptions { allow_infeasible: true },
+            orrery::scenario::LoadOptions { allow_infeasible: true },
         );
         prop_assert!(!l.has_errors(), "generated scenario is invalid:\n{}\n{}", text, l.render(false));
         let spec = l.spec.unwrap();

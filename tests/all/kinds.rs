@@ -5,7 +5,7 @@ use orrery::experiment::drill::{Aggregate, DrillConfig, run_drill};
 use orrery::experiment::kinds::figures;
 use orrery::experiment::measure::ClusterFigures;
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::{Spec, load_file, load_str};
+use orrery::scenario::{Spec, load_file, load_str};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,7 +34,7 @@ const DYING_SERVICE: &str = "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 
     failures {\n  at 30 s kill node n0\n}\n\
     experiment e {\n  horizon 100 s\n}\n";
 
-fn arrivals() -> BTreeMap<String, orrery::spec::arrivals::Trace> {
+fn arrivals() -> BTreeMap<String, orrery::scenario::arrivals::Trace> {
     BTreeMap::from([(
         "a.csv".to_string(),
         (0..100).map(|i| i as f64 + 0.5).collect::<Vec<_>>().into(),

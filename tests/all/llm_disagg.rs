@@ -8,7 +8,7 @@ use orrery::compute::roofline;
 use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
 use orrery::network::graph::{DEFAULT_HOP_LATENCY, PCIE_HOP_LATENCY};
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 use orrery::transport::params::{NIXL_LATENCY, RDMA_EFFICIENCY};
 use std::collections::BTreeMap;
 
@@ -284,7 +284,7 @@ fn a_colocated_service_is_unchanged_beside_a_disaggregated_one() {
 #[test]
 fn the_scenario_runs_and_moves_kv_caches() {
     let l =
-        orrery::spec::load_file(std::path::Path::new("scenarios/llm_disaggregated.orr")).unwrap();
+        orrery::scenario::load_file(std::path::Path::new("scenarios/llm_disaggregated.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     let r = run(&s, 5, None);

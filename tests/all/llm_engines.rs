@@ -6,8 +6,8 @@ use orrery::compute::roofline;
 use orrery::model::engines::{self, HOST_GAP_S, Kind, custom_allreduce_secs};
 use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::spec::serving::Reserve;
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::serving::Reserve;
+use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 
 fn spec(src: &str) -> Spec {

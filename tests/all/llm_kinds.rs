@@ -9,7 +9,7 @@ use orrery::experiment::kinds::{Column, figures};
 use orrery::experiment::measure::ClusterFigures;
 use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 
 fn spec(src: &str) -> Spec {
@@ -243,7 +243,7 @@ fn the_hardware_mix_answer_holds() {
         ("b200", true, true),
     ] {
         let path = format!("scenarios/llama70b_hardware_mix/{mix}.orr");
-        let l = orrery::spec::load_file(std::path::Path::new(&path)).unwrap();
+        let l = orrery::scenario::load_file(std::path::Path::new(&path)).unwrap();
         assert!(!l.has_errors(), "{}", l.render(false));
         let s = l.spec.unwrap();
         let r = simulate(

@@ -8,7 +8,7 @@
 //! rates are over that time.
 
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 fn scenario(arrival: &str) -> String {
     format!(

@@ -6,7 +6,7 @@ use orrery::model::serving::{BatchShape, Footprint, iteration_phases, stage_send
 use orrery::network::collective::{Options, Round, run_rounds, sends};
 use orrery::network::{FlowNet, Graph};
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 
 fn spec(src: &str) -> Spec {
@@ -338,7 +338,7 @@ fn the_pipeline_scenario_pays_only_when_batches_split() {
     // runs one batch at a time and falls far behind tp 8 (TPOT over 3×); at budget 512 its
     // batches overlap and it comes within 1.5× of tp 8's TPOT, whose small all-reduces run
     // NCCL's LL protocol, and beats its TTFT.
-    let l = orrery::spec::load_file(std::path::Path::new("scenarios/llm_pipeline.orr")).unwrap();
+    let l = orrery::scenario::load_file(std::path::Path::new("scenarios/llm_pipeline.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     let cfg = SimConfig {

@@ -5,7 +5,7 @@ use orrery::compute::roofline;
 use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
 use orrery::sim::llm::engine::{Engine, Seq};
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 
 fn spec(src: &str) -> Spec {

@@ -4,8 +4,8 @@
 
 use orrery::sim::llm::metrics::LlmServiceMetrics;
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::arrivals::Trace;
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::arrivals::Trace;
+use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
@@ -179,11 +179,11 @@ fn the_cli_reads_the_token_columns_and_locates_bad_rows_in_both_files() {
 #[test]
 fn the_replay_scenario_misses_the_ttft_slo_that_uniform_tokens_of_the_same_means_meet() {
     let f = std::path::Path::new("scenarios/llm_trace_replay/replay.orr");
-    let l = orrery::spec::load_file(f).unwrap();
+    let l = orrery::scenario::load_file(f).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     let text = std::fs::read_to_string(f.with_file_name("conversation.csv")).unwrap();
-    let trace = orrery::spec::arrivals::parse(&text, true).unwrap();
+    let trace = orrery::scenario::arrivals::parse(&text, true).unwrap();
     let n = trace.tokens.len() as f64;
     let mean_prompt = trace.tokens.iter().map(|t| f64::from(t.0)).sum::<f64>() / n;
     let mean_output = trace.tokens.iter().map(|t| f64::from(t.1)).sum::<f64>() / n;

@@ -6,7 +6,7 @@
 use orrery::calibrate::record::append_validation;
 use orrery::maturity::{HOLDOUT_BOUND, of_spec};
 use orrery::profile::schema::ValidationRecord;
-use orrery::spec::hardware::Tier;
+use orrery::scenario::hardware::Tier;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,8 +61,8 @@ fn scenario(dir: &Path, profile: Option<&str>) -> PathBuf {
     f
 }
 
-fn spec(f: &Path) -> orrery::spec::Spec {
-    let l = orrery::spec::load_file(f).unwrap();
+fn spec(f: &Path) -> orrery::scenario::Spec {
+    let l = orrery::scenario::load_file(f).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }
@@ -175,7 +175,7 @@ fn a_heldout_error_above_the_bound_is_not_validated() {
 
 #[test]
 fn a_declared_calibrated_tier_is_an_error() {
-    let l = orrery::spec::load_str("s.orr", "accelerator x from H200 {\n  tier calibrated\n}\n");
+    let l = orrery::scenario::load_str("s.orr", "accelerator x from H200 {\n  tier calibrated\n}\n");
     assert!(l.has_errors());
     let out = l.render(false);
     assert!(
@@ -184,7 +184,7 @@ fn a_declared_calibrated_tier_is_an_error() {
     );
     assert!(out.contains("profile NAME"), "{out}");
     assert!(
-        !orrery::spec::load_str("s.orr", "accelerator x from H200 {\n  tier estimated\n}\n")
+        !orrery::scenario::load_str("s.orr", "accelerator x from H200 {\n  tier estimated\n}\n")
             .has_errors()
     );
 }

@@ -13,7 +13,7 @@ use orrery::model::{
     catalog, check_with, per_rank_with, stage_layers, step_work_with, training_widths,
 };
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 fn layout(tp: u32, sp: bool, pp: u32, dp: u32) -> Layout {
     Layout {

@@ -4,7 +4,7 @@
 //! `orrery check`; truncated and mangled model blocks never panic.
 
 use orrery::model::{Ffn, Moe, Recompute, Schedule, Sharding, catalog};
-use orrery::spec::load_str;
+use orrery::scenario::load_str;
 use std::process::Command;
 
 /// 4 × dgx_h100 (32 GPUs), a placement group of all of them, and a training job whose block
@@ -29,7 +29,7 @@ fn at(text: &str, needle: &str, nth: usize) -> String {
     format!("s.orr:{line}:{col}")
 }
 
-fn ok(text: &str) -> orrery::spec::Spec {
+fn ok(text: &str) -> orrery::scenario::Spec {
     let l = load_str("s.orr", text);
     assert!(!l.has_errors(), "unexpected errors:\n{}", l.render(false));
     l.spec.unwrap()

@@ -6,7 +6,7 @@
 //! half volume at the bottleneck bandwidth (their α cancels).
 
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::load_str;
+use orrery::scenario::load_str;
 
 const ALPHA_NET: f64 = 14e-6;
 const ALPHA_NVLINK: f64 = 3.4e-6;

@@ -6,7 +6,7 @@
 use orrery::network::collective::{self as coll, Algorithm, Op, Options};
 use orrery::network::{FlowNet, Graph};
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);

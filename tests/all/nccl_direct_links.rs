@@ -5,7 +5,7 @@
 //! and a larger message then took less time.
 
 use orrery::experiment::collectives::{self as ec, parse_sizes, place_ranks, table};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);

@@ -2,7 +2,7 @@
 //! against the closed-form bisection bandwidth `orrery check` prints.
 
 use orrery::network::{FlowNet, Graph, Vertex};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);

@@ -10,7 +10,7 @@ use orrery::model::ops::Kernel;
 use orrery::model::{StepWork, dtype_bytes, step_work};
 use orrery::sim::metrics::TrainingMetrics;
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 const ALPHA: f64 = 14e-6;
 /// NCCL's base latency of a ring Simple call (`baseLatencies`, NCCL 2.30.7

@@ -117,10 +117,10 @@ fn every_table_has_a_parquet_twin_with_the_same_cells() {
 
 #[test]
 fn a_column_has_one_type_whatever_its_values() {
-    use orrery::columnar::{Column, column_type};
+    use orrery::report::columnar::{Column, column_type};
     // Whole-number seconds are still floats; counts are integers; names are text.
     let csv = "orrery,scenario_hash,seed,workload,submitted,queue_mean_s,option_index\n0.1.0,ab,1,w,3,2,\n";
-    let b = orrery::columnar::to_parquet("tasks.csv", csv, &[]).unwrap();
+    let b = orrery::report::columnar::to_parquet("tasks.csv", csv, &[]).unwrap();
     let f = tempfile::tempfile().unwrap();
     std::io::Write::write_all(&mut &f, &b).unwrap();
     let r = SerializedFileReader::new(f).unwrap();
@@ -135,6 +135,6 @@ fn a_column_has_one_type_whatever_its_values() {
     assert_eq!(column_type("placement_groups.csv", "nodes"), Column::Text);
     assert_eq!(column_type("training.csv", "nodes"), Column::Int);
     // A cell its column cannot hold names the column and row.
-    let e = orrery::columnar::to_parquet("tasks.csv", "submitted\nmany\n", &[]).unwrap_err();
+    let e = orrery::report::columnar::to_parquet("tasks.csv", "submitted\nmany\n", &[]).unwrap_err();
     assert!(e.contains("column `submitted` row 2"), "{e}");
 }

@@ -5,7 +5,7 @@
 //! cases, the validation Ray does, and what `explain` says.
 
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::workload::{LabelConstraint, parse_label_op};
+use orrery::scenario::workload::{LabelConstraint, parse_label_op};
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -24,8 +24,8 @@ fn workload(head: &str, body: &str) -> String {
     )
 }
 
-fn spec(src: &str) -> orrery::spec::Spec {
-    let l = orrery::spec::load_str("t.orr", src);
+fn spec(src: &str) -> orrery::scenario::Spec {
+    let l = orrery::scenario::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }

@@ -3,7 +3,7 @@
 //! comment.
 
 use orrery::placement::*;
-use orrery::spec::workload::{LabelConstraint, PgStrategy, Strategy, parse_label_op};
+use orrery::scenario::workload::{LabelConstraint, PgStrategy, Strategy, parse_label_op};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ const GPU4: &str =
     "node gpu4 {\n  cpu sockets 1, cores 16\n  memory 128 GiB\n  device L4 x 4 link none\n}\n";
 
 fn state(src: &str) -> ClusterState {
-    let l = orrery::spec::load_str("t.orr", src);
+    let l = orrery::scenario::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     ClusterState::from_spec(l.spec.as_ref().unwrap())
 }

@@ -5,7 +5,7 @@
 //! with α NCCL's per-step latency (src/sim/models.rs: 5.7 µs PCIe, 14 µs network).
 
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 /// NCCL's per-step α for a PCIe-only path and for one through a leaf switch.
 const ALPHA_PCIE: f64 = 5.7e-6;

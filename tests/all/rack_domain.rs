@@ -6,8 +6,8 @@ use orrery::network::{Graph, LinkKind};
 use orrery::sim::{SimConfig, simulate};
 use std::process::Command;
 
-fn spec(src: &str) -> orrery::spec::Spec {
-    let l = orrery::spec::load_str("t.orr", src);
+fn spec(src: &str) -> orrery::scenario::Spec {
+    let l = orrery::scenario::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }

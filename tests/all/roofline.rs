@@ -7,7 +7,7 @@ use orrery::compute::{
     Roofline, Work, roofline,
 };
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);
@@ -115,7 +115,7 @@ fn no_devices_or_no_figures_take_no_time() {
 #[test]
 fn without_memory_or_kernels_the_compute_only_closed_form_holds() {
     let s = spec("");
-    let c = orrery::spec::workload::Compute {
+    let c = orrery::scenario::workload::Compute {
         flop: orrery::units::Flop(1e15),
         dtype: "bf16".into(),
         memory: None,
@@ -132,7 +132,7 @@ fn without_memory_or_kernels_the_compute_only_closed_form_holds() {
     assert_eq!(r.memory_source.to_string(), "datasheet default 0.85");
     assert_eq!(r.memory_efficiency, DEFAULT_MEMORY_EFFICIENCY);
     // A service batch multiplies the FLOP, not the memory traffic or the kernels.
-    let c = orrery::spec::workload::Compute {
+    let c = orrery::scenario::workload::Compute {
         memory: Some(orrery::units::Bytes(3_350_000_000_000)),
         kernels: 10,
         ..c
@@ -257,7 +257,7 @@ fn a_memory_bound_task_runs_for_its_bytes_plus_launches_in_the_simulation() {
 
 #[test]
 fn the_shipped_profile_scenario_runs_and_reports_its_source() {
-    let l = orrery::spec::load_file(std::path::Path::new("scenarios/h200_roofline.orr")).unwrap();
+    let l = orrery::scenario::load_file(std::path::Path::new("scenarios/h200_roofline.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     assert!(s.profiles.contains_key("h200_datasheet"));
@@ -398,7 +398,7 @@ fn bad_compute_options_are_located() {
 /// precision, an LLM service by its weights' dtype and, under fp8, the 16-bit attention.
 #[test]
 fn model_level_work_names_its_compute_model() {
-    let s = orrery::spec::load_str(
+    let s = orrery::scenario::load_str(
         "t.orr",
         "cluster c {\n  node dgx_h100 x 1\n}\n\
          workload w {\n  service chat {\n    model llama3_8b\n    precision fp8\n    resources { GPU: 1 }\n    arrival poisson 1 /s\n    prompt tokens fixed 8\n    output tokens fixed 8\n  }\n}\n",
@@ -421,7 +421,7 @@ fn model_level_work_names_its_compute_model() {
 /// groups, a count.
 #[test]
 fn work_with_declared_times_names_them_as_its_compute_model() {
-    let s = orrery::spec::load_str(
+    let s = orrery::scenario::load_str(
         "t.orr",
         "cluster c {\n  node dgx_h100 x 1\n}\n\
          workload w {\n  tasks a x 2 {\n    resources { GPU: 1 }\n    duration 250 ms\n  }\n  actor p x 1 {\n    resources { GPU: 1 }\n    calls 2\n    call_duration 3 s\n  }\n  service s {\n    resources { GPU: 1 }\n    arrival poisson 1 /s\n    service_time 20 ms exponential\n  }\n}\n",
@@ -440,7 +440,7 @@ fn work_with_declared_times_names_them_as_its_compute_model() {
     let groups: String = (0..10)
         .map(|i| format!("  tasks t{i} x 1 {{\n    duration 1 s\n  }}\n"))
         .collect();
-    let s = orrery::spec::load_str("t.orr", &format!("workload w {{\n{groups}}}\n"))
+    let s = orrery::scenario::load_str("t.orr", &format!("workload w {{\n{groups}}}\n"))
         .spec
         .unwrap();
     let m = orrery::compute::model_sources(&s);

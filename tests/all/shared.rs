@@ -2,7 +2,7 @@
 //! the cluster's links max-min, checked against closed forms on hand-built clusters.
 
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 /// NCCL's per-step network α (tuning.cc hwLat, `orrery::sim::models::ALPHA_NET`).
 const ALPHA: f64 = 14e-6;

@@ -1,7 +1,7 @@
 //! Parameter sweeps over scenario paths, `orrery sweep` (threads, shards, merge) and
 //! `orrery compare`.
 
-use orrery::spec::{Override, load_str};
+use orrery::scenario::{Override, load_str};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -30,7 +30,7 @@ fn tmp(name: &str) -> PathBuf {
 const BASE: &str = "cluster pod {\n  rack r[0..1] {\n    node dgx_h100 x 1\n  }\n  fabric leaf_spine oversubscription 1:1\n}\n\nworkload w {\n  placement_group g strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n  training llm on g steps 5 {\n    compute 10 TFLOP per device bf16\n    allreduce 1 GB algo ring\n  }\n}\n";
 
 /// The swept values of the first experiment, as overrides of one cell (value `k` of each).
-fn cell(l: &orrery::spec::Loaded, ks: &[usize]) -> Vec<Override> {
+fn cell(l: &orrery::scenario::Loaded, ks: &[usize]) -> Vec<Override> {
     let e = &l.spec.as_ref().unwrap().experiments[0];
     e.sweeps
         .iter()
@@ -60,7 +60,7 @@ fn a_path_sweep_changes_the_resolved_spec() {
     assert_eq!(s.workloads[0].training[0].steps, 50);
     assert_eq!(
         s.workloads[0].policy,
-        orrery::spec::workload::Policy::Spread
+        orrery::scenario::workload::Policy::Spread
     );
     // The base is untouched, and cell 0 is the base.
     assert_eq!(base.cluster.as_ref().unwrap().groups[0].count, 1);
@@ -421,7 +421,7 @@ fn each_kind_of_work_has_its_own_rate_and_throughput_is_an_error() {
     // Steps per hour of the job running (3600 / its step time, the run's own), and the steps
     // the window holds in their own column.
     assert!((col("steps_done") - 5.0).abs() < 1e-9);
-    let alone = orrery::spec::load_str("b.orr", BASE).spec.unwrap();
+    let alone = orrery::scenario::load_str("b.orr", BASE).spec.unwrap();
     let step = orrery::sim::simulate(&alone, &orrery::sim::SimConfig::default())
         .metrics
         .training[0]

@@ -5,7 +5,7 @@
 
 use orrery::network::collective::SOCKET_SHARE;
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::load_str;
+use orrery::scenario::load_str;
 
 /// One training job of 16 H100s on two DGX nodes (one bundle of 8 on each), all-reducing
 /// `msg` per step, under tenant `t` with `rules`.

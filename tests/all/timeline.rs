@@ -3,7 +3,7 @@
 
 use orrery::sim::timeline::{MoveKind, SpanKind};
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);

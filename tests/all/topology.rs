@@ -6,15 +6,15 @@
 use orrery::network::{Graph, LinkKind, Vertex};
 use orrery::sim::{SimConfig, simulate};
 
-fn spec(src: &str) -> orrery::spec::Spec {
-    let l = orrery::spec::load_str("t.orr", src);
+fn spec(src: &str) -> orrery::scenario::Spec {
+    let l = orrery::scenario::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }
 
 /// The first error's message and its 1-based line.
 fn error(src: &str) -> (String, usize) {
-    let l = orrery::spec::load_str("t.orr", src);
+    let l = orrery::scenario::load_str("t.orr", src);
     assert!(l.has_errors(), "expected an error in:\n{src}");
     let text = l.render(false);
     let line = text
@@ -29,7 +29,7 @@ fn error(src: &str) -> (String, usize) {
 
 /// A cluster of `racks` racks of one DGX H100 each on an explicit fabric block `fabric`.
 /// The explicit fabric of a spec that has one.
-fn topology(s: &orrery::spec::Spec) -> &orrery::spec::topology::Topology {
+fn topology(s: &orrery::scenario::Spec) -> &orrery::scenario::topology::Topology {
     s.cluster
         .as_ref()
         .and_then(|c| c.fabric.as_ref())
@@ -522,7 +522,7 @@ fn one_leaf(node: &str, kind: &str) -> String {
     )
 }
 
-fn wires(s: &orrery::spec::Spec) -> Vec<Option<&'static str>> {
+fn wires(s: &orrery::scenario::Spec) -> Vec<Option<&'static str>> {
     topology(s)
         .wire
         .iter()

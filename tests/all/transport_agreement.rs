@@ -5,7 +5,7 @@
 
 use orrery::experiment::transports::compare_workload;
 use orrery::sim::{SimConfig, simulate};
-use orrery::spec::{Spec, load_str};
+use orrery::scenario::{Spec, load_str};
 use orrery::transport::compare;
 
 /// Two DGX H100 nodes (`a0`, `a1`) on one leaf-spine fabric; a producer pinned to `a0` writes

@@ -1,7 +1,7 @@
 //! Resolution errors: each names file:line:column, shows the source with a caret, and
 //! suggests a fix where one exists; every error the resolver can reach is reported.
 
-use orrery::spec::load_str;
+use orrery::scenario::load_str;
 
 /// Rendered diagnostics of a scenario that must fail.
 fn errs(src: &str) -> String {
@@ -10,7 +10,7 @@ fn errs(src: &str) -> String {
     l.render(false)
 }
 
-fn ok(src: &str) -> orrery::spec::Spec {
+fn ok(src: &str) -> orrery::scenario::Spec {
     let l = load_str("s.orr", src);
     assert!(!l.has_errors(), "unexpected errors:\n{}", l.render(false));
     l.spec.unwrap()
@@ -308,7 +308,7 @@ fn includes_stay_inside_the_scenario_folder_and_do_not_cycle() {
         "include \"a.orr\"\naccelerator q {\n  bogus 1\n}\n",
     )
     .unwrap();
-    let l = orrery::spec::load_file(&sub.join("main.orr")).unwrap();
+    let l = orrery::scenario::load_file(&sub.join("main.orr")).unwrap();
     let out = l.render(false);
     assert!(out.contains("is outside the scenario's folder"), "{out}");
     assert!(out.contains("includes itself"), "{out}");
@@ -340,7 +340,7 @@ fn calibration_statements_need_a_profile_name() {
 
 #[test]
 fn zone_uplink_without_zones_is_a_warning() {
-    let l = orrery::spec::load_str(
+    let l = orrery::scenario::load_str(
         "t.orr",
         "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n  fabric leaf_spine zone_uplink 800 Gbps\n}\n",
     );
@@ -440,7 +440,7 @@ fn checkpoints_name_a_storage() {
             && out.contains("declare it in the cluster"),
         "{out}"
     );
-    let ckpt = |s: &orrery::spec::Spec| {
+    let ckpt = |s: &orrery::scenario::Spec| {
         s.workloads[0].training[0]
             .checkpoint
             .as_ref()
@@ -453,12 +453,12 @@ fn checkpoints_name_a_storage() {
     assert_eq!(c.storage[1].name, "nvme");
     assert_eq!(
         c.storage[1].attach,
-        orrery::spec::cluster::Attach::NodeLocal
+        orrery::scenario::cluster::Attach::NodeLocal
     );
     assert_eq!(c.storage[0].bandwidth.0, 100e9);
     assert_eq!(
         c.storage[0].latency,
-        orrery::spec::cluster::DEFAULT_STORAGE_LATENCY
+        orrery::scenario::cluster::DEFAULT_STORAGE_LATENCY
     );
     // The only storage is the default; without one the checkpoint names none.
     let one = "  storage pfs {\n    bandwidth 100 GB/s\n    attach fabric\n    latency 1 ms\n  }\n";
@@ -526,7 +526,7 @@ fn tenant_transport_allow_list() {
 
 #[test]
 fn run_time_transport_checks_and_fallback() {
-    use orrery::spec::transport::{allowed_transport, fallback_transport, kind_uses_rdma};
+    use orrery::scenario::transport::{allowed_transport, fallback_transport, kind_uses_rdma};
     let s = ok(
         "tenant open {\n  priority 1\n}\ntenant secure {\n  no_rdma\n}\ntenant listed {\n  transports [tcp_tuned]\n}\ntransport tcp_tuned {\n  kind tcp\n}\ntransport ib {\n  kind gpudirect_rdma\n}\n",
     );

@@ -4,8 +4,8 @@
 use super::{Check, count, gib, gpu_is, per_item};
 use crate::calibrate::detect::{GpuInventory, Host};
 use crate::calibrate::sysfs::PciFn;
-use crate::spec::Spec;
-use crate::spec::hardware::{Locality, NodeType};
+use crate::scenario::Spec;
+use crate::scenario::hardware::{Locality, NodeType};
 
 /// A device as the node type declares it.
 pub(super) struct Declared<'a> {

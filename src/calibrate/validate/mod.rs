@@ -21,8 +21,8 @@ pub use devices::{devices_in_bus_order, pci_model};
 pub use ray::{RayView, declared_view, detected_view};
 
 use super::detect::{GpuInventory, Host};
-use crate::spec::Spec;
-use crate::spec::hardware::NodeType;
+use crate::scenario::Spec;
+use crate::scenario::hardware::NodeType;
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,8 @@ use super::devices::{self, switch_groups};
 use super::{Check, check, per_item};
 use crate::calibrate::detect::Host;
 use crate::calibrate::sysfs::Adapter;
-use crate::spec::Spec;
-use crate::spec::hardware::{Locality, NodeType};
+use crate::scenario::Spec;
+use crate::scenario::hardware::{Locality, NodeType};
 
 /// Speeds agree within this share: link rates are exact (400 Gb/s NDR reads `400 Gb/sec`).
 const SPEED_TOLERANCE: f64 = 0.03;

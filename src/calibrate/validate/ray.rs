@@ -26,8 +26,8 @@ use crate::placement::state::{
     LABEL_ACCELERATOR_TYPE, LABEL_TPU_POD_TYPE, LABEL_TPU_SLICE_NAME, LABEL_TPU_TOPOLOGY,
     LABEL_TPU_WORKER_ID,
 };
-use crate::spec::Spec;
-use crate::spec::hardware::NodeType;
+use crate::scenario::Spec;
+use crate::scenario::hardware::NodeType;
 use std::collections::BTreeMap;
 
 /// Resources and labels of one node as Ray sees it (accelerator-related ones only: CPU and
@@ -101,10 +101,10 @@ fn visible(n: u32, var: Option<&String>) -> u32 {
     }
 }
 
-/// What the node type makes Orrery register (`spec::load::node_resources` and the node
+/// What the node type makes Orrery register (`scenario::load::node_resources` and the node
 /// labels of `placement::state`).
 pub fn declared_view(spec: &Spec, nt: &NodeType) -> RayView {
-    let all = crate::spec::load::node_resources(spec, nt);
+    let all = crate::scenario::load::node_resources(spec, nt);
     let mut v = RayView::default();
     let accel_resources: Vec<String> = nt
         .devices

@@ -214,7 +214,7 @@ fn leaf_paths(graph: &Graph, ranks: &[Rank]) -> Result<Vec<UpDown>, String> {
             return Err(format!("rank {r:?} reaches no leaf switch"));
         };
         let (nic, leaf) = graph.ends[out[u]];
-        if graph.nic_wire(nic) == Some(crate::spec::topology::Wire::Ethernet) {
+        if graph.nic_wire(nic) == Some(crate::scenario::topology::Wire::Ethernet) {
             return Err(format!(
                 "in-switch reduction across nodes (SHARP) runs in InfiniBand switches: rank {r:?} reaches its leaf through an Ethernet NIC (RoCE, Ethernet or EFA)"
             ));

@@ -62,7 +62,6 @@
 //! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
 //! until it is.
 
-mod bench;
 mod hamiltonian;
 mod in_switch;
 pub mod measured;
@@ -73,7 +72,6 @@ mod run;
 mod tree;
 pub mod tuning;
 
-pub use bench::{BENCH_BYTES, bench_allreduce};
 
 use super::{FlowNet, Graph};
 pub use recurring::Recurring;
@@ -188,7 +186,7 @@ pub struct Options {
     /// The share of a NIC's line rate the call's network hops reach: 1 over NCCL's
     /// InfiniBand-verbs transport (the default wherever an RDMA NIC is present),
     /// [`SOCKET_SHARE`] over its socket transport (`NCCL_IB_DISABLE=1`, what a tenant without
-    /// RDMA runs; `spec::transport::collective_net`). Flows that cross the network are
+    /// RDMA runs; `scenario::transport::collective_net`). Flows that cross the network are
     /// stretched by its inverse; hops inside a node are not.
     pub net_share: f64,
 }
@@ -204,14 +202,6 @@ pub struct Options {
 /// 1.41 GB/s (17% low). Latencies stay NCCL's network hop latencies (its tuning model does not
 /// tell its transports apart).
 pub const SOCKET_SHARE: f64 = 0.45;
-
-/// The share of a NIC's line rate a tenant's collectives reach over `net`.
-pub fn share(net: crate::spec::transport::CollectiveNet) -> f64 {
-    match net {
-        crate::spec::transport::CollectiveNet::Verbs => 1.0,
-        crate::spec::transport::CollectiveNet::Socket => SOCKET_SHARE,
-    }
-}
 
 impl Default for Options {
     fn default() -> Self {

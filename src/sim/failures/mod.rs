@@ -45,7 +45,7 @@ mod schedule;
 use super::{Sim, Work};
 use crate::engine::Time;
 use crate::placement::NodeId;
-use crate::spec::failure::Detection;
+use crate::scenario::failure::Detection;
 
 #[derive(Default)]
 pub(crate) struct Failures {

@@ -7,7 +7,7 @@
 
 use crate::placement::{BundleRequest, NodeId, PgDecision};
 use crate::sim::{Sim, Work, device_units};
-use crate::spec::workload::{LabelConstraint, LabelOp, PgStrategy};
+use crate::scenario::workload::{LabelConstraint, LabelOp, PgStrategy};
 
 impl Sim<'_> {
     /// Outputs of finished tasks stored on a node that died (lineage reconstruction, Ray's

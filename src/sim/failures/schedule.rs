@@ -7,7 +7,7 @@
 use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::NodeId;
 use crate::sim::{Ev, Sim};
-use crate::spec::failure::{Distribution, SWITCH_LINK};
+use crate::scenario::failure::{Distribution, SWITCH_LINK};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
 
@@ -40,7 +40,7 @@ pub(crate) struct Process {
 /// The nodes a failure target names.
 fn nodes_of(
     st: &NodeIndex,
-    c: &crate::spec::Cluster,
+    c: &crate::scenario::Cluster,
     class: &str,
     name: &str,
 ) -> Option<Vec<NodeId>> {
@@ -161,7 +161,7 @@ impl Sim<'_> {
             .collect();
         self.failures.empirical = empirical.clone();
         let Some(c) = &spec.cluster else { return };
-        let blocks: Vec<&crate::spec::Failures> = spec
+        let blocks: Vec<&crate::scenario::Failures> = spec
             .failures
             .iter()
             .filter(|f| only.is_none_or(|o| f.name.as_deref() == Some(o)))

@@ -205,7 +205,7 @@ impl Sim<'_> {
             .llm
             .as_ref()
             .and_then(|l| l.disagg.as_ref())
-            .map_or(crate::spec::disagg::DEFAULT_TRANSPORT, |d| {
+            .map_or(crate::scenario::disagg::DEFAULT_TRANSPORT, |d| {
                 d.transport.as_str()
             });
         let name = self

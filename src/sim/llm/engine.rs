@@ -36,7 +36,7 @@
 
 use crate::engine::Time;
 use crate::model::serving::BatchShape;
-use crate::spec::serving::{EngineConfig, Preempt, Reserve};
+use crate::scenario::serving::{EngineConfig, Preempt, Reserve};
 use std::collections::VecDeque;
 
 /// Most requests waiting at one replica; more arrivals are dropped (and counted).

@@ -48,7 +48,7 @@ pub(crate) struct Pricing {
     /// Attention, at 16 bits under 8- and 4-bit weights (FlashAttention's and the engines'
     /// attention kernels run bf16 on the dequantized KV), else at the weights' dtype.
     pub(crate) attention: Roofline,
-    pub(crate) engine: crate::spec::serving::EngineConfig,
+    pub(crate) engine: crate::scenario::serving::EngineConfig,
     pub(crate) tp: u32,
     /// Whether the engine's own all-reduce kernel runs on these ranks: an NVIDIA Hopper
     /// node's NVLink devices, where its per-call figures were measured.

@@ -132,9 +132,9 @@ impl Pipe {
 
 impl<'s> Sim<'s> {
     /// Service `sid`'s model-level form, borrowed from the spec (not from `self`).
-    fn llm_spec(&self, sid: u32) -> &'s crate::spec::serving::LlmServing {
+    fn llm_spec(&self, sid: u32) -> &'s crate::scenario::serving::LlmServing {
         let s = &self.services[sid as usize];
-        let spec: &'s crate::spec::Spec = self.spec;
+        let spec: &'s crate::scenario::Spec = self.spec;
         spec.workloads[s.workload].services[s.index]
             .llm
             .as_ref()
@@ -146,7 +146,7 @@ impl<'s> Sim<'s> {
     pub(super) fn llm_pipe(
         &mut self,
         name: &str,
-        llm: &crate::spec::serving::LlmServing,
+        llm: &crate::scenario::serving::LlmServing,
         node: usize,
         ranks: &[(usize, usize)],
         now: Time,

@@ -9,11 +9,11 @@ use super::{LlmReplica, LlmService, Pool};
 use crate::model::serving::{self as ms, Footprint};
 use crate::network::collective::{self, Op};
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
-use crate::spec::serving::{LlmServing, Tokens};
+use crate::scenario::serving::{LlmServing, Tokens};
 use rand::RngExt;
 
 /// A request's tokens: drawn, or its trace row's (`row`: that column), clamped to
-/// `1..=max` (the CLI rejects longer rows, `spec::arrivals::check_tokens`; a trace without
+/// `1..=max` (the CLI rejects longer rows, `scenario::arrivals::check_tokens`; a trace without
 /// the column gives `max`).
 fn draw(t: Tokens, row: Option<u32>, rng: &mut rand_chacha::ChaCha8Rng) -> u32 {
     match t {
@@ -195,7 +195,7 @@ impl Sim<'_> {
             let now = self.now();
             // Stage-to-stage sends cross nodes with the service's tenant's transport.
             let tenant = self.services[self.replicas[r as usize].service as usize].tenant;
-            let share = crate::network::collective::share(self.tenant_net(tenant));
+            let share = crate::sim::collective_rules::share(self.tenant_net(tenant));
             if share < 1.0 {
                 self.net.note(
                     MovementKind::Collective,

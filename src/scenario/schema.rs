@@ -130,7 +130,7 @@ pub const FABRIC_KINDS: &[&str] = &[
     "single_switch",
     "explicit",
 ];
-/// The block of `fabric explicit { ... }` (`spec::topology`).
+/// The block of `fabric explicit { ... }` (`scenario::topology`).
 pub const TOPOLOGY: &[StmtDef] = &[
     many("switch", &["grid"]),
     many("link", &["pattern", "latency", "kind"]),
@@ -271,7 +271,7 @@ pub const TRAINING: &[StmtDef] = &[
     one("precision", DTYPES),
     one("overlap", &["grad_reduce", "tp_comm", "bucket"]),
 ];
-/// Parts of a training job's `parallel` layout (`src/spec/layout.rs`).
+/// Parts of a training job's `parallel` layout (`src/scenario/layout.rs`).
 pub const PARALLEL_WORDS: &[&str] = &[
     "tp",
     "sp",
@@ -290,7 +290,7 @@ pub const RECOMPUTES: &[&str] = &["none", "selective", "full"];
 pub const ATTENTIONS: &[&str] = &["unfused", "flash"];
 pub const FFN_KINDS: &[&str] = &["gelu", "swiglu"];
 
-/// A top-level `model` block: a transformer (`src/spec/model.rs`).
+/// A top-level `model` block: a transformer (`src/scenario/model.rs`).
 pub const MODEL: &[StmtDef] = &[
     one("layers", &[]),
     one("hidden", &[]),

@@ -12,7 +12,7 @@
 //! | scheduled failures | 1 each (in the window) | – |
 //!
 //! Memory is the heap a run holds at its peak, as the counting allocator the binary installs
-//! measures it ([`super::alloc`], what `--max-memory` bounds). A cluster's directed links are
+//! measures it ([`crate::budget::alloc`], what `--max-memory` bounds). A cluster's directed links are
 //! counted on the graph a run builds (one node of each type built alone, and an explicit
 //! fabric without its nodes), at the bytes their element types take in the graph and the flow
 //! network ([`crate::network::graph::BYTES_PER_LINK`], [`crate::network::flows::BYTES_PER_LINK`]);
@@ -33,12 +33,12 @@
 //! work that never finds room (`--allow-infeasible`, or a placement group that never fits
 //! beside the others) handles fewer events. Without a cluster only arrivals happen.
 
-use super::Limits;
+use crate::budget::Limits;
 use crate::diag::{Diagnostic, Span};
 use crate::network::graph::{Graph, LinkKind};
-use crate::spec::Spec;
-use crate::spec::cluster::{Cluster, NodeGroup, Rack};
-use crate::spec::workload::Arrival;
+use crate::scenario::Spec;
+use crate::scenario::cluster::{Cluster, NodeGroup, Rack};
+use crate::scenario::workload::Arrival;
 use std::collections::BTreeMap;
 
 /// Bytes at least, per node and per device and NIC on it.
@@ -138,9 +138,9 @@ impl Estimate {
             "at least {} event{} and {} of memory per run (limits: --max-events {}, --max-memory {})",
             count(self.events()),
             if count(self.events()) == "1" { "" } else { "s" },
-            crate::plot::fmt_bytes(self.bytes()),
+            crate::units::fmt_bytes(self.bytes()),
             l.max_events,
-            crate::plot::fmt_bytes(l.max_memory as f64)
+            crate::units::fmt_bytes(l.max_memory as f64)
         );
         if !self.unbounded.is_empty() {
             s += &format!(
@@ -192,14 +192,14 @@ impl Estimate {
                     p.span.unwrap_or(fallback),
                     format!(
                         "this scenario needs at least {} of memory{runs}, over --max-memory {}",
-                        crate::plot::fmt_bytes(bytes),
-                        crate::plot::fmt_bytes(l.max_memory as f64)
+                        crate::units::fmt_bytes(bytes),
+                        crate::units::fmt_bytes(l.max_memory as f64)
                     ),
                 )
                 .with_label(format!(
                     "{}: at least {} per run",
                     p.what,
-                    crate::plot::fmt_bytes(p.bytes)
+                    crate::units::fmt_bytes(p.bytes)
                 ))
                 .with_help(
                     "raise --max-memory, run fewer runs at once (`--threads`), or make the \
@@ -233,7 +233,7 @@ fn count(x: f64) -> String {
 pub fn estimate(
     spec: &Spec,
     window_s: Option<f64>,
-    traces: &BTreeMap<String, crate::spec::arrivals::Trace>,
+    traces: &BTreeMap<String, crate::scenario::arrivals::Trace>,
 ) -> Estimate {
     let mut e = Estimate::default();
     let mut units: BTreeMap<&str, f64> = BTreeMap::new();
@@ -357,7 +357,7 @@ pub fn estimate(
                 bytes: 0.0,
             });
         }
-        let at = |s: &&crate::spec::failure::Scheduled| {
+        let at = |s: &&crate::scenario::failure::Scheduled| {
             window_s.is_none_or(|w| s.at.0 as f64 / 1e9 <= w)
         };
         let scheduled = f.scheduled.iter().filter(at).count();
@@ -376,9 +376,9 @@ pub fn estimate(
 /// A service's arrivals over the window, and the queue an overloaded one holds at its end.
 fn service(
     workload: &str,
-    s: &crate::spec::workload::Service,
+    s: &crate::scenario::workload::Service,
     window_s: Option<f64>,
-    traces: &BTreeMap<String, crate::spec::arrivals::Trace>,
+    traces: &BTreeMap<String, crate::scenario::arrivals::Trace>,
 ) -> Option<Part> {
     let w = window_s?;
     let (rate, burst) = match &s.arrival {
@@ -450,7 +450,7 @@ mod tests {
     const BOX: &str = "node box {\n  cpu sockets 1, cores 32, numa 1, threads 64, model \"t\"\n  memory 256 GiB\n  pcie gen5\n  source \"test\"\n}\n";
 
     fn est(body: &str, window_s: Option<f64>) -> Estimate {
-        let l = crate::spec::load_str("t.orr", &format!("{BOX}{body}"));
+        let l = crate::scenario::load_str("t.orr", &format!("{BOX}{body}"));
         let rendered = l.render(false);
         let spec = l.spec.unwrap_or_else(|| panic!("{rendered}"));
         estimate(&spec, window_s, &BTreeMap::new())
@@ -458,7 +458,7 @@ mod tests {
 
     /// The test box's directed links (to its spill disk: it has no devices or NICs).
     fn box_links() -> f64 {
-        let l = crate::spec::load_str("t.orr", &format!("{BOX}cluster c {{\n  node box x 1\n}}\n"));
+        let l = crate::scenario::load_str("t.orr", &format!("{BOX}cluster c {{\n  node box x 1\n}}\n"));
         let spec = l.spec.unwrap();
         Graph::build(&spec).kind.len() as f64
     }

@@ -104,11 +104,9 @@ pub struct NodeGroup {
     pub first: u32,
 }
 
-/// Most spines a built-in fabric may declare.
+/// Most spines a built-in fabric may declare, and how many (the ECMP width) it has when it
+/// declares none (`fabric leaf_spine spines N`).
 pub const MAX_SPINES: u64 = 256;
-
-/// Spine switches of a leaf-spine fabric (ECMP width) when the fabric declares none
-/// (`fabric leaf_spine spines N`).
 pub const SPINES: usize = 4;
 
 #[derive(Debug, Clone, Serialize)]

@@ -7,7 +7,7 @@
 //! values: a column that happens to hold whole numbers in one run is still a float in the
 //! next. An empty CSV cell is a null. Files are uncompressed (the `parquet` crate is built
 //! without codecs), one row group, and carry key-value metadata: `orrery.schema_version`
-//! ([`crate::report::RUN_SCHEMA_VERSION`], the version of run.json), `orrery.table`, and the
+//! ([`super::RUN_SCHEMA_VERSION`], the version of run.json), `orrery.table`, and the
 //! run's header (`orrery.version`, `orrery.scenario`, `orrery.scenario_hash`, `orrery.seed`).
 //! The bytes depend only on the table and the header (`created_by` is fixed), so the same
 //! scenario and seed give byte-identical files.
@@ -130,7 +130,7 @@ pub fn to_parquet(table: &str, csv: &str, meta: &[(&str, String)]) -> Result<Vec
     let mut kv = vec![
         KeyValue::new(
             "orrery.schema_version".into(),
-            crate::report::RUN_SCHEMA_VERSION.to_string(),
+            super::RUN_SCHEMA_VERSION.to_string(),
         ),
         KeyValue::new(
             "orrery.table".into(),

@@ -8,7 +8,7 @@ use crate::diag::{Diagnostic, Span, did_you_mean};
 
 /// A rack as an explicit fabric sees it: its name and the NICs its nodes attach to the
 /// fabric, as (index k among a node's fabric NICs, NIC name, its `protocol`).
-pub(in crate::spec) struct RackPorts {
+pub(in crate::scenario) struct RackPorts {
     pub name: String,
     pub ports: std::collections::BTreeSet<(usize, String, String)>,
 }
@@ -16,7 +16,7 @@ pub(in crate::spec) struct RackPorts {
 /// Resolve the `attach` statements against the cluster's racks, check every rack with NICs
 /// is attached once, the attach switches reach one another, what each switch speaks
 /// ([`Wire`]) and what `dimension_order` needs.
-pub(in crate::spec) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[RackPorts], at: Span) {
+pub(in crate::scenario) fn resolve(cx: &mut Cx, t: &mut Topology, racks: &[RackPorts], at: Span) {
     t.attach = vec![None; racks.len()];
     if t.broken {
         return;

@@ -52,6 +52,52 @@ impl Spec {
         }
         s
     }
+
+    /// Injection bandwidth of one node: its compute NICs, or all NICs if none is marked
+    /// compute.
+    pub fn node_injection(&self, nt: &NodeType) -> crate::units::Bandwidth {
+        let sum = |compute_only: bool| -> f64 {
+            nt.nics
+                .iter()
+                .filter(|g| !compute_only || g.role == "compute")
+                .map(|g| self.nics.get(&g.nic).map_or(0.0, |n| n.speed.0) * f64::from(g.count))
+                .sum()
+        };
+        let c = sum(true);
+        crate::units::Bandwidth(if c > 0.0 { c } else { sum(false) })
+    }
+
+    /// A node's price per hour: its own, else its devices' (`None` when one has none).
+    pub fn node_price(&self, nt: &NodeType) -> Option<f64> {
+        self.node_total(nt, nt.price.map(|p| p.0), |a| a.price.map(|p| p.0))
+    }
+
+    /// A node's power (W): its own, else its devices' TDP (`None` when one has none).
+    pub fn node_power(&self, nt: &NodeType) -> Option<f64> {
+        self.node_total(nt, nt.power.map(|p| p.0), |a| a.tdp.map(|p| p.0))
+    }
+
+    /// A node's own figure, else the sum of a per-device figure over its devices (`None` when
+    /// a device lacks it).
+    fn node_total(
+        &self,
+        nt: &NodeType,
+        own: Option<f64>,
+        per_device: impl Fn(&Accelerator) -> Option<f64>,
+    ) -> Option<f64> {
+        if own.is_some() {
+            return own;
+        }
+        nt.devices
+            .iter()
+            .map(|g| {
+                self.accelerators
+                    .get(&g.accelerator)
+                    .and_then(&per_device)
+                    .map(|x| x * f64::from(g.count))
+            })
+            .sum()
+    }
 }
 
 /// A whole scenario, validated.
