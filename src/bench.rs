@@ -2,9 +2,9 @@
 //! memory. Benchmarks live here, not in the timed tests.
 
 use crate::engine::{EventQueue, Time, rng_stream};
+use crate::network::collective;
 use rand::RngExt;
 use std::fmt::Write as _;
-use crate::network::collective;
 use std::time::Instant;
 
 /// A generated scenario: `nodes` CPU nodes (64 threads each, in racks of 32) running `tasks`
@@ -158,7 +158,7 @@ pub struct SimRun {
 /// Load and simulate generated scenario `text`.
 pub fn simulate_text(name: &str, text: &str) -> Result<SimRun, String> {
     let t0 = Instant::now();
-    let loaded = crate::scenario::load_str(name, text);
+    let loaded = crate::load_str(name, text);
     let spec = loaded.spec.ok_or_else(|| {
         format!(
             "generated scenario is invalid:\n{}",
@@ -231,7 +231,7 @@ pub fn fat_tree_text(nodes: u64) -> String {
 pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
     check_sizes(nodes, 1, flows, 0, 0)?;
     let text = fat_tree_text(nodes);
-    let loaded = crate::scenario::load_str("<flows>", &text);
+    let loaded = crate::load_str("<flows>", &text);
     let spec = loaded.spec.ok_or("generated fabric is invalid")?;
     let g = crate::network::Graph::build(&spec);
     let mut rng = rng_stream(2, 2);
@@ -291,7 +291,7 @@ pub struct DenseRun {
 pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
     check_sizes(1, 1, 0, flows, 0)?;
     use crate::network::Vertex;
-    let loaded = crate::scenario::load_str("<dense>", &leaf_spine_text());
+    let loaded = crate::load_str("<dense>", &leaf_spine_text());
     let spec = loaded.spec.ok_or_else(|| {
         format!(
             "generated leaf-spine is invalid:\n{}",
@@ -525,7 +525,7 @@ pub fn bench_allreduce(devices: usize) -> Result<(u64, f64, f64), String> {
         return Err("the allreduce needs at least one device".into());
     }
     let text = fat_tree_text(devices.div_ceil(8) as u64);
-    let spec = crate::scenario::load_str("<collective>", &text)
+    let spec = crate::load_str("<collective>", &text)
         .spec
         .ok_or("generated fabric is invalid")?;
     let graph = crate::network::Graph::build(&spec);

@@ -1,6 +1,6 @@
 //! Orrery: a declarative cluster simulator with real-device calibration.
 //!
-//! Data flow: `.orr` text → [`syntax`] (generic tree) → [`spec`] (validated model) → engine →
+//! Data flow: `.orr` text → [`syntax`] (generic tree) → [`scenario`] (validated model) → engine →
 //! metrics → plots. See ARCHITECTURE.md for the module map and its invariants.
 
 // `orrery::` paths work inside the crate too (the command line lives here, for the Python
@@ -20,6 +20,7 @@ pub mod diag;
 pub mod engine;
 pub mod experiment;
 pub mod files;
+pub mod load;
 pub mod maturity;
 pub mod model;
 pub mod network;
@@ -32,14 +33,16 @@ pub mod quantile;
 pub mod quiet;
 pub mod raycluster;
 pub mod report;
-pub mod sim;
 pub mod scenario;
+pub mod sim;
 pub mod summary;
 pub mod syntax;
 pub mod table;
 pub mod trace;
 pub mod transport;
 pub mod units;
+
+pub use load::{load_file, load_file_with, load_str, load_str_with};
 
 /// The built-in default scenario (`orrery run` with no file).
 pub const DEFAULT_SCENARIO: (&str, &str) = (

@@ -20,9 +20,6 @@
 //!
 //! These are analytical figures for the summary; the flow-level network model reports what
 //! traffic actually gets.
-//!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
 
 use crate::scenario::Spec;
 use crate::scenario::cluster::Cluster;

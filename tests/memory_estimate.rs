@@ -128,7 +128,7 @@ fn generator() -> impl Strategy<Value = Gen> {
 
 /// The estimate's bytes and the heap the run held at its peak beyond what was held before it.
 fn measure(text: &str) -> Result<(f64, f64), String> {
-    let l = orrery::scenario::load_str("gen.orr", text);
+    let l = orrery::load_str("gen.orr", text);
     let rendered = l.render(false);
     let spec = l.spec.ok_or(rendered)?;
     let window = orrery::sim::window(&spec, None).seconds;

@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let loaded = orrery::scenario::load_str("fuzz.orr", text);
+    let loaded = orrery::load_str("fuzz.orr", text);
     for d in &loaded.diags {
         let len = loaded.sources.file(d.span.file).text.len();
         assert!(d.span.start <= d.span.end && d.span.end <= len);

@@ -20,7 +20,7 @@ fuzz_target!(init: {
         };
         match import(text, &opts) {
             Ok(i) => {
-                let l = orrery::scenario::load_str("imported.orr", &i.text);
+                let l = orrery::load_str("imported.orr", &i.text);
                 assert!(!l.has_errors(), "{}", l.render(false));
             }
             Err(Failure::Located(e)) => {

@@ -59,7 +59,7 @@ fn load<'py>(
     let loaded = match (path, text) {
         (Some(p), None) => py.detach(|| {
             guarded(name, || {
-                orrery::scenario::load_file_with(std::path::Path::new(&p), opts)
+                orrery::load_file_with(std::path::Path::new(&p), opts)
             })
         })?,
         // The same bound as a scenario file's: work is bounded before it starts.
@@ -68,7 +68,7 @@ fn load<'py>(
             limit >> 20
         )),
         (None, Some(t)) => {
-            py.detach(|| guarded(name, || Ok(orrery::scenario::load_str_with(name, &t, opts))))?
+            py.detach(|| guarded(name, || Ok(orrery::load_str_with(name, &t, opts))))?
         }
         _ => {
             return Err(pyo3::exceptions::PyValueError::new_err(

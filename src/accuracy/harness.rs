@@ -92,7 +92,7 @@ mod tests {
         // requests of 2,176 tokens, so the batch rounds up to 640 (128s below 1024) and the
         // tokens, 516.2 × (1 + 128/2048) = 548, to the floor of 2048.
         let text = "cluster c {\n  node dgx_h100 x 1\n}\nworkload w {\n  service s {\n    model llama3_8b\n    precision fp8\n    resources { GPU: 1 }\n    arrival offline 10\n    prompt tokens fixed 128\n    output tokens fixed 2048\n    engine trtllm\n  }\n}\n";
-        let l = crate::scenario::load_str("t.orr", text);
+        let l = crate::load_str("t.orr", text);
         assert!(!l.has_errors(), "{}", l.render(false));
         let spec = l.spec.unwrap();
         assert_eq!(trtllm_bench(&spec), Ok((640, 2048)));

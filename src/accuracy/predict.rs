@@ -2,8 +2,8 @@
 
 use super::Case;
 use crate::experiment::collectives as coll;
-use crate::sim::{SimConfig, simulate};
 use crate::scenario::Spec;
+use crate::sim::{SimConfig, simulate};
 
 /// The predicted figure, in the row's metric, and how it was priced.
 pub fn predict(case: &Case) -> Result<(f64, String), String> {
@@ -111,7 +111,7 @@ pub fn predict(case: &Case) -> Result<(f64, String), String> {
 }
 
 fn load(text: &str) -> Result<Spec, String> {
-    let l = crate::scenario::load_str("accuracy.orr", text);
+    let l = crate::load_str("accuracy.orr", text);
     if l.has_errors() {
         return Err(l.render(false));
     }

@@ -258,7 +258,7 @@ pub fn steps(quick: bool) -> u64 {
 
 /// The catalog accelerator this device is: name matches, closest memory wins.
 fn catalog_match(name: &str, memory: u64) -> Option<crate::scenario::hardware::Accelerator> {
-    let l = crate::scenario::load_str("<catalog>", "");
+    let l = crate::load_str("<catalog>", "");
     let spec = l.spec?;
     spec.accelerators
         .into_values()

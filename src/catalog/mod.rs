@@ -1,8 +1,7 @@
 //! The built-in hardware catalog: accelerators, NICs and node types, written in the scenario
 //! language itself and embedded in the binary. Every figure carries its source; user files
-//! override entries by declaring the same name, or derive from them with `from`.
-
-pub mod table;
+//! override entries by declaring the same name, or derive from them with `from`. Read by
+//! `scenario::load`; listed by `report::catalog`.
 
 /// Version of `orrery catalog --json` (2: `schema_version`, quantity keys with their units:
 /// `memory_bytes`, `flop_per_s`, `speed_bytes_per_s`, `latency_s`...; 1 was unversioned;

@@ -59,7 +59,7 @@ fn read(path: &Path) -> Result<(String, String), String> {
 
 /// Names the fit may match device names against: the catalog's accelerators.
 fn known_accelerators() -> Vec<String> {
-    let l = orrery::scenario::load_str("<catalog>", "");
+    let l = orrery::load_str("<catalog>", "");
     l.spec
         .map(|s| s.accelerators.keys().cloned().collect())
         .unwrap_or_default()

@@ -1,7 +1,6 @@
 //! `orrery catalog`.
 
 use super::common::color;
-use orrery::scenario;
 use std::process::ExitCode;
 
 pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
@@ -12,7 +11,7 @@ pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let l = scenario::load_str("<empty>", "");
+    let l = orrery::load_str("<empty>", "");
     if l.has_errors() {
         err!("{}", l.render(color()));
         return ExitCode::from(2);
@@ -26,6 +25,6 @@ pub(super) fn catalog(json: bool, source: bool) -> ExitCode {
         outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
-    out!("{}", orrery::catalog::table::render(&s));
+    out!("{}", orrery::report::catalog::render(&s));
     ExitCode::SUCCESS
 }

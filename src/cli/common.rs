@@ -25,11 +25,11 @@ pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
         allow_infeasible: ALLOW_INFEASIBLE.load(std::sync::atomic::Ordering::Relaxed),
     };
     let loaded = match file {
-        Some(p) => scenario::load_file_with(p, opts).map_err(|e| {
+        Some(p) => orrery::load_file_with(p, opts).map_err(|e| {
             errln!("error: {e}");
             ExitCode::from(2)
         })?,
-        None => scenario::load_str_with(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1, opts),
+        None => orrery::load_str_with(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1, opts),
     };
     if !loaded.diags.is_empty() {
         err!("{}", loaded.render(color()));

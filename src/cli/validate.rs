@@ -3,6 +3,7 @@
 use super::common::load;
 use orrery::calibrate::detect::{self, GpuInventory, Host};
 use orrery::diag;
+use orrery::scenario::load::MAX_PROFILE_BYTES;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -101,7 +102,7 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
         let written = orrery::scenario::load::check_profile_dir(dir)
             .map_err(|e| format!("calibration folder {} {e}", dir.display()))
             .and_then(|()| {
-                orrery::files::read_confined(dir, file, None, orrery::scenario::load::MAX_PROFILE_BYTES)
+                orrery::files::read_confined(dir, file, None, MAX_PROFILE_BYTES)
                     .map(|(_, t)| t)
                     .map_err(|e| format!("{} {e}", path.display()))
             })
@@ -181,7 +182,7 @@ pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
         Ok(m) => m,
         Err(c) => return c,
     };
-    let catalog = orrery::scenario::load_str("<catalog>", "");
+    let catalog = orrery::load_str("<catalog>", "");
     let Some(spec) = catalog.spec.as_ref() else {
         errln!("error: the built-in catalog does not load");
         return ExitCode::from(2);
@@ -195,7 +196,7 @@ pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
     let block =
         orrery::calibrate::node_block::node_block(spec, name, &host, gpus.as_ref(), nvswitches);
     // What is printed must read back as a node type.
-    let back = orrery::scenario::load_str("detected.orr", &block);
+    let back = orrery::load_str("detected.orr", &block);
     if back.has_errors() {
         errln!(
             "error: the detected block does not read back (a bug):\n{block}\n{}",

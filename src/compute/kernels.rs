@@ -69,12 +69,7 @@ pub struct KernelRates {
     pub memory_source: ModelSource,
 }
 
-/// Units a kernel runs on: tensor cores (matrix multiplies) or the vector units.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Units {
-    Matrix,
-    Vector,
-}
+pub use crate::model::ops::Units;
 
 impl KernelRates {
     /// Flat curves at the roofline's efficiencies and no vector rate.

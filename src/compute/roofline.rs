@@ -64,24 +64,15 @@ impl fmt::Display for ModelSource {
     }
 }
 
-/// What a piece of work asks of a device.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Work {
-    pub flop: f64,
-    /// Bytes read from and written to device memory.
-    pub bytes: f64,
-    pub kernels: f64,
-}
+pub use crate::model::ops::Work;
 
-impl Work {
-    /// The work of a `compute` statement, its FLOP multiplied by `batch` (a service batch;
-    /// memory traffic and kernels are per batch).
-    pub fn of(c: &Compute, batch: f64) -> Work {
-        Work {
-            flop: c.flop.0 * batch,
-            bytes: c.memory.map_or(0.0, |b| b.0 as f64),
-            kernels: c.kernels as f64,
-        }
+/// The work of a `compute` statement, its FLOP multiplied by `batch` (a service batch;
+/// memory traffic and kernels are per batch).
+pub fn work_of(c: &Compute, batch: f64) -> Work {
+    Work {
+        flop: c.flop.0 * batch,
+        bytes: c.memory.map_or(0.0, |b| b.0 as f64),
+        kernels: c.kernels as f64,
     }
 }
 

@@ -17,8 +17,8 @@
 use crate::experiment::drill::Aggregate;
 use crate::experiment::kinds::{self, Column};
 use crate::experiment::measure::ClusterFigures;
-use crate::sim::{SimConfig, Window, simulate};
 use crate::scenario::Spec;
+use crate::sim::{SimConfig, Window, simulate};
 use indicatif::ProgressBar;
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -25,16 +25,15 @@
 //! (the binary draws one only when stderr is a terminal); files are written only by
 //! [`write`](fn@write), atomically.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use crate::engine::Time;
 use crate::experiment::kinds::{self, Column};
 use crate::experiment::measure::ClusterFigures;
 use crate::report::Header;
+use crate::scenario::Spec;
 use crate::sim::metrics::{RunMetrics, TimelineEvent};
 use crate::sim::{SimConfig, Window, simulate};
-use crate::scenario::Spec;
 use indicatif::ProgressBar;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};

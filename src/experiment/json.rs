@@ -137,7 +137,7 @@ struct ShardJson {
     runs: Vec<RunJson>,
     plots: Vec<crate::scenario::experiment::Plot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    representative: Option<super::sweep::Representative>,
+    representative: Option<super::representative::Representative>,
 }
 
 /// A shard's value columns, header order (`makespan_s`, …).
@@ -268,7 +268,7 @@ mod tests {
                 kind: "bars".into(),
                 args: vec!["makespan".into()],
             }],
-            representative: Some(crate::experiment::sweep::Representative {
+            representative: Some(crate::experiment::representative::Representative {
                 horizon_s: 0.1 + 0.2,
                 timeline: vec![crate::plot::TimelineRow {
                     label: "r0.n0 gpu0".into(),

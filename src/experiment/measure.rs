@@ -17,8 +17,8 @@
 //!   bound that is the same for every seed of a scenario;
 //! * **perf/$** = work units / cost; **perf/W** = throughput / power (W) = work units per Wh.
 
-use crate::sim::metrics::RunMetrics;
 use crate::scenario::Spec;
+use crate::sim::metrics::RunMetrics;
 
 /// Price ($/h) and power (W) of a scenario's cluster from the catalog figures; `None` where a
 /// node or device lacks the figure, and then why ([`ClusterFigures::price_missing`]).

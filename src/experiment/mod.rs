@@ -14,5 +14,6 @@ pub mod json;
 pub mod kinds;
 pub mod measure;
 pub mod placement;
+pub mod representative;
 pub mod sweep;
 pub mod transports;

@@ -17,8 +17,8 @@ use crate::csv::field as csv_field;
 use crate::experiment::drill::Aggregate;
 use crate::experiment::measure::{self, ClusterFigures};
 use crate::experiment::placement::Placement;
-use crate::sim::{SimConfig, simulate};
 use crate::scenario::{Loaded, Override, Spec};
+use crate::sim::{SimConfig, simulate};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -96,20 +96,6 @@ pub struct CellSummary {
     pub metrics: Vec<Aggregate>,
 }
 
-/// What the `timeline` and `utilization` plots draw of the representative run (the first
-/// cell's first seed): their data, not the run, so that a shard can carry it to `merge` (a
-/// few hundred rows of spans and at most a few thousand points, whatever the run's length).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Representative {
-    /// The run's window (s): the plots' time axis.
-    pub horizon_s: f64,
-    /// The timeline's rows, what they are (`device`, `node`, …) and how the title says so.
-    pub timeline: Vec<crate::plot::TimelineRow>,
-    pub rows_are: String,
-    pub rows_described: String,
-    pub utilization: Vec<crate::plot::UtilSeries>,
-}
-
 /// A whole sweep: what plots use.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepResult {
@@ -132,7 +118,7 @@ pub struct Shard {
     pub shards: usize,
     pub runs: Vec<RunRow>,
     pub plots: Vec<crate::scenario::experiment::Plot>,
-    pub representative: Option<Representative>,
+    pub representative: Option<super::representative::Representative>,
 }
 
 #[derive(Debug, Clone, Default)]

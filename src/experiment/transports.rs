@@ -9,9 +9,9 @@ use std::fmt;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::scenario::Spec;
 use crate::sim::network::MovementKind;
 use crate::sim::{SimConfig, simulate};
-use crate::scenario::Spec;
 use crate::transport::TransportParams;
 use crate::transport::compare::{BASELINE, fmt_secs};
 

@@ -111,8 +111,8 @@ impl Kind {
     /// allocates as tokens come and preempts when the pool runs out; SGLang admits a request
     /// whose output length is known (EOS ignored, as its benchmarks send) only if the pool
     /// lasts until the running ones finish.
-    pub fn reserve(self) -> crate::scenario::serving::Reserve {
-        use crate::scenario::serving::Reserve;
+    pub fn reserve(self) -> super::engine_config::Reserve {
+        use super::engine_config::Reserve;
         match self {
             Kind::Vllm => Reserve::Off,
             Kind::Trtllm => Reserve::Request,
@@ -209,41 +209,6 @@ pub struct Launches {
     pub tokens: f64,
     pub kernels: f64,
     pub layers: f64,
-}
-
-/// Seconds of one iteration's kernels on one rank of engine `e` with `tp` ranks: the GEMMs'
-/// roofline plus attention's (each without launches), the launches ([`Kind::launch_secs`];
-/// with `graphs off` each kernel's) and, where `host` (the first pipeline stage, which the
-/// scheduler feeds), [`HOST_GAP_S`].
-pub fn iteration_secs(
-    gemm: &crate::compute::Roofline,
-    attention: &crate::compute::Roofline,
-    e: &crate::scenario::serving::EngineConfig,
-    tp: u32,
-    p: &super::serving::Phases,
-    b: &super::serving::BatchShape,
-    host: bool,
-) -> f64 {
-    let bare = |w: &crate::compute::Work| crate::compute::Work { kernels: 0.0, ..*w };
-    let launch = e.kind.launch_secs(
-        tp,
-        e.graph_batch,
-        &Launches {
-            graphs: e.graphs,
-            decode_only: b.decode_only(),
-            seqs: b.seqs,
-            tokens: b.tokens,
-            kernels: p.gemm.kernels,
-            layers: p.layers,
-        },
-        gemm.launch_overhead,
-    );
-    let gap = if host { HOST_GAP_S } else { 0.0 };
-    gemm.secs(&bare(&p.gemm), 1.0)
-        + attention.secs(&bare(&p.attention), 1.0)
-        + gemm.secs(&bare(&p.elementwise), 1.0)
-        + launch
-        + gap
 }
 
 /// Bytes per rank of the published per-call figures below (bf16 elements × 2).

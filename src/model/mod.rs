@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod engine_config;
 pub mod engines;
 pub mod flop;
 pub mod memory;

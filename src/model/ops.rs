@@ -1,7 +1,7 @@
 //! The kernels one rank runs for one microbatch: every matrix multiply and every elementwise
 //! operation of a transformer layer, with its FLOP and the device-memory bytes it moves, for
 //! the forward pass, the backward pass (gradients of the inputs and of the weights) and the
-//! forward a recomputation redoes. [`crate::compute::kernels`] prices each one.
+//! forward a recomputation redoes. `compute::kernels` prices each one.
 //!
 //! The accounting is Calculon's (Isaev et al. 2023, "Calculon: a Methodology and Tool for
 //! High-Level Codesign of Systems and Large Language Models", SC '23), ported from
@@ -42,8 +42,24 @@
 //! transpose of each quantized operand (`Pass::quantize`).
 
 use super::types::{Attention, Ffn, Layout, Recompute, Setup, Transformer};
-/// Which units run a kernel: tensor cores (matrix multiplies) or the vector units.
-pub use crate::compute::kernels::Units as Engine;
+/// A kernel's units, by the name its fields use.
+pub use Units as Engine;
+
+/// Units a kernel runs on: tensor cores (matrix multiplies) or the vector units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Units {
+    Matrix,
+    Vector,
+}
+
+/// What a piece of work asks of a device (`crate::compute` prices it).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Work {
+    pub flop: f64,
+    /// Bytes read from and written to device memory.
+    pub bytes: f64,
+    pub kernels: f64,
+}
 
 /// One kernel: its units, FLOP and device-memory bytes.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]

@@ -82,19 +82,6 @@ pub struct Dtypes {
 }
 
 impl Dtypes {
-    pub fn of(s: &crate::scenario::serving::LlmServing) -> Self {
-        let w = super::dtype_bytes(&s.dtype);
-        Dtypes {
-            weights: if s.dtype == "fp4" {
-                w + NVFP4_SCALE_BYTES
-            } else {
-                w
-            },
-            kv: super::dtype_bytes(&s.kv_dtype),
-            activations: w.max(2.0),
-        }
-    }
-
     /// One dtype of `bytes` for everything.
     pub fn same(bytes: f64) -> Self {
         Dtypes {
@@ -234,39 +221,6 @@ impl Footprint {
         }
     }
 
-    /// Each pipeline stage's footprint of an LLM service (one with pp 1).
-    pub fn stages(s: &crate::scenario::serving::LlmServing) -> Vec<Self> {
-        (0..s.pp)
-            .map(|i| {
-                Footprint::stage(
-                    &s.model,
-                    s.tp,
-                    s.pp,
-                    i,
-                    Dtypes::of(s),
-                    s.engine.token_budget,
-                    s.engine.max_seqs,
-                )
-            })
-            .collect()
-    }
-
-    /// An LLM service's footprint: with pp > 1, of the stage whose ranks need the most
-    /// memory for one longest request (the placement's need).
-    pub fn of(s: &crate::scenario::serving::LlmServing) -> Self {
-        let tokens = u64::from(s.prompt.max()) + u64::from(s.output.max());
-        let k = s.engine.kv_block;
-        let mut all = Footprint::stages(s);
-        let need = |f: &Footprint| f.need(tokens, k);
-        let mut best = all.swap_remove(0);
-        for f in all {
-            if need(&f) > need(&best) {
-                best = f;
-            }
-        }
-        best
-    }
-
     /// Bytes one rank needs: weights, reserve and the KV blocks of `tokens` tokens.
     pub fn need(&self, tokens: u64, kv_block: u32) -> f64 {
         self.weights_bytes
@@ -338,9 +292,9 @@ impl BatchShape {
 pub struct Phases {
     /// The stage's layers (whose kernels `gemm.kernels` counts).
     pub layers: f64,
-    pub gemm: crate::compute::Work,
-    pub attention: crate::compute::Work,
-    pub elementwise: crate::compute::Work,
+    pub gemm: super::ops::Work,
+    pub attention: super::ops::Work,
+    pub elementwise: super::ops::Work,
 }
 
 pub fn iteration_phases(m: &Transformer, tp: u32, f: &Footprint, b: &BatchShape) -> Phases {
@@ -357,17 +311,17 @@ pub fn iteration_phases(m: &Transformer, tp: u32, f: &Footprint, b: &BatchShape)
     let per_token = layers * b.tokens;
     Phases {
         layers,
-        gemm: crate::compute::Work {
+        gemm: super::ops::Work {
             flop: (matmul + logits) / t,
             bytes: f.weights_bytes + act.gemm * per_token,
             kernels: KERNELS_PER_LAYER * layers + fixed,
         },
-        attention: crate::compute::Work {
+        attention: super::ops::Work {
             flop: attention / t,
             bytes: f.kv_token_bytes * (b.context_tokens + b.tokens) + act.attention * per_token,
             kernels: 0.0,
         },
-        elementwise: crate::compute::Work {
+        elementwise: super::ops::Work {
             flop: 0.0,
             bytes: act.elementwise * per_token,
             kernels: 0.0,

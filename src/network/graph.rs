@@ -44,8 +44,7 @@
 //!
 //! Not modelled: switch buffers and packet-level effects (flows share links max-min fairly).
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use crate::scenario::Spec;
 use crate::scenario::hardware::NodeType;

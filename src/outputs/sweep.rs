@@ -18,10 +18,10 @@ use crate::experiment::measure;
 use crate::experiment::placement::{self, Placement};
 use crate::experiment::sweep::SweepResult;
 use crate::plot::{self, Bar, Heatmap, MetricBars, Missing, SampleSet};
-use crate::sim::RunResult;
 use crate::scenario::experiment::Plot;
+use crate::sim::RunResult;
 
-pub use crate::experiment::sweep::Representative;
+pub use crate::experiment::representative::Representative;
 
 /// The plot data of a run simulated with its timeline.
 pub fn representative(run: &RunResult) -> Representative {

@@ -1,8 +1,7 @@
 //! The cluster as the scheduler sees it: per-node totals, availabilities, per-device instances,
 //! labels, topology and tenant occupancy, built from a validated [`Spec`].
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::resources::{
     self as res, DeviceLoc, GPU, Request, ResourceIds, SCALE, from_fixed, instances_fit, to_fixed,

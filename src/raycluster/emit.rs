@@ -274,7 +274,7 @@ fn canonical(t: &str) -> Result<String, String> {
     }
     let text = crate::syntax::fmt::format(&tree)
         .map_err(|_| "the formatter refused a comment; this is a bug in the import".to_string())?;
-    let l = crate::scenario::load_str("<import>", &text);
+    let l = crate::load_str("<import>", &text);
     if let Some(d) = l
         .diags
         .iter()

@@ -239,7 +239,7 @@ mod tests {
 
     #[test]
     fn every_name_is_in_the_catalog() {
-        let l = crate::scenario::load_str("<catalog>", "");
+        let l = crate::load_str("<catalog>", "");
         let s = l.spec.expect("catalog loads");
         for i in INSTANCES {
             if let Some((part, n, link)) = i.accel {

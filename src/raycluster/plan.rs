@@ -71,7 +71,7 @@ struct Catalog {
 
 impl Catalog {
     fn load() -> Catalog {
-        let l = crate::scenario::load_str("<catalog>", "");
+        let l = crate::load_str("<catalog>", "");
         let nodes = l
             .spec
             .map(|s| {

@@ -1,13 +1,12 @@
 //! Run results as files and tables: `run.json` (every metric, with the reproducibility
 //! header), one CSV per kind of work, `utilization.csv`, `cpu_utilization.csv` (`cpu.rs`), and
-//! the table `orrery run` prints.
-//! Files are written atomically (temp file, then rename).
+//! the table `orrery run` prints. Files are written atomically (temp file, then rename).
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
-pub mod columnar;
+pub mod catalog;
 mod cluster;
+pub mod columnar;
 mod cpu;
 
 use crate::csv::field as csv_field;

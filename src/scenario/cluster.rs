@@ -4,8 +4,7 @@
 //! 100,000-node cluster costs a few hundred bytes; [`Cluster::nodes`] expands on demand and
 //! [`Cluster::find_node`] resolves a name such as `r3.n1` without expanding anything.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::hardware::NodeType;
 use super::reader::{self as rd, Args, Cx, MAX_COUNT};
@@ -104,8 +103,7 @@ pub struct NodeGroup {
     pub first: u32,
 }
 
-/// Most spines a built-in fabric may declare, and how many (the ECMP width) it has when it
-/// declares none (`fabric leaf_spine spines N`).
+/// Most spines a built-in fabric may declare, and how many it has when it declares none.
 pub const MAX_SPINES: u64 = 256;
 pub const SPINES: usize = 4;
 

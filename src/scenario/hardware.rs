@@ -3,8 +3,7 @@
 //! A declaration may start from another (`from BASE`); the set of statements given so far is
 //! tracked so that required figures are checked once, after inheritance.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::reader::{self as rd, Args, Cx};
 use super::schema;

@@ -3,8 +3,7 @@
 //! deep, and cycles are reported. Calibration profiles named by the scenario are found and
 //! read here too ([`profile_dirs`]); their text is parsed by [`crate::profile`].
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::reader::{self as rd, Args, Cx};
 use super::workload::ResourceScope;
@@ -37,7 +36,13 @@ struct Parsed {
     diags: Vec<Diagnostic>,
     dirs: Vec<PathBuf>,
     opts: LoadOptions,
+    check: Check,
 }
+
+/// A check of a resolved scenario that needs a model above `scenario` (placement's: work no
+/// node could ever hold), passed in by `crate::load` so that `scenario` knows nothing of it.
+/// Asked only of a scenario without errors, and of each sweep variant; returns what it found.
+pub type Check = fn(&Spec, LoadOptions) -> Vec<Diagnostic>;
 
 /// How a scenario is loaded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -111,7 +116,7 @@ impl Loaded {
         } else {
             resolve(&mut cx, &items, &mut profiles)
         };
-        check_placeable(&mut cx, &spec, p.opts);
+        run_check(&mut cx, &spec, p.opts, p.check);
         let new: Vec<Diagnostic> = cx.diags.drain(before..).collect();
         for d in new {
             if !d.is_error() || overrides.iter().any(|o| o.value.span == d.span) {
@@ -208,56 +213,32 @@ struct Loader {
     stack: Vec<PathBuf>,
 }
 
-/// Load a scenario file. Fails only when the root file itself cannot be read.
-pub fn load_file(path: &Path) -> Result<Loaded, String> {
-    load_file_with(path, LoadOptions::default())
-}
-
-/// [`load_file`] with options.
-pub fn load_file_with(path: &Path, opts: LoadOptions) -> Result<Loaded, String> {
+/// Resolve a scenario file, then `check` it. Fails only when the root file itself cannot be
+/// read. `crate::load_file` is this with the checks of the layers above.
+pub fn resolve_file(path: &Path, opts: LoadOptions, check: Check) -> Result<Loaded, String> {
     let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES)
         .map_err(|e| format!("{} {e}", path.display()))?;
     let canon = path
         .canonicalize()
         .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
     let root_dir = canon.parent().map(Path::to_path_buf);
-    Ok(load(
-        &path.display().to_string(),
-        &text,
-        root_dir,
-        Some(canon),
-        opts,
-    ))
+    let name = path.display().to_string();
+    Ok(load(&name, &text, root_dir, Some(canon), opts, check))
 }
 
-/// Load a scenario held in memory (built-in scenarios, tests). `include` is not available.
-pub fn load_str(name: &str, text: &str) -> Loaded {
-    load_str_with(name, text, LoadOptions::default())
+/// Resolve a scenario held in memory (built-in scenarios, tests; `include` is not available),
+/// then `check` it.
+pub fn resolve_str(name: &str, text: &str, opts: LoadOptions, check: Check) -> Loaded {
+    load(name, text, None, None, opts, check)
 }
 
-/// [`load_str`] with options.
-pub fn load_str_with(name: &str, text: &str, opts: LoadOptions) -> Loaded {
-    load(name, text, None, None, opts)
-}
-
-/// Work that can never be placed on the declared cluster (`crate::placement::feasible`, the
-/// placement functions asked on the empty cluster): a located error, or with
-/// `allow_infeasible` a warning. Only asked of a scenario without other errors.
-fn check_placeable(cx: &mut Cx, spec: &Spec, opts: LoadOptions) {
+/// The findings of `check`, for a scenario without other errors.
+fn run_check(cx: &mut Cx, spec: &Spec, opts: LoadOptions, check: Check) {
     if cx.diags.iter().any(Diagnostic::is_error) {
         return;
     }
-    for n in crate::placement::feasible::never_placed(spec) {
-        cx.push(if n.warning {
-            Diagnostic::warning(n.span, n.message)
-        } else if opts.allow_infeasible {
-            Diagnostic::warning(n.span, n.message)
-                .with_help("--allow-infeasible: the run keeps it pending forever, as Ray would")
-        } else {
-            Diagnostic::error(n.span, n.message).with_help(
-                "Ray would keep it pending forever; change the request or the cluster, or pass --allow-infeasible to run it and see it pending",
-            )
-        });
+    for d in check(spec, opts) {
+        cx.push(d);
     }
 }
 
@@ -267,6 +248,7 @@ fn load(
     root_dir: Option<PathBuf>,
     canon: Option<PathBuf>,
     opts: LoadOptions,
+    check: Check,
 ) -> Loaded {
     let mut l = Loader {
         sources: SourceMap::new(),
@@ -298,9 +280,10 @@ fn load(
         diags: cx.diags.clone(),
         dirs: profiles.dirs.clone(),
         opts,
+        check,
     };
     let spec = resolve(&mut cx, &parsed.items, &mut profiles);
-    check_placeable(&mut cx, &spec, opts);
+    run_check(&mut cx, &spec, opts, check);
     let has_errors = cx.diags.iter().any(Diagnostic::is_error);
     let experiments = spec.experiments.clone();
     let mut loaded = Loaded {

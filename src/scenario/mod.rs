@@ -14,6 +14,7 @@ pub mod failure;
 pub mod hardware;
 pub mod layout;
 mod layout_rules;
+mod llm_shape;
 pub mod load;
 pub mod model;
 pub mod overlap;
@@ -36,7 +37,7 @@ pub use experiment::Experiment;
 pub use failure::Failures;
 pub use hardware::{Accelerator, Nic, NodeType};
 pub use layout::ModelTraining;
-pub use load::{LoadOptions, Loaded, Override, load_file, load_file_with, load_str, load_str_with};
+pub use load::{Check, LoadOptions, Loaded, Override, resolve_file, resolve_str};
 pub use workload::{Tenant, Workload};
 
 impl Spec {

@@ -5,8 +5,7 @@
 //! in that order and, when done, reports anything left over ("unexpected `foo`; expected one
 //! of ..."), so a typo never passes silently.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::schema::StmtDef;
 use crate::diag::{Diagnostic, Omitted, Span, did_you_mean};

@@ -175,7 +175,7 @@ fn tokens(cx: &mut Cx, a: &mut Args) -> Option<Tokens> {
 /// cache of one longest request, on its most loaded stage's ranks (placement puts replicas
 /// only where that fits).
 pub fn device_memory(llm: &LlmServing) -> crate::units::Bytes {
-    let f = crate::model::serving::Footprint::of(llm);
+    let f = llm.footprint();
     let k = llm.engine.kv_block;
     let longest = f.blocks_for(u64::from(llm.prompt.max()) + u64::from(llm.output.max()), k) as f64
         * f.block_bytes(k);
@@ -516,7 +516,7 @@ fn fit(cx: &mut Cx, scope: &ResourceScope, sv: &Service, llm: &LlmServing) -> bo
     let Some(smallest) = given else {
         return true;
     };
-    let f = crate::model::serving::Footprint::of(llm);
+    let f = llm.footprint();
     let usable = smallest as f64 * llm.engine.memory_fraction;
     let longest = f.blocks_for(
         u64::from(llm.prompt.max()) + u64::from(llm.output.max()),

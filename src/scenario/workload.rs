@@ -2,8 +2,7 @@
 //! services, with Ray's resource vocabulary (`ray-semantics.md`, Ray's
 //! `doc/source/ray-core/scheduling/resources.md`).
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::reader::{self as rd, Args, Cx, MAX_COUNT};
 use super::schema;

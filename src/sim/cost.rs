@@ -11,14 +11,8 @@ pub(super) fn cluster(spec: &Spec, nodes: &[&NodeType], horizon_s: f64) -> Clust
     if nodes.is_empty() {
         return ClusterCost::default();
     }
-    let price: Option<f64> = nodes
-        .iter()
-        .map(|nt| spec.node_price(nt))
-        .sum();
-    let power: Option<f64> = nodes
-        .iter()
-        .map(|nt| spec.node_power(nt))
-        .sum();
+    let price: Option<f64> = nodes.iter().map(|nt| spec.node_price(nt)).sum();
+    let power: Option<f64> = nodes.iter().map(|nt| spec.node_power(nt)).sum();
     let hours = horizon_s / 3600.0;
     ClusterCost {
         price_usd_per_h: price,

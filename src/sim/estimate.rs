@@ -450,7 +450,7 @@ mod tests {
     const BOX: &str = "node box {\n  cpu sockets 1, cores 32, numa 1, threads 64, model \"t\"\n  memory 256 GiB\n  pcie gen5\n  source \"test\"\n}\n";
 
     fn est(body: &str, window_s: Option<f64>) -> Estimate {
-        let l = crate::scenario::load_str("t.orr", &format!("{BOX}{body}"));
+        let l = crate::load_str("t.orr", &format!("{BOX}{body}"));
         let rendered = l.render(false);
         let spec = l.spec.unwrap_or_else(|| panic!("{rendered}"));
         estimate(&spec, window_s, &BTreeMap::new())
@@ -458,7 +458,7 @@ mod tests {
 
     /// The test box's directed links (to its spill disk: it has no devices or NICs).
     fn box_links() -> f64 {
-        let l = crate::scenario::load_str("t.orr", &format!("{BOX}cluster c {{\n  node box x 1\n}}\n"));
+        let l = crate::load_str("t.orr", &format!("{BOX}cluster c {{\n  node box x 1\n}}\n"));
         let spec = l.spec.unwrap();
         Graph::build(&spec).kind.len() as f64
     }

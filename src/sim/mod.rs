@@ -21,8 +21,7 @@
 //!
 //! Architecture invariant: no IO. Trace arrivals come in through [`SimConfig::traces`].
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 mod actors;
 mod binned;

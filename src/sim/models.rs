@@ -51,9 +51,8 @@ pub fn peak(spec: &Spec, accelerator: &str, dtype: &str) -> Option<f64> {
 /// Seconds for the work of `c` (its FLOP times `batch`) on `devices` devices of
 /// `accelerator`: the roofline model with the accelerator's profile or the defaults.
 pub fn compute_secs(spec: &Spec, accelerator: &str, c: &Compute, batch: f64, devices: f64) -> f64 {
-    crate::compute::roofline(spec, accelerator, &c.dtype).map_or(0.0, |r| {
-        r.secs(&crate::compute::Work::of(c, batch), devices)
-    })
+    crate::compute::roofline(spec, accelerator, &c.dtype)
+        .map_or(0.0, |r| r.secs(&crate::compute::work_of(c, batch), devices))
 }
 
 /// Compute-NIC bandwidth of a node (all NICs if none is marked compute).
@@ -157,7 +156,7 @@ mod tests {
     use super::*;
 
     fn spec() -> Spec {
-        crate::scenario::load_str("t.orr", "").spec.unwrap()
+        crate::load_str("t.orr", "").spec.unwrap()
     }
 
     #[test]

@@ -202,7 +202,10 @@ impl Sim<'_> {
     pub(crate) fn slice_gang(
         &self,
         p: u32,
-    ) -> Option<(Vec<Request>, Vec<crate::scenario::workload::LabelConstraint>)> {
+    ) -> Option<(
+        Vec<Request>,
+        Vec<crate::scenario::workload::LabelConstraint>,
+    )> {
         let pg = &self.pgs[p as usize];
         (0..self.state.slices())
             .filter(|&s| self.state.slice_intact(s))

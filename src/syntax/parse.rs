@@ -5,8 +5,7 @@
 //! Architecture invariant: no panics on any input. Nesting depth and file size are bounded
 //! (see [`MAX_DEPTH`], [`MAX_FILE_BYTES`], [`MAX_IDENT_CHARS`]) so hostile input cannot overflow the stack.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::ast::*;
 use super::recover::recover;

@@ -28,8 +28,7 @@
 //! socket link, e is multiplied by `cross_socket`. Modelling efficiency as extra wire bytes
 //! makes a transport's overhead compete for the link like the payload does.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::params::{COPY_OVERHEAD, PULL_MESSAGES, TransportKind, TransportParams};
 use crate::network::{Graph, LinkId, LinkKind, Vertex};

@@ -167,7 +167,7 @@ fn a_scenario_naming_the_profile_prices_its_collectives_by_it() {
         "calibration h100_imported\ncluster c {\n  node dgx_h100 x 2\n}\n",
     )
     .unwrap();
-    let l = orrery::scenario::load_file(&scen).unwrap();
+    let l = orrery::load_file(&scen).unwrap();
     let spec = l.spec.expect("scenario loads");
     let sizes = [1024.0, 1048576.0, 1073741824.0];
     let fit = imp.profile.collective("allreduce", 8, 1).unwrap();

@@ -1,7 +1,8 @@
 //! The built-in catalog: complete, sourced, valid and in agreement with the datasheet figures
 //! gathered in shared/reference/hardware-and-models.md.
 
-use orrery::scenario::{Spec, load_str};
+use orrery::load_str;
+use orrery::scenario::Spec;
 
 fn catalog() -> Spec {
     let l = load_str("<empty>", "");

@@ -6,13 +6,14 @@
 //! (NCCL's Hopper `nvlsEfficiency`); an NDR NIC 50 GB/s. The `box` node pairs every GPU with its own NIC under one PCIe switch (gen5
 //! x16, wider than the NIC), so the NIC is each rank's bottleneck across nodes.
 
+use orrery::load_str;
 use orrery::network::collective::{
     Algorithm, CollectiveResult, DEFAULT_CHUNK, NVLS_BASE, Op, Options, Rank, bandwidths,
     busbw_factor, simulate, supported,
 };
 use orrery::network::{FlowNet, Graph};
+use orrery::scenario::Spec;
 use orrery::sim::models::{ALPHA_NET, ALPHA_NVLINK};
-use orrery::scenario::{Spec, load_str};
 
 const NVLINK: f64 = 370.8e9;
 /// NVLink4's line rate per direction: what other traffic gets.

@@ -2,10 +2,11 @@
 //! by the same collective model as the simulation (checked against its closed forms here).
 
 use orrery::experiment::collectives::{self as ec, parse_sizes, place_ranks, table};
+use orrery::load_str;
 use orrery::network::collective::tuning::base_latency;
 use orrery::network::collective::{Algorithm, Protocol};
+use orrery::scenario::Spec;
 use orrery::sim::models::ALPHA_NVLINK;
-use orrery::scenario::{Spec, load_str};
 use std::process::Command;
 
 fn spec(src: &str) -> Spec {

@@ -3,7 +3,7 @@
 //! figure needs the missing one, and its slot in every plot panel, listed with the reason.
 
 use orrery::experiment::compare::{CompareReport, Entry, compare, table};
-use orrery::scenario::load_str;
+use orrery::load_str;
 
 /// The same training job on a catalog DGX H100 (priced and powered) and on a box of an
 /// accelerator declared here without `price` or `tdp`.

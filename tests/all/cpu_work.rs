@@ -221,7 +221,7 @@ fn the_timelines_cpu_spans_are_the_busy_cpus() {
     // On a mixed run (GPU training with CPU bundles, CPU and GPU tasks, a node failure), the
     // CPU-seconds of the timeline's CPU spans equal the busy CPU-seconds of every node.
     use orrery::sim::{SimConfig, simulate};
-    let l = orrery::scenario::load_file(Path::new("scenarios/quickstart.orr")).unwrap();
+    let l = orrery::load_file(Path::new("scenarios/quickstart.orr")).unwrap();
     let spec = l.spec.unwrap();
     let r = simulate(
         &spec,

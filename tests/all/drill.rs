@@ -6,7 +6,8 @@
 use orrery::experiment::drill::{
     Aggregate, DrillConfig, DrillReport, csv_files, run_drill, to_json,
 };
-use orrery::scenario::{Spec, load_str};
+use orrery::load_str;
+use orrery::scenario::Spec;
 use std::process::{Command, Output};
 
 fn spec(src: &str) -> Spec {

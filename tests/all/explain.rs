@@ -2,10 +2,11 @@
 //! an item's first placement is what a plain run of the same scenario and seed did with it at
 //! t = 0; and the command speaks plainly (node names, rules, one score scale, JSON).
 
+use orrery::load_str_with;
 use orrery::placement::ClusterState;
 use orrery::placement::explain::{Explanation, Outcome};
+use orrery::scenario::LoadOptions;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{LoadOptions, load_str_with};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::process::Command;

@@ -73,7 +73,7 @@ fn ray_cluster_findings_import_or_are_refused_inside_the_text() {
             };
             match import(&text, &opts) {
                 Ok(i) => {
-                    let l = orrery::scenario::load_str("imported.orr", &i.text);
+                    let l = orrery::load_str("imported.orr", &i.text);
                     assert!(!l.has_errors(), "{}", l.render(false));
                 }
                 Err(Failure::Located(e)) => {

@@ -39,7 +39,7 @@ fn examples_validate() {
         "examples went missing"
     );
     for ex in full {
-        let l = orrery::scenario::load_str("grammar example", &ex);
+        let l = orrery::load_str("grammar example", &ex);
         assert!(
             !l.has_errors(),
             "example does not validate:\n{ex}\n{}",

@@ -302,7 +302,7 @@ fn every_shipped_scenario_passes_check() {
     files.retain(|p| p.extension().is_some_and(|x| x == "orr"));
     assert!(files.len() >= 8, "{files:?}");
     for f in files {
-        let l = orrery::scenario::load_file(&f).unwrap();
+        let l = orrery::load_file(&f).unwrap();
         assert!(!l.has_errors(), "{}: {}", f.display(), l.render(false));
         assert!(
             !l.render(false).contains("never be placed"),
@@ -317,7 +317,7 @@ fn every_shipped_scenario_passes_check() {
 fn a_sweep_value_that_makes_work_infeasible_is_reported_at_the_sweep_line() {
     let s = cluster(0, 2)
         + "workload w {\n  placement_group g strategy STRICT_SPREAD {\n    bundle { GPU: 8 } x 2\n  }\n}\nexperiment e {\n  sweep cluster.c.node.x in [2, 1]\n}\n";
-    let l = orrery::scenario::load_str("sweep.orr", &s);
+    let l = orrery::load_str("sweep.orr", &s);
     let e = l.render(false);
     assert!(l.has_errors(), "{e}");
     assert!(

@@ -139,7 +139,7 @@ proptest! {
         let text = scenario(&c);
         // Generated groups may never fit (that path is exercised too): Ray's pending-forever
         // behaviour, kept with `allow_infeasible`.
-        let l = orrery::scenario::load_str_with(
+        let l = orrery::load_str_with(
             "gen.orr",
             &text,
             orrery::scenario::LoadOptions { allow_infeasible: true },

@@ -4,8 +4,9 @@
 use orrery::experiment::drill::{Aggregate, DrillConfig, run_drill};
 use orrery::experiment::kinds::figures;
 use orrery::experiment::measure::ClusterFigures;
+use orrery::scenario::Spec;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_file, load_str};
+use orrery::{load_file, load_str};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -25,7 +25,7 @@ fn predicted(file: &str, profile: bool) -> (f64, u32) {
     } else {
         text.replace("calibration a100_80gb_calculon\n", "")
     };
-    let l = orrery::scenario::load_str(&path, &text);
+    let l = orrery::load_str(&path, &text);
     assert!(!l.has_errors(), "{}", l.render(false));
     let r = simulate(l.spec.as_ref().unwrap(), &SimConfig::default());
     assert!(r.violations.is_empty(), "{:?}", r.violations);

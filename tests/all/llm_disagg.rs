@@ -5,10 +5,11 @@
 //! transport parameters, never from the simulation under test.
 
 use orrery::compute::roofline;
-use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
+use orrery::load_str;
+use orrery::model::serving::{BatchShape, iteration_phases};
 use orrery::network::graph::{DEFAULT_HOP_LATENCY, PCIE_HOP_LATENCY};
+use orrery::scenario::Spec;
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 use orrery::transport::params::{NIXL_LATENCY, RDMA_EFFICIENCY};
 use std::collections::BTreeMap;
 
@@ -45,9 +46,9 @@ fn run(s: &Spec, horizon_s: u64, trace: Option<Vec<f64>>) -> RunResult {
 /// Nanoseconds of one iteration of `shape` on one H100 rank, as the clock rounds it.
 fn iter_ns(s: &Spec, shape: &BatchShape) -> u64 {
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
-    let f = Footprint::of(llm);
+    let f = llm.footprint();
     let r = roofline(s, "H100_SXM", "bf16").unwrap();
-    (orrery::model::engines::iteration_secs(
+    (orrery::compute::iteration_secs(
         &r,
         &r,
         &llm.engine,
@@ -92,7 +93,7 @@ fn one_request_is_prefill_then_kv_transfer_then_decode_exactly() {
     let m = &r.metrics.llm_services[0];
     assert_eq!(m.finished, 1);
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
-    let f = Footprint::of(llm);
+    let f = llm.footprint();
     // The prompt on the prefill replica (it samples one token, discarded by the proxy).
     let prefill = iter_ns(&s, &one(p, 0));
     // Its KV cache: prompt tokens × per-token KV bytes, node 0 → node 1.
@@ -136,7 +137,7 @@ fn two_kv_caches_leaving_one_gpu_share_its_nic_max_min() {
     let r = run(&s, 60, Some(vec![0.0, 0.0]));
     let m = &r.metrics.llm_services[0];
     assert_eq!(m.finished, 2);
-    let f = Footprint::of(s.workloads[0].services[0].llm.as_ref().unwrap());
+    let f = s.workloads[0].services[0].llm.as_ref().unwrap().footprint();
     let bytes = p as f64 * f.kv_token_bytes;
     let d = m.disaggregation.as_ref().unwrap();
     assert_eq!(d.kv_transfer.count, 2);
@@ -283,8 +284,7 @@ fn a_colocated_service_is_unchanged_beside_a_disaggregated_one() {
 
 #[test]
 fn the_scenario_runs_and_moves_kv_caches() {
-    let l =
-        orrery::scenario::load_file(std::path::Path::new("scenarios/llm_disaggregated.orr")).unwrap();
+    let l = orrery::load_file(std::path::Path::new("scenarios/llm_disaggregated.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     let r = run(&s, 5, None);
@@ -339,7 +339,7 @@ fn a_request_cut_off_between_prefill_and_decode_is_undecided_or_missed() {
     };
     let probe = spec(&scenario(2, &body("10 s")));
     let llm = probe.workloads[0].services[0].llm.as_ref().unwrap();
-    let bytes = p as f64 * Footprint::of(llm).kv_token_bytes;
+    let bytes = p as f64 * llm.footprint().kv_token_bytes;
     // Half-way through the KV transfer.
     let end = iter_ns(&probe, &one(p, 0)) + nixl_ns(bytes, 1.0) / 2;
     let at_end = |s: &Spec| {

@@ -3,11 +3,12 @@
 //! against closed forms from the model library, never from the simulation under test.
 
 use orrery::compute::roofline;
-use orrery::model::engines::{self, HOST_GAP_S, Kind, custom_allreduce_secs};
-use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
-use orrery::sim::{RunResult, SimConfig, simulate};
+use orrery::load_str;
+use orrery::model::engines::{HOST_GAP_S, Kind, custom_allreduce_secs};
+use orrery::model::serving::{BatchShape, iteration_phases};
+use orrery::scenario::Spec;
 use orrery::scenario::serving::Reserve;
-use orrery::scenario::{Spec, load_str};
+use orrery::sim::{RunResult, SimConfig, simulate};
 use std::collections::BTreeMap;
 
 fn spec(src: &str) -> Spec {
@@ -179,22 +180,19 @@ fn the_kv_cache_has_its_own_dtype() {
     // NVFP4 weights keep an FP8 cache; `kv` says otherwise.
     assert_eq!(llm("fp4").kv_dtype, "fp8");
     assert_eq!(llm("fp8 kv bf16").kv_dtype, "bf16");
-    let (f8, f16) = (
-        Footprint::of(&llm("fp8")),
-        Footprint::of(&llm("fp8 kv bf16")),
-    );
+    let (f8, f16) = (llm("fp8").footprint(), llm("fp8 kv bf16").footprint());
     assert_eq!(f16.kv_token_bytes, 2.0 * f8.kv_token_bytes);
     assert_eq!(f16.weights_bytes, f8.weights_bytes);
     // 2 × 32 layers × 8 KV heads × 128 × 1 byte under fp4 weights (an fp8 cache).
-    assert_eq!(Footprint::of(&llm("fp4")).kv_token_bytes, 65_536.0);
+    assert_eq!(llm("fp4").footprint().kv_token_bytes, 65_536.0);
 }
 
 /// Seconds of one iteration of `b` of the service in `s`, as the clock keeps them.
 fn iter_secs(s: &Spec, acc: &str, b: &BatchShape) -> f64 {
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
     let r = roofline(s, acc, "bf16").unwrap();
-    let p = iteration_phases(&llm.model, llm.tp, &Footprint::of(llm), b);
-    (engines::iteration_secs(&r, &r, &llm.engine, llm.tp, &p, b, true) * 1e9).round() / 1e9
+    let p = iteration_phases(&llm.model, llm.tp, &llm.footprint(), b);
+    (orrery::compute::iteration_secs(&r, &r, &llm.engine, llm.tp, &p, b, true) * 1e9).round() / 1e9
 }
 
 #[test]
@@ -212,7 +210,7 @@ fn a_decode_iteration_is_two_rooflines_a_graph_and_the_host_gap() {
         let m = &r.metrics.llm_services[0];
         let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
         let roof = roofline(&s, "H100_SXM", "bf16").unwrap();
-        let f = Footprint::of(llm);
+        let f = llm.footprint();
         let mut b = BatchShape::default();
         b.add(1, 0, true);
         // Memory-bound all: weights, the one token's KV written, its activations through 32

@@ -7,9 +7,10 @@
 use orrery::compute::roofline;
 use orrery::experiment::kinds::{Column, figures};
 use orrery::experiment::measure::ClusterFigures;
-use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
+use orrery::load_str;
+use orrery::model::serving::{BatchShape, iteration_phases};
+use orrery::scenario::Spec;
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 
 fn spec(src: &str) -> Spec {
@@ -40,10 +41,10 @@ fn run(s: &Spec, horizon_s: f64, trace: Vec<f64>) -> RunResult {
 /// (`max_seqs 1`): its prefill iteration, then a decode over k − 1 cached tokens for k = 2..out.
 fn request_secs(s: &Spec, out: u64) -> (f64, f64) {
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
-    let f = Footprint::of(llm);
+    let f = llm.footprint();
     let r = roofline(s, "H100_SXM", "bf16").unwrap();
     let secs = |b: &BatchShape| {
-        (orrery::model::engines::iteration_secs(
+        (orrery::compute::iteration_secs(
             &r,
             &r,
             &llm.engine,
@@ -243,7 +244,7 @@ fn the_hardware_mix_answer_holds() {
         ("b200", true, true),
     ] {
         let path = format!("scenarios/llama70b_hardware_mix/{mix}.orr");
-        let l = orrery::scenario::load_file(std::path::Path::new(&path)).unwrap();
+        let l = orrery::load_file(std::path::Path::new(&path)).unwrap();
         assert!(!l.has_errors(), "{}", l.render(false));
         let s = l.spec.unwrap();
         let r = simulate(

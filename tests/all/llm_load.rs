@@ -7,8 +7,9 @@
 //! requests in flight; a finite load ends the run when its last request finishes, so its
 //! rates are over that time.
 
+use orrery::load_str;
+use orrery::scenario::Spec;
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 fn scenario(arrival: &str) -> String {
     format!(

@@ -2,11 +2,12 @@
 //! library, the roofline and the collective schedules, never from the simulation under test.
 
 use orrery::compute::roofline;
+use orrery::load_str;
 use orrery::model::serving::{BatchShape, Footprint, iteration_phases, stage_send_bytes};
 use orrery::network::collective::{Options, Round, run_rounds, sends};
 use orrery::network::{FlowNet, Graph};
+use orrery::scenario::Spec;
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 
 fn spec(src: &str) -> Spec {
@@ -40,11 +41,11 @@ fn run(s: &Spec, horizon_s: u64, trace: Option<Vec<f64>>) -> RunResult {
 fn stage_secs(s: &Spec, shape: &BatchShape) -> Vec<f64> {
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
     let r = roofline(s, "H100_SXM", "bf16").unwrap();
-    Footprint::stages(llm)
+    llm.stage_footprints()
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            (orrery::model::engines::iteration_secs(
+            (orrery::compute::iteration_secs(
                 &r,
                 &r,
                 &llm.engine,
@@ -159,8 +160,8 @@ fn one_decode_on_two_stages_is_stage0_then_send_then_stage1() {
         )
     };
     let (w0, w1, w) = (
-        total(&Footprint::stages(llm)[0]),
-        total(&Footprint::stages(llm)[1]),
+        total(&llm.stage_footprints()[0]),
+        total(&llm.stage_footprints()[1]),
         total(&whole),
     );
     assert!((w0.1 + w1.1 - w.1).abs() < 1.0);
@@ -259,7 +260,7 @@ fn a_model_too_big_for_one_device_fits_on_two_stages() {
     );
     let s = spec(&scenario("mixtral_8x7b", &body("tp 1 pp 2", 2)));
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
-    let st = Footprint::stages(llm);
+    let st = llm.stage_footprints();
     assert_eq!((st[0].layers, st[1].layers), (16, 16));
     // The replica's KV blocks are its most loaded stage's (vLLM's min over workers).
     let r = run(&s, 5, None);
@@ -338,7 +339,7 @@ fn the_pipeline_scenario_pays_only_when_batches_split() {
     // runs one batch at a time and falls far behind tp 8 (TPOT over 3×); at budget 512 its
     // batches overlap and it comes within 1.5× of tp 8's TPOT, whose small all-reduces run
     // NCCL's LL protocol, and beats its TTFT.
-    let l = orrery::scenario::load_file(std::path::Path::new("scenarios/llm_pipeline.orr")).unwrap();
+    let l = orrery::load_file(std::path::Path::new("scenarios/llm_pipeline.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     let cfg = SimConfig {

@@ -2,10 +2,11 @@
 //! out from the model library and the roofline, never from the simulation under test.
 
 use orrery::compute::roofline;
-use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
+use orrery::load_str;
+use orrery::model::serving::{BatchShape, iteration_phases};
+use orrery::scenario::Spec;
 use orrery::sim::llm::engine::{Engine, Seq};
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 
 fn spec(src: &str) -> Spec {
@@ -38,9 +39,9 @@ fn run(s: &Spec, horizon_s: u64, trace: Option<Vec<f64>>) -> RunResult {
 /// Seconds of one iteration of `shape` on one H100 rank, rounded to the clock's ns.
 fn iter_secs(s: &Spec, tp: u32, shape: &BatchShape) -> f64 {
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
-    let f = Footprint::of(llm);
+    let f = llm.footprint();
     let r = roofline(s, "H100_SXM", "bf16").unwrap();
-    (orrery::model::engines::iteration_secs(
+    (orrery::compute::iteration_secs(
         &r,
         &r,
         &llm.engine,
@@ -63,7 +64,7 @@ fn decode_steady_state_is_memory_bound_and_tpot_is_its_mean_iteration() {
     let m = &r.metrics.llm_services[0];
     assert_eq!(m.finished, n);
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
-    let f = Footprint::of(llm);
+    let f = llm.footprint();
     let roof = roofline(&s, "H100_SXM", "bf16").unwrap();
     // Iteration k ≥ 2: n decodes over k − 1 cached tokens each; its GEMMs and its attention
     // memory-bound, so its time is (weights + KV read and written + activations) /
@@ -181,7 +182,7 @@ fn chunked_prefill_lets_a_short_prompt_share_the_long_prompts_iteration() {
 fn fraction_for(blocks: f64, body: &str) -> f64 {
     let s = spec(&scenario(body));
     let llm = s.workloads[0].services[0].llm.as_ref().unwrap();
-    let f = Footprint::of(llm);
+    let f = llm.footprint();
     let mem = s.accelerators["H100_SXM"].memory.0 as f64;
     (f.weights_bytes + f.reserve_bytes + (blocks + 0.5) * f.block_bytes(16)) / mem
 }

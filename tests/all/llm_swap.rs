@@ -3,9 +3,10 @@
 //! (blocks × block bytes / the device's PCIe bandwidth) inside the iterations that move them.
 
 use orrery::compute::roofline;
-use orrery::model::serving::{BatchShape, Footprint, iteration_phases};
+use orrery::load_str;
+use orrery::model::serving::{BatchShape, iteration_phases};
+use orrery::scenario::Spec;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 
 fn spec(fraction: f64) -> Spec {
@@ -31,7 +32,7 @@ fn spec(fraction: f64) -> Spec {
 fn swap_preemption_moves_the_blocks_by_hand_and_pays_their_pcie_time() {
     let probe = spec(0.9);
     let llm = probe.workloads[0].services[0].llm.as_ref().unwrap();
-    let f = Footprint::of(llm);
+    let f = llm.footprint();
     let h100 = &probe.accelerators["H100_SXM"];
     let mem = h100.memory.0 as f64;
     let bb = f.block_bytes(16);
@@ -52,7 +53,7 @@ fn swap_preemption_moves_the_blocks_by_hand_and_pays_their_pcie_time() {
         for &(n, c) in seqs {
             b.add(n, c, true);
         }
-        let secs = orrery::model::engines::iteration_secs(
+        let secs = orrery::compute::iteration_secs(
             &r,
             &r,
             &llm.engine,

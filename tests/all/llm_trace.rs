@@ -2,10 +2,11 @@
 //! (`prompt tokens trace max N`, rows `arrival_s,prompt_tokens,output_tokens`): each request
 //! gets its own row, checked against runs of one request with fixed tokens.
 
+use orrery::load_str;
+use orrery::scenario::Spec;
+use orrery::scenario::arrivals::Trace;
 use orrery::sim::llm::metrics::LlmServiceMetrics;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::arrivals::Trace;
-use orrery::scenario::{Spec, load_str};
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
@@ -179,7 +180,7 @@ fn the_cli_reads_the_token_columns_and_locates_bad_rows_in_both_files() {
 #[test]
 fn the_replay_scenario_misses_the_ttft_slo_that_uniform_tokens_of_the_same_means_meet() {
     let f = std::path::Path::new("scenarios/llm_trace_replay/replay.orr");
-    let l = orrery::scenario::load_file(f).unwrap();
+    let l = orrery::load_file(f).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     let text = std::fs::read_to_string(f.with_file_name("conversation.csv")).unwrap();

@@ -32,6 +32,7 @@ mod invariants;
 mod json_units;
 mod kinds;
 mod korthikanti;
+mod layers;
 mod llm_disagg;
 mod llm_engines;
 mod llm_kinds;

@@ -62,7 +62,7 @@ fn scenario(dir: &Path, profile: Option<&str>) -> PathBuf {
 }
 
 fn spec(f: &Path) -> orrery::scenario::Spec {
-    let l = orrery::scenario::load_file(f).unwrap();
+    let l = orrery::load_file(f).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }
@@ -175,7 +175,7 @@ fn a_heldout_error_above_the_bound_is_not_validated() {
 
 #[test]
 fn a_declared_calibrated_tier_is_an_error() {
-    let l = orrery::scenario::load_str("s.orr", "accelerator x from H200 {\n  tier calibrated\n}\n");
+    let l = orrery::load_str("s.orr", "accelerator x from H200 {\n  tier calibrated\n}\n");
     assert!(l.has_errors());
     let out = l.render(false);
     assert!(
@@ -184,8 +184,7 @@ fn a_declared_calibrated_tier_is_an_error() {
     );
     assert!(out.contains("profile NAME"), "{out}");
     assert!(
-        !orrery::scenario::load_str("s.orr", "accelerator x from H200 {\n  tier estimated\n}\n")
-            .has_errors()
+        !orrery::load_str("s.orr", "accelerator x from H200 {\n  tier estimated\n}\n").has_errors()
     );
 }
 

@@ -4,6 +4,7 @@
 //! wrong input a located error.
 
 use orrery::compute::kernels::kernel_rates;
+use orrery::load_str;
 use orrery::model::memory::{layer_activation_bytes, layer_activation_bytes_with, stage_params};
 use orrery::model::ops::{
     Kernel, layer_kernels, layer_kernels_with, output_kernels, output_kernels_with,
@@ -12,8 +13,8 @@ use orrery::model::{
     Among, Attention, CommOp, Layout, Recompute, Schedule, Setup, Sharding, Split, StepWork,
     catalog, check_with, per_rank_with, stage_layers, step_work_with, training_widths,
 };
+use orrery::scenario::Spec;
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 fn layout(tp: u32, sp: bool, pp: u32, dp: u32) -> Layout {
     Layout {

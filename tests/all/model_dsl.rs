@@ -3,8 +3,8 @@
 //! `orrery::model`'s types field by field; every misuse is a located error, exit 2 through
 //! `orrery check`; truncated and mangled model blocks never panic.
 
+use orrery::load_str;
 use orrery::model::{Ffn, Moe, Recompute, Schedule, Sharding, catalog};
-use orrery::scenario::load_str;
 use std::process::Command;
 
 /// 4 × dgx_h100 (32 GPUs), a placement group of all of them, and a training job whose block

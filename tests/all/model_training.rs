@@ -6,10 +6,11 @@
 //! the model library and the roofline, never from the simulation under test.
 
 use orrery::compute::kernels::kernel_rates;
+use orrery::load_str;
 use orrery::model::ops::Kernel;
 use orrery::model::{StepWork, dtype_bytes, step_work};
+use orrery::scenario::Spec;
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);
@@ -209,7 +210,7 @@ fn fused_attention_is_a_layout_choice() {
         )
     };
     let step = |src: String| {
-        let l = orrery::scenario::load_str("t.orr", &src);
+        let l = orrery::load_str("t.orr", &src);
         assert!(!l.has_errors(), "{}", l.render(false));
         let r = orrery::sim::simulate(l.spec.as_ref().unwrap(), &orrery::sim::SimConfig::default());
         r.metrics.training[0].step_time
@@ -218,7 +219,7 @@ fn fused_attention_is_a_layout_choice() {
     assert_eq!(unfused, step(job("    attention unfused\n")));
     let flash = step(job("    attention flash\n"));
     assert!(flash < unfused, "{flash} vs {unfused}");
-    let l = orrery::scenario::load_str("t.orr", &job("    attention fast\n"));
+    let l = orrery::load_str("t.orr", &job("    attention fast\n"));
     assert!(l.has_errors());
     let text = l.render(false);
     assert!(

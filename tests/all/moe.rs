@@ -5,8 +5,8 @@
 //! carries half the bytes, so the exposed communication drops by exactly the all-to-alls'
 //! half volume at the bottleneck bandwidth (their α cancels).
 
+use orrery::load_str;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::load_str;
 
 const ALPHA_NET: f64 = 14e-6;
 const ALPHA_NVLINK: f64 = 3.4e-6;

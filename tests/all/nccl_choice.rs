@@ -3,10 +3,11 @@
 //! scenario fixes with `algo` / `proto`, and are priced with that protocol's latencies and
 //! bandwidth. One DGX H100 node, 8 ranks: NCCL's per-GPU NVLink figure 370.8 GB/s.
 
+use orrery::load_str;
 use orrery::network::collective::{self as coll, Algorithm, Op, Options};
 use orrery::network::{FlowNet, Graph};
+use orrery::scenario::Spec;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);

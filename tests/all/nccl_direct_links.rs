@@ -5,7 +5,8 @@
 //! and a larger message then took less time.
 
 use orrery::experiment::collectives::{self as ec, parse_sizes, place_ranks, table};
-use orrery::scenario::{Spec, load_str};
+use orrery::load_str;
+use orrery::scenario::Spec;
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);

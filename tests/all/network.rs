@@ -1,8 +1,9 @@
 //! The link graph and routes against hand-worked topologies, and flow-level sharing over it
 //! against the closed-form bisection bandwidth `orrery check` prints.
 
+use orrery::load_str;
 use orrery::network::{FlowNet, Graph, Vertex};
-use orrery::scenario::{Spec, load_str};
+use orrery::scenario::Spec;
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);

@@ -439,7 +439,7 @@ fn compare_draws_bars_with_intervals() {
     assert!(md.contains("orrery compare: one vs two"), "{md}");
     // The bars' data: a panel per plotted column, a bar per scenario.
     let entry = |name: &str, src: &str| {
-        let l = orrery::scenario::load_str(name, src);
+        let l = orrery::load_str(name, src);
         orrery::experiment::compare::Entry {
             name: name.into(),
             file: name.into(),

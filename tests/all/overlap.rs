@@ -6,11 +6,12 @@
 //! one microbatch come from the roofline and `step_work`, not from the simulation.
 
 use orrery::compute::kernels::kernel_rates;
+use orrery::load_str;
 use orrery::model::ops::Kernel;
 use orrery::model::{StepWork, dtype_bytes, step_work};
+use orrery::scenario::Spec;
 use orrery::sim::metrics::TrainingMetrics;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 const ALPHA: f64 = 14e-6;
 /// NCCL's base latency of a ring Simple call (`baseLatencies`, NCCL 2.30.7

@@ -135,6 +135,7 @@ fn a_column_has_one_type_whatever_its_values() {
     assert_eq!(column_type("placement_groups.csv", "nodes"), Column::Text);
     assert_eq!(column_type("training.csv", "nodes"), Column::Int);
     // A cell its column cannot hold names the column and row.
-    let e = orrery::report::columnar::to_parquet("tasks.csv", "submitted\nmany\n", &[]).unwrap_err();
+    let e =
+        orrery::report::columnar::to_parquet("tasks.csv", "submitted\nmany\n", &[]).unwrap_err();
     assert!(e.contains("column `submitted` row 2"), "{e}");
 }

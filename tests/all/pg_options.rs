@@ -4,8 +4,8 @@
 //! `ray.io/node-id`), re-placement inside the domain after a node failure, the infeasible
 //! cases, the validation Ray does, and what `explain` says.
 
-use orrery::sim::{SimConfig, simulate};
 use orrery::scenario::workload::{LabelConstraint, parse_label_op};
+use orrery::sim::{SimConfig, simulate};
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -25,7 +25,7 @@ fn workload(head: &str, body: &str) -> String {
 }
 
 fn spec(src: &str) -> orrery::scenario::Spec {
-    let l = orrery::scenario::load_str("t.orr", src);
+    let l = orrery::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }

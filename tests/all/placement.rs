@@ -13,7 +13,7 @@ const GPU4: &str =
     "node gpu4 {\n  cpu sockets 1, cores 16\n  memory 128 GiB\n  device L4 x 4 link none\n}\n";
 
 fn state(src: &str) -> ClusterState {
-    let l = orrery::scenario::load_str("t.orr", src);
+    let l = orrery::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     ClusterState::from_spec(l.spec.as_ref().unwrap())
 }

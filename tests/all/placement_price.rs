@@ -4,8 +4,9 @@
 //! form 2(p−1)α + 2(p−1)/p·n/β worked out by hand from the link graph (src/network/graph.rs),
 //! with α NCCL's per-step latency (src/sim/models.rs: 5.7 µs PCIe, 14 µs network).
 
+use orrery::load_str;
+use orrery::scenario::Spec;
 use orrery::sim::{RunResult, SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 /// NCCL's per-step α for a PCIe-only path and for one through a leaf switch.
 const ALPHA_PCIE: f64 = 5.7e-6;

@@ -39,7 +39,7 @@ fn project(tag: &str, profiles: &[(&str, &str)], scenario: &str) -> PathBuf {
 
 /// Rendered diagnostics of a scenario on disk that must fail.
 fn errs(path: &Path) -> String {
-    let l = orrery::scenario::load_file(path).unwrap();
+    let l = orrery::load_file(path).unwrap();
     assert!(l.has_errors(), "expected errors loading {}", path.display());
     l.render(false)
 }
@@ -565,7 +565,7 @@ fn an_unknown_profile_name_suggests_the_closest() {
     );
     // Found in the current directory's calibration/ too, after the scenario's own.
     assert!(out.contains("did you mean `h200_datasheet`?"), "{out}");
-    let l = orrery::scenario::load_str(
+    let l = orrery::load_str(
         "s.orr",
         "accelerator my from H200 {\n  profile nothing_like_it\n}\n",
     );
@@ -580,7 +580,7 @@ fn an_unknown_profile_name_suggests_the_closest() {
         &[("h200_node17", &shipped("h200_datasheet"))],
         "calibration h200_node17\n",
     );
-    let l = orrery::scenario::load_file(&s).unwrap();
+    let l = orrery::load_file(&s).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     assert!(l.spec.unwrap().profiles.contains_key("h200_node17"));
 }
@@ -597,7 +597,7 @@ fn a_profile_must_fit_the_scenario() {
         "{out}"
     );
     // Two profiles for one accelerator.
-    let l = orrery::scenario::load_str(
+    let l = orrery::load_str(
         "s.orr",
         "calibration h200_datasheet\naccelerator H200 from H200 {\n  profile h100_sxm_datasheet\n}\n",
     );

@@ -7,7 +7,7 @@ use orrery::sim::{SimConfig, simulate};
 use std::process::Command;
 
 fn spec(src: &str) -> orrery::scenario::Spec {
-    let l = orrery::scenario::load_str("t.orr", src);
+    let l = orrery::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }

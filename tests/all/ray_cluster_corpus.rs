@@ -158,7 +158,7 @@ fn kuberay(doc: &Node) -> (u64, u64) {
 
 /// (nodes, accelerators) of the scenario the import wrote.
 fn imported(orr: &str) -> (u64, u64) {
-    let l = orrery::scenario::load_str("imported.orr", orr);
+    let l = orrery::load_str("imported.orr", orr);
     let s = l.spec.expect("the import's scenario loads");
     let c = s.cluster.as_ref().unwrap();
     let (mut nodes, mut accels) = (0, 0);

@@ -1,7 +1,8 @@
 //! Bad input never panics: truncated, mutated and random scenarios all end in located errors
 //! (or a valid spec), never a crash, hang, stack overflow or runaway allocation.
 
-use orrery::scenario::{Loaded, load_str};
+use orrery::load_str;
+use orrery::scenario::Loaded;
 
 /// Deterministic xorshift64*, so failures reproduce.
 struct Rng(u64);

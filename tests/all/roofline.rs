@@ -6,8 +6,9 @@ use orrery::compute::{
     DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_LAUNCH_OVERHEAD, DEFAULT_MEMORY_EFFICIENCY, ModelSource,
     Roofline, Work, roofline,
 };
+use orrery::load_str;
+use orrery::scenario::Spec;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);
@@ -257,7 +258,7 @@ fn a_memory_bound_task_runs_for_its_bytes_plus_launches_in_the_simulation() {
 
 #[test]
 fn the_shipped_profile_scenario_runs_and_reports_its_source() {
-    let l = orrery::scenario::load_file(std::path::Path::new("scenarios/h200_roofline.orr")).unwrap();
+    let l = orrery::load_file(std::path::Path::new("scenarios/h200_roofline.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     assert!(s.profiles.contains_key("h200_datasheet"));
@@ -398,7 +399,7 @@ fn bad_compute_options_are_located() {
 /// precision, an LLM service by its weights' dtype and, under fp8, the 16-bit attention.
 #[test]
 fn model_level_work_names_its_compute_model() {
-    let s = orrery::scenario::load_str(
+    let s = orrery::load_str(
         "t.orr",
         "cluster c {\n  node dgx_h100 x 1\n}\n\
          workload w {\n  service chat {\n    model llama3_8b\n    precision fp8\n    resources { GPU: 1 }\n    arrival poisson 1 /s\n    prompt tokens fixed 8\n    output tokens fixed 8\n  }\n}\n",
@@ -421,7 +422,7 @@ fn model_level_work_names_its_compute_model() {
 /// groups, a count.
 #[test]
 fn work_with_declared_times_names_them_as_its_compute_model() {
-    let s = orrery::scenario::load_str(
+    let s = orrery::load_str(
         "t.orr",
         "cluster c {\n  node dgx_h100 x 1\n}\n\
          workload w {\n  tasks a x 2 {\n    resources { GPU: 1 }\n    duration 250 ms\n  }\n  actor p x 1 {\n    resources { GPU: 1 }\n    calls 2\n    call_duration 3 s\n  }\n  service s {\n    resources { GPU: 1 }\n    arrival poisson 1 /s\n    service_time 20 ms exponential\n  }\n}\n",
@@ -440,7 +441,7 @@ fn work_with_declared_times_names_them_as_its_compute_model() {
     let groups: String = (0..10)
         .map(|i| format!("  tasks t{i} x 1 {{\n    duration 1 s\n  }}\n"))
         .collect();
-    let s = orrery::scenario::load_str("t.orr", &format!("workload w {{\n{groups}}}\n"))
+    let s = orrery::load_str("t.orr", &format!("workload w {{\n{groups}}}\n"))
         .spec
         .unwrap();
     let m = orrery::compute::model_sources(&s);

@@ -34,7 +34,7 @@ fn every_scenario_validates_and_is_canonical() {
         );
     }
     for f in &files {
-        let l = orrery::scenario::load_file(f).unwrap();
+        let l = orrery::load_file(f).unwrap();
         assert!(
             !l.has_errors(),
             "{} does not validate:\n{}",
@@ -62,18 +62,18 @@ fn every_scenario_validates_and_is_canonical() {
 fn the_default_scenario_is_the_quickstart_file() {
     let on_disk = std::fs::read_to_string(orrery::DEFAULT_SCENARIO.0).unwrap();
     assert_eq!(on_disk, orrery::DEFAULT_SCENARIO.1);
-    let l = orrery::scenario::load_str(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1);
+    let l = orrery::load_str(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1);
     let spec = l.spec.expect("default scenario validates");
     assert!(spec.cluster.is_some() && !spec.workloads.is_empty() && !spec.experiments.is_empty());
 }
 
 #[test]
 fn comparison_scenarios_share_their_workload() {
-    let h = orrery::scenario::load_file(Path::new("scenarios/h100_vs_mi300x/h100.orr"))
+    let h = orrery::load_file(Path::new("scenarios/h100_vs_mi300x/h100.orr"))
         .unwrap()
         .spec
         .unwrap();
-    let m = orrery::scenario::load_file(Path::new("scenarios/h100_vs_mi300x/mi300x.orr"))
+    let m = orrery::load_file(Path::new("scenarios/h100_vs_mi300x/mi300x.orr"))
         .unwrap()
         .spec
         .unwrap();
@@ -136,7 +136,7 @@ fn shared_fabric_step_times_depend_on_contention_and_placement() {
     let path = Path::new("scenarios/shared_fabric.orr");
     let text = std::fs::read_to_string(path).unwrap();
     let load = |src: &str| {
-        let l = orrery::scenario::load_str("shared_fabric.orr", src);
+        let l = orrery::load_str("shared_fabric.orr", src);
         assert!(!l.has_errors(), "{}", l.render(false));
         l.spec.unwrap()
     };
@@ -231,7 +231,7 @@ fn quickstart_failure_fires_and_costs_device_hours() {
     // r1). The job stops, its bundle moves after detection, and the steps since the last
     // checkpoint (every 30 min) are lost.
     use orrery::sim::{SimConfig, simulate};
-    let l = orrery::scenario::load_file(Path::new("scenarios/quickstart.orr")).unwrap();
+    let l = orrery::load_file(Path::new("scenarios/quickstart.orr")).unwrap();
     let spec = l.spec.expect("quickstart validates");
     use orrery::scenario::workload::Policy;
     for (policy, p) in [
@@ -265,9 +265,12 @@ fn quickstart_failure_fires_and_costs_device_hours() {
 
 /// The quickstart's pretraining job's mean communication per step (s) under `policy`, over
 /// the first 39 min: after the fine-tune, before the failure at 40 min.
-fn quickstart_comm_before_the_failure(text: &str, policy: orrery::scenario::workload::Policy) -> f64 {
+fn quickstart_comm_before_the_failure(
+    text: &str,
+    policy: orrery::scenario::workload::Policy,
+) -> f64 {
     use orrery::sim::{SimConfig, simulate};
-    let l = orrery::scenario::load_str("scenarios/quickstart.orr", text);
+    let l = orrery::load_str("scenarios/quickstart.orr", text);
     assert!(!l.has_errors(), "{}", l.render(false));
     let r = simulate(
         &l.spec.unwrap().with_policy(policy),
@@ -301,7 +304,7 @@ fn quickstart_policy_comparison_differs_by_the_spine_and_the_report_says_why() {
     use orrery::experiment::sweep;
     use orrery::scenario::workload::Policy;
     let text = std::fs::read_to_string("scenarios/quickstart.orr").unwrap();
-    let l = orrery::scenario::load_str("scenarios/quickstart.orr", &text);
+    let l = orrery::load_str("scenarios/quickstart.orr", &text);
     let cfg = sweep::SweepConfig {
         seeds: Some(vec![1]),
         ..Default::default()
@@ -425,7 +428,7 @@ fn sweep_fabric_oversubscription_sets_the_communication_time() {
         let t = text
             .replace("oversubscription 1:1", &format!("oversubscription {ratio}"))
             .replace("allreduce 4 GB", "allreduce 8 GB");
-        let l = orrery::scenario::load_str("sweep_fabric.orr", &t);
+        let l = orrery::load_str("sweep_fabric.orr", &t);
         let s = l.spec.expect("valid");
         {
             let m = mean_comm(&s);
@@ -446,7 +449,7 @@ fn heterogeneous_fleet_lands_each_job_and_prices_the_domain_boundary() {
     // communication: NVLS 16 GB / 534 GB/s = 30.0 ms, stretched by NCCL's chunks (1 + 4.7/128)
     // and the fill of one 24 × 72 × 128 KiB loop: 31.1 to 32.1 ms; ring 2·63/64·16 GB /
     // 200 GB/s = 157.5 ms.
-    let l = orrery::scenario::load_file(Path::new("scenarios/heterogeneous_fleet.orr")).unwrap();
+    let l = orrery::load_file(Path::new("scenarios/heterogeneous_fleet.orr")).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let spec = l.spec.unwrap();
     let r = orrery::sim::simulate(&spec, &orrery::sim::SimConfig::default());
@@ -498,7 +501,7 @@ fn comm_of(
     orrery::sim::RunResult,
     std::collections::BTreeMap<String, f64>,
 ) {
-    let l = orrery::scenario::load_file(Path::new(path)).unwrap();
+    let l = orrery::load_file(Path::new(path)).unwrap();
     assert!(!l.has_errors(), "{}", l.render(false));
     let spec = l.spec.unwrap();
     let r = orrery::sim::simulate(&spec, &orrery::sim::SimConfig::default());
@@ -519,7 +522,7 @@ fn comm_of(
 }
 
 fn bisection_of(path: &str) -> f64 {
-    let l = orrery::scenario::load_file(Path::new(path)).unwrap();
+    let l = orrery::load_file(Path::new(path)).unwrap();
     let spec = l.spec.unwrap();
     orrery::summary::fabric_bisection(&spec, spec.cluster.as_ref().unwrap())
         .unwrap()
@@ -538,7 +541,7 @@ fn torus_3d_rank_order_decides_link_sharing() {
     // bundles in line order price like the line.
     let text = std::fs::read_to_string("scenarios/torus_3d.orr").unwrap();
     let ecmp = text.replace("    routing dimension_order\n", "");
-    let spec = orrery::scenario::load_str("t.orr", &ecmp).spec.unwrap();
+    let spec = orrery::load_str("t.orr", &ecmp).spec.unwrap();
     let r = orrery::sim::simulate(&spec, &orrery::sim::SimConfig::default());
     let t = r
         .metrics
@@ -557,7 +560,7 @@ fn dragonfly_global_links_cost_the_spread_job_four_times() {
     let (_, c) = comm_of("scenarios/dragonfly.orr");
     assert!((0.0775..0.0790).contains(&c["in_group"]), "{c:?}");
     assert!((0.310..0.312).contains(&c["across_groups"]), "{c:?}");
-    let l = orrery::scenario::load_file(Path::new("scenarios/dragonfly.orr")).unwrap();
+    let l = orrery::load_file(Path::new("scenarios/dragonfly.orr")).unwrap();
     let spec = l.spec.unwrap();
     let t = spec.cluster.as_ref().unwrap().fabric.as_ref().unwrap();
     let t = t.topology.as_ref().unwrap();
@@ -577,7 +580,7 @@ fn rail_planes_lose_a_plane_and_restart_on_seven() {
         "at 0 s down switch plane3",
     );
     let run = |src: &str| {
-        let spec = orrery::scenario::load_str("t.orr", src).spec.unwrap();
+        let spec = orrery::load_str("t.orr", src).spec.unwrap();
         orrery::sim::simulate(&spec, &orrery::sim::SimConfig::default())
     };
     let per_step = |r: &orrery::sim::RunResult| {

@@ -1,8 +1,9 @@
 //! One network per run: every training job's collectives and every task's input fetch share
 //! the cluster's links max-min, checked against closed forms on hand-built clusters.
 
+use orrery::load_str;
+use orrery::scenario::Spec;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 /// NCCL's per-step network α (tuning.cc hwLat, `orrery::sim::models::ALPHA_NET`).
 const ALPHA: f64 = 14e-6;

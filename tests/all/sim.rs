@@ -3,8 +3,9 @@
 //! backoff, and determinism.
 
 use orrery::accuracy::queueing::erlang_c;
+use orrery::load_str;
+use orrery::scenario::Spec;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);
@@ -112,7 +113,7 @@ fn infeasible_tasks_are_reported_not_run() {
     // An error at load, unless allowed (Ray's pending forever), as here.
     let src = "node cpu8 {\n  cpu sockets 1, cores 8\n  memory 64 GiB\n}\ncluster c {\n  node cpu8 x 2\n}\nworkload w {\n  tasks big x 3 {\n    resources { CPU: 16 }\n    duration 1 s\n  }\n}\n";
     assert!(load_str("t.orr", src).has_errors());
-    let l = orrery::scenario::load_str_with(
+    let l = orrery::load_str_with(
         "t.orr",
         src,
         orrery::scenario::LoadOptions {
@@ -222,7 +223,7 @@ fn every_scenario_runs() {
         "h100_vs_mi300x/h100.orr",
         "h100_vs_mi300x/mi300x.orr",
     ] {
-        let l = orrery::scenario::load_file(std::path::Path::new(&format!("scenarios/{f}"))).unwrap();
+        let l = orrery::load_file(std::path::Path::new(&format!("scenarios/{f}"))).unwrap();
         let s = l.spec.expect(f);
         let r = simulate(
             &s,

@@ -1,7 +1,8 @@
 //! Parameter sweeps over scenario paths, `orrery sweep` (threads, shards, merge) and
 //! `orrery compare`.
 
-use orrery::scenario::{Override, load_str};
+use orrery::load_str;
+use orrery::scenario::Override;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -421,7 +422,7 @@ fn each_kind_of_work_has_its_own_rate_and_throughput_is_an_error() {
     // Steps per hour of the job running (3600 / its step time, the run's own), and the steps
     // the window holds in their own column.
     assert!((col("steps_done") - 5.0).abs() < 1e-9);
-    let alone = orrery::scenario::load_str("b.orr", BASE).spec.unwrap();
+    let alone = orrery::load_str("b.orr", BASE).spec.unwrap();
     let step = orrery::sim::simulate(&alone, &orrery::sim::SimConfig::default())
         .metrics
         .training[0]

@@ -17,7 +17,7 @@ fn node(name: &str, cores: u32, pool: &str) -> String {
 }
 
 fn spec(src: &str) -> orrery::scenario::Spec {
-    let l = orrery::scenario::load_str("t.orr", src);
+    let l = orrery::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }
@@ -191,7 +191,7 @@ fn infeasible_only_when_no_option_can_ever_hold_it_and_check_says_why_for_each()
         assert!(err.contains(want), "want {want:?} in\n{err}");
     }
     // Run as Ray does, pending forever: counted infeasible.
-    let l = orrery::scenario::load_str_with(
+    let l = orrery::load_str_with(
         "t.orr",
         &src,
         orrery::scenario::LoadOptions {
@@ -261,7 +261,7 @@ fn a_fallback_that_is_never_taken_or_malformed_is_a_located_error() {
     ];
     for (lines, at, want) in cases {
         let src = base.clone() + &tasks(1, lines);
-        let l = orrery::scenario::load_str("t.orr", &src);
+        let l = orrery::load_str("t.orr", &src);
         assert!(l.has_errors(), "{src}");
         let out = l.render(false);
         assert!(out.contains(want), "want {want:?} in\n{out}");
@@ -270,7 +270,7 @@ fn a_fallback_that_is_never_taken_or_malformed_is_a_located_error() {
     // Actors alike.
     let src = base
         + "workload w {\n  actor r {\n    fallback label_selector { \"pool\": \"a\" }\n  }\n}\n";
-    let out = orrery::scenario::load_str("t.orr", &src).render(false);
+    let out = orrery::load_str("t.orr", &src).render(false);
     assert!(
         out.contains("`fallback` is never taken: actor `r` has no `label_selector`"),
         "{out}"

@@ -3,9 +3,9 @@
 //! `SOCKET_SHARE` of the NICs' line rate, and the run says so; a tenant that allows neither
 //! `nccl` nor `tcp` cannot declare a job with collectives.
 
+use orrery::load_str;
 use orrery::network::collective::SOCKET_SHARE;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::load_str;
 
 /// One training job of 16 H100s on two DGX nodes (one bundle of 8 on each), all-reducing
 /// `msg` per step, under tenant `t` with `rules`.

@@ -167,7 +167,7 @@ proptest! {
         let text = scenario(&c);
         // Generated work may never fit (tenant rules can leave it no node): kept pending, as
         // Ray would, with `allow_infeasible`.
-        let l = orrery::scenario::load_str_with(
+        let l = orrery::load_str_with(
             "gen.orr",
             &text,
             orrery::scenario::LoadOptions { allow_infeasible: true },
@@ -243,7 +243,7 @@ fn a_quota_caps_what_a_tenant_runs_at_once_and_the_rest_waits() {
         )
     };
     let run = |q: &str| {
-        let l = orrery::scenario::load_str("q.orr", &text(q));
+        let l = orrery::load_str("q.orr", &text(q));
         assert!(!l.has_errors(), "{}", l.render(false));
         let r = simulate(&l.spec.unwrap(), &SimConfig::default());
         assert!(r.violations.is_empty(), "{:?}", r.violations);
@@ -275,7 +275,7 @@ fn waiting_work_of_a_higher_priority_tenant_goes_first_and_nothing_is_preempted(
         )
     };
     let run = |p: i64| {
-        let l = orrery::scenario::load_str("p.orr", &text(p));
+        let l = orrery::load_str("p.orr", &text(p));
         assert!(!l.has_errors(), "{}", l.render(false));
         let r = simulate(&l.spec.unwrap(), &SimConfig::default());
         assert!(r.violations.is_empty(), "{:?}", r.violations);
@@ -297,7 +297,7 @@ fn a_forbidden_transport_forced_at_run_time_falls_back_and_says_why() {
     // the other node) use the object store instead (the same
     // run as the object store's), and the run names the fallback and the rule.
     let text = "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\ntenant secure {\n  no_rdma\n}\nworkload w tenant secure {\n  tasks a x 2 {\n    resources { GPU: 8 }\n    duration 1 s\n    output 1 GB\n  }\n  tasks b x 1 after a {\n    resources { GPU: 8 }\n    duration 1 s\n  }\n}\n";
-    let l = orrery::scenario::load_str("f.orr", text);
+    let l = orrery::load_str("f.orr", text);
     assert!(!l.has_errors(), "{}", l.render(false));
     let s = l.spec.unwrap();
     let run = |t: Option<&str>| {
@@ -334,7 +334,7 @@ fn a_forbidden_transport_forced_at_run_time_falls_back_and_says_why() {
         plain.metrics.tasks[1].run_time.mean
     );
     // Without the rule the forced transport is used (the check above can fail).
-    let open = orrery::scenario::load_str("f.orr", &text.replace("  no_rdma\n", "  priority 0\n"));
+    let open = orrery::load_str("f.orr", &text.replace("  no_rdma\n", "  priority 0\n"));
     let r = simulate(
         &open.spec.unwrap(),
         &SimConfig {

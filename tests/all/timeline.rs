@@ -1,9 +1,10 @@
 //! The device timeline (what each device did when) and its Perfetto trace, against runs
 //! worked out by hand.
 
+use orrery::load_str;
+use orrery::scenario::Spec;
 use orrery::sim::timeline::{MoveKind, SpanKind};
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 
 fn spec(src: &str) -> Spec {
     let l = load_str("t.orr", src);

@@ -7,14 +7,14 @@ use orrery::network::{Graph, LinkKind, Vertex};
 use orrery::sim::{SimConfig, simulate};
 
 fn spec(src: &str) -> orrery::scenario::Spec {
-    let l = orrery::scenario::load_str("t.orr", src);
+    let l = orrery::load_str("t.orr", src);
     assert!(!l.has_errors(), "{}", l.render(false));
     l.spec.unwrap()
 }
 
 /// The first error's message and its 1-based line.
 fn error(src: &str) -> (String, usize) {
-    let l = orrery::scenario::load_str("t.orr", src);
+    let l = orrery::load_str("t.orr", src);
     assert!(l.has_errors(), "expected an error in:\n{src}");
     let text = l.render(false);
     let line = text

@@ -2,9 +2,10 @@
 //! store's staged and chunked pipeline, the inline threshold, GPUDirect locality, max-min
 //! sharing of a NIC; the DSL's located errors; `orrery transports`.
 
+use orrery::load_str;
 use orrery::network::graph::{DEFAULT_HOP_LATENCY, PCIE_HOP_LATENCY, SOCKET_HOP_LATENCY};
 use orrery::network::{FlowNet, Graph, Vertex};
-use orrery::scenario::{Spec, load_str};
+use orrery::scenario::Spec;
 use orrery::transport::params::{
     COPY_EFFICIENCY, COPY_OVERHEAD, CROSS_SOCKET, GPUDIRECT_LATENCY, MEMCPY, OBJECT_CHUNK,
     OBJECT_STORE_LATENCY, OBJECT_STORE_OVERHEAD, PULL_MESSAGES, RDMA_EFFICIENCY, RDMA_LATENCY,
@@ -585,7 +586,7 @@ fn the_same_workload_runs_under_each_transport_against_the_object_store() {
     // from the other node. Direct GPU transports skip the object store's copies and
     // serialisation, so the consumers run faster; NVLink P2P cannot cross nodes: that
     // transport is unavailable for this workload, and the comparison says why.
-    let s = orrery::scenario::load_str(
+    let s = orrery::load_str(
         "t.orr",
         "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n}\nworkload w {\n  tasks make x 16 {\n    resources { GPU: 1 }\n    duration 1 s\n    output 256 MB\n  }\n  tasks use x 8 after make {\n    resources { GPU: 1 }\n    duration 1 s\n  }\n}\n",
     )

@@ -4,8 +4,9 @@
 //! both, and the work that needed it fails — nothing is priced by a fallback formula.
 
 use orrery::experiment::transports::compare_workload;
+use orrery::load_str;
+use orrery::scenario::Spec;
 use orrery::sim::{SimConfig, simulate};
-use orrery::scenario::{Spec, load_str};
 use orrery::transport::compare;
 
 /// Two DGX H100 nodes (`a0`, `a1`) on one leaf-spine fabric; a producer pinned to `a0` writes

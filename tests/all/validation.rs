@@ -1,7 +1,7 @@
 //! Resolution errors: each names file:line:column, shows the source with a caret, and
 //! suggests a fix where one exists; every error the resolver can reach is reported.
 
-use orrery::scenario::load_str;
+use orrery::load_str;
 
 /// Rendered diagnostics of a scenario that must fail.
 fn errs(src: &str) -> String {
@@ -308,7 +308,7 @@ fn includes_stay_inside_the_scenario_folder_and_do_not_cycle() {
         "include \"a.orr\"\naccelerator q {\n  bogus 1\n}\n",
     )
     .unwrap();
-    let l = orrery::scenario::load_file(&sub.join("main.orr")).unwrap();
+    let l = orrery::load_file(&sub.join("main.orr")).unwrap();
     let out = l.render(false);
     assert!(out.contains("is outside the scenario's folder"), "{out}");
     assert!(out.contains("includes itself"), "{out}");
@@ -340,7 +340,7 @@ fn calibration_statements_need_a_profile_name() {
 
 #[test]
 fn zone_uplink_without_zones_is_a_warning() {
-    let l = orrery::scenario::load_str(
+    let l = orrery::load_str(
         "t.orr",
         "cluster c {\n  rack r0 {\n    node dgx_h100 x 2\n  }\n  fabric leaf_spine zone_uplink 800 Gbps\n}\n",
     );

@@ -59,8 +59,7 @@
 //! exact, not an approximation ([`Options::reuse`] turns it off to check). A ring allreduce of
 //! 8,192 ranks is one simulated step.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 mod hamiltonian;
 mod in_switch;
@@ -71,7 +70,6 @@ mod ring;
 mod run;
 mod tree;
 pub mod tuning;
-
 
 use super::{FlowNet, Graph};
 pub use recurring::Recurring;

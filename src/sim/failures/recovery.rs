@@ -6,8 +6,8 @@
 //! `crate::placement::place_bundles` and `allocate_all`.
 
 use crate::placement::{BundleRequest, NodeId, PgDecision};
-use crate::sim::{Sim, Work, device_units};
 use crate::scenario::workload::{LabelConstraint, LabelOp, PgStrategy};
+use crate::sim::{Sim, Work, device_units};
 
 impl Sim<'_> {
     /// Outputs of finished tasks stored on a node that died (lineage reconstruction, Ray's

@@ -6,8 +6,8 @@
 
 use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::NodeId;
-use crate::sim::{Ev, Sim};
 use crate::scenario::failure::{Distribution, SWITCH_LINK};
+use crate::sim::{Ev, Sim};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
 

@@ -67,7 +67,7 @@ impl Pricing {
         b: &crate::model::serving::BatchShape,
         first: bool,
     ) -> f64 {
-        crate::model::engines::iteration_secs(
+        crate::compute::iteration_secs(
             &self.gemm,
             &self.attention,
             &self.engine,

@@ -154,7 +154,7 @@ impl<'s> Sim<'s> {
     ) -> Pipe {
         let tp = llm.tp as usize;
         let spec = self.spec;
-        let feet = Footprint::stages(llm);
+        let feet = llm.stage_footprints();
         let group = models::Group {
             nodes: vec![(self.node_types[node], llm.tp)],
             factors: vec![self.failures.bandwidth_factors(node)],
@@ -374,7 +374,7 @@ impl<'s> Sim<'s> {
     /// Flight `id` starts its send to the next stage (both stages held).
     fn llm_pipe_send(&mut self, r: u32, id: u32) {
         let llm = self.llm_spec(self.replicas[r as usize].service);
-        let d = crate::model::serving::Dtypes::of(llm).activations;
+        let d = llm.dtypes().activations;
         let per_rank = |tokens| ms::stage_send_bytes(&llm.model, llm.tp, tokens, d);
         let tensor = |tokens| ms::allreduce_bytes(&llm.model, tokens, d);
         let l = self.replicas[r as usize].llm.as_mut().expect("engine");
@@ -464,7 +464,7 @@ impl<'s> Sim<'s> {
         }
         // Computed: the stage's all-reduces (tp > 1).
         let llm = self.llm_spec(self.replicas[r as usize].service);
-        let d = crate::model::serving::Dtypes::of(llm).activations;
+        let d = llm.dtypes().activations;
         let model = &llm.model;
         let l = self.replicas[r as usize].llm.as_mut().expect("engine");
         let LlmReplica { price, pipe, .. } = &mut **l;

@@ -1,15 +1,14 @@
 //! The engine's iterations as events: arrivals routed to a replica, a batch scheduled,
 //! its compute, its all-reduce rounds on the run's network, its tokens emitted.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length
-//! until it is.
+//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::engine::{Emitted, Engine, Seq};
 use super::{LlmReplica, LlmService, Pool};
-use crate::model::serving::{self as ms, Footprint};
+use crate::model::serving as ms;
 use crate::network::collective::{self, Op};
-use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
 use crate::scenario::serving::{LlmServing, Tokens};
+use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
 use rand::RngExt;
 
 /// A request's tokens: drawn, or its trace row's (`row`: that column), clamped to
@@ -176,17 +175,11 @@ impl Sim<'_> {
             tp: llm.tp,
             custom_allreduce,
         };
-        let foot = Footprint::of(&llm);
+        let foot = llm.footprint();
         // vLLM takes the fewest blocks over its workers: the most loaded stage's.
-        let blocks = Footprint::stages(&llm)
-            .iter()
-            .map(|f| {
-                f.kv_blocks(
-                    acc.memory.0 as f64,
-                    llm.engine.memory_fraction,
-                    llm.engine.kv_block,
-                )
-            })
+        let (mem, e) = (acc.memory.0 as f64, &llm.engine);
+        let blocks = (llm.stage_footprints().iter())
+            .map(|f| f.kv_blocks(mem, e.memory_fraction, e.kv_block))
             .min()
             .unwrap_or(0);
         let ranks = self.replica_ranks(r);
@@ -360,10 +353,7 @@ impl Sim<'_> {
         }
         let sid = self.replicas[r as usize].service;
         let llm = self.llm_of(sid).expect("an LLM service");
-        let (k, dtype_bytes) = (
-            ms::allreduces(&llm.model),
-            crate::model::serving::Dtypes::of(llm).activations,
-        );
+        let (k, dtype_bytes) = (ms::allreduces(&llm.model), llm.dtypes().activations);
         let hidden = llm.model.clone();
         let Some(l) = self.replicas[r as usize].llm.as_mut() else {
             return;

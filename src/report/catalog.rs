@@ -1,4 +1,4 @@
-//! Plain-text tables of the catalog for `orrery catalog`.
+//! Plain-text tables of the catalog (`crate::catalog`) for `orrery catalog`.
 
 use crate::scenario::Spec;
 use crate::units::sig3;
