@@ -1,25 +1,22 @@
 //! `orrery accuracy`.
 
+use super::args::AccuracyArgs;
 use super::common::written_or_fail;
+use super::error::Outcome;
 use orrery::accuracy;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Prints every row and the summary, writes the folder, and exits 1 if a row is over its
 /// tolerance (2 if the table is malformed or a row cannot be priced).
-pub(super) fn accuracy(table: Option<&Path>, out: Option<PathBuf>, plots: bool) -> ExitCode {
+pub(super) fn accuracy(a: AccuracyArgs) -> Outcome {
+    let (table, out, plots) = (a.table.as_deref(), a.out, !a.no_plots);
     let loaded = match table {
         None => accuracy::built_in(),
         Some(dir) => read_dir(dir),
     };
     let t0 = std::time::Instant::now();
-    let (outcomes, gaps) = match loaded.and_then(|(r, g)| Ok((accuracy::evaluate(&r, &g)?, g))) {
-        Ok(o) => o,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let (outcomes, gaps) = loaded.and_then(|(r, g)| Ok((accuracy::evaluate(&r, &g)?, g)))?;
     let mut printed = accuracy::render(&outcomes);
     let over_median = accuracy::medians_over(&outcomes);
     let listed: Vec<&accuracy::table::Gap> = gaps
@@ -55,20 +52,15 @@ pub(super) fn accuracy(table: Option<&Path>, out: Option<PathBuf>, plots: bool) 
             }),
         ),
     ];
-    if let Err(c) = super::common::begin_outputs(&dir) {
-        return c;
-    }
+    super::common::begin_outputs(&dir)?;
     let t1 = std::time::Instant::now();
     let written = orrery::outputs::accuracy::write(&dir, &head, &outcomes, &printed, plots);
-    let code = written_or_fail(&dir, written, t1);
-    if code != ExitCode::SUCCESS {
-        return code;
-    }
-    if over > 0 || !over_median.is_empty() {
+    written_or_fail(&dir, written, t1)?;
+    Ok(if over > 0 || !over_median.is_empty() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }
 
 /// Every `*.toml` in `dir` (by name, read only inside `dir`), as one table; `gaps.toml` there

@@ -1,5 +1,7 @@
 //! `orrery calibrate`.
 
+use super::args::CalibrateArgs;
+use super::error::Outcome;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,16 +20,11 @@ fn writable(out: &std::path::Path) -> Result<(), String> {
         .map_err(|e| format!("cannot write in {}: {e}", dir.display()))
 }
 
-pub(super) fn calibrate(
-    device: orrery::calibrate::Device,
-    out: Option<PathBuf>,
-    quick: bool,
-    seed: u64,
-    check: bool,
-) -> ExitCode {
+pub(super) fn calibrate(a: CalibrateArgs) -> Outcome {
     use orrery::calibrate;
-    let mut o = calibrate::Options::new(device, quick, seed);
-    o.check = check;
+    let (device, out) = (a.device, a.out);
+    let mut o = calibrate::Options::new(device, a.quick, a.seed);
+    o.check = a.check;
     o.command = std::iter::once("orrery".to_string())
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
@@ -48,10 +45,7 @@ pub(super) fn calibrate(
         PathBuf::from("calibration").join(format!("{dev}_{host}.toml"))
     });
     // The output must be writable before minutes of measuring, not after.
-    if let Err(e) = writable(&out) {
-        errln!("error: --out {}: {e}", out.display());
-        return ExitCode::from(2);
-    }
+    writable(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
     if super::out::terminal() {
         let bar = indicatif::ProgressBar::new(calibrate::steps(&o));
         if let Ok(style) =
@@ -65,24 +59,11 @@ pub(super) fn calibrate(
     if let Some(bar) = &o.progress {
         bar.finish_and_clear();
     }
-    let cal = match result {
-        Ok(c) => c,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let cal = result?;
     // Write first: a closed stdout must not lose a measurement.
-    match calibrate::write(&cal, &out) {
-        Ok(files) => {
-            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-            out!("{}", cal.summary());
-            outln!("wrote {}", names.join(", "));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            errln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    let files = calibrate::write(&cal, &out)?;
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    out!("{}", cal.summary());
+    outln!("wrote {}", names.join(", "));
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,17 +2,14 @@
 //! (regular files only, at most [`MAX_INPUT`] bytes each, the limit enforced while reading),
 //! fit them (`orrery::calibrate::import`), check the profile reads back, write it atomically.
 
+use super::args::CalibrateImportArgs;
+use super::error::{Error, Outcome};
 use orrery::calibrate::import::{self, ImportOptions, Input};
 use std::path::Path;
 use std::process::ExitCode;
 
 /// Largest input file read (the scenario limit).
 const MAX_INPUT: u64 = orrery::files::MAX_INPUT_BYTES;
-
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    errln!("error: {msg}");
-    ExitCode::from(2)
-}
 
 /// `FILE` or `FILE@SIZE` (SIZE with a unit of bytes: `512MiB`).
 fn split_size(arg: &str) -> Result<(&str, Option<u64>), String> {
@@ -65,30 +62,18 @@ fn known_accelerators() -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub(super) fn import(
-    files: &[String],
-    out: &Path,
-    accelerator: Option<String>,
-    base: Option<&Path>,
-    in_place: bool,
-    seed: u64,
-) -> ExitCode {
+pub(super) fn import(a: CalibrateImportArgs) -> Outcome {
+    let out = a.out.as_path();
     if out.extension().and_then(|e| e.to_str()) != Some("toml") {
-        return fail(format!(
+        return Err(Error::Input(format!(
             "--out {}: a profile is calibration/NAME.toml",
             out.display()
-        ));
+        )));
     }
-    let mut inputs = Vec::with_capacity(files.len());
-    for arg in files {
-        let (file, buffer_bytes) = match split_size(arg) {
-            Ok(x) => x,
-            Err(e) => return fail(e),
-        };
-        let (text, modified) = match read(Path::new(file)) {
-            Ok(x) => x,
-            Err(e) => return fail(e),
-        };
+    let mut inputs = Vec::with_capacity(a.files.len());
+    for arg in &a.files {
+        let (file, buffer_bytes) = split_size(arg)?;
+        let (text, modified) = read(Path::new(file))?;
         inputs.push(Input {
             name: file.to_string(),
             text,
@@ -96,13 +81,10 @@ pub(super) fn import(
             buffer_bytes,
         });
     }
-    let base = match base {
+    let base = match a.base.as_deref() {
         None => None,
         Some(p) => {
-            let (text, _) = match read(p) {
-                Ok(x) => x,
-                Err(e) => return fail(e),
-            };
+            let (text, _) = read(p)?;
             match orrery::profile::parse(&text) {
                 Ok(prof) => Some((
                     p.file_stem()
@@ -114,52 +96,44 @@ pub(super) fn import(
                         let (line, col) = line_col(&text, e.span.start);
                         errln!("{}:{line}:{col}: error: {}", p.display(), e.message);
                     }
-                    return ExitCode::from(2);
+                    return Err(Error::Shown(2));
                 }
             }
         }
     };
     let o = ImportOptions {
-        accelerator,
+        accelerator: a.accelerator,
         known_accelerators: known_accelerators(),
         base,
-        in_place,
-        seed,
+        in_place: a.in_place,
+        seed: a.seed,
         command: std::iter::once("orrery".to_string())
             .chain(std::env::args().skip(1))
             .collect::<Vec<_>>()
             .join(" "),
         date: orrery::calibrate::detect::now_iso8601(),
     };
-    let imported = match import::import(&inputs, &o) {
-        Ok(i) => i,
-        Err(e) => {
-            return match e.file {
-                Some(f) => {
-                    errln!("{f}:{}:{}: error: {}", e.line, e.column, e.message);
-                    ExitCode::from(2)
-                }
-                None => fail(e.message),
-            };
+    let imported = import::import(&inputs, &o).map_err(|e| match e.file {
+        Some(f) => {
+            errln!("{f}:{}:{}: error: {}", e.line, e.column, e.message);
+            Error::Shown(2)
         }
-    };
-    let text = match imported.profile.to_toml() {
-        Ok(t) => t,
-        Err(e) => return fail(format!("cannot write the profile: {e}")),
-    };
+        None => Error::Input(e.message),
+    })?;
+    let text =
+        (imported.profile.to_toml()).map_err(|e| format!("cannot write the profile: {e}"))?;
     // The profile must read back as written: a fit the schema rejects is a bug, not a file.
     if let Err(errs) = orrery::profile::parse(&text) {
         let first = errs.first().map_or_else(String::new, |e| e.message.clone());
-        return fail(format!("the fitted profile does not validate: {first}"));
+        return Err(Error::Input(format!(
+            "the fitted profile does not validate: {first}"
+        )));
     }
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
-        && let Err(e) = orrery::atomic::create_dir(dir)
-    {
-        return fail(format!("cannot create {}: {e}", dir.display()));
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        orrery::atomic::create_dir(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    if let Err(e) = orrery::atomic::write_atomic(out, text.as_bytes()) {
-        return fail(format!("cannot write {e}"));
-    }
+    orrery::atomic::write_atomic(out, text.as_bytes()).map_err(|e| format!("cannot write {e}"))?;
     outln!(
         "profile for {} (source imported, schema {})",
         imported.profile.provenance.accelerator,
@@ -169,7 +143,7 @@ pub(super) fn import(
         outln!("  {r}");
     }
     outln!("wrote {}", out.display());
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 fn line_col(text: &str, at: usize) -> (usize, usize) {

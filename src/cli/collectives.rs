@@ -1,66 +1,32 @@
 //! `orrery collectives`.
 
+use super::args::CollectivesArgs;
 use super::common::load;
-use std::path::Path;
+use super::error::Outcome;
 use std::process::ExitCode;
 
-pub(super) struct Choices<'a> {
-    pub(super) op: &'a str,
-    pub(super) algo: Option<&'a str>,
-    pub(super) proto: Option<&'a str>,
-    pub(super) ranks: Option<&'a str>,
-    pub(super) sizes: &'a str,
-    pub(super) csv: bool,
-}
-
-pub(super) fn collectives(file: &Path, c: Choices) -> ExitCode {
+pub(super) fn collectives(a: CollectivesArgs) -> Outcome {
     use orrery::experiment::collectives as ec;
-    let l = match load(Some(file)) {
-        Ok(l) => l,
-        Err(code) => return code,
-    };
+    let file = a.file.as_path();
+    let l = load(Some(file))?;
     let spec = l.spec.as_ref().expect("no errors means a spec");
-    let r = (|| {
-        let op = ec::parse_op(c.op).map_err(|e| format!("--op: {e}"))?;
-        let algo = c
-            .algo
-            .map(ec::parse_algorithm)
-            .transpose()
-            .map_err(|e| format!("--algo: {e}"))?;
-        let proto = c
-            .proto
-            .map(|p| {
-                orrery::network::collective::Protocol::parse(p)
-                    .ok_or_else(|| format!("`{p}` is not a protocol: ll, ll128 or simple"))
-            })
-            .transpose()
-            .map_err(|e| format!("--proto: {e}"))?;
-        let sizes = ec::parse_sizes(c.sizes).map_err(|e| format!("--sizes: {e}"))?;
-        let sel = match c.ranks {
-            Some(s) => s.to_string(),
-            None => ec::default_ranks(spec)?,
-        };
-        let (ranks, policy) = ec::place_ranks(spec, &sel).map_err(|e| format!("--ranks: {e}"))?;
-        ec::table(spec, op, algo, proto, ranks, policy, &sizes)
-    })();
-    match r {
-        Ok(t) if c.csv => {
-            out!("{}", t.csv());
-            ExitCode::SUCCESS
-        }
-        Ok(t) => {
-            outln!(
-                "orrery {} · scenario {} · hash {}",
-                env!("CARGO_PKG_VERSION"),
-                file.display(),
-                orrery::scenario_hash(&l.sources)
-            );
-            out!("{t}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            errln!("error: {e}");
-            ExitCode::from(2)
-        }
+    let sizes = ec::parse_sizes(&a.sizes).map_err(|e| format!("--sizes: {e}"))?;
+    let sel = match a.ranks {
+        Some(s) => s,
+        None => ec::default_ranks(spec)?,
+    };
+    let (ranks, policy) = ec::place_ranks(spec, &sel).map_err(|e| format!("--ranks: {e}"))?;
+    let t = ec::table(spec, a.op, a.algo, a.proto, ranks, policy, &sizes)?;
+    if a.csv {
+        out!("{}", t.csv());
+        return Ok(ExitCode::SUCCESS);
     }
+    outln!(
+        "orrery {} · scenario {} · hash {}",
+        env!("CARGO_PKG_VERSION"),
+        file.display(),
+        orrery::scenario_hash(&l.sources)
+    );
+    out!("{t}");
+    Ok(ExitCode::SUCCESS)
 }

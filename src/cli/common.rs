@@ -1,6 +1,7 @@
 //! What several commands share: loading a scenario, the results header, `--seeds`,
 //! `--horizon`, `--policy` and `--failures` parsing, the progress bar and the closing lines.
 
+use super::error::{Error, Outcome};
 use orrery::diag;
 use orrery::parallel::THREADS_PER_CPU;
 use orrery::scenario::{self, Loaded};
@@ -19,16 +20,14 @@ pub(super) fn set_allow_infeasible(allow: bool) {
     ALLOW_INFEASIBLE.store(allow, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Load a scenario and print its diagnostics; `None` (after printing) when it has errors.
-pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
+/// Load a scenario and print its diagnostics; an error (after printing them) when it has
+/// errors.
+pub(super) fn load(file: Option<&Path>) -> Result<Loaded, Error> {
     let opts = scenario::LoadOptions {
         allow_infeasible: ALLOW_INFEASIBLE.load(std::sync::atomic::Ordering::Relaxed),
     };
     let loaded = match file {
-        Some(p) => orrery::load_file_with(p, opts).map_err(|e| {
-            errln!("error: {e}");
-            ExitCode::from(2)
-        })?,
+        Some(p) => orrery::load_file_with(p, opts)?,
         None => orrery::load_str_with(orrery::DEFAULT_SCENARIO.0, orrery::DEFAULT_SCENARIO.1, opts),
     };
     if !loaded.diags.is_empty() {
@@ -42,7 +41,7 @@ pub(super) fn load(file: Option<&Path>) -> Result<Loaded, ExitCode> {
                 .unwrap_or_else(|| orrery::DEFAULT_SCENARIO.0.into()),
             if n == 1 { "" } else { "s" }
         );
-        return Err(ExitCode::from(2));
+        return Err(Error::Shown(2));
     }
     Ok(loaded)
 }
@@ -75,15 +74,6 @@ pub(super) fn header(l: &Loaded, file: Option<&Path>, seed: u64) -> orrery::repo
                     .collect()
             })
             .unwrap_or_default(),
-    }
-}
-
-pub(super) fn policy_named(name: &str) -> orrery::scenario::workload::Policy {
-    use orrery::scenario::workload::Policy;
-    match name {
-        "spread" => Policy::Spread,
-        "topology_aware" => Policy::TopologyAware,
-        _ => Policy::RayDefault,
     }
 }
 
@@ -137,9 +127,9 @@ pub(super) fn parse_duration(s: &str) -> Result<u64, String> {
 
 /// Broken invariants of any run end the command with exit 1 before anything is written, as
 /// `run` does: a figure from a run that broke them cannot be trusted. At most 20 are listed.
-pub(super) fn broken(violations: &[String]) -> Option<ExitCode> {
+pub(super) fn sound(violations: &[String]) -> Result<(), Error> {
     if violations.is_empty() {
-        return None;
+        return Ok(());
     }
     errln!(
         "internal error: {} broken invariant{} (a bug in orrery; please report it with this scenario):",
@@ -152,7 +142,7 @@ pub(super) fn broken(violations: &[String]) -> Option<ExitCode> {
     if violations.len() > 20 {
         errln!("  ... and {} more", violations.len() - 20);
     }
-    Some(ExitCode::from(1))
+    Err(Error::Shown(1))
 }
 
 /// `--threads` of every command: 1 to [`THREADS_PER_CPU`] × the CPUs here; absent, one per
@@ -216,11 +206,9 @@ pub(super) fn file_stem(p: &Path) -> String {
 
 /// Takes away `dir`'s completion marker (creating the folder if missing) before a command
 /// writes its first file there ([`orrery::atomic::begin`]), or fails with exit 2 naming why.
-pub(super) fn begin_outputs(dir: &Path) -> Result<(), ExitCode> {
-    orrery::atomic::begin(dir).map_err(|e| {
-        errln!("error: cannot write results to {}: {e}", dir.display());
-        ExitCode::from(2)
-    })
+pub(super) fn begin_outputs(dir: &Path) -> Result<(), Error> {
+    orrery::atomic::begin(dir)
+        .map_err(|e| Error::Input(format!("cannot write results to {}: {e}", dir.display())))
 }
 
 /// Reports a command's written data files and its plots and report, or fails with exit 2.
@@ -228,23 +216,15 @@ pub(super) fn written_or_fail(
     dir: &Path,
     written: Result<(Vec<String>, orrery::outputs::Written), String>,
     t1: std::time::Instant,
-) -> ExitCode {
-    match written {
-        Ok((files, w)) => {
-            let all: Vec<String> = files.iter().chain(&w.files).cloned().collect();
-            if let Err(e) = orrery::atomic::own_folder(dir, &all) {
-                errln!("error: cannot tidy {}: {e}", dir.display());
-                return ExitCode::from(2);
-            }
-            outln!("wrote {} in {}", files.join(", "), dir.display());
-            outputs_done(&w, t1);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            errln!("error: cannot write results to {}: {e}", dir.display());
-            ExitCode::from(2)
-        }
-    }
+) -> Outcome {
+    let (files, w) =
+        written.map_err(|e| format!("cannot write results to {}: {e}", dir.display()))?;
+    let all: Vec<String> = files.iter().chain(&w.files).cloned().collect();
+    orrery::atomic::own_folder(dir, &all)
+        .map_err(|e| format!("cannot tidy {}: {e}", dir.display()))?;
+    outln!("wrote {} in {}", files.join(", "), dir.display());
+    outputs_done(&w, t1);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints what the outputs step wrote, its notes and its time.
@@ -271,13 +251,9 @@ fn set_limits(l: orrery::budget::Limits) {
 /// Sets the command's limits from its budget flags, or none for a command without them. Either
 /// way an earlier command's trip is cleared: in one process (Python's), a run stopped by a
 /// limit must not keep a later command from writing its files. A bad flag is exit 2.
-pub(super) fn start_budget(b: Option<&super::args::BudgetArgs>) -> Result<(), ExitCode> {
+pub(super) fn start_budget(b: Option<&super::args::BudgetArgs>) -> Result<(), Error> {
     match b.map(parse_budget) {
-        Some(Ok(l)) => set_limits(l),
-        Some(Err(e)) => {
-            errln!("error: {e}");
-            return Err(ExitCode::from(2));
-        }
+        Some(l) => set_limits(l?),
         None => {
             *LIMITS.lock().unwrap_or_else(|e| e.into_inner()) = None;
             orrery::budget::set(None);
@@ -334,14 +310,14 @@ pub(super) fn gate(
     horizon: Option<u64>,
     traces: &std::collections::BTreeMap<String, orrery::scenario::arrivals::Trace>,
     at_once: usize,
-) -> Result<orrery::sim::estimate::Estimate, ExitCode> {
+) -> Result<orrery::sim::estimate::Estimate, Error> {
     let window = orrery::sim::window(spec, horizon).seconds;
     let e = orrery::sim::estimate::estimate(spec, window, traces);
     let fallback = orrery::diag::Span::new(l.root, 0, 0);
     match e.refusal(limits(), at_once, fallback) {
         Some(d) => {
             err!("{}", orrery::diag::render(&l.sources, &[d], color()));
-            Err(ExitCode::from(2))
+            Err(Error::Shown(2))
         }
         None => Ok(e),
     }
@@ -357,8 +333,6 @@ pub(super) fn runs_at_once(threads: usize) -> usize {
 }
 
 /// After a command's runs: the budget a run passed, if one did (exit 2, nothing written).
-pub(super) fn over_budget() -> Option<ExitCode> {
-    let why = orrery::budget::tripped()?;
-    errln!("error: {why}");
-    Some(ExitCode::from(2))
+pub(super) fn within_budget() -> Result<(), Error> {
+    orrery::budget::tripped().map_or(Ok(()), |why| Err(Error::Input(why)))
 }

@@ -1,64 +1,45 @@
 //! `orrery compare`.
 
+use super::args::CompareArgs;
 use super::common::{
-    broken, check_threads, failure_block, file_stem, load, parse_duration, parse_seeds,
-    progress_bar, written_or_fail,
+    check_threads, failure_block, file_stem, load, parse_duration, parse_seeds, progress_bar,
+    sound, within_budget, written_or_fail,
 };
+use super::error::Outcome;
 use super::inputs::{empirical, traces};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-pub(super) fn compare(
-    files: &[PathBuf],
-    seeds: Option<&str>,
-    failures: Option<&str>,
-    horizon: Option<&str>,
-    threads: Option<usize>,
-    out: Option<PathBuf>,
-    plots: bool,
-) -> ExitCode {
-    let fail = |e: String| {
-        errln!("error: {e}");
-        ExitCode::from(2)
-    };
-    let threads = match check_threads(threads) {
-        Ok(t) => t,
-        Err(e) => return fail(e),
-    };
-    let seeds = match parse_seeds(seeds.unwrap_or("1..5")) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let horizon = match horizon.map(parse_duration).transpose() {
-        Ok(h) => h,
-        Err(e) => return fail(format!("--horizon: {e}")),
-    };
+pub(super) fn compare(a: CompareArgs) -> Outcome {
+    let CompareArgs {
+        files,
+        seeds,
+        failures,
+        horizon,
+        threads,
+        out,
+        no_plots,
+        ..
+    } = a;
+    let failures = failures.as_deref();
+    let threads = check_threads(threads)?;
+    let seeds = parse_seeds(seeds.as_deref().unwrap_or("1..5"))?;
+    let horizon = (horizon.as_deref().map(parse_duration).transpose())
+        .map_err(|e| format!("--horizon: {e}"))?;
     let mut entries = Vec::new();
-    for f in files {
-        let l = match load(Some(f)) {
-            Ok(l) => l,
-            Err(c) => return c,
-        };
+    for f in &files {
+        let l = load(Some(f))?;
         let spec = l.spec.clone().expect("no errors means a spec");
-        let failure_block = match failure_block(&spec, failures) {
-            Ok(b) => b,
-            Err(e) => return fail(format!("{}: {e}", f.display())),
-        };
-        let (traces, empirical) = match traces(&spec, &l.sources, Some(f))
-            .and_then(|t| Ok((t, empirical(&spec, &l.sources, f)?)))
-        {
-            Ok(x) => x,
-            Err(e) => return fail(e),
-        };
-        if let Err(c) = super::common::gate(
+        let failure_block =
+            failure_block(&spec, failures).map_err(|e| format!("{}: {e}", f.display()))?;
+        let (traces, empirical) = traces(&spec, &l.sources, Some(f))
+            .and_then(|t| Ok((t, empirical(&spec, &l.sources, f)?)))?;
+        super::common::gate(
             &l,
             &spec,
             horizon,
             &traces,
             super::common::runs_at_once(threads),
-        ) {
-            return c;
-        }
+        )?;
         entries.push(orrery::experiment::compare::Entry {
             name: file_stem(f),
             file: f.display().to_string(),
@@ -85,9 +66,8 @@ pub(super) fn compare(
     );
     let bar = progress_bar((entries.len() * seeds.len()) as u64);
     let r = orrery::experiment::compare::compare(&entries, &seeds, threads, bar);
-    if let Some(c) = super::common::over_budget().or_else(|| broken(&r.violations)) {
-        return c;
-    }
+    within_budget()?;
+    sound(&r.violations)?;
     let table = orrery::experiment::compare::table(&r);
     out!("{table}");
     let dir = out.unwrap_or_else(|| {
@@ -100,14 +80,12 @@ pub(super) fn compare(
                 .join("-")
         ))
     });
-    if let Err(c) = super::common::begin_outputs(&dir) {
-        return c;
-    }
+    super::common::begin_outputs(&dir)?;
     let t1 = std::time::Instant::now();
     let written = orrery::experiment::compare::write(&dir, &r)
         .map_err(|e| e.to_string())
         .and_then(|files| {
-            orrery::outputs::compare::write(&dir, &r, &table, &files, plots).map(|w| (files, w))
+            orrery::outputs::compare::write(&dir, &r, &table, &files, !no_plots).map(|w| (files, w))
         });
     written_or_fail(&dir, written, t1)
 }

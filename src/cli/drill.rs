@@ -1,68 +1,43 @@
 //! `orrery drill`.
 
+use super::args::DrillArgs;
 use super::common::{
-    broken, check_threads, header, load, parse_duration, parse_seeds, policy_named, written_or_fail,
+    check_threads, header, load, parse_duration, parse_seeds, sound, within_budget, written_or_fail,
 };
+use super::error::Outcome;
 use super::inputs::{empirical, traces};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-pub(super) fn drill(
-    files: &[PathBuf],
-    seeds: Option<&str>,
-    threads: Option<usize>,
-    out: Option<PathBuf>,
-    horizon: Option<&str>,
-    policies: &[String],
-    plots: bool,
-) -> ExitCode {
-    let seeds = match seeds.map(parse_seeds).transpose() {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let threads = match check_threads(threads) {
-        Ok(t) => t,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let horizon = match horizon.map(parse_duration).transpose() {
-        Ok(h) => h,
-        Err(e) => {
-            errln!("error: --horizon: {e}");
-            return ExitCode::from(2);
-        }
-    };
+pub(super) fn drill(a: DrillArgs) -> Outcome {
+    let DrillArgs {
+        files,
+        seeds,
+        threads,
+        out,
+        horizon,
+        policies,
+        no_plots,
+        ..
+    } = a;
+    let seeds = seeds.as_deref().map(parse_seeds).transpose()?;
+    let threads = check_threads(threads)?;
+    let horizon = (horizon.as_deref().map(parse_duration).transpose())
+        .map_err(|e| format!("--horizon: {e}"))?;
     // Load every scenario first: bad input anywhere stops before any simulation.
     let mut loaded = Vec::new();
-    for file in files {
-        let l = match load(Some(file)) {
-            Ok(l) => l,
-            Err(c) => return c,
-        };
+    for file in &files {
+        let l = load(Some(file))?;
         let spec = l.spec.as_ref().expect("no errors means a spec");
         let inputs = traces(spec, &l.sources, Some(file))
             .and_then(|t| Ok((t, empirical(spec, &l.sources, file)?)));
-        let (traces, empirical) = match inputs {
-            Ok(x) => x,
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        if let Err(c) = super::common::gate(
+        let (traces, empirical) = inputs?;
+        super::common::gate(
             &l,
             spec,
             horizon,
             &traces,
             super::common::runs_at_once(threads),
-        ) {
-            return c;
-        }
+        )?;
         let cfg = orrery::experiment::drill::DrillConfig {
             seeds: seeds.clone(),
             threads,
@@ -78,10 +53,9 @@ pub(super) fn drill(
         .map(|(_, l, cfg)| orrery::experiment::drill::seeds(l.spec.as_ref().expect("spec"), cfg))
         .collect();
     if seed_lists.windows(2).any(|w| w[0] != w[1]) {
-        errln!(
-            "error: the scenarios ask for different seeds; pass --seeds to run them side by side"
+        return Err(
+            "the scenarios ask for different seeds; pass --seeds to run them side by side".into(),
         );
-        return ExitCode::from(2);
     }
     let seed_list = seed_lists[0].clone();
     let window = horizon
@@ -144,20 +118,20 @@ pub(super) fn drill(
                 orrery::experiment::drill::run_drill(spec, &cfg),
             ));
         }
-        for p in policies {
+        for p in &policies {
             let label = if several_files {
-                format!("{}@{p}", stem(&file))
+                format!("{}@{}", stem(&file), p.word())
             } else {
-                p.clone()
+                p.word().to_string()
             };
             reports.push((
                 label,
-                orrery::experiment::drill::run_drill(&spec.with_policy(policy_named(p)), &cfg),
+                orrery::experiment::drill::run_drill(&spec.with_policy(p.policy()), &cfg),
             ));
         }
     }
     let wall = t0.elapsed().as_secs_f64();
-    let dir_name = match files {
+    let dir_name = match files.as_slice() {
         [one] => stem(one),
         _ => files
             .iter()
@@ -170,21 +144,18 @@ pub(super) fn drill(
     } else {
         orrery::experiment::drill::merge(reports)
     };
-    if let Some(c) = super::common::over_budget().or_else(|| broken(&r.violations)) {
-        return c;
-    }
+    within_budget()?;
+    sound(&r.violations)?;
     let table = orrery::experiment::drill::table(&r);
     out!("{table}");
     outln!("{runs} runs in {wall:.2} s");
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(format!("{dir_name}-drill")));
-    if let Err(c) = super::common::begin_outputs(&dir) {
-        return c;
-    }
+    super::common::begin_outputs(&dir)?;
     let t1 = std::time::Instant::now();
     let written = orrery::experiment::drill::write(&dir, &h, &r)
         .map_err(|e| e.to_string())
         .and_then(|files| {
-            orrery::outputs::drill::write(&dir, &h, &r, window, &table, &files, plots)
+            orrery::outputs::drill::write(&dir, &h, &r, window, &table, &files, !no_plots)
                 .map(|w| (files, w))
         });
     written_or_fail(&dir, written, t1)

@@ -1,11 +1,12 @@
 //! `orrery explain`: the item's first placement in a run of the scenario, as the run made it.
 
-use super::common::{header, load, policy_named};
+use super::args::ExplainArgs;
+use super::common::{header, load};
+use super::error::Outcome;
 use super::inputs::{empirical, traces};
 use orrery::diag;
 use orrery::placement::explain::{EXPLAIN_SCHEMA_VERSION, Explanation};
 use serde::Serialize;
-use std::path::Path;
 use std::process::ExitCode;
 
 /// `orrery explain --json`.
@@ -18,18 +19,10 @@ struct ExplainJson {
     note: Option<String>,
 }
 
-pub(super) fn explain(
-    file: &Path,
-    item: &str,
-    seed: u64,
-    policy: Option<&str>,
-    json: bool,
-) -> ExitCode {
+pub(super) fn explain(a: ExplainArgs) -> Outcome {
+    let (file, item, seed, policy) = (a.file.as_path(), a.item.as_str(), a.seed, a.policy);
     // Work that can never be placed is only a warning here: saying why is explain's job.
-    let l = match load(Some(file)) {
-        Ok(l) => l,
-        Err(c) => return c,
-    };
+    let l = load(Some(file))?;
     let loaded = l.spec.as_ref().expect("no errors means a spec");
     let known: Vec<String> = loaded
         .workloads
@@ -47,27 +40,19 @@ pub(super) fn explain(
     if !known.iter().any(|k| k == item) {
         let hint = diag::did_you_mean(item, known.iter().map(String::as_str))
             .unwrap_or_else(|| format!("items: {}", known.join(", ")));
-        errln!(
-            "error: no task group, actor, placement group or service `{item}` in {}
+        return Err(format!(
+            "no task group, actor, placement group or service `{item}` in {}
   help: {hint}",
             file.display()
-        );
-        return ExitCode::from(2);
+        )
+        .into());
     }
-    let overridden = policy.map(|p| loaded.with_policy(policy_named(p)));
+    let overridden = policy.map(|p| loaded.with_policy(p.policy()));
     let spec = overridden.as_ref().unwrap_or(loaded);
     let inputs = traces(spec, &l.sources, Some(file))
         .and_then(|t| Ok((t, empirical(spec, &l.sources, file)?)));
-    let (traces, empirical) = match inputs {
-        Ok(x) => x,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(c) = super::common::gate(&l, spec, None, &traces, 1) {
-        return c;
-    }
+    let (traces, empirical) = inputs?;
+    super::common::gate(&l, spec, None, &traces, 1)?;
     let r = orrery::sim::simulate(
         spec,
         &orrery::sim::SimConfig {
@@ -78,31 +63,26 @@ pub(super) fn explain(
             ..Default::default()
         },
     );
-    if let Some(c) = super::common::over_budget() {
-        return c;
-    }
+    super::common::within_budget()?;
     let mut h = header(&l, Some(file), seed);
-    h.policy = policy.map(str::to_string);
+    h.policy = policy.map(|p| p.word().to_string());
     let note = r.explain.is_none().then(|| {
         format!(
             "`{item}` was never placed during the run (its dependencies never finished, or the run ended first)"
         )
     });
-    if json {
+    if a.json {
         let j = ExplainJson {
             schema_version: EXPLAIN_SCHEMA_VERSION,
             header: h,
             explanation: r.explain,
             note,
         };
-        match serde_json::to_string_pretty(&j) {
-            Ok(s) => outln!("{s}"),
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        }
-        return ExitCode::SUCCESS;
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     outln!("{}", h.line());
     match (r.explain, note) {
@@ -110,5 +90,5 @@ pub(super) fn explain(
         (None, Some(n)) => outln!("{n}"),
         (None, None) => {}
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

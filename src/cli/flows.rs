@@ -1,21 +1,18 @@
 //! `orrery flows`.
 
+use super::args::FlowsArgs;
 use super::common::color;
+use super::error::{Error, Outcome};
 use orrery::diag::{SourceMap, render};
 use orrery::network::flowfile::FlowFile;
 use orrery::syntax::parse::MAX_ERRORS;
 use std::fmt::Write as _;
-use std::path::Path;
 use std::process::ExitCode;
 
-pub(super) fn flows(file: &Path) -> ExitCode {
-    let text = match orrery::files::read_text(file, orrery::files::MAX_INPUT_BYTES) {
-        Ok(t) => t,
-        Err(e) => {
-            errln!("error: {} {e}", file.display());
-            return ExitCode::from(2);
-        }
-    };
+pub(super) fn flows(a: FlowsArgs) -> Outcome {
+    let file = a.file.as_path();
+    let text = orrery::files::read_text(file, orrery::files::MAX_INPUT_BYTES)
+        .map_err(|e| format!("{} {e}", file.display()))?;
     let mut map = SourceMap::new();
     let id = map.add(file.display().to_string(), text);
     let f = match FlowFile::parse(&map.file(id).text, id) {
@@ -24,8 +21,8 @@ pub(super) fn flows(file: &Path) -> ExitCode {
             err!("{}", render(&map, &diags, color()));
             // Past the limit the last diagnostic says it stopped there.
             let n = diags.len().min(MAX_ERRORS);
-            errln!(
-                "error: {} has {}{n} error{}",
+            return Err(Error::Input(format!(
+                "{} has {}{n} error{}",
                 file.display(),
                 if diags.len() > MAX_ERRORS {
                     "more than "
@@ -33,8 +30,7 @@ pub(super) fn flows(file: &Path) -> ExitCode {
                     ""
                 },
                 if n == 1 { "" } else { "s" }
-            );
-            return ExitCode::from(2);
+            )));
         }
     };
     let t0 = std::time::Instant::now();
@@ -57,5 +53,5 @@ pub(super) fn flows(file: &Path) -> ExitCode {
         f.links.len(),
         if f.links.len() == 1 { "" } else { "s" }
     );
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

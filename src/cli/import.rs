@@ -4,28 +4,22 @@
 //! be mapped is a `FILE:LINE:COLUMN: warning: ...` line each (the field it is about), an error
 //! under `--strict`.
 
+use super::args::{RayClusterArgs, WorkersChoice};
+use super::error::{Error, Outcome};
 use orrery::raycluster::{self, Failure, Options, Workers};
-use std::path::Path;
 use std::process::ExitCode;
 
-pub(super) fn ray_cluster(
-    file: &Path,
-    out: Option<&Path>,
-    strict: bool,
-    name: Option<String>,
-    max: bool,
-) -> ExitCode {
+pub(super) fn ray_cluster(a: RayClusterArgs) -> Outcome {
+    let file = a.file.as_path();
     let shown = file.display();
-    let text = match orrery::files::read_text(file, orrery::files::MAX_INPUT_BYTES) {
-        Ok(t) => t,
-        Err(e) => {
-            errln!("error: {shown} {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let text = orrery::files::read_text(file, orrery::files::MAX_INPUT_BYTES)
+        .map_err(|e| format!("{shown} {e}"))?;
     let opts = Options {
-        name,
-        workers: if max { Workers::Max } else { Workers::Min },
+        name: a.name,
+        workers: match a.workers {
+            WorkersChoice::Min => Workers::Min,
+            WorkersChoice::Max => Workers::Max,
+        },
         file_name: file
             .file_name()
             .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned()),
@@ -34,32 +28,28 @@ pub(super) fn ray_cluster(
         Ok(i) => i,
         Err(Failure::Located(e)) => {
             errln!("{shown}:{}:{}: error: {}", e.at.line, e.at.col, e.message);
-            return ExitCode::from(2);
+            return Err(Error::Shown(2));
         }
         Err(Failure::Unmapped { warnings, message }) => {
             for w in &warnings {
                 errln!("{shown}:{}:{}: warning: {}", w.at.line, w.at.col, w.message);
             }
-            errln!("error: {shown}: {message}");
-            return ExitCode::from(2);
+            return Err(format!("{shown}: {message}").into());
         }
     };
     for w in &imported.warnings {
         errln!("{shown}:{}:{}: warning: {}", w.at.line, w.at.col, w.message);
     }
-    if strict && !imported.warnings.is_empty() {
-        errln!(
-            "error: {shown}: {} warning(s) and --strict: nothing written",
+    if a.strict && !imported.warnings.is_empty() {
+        return Err(Error::Input(format!(
+            "{shown}: {} warning(s) and --strict: nothing written",
             imported.warnings.len()
-        );
-        return ExitCode::from(2);
+        )));
     }
-    match out {
+    match &a.out {
         Some(p) => {
-            if let Err(e) = orrery::atomic::write_atomic(p, imported.text.as_bytes()) {
-                errln!("error: cannot write {e}");
-                return ExitCode::from(2);
-            }
+            orrery::atomic::write_atomic(p, imported.text.as_bytes())
+                .map_err(|e| format!("cannot write {e}"))?;
             errln!(
                 "wrote {} ({} nodes, {} warning(s))",
                 p.display(),
@@ -69,5 +59,5 @@ pub(super) fn ray_cluster(
         }
         None => out!("{}", imported.text),
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,12 @@
 //! `orrery merge`.
 
+use super::args::MergeArgs;
+use super::error::Outcome;
 use super::sweep::{sweep_outputs, sweep_table};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-pub(super) fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
-    let read = orrery::experiment::sweep::shard_files(shards)
+pub(super) fn merge(a: MergeArgs) -> Outcome {
+    let (out, plots) = (a.out.as_path(), !a.no_plots);
+    let read = orrery::experiment::sweep::shard_files(&a.shards)
         .and_then(|f| orrery::experiment::sweep::read_shards(&f));
     // What the shards carry to draw the sweep's plots: its plot lines (every shard has them)
     // and the first run's plot data (shard 0 has it). Nothing is read from the scenario, so
@@ -20,13 +21,7 @@ pub(super) fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
         .as_ref()
         .ok()
         .and_then(|s| s.iter().find_map(|(_, s)| s.representative.clone()));
-    let r = match read.and_then(orrery::experiment::sweep::merge) {
-        Ok(r) => r,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let r = read.and_then(orrery::experiment::sweep::merge)?;
     outln!(
         "merged {} runs of {} · experiment {} · hash {}",
         r.runs.len(),
@@ -34,9 +29,7 @@ pub(super) fn merge(shards: &[PathBuf], out: &Path, plots: bool) -> ExitCode {
         r.header.experiment,
         r.header.scenario_hash,
     );
-    if let Err(c) = super::common::begin_outputs(out) {
-        return c;
-    }
+    super::common::begin_outputs(out)?;
     let t1 = std::time::Instant::now();
     let written = orrery::experiment::sweep::write(out, &r);
     sweep_outputs(

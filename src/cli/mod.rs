@@ -11,10 +11,12 @@ mod calibrate;
 mod calibrate_import;
 mod catalog;
 mod check;
+mod choices;
 mod collectives;
 mod common;
 mod compare;
 mod drill;
+mod error;
 mod explain;
 mod flows;
 mod fmt;
@@ -26,8 +28,9 @@ mod sweep;
 mod transports;
 mod validate;
 
-use args::{Cli, Command};
+use args::{CalibrateArgs, CalibrateSub, Cli, Command, ImportSub};
 use clap::Parser;
+use error::{Error, Outcome};
 use std::process::ExitCode;
 
 /// Parses the command line and runs its command; the exit status.
@@ -97,210 +100,37 @@ fn dispatch(cli: Cli) -> ExitCode {
     // from RAYON_NUM_THREADS.
     orrery::parallel::init_global();
     common::set_allow_infeasible(cli.command.allow_infeasible());
-    if let Err(code) = common::start_budget(cli.command.budget()) {
-        return code;
-    }
-    match cli.command {
-        Command::Run {
-            file,
-            seed,
-            out,
-            policy,
-            failures,
-            horizon,
-            trace,
-            no_plots,
-            format,
-            ..
-        } => run::run(
-            file.as_deref(),
-            seed,
-            out,
-            run::RunChoices {
-                policy: policy.as_deref(),
-                failures: failures.as_deref(),
-                horizon: horizon.as_deref(),
-                format: if format == "parquet" {
-                    orrery::report::Format::Parquet
-                } else {
-                    orrery::report::Format::Csv
-                },
-            },
-            trace,
-            !no_plots,
-        ),
-        Command::Drill {
-            files,
-            seeds,
-            threads,
-            out,
-            horizon,
-            policies,
-            no_plots,
-            ..
-        } => drill::drill(
-            &files,
-            seeds.as_deref(),
-            threads,
-            out,
-            horizon.as_deref(),
-            &policies,
-            !no_plots,
-        ),
-        Command::Sweep {
-            file,
-            experiment,
-            seeds,
-            threads,
-            shard,
-            out,
-            no_plots,
-            ..
-        } => sweep::sweep(
-            &file,
-            experiment,
-            seeds.as_deref(),
-            threads,
-            shard.as_deref(),
-            out,
-            !no_plots,
-        ),
-        Command::Merge {
-            shards,
-            out,
-            no_plots,
-        } => merge::merge(&shards, &out, !no_plots),
-        Command::Compare {
-            files,
-            seeds,
-            failures,
-            horizon,
-            threads,
-            out,
-            no_plots,
-            ..
-        } => compare::compare(
-            &files,
-            seeds.as_deref(),
-            failures.as_deref(),
-            horizon.as_deref(),
-            threads,
-            out,
-            !no_plots,
-        ),
-        Command::Check { files, json, .. } => check::check(&files, json),
-        Command::Fmt {
-            files,
-            check,
-            write,
-        } => fmt::fmt(&files, check, write),
-        Command::Accuracy {
-            table,
-            out,
-            no_plots,
-        } => accuracy::accuracy(table.as_deref(), out, !no_plots),
-        Command::Catalog { json, source } => catalog::catalog(json, source),
+    command(cli.command).unwrap_or_else(Error::exit)
+}
+
+/// Runs one command: its exit status, or why it stopped.
+fn command(c: Command) -> Outcome {
+    common::start_budget(c.budget())?;
+    match c {
+        Command::Run(a) => run::run(a),
+        Command::Drill(a) => drill::drill(a),
+        Command::Sweep(a) => sweep::sweep(a),
+        Command::Merge(a) => merge::merge(a),
+        Command::Compare(a) => compare::compare(a),
+        Command::Check(a) => check::check(a),
+        Command::Fmt(a) => fmt::fmt(a),
+        Command::Accuracy(a) => accuracy::accuracy(a),
+        Command::Catalog(a) => catalog::catalog(a),
         Command::Import {
-            sub:
-                args::ImportSub::RayCluster {
-                    file,
-                    out,
-                    strict,
-                    name,
-                    workers,
-                },
-        } => import::ray_cluster(&file, out.as_deref(), strict, name, workers == "max"),
-        Command::Collectives {
-            file,
-            op,
-            algo,
-            proto,
-            ranks,
-            sizes,
-            csv,
-        } => collectives::collectives(
-            &file,
-            collectives::Choices {
-                op: &op,
-                algo: algo.as_deref(),
-                proto: proto.as_deref(),
-                ranks: ranks.as_deref(),
-                sizes: &sizes,
-                csv,
-            },
-        ),
-        Command::Flows { file } => flows::flows(&file),
-        Command::Transports {
-            file,
-            sizes,
-            pairs,
-            json,
-            workload,
-            seed,
-            out,
-            no_plots,
+            sub: ImportSub::RayCluster(a),
+        } => import::ray_cluster(a),
+        Command::Collectives(a) => collectives::collectives(a),
+        Command::Flows(a) => flows::flows(a),
+        Command::Transports(a) => transports::transports(a),
+        Command::Calibrate(CalibrateArgs {
+            import: Some(CalibrateSub::Import(a)),
             ..
-        } => transports::transports(
-            &file,
-            sizes.as_deref(),
-            pairs.as_deref(),
-            json,
-            workload.then_some(seed),
-            out,
-            !no_plots,
-        ),
-        Command::Calibrate {
-            import:
-                Some(args::CalibrateSub::Import {
-                    files,
-                    out,
-                    accelerator,
-                    base,
-                    in_place,
-                    seed,
-                }),
-            ..
-        } => calibrate_import::import(&files, &out, accelerator, base.as_deref(), in_place, seed),
-        Command::Calibrate {
-            import: None,
-            device,
-            out,
-            quick,
-            seed,
-            check,
-        } => calibrate::calibrate(device, out, quick, seed, check),
-        Command::Validate {
-            file,
-            node,
-            root,
-            record,
-        } => validate::validate(&file, &node, root.as_deref(), record),
-        Command::Detect { name, root } => validate::detect_node(&name, root.as_deref()),
-        Command::Explain {
-            file,
-            item,
-            seed,
-            policy,
-            json,
-            ..
-        } => explain::explain(&file, &item, seed, policy.as_deref(), json),
-        Command::Bench {
-            nodes,
-            tasks,
-            flows,
-            dense_flows,
-            allreduce,
-            contention,
-            remote_inputs,
-        } => bench::bench(
-            nodes,
-            tasks,
-            flows,
-            dense_flows,
-            allreduce,
-            contention,
-            remote_inputs,
-        ),
+        }) => calibrate_import::import(a),
+        Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Validate(a) => validate::validate(a),
+        Command::Detect(a) => validate::detect_node(a),
+        Command::Explain(a) => explain::explain(a),
+        Command::Bench(a) => bench::bench(a),
     }
 }
 

@@ -1,79 +1,54 @@
 //! `orrery run`.
 
-use super::common::{failure_block, header, load, parse_duration, policy_named, written_or_fail};
+use super::args::RunArgs;
+use super::common::{failure_block, header, load, parse_duration, written_or_fail};
+use super::error::Outcome;
 use super::inputs::{empirical, traces};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::PathBuf;
 
-/// What `run` was told to change of the scenario's own choices.
-pub(super) struct RunChoices<'a> {
-    pub(super) policy: Option<&'a str>,
-    pub(super) failures: Option<&'a str>,
-    pub(super) horizon: Option<&'a str>,
-    pub(super) format: orrery::report::Format,
-}
-
-pub(super) fn run(
-    file: Option<&Path>,
-    seed: u64,
-    out: Option<PathBuf>,
-    choices: RunChoices,
-    trace: bool,
-    plots: bool,
-) -> ExitCode {
-    let RunChoices {
+pub(super) fn run(a: RunArgs) -> Outcome {
+    let RunArgs {
+        file,
+        seed,
+        out,
         policy,
         failures,
         horizon,
+        trace,
+        no_plots,
         format,
-    } = choices;
-    let l = match load(file) {
-        Ok(l) => l,
-        Err(c) => return c,
-    };
-    let chosen = failure_block(l.spec.as_ref().expect("no errors means a spec"), failures)
-        .and_then(|f| {
-            let h = horizon
-                .map(|h| parse_duration(h).map_err(|e| format!("--horizon: {e}")))
-                .transpose()?;
-            Ok((f, h))
-        });
-    let (failure_block, horizon_ns) = match chosen {
-        Ok(x) => x,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+        ..
+    } = a;
+    let (file, format) = (file.as_deref(), format.format());
+    let l = load(file)?;
+    let failure_block = failure_block(
+        l.spec.as_ref().expect("no errors means a spec"),
+        failures.as_deref(),
+    )?;
+    let horizon_ns = (horizon.as_deref())
+        .map(|h| parse_duration(h).map_err(|e| format!("--horizon: {e}")))
+        .transpose()?;
     let overridden = policy.map(|p| {
         l.spec
             .as_ref()
             .expect("no errors means a spec")
-            .with_policy(policy_named(p))
+            .with_policy(p.policy())
     });
     let spec = overridden
         .as_ref()
         .or(l.spec.as_ref())
         .expect("no errors means a spec");
     let mut h = header(&l, file, seed);
-    h.policy = policy.map(str::to_string);
+    h.policy = policy.map(|p| p.word().to_string());
     h.failures = failure_block.clone();
-    h.horizon = horizon.map(str::to_string);
+    h.horizon = horizon;
     outln!("{}", h.line());
     let inputs = traces(spec, &l.sources, file).and_then(|t| match file {
         Some(f) => Ok((t, empirical(spec, &l.sources, f)?)),
         None => Ok((t, Default::default())),
     });
-    let (traces, empirical) = match inputs {
-        Ok(x) => x,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(c) = super::common::gate(&l, spec, horizon_ns, &traces, 1) {
-        return c;
-    }
+    let (traces, empirical) = inputs?;
+    super::common::gate(&l, spec, horizon_ns, &traces, 1)?;
     let t0 = std::time::Instant::now();
     // On a terminal, a long run shows how far it has got (events, simulated time).
     let progress = super::out::terminal().then(|| {
@@ -99,9 +74,8 @@ pub(super) fn run(
     if let Some(bar) = &progress {
         bar.finish_and_clear();
     }
-    if let Some(c) = super::common::over_budget().or_else(|| super::common::broken(&r.violations)) {
-        return c;
-    }
+    super::common::within_budget()?;
+    super::common::sound(&r.violations)?;
     let wall = t0.elapsed().as_secs_f64();
     h.model_sources = r.model_sources.clone();
     // How data movement was priced is known only after the run (it depends on placement).
@@ -127,9 +101,7 @@ pub(super) fn run(
         .trim_end_matches(".orr")
         .to_string();
     let dir = out.unwrap_or_else(|| PathBuf::from("outputs").join(stem));
-    if let Err(c) = super::common::begin_outputs(&dir) {
-        return c;
-    }
+    super::common::begin_outputs(&dir)?;
     let written = orrery::report::write(&dir, &h, &r.metrics, format).and_then(|mut files| {
         if trace {
             let t = orrery::trace::perfetto(&r.timeline, &h.line());
@@ -140,7 +112,7 @@ pub(super) fn run(
     });
     let t1 = std::time::Instant::now();
     let written = written.map_err(|e| e.to_string()).and_then(|files| {
-        orrery::outputs::run::write(&dir, &h, &r, &files, plots, format).map(|w| (files, w))
+        orrery::outputs::run::write(&dir, &h, &r, &files, !no_plots, format).map(|w| (files, w))
     });
     written_or_fail(&dir, written, t1)
 }

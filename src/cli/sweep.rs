@@ -1,35 +1,32 @@
 //! `orrery sweep`, and the table and outputs it shares with `merge`.
 
+use super::args::SweepArgs;
 use super::common::{
-    broken, check_threads, color, file_stem, load, parse_seeds, progress_bar, written_or_fail,
+    check_threads, color, file_stem, load, parse_seeds, progress_bar, sound, within_budget,
+    written_or_fail,
 };
+use super::error::{Error, Outcome};
 use super::inputs::{empirical, traces};
 use orrery::scenario::Loaded;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub(super) fn sweep(
-    file: &Path,
-    experiment: Option<String>,
-    seeds: Option<&str>,
-    threads: Option<usize>,
-    shard: Option<&str>,
-    out: Option<PathBuf>,
-    plots: bool,
-) -> ExitCode {
-    let fail = |e: String| {
-        errln!("error: {e}");
-        ExitCode::from(2)
-    };
-    let threads = match check_threads(threads) {
-        Ok(t) => t,
-        Err(e) => return fail(e),
-    };
-    let seeds = match seeds.map(parse_seeds).transpose() {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let shard = match shard
+pub(super) fn sweep(a: SweepArgs) -> Outcome {
+    let SweepArgs {
+        file,
+        experiment,
+        seeds,
+        threads,
+        shard,
+        out,
+        no_plots,
+        ..
+    } = a;
+    let (file, plots) = (file.as_path(), !no_plots);
+    let threads = check_threads(threads)?;
+    let seeds = seeds.as_deref().map(parse_seeds).transpose()?;
+    let shard = shard
+        .as_deref()
         .map(|s| {
             let bad = || format!("--shard: expected `i/n` with i < n, found `{s}`");
             let (i, n) = s.split_once('/').ok_or_else(bad)?;
@@ -42,22 +39,11 @@ pub(super) fn sweep(
             }
             Ok((i, n))
         })
-        .transpose()
-    {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let l = match load(Some(file)) {
-        Ok(l) => l,
-        Err(c) => return c,
-    };
+        .transpose()?;
+    let l = load(Some(file))?;
     let spec = l.spec.as_ref().expect("no errors means a spec");
-    let (traces, empirical) = match traces(spec, &l.sources, Some(file))
-        .and_then(|t| Ok((t, empirical(spec, &l.sources, file)?)))
-    {
-        Ok(x) => x,
-        Err(e) => return fail(e),
-    };
+    let (traces, empirical) = traces(spec, &l.sources, Some(file))
+        .and_then(|t| Ok((t, empirical(spec, &l.sources, file)?)))?;
     let mut cfg = orrery::experiment::sweep::SweepConfig {
         experiment,
         seeds,
@@ -69,26 +55,24 @@ pub(super) fn sweep(
     };
     let plan = match orrery::experiment::sweep::plan(&l, &file.display().to_string(), &cfg) {
         Ok(p) => p,
-        Err(orrery::experiment::sweep::PlanError::Message(m)) => return fail(m),
+        Err(orrery::experiment::sweep::PlanError::Message(m)) => return Err(m.into()),
         Err(orrery::experiment::sweep::PlanError::Invalid(v)) => {
             err!("{}", v.render(color()));
-            return fail(format!(
+            return Err(Error::Input(format!(
                 "a sweep of {} makes an invalid scenario",
                 file.display()
-            ));
+            )));
         }
     };
     // Every cell's scenario within the budgets, before any runs.
     for s in &plan.specs {
-        if let Err(c) = super::common::gate(
+        super::common::gate(
             &l,
             s,
             None,
             &cfg.traces,
             super::common::runs_at_once(threads),
-        ) {
-            return c;
-        }
+        )?;
     }
     let h = &plan.header;
     let runs = match shard {
@@ -116,18 +100,15 @@ pub(super) fn sweep(
     let written = match shard {
         Some((i, n)) => {
             let (rows, violations) = orrery::experiment::sweep::run(&plan, &cfg);
-            if let Some(c) = super::common::over_budget().or_else(|| broken(&violations)) {
-                return c;
-            }
+            within_budget()?;
+            sound(&violations)?;
             // The shard holding the first run (run 0: shard 0) carries its plot data, so that
             // a merge draws what the unsharded sweep draws, with or without the scenario.
             let plots = experiment_plots(&l, &h.experiment);
             let representative = (i == 0)
                 .then(|| representative(&plan, &cfg, &plots))
                 .flatten();
-            if let Some(c) = super::common::over_budget() {
-                return c;
-            }
+            within_budget()?;
             let s = orrery::experiment::sweep::Shard {
                 header: plan.header.clone(),
                 shard: i,
@@ -140,21 +121,16 @@ pub(super) fn sweep(
         }
         None => {
             let r = orrery::experiment::sweep::run_sweep(&plan, &cfg);
-            if let Some(c) = super::common::over_budget().or_else(|| broken(&r.violations)) {
-                return c;
-            }
+            within_budget()?;
+            sound(&r.violations)?;
             let table = sweep_table(&r);
             out!("{table}");
             errln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
             let t1 = std::time::Instant::now();
             let lines = experiment_plots(&l, &r.header.experiment);
             let representative = plots.then(|| representative(&plan, &cfg, &lines)).flatten();
-            if let Some(c) = super::common::over_budget() {
-                return c;
-            }
-            if let Err(c) = super::common::begin_outputs(&dir) {
-                return c;
-            }
+            within_budget()?;
+            super::common::begin_outputs(&dir)?;
             let written = orrery::experiment::sweep::write(&dir, &r);
             return sweep_outputs(
                 &dir,
@@ -169,13 +145,9 @@ pub(super) fn sweep(
         }
     };
     errln!("simulated in {:.2} s", t0.elapsed().as_secs_f64());
-    match written {
-        Ok(f) => {
-            outln!("wrote {} in {}", f.join(", "), dir.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(format!("cannot write results to {}: {e}", dir.display())),
-    }
+    let f = written.map_err(|e| format!("cannot write results to {}: {e}", dir.display()))?;
+    outln!("wrote {} in {}", f.join(", "), dir.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The table `sweep` and `merge` print: a row per cell, its swept values (left-aligned) then
@@ -251,7 +223,7 @@ pub(super) fn sweep_outputs(
     table: &str,
     plots: bool,
     t1: std::time::Instant,
-) -> ExitCode {
+) -> Outcome {
     let written = written.map_err(|e| e.to_string()).and_then(|files| {
         orrery::outputs::sweep::write(dir, r, lines, representative, table, &files, plots)
             .map(|w| (files, w))

@@ -1,6 +1,8 @@
 //! `orrery validate` and `orrery detect`.
 
+use super::args::{DetectArgs, ValidateArgs};
 use super::common::load;
+use super::error::{Error, Outcome};
 use orrery::calibrate::detect::{self, GpuInventory, Host};
 use orrery::diag;
 use orrery::scenario::load::MAX_PROFILE_BYTES;
@@ -9,29 +11,32 @@ use std::process::ExitCode;
 
 /// The machine to look at: this one (with the driver's inventory where the `cuda` feature
 /// can read one), or a copied tree under `root` (no driver).
-fn machine(root: Option<&Path>) -> Result<(Host, Option<GpuInventory>), ExitCode> {
+fn machine(root: Option<&Path>) -> Result<(Host, Option<GpuInventory>), Error> {
     match root {
         None => Ok((detect::detect(), gpu_inventory())),
         Some(r) if r.is_dir() => Ok((detect::detect_at(r, Default::default()), None)),
-        Some(r) => {
-            errln!("error: --root {}: not a folder", r.display());
-            Err(ExitCode::from(2))
-        }
+        Some(r) => Err(Error::Input(format!(
+            "--root {}: not a folder",
+            r.display()
+        ))),
     }
 }
 
-pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: bool) -> ExitCode {
+pub(super) fn validate(a: ValidateArgs) -> Outcome {
     use orrery::calibrate::validate::Verdict;
+    let (file, node, root, record) = (
+        a.file.as_path(),
+        a.node.as_str(),
+        a.root.as_deref(),
+        a.record,
+    );
     if record && root.is_some() {
-        errln!(
-            "error: --record vouches for the machine validate runs on; it cannot be used with --root"
+        return Err(
+            "--record vouches for the machine validate runs on; it cannot be used with --root"
+                .into(),
         );
-        return ExitCode::from(2);
     }
-    let l = match load(Some(file)) {
-        Ok(l) => l,
-        Err(c) => return c,
-    };
+    let l = load(Some(file))?;
     let spec = l.spec.as_ref().expect("no errors means a spec");
     let Some(nt) = spec.node_types.get(node) else {
         let hint = diag::did_you_mean(node, spec.node_types.keys().map(String::as_str))
@@ -45,28 +50,18 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
                         .join(", ")
                 )
             });
-        errln!(
-            "error: no node type `{node}` in {} or the catalog\n  help: {hint}",
+        return Err(Error::Input(format!(
+            "no node type `{node}` in {} or the catalog\n  help: {hint}",
             file.display()
-        );
-        return ExitCode::from(2);
+        )));
     };
     // Profiles to record into, found before any checking (a bad target is exit 2).
     let targets = if record {
-        match record_targets(spec, nt, file) {
-            Ok(t) => t,
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        }
+        record_targets(spec, nt, file)?
     } else {
         Vec::new()
     };
-    let (host, gpus) = match machine(root) {
-        Ok(m) => m,
-        Err(c) => return c,
-    };
+    let (host, gpus) = machine(root)?;
     outln!(
         "node type `{node}` against {} ({}{})",
         host.hostname,
@@ -111,23 +106,18 @@ pub(super) fn validate(file: &Path, node: &str, root: Option<&Path>, record: boo
                 orrery::atomic::write_atomic(path, t.as_bytes())
                     .map_err(|e| format!("cannot write {e}"))
             });
-        match written {
-            Ok(()) => outln!(
-                "recorded in profile {name} ({}): {matched} matched, {bad} mismatched, {unknown} not visible",
-                path.display()
-            ),
-            Err(e) => {
-                errln!("error: profile {name}: {e}");
-                return ExitCode::from(2);
-            }
-        }
+        written.map_err(|e| format!("profile {name}: {e}"))?;
+        outln!(
+            "recorded in profile {name} ({}): {matched} matched, {bad} mismatched, {unknown} not visible",
+            path.display()
+        );
     }
     if bad > 0 {
         outln!("{bad} mismatch{}", if bad == 1 { "" } else { "es" });
-        ExitCode::from(1)
+        Ok(ExitCode::from(1))
     } else {
         outln!("node type `{node}` agrees with this machine");
-        ExitCode::SUCCESS
+        Ok(ExitCode::SUCCESS)
     }
 }
 
@@ -169,23 +159,19 @@ fn record_targets(
         .collect()
 }
 
-pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
+pub(super) fn detect_node(a: DetectArgs) -> Outcome {
+    let (name, root) = (a.name.as_str(), a.root.as_deref());
     let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ident {
-        errln!(
-            "error: --name {name:?} is not a name (letters, digits, `_`, starting with a letter)"
-        );
-        return ExitCode::from(2);
+        return Err(Error::Input(format!(
+            "--name {name:?} is not a name (letters, digits, `_`, starting with a letter)"
+        )));
     }
-    let (host, gpus) = match machine(root) {
-        Ok(m) => m,
-        Err(c) => return c,
-    };
+    let (host, gpus) = machine(root)?;
     let catalog = orrery::load_str("<catalog>", "");
     let Some(spec) = catalog.spec.as_ref() else {
-        errln!("error: the built-in catalog does not load");
-        return ExitCode::from(2);
+        return Err("the built-in catalog does not load".into());
     };
     let fs = orrery::calibrate::sysfs::Sysfs::new(root.unwrap_or(Path::new("/")));
     let nvswitches = fs
@@ -198,14 +184,13 @@ pub(super) fn detect_node(name: &str, root: Option<&Path>) -> ExitCode {
     // What is printed must read back as a node type.
     let back = orrery::load_str("detected.orr", &block);
     if back.has_errors() {
-        errln!(
-            "error: the detected block does not read back (a bug):\n{block}\n{}",
+        return Err(Error::Input(format!(
+            "the detected block does not read back (a bug):\n{block}\n{}",
             back.render(false)
-        );
-        return ExitCode::from(2);
+        )));
     }
     out!("{block}");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(feature = "cuda")]
