@@ -337,32 +337,44 @@ pub fn render_summary(sum: &Summary) -> String {
 /// `accuracy.csv`: one line per row, every field the printed table has plus the row's
 /// system, configuration and source.
 pub fn csv(outcomes: &[Outcome]) -> String {
-    let mut s = String::from(
-        "id,kind,system,config,metric,published,predicted,error,tolerance,fitted,within,gap,priced_by,source\n",
-    );
-    for o in outcomes {
-        let e = &o.entry;
-        let fields = [
-            e.id.clone(),
-            e.kind.name().to_string(),
-            e.system.clone(),
-            e.config.clone(),
-            e.metric.to_string(),
-            format!("{}", e.published),
-            format!("{}", o.predicted),
-            format!("{:.6}", o.error),
-            format!("{}", e.tolerance),
-            e.fitted.to_string(),
-            o.within().to_string(),
-            o.gap.clone().unwrap_or_default(),
-            o.priced_by.clone(),
-            e.source.clone(),
-        ];
-        let line: Vec<String> = fields.iter().map(|f| crate::csv::field(f)).collect();
-        s.push_str(&line.join(","));
-        s.push('\n');
+    /// One row of the table: the published figure, the prediction, and how far apart.
+    #[derive(serde::Serialize, Default)]
+    struct Row<'a> {
+        id: &'a str,
+        kind: &'a str,
+        system: &'a str,
+        config: &'a str,
+        metric: String,
+        published: f64,
+        predicted: f64,
+        /// Signed relative error, 6 decimals.
+        error: String,
+        tolerance: f64,
+        fitted: bool,
+        within: bool,
+        gap: &'a str,
+        priced_by: &'a str,
+        source: &'a str,
     }
-    s
+    crate::report::rows::csv(outcomes.iter().map(|o| {
+        let e = &o.entry;
+        Row {
+            id: &e.id,
+            kind: e.kind.name(),
+            system: &e.system,
+            config: &e.config,
+            metric: e.metric.to_string(),
+            published: e.published,
+            predicted: o.predicted,
+            error: format!("{:.6}", o.error),
+            tolerance: e.tolerance,
+            fitted: e.fitted,
+            within: o.within(),
+            gap: o.gap.as_deref().unwrap_or(""),
+            priced_by: &o.priced_by,
+            source: &e.source,
+        }
+    }))
 }
 
 /// Three significant digits.

@@ -27,6 +27,7 @@
 //!
 //! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
+pub use super::drill_files::csv_files;
 use crate::engine::Time;
 use crate::experiment::kinds::{self, Column};
 use crate::experiment::measure::ClusterFigures;
@@ -543,80 +544,9 @@ pub fn to_json(h: &Header, r: &DrillReport) -> String {
     serde_json::to_string_pretty(&out).unwrap_or_default()
 }
 
-fn opt(x: Option<f64>) -> String {
-    x.map(|v| v.to_string()).unwrap_or_default()
-}
-
 /// Baselines, then variants (the order of every file and table).
-fn all(r: &DrillReport) -> impl Iterator<Item = &Variant> {
+pub(super) fn all(r: &DrillReport) -> impl Iterator<Item = &Variant> {
     r.baselines.iter().chain(&r.variants)
-}
-
-/// The CSV files of a drill: (file name, contents). `drill.csv` and `per_seed.csv` hold the
-/// baselines too; `cost.csv` the paired differences of each variant from its baseline.
-pub fn csv_files(r: &DrillReport) -> Vec<(&'static str, String)> {
-    let mut agg =
-        String::from("variant,horizon_s,horizon_source,metric,n,mean,std,ci_low,ci_high\n");
-    let mut cost = String::from("variant,baseline,metric,n,mean_difference,std,ci_low,ci_high\n");
-    let keys: Vec<String> = r.metrics.iter().map(|k| crate::csv::field(k)).collect();
-    let mut per_seed = format!("variant,seed,{},job_stops\n", keys.join(","));
-    let mut timeline = String::from("variant,seed,time_s,kind,subject\n");
-    let row = |a: &Aggregate| {
-        format!(
-            "{},{},{},{},{},{}",
-            crate::csv::field(&a.metric),
-            a.n,
-            opt(a.mean),
-            opt(a.std),
-            opt(a.ci_low),
-            opt(a.ci_high)
-        )
-    };
-    for v in all(r) {
-        let name = crate::csv::field(&v.name);
-        let window = format!(
-            "{},{}",
-            opt(v.window.seconds),
-            crate::csv::field(&v.window.source)
-        );
-        for a in &v.aggregates {
-            let _ = writeln!(agg, "{name},{window},{}", row(a));
-        }
-        let base = crate::csv::field(v.baseline.as_deref().unwrap_or(""));
-        for a in &v.cost {
-            let _ = writeln!(cost, "{name},{base},{}", row(a));
-        }
-        for run in &v.runs {
-            let vals: Vec<String> = r
-                .metrics
-                .iter()
-                .map(|k| opt(run.values.get(k).copied().flatten()))
-                .collect();
-            let _ = writeln!(
-                per_seed,
-                "{name},{},{},{}",
-                run.seed,
-                vals.join(","),
-                run.job_stops
-            );
-            for e in &run.timeline {
-                let _ = writeln!(
-                    timeline,
-                    "{name},{},{},{},{}",
-                    run.seed,
-                    e.time,
-                    crate::csv::field(&e.kind),
-                    crate::csv::field(&e.subject)
-                );
-            }
-        }
-    }
-    vec![
-        ("drill.csv", agg),
-        ("cost.csv", cost),
-        ("per_seed.csv", per_seed),
-        ("timeline.csv", timeline),
-    ]
 }
 
 /// Write `drill.json`, `drill.csv`, `cost.csv`, `per_seed.csv` and `timeline.csv` into

@@ -10,6 +10,7 @@
 pub mod collectives;
 pub mod compare;
 pub mod drill;
+mod drill_files;
 pub mod json;
 pub mod kinds;
 pub mod measure;

@@ -244,6 +244,23 @@ fn data_file(
     Ok(file)
 }
 
+/// `llm_kv.csv`: each LLM service's KV cache occupancy per window.
+fn kv_csv(kv: &[&crate::sim::llm::metrics::LlmServiceMetrics]) -> String {
+    #[derive(serde::Serialize, Default)]
+    struct KvRow {
+        service: String,
+        window_start_s: f64,
+        kv_occupancy_fraction: f64,
+    }
+    crate::report::rows::csv(kv.iter().flat_map(|s| {
+        s.kv_series.iter().map(|&(t0, f)| KvRow {
+            service: format!("{}.{}", s.workload, s.name),
+            window_start_s: t0,
+            kv_occupancy_fraction: f,
+        })
+    }))
+}
+
 /// Writes the plots (unless `plots` is false), `timeline.csv` and `report.md` of a run into
 /// `dir`, which already holds `data` (the files [`crate::report::write`] wrote, plus
 /// `trace.json` when written). Returns what this step wrote.
@@ -315,16 +332,7 @@ pub fn write(
         .filter(|s| !s.kv_series.is_empty())
         .collect();
     if !kv.is_empty() {
-        let mut csv = String::from("service,window_start_s,kv_occupancy_fraction\n");
-        for s in &kv {
-            for (t0, f) in &s.kv_series {
-                csv.push_str(&format!(
-                    "{},{t0},{f}\n",
-                    crate::csv::field(&format!("{}.{}", s.workload, s.name))
-                ));
-            }
-        }
-        let file = data_file(dir, h, format, "llm_kv.csv", &csv)?;
+        let file = data_file(dir, h, format, "llm_kv.csv", &kv_csv(&kv))?;
         rep.out.files.push(file);
     }
     if plots && !kv.is_empty() {

@@ -3,7 +3,6 @@
 //! cross-node pair), `breakdown.{png,svg}` (latency / overhead / staging / bandwidth of the
 //! largest size on that pair) and `report.md`.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{Report, Written};
@@ -87,33 +86,43 @@ pub fn largest_breakdown(pair: &PairResult) -> (f64, Vec<TransportBreakdown>) {
 /// `transports.csv`: `pair,src,dst,transport,bytes,time_s,speedup,latency_s,overhead_s,
 /// staging_s,bandwidth_s,chunks,error` per cell.
 pub fn csv(c: &Comparison) -> String {
-    let mut o = String::from(
-        "pair,src,dst,transport,bytes,time_s,speedup,latency_s,overhead_s,staging_s,bandwidth_s,chunks,error\n",
-    );
-    let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
-    for p in &c.pairs {
-        for x in &p.cells {
-            let b = x.breakdown;
-            let _ = writeln!(
-                o,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                p.label,
-                p.src.name,
-                p.dst.name,
-                x.transport,
-                x.bytes,
-                opt(b.map(|b| b.secs)),
-                opt(x.speedup),
-                opt(b.map(|b| b.latency_secs)),
-                opt(b.map(|b| b.overhead_secs)),
-                opt(b.map(|b| b.staging_secs)),
-                opt(b.map(|b| b.bandwidth_secs)),
-                x.chunks,
-                crate::csv::quoted(x.error.as_deref().unwrap_or(""))
-            );
-        }
+    /// One pair, transport and size: its time, split into its parts, or why it cannot move.
+    #[derive(serde::Serialize, Default)]
+    struct Row<'a> {
+        pair: &'a str,
+        src: &'a str,
+        dst: &'a str,
+        transport: &'a str,
+        bytes: f64,
+        time_s: Option<f64>,
+        speedup: Option<f64>,
+        latency_s: Option<f64>,
+        overhead_s: Option<f64>,
+        staging_s: Option<f64>,
+        bandwidth_s: Option<f64>,
+        chunks: u32,
+        error: crate::report::rows::Quoted<'a>,
     }
-    o
+    crate::report::rows::csv(c.pairs.iter().flat_map(|p| {
+        p.cells.iter().map(move |x| {
+            let b = x.breakdown;
+            Row {
+                pair: &p.label,
+                src: &p.src.name,
+                dst: &p.dst.name,
+                transport: &x.transport,
+                bytes: x.bytes,
+                time_s: b.map(|b| b.secs),
+                speedup: x.speedup,
+                latency_s: b.map(|b| b.latency_secs),
+                overhead_s: b.map(|b| b.overhead_secs),
+                staging_s: b.map(|b| b.staging_secs),
+                bandwidth_s: b.map(|b| b.bandwidth_secs),
+                chunks: x.chunks,
+                error: crate::report::rows::Quoted(x.error.as_deref().unwrap_or("")),
+            }
+        })
+    }))
 }
 
 /// Bars of the workload comparison: makespan and each task group's mean run time, one bar per

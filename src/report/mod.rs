@@ -1,16 +1,18 @@
 //! Run results as files and tables: `run.json` (every metric, with the reproducibility
-//! header), one CSV per kind of work, `utilization.csv`, `cpu_utilization.csv` (`cpu.rs`), and
-//! the table `orrery run` prints. Files are written atomically (temp file, then rename).
-//!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
+//! header), one CSV per kind of work (`tables.rs`: one typed row per table, `rows.rs`
+//! writes them), and the table `orrery run` prints (`cpu.rs` its CPU part). Files are
+//! written atomically (temp file, then rename).
 
 pub mod catalog;
 mod cluster;
 pub mod columnar;
 mod cpu;
+pub mod rows;
+mod tables;
 
-use crate::csv::field as csv_field;
-use crate::sim::metrics::{RunMetrics, Stats};
+pub use tables::csv_files;
+
+use crate::sim::metrics::RunMetrics;
 use crate::table::Table;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -83,186 +85,6 @@ impl Header {
         }
         line
     }
-}
-
-fn stats_cols(s: &Stats) -> String {
-    format!(
-        "{},{},{},{},{},{}",
-        s.mean, s.p50, s.p90, s.p99, s.p999, s.max
-    )
-}
-
-/// The CSV files of a run: (file name, contents).
-pub fn csv_files(h: &Header, m: &RunMetrics) -> Vec<(&'static str, String)> {
-    let pre = format!("{},{},{}", csv_field(&h.orrery), h.scenario_hash, h.seed);
-    let head = "orrery,scenario_hash,seed";
-    let mut tasks = format!(
-        "{head},workload,group,submitted,completed,infeasible,queue_mean_s,queue_p50_s,queue_p90_s,queue_p99_s,queue_p999_s,queue_max_s,run_mean_s,run_p50_s,run_p90_s,run_p99_s,run_p999_s,run_max_s,first_start_s,last_end_s\n"
-    );
-    for t in &m.tasks {
-        let _ = writeln!(
-            tasks,
-            "{pre},{},{},{},{},{},{},{},{},{}",
-            csv_field(&t.workload),
-            csv_field(&t.name),
-            t.submitted,
-            t.completed,
-            t.infeasible,
-            stats_cols(&t.queueing_delay),
-            stats_cols(&t.run_time),
-            t.first_start,
-            t.last_end
-        );
-    }
-    let mut pgs = format!(
-        "{head},workload,group,bundles,state,pending_time_s,attempts,racks,nodes,option_index,domain\n"
-    );
-    for p in &m.placement_groups {
-        let _ = writeln!(
-            pgs,
-            "{pre},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&p.workload),
-            csv_field(&p.name),
-            p.bundles,
-            p.state,
-            p.pending_time,
-            p.attempts,
-            p.racks,
-            csv_field(&p.nodes.join(" ")),
-            p.option.map(|o| o.to_string()).unwrap_or_default(),
-            csv_field(p.domain.as_deref().unwrap_or(""))
-        );
-    }
-    let mut train = format!(
-        "{head},workload,job,devices,nodes,steps_done,step_time_s,compute_time_s,communication_time_s,exposed_comm_time_s,checkpoint_time_s,bubble_time_s,started_s,finished_s,goodput,tokens_per_s,mfu\n"
-    );
-    for t in &m.training {
-        let fin = t.finished.map(|f| f.to_string()).unwrap_or_default();
-        let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
-        let _ = writeln!(
-            train,
-            "{pre},{},{},{},{},{},{},{},{},{},{},{},{},{fin},{},{},{}",
-            csv_field(&t.workload),
-            csv_field(&t.name),
-            t.devices,
-            t.nodes,
-            t.steps_done,
-            t.step_time,
-            t.compute_time,
-            t.communication_time,
-            t.exposed_comm_time,
-            t.checkpoint_time,
-            t.bubble_time,
-            t.started,
-            t.goodput,
-            opt(t.tokens_per_s),
-            opt(t.mfu)
-        );
-    }
-    let mut svc = format!(
-        "{head},workload,service,replicas,arrived,served,throughput_per_s,latency_mean_s,latency_p50_s,latency_p90_s,latency_p99_s,latency_p999_s,latency_max_s,wait_mean_s,wait_probability_fraction,mean_queue_length_requests,slo_violation_fraction\n"
-    );
-    for s in &m.services {
-        let _ = writeln!(
-            svc,
-            "{pre},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&s.workload),
-            csv_field(&s.name),
-            s.replicas_placed,
-            s.arrived,
-            s.served,
-            s.throughput,
-            stats_cols(&s.latency),
-            s.waiting.mean,
-            s.wait_probability,
-            s.mean_queue_length,
-            s.slo_violation_fraction
-        );
-    }
-    let mut llm = format!(
-        "{head},workload,service,model,tp,replicas,arrived,finished,preemptions,output_tokens_per_s,requests_per_s,goodput_per_s,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_mean_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,inter_token_mean_s,inter_token_p99_s,e2e_mean_s,e2e_p99_s,kv_utilization_mean_fraction,kv_utilization_peak_fraction,prefill_replicas,decode_replicas,kv_transport,kv_transfer_mean_s,kv_transfer_p99_s,kv_transfer_bytes\n"
-    );
-    for s in &m.llm_services {
-        let _ = writeln!(
-            llm,
-            "{pre},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&s.workload),
-            csv_field(&s.name),
-            csv_field(&s.model),
-            s.tp,
-            s.replicas_placed,
-            s.arrived,
-            s.finished,
-            s.preemptions,
-            s.output_tokens_per_s,
-            s.requests_per_s,
-            s.goodput_per_s,
-            s.ttft.mean,
-            s.ttft.p50,
-            s.ttft.p90,
-            s.ttft.p99,
-            s.tpot.mean,
-            s.tpot.p50,
-            s.tpot.p90,
-            s.tpot.p99,
-            s.inter_token.mean,
-            s.inter_token.p99,
-            s.e2e.mean,
-            s.e2e.p99,
-            s.kv_utilization_mean_fraction,
-            s.kv_utilization_peak_fraction,
-            // Disaggregation: pools, transport, KV transfer time and bytes; blank colocated.
-            s.disaggregation
-                .as_ref()
-                .map_or(",,,,,".to_string(), |d| format!(
-                    "{},{},{},{},{},{}",
-                    d.prefill_replicas,
-                    d.decode_replicas,
-                    csv_field(&d.transport),
-                    d.kv_transfer.mean,
-                    d.kv_transfer.p99,
-                    d.kv_transfer_bytes
-                ))
-        );
-    }
-    let mut util =
-        format!("{head},scope,name,devices,time_s,bin_s,busy_devices,allocated_devices\n");
-    for (scope, map) in [
-        ("device_class", &m.utilization),
-        ("node_type", &m.utilization_by_node_type),
-    ] {
-        for (name, u) in map {
-            for (t, busy, held) in steps(&u.busy_series, &u.allocated_series) {
-                let _ = writeln!(
-                    util,
-                    "{pre},{scope},{},{},{t},{},{busy},{held}",
-                    csv_field(name),
-                    u.devices,
-                    u.series_resolution_s
-                );
-            }
-        }
-    }
-    let mut links = format!(
-        "{head},link_class,links,capacity_bytes_per_s,link_bytes,mean_utilization,peak_utilization\n"
-    );
-    for (class, l) in &m.links {
-        let _ = writeln!(
-            links,
-            "{pre},{class},{},{},{},{},{}",
-            l.links, l.capacity_bytes_per_s, l.link_bytes, l.mean_utilization, l.peak_utilization
-        );
-    }
-    vec![
-        ("tasks.csv", tasks),
-        ("placement_groups.csv", pgs),
-        ("training.csv", train),
-        ("services.csv", svc),
-        ("llm_services.csv", llm),
-        ("utilization.csv", util),
-        ("cpu_utilization.csv", cpu::csv(head, &pre, m)),
-        ("links.csv", links),
-    ]
 }
 
 /// Two step functions ((time, level) at each change, ascending) on their union of change

@@ -20,11 +20,10 @@ const WHY: &str = "//! Why over 600 lines:";
 /// Files over 600 lines today, at their length today: each may get shorter (then lower its
 /// figure here, or drop it once under 600), never longer.
 const LONG_FILES: &[(&str, usize)] = &[
-    ("src/experiment/drill.rs", 693),
+    ("src/experiment/drill.rs", 623),
     ("src/network/collective/mod.rs", 605),
     ("src/network/graph.rs", 1240),
     ("src/placement/state.rs", 1364),
-    ("src/report/mod.rs", 671),
     ("src/sim/mod.rs", 667),
     ("src/scenario/cluster.rs", 842),
     ("src/scenario/hardware.rs", 942),
@@ -74,7 +73,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/network/graph.rs", "route_vertices", 103),
     ("src/network/rebuild.rs", "rebuild", 114),
     ("src/outputs/drill.rs", "write", 103),
-    ("src/outputs/run.rs", "write", 317),
+    ("src/outputs/run.rs", "write", 308),
     ("src/outputs/sweep.rs", "write", 141),
     ("src/outputs/timeline.rs", "timeline_rows", 191),
     ("src/placement/bundle.rs", "place_on", 117),
@@ -94,7 +93,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/raycluster/launcher.rs", "read", 125),
     ("src/raycluster/plan.rs", "one", 120),
     ("src/raycluster/yaml.rs", "parse", 142),
-    ("src/report/mod.rs", "csv_files", 171),
     ("src/report/mod.rs", "table", 279),
     ("src/sim/failures/devices.rs", "device_fault", 121),
     ("src/sim/failures/nodes.rs", "node_crash_one", 120),
