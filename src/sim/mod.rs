@@ -55,6 +55,7 @@ mod tasks;
 mod tensors;
 pub mod timeline;
 mod training;
+mod transfers;
 pub mod utilization;
 mod wire;
 
@@ -245,40 +246,28 @@ pub(crate) enum Ev {
     Wire,
     /// A job's step finished computing: its collectives start (job, epoch).
     CommStart(u32, u32),
-    /// A round of a job's collectives has paid its α: its flows start (job, epoch).
-    RoundGo(u32, u32),
     /// A model-level job's optimizer step is done (job, epoch).
     OptimizerDone(u32, u32),
     /// A unit of a job's overlapped gradient stream is ready (job, epoch, stream).
     BucketReady(u32, u32, u32),
-    /// A round of a stream's launch has paid its α: its flows start (job, epoch, stream).
-    BucketGo(u32, u32, u32),
-    /// A task's input fetch has paid its fixed part: its flows start (task, epoch).
-    FetchGo(u32, u32),
     /// (task, attempt): its transport cannot move its inputs (`price_move`): it fails.
     FetchFailed(u32, u32),
     /// A checkpoint with nothing to move is done (job, epoch, load).
     CheckpointDone(u32, u32, bool),
-    /// An actor call's tensor has paid its fixed part: its flow starts (actor, epoch).
-    TensorGo(u32, u32),
-    /// A batch's requests have paid their fixed part: their flows start (replica, epoch).
-    RequestGo(u32, u32),
-    /// A finished batch's responses have paid their fixed part (response slot).
-    ResponseGo(u32),
     /// The run's network changed at this time: what was started joins it, and the wake-up
     /// moves to the next completion (queued once per burst of changes, after the events
     /// already queued for this time, so a burst of starts is one batch).
     WireFlush,
     /// An LLM replica's iteration finished computing (replica, epoch).
     LlmComputed(u32, u32),
-    /// An LLM iteration's all-reduce round paid its α, or (true) its closed-form time is
-    /// over (replica, epoch, closed).
-    LlmRoundGo(u32, u32, bool),
-    /// A KV cache move paid its fixed part: its flows start (service, move slot, generation).
-    LlmKvGo(u32, u32, u32),
-    /// A pipelined LLM batch's timer is over (replica, epoch, flight; true: a round paid its
-    /// α, else its stage computed or a closed-form part is over).
-    LlmPipe(u32, u32, u32, bool),
+    /// An LLM iteration's all-reduce, priced in closed form, is over (replica, epoch).
+    LlmRoundClosed(u32, u32),
+    /// A transfer has paid its fixed part (a round's α, a payload's latency): its flows
+    /// start (`transfers.rs`).
+    TransferGo(wire::Owner),
+    /// A pipelined LLM batch's timer is over: its stage computed, or a closed-form part of
+    /// its communication is over (replica, epoch, flight).
+    LlmPipe(u32, u32, u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -648,20 +637,14 @@ impl<'s> Sim<'s> {
             Ev::Wire => self.on_wire(),
             Ev::WireFlush => self.rearm_now(),
             Ev::CommStart(j, epoch) => self.on_comm_start(j, epoch),
-            Ev::RoundGo(j, epoch) => self.on_round_go(j, epoch),
             Ev::OptimizerDone(j, epoch) => self.on_optimizer_done(j, epoch),
             Ev::BucketReady(j, epoch, s) => self.on_bucket_ready(j, epoch, s),
-            Ev::BucketGo(j, epoch, s) => self.on_bucket_go(j, epoch, s),
             Ev::LlmComputed(r, epoch) => self.on_llm_computed(r, epoch),
-            Ev::LlmRoundGo(r, epoch, closed) => self.on_llm_round_go(r, epoch, closed),
-            Ev::LlmKvGo(sid, slot, generation) => self.on_llm_kv_go(sid, slot, generation),
-            Ev::LlmPipe(r, epoch, f, go) => self.on_llm_pipe(r, epoch, f, go),
-            Ev::FetchGo(t, epoch) => self.on_fetch_go(t, epoch),
+            Ev::LlmRoundClosed(r, epoch) => self.on_llm_round_closed(r, epoch),
+            Ev::TransferGo(owner) => self.on_transfer_go(owner),
+            Ev::LlmPipe(r, epoch, f) => self.on_llm_pipe(r, epoch, f),
             Ev::FetchFailed(t, epoch) => self.on_fetch_failed(t, epoch),
             Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
-            Ev::TensorGo(a, epoch) => self.on_tensor_go(a, epoch),
-            Ev::RequestGo(r, epoch) => self.on_request_go(r, epoch),
-            Ev::ResponseGo(slot) => self.on_response_go(slot),
         }
     }
 }

@@ -235,24 +235,7 @@ impl Sim<'_> {
         done.clear();
         self.wire.complete(now, &mut done);
         for o in &done {
-            match *o {
-                Owner::Round { job, epoch } => self.on_round_done(job, epoch),
-                Owner::Bucket { job, epoch, stream } => self.on_bucket_done(job, epoch, stream),
-                Owner::Fetch { task, epoch } => self.on_fetch_done(task, epoch),
-                Owner::Checkpoint { job, epoch, load } => self.on_checkpoint_done(job, epoch, load),
-                Owner::Spill { task, epoch } => self.on_spill_done(task, epoch),
-                Owner::Restore { task, epoch } => self.on_restore_done(task, epoch),
-                Owner::Tensor { actor, epoch } => self.on_tensor_done(actor, epoch),
-                Owner::Request { replica, epoch } => self.on_requests_arrived(replica, epoch),
-                Owner::Response { slot } => self.on_responses_arrived(slot),
-                Owner::LlmRound { replica, epoch } => self.on_llm_round_done(replica, epoch),
-                Owner::LlmPipe {
-                    replica,
-                    epoch,
-                    flight,
-                } => self.on_llm_pipe_flows(replica, epoch, flight),
-                Owner::LlmKv { service, slot } => self.on_llm_kv_done(service, slot),
-            }
+            self.on_transfer_done(*o);
         }
         self.net.done = done;
         // What the owners started at this time joins now; a flush they queued finds

@@ -23,18 +23,18 @@ pub(super) struct Run {
     next: usize,
     launched: usize,
     /// The launch's bytes and α multiples of the stream's rounds, and its round.
-    scale: f64,
+    pub(super) scale: f64,
     calls: f64,
-    round: usize,
+    pub(super) round: usize,
     busy: bool,
-    xfer: Option<TransferId>,
+    pub(super) xfer: Option<TransferId>,
 }
 
 /// A job's overlapped reduction: its streams and their state in the current step.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Overlap {
     pub streams: Vec<Stream>,
-    runs: Vec<Run>,
+    pub(super) runs: Vec<Run>,
     /// The round the job's rounds wait at, and whether they are waiting there now.
     pub gate: usize,
     pub parked: bool,
@@ -141,39 +141,20 @@ impl Sim<'_> {
         let run = &o.runs[s as usize];
         let alpha = secs(o.streams[s as usize].rounds[run.round].alpha * run.calls);
         if alpha > 0 {
-            self.q.after(alpha, Ev::BucketGo(j, job.epoch, s));
+            self.transfer_after(
+                alpha,
+                Owner::Bucket {
+                    job: j,
+                    epoch: job.epoch,
+                    stream: s,
+                },
+            );
         } else {
-            self.on_bucket_go(j, job.epoch, s);
-        }
-    }
-
-    /// A launch's round paid its α: its chains, scaled to the launch's bytes, start.
-    pub(super) fn on_bucket_go(&mut self, j: u32, epoch: u32, s: u32) {
-        let now = self.now();
-        let job = &self.jobs[j as usize];
-        let Some(o) = &job.overlap else { return };
-        if epoch != job.epoch {
-            return;
-        }
-        let run = &o.runs[s as usize];
-        let scale = run.scale;
-        let flows = o.streams[s as usize].rounds[run.round]
-            .chains
-            .iter()
-            .map(|c| (c.path.clone(), c.bytes * scale));
-        let owner = Owner::Bucket {
-            job: j,
-            epoch,
-            stream: s,
-        };
-        match self.wire.start(now, flows, owner) {
-            Some(x) => {
-                if let Some(o) = &mut self.jobs[j as usize].overlap {
-                    o.runs[s as usize].xfer = Some(x);
-                }
-                self.rearm_wire();
-            }
-            None => self.on_bucket_done(j, epoch, s),
+            self.on_transfer_go(Owner::Bucket {
+                job: j,
+                epoch: job.epoch,
+                stream: s,
+            });
         }
     }
 

@@ -28,17 +28,17 @@ use crate::network::LinkId;
 /// Responses on their way back to the ingress, by slot.
 #[derive(Default)]
 pub(super) struct Responses {
-    slots: Vec<Option<Slot>>,
+    pub(super) slots: Vec<Option<Slot>>,
     free: Vec<u32>,
 }
 
-struct Slot {
+pub(super) struct Slot {
     service: u32,
     /// Arrival times of the requests they answer.
     arrivals: Vec<Time>,
     from: usize,
-    flows: Option<Vec<(Vec<LinkId>, f64)>>,
-    xfer: Option<TransferId>,
+    pub(super) flows: Option<Vec<(Vec<LinkId>, f64)>>,
+    pub(super) xfer: Option<TransferId>,
 }
 
 impl Sim<'_> {
@@ -172,27 +172,7 @@ impl Sim<'_> {
         let rep = &mut self.replicas[r as usize];
         rep.pending_dur = dur;
         rep.req_flows = Some(flows);
-        self.q.after(secs(fixed), Ev::RequestGo(r, epoch));
-    }
-
-    pub(super) fn on_request_go(&mut self, r: u32, epoch: u32) {
-        if epoch != self.replicas[r as usize].epoch {
-            return;
-        }
-        let Some(flows) = self.replicas[r as usize].req_flows.take() else {
-            return;
-        };
-        let now = self.now();
-        match self
-            .wire
-            .start(now, flows, Owner::Request { replica: r, epoch })
-        {
-            Some(x) => {
-                self.replicas[r as usize].req_xfer = Some(x);
-                self.rearm_wire();
-            }
-            None => self.on_requests_arrived(r, epoch),
-        }
+        self.transfer_after(secs(fixed), Owner::Request { replica: r, epoch });
     }
 
     /// Replica `r`'s batch has its requests: it computes.
@@ -252,24 +232,7 @@ impl Sim<'_> {
             }
         };
         self.begin_payload(MoveKey::Response(id), sid, (node, ingress), bytes, &name);
-        self.q.after(secs(fixed), Ev::ResponseGo(id));
-    }
-
-    pub(super) fn on_response_go(&mut self, id: u32) {
-        let now = self.now();
-        let Some(Some(slot)) = self.responses.slots.get_mut(id as usize) else {
-            return;
-        };
-        let flows = slot.flows.take().unwrap_or_default();
-        match self.wire.start(now, flows, Owner::Response { slot: id }) {
-            Some(x) => {
-                if let Some(Some(s)) = self.responses.slots.get_mut(id as usize) {
-                    s.xfer = Some(x);
-                }
-                self.rearm_wire();
-            }
-            None => self.on_responses_arrived(id),
-        }
+        self.transfer_after(secs(fixed), Owner::Response { slot: id });
     }
 
     /// Responses reached the ingress: their requests are served.
@@ -357,7 +320,7 @@ impl Sim<'_> {
                     replicas.push(replica)
                 }
                 Owner::Response { slot } => slots.push(slot),
-                Owner::LlmKv { service, slot } => kv.push((service, slot)),
+                Owner::LlmKv { service, slot, .. } => kv.push((service, slot)),
                 _ => {}
             }
         }
@@ -373,7 +336,7 @@ impl Sim<'_> {
         }
         for r in replicas {
             self.cancel_requests(r as usize);
-            // A new incarnation number makes the queued `RequestGo` stale.
+            // A new incarnation number makes the queued `TransferGo` stale.
             self.replicas[r as usize].epoch += 1;
             let sid = self.replicas[r as usize].service;
             let dur = self.replicas[r as usize].pending_dur;

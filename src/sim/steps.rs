@@ -96,9 +96,9 @@ impl Sim<'_> {
         };
         let alpha = secs(r.alpha) + extra;
         if alpha > 0 {
-            self.q.after(alpha, Ev::RoundGo(j, epoch));
+            self.transfer_after(alpha, super::wire::Owner::Round { job: j, epoch });
         } else {
-            self.on_round_go(j, epoch);
+            self.on_transfer_go(super::wire::Owner::Round { job: j, epoch });
         }
     }
 
@@ -112,27 +112,6 @@ impl Sim<'_> {
         job.busy.on(now);
         job.round_from = now;
         self.next_round(j);
-    }
-
-    /// A round paid its α: its chains start on the run's network.
-    pub(super) fn on_round_go(&mut self, j: u32, epoch: u32) {
-        let now = self.now();
-        let job = &self.jobs[j as usize];
-        if epoch != job.epoch {
-            return;
-        }
-        let flows = job.rounds[job.round]
-            .chains
-            .iter()
-            .map(|c| (c.path.clone(), c.bytes));
-        let owner = super::wire::Owner::Round { job: j, epoch };
-        match self.wire.start(now, flows, owner) {
-            Some(x) => {
-                self.jobs[j as usize].xfer = Some(x);
-                self.rearm_wire();
-            }
-            None => self.on_round_done(j, epoch),
-        }
     }
 
     /// A round's flows all finished.

@@ -225,7 +225,7 @@ impl Sim<'_> {
             return;
         }
         self.net.pending_fetch.insert(t, flows);
-        self.q.after(secs(fixed), Ev::FetchGo(t, epoch));
+        self.transfer_after(secs(fixed), super::wire::Owner::Fetch { task: t, epoch });
     }
 
     /// Task `t`'s transport cannot move its inputs to it: the task fails, as Ray raises the
@@ -250,25 +250,6 @@ impl Sim<'_> {
         self.groups[gi].failed += 1;
         self.task_done_bookkeeping(gi);
         self.dispatch(node);
-    }
-
-    /// A fetch's fixed part is over: its flows start on the run's network.
-    pub(super) fn on_fetch_go(&mut self, t: u32, epoch: u32) {
-        if epoch != self.task_epoch[t as usize] {
-            return; // a later attempt's flows may be pending: leave them
-        }
-        let Some(flows) = self.net.pending_fetch.remove(&t) else {
-            return;
-        };
-        let now = self.now();
-        let owner = super::wire::Owner::Fetch { task: t, epoch };
-        match self.wire.start(now, flows, owner) {
-            Some(x) => {
-                self.net.fetch_xfer.insert(t, x);
-                self.rearm_wire();
-            }
-            None => self.on_fetch_done(t, epoch),
-        }
     }
 
     /// Task `t`'s inputs have arrived: it runs.

@@ -19,7 +19,7 @@
 use super::network::{Flow, MovementKind, Rank};
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
-use super::{Ev, Sim, device_units, models::secs};
+use super::{Sim, device_units, models::secs};
 
 impl Sim<'_> {
     /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
@@ -182,28 +182,7 @@ impl Sim<'_> {
         ac.send_from = now;
         ac.send_wait = false;
         ac.send_flows = Some(flow.into_iter().collect());
-        self.q.after(secs(fixed), Ev::TensorGo(a, epoch));
-    }
-
-    /// A tensor's fixed part is over: its flow starts.
-    pub(super) fn on_tensor_go(&mut self, a: u32, epoch: u32) {
-        if epoch != self.actors[a as usize].epoch {
-            return;
-        }
-        let Some(flows) = self.actors[a as usize].send_flows.take() else {
-            return;
-        };
-        let now = self.now();
-        match self
-            .wire
-            .start(now, flows, Owner::Tensor { actor: a, epoch })
-        {
-            Some(x) => {
-                self.actors[a as usize].send_xfer = Some(x);
-                self.rearm_wire();
-            }
-            None => self.on_tensor_done(a, epoch),
-        }
+        self.transfer_after(secs(fixed), Owner::Tensor { actor: a, epoch });
     }
 
     /// Actor `a`'s tensor has arrived: its call is done.

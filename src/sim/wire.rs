@@ -73,7 +73,11 @@ pub(crate) enum Owner {
         flight: u32,
     },
     /// A disaggregated LLM service's KV cache moving to a decode replica (its move slot).
-    LlmKv { service: u32, slot: u32 },
+    LlmKv {
+        service: u32,
+        slot: u32,
+        generation: u32,
+    },
 }
 
 /// Handle of a started transfer.

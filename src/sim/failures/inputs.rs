@@ -31,7 +31,7 @@ impl Sim<'_> {
                 continue;
             }
             self.cancel_fetch(t);
-            // A fetch paying its fixed part has a `FetchGo` queued for this attempt: a new
+            // A fetch paying its fixed part has a `TransferGo` queued for this attempt: a new
             // attempt number makes it stale, as for a task killed with its node.
             self.task_epoch[t as usize] += 1;
             self.net.await_inputs.insert(t);

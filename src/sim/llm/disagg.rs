@@ -36,7 +36,7 @@ use crate::network::LinkId;
 use crate::sim::durations::Durations;
 use crate::sim::network::MovementKind;
 use crate::sim::wire::{Owner, TransferId};
-use crate::sim::{Ev, Sim, TransferRecord, models};
+use crate::sim::{Sim, TransferRecord, models};
 use std::collections::VecDeque;
 
 /// Which work a replica of an LLM service does.
@@ -61,28 +61,46 @@ pub(crate) struct Handoff {
     since: Time,
 }
 
-struct KvMove {
+pub(crate) struct KvMove {
     h: Handoff,
     to: u32,
     to_epoch: u32,
     /// Bytes on the wire, every rank together.
     bytes: f64,
-    flows: Vec<(Vec<LinkId>, f64)>,
-    xfer: Option<TransferId>,
-    generation: u32,
-    live: bool,
+    pub(crate) flows: Vec<(Vec<LinkId>, f64)>,
+    pub(crate) xfer: Option<TransferId>,
+    pub(crate) generation: u32,
+    pub(crate) live: bool,
 }
 
 /// A disaggregated service's KV caches in flight, those waiting for a decode replica, and
 /// what the moves measured.
 #[derive(Default)]
 pub(crate) struct DisaggState {
-    moves: Vec<KvMove>,
+    pub(crate) moves: Vec<KvMove>,
     free: Vec<u32>,
     parked: VecDeque<Handoff>,
     /// Prefill end to KV arrival, seconds.
     pub(crate) secs: Durations,
     pub(crate) bytes: f64,
+}
+
+impl DisaggState {
+    /// Keeps move `m` in a free slot (a reused slot's generation moves on, so a stale start
+    /// or completion for its last move is told apart): (slot, generation).
+    fn hold(&mut self, m: KvMove) -> (u32, u32) {
+        match self.free.pop() {
+            Some(i) => {
+                let g = self.moves[i as usize].generation.wrapping_add(1);
+                self.moves[i as usize] = KvMove { generation: g, ..m };
+                (i, g)
+            }
+            None => {
+                self.moves.push(m);
+                ((self.moves.len() - 1) as u32, 0)
+            }
+        }
+    }
 }
 
 impl DisaggState {
@@ -270,50 +288,13 @@ impl Sim<'_> {
             generation: 0,
             live: true,
         };
-        let slot = match d.free.pop() {
-            Some(i) => {
-                let g = d.moves[i as usize].generation.wrapping_add(1);
-                d.moves[i as usize] = KvMove { generation: g, ..m };
-                i
-            }
-            None => {
-                d.moves.push(m);
-                (d.moves.len() - 1) as u32
-            }
+        let (slot, generation) = d.hold(m);
+        let owner = Owner::LlmKv {
+            service: sid,
+            slot,
+            generation,
         };
-        let g = d.moves[slot as usize].generation;
-        self.q.after(models::secs(fixed), Ev::LlmKvGo(sid, slot, g));
-    }
-
-    /// A KV move paid its fixed part: its flows start.
-    pub(crate) fn on_llm_kv_go(&mut self, sid: u32, slot: u32, generation: u32) {
-        let now = self.now();
-        let Some(m) = self.services[sid as usize]
-            .llm
-            .as_mut()
-            .and_then(|l| l.disagg.moves.get_mut(slot as usize))
-        else {
-            return;
-        };
-        if !m.live || m.generation != generation {
-            return;
-        }
-        let flows = std::mem::take(&mut m.flows);
-        match self
-            .wire
-            .start(now, flows, Owner::LlmKv { service: sid, slot })
-        {
-            Some(x) => {
-                let d = &mut self.services[sid as usize]
-                    .llm
-                    .as_mut()
-                    .expect("llm")
-                    .disagg;
-                d.moves[slot as usize].xfer = Some(x);
-                self.rearm_wire();
-            }
-            None => self.on_llm_kv_done(sid, slot),
-        }
+        self.transfer_after(models::secs(fixed), owner);
     }
 
     /// Take move `slot` off the books (its slot freed); `None` if it is not live.

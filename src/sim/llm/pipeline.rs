@@ -124,6 +124,28 @@ impl Pipe {
         self.flights.iter_mut().find(|f| f.id == id)
     }
 
+    /// The flows of flight `id`'s current round, if the flight is still on.
+    pub(crate) fn round_flows(
+        &mut self,
+        id: u32,
+    ) -> Option<Vec<(Vec<crate::network::LinkId>, f64)>> {
+        let f = self.find(id)?;
+        Some(
+            f.rounds[f.round]
+                .chains
+                .iter()
+                .map(|c| (c.path.clone(), c.bytes))
+                .collect(),
+        )
+    }
+
+    /// Keeps the handle of flight `id`'s round in flight.
+    pub(crate) fn hold(&mut self, id: u32, x: TransferId) {
+        if let Some(f) = self.find(id) {
+            f.xfer = Some(x);
+        }
+    }
+
     /// Transfers in flight (cancelled when the replica is lost).
     pub(crate) fn xfers(&self) -> Vec<TransferId> {
         self.flights.iter().filter_map(|f| f.xfer).collect()
@@ -368,7 +390,7 @@ impl<'s> Sim<'s> {
         f.phase = Phase::Compute;
         f.from = now;
         self.q
-            .after(models::secs(secs).max(1), Ev::LlmPipe(r, epoch, id, false));
+            .after(models::secs(secs).max(1), Ev::LlmPipe(r, epoch, id));
     }
 
     /// Flight `id` starts its send to the next stage (both stages held).
@@ -408,7 +430,7 @@ impl<'s> Sim<'s> {
         };
         if f.closed > 0.0 {
             let t = models::secs(std::mem::take(&mut f.closed)).max(1);
-            self.q.after(t, Ev::LlmPipe(r, epoch, id, false));
+            self.q.after(t, Ev::LlmPipe(r, epoch, id));
             return;
         }
         let Some(round) = f.rounds.get(f.round) else {
@@ -416,20 +438,24 @@ impl<'s> Sim<'s> {
             return;
         };
         let alpha = models::secs(round.alpha);
+        let owner = Owner::LlmPipe {
+            replica: r,
+            epoch,
+            flight: id,
+        };
         if alpha > 0 {
-            self.q.after(alpha, Ev::LlmPipe(r, epoch, id, true));
+            self.transfer_after(alpha, owner);
         } else {
-            self.on_llm_pipe(r, epoch, id, true);
+            self.on_transfer_go(owner);
         }
     }
 
-    /// A timer of flight `id` is over (`go`: a round paid its α, its flows start; else its
-    /// compute, or the closed-form part of its communication, is done).
-    pub(crate) fn on_llm_pipe(&mut self, r: u32, epoch: u32, id: u32, go: bool) {
+    /// A timer of flight `id` is over: its compute, or the closed-form part of its
+    /// communication, is done.
+    pub(crate) fn on_llm_pipe(&mut self, r: u32, epoch: u32, id: u32) {
         if epoch != self.replicas[r as usize].epoch {
             return;
         }
-        let now = self.now();
         let Some(f) = self.replicas[r as usize]
             .llm
             .as_mut()
@@ -438,26 +464,6 @@ impl<'s> Sim<'s> {
         else {
             return;
         };
-        if go {
-            let flows: Vec<_> = f.rounds[f.round]
-                .chains
-                .iter()
-                .map(|c| (c.path.clone(), c.bytes))
-                .collect();
-            let owner = Owner::LlmPipe {
-                replica: r,
-                epoch,
-                flight: id,
-            };
-            match self.wire.start(now, flows, owner) {
-                Some(x) => {
-                    f.xfer = Some(x);
-                    self.rearm_wire();
-                }
-                None => self.on_llm_pipe_flows(r, epoch, id),
-            }
-            return;
-        }
         if f.phase != Phase::Compute {
             self.llm_pipe_comm(r, id);
             return;

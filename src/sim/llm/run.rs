@@ -366,7 +366,7 @@ impl Sim<'_> {
             .filter(|_| tokens > 0.0)
         {
             self.q
-                .after(models::secs(k * t).max(1), Ev::LlmRoundGo(r, epoch, true));
+                .after(models::secs(k * t).max(1), Ev::LlmRoundClosed(r, epoch));
         } else if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.wire.graph) {
             l.rounds = scaled(rec.rounds(g, bytes), 1.0, k);
             l.round = 0;
@@ -374,7 +374,7 @@ impl Sim<'_> {
         } else if let Some((alpha, beta)) = l.closed_secs {
             let t = k * (alpha + beta * bytes);
             self.q
-                .after(models::secs(t).max(1), Ev::LlmRoundGo(r, epoch, true));
+                .after(models::secs(t).max(1), Ev::LlmRoundClosed(r, epoch));
         } else {
             self.llm_iteration_done(r);
         }
@@ -389,37 +389,16 @@ impl Sim<'_> {
         };
         let alpha = models::secs(round.alpha);
         if alpha > 0 {
-            self.q.after(alpha, Ev::LlmRoundGo(r, epoch, false));
+            self.transfer_after(alpha, Owner::LlmRound { replica: r, epoch });
         } else {
-            self.on_llm_round_go(r, epoch, false);
+            self.on_transfer_go(Owner::LlmRound { replica: r, epoch });
         }
     }
 
-    /// A round paid its α: its flows start (`closed`: the closed-form time is over).
-    pub(crate) fn on_llm_round_go(&mut self, r: u32, epoch: u32, closed: bool) {
-        if epoch != self.replicas[r as usize].epoch {
-            return;
-        }
-        if closed {
+    /// A round priced in closed form is over: the iteration's communication is done.
+    pub(crate) fn on_llm_round_closed(&mut self, r: u32, epoch: u32) {
+        if epoch == self.replicas[r as usize].epoch {
             self.llm_iteration_done(r);
-            return;
-        }
-        let now = self.now();
-        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
-        let flows: Vec<_> = l.rounds[l.round]
-            .chains
-            .iter()
-            .map(|c| (c.path.clone(), c.bytes))
-            .collect();
-        match self
-            .wire
-            .start(now, flows, Owner::LlmRound { replica: r, epoch })
-        {
-            Some(x) => {
-                self.replicas[r as usize].llm.as_mut().expect("engine").xfer = Some(x);
-                self.rearm_wire();
-            }
-            None => self.on_llm_round_done(r, epoch),
         }
     }
 
