@@ -18,6 +18,7 @@ use super::wire::Owner;
 use super::{Sim, models};
 use crate::engine::Time;
 use crate::network::LinkId;
+use crate::sim::TrainingEv;
 use models::secs;
 
 impl Sim<'_> {
@@ -97,7 +98,10 @@ impl Sim<'_> {
                 self.rearm_wire();
             }
             None => {
-                self.q.after(1, super::Ev::CheckpointDone(j, epoch, load));
+                self.q.after(
+                    1,
+                    super::Ev::Training(TrainingEv::CheckpointDone(j, epoch, load)),
+                );
             }
         }
         true

@@ -63,9 +63,14 @@ use crate::engine::{EventQueue, Time, rng_stream, stream_id};
 use crate::placement::{self, Allocation, ClusterState, NodeId, Request};
 use crate::scenario::Spec;
 use crate::scenario::hardware::NodeType;
+pub(crate) use failures::FailureEv;
+pub(crate) use llm::LlmEv;
 use metrics::*;
 use rand_chacha::ChaCha8Rng;
+pub(crate) use services::ServiceEv;
 use std::collections::{BTreeMap, VecDeque};
+pub(crate) use steps::TrainingEv;
+pub(crate) use tasks::TaskEv;
 
 /// How long services run when neither the caller nor an experiment says (simulated).
 pub const DEFAULT_SERVICE_HORIZON: Time = 3600 * crate::engine::SEC;
@@ -203,71 +208,32 @@ pub struct WireTotals {
     pub peak_active: usize,
 }
 
+/// An event of the run, by the component that handles it (each kind's own enum, in its
+/// module).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Ev {
-    GroupReady(u32),
-    /// (task, attempt): stale attempts (the task's node died) are ignored.
-    TaskDone(u32, u32),
+    Task(TaskEv),
     PgTry(u32),
     ActorCall(u32, u32),
-    StepDone(u32, u32),
-    Arrival(u32),
-    BatchDone(u32, u32),
-    BatchTimeout(u32),
-    /// A job finished loading its checkpoint after a restart.
-    JobResume(u32, u32),
-    NodeCrash(u32),
-    NodeDetected(u32, u32),
-    NodeRepair(u32),
-    /// A GPU-level fault (Xid): (node, device index); and its repair.
-    DeviceFault(u32, u32),
-    DeviceRepair(u32, u32),
-    /// NVLink of a node degraded to a fraction (per mille) of its bandwidth; restored.
-    NvlinkDegrade(u32, u32),
-    NvlinkRestore(u32),
-    /// A NIC (or its link) down / up: (node, NIC index).
-    NicDown(u32, u32),
-    NicUp(u32, u32),
-    /// A NIC at a fraction (per mille) of its speed: (node, NIC, per mille).
-    NicDegrade(u32, u32, u32),
-    /// A node that stops answering without crashing (silent packet loss).
-    NodeUnreachable(u32),
-    /// A switch of an explicit fabric down / up.
-    SwitchDown(u32),
-    SwitchUp(u32),
-    /// The link between two switches at a fraction (per mille) of its bandwidth: 0 down,
-    /// 1000 repaired.
-    SwitchLink(u32, u32, u32),
-    /// Resubmit a task after its retry delay.
-    Retry(u32),
-    /// Next failure of a random failure process (process index).
-    RandomFailure(u32),
+    Training(TrainingEv),
+    Service(ServiceEv),
+    Llm(LlmEv),
+    Failure(FailureEv),
     /// The next flow completion on the run's network.
     Wire,
-    /// A job's step finished computing: its collectives start (job, epoch).
-    CommStart(u32, u32),
-    /// A model-level job's optimizer step is done (job, epoch).
-    OptimizerDone(u32, u32),
-    /// A unit of a job's overlapped gradient stream is ready (job, epoch, stream).
-    BucketReady(u32, u32, u32),
-    /// (task, attempt): its transport cannot move its inputs (`price_move`): it fails.
-    FetchFailed(u32, u32),
-    /// A checkpoint with nothing to move is done (job, epoch, load).
-    CheckpointDone(u32, u32, bool),
     /// The run's network changed at this time: what was started joins it, and the wake-up
     /// moves to the next completion (queued once per burst of changes, after the events
     /// already queued for this time, so a burst of starts is one batch).
     WireFlush,
-    /// An LLM replica's iteration finished computing (replica, epoch).
-    LlmComputed(u32, u32),
-    /// An LLM iteration's all-reduce, priced in closed form, is over (replica, epoch).
-    LlmRoundClosed(u32, u32),
     /// A transfer has paid its fixed part (a round's α, a payload's latency): its flows
     /// start (`transfers.rs`).
     TransferGo(wire::Owner),
-    /// A pipelined LLM batch's timer is over: its stage computed, or a closed-form part of
-    /// its communication is over (replica, epoch, flight).
-    LlmPipe(u32, u32, u32),
+}
+
+impl From<TrainingEv> for Ev {
+    fn from(e: TrainingEv) -> Ev {
+        Ev::Training(e)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -556,27 +522,7 @@ impl<'s> Sim<'s> {
             }
             let Some((_, ev)) = self.q.pop() else { break };
             // Random failures recur forever: without a horizon, stop once all work is done.
-            if self.horizon.is_none()
-                && matches!(
-                    ev,
-                    Ev::RandomFailure(_)
-                        | Ev::NodeRepair(_)
-                        | Ev::NodeCrash(_)
-                        | Ev::NodeDetected(..)
-                        | Ev::DeviceFault(..)
-                        | Ev::DeviceRepair(..)
-                        | Ev::NvlinkDegrade(..)
-                        | Ev::NvlinkRestore(_)
-                        | Ev::NicDown(..)
-                        | Ev::NicUp(..)
-                        | Ev::NicDegrade(..)
-                        | Ev::NodeUnreachable(_)
-                        | Ev::SwitchDown(_)
-                        | Ev::SwitchUp(_)
-                        | Ev::SwitchLink(..)
-                )
-                && self.all_done()
-            {
+            if self.horizon.is_none() && matches!(ev, Ev::Failure(_)) && self.all_done() {
                 break;
             }
             self.handle(ev);
@@ -607,44 +553,16 @@ impl<'s> Sim<'s> {
     /// One event: each kind is handled by the module that owns it.
     fn handle(&mut self, ev: Ev) {
         match ev {
-            Ev::GroupReady(g) => self.on_group_ready(g),
-            Ev::TaskDone(t, epoch) => self.on_task_done(t, epoch),
-            Ev::Retry(t) => self.on_retry(t),
+            Ev::Task(e) => self.on_task_event(e),
             Ev::PgTry(p) => self.try_pg(p),
             Ev::ActorCall(a, epoch) => self.on_actor_call(a, epoch),
-            Ev::StepDone(j, epoch) => self.on_step_done(j, epoch),
-            Ev::JobResume(j, epoch) => self.on_job_resume(j, epoch),
-            Ev::Arrival(s) => self.on_arrival(s),
-            Ev::BatchDone(r, epoch) => self.on_batch_done(r, epoch),
-            Ev::BatchTimeout(s) => self.on_batch_timeout(s),
-            Ev::NodeCrash(n) => self.node_crash(n as NodeId),
-            Ev::NodeDetected(n, crash) => self.node_detected(n as NodeId, crash),
-            Ev::NodeRepair(n) => self.node_repair(n as NodeId),
-            Ev::DeviceFault(n, d) => self.device_fault(n as NodeId, d as usize),
-            Ev::DeviceRepair(n, d) => self.device_repair(n as NodeId, d as usize),
-            Ev::NvlinkDegrade(n, f) => self.nvlink_degrade(n as NodeId, f64::from(f) / 1000.0),
-            Ev::NvlinkRestore(n) => self.nvlink_degrade(n as NodeId, 1.0),
-            Ev::NicDown(n, i) => self.nic_down(n as NodeId, i as usize),
-            Ev::NicUp(n, i) => self.nic_up(n as NodeId, i as usize),
-            Ev::NicDegrade(n, i, f) => {
-                self.nic_degrade(n as NodeId, i as usize, f64::from(f) / 1000.0)
-            }
-            Ev::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
-            Ev::SwitchDown(s) => self.switch_down(s),
-            Ev::SwitchUp(s) => self.switch_up(s),
-            Ev::SwitchLink(a, b, f) => self.switch_link(a, b, f64::from(f) / 1000.0),
-            Ev::RandomFailure(p) => self.random_failure(p as usize),
+            Ev::Training(e) => self.on_training_event(e),
+            Ev::Service(e) => self.on_service_event(e),
+            Ev::Llm(e) => self.on_llm_event(e),
+            Ev::Failure(e) => self.on_failure_event(e),
             Ev::Wire => self.on_wire(),
             Ev::WireFlush => self.rearm_now(),
-            Ev::CommStart(j, epoch) => self.on_comm_start(j, epoch),
-            Ev::OptimizerDone(j, epoch) => self.on_optimizer_done(j, epoch),
-            Ev::BucketReady(j, epoch, s) => self.on_bucket_ready(j, epoch, s),
-            Ev::LlmComputed(r, epoch) => self.on_llm_computed(r, epoch),
-            Ev::LlmRoundClosed(r, epoch) => self.on_llm_round_closed(r, epoch),
             Ev::TransferGo(owner) => self.on_transfer_go(owner),
-            Ev::LlmPipe(r, epoch, f) => self.on_llm_pipe(r, epoch, f),
-            Ev::FetchFailed(t, epoch) => self.on_fetch_failed(t, epoch),
-            Ev::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
         }
     }
 }

@@ -28,6 +28,7 @@
 //! RDMA NIC, no route) is never priced by a formula: it is unavailable, the run says why, and
 //! the task, actor call or request that needed it fails (`failures.transfers_unavailable`).
 
+use crate::sim::TaskEv;
 use std::collections::{BTreeMap, HashMap};
 
 use super::Sim;
@@ -318,7 +319,10 @@ impl Sim<'_> {
                 // No route any more: the task fails when its fixed part would have ended.
                 Err(()) => {
                     let epoch = self.task_epoch[task as usize];
-                    self.q.at(self.q.now(), super::Ev::FetchFailed(task, epoch));
+                    self.q.at(
+                        self.q.now(),
+                        super::Ev::Task(TaskEv::FetchFailed(task, epoch)),
+                    );
                 }
             }
         }

@@ -15,6 +15,7 @@ use super::buckets::Stream;
 use super::wire::{Owner, TransferId};
 use super::{Ev, Sim, models::secs};
 use crate::engine::Time;
+use crate::sim::TrainingEv;
 
 /// Where one stream is in the step.
 #[derive(Debug, Clone, Default)]
@@ -92,8 +93,10 @@ impl Sim<'_> {
         o.runs = vec![Run::default(); o.streams.len()];
         for (s, st) in o.streams.iter().enumerate() {
             let at = from + secs(st.units[0].ready_secs.max(0.0));
-            self.q
-                .after(at.saturating_sub(now), Ev::BucketReady(j, epoch, s as u32));
+            self.q.after(
+                at.saturating_sub(now),
+                Ev::Training(TrainingEv::BucketReady(j, epoch, s as u32)),
+            );
         }
     }
 
@@ -121,7 +124,8 @@ impl Sim<'_> {
             .count();
         if k == 0 {
             let at = ready(&st.units[run.next]);
-            self.q.after(at - now, Ev::BucketReady(j, epoch, s));
+            self.q
+                .after(at - now, Ev::Training(TrainingEv::BucketReady(j, epoch, s)));
             return;
         }
         let units = &st.units[run.next..run.next + k];

@@ -24,6 +24,7 @@ use super::wire::{Owner, TransferId};
 use super::{Ev, Sim, models::secs};
 use crate::engine::Time;
 use crate::network::LinkId;
+use crate::sim::ServiceEv;
 
 /// Responses on their way back to the ingress, by slot.
 #[derive(Default)]
@@ -154,7 +155,8 @@ impl Sim<'_> {
         let n = self.replicas[r as usize].inflight.len();
         if req <= 0.0 || node == ingress || n == 0 {
             self.replicas[r as usize].batch_start = now;
-            self.q.after(dur, Ev::BatchDone(r, epoch));
+            self.q
+                .after(dur, Ev::Service(ServiceEv::BatchDone(r, epoch)));
             return;
         }
         let Ok((fixed, flows, name)) = self.payload_flows(sid, ingress, node, req, n, r) else {
@@ -164,7 +166,7 @@ impl Sim<'_> {
             let rep = &mut self.replicas[r as usize];
             rep.inflight.clear();
             rep.batch_start = now;
-            self.q.at(now, Ev::BatchDone(r, epoch));
+            self.q.at(now, Ev::Service(ServiceEv::BatchDone(r, epoch)));
             return;
         };
         let bytes = req * n as f64;
@@ -187,7 +189,7 @@ impl Sim<'_> {
         self.tl.arrived(MoveKey::Request(r), now);
         let rep = &mut self.replicas[r as usize];
         let d = rep.pending_dur;
-        self.q.after(d, Ev::BatchDone(r, epoch));
+        self.q.after(d, Ev::Service(ServiceEv::BatchDone(r, epoch)));
     }
 
     /// Replica `r` of service `sid` on `node` finished a batch answering `done` (arrival

@@ -189,7 +189,7 @@ impl Sim<'_> {
             if s.arrival.finite().is_some() {
                 // The first requests go at once; the rest as earlier ones finish.
                 let now = self.now();
-                self.q.at(now, Ev::Arrival(sid));
+                self.q.at(now, Ev::Service(ServiceEv::Arrival(sid)));
             } else {
                 self.schedule_arrival(sid);
             }
@@ -214,7 +214,7 @@ impl Sim<'_> {
         if let Some(t) = next
             && self.horizon.is_none_or(|h| t <= h)
         {
-            self.q.at(t, Ev::Arrival(sid));
+            self.q.at(t, Ev::Service(ServiceEv::Arrival(sid)));
         }
     }
 
@@ -252,7 +252,10 @@ impl Sim<'_> {
                     let oldest = *s.queue.front().expect("non-empty");
                     if (s.queue.len() as u32) < max && now < oldest + wait {
                         if s.timeout.is_none() {
-                            s.timeout = Some(self.q.at(oldest + wait, Ev::BatchTimeout(sid)));
+                            s.timeout = Some(
+                                self.q
+                                    .at(oldest + wait, Ev::Service(ServiceEv::BatchTimeout(sid))),
+                            );
                         }
                         return;
                     }
@@ -376,5 +379,23 @@ impl Sim<'_> {
     pub(super) fn on_batch_timeout(&mut self, s: u32) {
         self.services[s as usize].timeout = None;
         self.serve(s);
+    }
+}
+
+/// The events of services: arrivals and batches.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ServiceEv {
+    Arrival(u32),
+    BatchDone(u32, u32),
+    BatchTimeout(u32),
+}
+
+impl Sim<'_> {
+    pub(super) fn on_service_event(&mut self, ev: ServiceEv) {
+        match ev {
+            ServiceEv::Arrival(s) => self.on_arrival(s),
+            ServiceEv::BatchDone(r, epoch) => self.on_batch_done(r, epoch),
+            ServiceEv::BatchTimeout(s) => self.on_batch_timeout(s),
+        }
     }
 }

@@ -20,6 +20,7 @@ use super::wire::Owner;
 use super::{Ev, Sim, device_units, models::secs};
 use crate::network::{LinkId, SPILL_DISK_BW};
 use crate::placement::NodeId;
+use crate::sim::TaskEv;
 
 impl Sim<'_> {
     /// No route to a disk (no graph): `what` is priced in closed form, and the run says so.
@@ -97,7 +98,7 @@ impl Sim<'_> {
             self.note_no_disk_route(&what);
             self.store.spill_state[t as usize] = 2;
             let d = secs(o / SPILL_DISK_BW).max(1);
-            self.q.after(d, Ev::TaskDone(t, epoch));
+            self.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
             return true;
         };
         let to = self.spill_target();
@@ -124,7 +125,7 @@ impl Sim<'_> {
             }
             None => {
                 self.store.spill_state[t as usize] = 2;
-                self.q.after(1, Ev::TaskDone(t, epoch));
+                self.q.after(1, Ev::Task(TaskEv::Done(t, epoch)));
             }
         }
         true

@@ -23,12 +23,14 @@ impl Sim<'_> {
         if job.on_wire {
             // The optimizer step waits for the reduction (`next_round`).
             let until = lead + job.compute_ns - job.optimizer_ns;
-            self.q.after(until, Ev::CommStart(j, epoch));
+            self.q
+                .after(until, Ev::Training(TrainingEv::CommStart(j, epoch)));
             // Overlapped gradient buckets start during the compute.
             self.overlap_begin(j, now + lead);
         } else {
             let d = (lead + job.compute_ns + job.comm_ns).max(1);
-            self.q.after(d, Ev::StepDone(j, epoch));
+            self.q
+                .after(d, Ev::Training(TrainingEv::StepDone(j, epoch)));
         }
     }
 
@@ -73,8 +75,10 @@ impl Sim<'_> {
             // Every gradient is reduced: the optimizer step, then what follows it.
             job.opt_done = true;
             job.busy.off(now);
-            self.q
-                .after(job.optimizer_ns + extra, Ev::OptimizerDone(j, epoch));
+            self.q.after(
+                job.optimizer_ns + extra,
+                Ev::Training(TrainingEv::OptimizerDone(j, epoch)),
+            );
             return;
         }
         let Some(r) = job.rounds.get(job.round) else {
@@ -88,7 +92,8 @@ impl Sim<'_> {
             job.traffic_total += job.busy.ns;
             if comm == 0 && job.compute_ns == 0 {
                 // Nothing takes time: keep the clock moving as the closed-form path does.
-                self.q.after(1, Ev::StepDone(j, epoch));
+                self.q
+                    .after(1, Ev::Training(TrainingEv::StepDone(j, epoch)));
             } else {
                 self.on_step_done(j, epoch);
             }
@@ -133,5 +138,35 @@ impl Sim<'_> {
         }
         self.cancel_bucket_transfers(j);
         self.rearm_wire();
+    }
+}
+
+/// The events of training jobs: steps, their collectives, optimizer steps, overlapped
+/// gradient streams, checkpoints and restarts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TrainingEv {
+    StepDone(u32, u32),
+    /// A job finished loading its checkpoint after a restart (job, epoch).
+    Resume(u32, u32),
+    /// A job's step finished computing: its collectives start (job, epoch).
+    CommStart(u32, u32),
+    /// A model-level job's optimizer step is done (job, epoch).
+    OptimizerDone(u32, u32),
+    /// A unit of a job's overlapped gradient stream is ready (job, epoch, stream).
+    BucketReady(u32, u32, u32),
+    /// A checkpoint with nothing to move is done (job, epoch, load).
+    CheckpointDone(u32, u32, bool),
+}
+
+impl Sim<'_> {
+    pub(super) fn on_training_event(&mut self, ev: TrainingEv) {
+        match ev {
+            TrainingEv::StepDone(j, epoch) => self.on_step_done(j, epoch),
+            TrainingEv::Resume(j, epoch) => self.on_job_resume(j, epoch),
+            TrainingEv::CommStart(j, epoch) => self.on_comm_start(j, epoch),
+            TrainingEv::OptimizerDone(j, epoch) => self.on_optimizer_done(j, epoch),
+            TrainingEv::BucketReady(j, epoch, s) => self.on_bucket_ready(j, epoch, s),
+            TrainingEv::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
+        }
     }
 }

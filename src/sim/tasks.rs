@@ -122,7 +122,7 @@ impl Sim<'_> {
             self.groups[me as usize].input_bytes = input / g.count.max(1) as f64;
             if g.after.is_empty() {
                 // Work at time zero is submitted in declaration order.
-                self.handle(Ev::GroupReady(me));
+                self.handle(Ev::Task(TaskEv::GroupReady(me)));
             }
         }
     }
@@ -208,7 +208,8 @@ impl Sim<'_> {
             match self.fetch_plan(t, gi, node, units > 0.0) {
                 Ok(x) => x,
                 Err(()) => {
-                    self.q.at(self.q.now(), Ev::FetchFailed(t, epoch));
+                    self.q
+                        .at(self.q.now(), Ev::Task(TaskEv::FetchFailed(t, epoch)));
                     return;
                 }
             }
@@ -221,7 +222,7 @@ impl Sim<'_> {
                 self.groups[gi].fetch_ns += secs(fixed);
             }
             let d = secs(fixed) + self.task_run_ns(gi, node);
-            self.q.after(d.max(1), Ev::TaskDone(t, epoch));
+            self.q.after(d.max(1), Ev::Task(TaskEv::Done(t, epoch)));
             return;
         }
         self.net.pending_fetch.insert(t, flows);
@@ -266,7 +267,7 @@ impl Sim<'_> {
         let took = now - start;
         self.groups[gi].fetch_ns += took;
         let d = self.task_run_ns(gi, node);
-        self.q.after(d, Ev::TaskDone(t, epoch));
+        self.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
     }
 
     /// Task `t` was killed (or must fetch again): its fetch, restore or spill leaves the
@@ -313,7 +314,7 @@ impl Sim<'_> {
             self.submit(Work::Task(t));
         } else {
             self.groups[gi].delayed += 1;
-            self.q.after(delay, Ev::Retry(t));
+            self.q.after(delay, Ev::Task(TaskEv::Retry(t)));
         }
     }
 
@@ -328,9 +329,33 @@ impl Sim<'_> {
                 let dg = &mut self.groups[d as usize];
                 dg.deps_left -= 1;
                 if dg.deps_left == 0 {
-                    self.q.at(now, Ev::GroupReady(d));
+                    self.q.at(now, Ev::Task(TaskEv::GroupReady(d)));
                 }
             }
+        }
+    }
+}
+
+/// The events of task groups and their tasks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TaskEv {
+    /// A group's dependencies are done: its tasks are submitted.
+    GroupReady(u32),
+    /// (task, attempt): stale attempts (the task's node died) are ignored.
+    Done(u32, u32),
+    /// Resubmit a task after its retry delay.
+    Retry(u32),
+    /// (task, attempt): its transport cannot move its inputs (`price_move`): it fails.
+    FetchFailed(u32, u32),
+}
+
+impl Sim<'_> {
+    pub(super) fn on_task_event(&mut self, ev: TaskEv) {
+        match ev {
+            TaskEv::GroupReady(g) => self.on_group_ready(g),
+            TaskEv::Done(t, epoch) => self.on_task_done(t, epoch),
+            TaskEv::Retry(t) => self.on_retry(t),
+            TaskEv::FetchFailed(t, epoch) => self.on_fetch_failed(t, epoch),
         }
     }
 }

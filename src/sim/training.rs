@@ -7,9 +7,10 @@
 //! `placement_groups`); collectives are priced by `network`, falling back to the closed
 //! forms of `models`.
 
-use super::{Ev, Sim, device_units, metrics, models, network, timeline};
+use super::{Sim, device_units, metrics, models, network, timeline};
 use crate::engine::Time;
 use crate::placement::NodeId;
+use crate::sim::TrainingEv::Resume;
 use models::secs;
 use std::collections::BTreeMap;
 
@@ -282,7 +283,7 @@ impl Sim<'_> {
                 let epoch = job.epoch;
                 let load_ns = job.load_ns;
                 if !self.start_checkpoint(j, true) {
-                    self.q.after(load_ns.max(1), Ev::JobResume(j, epoch));
+                    self.q.after(load_ns.max(1), Resume(j, epoch).into());
                 }
             }
         }

@@ -141,3 +141,59 @@ impl Sim<'_> {
             });
     }
 }
+
+/// The events of failures and repairs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FailureEv {
+    NodeCrash(u32),
+    NodeDetected(u32, u32),
+    NodeRepair(u32),
+    /// A GPU-level fault (Xid): (node, device index); and its repair.
+    DeviceFault(u32, u32),
+    DeviceRepair(u32, u32),
+    /// NVLink of a node degraded to a fraction (per mille) of its bandwidth; restored.
+    NvlinkDegrade(u32, u32),
+    NvlinkRestore(u32),
+    /// A NIC (or its link) down / up: (node, NIC index).
+    NicDown(u32, u32),
+    NicUp(u32, u32),
+    /// A NIC at a fraction (per mille) of its speed: (node, NIC, per mille).
+    NicDegrade(u32, u32, u32),
+    /// A node that stops answering without crashing (silent packet loss).
+    NodeUnreachable(u32),
+    /// A switch of an explicit fabric down / up.
+    SwitchDown(u32),
+    SwitchUp(u32),
+    /// The link between two switches at a fraction (per mille) of its bandwidth: 0 down,
+    /// 1000 repaired.
+    SwitchLink(u32, u32, u32),
+    /// Next failure of a random failure process (process index).
+    Random(u32),
+}
+
+impl Sim<'_> {
+    pub(in crate::sim) fn on_failure_event(&mut self, ev: FailureEv) {
+        use crate::placement::NodeId;
+        match ev {
+            FailureEv::NodeCrash(n) => self.node_crash(n as NodeId),
+            FailureEv::NodeDetected(n, crash) => self.node_detected(n as NodeId, crash),
+            FailureEv::NodeRepair(n) => self.node_repair(n as NodeId),
+            FailureEv::DeviceFault(n, d) => self.device_fault(n as NodeId, d as usize),
+            FailureEv::DeviceRepair(n, d) => self.device_repair(n as NodeId, d as usize),
+            FailureEv::NvlinkDegrade(n, f) => {
+                self.nvlink_degrade(n as NodeId, f64::from(f) / 1000.0)
+            }
+            FailureEv::NvlinkRestore(n) => self.nvlink_degrade(n as NodeId, 1.0),
+            FailureEv::NicDown(n, i) => self.nic_down(n as NodeId, i as usize),
+            FailureEv::NicUp(n, i) => self.nic_up(n as NodeId, i as usize),
+            FailureEv::NicDegrade(n, i, f) => {
+                self.nic_degrade(n as NodeId, i as usize, f64::from(f) / 1000.0)
+            }
+            FailureEv::NodeUnreachable(n) => self.node_crash_with(n as NodeId, true),
+            FailureEv::SwitchDown(s) => self.switch_down(s),
+            FailureEv::SwitchUp(s) => self.switch_up(s),
+            FailureEv::SwitchLink(a, b, f) => self.switch_link(a, b, f64::from(f) / 1000.0),
+            FailureEv::Random(p) => self.random_failure(p as usize),
+        }
+    }
+}

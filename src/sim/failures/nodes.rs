@@ -6,6 +6,7 @@
 //! `dispatch` and `repair_pgs`.
 
 use crate::placement::NodeId;
+use crate::sim::FailureEv;
 use crate::sim::{Ev, Sim, TraceEvent, Work, device_units};
 
 impl Sim<'_> {
@@ -178,7 +179,7 @@ impl Sim<'_> {
         };
         self.q.after(
             per_miss.saturating_mul(u64::from(d.misses)),
-            Ev::NodeDetected(n as u32, epoch),
+            Ev::Failure(FailureEv::NodeDetected(n as u32, epoch)),
         );
     }
 

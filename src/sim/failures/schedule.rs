@@ -7,6 +7,7 @@
 use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::NodeId;
 use crate::scenario::failure::{Distribution, SWITCH_LINK};
+use crate::sim::FailureEv as F;
 use crate::sim::{Ev, Sim};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
@@ -82,6 +83,11 @@ pub(crate) struct NodeIndex {
     by_name: std::collections::HashMap<String, NodeId>,
     racks: Vec<usize>,
     head: NodeId,
+}
+
+/// A failure event as the queue holds it.
+fn ev(f: F) -> Ev {
+    Ev::Failure(f)
 }
 
 impl crate::placement::ClusterState {
@@ -185,34 +191,32 @@ impl Sim<'_> {
                 let pair = match (f.target.class.as_str(), f.action.as_str()) {
                     ("device", "xid" | "kill") => device_of(&st, &f.target.name).map(|(n, d)| {
                         (
-                            Ev::DeviceFault(n as u32, d as u32),
-                            Ev::DeviceRepair(n as u32, d as u32),
+                            ev(F::DeviceFault(n as u32, d as u32)),
+                            ev(F::DeviceRepair(n as u32, d as u32)),
                         )
                     }),
                     ("nvlink", "degrade") => named(&f.target.name).zip(f.to).map(|(n, to)| {
                         (
-                            Ev::NvlinkDegrade(n as u32, (to.0 * 1000.0).round() as u32),
-                            Ev::NvlinkRestore(n as u32),
+                            ev(F::NvlinkDegrade(n as u32, (to.0 * 1000.0).round() as u32)),
+                            ev(F::NvlinkRestore(n as u32)),
                         )
                     }),
                     ("nic" | "link", "down" | "kill") => {
                         nic_of(&st, &f.target.name).map(|(n, i)| {
                             (
-                                Ev::NicDown(n as u32, i as u32),
-                                Ev::NicUp(n as u32, i as u32),
+                                ev(F::NicDown(n as u32, i as u32)),
+                                ev(F::NicUp(n as u32, i as u32)),
                             )
                         })
                     }
                     ("nic" | "link", "degrade") => {
                         nic_of(&st, &f.target.name).zip(f.to).map(|((n, i), to)| {
-                            (
-                                Ev::NicDegrade(n as u32, i as u32, (to.0 * 1000.0).round() as u32),
-                                Ev::NicDegrade(n as u32, i as u32, 1000),
-                            )
+                            let (n, i, pm) = (n as u32, i as u32, (to.0 * 1000.0).round() as u32);
+                            (ev(F::NicDegrade(n, i, pm)), ev(F::NicDegrade(n, i, 1000)))
                         })
                     }
                     ("switch", "down" | "kill") => {
-                        switch(&f.target.name).map(|s| (Ev::SwitchDown(s), Ev::SwitchUp(s)))
+                        switch(&f.target.name).map(|s| (ev(F::SwitchDown(s)), ev(F::SwitchUp(s))))
                     }
                     (SWITCH_LINK, "down" | "degrade") => f
                         .target
@@ -221,10 +225,11 @@ impl Sim<'_> {
                         .and_then(|(a, b)| switch(a).zip(switch(b)))
                         .map(|(a, b)| {
                             let to = f.to.map_or(0, |t| (t.0 * 1000.0).round() as u32);
-                            (Ev::SwitchLink(a, b, to), Ev::SwitchLink(a, b, 1000))
+                            (ev(F::SwitchLink(a, b, to)), ev(F::SwitchLink(a, b, 1000)))
                         }),
                     ("node", "down") => named(&f.target.name)
-                        .map(|n| (Ev::NodeUnreachable(n as u32), Ev::NodeRepair(n as u32))),
+                        .map(|n| n as u32)
+                        .map(|n| (ev(F::NodeUnreachable(n)), ev(F::NodeRepair(n)))),
                     _ => None,
                 };
                 if let Some((down, up)) = pair {
@@ -238,10 +243,10 @@ impl Sim<'_> {
                 match (simulated, nodes_of(&f.target.class, &f.target.name)) {
                     (true, Some(nodes)) => {
                         for node in nodes {
-                            self.q.at(f.at.0, Ev::NodeCrash(node as u32));
+                            self.q.at(f.at.0, ev(F::NodeCrash(node as u32)));
                             if let Some(d) = f.duration {
                                 self.q
-                                    .at(f.at.0.saturating_add(d.0), Ev::NodeRepair(node as u32));
+                                    .at(f.at.0.saturating_add(d.0), ev(F::NodeRepair(node as u32)));
                             }
                         }
                     }
@@ -361,7 +366,7 @@ impl Sim<'_> {
                         rng: rng_stream(seed, stream_id(&label)),
                     });
                     let first = self.next_ttf(p);
-                    self.q.at(first, Ev::RandomFailure(p as u32));
+                    self.q.at(first, ev(F::Random(p as u32)));
                 }
             }
         }
@@ -397,22 +402,21 @@ impl Sim<'_> {
             let d = sample(&pr.repair_dist, mean, &mut pr.rng, &f.empirical).max(1.0) as Time;
             let back = self.q.now().saturating_add(d);
             if let Some(s) = switch {
-                self.q.at(back, Ev::SwitchUp(s));
+                self.q.at(back, ev(F::SwitchUp(s)));
             }
             for &n in &nodes {
                 self.q.at(
                     back,
                     match (device, nic) {
-                        (Some(d), _) => Ev::DeviceRepair(n as u32, d as u32),
-                        (None, Some(i)) => Ev::NicUp(n as u32, i as u32),
-                        (None, None) => Ev::NodeRepair(n as u32),
+                        (Some(d), _) => ev(F::DeviceRepair(n as u32, d as u32)),
+                        (None, Some(i)) => ev(F::NicUp(n as u32, i as u32)),
+                        (None, None) => ev(F::NodeRepair(n as u32)),
                     },
                 );
             }
             // The next failure is measured from the repair (alternating renewal process).
             let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical).max(1.0) as Time;
-            self.q
-                .at(back.saturating_add(x), Ev::RandomFailure(p as u32));
+            self.q.at(back.saturating_add(x), ev(F::Random(p as u32)));
         }
     }
 }

@@ -174,3 +174,25 @@ impl LlmService {
         }
     }
 }
+
+/// The events of LLM replicas' iterations.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LlmEv {
+    /// An iteration finished computing (replica, epoch).
+    Computed(u32, u32),
+    /// An iteration's all-reduce, priced in closed form, is over (replica, epoch).
+    RoundClosed(u32, u32),
+    /// A pipelined batch's timer is over: its stage computed, or a closed-form part of its
+    /// communication is over (replica, epoch, flight).
+    Pipe(u32, u32, u32),
+}
+
+impl crate::sim::Sim<'_> {
+    pub(crate) fn on_llm_event(&mut self, ev: LlmEv) {
+        match ev {
+            LlmEv::Computed(r, epoch) => self.on_llm_computed(r, epoch),
+            LlmEv::RoundClosed(r, epoch) => self.on_llm_round_closed(r, epoch),
+            LlmEv::Pipe(r, epoch, f) => self.on_llm_pipe(r, epoch, f),
+        }
+    }
+}

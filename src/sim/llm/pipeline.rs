@@ -39,6 +39,7 @@ use crate::engine::Time;
 use crate::model::serving::{self as ms, Footprint};
 use crate::network::Graph;
 use crate::network::collective::{self, Op, Options, Recurring, Round};
+use crate::sim::LlmEv;
 use crate::sim::wire::{Owner, TransferId};
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline};
 use std::collections::VecDeque;
@@ -389,8 +390,10 @@ impl<'s> Sim<'s> {
         let secs = price.secs(&phases, &b.shape, s == 0) + swap;
         f.phase = Phase::Compute;
         f.from = now;
-        self.q
-            .after(models::secs(secs).max(1), Ev::LlmPipe(r, epoch, id));
+        self.q.after(
+            models::secs(secs).max(1),
+            Ev::Llm(LlmEv::Pipe(r, epoch, id)),
+        );
     }
 
     /// Flight `id` starts its send to the next stage (both stages held).
@@ -430,7 +433,7 @@ impl<'s> Sim<'s> {
         };
         if f.closed > 0.0 {
             let t = models::secs(std::mem::take(&mut f.closed)).max(1);
-            self.q.after(t, Ev::LlmPipe(r, epoch, id));
+            self.q.after(t, Ev::Llm(LlmEv::Pipe(r, epoch, id)));
             return;
         }
         let Some(round) = f.rounds.get(f.round) else {

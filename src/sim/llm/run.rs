@@ -9,6 +9,7 @@ use crate::model::serving as ms;
 use crate::network::collective::{self, Op};
 use crate::scenario::serving::{LlmServing, Tokens};
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
+use crate::sim::{LlmEv, ServiceEv};
 use rand::RngExt;
 
 /// A request's tokens: drawn, or its trace row's (`row`: that column), clamped to
@@ -342,8 +343,10 @@ impl Sim<'_> {
         l.kv_peak = l.kv_peak.max(util);
         l.iter_from = now;
         l.batch = Some(b);
-        self.q
-            .after(models::secs(secs).max(1), Ev::LlmComputed(r, epoch));
+        self.q.after(
+            models::secs(secs).max(1),
+            Ev::Llm(LlmEv::Computed(r, epoch)),
+        );
     }
 
     /// Replica `r`'s iteration finished computing: its all-reduce, or its end.
@@ -365,16 +368,20 @@ impl Sim<'_> {
             .custom_allreduce_secs(bytes)
             .filter(|_| tokens > 0.0)
         {
-            self.q
-                .after(models::secs(k * t).max(1), Ev::LlmRoundClosed(r, epoch));
+            self.q.after(
+                models::secs(k * t).max(1),
+                Ev::Llm(LlmEv::RoundClosed(r, epoch)),
+            );
         } else if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.wire.graph) {
             l.rounds = scaled(rec.rounds(g, bytes), 1.0, k);
             l.round = 0;
             self.llm_next_round(r);
         } else if let Some((alpha, beta)) = l.closed_secs {
             let t = k * (alpha + beta * bytes);
-            self.q
-                .after(models::secs(t).max(1), Ev::LlmRoundClosed(r, epoch));
+            self.q.after(
+                models::secs(t).max(1),
+                Ev::Llm(LlmEv::RoundClosed(r, epoch)),
+            );
         } else {
             self.llm_iteration_done(r);
         }
@@ -531,7 +538,8 @@ impl Sim<'_> {
             c.unsent -= send;
             c.due += send;
             let now = self.now();
-            self.q.at(now, crate::sim::Ev::Arrival(sid));
+            self.q
+                .at(now, crate::sim::Ev::Service(ServiceEv::Arrival(sid)));
         }
     }
 
