@@ -14,12 +14,12 @@ impl Sim<'_> {
     /// nothing holds resources on a dead node.
     pub(super) fn check_invariants(&mut self) {
         let mut v = Vec::new();
-        for (gi, g) in self.groups.iter().enumerate() {
+        for (gi, g) in self.tasks.groups.iter().enumerate() {
             let range = g.first as usize..(g.first + g.count) as usize;
             let completed = g.run.count();
             let running = range
                 .clone()
-                .filter(|&t| self.task_alloc[t].is_some() && !self.task_rebuild[t])
+                .filter(|&t| self.tasks.alloc[t].is_some() && !self.tasks.rebuild[t])
                 .count() as u64;
             let waiting = self
                 .pending
@@ -27,7 +27,7 @@ impl Sim<'_> {
                 .filter(|(k, _)| *k == Work::Task(gi as u32))
                 .map(|(_, q)| {
                     q.iter()
-                        .filter(|t| !self.task_rebuild[**t as usize])
+                        .filter(|t| !self.tasks.rebuild[**t as usize])
                         .count() as u64
                 })
                 .sum::<u64>();
@@ -35,7 +35,7 @@ impl Sim<'_> {
                 .failures
                 .lost
                 .iter()
-                .filter(|(_, _, w)| matches!(w, Work::Task(t) if range.contains(&(*t as usize)) && !self.task_rebuild[*t as usize]))
+                .filter(|(_, _, w)| matches!(w, Work::Task(t) if range.contains(&(*t as usize)) && !self.tasks.rebuild[*t as usize]))
                 .count() as u64;
             let unsubmitted = (if g.deps_left > 0 {
                 u64::from(g.count)
@@ -53,13 +53,13 @@ impl Sim<'_> {
                     g.done
                 ));
             }
-            let flagged = self.task_completed[range].iter().filter(|c| **c).count() as u64;
+            let flagged = self.tasks.completed[range].iter().filter(|c| **c).count() as u64;
             if flagged != completed {
                 v.push(format!("task group {gi}: {flagged} tasks flagged complete but {completed} completions counted"));
             }
         }
         let dead = |n: NodeId| !self.state.nodes[n].alive();
-        for (t, a) in self.task_alloc.iter().enumerate() {
+        for (t, a) in self.tasks.alloc.iter().enumerate() {
             if let Some(a) = a
                 && dead(a.node)
             {
@@ -120,7 +120,7 @@ impl Sim<'_> {
             events: self.q.processed(),
             ..RunMetrics::default()
         };
-        for g in &mut self.groups {
+        for g in &mut self.tasks.groups {
             let w = &spec.workloads[g.workload];
             m.tasks.push(TaskGroupMetrics {
                 workload: w.name.clone(),
@@ -334,16 +334,15 @@ impl Sim<'_> {
                 *by_type.entry(nt.name.clone()).or_insert(0) += u64::from(nt.device_count());
             }
         }
-        let take = std::mem::take::<super::metrics::UtilTracker>;
-        m.utilization = take(&mut self.work).finish(take(&mut self.util), &devices, end);
-        m.utilization_by_node_type =
-            take(&mut self.work_by_type).finish(take(&mut self.util_by_type), &by_type, end);
+        let usage = std::mem::take(&mut self.usage);
+        (m.utilization, m.utilization_by_node_type) = usage.finish(&devices, &by_type, end);
         (m.cpu_utilization, m.cpu_utilization_by_node_type) = self.cpu_utilization(end);
         m.cluster = super::cost::cluster(spec, &self.node_types, m.horizon);
         let (links, series) = self.wire.link_metrics(end);
         m.links = links;
         tl.links = series;
         m.fetches = self
+            .tasks
             .groups
             .iter()
             .filter(|g| g.fetches > 0)
@@ -359,7 +358,8 @@ impl Sim<'_> {
             })
             .collect();
         m.quota_waits = self
-            .quota_wait
+            .quota
+            .wait
             .iter()
             .map(|(t, (n, ns))| QuotaWait {
                 tenant: spec.tenants[*t].name.clone(),

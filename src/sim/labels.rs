@@ -27,7 +27,7 @@ impl Sim<'_> {
         let spec = self.spec;
         let (wi, name) = match item {
             Item::Group(g) => {
-                let g = &self.groups[g];
+                let g = &self.tasks.groups[g];
                 (g.workload, &spec.workloads[g.workload].tasks[g.index].name)
             }
             Item::Service(s) => {

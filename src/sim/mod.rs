@@ -60,7 +60,7 @@ pub mod utilization;
 mod wire;
 
 use crate::engine::{EventQueue, Time, rng_stream, stream_id};
-use crate::placement::{self, Allocation, ClusterState, NodeId, Request};
+use crate::placement::{self, ClusterState, NodeId, Request};
 use crate::scenario::Spec;
 use crate::scenario::hardware::NodeType;
 pub(crate) use failures::FailureEv;
@@ -252,35 +252,17 @@ struct Sim<'s> {
     /// Work that found no available node, FIFO per class (task group, actor group, service),
     /// classes in order of first appearance.
     pending: Vec<(Work, VecDeque<u32>)>,
-    groups: Vec<tasks::Group>,
-    task_start: Vec<Time>,
-    task_node: Vec<u32>,
-    /// The first device instance each task's allocation held (its inputs and outputs live
-    /// there), 0 without devices.
-    task_dev: Vec<u32>,
-    task_alloc: Vec<Option<Allocation>>,
-    /// Attempt number of each task (bumped when its node dies) and retries left.
-    task_epoch: Vec<u32>,
-    task_completed: Vec<bool>,
-    task_started: Vec<bool>,
-    /// Completed tasks re-running to rebuild an output lost with its node.
-    task_rebuild: Vec<bool>,
+    tasks: tasks::Tasks,
     /// Broken invariants (must stay empty; checked by the tests).
     violations: Vec<String>,
-    task_retries: Vec<u32>,
     actor_groups: Vec<actors::ActorGroup>,
     actors: Vec<actors::Actor>,
     pgs: Vec<placement_groups::Pg>,
     jobs: Vec<training::Job>,
     services: Vec<services::Service>,
     replicas: Vec<services::Replica>,
-    /// Allocated devices per device class and per node type (`Sim::busy`).
-    util: UtilTracker,
-    util_by_type: UtilTracker,
-    /// Busy devices (computing, communicating, serving) per device class and node type
-    /// (`Sim::worked`).
-    work: UtilTracker,
-    work_by_type: UtilTracker,
+    /// Allocated and busy devices per device class and per node type.
+    usage: utilization::Usage,
     /// Allocated and busy CPUs per node and node type (`cpu.rs`).
     cpu: cpu::CpuUse,
     rng: ChaCha8Rng,
@@ -299,12 +281,8 @@ struct Sim<'s> {
     net: network::NetState,
     /// The run's one network: every transfer's flows share it.
     wire: wire::Wire,
-    /// A tenant with a quota freed resources since the last dispatch.
-    quota_freed: bool,
-    /// Work queued while its tenant's quota held it back, since when.
-    quota_since: std::collections::HashMap<Work, Time>,
-    /// Per tenant: how many pieces of work waited on its quota, and for how long in all.
-    quota_wait: BTreeMap<usize, (u64, Time)>,
+    /// Tenants' quotas: what waited on them (`scheduling.rs`).
+    quota: scheduling::Quota,
     tl: timeline::Recorder,
     transport_override: Option<String>,
     /// Service responses on their way back to the ingress.
@@ -399,27 +377,15 @@ impl<'s> Sim<'s> {
             node_types,
             node_accel,
             pending: Vec::new(),
-            groups: Vec::new(),
-            task_start: Vec::new(),
-            task_node: Vec::new(),
-            task_dev: Vec::new(),
-            task_alloc: Vec::new(),
-            task_epoch: Vec::new(),
-            task_completed: Vec::new(),
-            task_started: Vec::new(),
-            task_rebuild: Vec::new(),
+            tasks: tasks::Tasks::default(),
             violations: Vec::new(),
-            task_retries: Vec::new(),
             actor_groups: Vec::new(),
             actors: Vec::new(),
             pgs: Vec::new(),
             jobs: Vec::new(),
             services: Vec::new(),
             replicas: Vec::new(),
-            util: UtilTracker::with_limit(horizon),
-            util_by_type: UtilTracker::with_limit(horizon),
-            work: UtilTracker::with_limit(horizon),
-            work_by_type: UtilTracker::with_limit(horizon),
+            usage: utilization::Usage::with_limit(horizon),
             cpu: cpu::CpuUse::with_limit(horizon),
             rng: rng_stream(cfg.seed, stream_id("placement")),
             horizon,
@@ -435,9 +401,7 @@ impl<'s> Sim<'s> {
             store: objects::Store::default(),
             net: network::NetState::default(),
             wire: wire::Wire::default(),
-            quota_freed: false,
-            quota_since: std::collections::HashMap::new(),
-            quota_wait: BTreeMap::new(),
+            quota: scheduling::Quota::default(),
             tl: timeline::Recorder::default(),
             responses: payloads::Responses::default(),
             label_ids: std::collections::HashMap::new(),
@@ -541,7 +505,7 @@ impl<'s> Sim<'s> {
 
     /// Every finite piece of work has finished (or can never run).
     fn all_done(&self) -> bool {
-        self.groups.iter().all(|g| g.done >= g.count)
+        self.tasks.groups.iter().all(|g| g.done >= g.count)
             && self
                 .jobs
                 .iter()

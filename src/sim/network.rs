@@ -310,15 +310,16 @@ impl Sim<'_> {
         for task in waiting {
             // Not on the wire yet: route its flows again, keeping its fixed part's event.
             let gi = self.group_of(task);
-            let node = self.task_node[task as usize] as usize;
-            let units = super::device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+            let node = self.tasks.node[task as usize] as usize;
+            let units =
+                super::device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
             match self.fetch_plan(task, gi, node, units > 0.0) {
                 Ok((_, flows)) => {
                     self.net.pending_fetch.insert(task, flows);
                 }
                 // No route any more: the task fails when its fixed part would have ended.
                 Err(()) => {
-                    let epoch = self.task_epoch[task as usize];
+                    let epoch = self.tasks.epoch[task as usize];
                     self.q.at(
                         self.q.now(),
                         super::Ev::Task(TaskEv::FetchFailed(task, epoch)),
@@ -327,12 +328,15 @@ impl Sim<'_> {
             }
         }
         for (task, epoch) in tasks {
-            if epoch == self.task_epoch[task as usize] {
+            if epoch == self.tasks.epoch[task as usize] {
                 self.cancel_fetch(task);
                 let gi = self.group_of(task);
-                let node = self.task_node[task as usize] as usize;
-                let units =
-                    super::device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+                let node = self.tasks.node[task as usize] as usize;
+                let units = super::device_units(
+                    &self.state,
+                    &self.unit_ids,
+                    &self.tasks.groups[gi].request,
+                );
                 self.start_fetch(task, gi, node, units, 0.0);
             }
         }
@@ -344,7 +348,7 @@ impl Sim<'_> {
     /// it (only an override can: `check` rejects forbidden selections), when the tenant's
     /// fallback is used and the run says so.
     pub(crate) fn fetch_transport(&mut self, gi: usize) -> String {
-        let g = &self.groups[gi];
+        let g = &self.tasks.groups[gi];
         let w = &self.spec.workloads[g.workload];
         let ts = &w.tasks[g.index];
         let name = self
@@ -387,11 +391,11 @@ impl Sim<'_> {
     /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the
     /// object directory (module docs).
     pub(crate) fn input_holders(&self, t: u32, gi: usize, node: NodeId) -> BTreeMap<Rank, f64> {
-        let g = &self.groups[gi];
+        let g = &self.tasks.groups[gi];
         let c = f64::from(g.count.max(1));
         let i = f64::from(t - g.first);
         let mut out: BTreeMap<Rank, f64> = BTreeMap::new();
-        for (a, p) in self.groups.iter().enumerate() {
+        for (a, p) in self.tasks.groups.iter().enumerate() {
             if !p.dependents.contains(&(gi as u32)) {
                 continue;
             }
@@ -405,8 +409,8 @@ impl Sim<'_> {
             let last = (hi.ceil() as u32).min(p.count);
             for k in first..last {
                 let share = (hi.min(f64::from(k + 1)) - lo.max(f64::from(k))).max(0.0);
-                let pt = (self.groups[a].first + k) as usize;
-                let holder = self.task_node[pt];
+                let pt = (self.tasks.groups[a].first + k) as usize;
+                let holder = self.tasks.node[pt];
                 if share <= 0.0
                     || holder == u32::MAX
                     || holder as usize == node
@@ -414,7 +418,7 @@ impl Sim<'_> {
                 {
                     continue;
                 }
-                let dev = self.task_dev[pt] as usize;
+                let dev = self.tasks.dev[pt] as usize;
                 *out.entry((holder as usize, dev)).or_insert(0.0) += share * o;
             }
         }
@@ -440,18 +444,18 @@ impl Sim<'_> {
         let spec = self.spec;
         let name = self.fetch_transport(gi);
         let (w, ts) = {
-            let g = &self.groups[gi];
+            let g = &self.tasks.groups[gi];
             let w = &spec.workloads[g.workload];
             (w, &w.tasks[g.index])
         };
         let what = format!("object fetch {}.{}: transport {name}", w.name, ts.name);
-        let g = &mut self.groups[gi];
+        let g = &mut self.tasks.groups[gi];
         g.fetches += 1;
         g.fetched_bytes += holders.values().sum::<f64>();
         if let Some(log) = &mut self.transfers {
             log.push(super::TransferRecord {
                 time: self.q.now(),
-                tenant: self.groups[gi].tenant,
+                tenant: self.tasks.groups[gi].tenant,
                 transport: name.clone(),
                 bytes: holders.values().sum(),
             });
@@ -472,7 +476,7 @@ impl Sim<'_> {
                 .begin(super::timeline::MoveKey::Fetch(t), now, parts);
         }
         let (mut fixed, mut flows) = (0.0f64, Vec::with_capacity(holders.len()));
-        let here = (node, self.task_dev[t as usize] as usize);
+        let here = (node, self.tasks.dev[t as usize] as usize);
         for (&src, &bytes) in &holders {
             let device =
                 on_device && self.node_accel[src.0].is_some() && self.node_accel[node].is_some();

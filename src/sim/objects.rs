@@ -51,7 +51,7 @@ impl Sim<'_> {
     }
 
     pub(crate) fn output_bytes(&self, gi: usize) -> f64 {
-        let g = &self.groups[gi];
+        let g = &self.tasks.groups[gi];
         if g.dependents.is_empty() {
             return 0.0;
         }
@@ -70,7 +70,7 @@ impl Sim<'_> {
         let written = std::mem::take(&mut self.store.spill_state[t as usize]) == 2;
         if written || self.would_spill(gi, node) {
             self.store.spilled[t as usize] = true;
-            self.groups[gi].spilled_bytes += o;
+            self.tasks.groups[gi].spilled_bytes += o;
             self.store.spilled_bytes += o;
             self.store.spilled_objects += 1;
         } else {
@@ -85,7 +85,7 @@ impl Sim<'_> {
     }
 
     pub(crate) fn size_store_arrays(&mut self) {
-        let n = self.task_start.len();
+        let n = self.tasks.start.len();
         if self.store.spilled.len() < n {
             self.store.spilled.resize(n, false);
             self.store.spill_state.resize(n, 0);
@@ -108,27 +108,26 @@ impl Sim<'_> {
 
     /// Every consumer of some groups has started: their outputs can go.
     pub(crate) fn consumer_started(&mut self, consumer: usize) {
-        if self.groups[consumer].started < self.groups[consumer].count {
+        if self.tasks.groups[consumer].started < self.tasks.groups[consumer].count {
             return;
         }
-        let producers: Vec<usize> = (0..self.groups.len())
-            .filter(|&a| self.groups[a].dependents.contains(&(consumer as u32)))
+        let producers: Vec<usize> = (0..self.tasks.groups.len())
+            .filter(|&a| self.tasks.groups[a].dependents.contains(&(consumer as u32)))
             .collect();
         for a in producers {
-            let all = self.groups[a]
-                .dependents
-                .iter()
-                .all(|d| self.groups[*d as usize].started >= self.groups[*d as usize].count);
-            if !all || self.groups[a].released {
+            let all = self.tasks.groups[a].dependents.iter().all(|d| {
+                self.tasks.groups[*d as usize].started >= self.tasks.groups[*d as usize].count
+            });
+            if !all || self.tasks.groups[a].released {
                 continue;
             }
-            self.groups[a].released = true;
+            self.tasks.groups[a].released = true;
             let o = self.output_bytes(a);
-            let g = &self.groups[a];
+            let g = &self.tasks.groups[a];
             for t in g.first..g.first + g.count {
                 let t = t as usize;
-                if self.task_completed[t] && !self.store.spilled.get(t).copied().unwrap_or(false) {
-                    let n = self.task_node[t] as usize;
+                if self.tasks.completed[t] && !self.store.spilled.get(t).copied().unwrap_or(false) {
+                    let n = self.tasks.node[t] as usize;
                     self.store.used[n] = (self.store.used[n] - o).max(0.0);
                 }
             }
@@ -138,20 +137,20 @@ impl Sim<'_> {
     /// A node died with its store: what it held is gone (spilled copies on its disk too).
     pub(crate) fn store_lost(&mut self, n: NodeId) {
         self.store.used[n] = 0.0;
-        for gi in 0..self.groups.len() {
+        for gi in 0..self.tasks.groups.len() {
             let o = self.output_bytes(gi);
-            let g = &self.groups[gi];
+            let g = &self.tasks.groups[gi];
             let mut lost = 0.0;
             for t in g.first..g.first + g.count {
                 let t = t as usize;
-                if self.task_node[t] as usize == n
+                if self.tasks.node[t] as usize == n
                     && self.store.spilled.get(t).copied().unwrap_or(false)
                 {
                     self.store.spilled[t] = false;
                     lost += o;
                 }
             }
-            self.groups[gi].spilled_bytes -= lost;
+            self.tasks.groups[gi].spilled_bytes -= lost;
         }
     }
 }

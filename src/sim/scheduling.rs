@@ -14,12 +14,23 @@ use crate::placement::{self, Allocation, Decision, Explain, NodeId, Request, Tas
 use crate::scenario::workload::{Policy, Strategy};
 use std::collections::VecDeque;
 
+/// Tenants' quotas: what waited on them.
+#[derive(Default)]
+pub(super) struct Quota {
+    /// A tenant with a quota freed resources since the last dispatch.
+    pub(super) freed: bool,
+    /// Work queued while its tenant's quota held it back, since when.
+    pub(super) since: std::collections::HashMap<Work, Time>,
+    /// Per tenant: how many pieces of work waited on its quota, and for how long in all.
+    pub(super) wait: std::collections::BTreeMap<usize, (u64, Time)>,
+}
+
 impl Sim<'_> {
     pub(super) fn item_name(&self, w: Work) -> String {
         let spec = self.spec;
         match w {
             Work::Task(t) => {
-                let g = &self.groups[self.group_of(t)];
+                let g = &self.tasks.groups[self.group_of(t)];
                 format!(
                     "{}.{}",
                     spec.workloads[g.workload].name, spec.workloads[g.workload].tasks[g.index].name
@@ -51,7 +62,7 @@ impl Sim<'_> {
         let spread = Strategy::Spread;
         let (request, strategy, selector, fallbacks, tenant, policy) = match w {
             Work::Task(t) => {
-                let g = &self.groups[self.group_of(t)];
+                let g = &self.tasks.groups[self.group_of(t)];
                 let ts = &spec.workloads[g.workload].tasks[g.index];
                 (
                     g.request.clone(),
@@ -93,7 +104,7 @@ impl Sim<'_> {
             }
         };
         let key = self.class_key(w).0;
-        let blocked = matches!(key, Work::Task(g) if self.groups[g as usize].blocked > 0);
+        let blocked = matches!(key, Work::Task(g) if self.tasks.groups[g as usize].blocked > 0);
         if blocked || self.pending.iter().any(|(k, q)| *k == key && !q.is_empty()) {
             // Earlier work of the same class is waiting, so no node is available for it.
             self.enqueue(w);
@@ -140,7 +151,7 @@ impl Sim<'_> {
             // offered to every waiting class). Rebuilding a lost output always waits.
             Decision::Infeasible
                 if self.state.alive_count() < self.state.nodes.len()
-                    || matches!(w, Work::Task(t) if self.task_rebuild[t as usize]) =>
+                    || matches!(w, Work::Task(t) if self.tasks.rebuild[t as usize]) =>
             {
                 self.enqueue(w);
                 Acted::Held
@@ -149,7 +160,7 @@ impl Sim<'_> {
                 match w {
                     Work::Task(t) => {
                         let g = self.group_of(t);
-                        self.groups[g].infeasible += 1;
+                        self.tasks.groups[g].infeasible += 1;
                         self.task_done_bookkeeping(g);
                     }
                     Work::Actor(a) => {
@@ -200,7 +211,7 @@ impl Sim<'_> {
         self.state.free(a, tenant);
         if tenant.is_some_and(|t| !self.state.tenants[t].quota.is_empty()) {
             // Work of this tenant waiting on its quota may now fit on any node, not only here.
-            self.quota_freed = true;
+            self.quota.freed = true;
         }
         let time = self.now();
         self.cpu_held(a.node, -super::cpu::cpus_in(&a.amounts), time);
@@ -251,11 +262,11 @@ impl Sim<'_> {
         let (key, id) = self.class_key(w);
         let tenant = self.class_tenant(key);
         if let Some(t) = tenant
-            && !self.quota_since.contains_key(&w)
+            && !self.quota.since.contains_key(&w)
             && !self.state.quota_allows(Some(t), &self.work_request(w))
         {
             // Held back by its tenant's quota (metrics: the tenant's quota wait).
-            self.quota_since.insert(w, self.now());
+            self.quota.since.insert(w, self.now());
         }
         match self.pending.iter_mut().find(|(k, _)| *k == key) {
             Some((_, q)) => q.push_back(id),
@@ -286,7 +297,7 @@ impl Sim<'_> {
     /// The tenant of a class of work.
     fn class_tenant(&self, key: Work) -> Option<usize> {
         match key {
-            Work::Task(g) => self.groups[g as usize].tenant,
+            Work::Task(g) => self.tasks.groups[g as usize].tenant,
             Work::Actor(g) => self.actor_groups[g as usize].tenant,
             Work::Replica(s) => self.services[s as usize].tenant,
         }
@@ -301,7 +312,7 @@ impl Sim<'_> {
     /// What a piece of work requests.
     fn work_request(&self, w: Work) -> crate::placement::Request {
         match w {
-            Work::Task(t) => self.groups[self.group_of(t)].request.clone(),
+            Work::Task(t) => self.tasks.groups[self.group_of(t)].request.clone(),
             Work::Actor(a) => self.actors[a as usize].request.clone(),
             Work::Replica(r) => self.services[self.replicas[r as usize].service as usize]
                 .request
@@ -311,9 +322,9 @@ impl Sim<'_> {
 
     /// Work that waited on its tenant's quota starts now: count the wait.
     fn quota_wait_over(&mut self, w: Work, tenant: Option<usize>) {
-        if let (Some(since), Some(t)) = (self.quota_since.remove(&w), tenant) {
+        if let (Some(since), Some(t)) = (self.quota.since.remove(&w), tenant) {
             let now = self.now();
-            let e = self.quota_wait.entry(t).or_insert((0, 0));
+            let e = self.quota.wait.entry(t).or_insert((0, 0));
             e.0 += 1;
             e.1 += now - since;
         }
@@ -332,7 +343,7 @@ impl Sim<'_> {
         let Some(alloc) = self.allocate(node, request, tenant, policy) else {
             return false;
         };
-        if !self.quota_since.is_empty() {
+        if !self.quota.since.is_empty() {
             self.quota_wait_over(w, tenant);
         }
         let units = device_units(&self.state, &self.unit_ids, request);
@@ -340,8 +351,8 @@ impl Sim<'_> {
             Work::Task(t) => {
                 let gi = self.group_of(t);
                 self.busy(node, units, now);
-                let first = !std::mem::replace(&mut self.task_started[t as usize], true);
-                let g = &mut self.groups[gi];
+                let first = !std::mem::replace(&mut self.tasks.started[t as usize], true);
+                let g = &mut self.tasks.groups[gi];
                 if first {
                     g.queueing.record((now - g.ready_at) as f64 / 1e9);
                     g.started += 1;
@@ -350,15 +361,15 @@ impl Sim<'_> {
                 if first {
                     self.consumer_started(gi);
                 }
-                self.task_start[t as usize] = now;
-                self.task_node[t as usize] = node as u32;
-                self.task_dev[t as usize] = alloc
+                self.tasks.start[t as usize] = now;
+                self.tasks.node[t as usize] = node as u32;
+                self.tasks.dev[t as usize] = alloc
                     .instances
                     .iter()
                     .filter(|(rid, _)| self.unit_ids.contains(rid))
                     .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
                     .unwrap_or(0) as u32;
-                self.task_alloc[t as usize] = Some(alloc);
+                self.tasks.alloc[t as usize] = Some(alloc);
                 self.start_task_work(t, gi, node, units);
             }
             Work::Actor(a) => {
@@ -408,8 +419,9 @@ impl Sim<'_> {
         if units != 0.0
             && let Some(a) = &self.node_accel[node]
         {
-            self.util.change(a, at, units);
-            self.util_by_type
+            self.usage.held.change(a, at, units);
+            self.usage
+                .held_by_type
                 .change(&self.node_types[node].name, at, units);
         }
     }
@@ -420,8 +432,9 @@ impl Sim<'_> {
         if units != 0.0
             && let Some(a) = &self.node_accel[node]
         {
-            self.work.span(a, from, to, units);
-            self.work_by_type
+            self.usage.busy.span(a, from, to, units);
+            self.usage
+                .busy_by_type
                 .span(&self.node_types[node].name, from, to, units);
         }
     }
@@ -452,7 +465,7 @@ impl Sim<'_> {
     /// each class, classes in order. Checking `node` alone is exact: nothing was available
     /// for a waiting class before this free (see the module docs).
     pub(super) fn dispatch(&mut self, node: NodeId) {
-        if std::mem::take(&mut self.quota_freed) {
+        if std::mem::take(&mut self.quota.freed) {
             // A tenant under a quota freed something: its waiting work may start anywhere, so
             // every node is offered (this node first), not only the one freed.
             self.dispatch_one(node);
@@ -475,7 +488,8 @@ impl Sim<'_> {
         }
         let spec = self.spec;
         for k in 0..self.pending.len() {
-            if matches!(self.pending[k].0, Work::Task(g) if self.groups[g as usize].blocked > 0) {
+            if matches!(self.pending[k].0, Work::Task(g) if self.tasks.groups[g as usize].blocked > 0)
+            {
                 continue;
             }
             while let Some(&id) = self.pending[k].1.front() {
@@ -486,7 +500,7 @@ impl Sim<'_> {
                 };
                 let (request, tenant, policy, strategy, selector, fallbacks) = match w {
                     Work::Task(t) => {
-                        let g = &self.groups[self.group_of(t)];
+                        let g = &self.tasks.groups[self.group_of(t)];
                         let ts = &spec.workloads[g.workload].tasks[g.index];
                         (
                             g.request.clone(),

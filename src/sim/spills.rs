@@ -83,7 +83,7 @@ impl Sim<'_> {
         }
         let o = self.output_bytes(gi);
         let what = {
-            let g = &self.groups[gi];
+            let g = &self.tasks.groups[gi];
             let w = &self.spec.workloads[g.workload];
             format!("object spill {}.{}", w.name, w.tasks[g.index].name)
         };
@@ -134,7 +134,7 @@ impl Sim<'_> {
     /// Task `t`'s spill is written: it completes.
     pub(super) fn on_spill_done(&mut self, t: u32, epoch: u32) {
         self.store.xfer.remove(&t);
-        if epoch != self.task_epoch[t as usize] {
+        if epoch != self.tasks.epoch[t as usize] {
             return;
         }
         let now = self.now();
@@ -146,11 +146,11 @@ impl Sim<'_> {
     /// Producer tasks whose outputs task `t` of `gi` reads, with the bytes of each (the object
     /// directory's ranges, `network.rs`).
     pub(crate) fn input_parts(&self, t: u32, gi: usize) -> Vec<(usize, f64)> {
-        let g = &self.groups[gi];
+        let g = &self.tasks.groups[gi];
         let c = f64::from(g.count.max(1));
         let i = f64::from(t - g.first);
         let mut out = Vec::new();
-        for (a, p) in self.groups.iter().enumerate() {
+        for (a, p) in self.tasks.groups.iter().enumerate() {
             if !p.dependents.contains(&(gi as u32)) {
                 continue;
             }
@@ -174,6 +174,7 @@ impl Sim<'_> {
     /// still exist), by node.
     fn restore_parts(&self, t: u32, gi: usize) -> Vec<(usize, f64)> {
         let any = self
+            .tasks
             .groups
             .iter()
             .any(|p| p.spilled_bytes > 0.0 && p.dependents.contains(&(gi as u32)));
@@ -182,7 +183,7 @@ impl Sim<'_> {
         }
         let mut by: std::collections::BTreeMap<usize, f64> = Default::default();
         for (pt, bytes) in self.input_parts(t, gi) {
-            let holder = self.task_node[pt];
+            let holder = self.tasks.node[pt];
             if holder == u32::MAX
                 || !self.store.spilled.get(pt).copied().unwrap_or(false)
                 || !self.output_alive(pt, holder as usize)
@@ -197,7 +198,7 @@ impl Sim<'_> {
     /// Task `t` of `gi` was placed on `node`: read its spilled inputs back from disk, then
     /// fetch its inputs (`start_fetch`), then run.
     pub(super) fn start_task_work(&mut self, t: u32, gi: usize, node: NodeId, units: f64) {
-        let parts = if self.groups[gi].input_bytes > 0.0 {
+        let parts = if self.tasks.groups[gi].input_bytes > 0.0 {
             self.restore_parts(t, gi)
         } else {
             Vec::new()
@@ -207,7 +208,7 @@ impl Sim<'_> {
             return;
         }
         let what = {
-            let g = &self.groups[gi];
+            let g = &self.tasks.groups[gi];
             let w = &self.spec.workloads[g.workload];
             format!("object restore {}.{}", w.name, w.tasks[g.index].name)
         };
@@ -235,7 +236,7 @@ impl Sim<'_> {
             format!("{what}: from {from} of the holders on the run's shared network"),
         );
         let now = self.now();
-        let epoch = self.task_epoch[t as usize];
+        let epoch = self.tasks.epoch[t as usize];
         self.net
             .fetch_from
             .insert(t, parts.iter().map(|(h, _)| *h as u32).collect());
@@ -274,7 +275,7 @@ impl Sim<'_> {
     /// Task `t`'s spilled inputs are back in their holders' memory: its fetch starts.
     pub(super) fn on_restore_done(&mut self, t: u32, epoch: u32) {
         self.store.xfer.remove(&t);
-        if epoch != self.task_epoch[t as usize] {
+        if epoch != self.tasks.epoch[t as usize] {
             return;
         }
         let now = self.now();
@@ -283,8 +284,8 @@ impl Sim<'_> {
             self.store.restore_secs += (now - from) as f64 / 1e9;
         }
         let gi = self.group_of(t);
-        let node = self.task_node[t as usize] as usize;
-        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+        let node = self.tasks.node[t as usize] as usize;
+        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
         self.start_fetch(t, gi, node, units, 0.0);
     }
 

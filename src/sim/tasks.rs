@@ -7,9 +7,30 @@
 
 use super::{Ev, Sim, Work, device_units, models, timeline};
 use crate::engine::Time;
-use crate::placement::{NodeId, Request};
+use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::workload::Policy;
 use models::secs;
+
+/// The task groups and every task's state: one entry per task in each list, indexed by task
+/// (a struct of lists, so the loops over many tasks read only the field they need).
+#[derive(Default)]
+pub(super) struct Tasks {
+    pub(super) groups: Vec<Group>,
+    pub(super) start: Vec<Time>,
+    pub(super) node: Vec<u32>,
+    /// The first device instance each task's allocation held (its inputs and outputs live
+    /// there), 0 without devices.
+    pub(super) dev: Vec<u32>,
+    pub(super) alloc: Vec<Option<Allocation>>,
+    /// Attempt number of each task (bumped when its node dies).
+    pub(super) epoch: Vec<u32>,
+    pub(super) completed: Vec<bool>,
+    pub(super) started: Vec<bool>,
+    /// Completed tasks re-running to rebuild an output lost with its node.
+    pub(super) rebuild: Vec<bool>,
+    /// Retries left.
+    pub(super) retries: Vec<u32>,
+}
 
 pub(super) struct Group {
     pub(super) workload: usize,
@@ -57,31 +78,40 @@ impl Sim<'_> {
         tenant: Option<usize>,
     ) {
         // Task groups, then their dependency edges.
-        let base = self.groups.len() as u32;
+        let base = self.tasks.groups.len() as u32;
         for (gi, g) in w.tasks.iter().enumerate() {
             let request = self
                 .state
                 .request_with_memory(&g.resources, g.device_memory);
-            let first = self.task_start.len() as u32;
-            self.task_start
+            let first = self.tasks.start.len() as u32;
+            self.tasks
+                .start
                 .extend(std::iter::repeat_n(0, g.count as usize));
-            self.task_node
+            self.tasks
+                .node
                 .extend(std::iter::repeat_n(u32::MAX, g.count as usize));
-            self.task_dev
+            self.tasks
+                .dev
                 .extend(std::iter::repeat_n(0, g.count as usize));
-            self.task_alloc
+            self.tasks
+                .alloc
                 .extend(std::iter::repeat_with(|| None).take(g.count as usize));
-            self.task_epoch
+            self.tasks
+                .epoch
                 .extend(std::iter::repeat_n(0, g.count as usize));
-            self.task_completed
+            self.tasks
+                .completed
                 .extend(std::iter::repeat_n(false, g.count as usize));
-            self.task_started
+            self.tasks
+                .started
                 .extend(std::iter::repeat_n(false, g.count as usize));
-            self.task_rebuild
+            self.tasks
+                .rebuild
                 .extend(std::iter::repeat_n(false, g.count as usize));
-            self.task_retries
+            self.tasks
+                .retries
                 .extend(std::iter::repeat_n(g.retries, g.count as usize));
-            self.groups.push(Group {
+            self.tasks.groups.push(Group {
                 workload: wi,
                 index: gi,
                 request,
@@ -115,11 +145,13 @@ impl Sim<'_> {
             let mut input = 0.0;
             for dep in &g.after {
                 if let Some(di) = w.tasks.iter().position(|t| &t.name == dep) {
-                    self.groups[(base + di as u32) as usize].dependents.push(me);
+                    self.tasks.groups[(base + di as u32) as usize]
+                        .dependents
+                        .push(me);
                     input += w.tasks[di].count as f64 * w.tasks[di].output.0 as f64;
                 }
             }
-            self.groups[me as usize].input_bytes = input / g.count.max(1) as f64;
+            self.tasks.groups[me as usize].input_bytes = input / g.count.max(1) as f64;
             if g.after.is_empty() {
                 // Work at time zero is submitted in declaration order.
                 self.handle(Ev::Task(TaskEv::GroupReady(me)));
@@ -128,13 +160,15 @@ impl Sim<'_> {
     }
 
     pub(super) fn group_of(&self, task: u32) -> usize {
-        self.groups.partition_point(|g| g.first + g.count <= task)
+        self.tasks
+            .groups
+            .partition_point(|g| g.first + g.count <= task)
     }
 
     /// Every group this one runs `after` has finished: submit its tasks.
     pub(super) fn on_group_ready(&mut self, g: u32) {
         let now = self.now();
-        let grp = &mut self.groups[g as usize];
+        let grp = &mut self.tasks.groups[g as usize];
         grp.ready_at = now;
         let (first, count) = (grp.first, grp.count);
         for t in first..first + count {
@@ -145,16 +179,16 @@ impl Sim<'_> {
     /// A task attempt finished; stale attempts (its node died) are ignored.
     pub(super) fn on_task_done(&mut self, t: u32, epoch: u32) {
         let now = self.now();
-        if epoch != self.task_epoch[t as usize] {
+        if epoch != self.tasks.epoch[t as usize] {
             return; // its node died; the task was retried or failed
         }
         let gi = self.group_of(t);
-        let node = self.task_node[t as usize] as usize;
+        let node = self.tasks.node[t as usize] as usize;
         if self.begin_spill(t, gi, node, epoch) {
             return; // completes when its output is on disk (`spills.rs`)
         }
         self.record_task(t as usize, now);
-        if self.task_rebuild[t as usize] {
+        if self.tasks.rebuild[t as usize] {
             self.rebuilt(t, gi, node);
             return;
         }
@@ -164,16 +198,16 @@ impl Sim<'_> {
                 self.state.nodes[node].name()
             ));
         }
-        if std::mem::replace(&mut self.task_completed[t as usize], true) {
+        if std::mem::replace(&mut self.tasks.completed[t as usize], true) {
             self.violations.push(format!("task {t} completed twice"));
         }
-        if let Some(a) = self.task_alloc[t as usize].take() {
-            self.free(&a, self.groups[gi].tenant);
+        if let Some(a) = self.tasks.alloc[t as usize].take() {
+            self.free(&a, self.tasks.groups[gi].tenant);
         }
-        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
         self.busy(node, -units, now);
-        let start = self.task_start[t as usize];
-        self.groups[gi].run.record((now - start) as f64 / 1e9);
+        let start = self.tasks.start[t as usize];
+        self.tasks.groups[gi].run.record((now - start) as f64 / 1e9);
         self.store_output(t, gi, node);
         self.task_done_bookkeeping(gi);
         self.dispatch(node);
@@ -182,13 +216,13 @@ impl Sim<'_> {
     /// A task's retry delay is over: submit it again.
     pub(super) fn on_retry(&mut self, t: u32) {
         let gi = self.group_of(t);
-        self.groups[gi].delayed -= 1;
+        self.tasks.groups[gi].delayed -= 1;
         self.submit(Work::Task(t));
     }
 
     /// Nanoseconds task `t` of `gi` computes on `node` once its inputs are there.
     fn task_run_ns(&self, gi: usize, node: NodeId) -> Time {
-        let g = &self.groups[gi];
+        let g = &self.tasks.groups[gi];
         let units = device_units(&self.state, &self.unit_ids, &g.request);
         let ts = &self.spec.workloads[g.workload].tasks[g.index];
         let run = match (&ts.duration, &ts.compute, &self.node_accel[node]) {
@@ -203,8 +237,8 @@ impl Sim<'_> {
     /// from their holders (the fixed part, plus `extra` seconds, as a delay, then flows on the
     /// run's network), then run.
     pub(super) fn start_fetch(&mut self, t: u32, gi: usize, node: NodeId, units: f64, extra: f64) {
-        let epoch = self.task_epoch[t as usize];
-        let (fixed, flows) = if self.groups[gi].input_bytes > 0.0 {
+        let epoch = self.tasks.epoch[t as usize];
+        let (fixed, flows) = if self.tasks.groups[gi].input_bytes > 0.0 {
             match self.fetch_plan(t, gi, node, units > 0.0) {
                 Ok(x) => x,
                 Err(()) => {
@@ -219,7 +253,7 @@ impl Sim<'_> {
         let fixed = fixed + extra;
         if flows.is_empty() {
             if fixed > 0.0 {
-                self.groups[gi].fetch_ns += secs(fixed);
+                self.tasks.groups[gi].fetch_ns += secs(fixed);
             }
             let d = secs(fixed) + self.task_run_ns(gi, node);
             self.q.after(d.max(1), Ev::Task(TaskEv::Done(t, epoch)));
@@ -233,22 +267,22 @@ impl Sim<'_> {
     /// transport's error in it (an application error: not retried, as `retry_exceptions`
     /// is off by default); its dependents run as after any failed task.
     pub(super) fn on_fetch_failed(&mut self, t: u32, epoch: u32) {
-        if epoch != self.task_epoch[t as usize] {
+        if epoch != self.tasks.epoch[t as usize] {
             return;
         }
         let now = self.now();
         let gi = self.group_of(t);
-        let node = self.task_node[t as usize] as usize;
+        let node = self.tasks.node[t as usize] as usize;
         self.record_task(t as usize, now);
         self.cancel_fetch(t);
-        self.task_epoch[t as usize] += 1;
-        if let Some(a) = self.task_alloc[t as usize].take() {
-            self.free(&a, self.groups[gi].tenant);
+        self.tasks.epoch[t as usize] += 1;
+        if let Some(a) = self.tasks.alloc[t as usize].take() {
+            self.free(&a, self.tasks.groups[gi].tenant);
         }
-        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
         self.busy(node, -units, now);
         self.failures.tasks_failed += 1;
-        self.groups[gi].failed += 1;
+        self.tasks.groups[gi].failed += 1;
         self.task_done_bookkeeping(gi);
         self.dispatch(node);
     }
@@ -257,15 +291,15 @@ impl Sim<'_> {
     pub(super) fn on_fetch_done(&mut self, t: u32, epoch: u32) {
         self.net.fetch_xfer.remove(&t);
         self.net.fetch_from.remove(&t);
-        if epoch != self.task_epoch[t as usize] {
+        if epoch != self.tasks.epoch[t as usize] {
             return;
         }
         let gi = self.group_of(t);
-        let node = self.task_node[t as usize] as usize;
-        let (start, now) = (self.task_start[t as usize], self.now());
+        let node = self.tasks.node[t as usize] as usize;
+        let (start, now) = (self.tasks.start[t as usize], self.now());
         self.tl.arrived(super::timeline::MoveKey::Fetch(t), now);
         let took = now - start;
-        self.groups[gi].fetch_ns += took;
+        self.tasks.groups[gi].fetch_ns += took;
         let d = self.task_run_ns(gi, node);
         self.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
     }
@@ -288,19 +322,19 @@ impl Sim<'_> {
     /// killed). Busy utilization: its devices and CPUs did work the whole time (its input
     /// fetch included).
     pub(crate) fn record_task(&mut self, t: usize, now: Time) {
-        let node = self.task_node[t] as usize;
+        let node = self.tasks.node[t] as usize;
         let gi = self.group_of(t as u32);
-        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
-        self.worked(node, units, self.task_start[t], now);
-        let cpus = super::cpu::cpus_of(&self.groups[gi].request);
+        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
+        self.worked(node, units, self.tasks.start[t], now);
+        let cpus = super::cpu::cpus_of(&self.tasks.groups[gi].request);
         let item = super::labels::Item::Group(gi);
-        self.cpu_worked(node, cpus, self.task_start[t], now, item);
+        self.cpu_worked(node, cpus, self.tasks.start[t], now, item);
         if !self.tl.on {
             return;
         }
-        let devs = self.alloc_devices(node, self.task_alloc[t].as_ref());
+        let devs = self.alloc_devices(node, self.tasks.alloc[t].as_ref());
         let label = self.label_id(super::labels::Item::Group(gi));
-        let from = self.task_start[t];
+        let from = self.tasks.start[t];
         self.tl
             .span(&devs, from, now, timeline::SpanKind::Compute, label);
     }
@@ -308,25 +342,25 @@ impl Sim<'_> {
     /// Submit a task again, after its group's retry delay.
     pub(crate) fn retry_task(&mut self, t: u32) {
         let gi = self.group_of(t);
-        let g = &self.groups[gi];
+        let g = &self.tasks.groups[gi];
         let delay = self.spec.workloads[g.workload].tasks[g.index].retry_delay.0;
         if delay == 0 {
             self.submit(Work::Task(t));
         } else {
-            self.groups[gi].delayed += 1;
+            self.tasks.groups[gi].delayed += 1;
             self.q.after(delay, Ev::Task(TaskEv::Retry(t)));
         }
     }
 
     pub(super) fn task_done_bookkeeping(&mut self, gi: usize) {
         let now = self.now();
-        let g = &mut self.groups[gi];
+        let g = &mut self.tasks.groups[gi];
         g.done += 1;
         if g.done == g.count {
             g.last_end = now;
             self.makespan = self.makespan.max(now);
             for d in g.dependents.clone() {
-                let dg = &mut self.groups[d as usize];
+                let dg = &mut self.tasks.groups[d as usize];
                 dg.deps_left -= 1;
                 if dg.deps_left == 0 {
                     self.q.at(now, Ev::Task(TaskEv::GroupReady(d)));

@@ -61,7 +61,7 @@ impl Sim<'_> {
             }
             Owner::Fetch { task, epoch } => {
                 // A later attempt's flows may be pending: leave them.
-                (epoch == self.task_epoch[task as usize]).then_some(())?;
+                (epoch == self.tasks.epoch[task as usize]).then_some(())?;
                 self.net.pending_fetch.remove(&task)
             }
             Owner::Tensor { actor, epoch } => {

@@ -355,6 +355,42 @@ fn cpu_record(n: f64, mut busy: Changes, mut held: Changes, horizon: Time) -> Cp
     }
 }
 
+/// What a run's devices did: allocated (`held`, `Sim::busy`) and busy computing,
+/// communicating or serving (`busy`, `Sim::worked`), per device class and per node type.
+#[derive(Default)]
+pub(crate) struct Usage {
+    pub(crate) held: UtilTracker,
+    pub(crate) held_by_type: UtilTracker,
+    pub(crate) busy: UtilTracker,
+    pub(crate) busy_by_type: UtilTracker,
+}
+
+impl Usage {
+    /// Trackers that keep their series within `horizon` (see [`UtilTracker::with_limit`]).
+    pub(crate) fn with_limit(horizon: Option<Time>) -> Self {
+        Usage {
+            held: UtilTracker::with_limit(horizon),
+            held_by_type: UtilTracker::with_limit(horizon),
+            busy: UtilTracker::with_limit(horizon),
+            busy_by_type: UtilTracker::with_limit(horizon),
+        }
+    }
+
+    /// Each class's and each node type's utilization at `end`, from `devices` and `by_type`
+    /// (how many devices each has).
+    pub(crate) fn finish(
+        self,
+        devices: &BTreeMap<String, u64>,
+        by_type: &BTreeMap<String, u64>,
+        end: Time,
+    ) -> (BTreeMap<String, Utilization>, BTreeMap<String, Utilization>) {
+        (
+            self.busy.finish(self.held, devices, end),
+            self.busy_by_type.finish(self.held_by_type, by_type, end),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::binned::tests::spans;

@@ -39,31 +39,31 @@ impl Sim<'_> {
                     .iter()
                     .any(|(id, per)| *id == rid && per.get(k).is_some_and(|x| *x > 0))
         };
-        for t in 0..self.task_alloc.len() {
-            if !self.task_alloc[t].as_ref().is_some_and(uses) {
+        for t in 0..self.tasks.alloc.len() {
+            if !self.tasks.alloc[t].as_ref().is_some_and(uses) {
                 continue;
             }
             self.record_task(t, now);
-            let a = self.task_alloc[t].take().expect("checked");
+            let a = self.tasks.alloc[t].take().expect("checked");
             let gi = self.group_of(t as u32);
-            let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
-            self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;
-            let tenant = self.groups[gi].tenant;
+            let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
+            self.failures.lost_device_ns += units * (now - self.tasks.start[t]) as f64;
+            let tenant = self.tasks.groups[gi].tenant;
             self.free(&a, tenant);
             self.busy(n, -units, now);
-            self.task_epoch[t] += 1;
+            self.tasks.epoch[t] += 1;
             self.cancel_fetch(t as u32);
-            if self.task_retries[t] > 0 {
-                self.task_retries[t] -= 1;
+            if self.tasks.retries[t] > 0 {
+                self.tasks.retries[t] -= 1;
                 self.failures.tasks_retried += 1;
                 self.retry_task(t as u32);
-            } else if self.task_rebuild[t] {
-                self.task_rebuild[t] = false;
+            } else if self.tasks.rebuild[t] {
+                self.tasks.rebuild[t] = false;
                 self.failures.objects_lost += 1;
                 self.unblock_dependents(gi);
             } else {
                 self.failures.tasks_failed += 1;
-                self.groups[gi].failed += 1;
+                self.tasks.groups[gi].failed += 1;
                 self.task_done_bookkeeping(gi);
             }
         }

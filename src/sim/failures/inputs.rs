@@ -27,13 +27,13 @@ impl Sim<'_> {
             .collect();
         hit.sort_unstable();
         for t in hit {
-            if self.task_alloc[t as usize].is_none() {
+            if self.tasks.alloc[t as usize].is_none() {
                 continue;
             }
             self.cancel_fetch(t);
             // A fetch paying its fixed part has a `TransferGo` queued for this attempt: a new
             // attempt number makes it stale, as for a task killed with its node.
-            self.task_epoch[t as usize] += 1;
+            self.tasks.epoch[t as usize] += 1;
             self.net.await_inputs.insert(t);
         }
     }
@@ -58,14 +58,14 @@ impl Sim<'_> {
                 let gi = self.group_of(t);
                 self.input_parts(t, gi)
                     .iter()
-                    .all(|(pt, _)| !self.task_rebuild[*pt])
+                    .all(|(pt, _)| !self.tasks.rebuild[*pt])
             })
             .collect();
         for t in ready {
             self.net.await_inputs.remove(&t);
             let gi = self.group_of(t);
-            let node = self.task_node[t as usize] as usize;
-            let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+            let node = self.tasks.node[t as usize] as usize;
+            let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
             self.start_task_work(t, gi, node, units);
         }
     }

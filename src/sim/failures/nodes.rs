@@ -74,18 +74,18 @@ impl Sim<'_> {
         let epoch = self.failures.crash_epoch[n];
         self.failures.crash_times.insert((n, epoch), now);
         // Tasks running there.
-        for t in 0..self.task_node.len() {
-            if self.task_node[t] as usize != n || self.task_alloc[t].is_none() {
+        for t in 0..self.tasks.node.len() {
+            if self.tasks.node[t] as usize != n || self.tasks.alloc[t].is_none() {
                 continue;
             }
             self.record_task(t, now);
-            let lost = self.task_alloc[t].take();
-            self.task_epoch[t] += 1;
+            let lost = self.tasks.alloc[t].take();
+            self.tasks.epoch[t] += 1;
             self.cancel_fetch(t as u32);
             let gi = self.group_of(t as u32);
-            let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
-            self.failures.lost_device_ns += units * (now - self.task_start[t]) as f64;
-            self.drop_alloc(n, self.groups[gi].tenant, units, lost);
+            let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
+            self.failures.lost_device_ns += units * (now - self.tasks.start[t]) as f64;
+            self.drop_alloc(n, self.tasks.groups[gi].tenant, units, lost);
             self.failures.lost.push((n, epoch, Work::Task(t as u32)));
         }
         self.stop_reads_from(n);
@@ -198,14 +198,14 @@ impl Sim<'_> {
         for (_, _, w) in mine {
             match w {
                 Work::Task(t) => {
-                    if self.task_retries[t as usize] > 0 {
-                        self.task_retries[t as usize] -= 1;
+                    if self.tasks.retries[t as usize] > 0 {
+                        self.tasks.retries[t as usize] -= 1;
                         self.failures.tasks_retried += 1;
                         self.retry_task(t);
-                    } else if self.task_rebuild[t as usize] {
+                    } else if self.tasks.rebuild[t as usize] {
                         // Ray raises ObjectLostError in the consumers; the simulation lets
                         // them run and counts the object as lost.
-                        self.task_rebuild[t as usize] = false;
+                        self.tasks.rebuild[t as usize] = false;
                         self.failures.objects_lost += 1;
                         let gi = self.group_of(t);
                         self.unblock_dependents(gi);
@@ -213,7 +213,7 @@ impl Sim<'_> {
                     } else {
                         self.failures.tasks_failed += 1;
                         let gi = self.group_of(t);
-                        self.groups[gi].failed += 1;
+                        self.tasks.groups[gi].failed += 1;
                         self.task_done_bookkeeping(gi);
                     }
                 }

@@ -18,15 +18,15 @@ impl Sim<'_> {
     /// started wait until every lost input is back. Outputs nobody needs any more are not
     /// rebuilt. (Objects created by `ray.put` cannot be rebuilt; workloads here create none.)
     pub(super) fn lose_outputs(&mut self, n: NodeId, epoch: u32) {
-        for gi in 0..self.groups.len() {
-            let g = &self.groups[gi];
+        for gi in 0..self.tasks.groups.len() {
+            let g = &self.tasks.groups[gi];
             let ts = &self.spec.workloads[g.workload].tasks[g.index];
             let needy: Vec<u32> = g
                 .dependents
                 .iter()
                 .copied()
                 .filter(|d| {
-                    self.groups[*d as usize].started < self.groups[*d as usize].count
+                    self.tasks.groups[*d as usize].started < self.tasks.groups[*d as usize].count
                         || self.group_awaits_inputs(*d as usize)
                 })
                 .collect();
@@ -35,15 +35,15 @@ impl Sim<'_> {
             }
             for t in g.first..g.first + g.count {
                 let t = t as usize;
-                if !self.task_completed[t]
-                    || self.task_rebuild[t]
-                    || self.task_node[t] as usize != n
+                if !self.tasks.completed[t]
+                    || self.tasks.rebuild[t]
+                    || self.tasks.node[t] as usize != n
                 {
                     continue;
                 }
-                self.task_rebuild[t] = true;
+                self.tasks.rebuild[t] = true;
                 for d in &needy {
-                    self.groups[*d as usize].blocked += 1;
+                    self.tasks.groups[*d as usize].blocked += 1;
                 }
                 self.failures.lost.push((n, epoch, Work::Task(t as u32)));
             }
@@ -53,11 +53,11 @@ impl Sim<'_> {
     /// A lost output was rebuilt: unblock its consumers.
     pub(crate) fn rebuilt(&mut self, t: u32, gi: usize, node: NodeId) {
         let now = self.now();
-        self.task_rebuild[t as usize] = false;
-        if let Some(a) = self.task_alloc[t as usize].take() {
-            self.free(&a, self.groups[gi].tenant);
+        self.tasks.rebuild[t as usize] = false;
+        if let Some(a) = self.tasks.alloc[t as usize].take() {
+            self.free(&a, self.tasks.groups[gi].tenant);
         }
-        let units = device_units(&self.state, &self.unit_ids, &self.groups[gi].request);
+        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
         self.busy(node, -units, now);
         self.failures.objects_rebuilt += 1;
         self.store_output(t, gi, node);
@@ -68,8 +68,8 @@ impl Sim<'_> {
 
     /// One lost input of each dependent of `gi` is settled (rebuilt, or given up on).
     pub(super) fn unblock_dependents(&mut self, gi: usize) {
-        for d in self.groups[gi].dependents.clone() {
-            let g = &mut self.groups[d as usize];
+        for d in self.tasks.groups[gi].dependents.clone() {
+            let g = &mut self.tasks.groups[d as usize];
             if g.blocked > 0 {
                 g.blocked -= 1;
                 if g.blocked == 0 {
