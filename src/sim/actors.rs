@@ -11,6 +11,13 @@ use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::workload::Policy;
 use std::collections::BTreeMap;
 
+/// Every actor group and every actor, by index.
+#[derive(Default)]
+pub(super) struct Actors {
+    pub(super) groups: Vec<ActorGroup>,
+    pub(super) list: Vec<Actor>,
+}
+
 pub(super) struct Actor {
     pub(super) group: usize,
     pub(super) request: Request,
@@ -76,15 +83,15 @@ impl Sim<'_> {
                     false,
                 ),
             };
-            let ag = self.actor_groups.len();
-            let base = self.actor_groups.len() - ai;
+            let ag = self.actors.groups.len();
+            let base = self.actors.groups.len() - ai;
             let tensor_to = a
                 .tensor
                 .as_ref()
                 .and_then(|t| w.actors.iter().position(|x| x.name == t.to))
                 .map(|i| base + i);
-            self.actor_groups.push(ActorGroup {
-                first: self.actors.len() as u32,
+            self.actors.groups.push(ActorGroup {
+                first: self.actors.list.len() as u32,
                 count: a.count as u32,
                 tensor_to,
                 tensors: 0,
@@ -101,8 +108,8 @@ impl Sim<'_> {
                 delays: Default::default(),
             });
             for index in 0..a.count {
-                let id = self.actors.len() as u32;
-                self.actors.push(Actor {
+                let id = self.actors.list.len() as u32;
+                self.actors.list.push(Actor {
                     group: ag,
                     request: request.clone(),
                     holds,
@@ -131,11 +138,11 @@ impl Sim<'_> {
     /// A method call of actor `a` finished computing; stale calls (the actor was lost) are
     /// ignored. With a `tensor`, the call ends when its tensor has arrived (`tensors.rs`).
     pub(super) fn on_actor_call(&mut self, a: u32, epoch: u32) {
-        if epoch != self.actors[a as usize].epoch {
+        if epoch != self.actors.list[a as usize].epoch {
             return;
         }
         self.record_call(a);
-        if self.actor_groups[self.actors[a as usize].group]
+        if self.actors.groups[self.actors.list[a as usize].group]
             .tensor_to
             .is_some()
         {
@@ -150,7 +157,7 @@ impl Sim<'_> {
     /// without `resources` holds nothing while it runs, so nothing is counted.
     fn record_call(&mut self, a: u32) {
         let now = self.now();
-        let ac = &self.actors[a as usize];
+        let ac = &self.actors.list[a as usize];
         let (Some(node), true) = (ac.node, ac.alloc.is_some()) else {
             return;
         };
@@ -164,7 +171,7 @@ impl Sim<'_> {
         self.worked(node, units, from, now);
         self.cpu_worked(node, cpus, from, now, super::labels::Item::Actors(g));
         if self.tl.on && units > 0.0 {
-            let ac = &self.actors[a as usize];
+            let ac = &self.actors.list[a as usize];
             let devs = self.alloc_devices(node, ac.alloc.as_ref());
             let label = self.label_id(super::labels::Item::Actors(g));
             self.tl
@@ -176,29 +183,29 @@ impl Sim<'_> {
     /// actor is done.
     pub(super) fn finish_call(&mut self, a: u32, epoch: u32, ok: bool) {
         let now = self.now();
-        let ac = &mut self.actors[a as usize];
+        let ac = &mut self.actors.list[a as usize];
         ac.calls_left -= 1;
         let g = ac.group;
         if ok {
-            self.actor_groups[g].calls_done += 1;
+            self.actors.groups[g].calls_done += 1;
         } else {
-            self.actor_groups[g].calls_failed += 1;
+            self.actors.groups[g].calls_failed += 1;
         }
-        if self.actors[a as usize].calls_left > 0 {
-            let d = self.actors[a as usize].call_ns.max(1);
+        if self.actors.list[a as usize].calls_left > 0 {
+            let d = self.actors.list[a as usize].call_ns.max(1);
             self.q.after(d, Ev::ActorCall(a, epoch));
         } else {
             self.makespan = self.makespan.max(now);
             if let (Some(alloc), Some(node)) = (
-                self.actors[a as usize].alloc.take(),
-                self.actors[a as usize].node,
+                self.actors.list[a as usize].alloc.take(),
+                self.actors.list[a as usize].node,
             ) {
-                let tenant = self.actor_groups[g].tenant;
+                let tenant = self.actors.groups[g].tenant;
                 self.free(&alloc, tenant);
                 let units = device_units(
                     &self.state,
                     &self.unit_ids,
-                    &self.actors[a as usize].request,
+                    &self.actors.list[a as usize].request,
                 );
                 self.busy(node, -units, now);
                 self.dispatch(node);

@@ -66,7 +66,7 @@ impl Sim<'_> {
                 v.push(format!("task {t} holds resources on dead node {}", a.node));
             }
         }
-        for (i, a) in self.actors.iter().enumerate() {
+        for (i, a) in self.actors.list.iter().enumerate() {
             if let Some(al) = &a.alloc
                 && dead(al.node)
             {
@@ -76,7 +76,7 @@ impl Sim<'_> {
                 ));
             }
         }
-        for (i, r) in self.replicas.iter().enumerate() {
+        for (i, r) in self.services.replicas.iter().enumerate() {
             if let Some(al) = &r.alloc
                 && dead(al.node)
             {
@@ -245,7 +245,7 @@ impl Sim<'_> {
             });
         }
         m.llm_services = self.llm_metrics(end);
-        for s in &mut self.services {
+        for s in &mut self.services.list {
             let w = &spec.workloads[s.workload];
             let sv = &w.services[s.index];
             if sv.llm.is_some() {
@@ -281,7 +281,7 @@ impl Sim<'_> {
                 replicas_placed: s
                     .replicas
                     .iter()
-                    .filter(|r| self.replicas[**r as usize].node.is_some())
+                    .filter(|r| self.services.replicas[**r as usize].node.is_some())
                     .count() as u32,
                 arrived: s.arrived,
                 served: lat.count,
@@ -312,7 +312,7 @@ impl Sim<'_> {
                 },
             });
         }
-        for g in &mut self.actor_groups {
+        for g in &mut self.actors.groups {
             let w = &spec.workloads[g.workload];
             m.actors.push(ActorMetrics {
                 workload: w.name.clone(),

@@ -31,7 +31,7 @@ impl Sim<'_> {
                 (g.workload, &spec.workloads[g.workload].tasks[g.index].name)
             }
             Item::Service(s) => {
-                let s = &self.services[s];
+                let s = &self.services.list[s];
                 (
                     s.workload,
                     &spec.workloads[s.workload].services[s.index].name,
@@ -45,7 +45,7 @@ impl Sim<'_> {
                 )
             }
             Item::Actors(a) => {
-                let a = &self.actor_groups[a];
+                let a = &self.actors.groups[a];
                 (a.workload, &spec.workloads[a.workload].actors[a.index].name)
             }
         };

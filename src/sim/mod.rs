@@ -255,12 +255,10 @@ struct Sim<'s> {
     tasks: tasks::Tasks,
     /// Broken invariants (must stay empty; checked by the tests).
     violations: Vec<String>,
-    actor_groups: Vec<actors::ActorGroup>,
-    actors: Vec<actors::Actor>,
+    actors: actors::Actors,
     pgs: Vec<placement_groups::Pg>,
     jobs: Vec<training::Job>,
-    services: Vec<services::Service>,
-    replicas: Vec<services::Replica>,
+    services: services::Services,
     /// Allocated and busy devices per device class and per node type.
     usage: utilization::Usage,
     /// Allocated and busy CPUs per node and node type (`cpu.rs`).
@@ -285,8 +283,6 @@ struct Sim<'s> {
     quota: scheduling::Quota,
     tl: timeline::Recorder,
     transport_override: Option<String>,
-    /// Service responses on their way back to the ingress.
-    responses: payloads::Responses,
     /// Interned timeline labels per item (`labels.rs`).
     label_ids: std::collections::HashMap<labels::Item, u32>,
 }
@@ -379,12 +375,10 @@ impl<'s> Sim<'s> {
             pending: Vec::new(),
             tasks: tasks::Tasks::default(),
             violations: Vec::new(),
-            actor_groups: Vec::new(),
-            actors: Vec::new(),
+            actors: actors::Actors::default(),
             pgs: Vec::new(),
             jobs: Vec::new(),
-            services: Vec::new(),
-            replicas: Vec::new(),
+            services: services::Services::default(),
             usage: utilization::Usage::with_limit(horizon),
             cpu: cpu::CpuUse::with_limit(horizon),
             rng: rng_stream(cfg.seed, stream_id("placement")),
@@ -403,7 +397,6 @@ impl<'s> Sim<'s> {
             wire: wire::Wire::default(),
             quota: scheduling::Quota::default(),
             tl: timeline::Recorder::default(),
-            responses: payloads::Responses::default(),
             label_ids: std::collections::HashMap::new(),
         }
     }
@@ -510,7 +503,7 @@ impl<'s> Sim<'s> {
                 .jobs
                 .iter()
                 .all(|j| j.finished.is_some() || self.pgs[j.pg as usize].infeasible)
-            && self.actors.iter().all(|a| a.dead || a.calls_left == 0)
+            && self.actors.list.iter().all(|a| a.dead || a.calls_left == 0)
             && self.failures.lost.is_empty()
     }
 

@@ -45,7 +45,7 @@ pub(super) struct Slot {
 impl Sim<'_> {
     /// The transport service `sid`'s payloads move with, and a label for the notes.
     fn payload_transport(&mut self, sid: u32) -> (String, String) {
-        let s = &self.services[sid as usize];
+        let s = &self.services.list[sid as usize];
         let w = &self.spec.workloads[s.workload];
         let what = format!(
             "payloads of service {}.{}",
@@ -90,7 +90,7 @@ impl Sim<'_> {
         if let Some(log) = &mut self.transfers {
             log.push(super::TransferRecord {
                 time: self.q.now(),
-                tenant: self.services[sid as usize].tenant,
+                tenant: self.services.list[sid as usize].tenant,
                 transport: name.clone(),
                 bytes: bytes * n as f64,
             });
@@ -148,13 +148,13 @@ impl Sim<'_> {
     /// from the ingress first when the service declares `request`.
     pub(super) fn start_batch(&mut self, sid: u32, r: u32, dur: Time) {
         let now = self.now();
-        let epoch = self.replicas[r as usize].epoch;
-        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let epoch = self.services.replicas[r as usize].epoch;
+        let node = self.services.replicas[r as usize].node.unwrap_or(0);
         let ingress = self.state.head;
-        let req = self.services[sid as usize].request_bytes;
-        let n = self.replicas[r as usize].inflight.len();
+        let req = self.services.list[sid as usize].request_bytes;
+        let n = self.services.replicas[r as usize].inflight.len();
         if req <= 0.0 || node == ingress || n == 0 {
-            self.replicas[r as usize].batch_start = now;
+            self.services.replicas[r as usize].batch_start = now;
             self.q
                 .after(dur, Ev::Service(ServiceEv::BatchDone(r, epoch)));
             return;
@@ -163,7 +163,7 @@ impl Sim<'_> {
             // The requests cannot reach the replica: they are lost, and the replica takes
             // its next batch.
             self.failures.requests_lost += n as u64;
-            let rep = &mut self.replicas[r as usize];
+            let rep = &mut self.services.replicas[r as usize];
             rep.inflight.clear();
             rep.batch_start = now;
             self.q.at(now, Ev::Service(ServiceEv::BatchDone(r, epoch)));
@@ -171,7 +171,7 @@ impl Sim<'_> {
         };
         let bytes = req * n as f64;
         self.begin_payload(MoveKey::Request(r), sid, (ingress, node), bytes, &name);
-        let rep = &mut self.replicas[r as usize];
+        let rep = &mut self.services.replicas[r as usize];
         rep.pending_dur = dur;
         rep.req_flows = Some(flows);
         self.transfer_after(secs(fixed), Owner::Request { replica: r, epoch });
@@ -180,14 +180,14 @@ impl Sim<'_> {
     /// Replica `r`'s batch has its requests: it computes.
     pub(super) fn on_requests_arrived(&mut self, r: u32, epoch: u32) {
         let now = self.now();
-        let rep = &mut self.replicas[r as usize];
+        let rep = &mut self.services.replicas[r as usize];
         if epoch != rep.epoch {
             return;
         }
         rep.req_xfer = None;
         rep.batch_start = now;
         self.tl.arrived(MoveKey::Request(r), now);
-        let rep = &mut self.replicas[r as usize];
+        let rep = &mut self.services.replicas[r as usize];
         let d = rep.pending_dur;
         self.q.after(d, Ev::Service(ServiceEv::BatchDone(r, epoch)));
     }
@@ -197,13 +197,13 @@ impl Sim<'_> {
     pub(super) fn respond(&mut self, sid: u32, r: u32, node: usize, done: Vec<Time>) {
         let now = self.now();
         let ingress = self.state.head;
-        let resp = self.services[sid as usize].response_bytes;
+        let resp = self.services.list[sid as usize].response_bytes;
         if resp <= 0.0 || node == ingress || done.is_empty() {
             if !done.is_empty() {
                 // A request's work ends when it is answered.
                 self.makespan = self.makespan.max(now);
             }
-            let svc = &mut self.services[sid as usize];
+            let svc = &mut self.services.list[sid as usize];
             for a in &done {
                 svc.latencies.record((now - a) as f64 / 1e9);
             }
@@ -223,14 +223,14 @@ impl Sim<'_> {
             flows: Some(flows),
             xfer: None,
         };
-        let id = match self.responses.free.pop() {
+        let id = match self.services.responses.free.pop() {
             Some(i) => {
-                self.responses.slots[i as usize] = Some(slot);
+                self.services.responses.slots[i as usize] = Some(slot);
                 i
             }
             None => {
-                self.responses.slots.push(Some(slot));
-                (self.responses.slots.len() - 1) as u32
+                self.services.responses.slots.push(Some(slot));
+                (self.services.responses.slots.len() - 1) as u32
             }
         };
         self.begin_payload(MoveKey::Response(id), sid, (node, ingress), bytes, &name);
@@ -241,6 +241,7 @@ impl Sim<'_> {
     pub(super) fn on_responses_arrived(&mut self, id: u32) {
         let now = self.now();
         let Some(slot) = self
+            .services
             .responses
             .slots
             .get_mut(id as usize)
@@ -248,12 +249,12 @@ impl Sim<'_> {
         else {
             return;
         };
-        self.responses.free.push(id);
+        self.services.responses.free.push(id);
         self.tl.arrived(MoveKey::Response(id), now);
         if !slot.arrivals.is_empty() {
             self.makespan = self.makespan.max(now);
         }
-        let svc = &mut self.services[slot.service as usize];
+        let svc = &mut self.services.list[slot.service as usize];
         for a in &slot.arrivals {
             svc.latencies.record((now - a) as f64 / 1e9);
         }
@@ -262,7 +263,7 @@ impl Sim<'_> {
     /// Replica `r` was lost: its requests in flight leave the network.
     pub(crate) fn cancel_requests(&mut self, r: usize) {
         self.llm_lost(r);
-        let rep = &mut self.replicas[r];
+        let rep = &mut self.services.replicas[r];
         rep.req_flows = None;
         if let Some(x) = rep.req_xfer.take() {
             let now = self.now();
@@ -274,17 +275,17 @@ impl Sim<'_> {
     /// Node `n` died: responses on their way from it are lost with their requests.
     pub(crate) fn lose_responses_from(&mut self, n: usize) {
         let now = self.now();
-        for id in 0..self.responses.slots.len() {
-            let Some(slot) = &self.responses.slots[id] else {
+        for id in 0..self.services.responses.slots.len() {
+            let Some(slot) = &self.services.responses.slots[id] else {
                 continue;
             };
             if slot.from != n {
                 continue;
             }
-            let Some(slot) = self.responses.slots[id].take() else {
+            let Some(slot) = self.services.responses.slots[id].take() else {
                 continue;
             };
-            self.responses.free.push(id as u32);
+            self.services.responses.free.push(id as u32);
             self.failures.requests_lost += slot.arrivals.len() as u64;
             if let Some(x) = slot.xfer {
                 self.wire.cancel(now, x);
@@ -297,15 +298,15 @@ impl Sim<'_> {
     /// or still paying their fixed part over the old routes, start again over the new routes
     /// (paying their fixed part again: conservative, as for fetches).
     pub(super) fn reroute_moves(&mut self, stalled: &[(TransferId, Owner)]) {
-        let mut actors: Vec<u32> = (0..self.actors.len() as u32)
-            .filter(|&a| self.actors[a as usize].send_flows.is_some())
+        let mut actors: Vec<u32> = (0..self.actors.list.len() as u32)
+            .filter(|&a| self.actors.list[a as usize].send_flows.is_some())
             .collect();
-        let mut replicas: Vec<u32> = (0..self.replicas.len() as u32)
-            .filter(|&r| self.replicas[r as usize].req_flows.is_some())
+        let mut replicas: Vec<u32> = (0..self.services.replicas.len() as u32)
+            .filter(|&r| self.services.replicas[r as usize].req_flows.is_some())
             .collect();
-        let mut slots: Vec<u32> = (0..self.responses.slots.len() as u32)
+        let mut slots: Vec<u32> = (0..self.services.responses.slots.len() as u32)
             .filter(|&i| {
-                self.responses.slots[i as usize]
+                self.services.responses.slots[i as usize]
                     .as_ref()
                     .is_some_and(|s| s.flows.is_some())
             })
@@ -313,11 +314,13 @@ impl Sim<'_> {
         let mut kv = Vec::new();
         for (_, o) in stalled {
             match *o {
-                Owner::Tensor { actor, epoch } if epoch == self.actors[actor as usize].epoch => {
+                Owner::Tensor { actor, epoch }
+                    if epoch == self.actors.list[actor as usize].epoch =>
+                {
                     actors.push(actor)
                 }
                 Owner::Request { replica, epoch }
-                    if epoch == self.replicas[replica as usize].epoch =>
+                    if epoch == self.services.replicas[replica as usize].epoch =>
                 {
                     replicas.push(replica)
                 }
@@ -333,22 +336,22 @@ impl Sim<'_> {
         self.llm_kv_reroute(&kv);
         for a in actors {
             self.cancel_tensor(a as usize);
-            self.actors[a as usize].epoch += 1;
+            self.actors.list[a as usize].epoch += 1;
             self.send_tensor(a);
         }
         for r in replicas {
             self.cancel_requests(r as usize);
             // A new incarnation number makes the queued `TransferGo` stale.
-            self.replicas[r as usize].epoch += 1;
-            let sid = self.replicas[r as usize].service;
-            let dur = self.replicas[r as usize].pending_dur;
+            self.services.replicas[r as usize].epoch += 1;
+            let sid = self.services.replicas[r as usize].service;
+            let dur = self.services.replicas[r as usize].pending_dur;
             self.start_batch(sid, r, dur);
         }
         for id in slots {
-            let Some(slot) = self.responses.slots[id as usize].take() else {
+            let Some(slot) = self.services.responses.slots[id as usize].take() else {
                 continue;
             };
-            self.responses.free.push(id);
+            self.services.responses.free.push(id);
             if let Some(x) = slot.xfer {
                 let now = self.now();
                 self.wire.cancel(now, x);

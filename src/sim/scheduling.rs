@@ -37,7 +37,7 @@ impl Sim<'_> {
                 )
             }
             Work::Actor(a) => {
-                let g = &self.actor_groups[self.actors[a as usize].group];
+                let g = &self.actors.groups[self.actors.list[a as usize].group];
                 format!(
                     "{}.{}",
                     spec.workloads[g.workload].name,
@@ -45,7 +45,7 @@ impl Sim<'_> {
                 )
             }
             Work::Replica(r) => {
-                let s = &self.services[self.replicas[r as usize].service as usize];
+                let s = &self.services.list[self.services.replicas[r as usize].service as usize];
                 format!(
                     "{}.{}",
                     spec.workloads[s.workload].name,
@@ -74,8 +74,8 @@ impl Sim<'_> {
                 )
             }
             Work::Actor(a) => {
-                let ac = &self.actors[a as usize];
-                let g = &self.actor_groups[ac.group];
+                let ac = &self.actors.list[a as usize];
+                let g = &self.actors.groups[ac.group];
                 let sa = &spec.workloads[g.workload].actors[g.index];
                 (
                     ac.request.clone(),
@@ -87,7 +87,7 @@ impl Sim<'_> {
                 )
             }
             Work::Replica(r) => {
-                let s = &self.services[self.replicas[r as usize].service as usize];
+                let s = &self.services.list[self.services.replicas[r as usize].service as usize];
                 let policy = spec.workloads[s.workload].policy;
                 (
                     s.request.clone(),
@@ -164,8 +164,8 @@ impl Sim<'_> {
                         self.task_done_bookkeeping(g);
                     }
                     Work::Actor(a) => {
-                        let g = self.actors[a as usize].group;
-                        self.actor_groups[g].infeasible += 1;
+                        let g = self.actors.list[a as usize].group;
+                        self.actors.groups[g].infeasible += 1;
                     }
                     Work::Replica(_) => {}
                 }
@@ -253,8 +253,8 @@ impl Sim<'_> {
     pub(super) fn class_key(&self, w: Work) -> (Work, u32) {
         match w {
             Work::Task(t) => (Work::Task(self.group_of(t) as u32), t),
-            Work::Actor(a) => (Work::Actor(self.actors[a as usize].group as u32), a),
-            Work::Replica(r) => (Work::Replica(self.replicas[r as usize].service), r),
+            Work::Actor(a) => (Work::Actor(self.actors.list[a as usize].group as u32), a),
+            Work::Replica(r) => (Work::Replica(self.services.replicas[r as usize].service), r),
         }
     }
 
@@ -298,8 +298,8 @@ impl Sim<'_> {
     fn class_tenant(&self, key: Work) -> Option<usize> {
         match key {
             Work::Task(g) => self.tasks.groups[g as usize].tenant,
-            Work::Actor(g) => self.actor_groups[g as usize].tenant,
-            Work::Replica(s) => self.services[s as usize].tenant,
+            Work::Actor(g) => self.actors.groups[g as usize].tenant,
+            Work::Replica(s) => self.services.list[s as usize].tenant,
         }
     }
 
@@ -313,8 +313,9 @@ impl Sim<'_> {
     fn work_request(&self, w: Work) -> crate::placement::Request {
         match w {
             Work::Task(t) => self.tasks.groups[self.group_of(t)].request.clone(),
-            Work::Actor(a) => self.actors[a as usize].request.clone(),
-            Work::Replica(r) => self.services[self.replicas[r as usize].service as usize]
+            Work::Actor(a) => self.actors.list[a as usize].request.clone(),
+            Work::Replica(r) => self.services.list
+                [self.services.replicas[r as usize].service as usize]
                 .request
                 .clone(),
         }
@@ -373,9 +374,9 @@ impl Sim<'_> {
                 self.start_task_work(t, gi, node, units);
             }
             Work::Actor(a) => {
-                let ac = &mut self.actors[a as usize];
+                let ac = &mut self.actors.list[a as usize];
                 ac.node = Some(node);
-                let g = &mut self.actor_groups[ac.group];
+                let g = &mut self.actors.groups[ac.group];
                 g.placed += 1;
                 g.delays.record((now - ac.submitted) as f64 / 1e9);
                 if ac.holds {
@@ -386,26 +387,26 @@ impl Sim<'_> {
                     self.free(&alloc, tenant);
                 }
                 self.actor_placed(a);
-                let ac = &self.actors[a as usize];
+                let ac = &self.actors.list[a as usize];
                 if ac.calls_left > 0 {
                     self.q.after(ac.call_ns, Ev::ActorCall(a, ac.epoch));
                 } else if ac.holds && ac.call_ns == 0 {
                     // Long-lived actor with no calls: holds its resources for the whole run.
                 }
-                if !self.actors[a as usize].holds {
+                if !self.actors.list[a as usize].holds {
                     self.dispatch(node);
                 }
             }
             Work::Replica(r) => {
                 self.busy(node, units, now);
-                let rep = &mut self.replicas[r as usize];
+                let rep = &mut self.services.replicas[r as usize];
                 rep.node = Some(node);
                 rep.alloc = Some(alloc);
                 let s = rep.service;
-                if self.services[s as usize].llm.is_some() {
+                if self.services.list[s as usize].llm.is_some() {
                     self.llm_replica_up(r);
                 } else {
-                    self.services[s as usize].idle.push(r);
+                    self.services.list[s as usize].idle.push(r);
                     self.serve(s);
                 }
             }
@@ -512,8 +513,8 @@ impl Sim<'_> {
                         )
                     }
                     Work::Actor(a) => {
-                        let ac = &self.actors[a as usize];
-                        let g = &self.actor_groups[ac.group];
+                        let ac = &self.actors.list[a as usize];
+                        let g = &self.actors.groups[ac.group];
                         let sa = &spec.workloads[g.workload].actors[g.index];
                         (
                             ac.request.clone(),
@@ -525,7 +526,8 @@ impl Sim<'_> {
                         )
                     }
                     Work::Replica(r) => {
-                        let s = &self.services[self.replicas[r as usize].service as usize];
+                        let s = &self.services.list
+                            [self.services.replicas[r as usize].service as usize];
                         (
                             s.request.clone(),
                             s.tenant,

@@ -14,6 +14,21 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use std::collections::VecDeque;
 
+/// Every service (LLM services included) and every replica, by index, and the responses on
+/// their way back to the ingress.
+#[derive(Default)]
+pub(super) struct Services {
+    pub(super) list: Vec<Service>,
+    pub(super) replicas: Vec<Replica>,
+    pub(super) responses: super::payloads::Responses,
+}
+
+impl Services {
+    pub(super) fn replica(&self, r: u32) -> &Replica {
+        &self.replicas[r as usize]
+    }
+}
+
 pub(super) struct Replica {
     pub(super) service: u32,
     pub(super) node: Option<NodeId>,
@@ -80,7 +95,7 @@ impl Sim<'_> {
         from: Time,
         to: Time,
     ) {
-        let cpus = super::cpu::cpus_of(&self.services[s].request) * share;
+        let cpus = super::cpu::cpus_of(&self.services.list[s].request) * share;
         self.cpu_worked(node, cpus, from, to, super::labels::Item::Service(s));
     }
 
@@ -94,7 +109,7 @@ impl Sim<'_> {
     ) {
         // Services: replicas now, arrivals from time zero.
         for (si, s) in w.services.iter().enumerate() {
-            let sid = self.services.len() as u32;
+            let sid = self.services.list.len() as u32;
             let (rate, burst, trace, trace_tokens) = match &s.arrival {
                 Arrival::Poisson(r) => (r.0, 1, Vec::new(), Vec::new()),
                 Arrival::Bursty { rate, burst } => (rate.0, *burst, Vec::new(), Vec::new()),
@@ -120,7 +135,7 @@ impl Sim<'_> {
             let request = self
                 .state
                 .request_with_memory(&s.resources, s.device_memory);
-            self.services.push(Service {
+            self.services.list.push(Service {
                 workload: wi,
                 index: si,
                 request,
@@ -168,8 +183,8 @@ impl Sim<'_> {
                 }),
             });
             for _ in 0..s.replicas {
-                let rid = self.replicas.len() as u32;
-                self.replicas.push(Replica {
+                let rid = self.services.replicas.len() as u32;
+                self.services.replicas.push(Replica {
                     service: sid,
                     node: None,
                     alloc: None,
@@ -183,7 +198,7 @@ impl Sim<'_> {
                     llm: None,
                     llm_waiting: Vec::new(),
                 });
-                self.services[sid as usize].replicas.push(rid);
+                self.services.list[sid as usize].replicas.push(rid);
                 self.submit(Work::Replica(rid));
             }
             if s.arrival.finite().is_some() {
@@ -198,7 +213,7 @@ impl Sim<'_> {
 
     pub(super) fn schedule_arrival(&mut self, sid: u32) {
         let now = self.now();
-        let s = &mut self.services[sid as usize];
+        let s = &mut self.services.list[sid as usize];
         let next = if !s.trace.is_empty() || s.rate == 0.0 {
             let t = s.trace.get(s.trace_next).copied();
             s.trace_next += 1;
@@ -223,18 +238,21 @@ impl Sim<'_> {
     pub(super) fn serve(&mut self, sid: u32) {
         self.serve_queue(sid);
         if self.tl.on {
-            let s = &self.services[sid as usize];
+            let s = &self.services.list[sid as usize];
             let i = match s.queue_counter {
                 Some(i) => i,
                 None => {
                     let w = &self.spec.workloads[s.workload];
                     let name = format!("queue {}.{}", w.name, w.services[s.index].name);
                     let i = self.tl.counter_id(&name);
-                    self.services[sid as usize].queue_counter = Some(i);
+                    self.services.list[sid as usize].queue_counter = Some(i);
                     i
                 }
             };
-            let (now, n) = (self.now(), self.services[sid as usize].queue.len() as f64);
+            let (now, n) = (
+                self.now(),
+                self.services.list[sid as usize].queue.len() as f64,
+            );
             self.tl.counter_at(i, now, n);
         }
     }
@@ -242,7 +260,7 @@ impl Sim<'_> {
     fn serve_queue(&mut self, sid: u32) {
         let now = self.now();
         loop {
-            let s = &mut self.services[sid as usize];
+            let s = &mut self.services.list[sid as usize];
             if s.queue.is_empty() || s.idle.is_empty() {
                 return;
             }
@@ -272,11 +290,11 @@ impl Sim<'_> {
                 waited.push(a);
             }
             let dur = self.batch_duration(sid, r, take);
-            let s = &mut self.services[sid as usize];
+            let s = &mut self.services.list[sid as usize];
             for a in &waited {
                 s.waits.record((now - a) as f64 / 1e9);
             }
-            let rep = &mut self.replicas[r as usize];
+            let rep = &mut self.services.replicas[r as usize];
             rep.batch = take;
             rep.inflight = waited;
             self.start_batch(sid, r, dur);
@@ -284,13 +302,13 @@ impl Sim<'_> {
     }
 
     pub(super) fn batch_duration(&mut self, sid: u32, r: u32, b: u32) -> Time {
-        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let node = self.services.replicas[r as usize].node.unwrap_or(0);
         let units = device_units(
             &self.state,
             &self.unit_ids,
-            &self.services[sid as usize].request,
+            &self.services.list[sid as usize].request,
         );
-        let s = &mut self.services[sid as usize];
+        let s = &mut self.services.list[sid as usize];
         let t = match (&s.compute, s.service_ns) {
             (Some(c), _) => {
                 let acc = self.node_accel[node].clone().unwrap_or_default();
@@ -308,7 +326,7 @@ impl Sim<'_> {
     /// Requests arrive at service `s` (one, or a burst).
     pub(super) fn on_arrival(&mut self, s: u32) {
         let now = self.now();
-        if let Some(c) = self.services[s as usize]
+        if let Some(c) = self.services.list[s as usize]
             .llm
             .as_mut()
             .and_then(|l| l.closed.as_mut())
@@ -320,9 +338,9 @@ impl Sim<'_> {
             }
             return;
         }
-        if self.services[s as usize].llm.is_some() {
+        if self.services.list[s as usize].llm.is_some() {
             // Trace arrivals at this same time join the engine together (one iteration).
-            let svc = &mut self.services[s as usize];
+            let svc = &mut self.services.list[s as usize];
             let mut n = svc.burst.max(1);
             while svc.trace.get(svc.trace_next) == Some(&now) {
                 svc.trace_next += 1;
@@ -332,7 +350,7 @@ impl Sim<'_> {
             self.schedule_arrival(s);
             return;
         }
-        let svc = &mut self.services[s as usize];
+        let svc = &mut self.services.list[s as usize];
         for _ in 0..svc.burst.max(1) {
             svc.queue.push_back(now);
             svc.arrived += 1;
@@ -344,40 +362,40 @@ impl Sim<'_> {
     /// Replica `r` finished a batch; stale batches (the replica was lost) are ignored.
     pub(super) fn on_batch_done(&mut self, r: u32, epoch: u32) {
         let now = self.now();
-        if epoch != self.replicas[r as usize].epoch {
+        if epoch != self.services.replicas[r as usize].epoch {
             return;
         }
-        let s = self.replicas[r as usize].service;
+        let s = self.services.replicas[r as usize].service;
         let units = device_units(
             &self.state,
             &self.unit_ids,
-            &self.services[s as usize].request,
+            &self.services.list[s as usize].request,
         );
         let (node, from) = {
-            let rep = &self.replicas[r as usize];
+            let rep = &self.services.replicas[r as usize];
             (rep.node.unwrap_or(0), rep.batch_start)
         };
         self.worked(node, units, from, now);
         self.replica_cpus_worked(s as usize, node, 1.0, from, now);
         if self.tl.on {
-            let rep = &self.replicas[r as usize];
+            let rep = &self.services.replicas[r as usize];
             let devs = self.alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
             let from = rep.batch_start;
             let label = self.label_id(super::labels::Item::Service(s as usize));
             self.tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
-        let done = std::mem::take(&mut self.replicas[r as usize].inflight);
-        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let done = std::mem::take(&mut self.services.replicas[r as usize].inflight);
+        let node = self.services.replicas[r as usize].node.unwrap_or(0);
         self.respond(s, r, node, done);
-        let svc = &mut self.services[s as usize];
+        let svc = &mut self.services.list[s as usize];
         svc.idle.push(r);
         self.serve(s);
     }
 
     /// The oldest request of service `s` has waited its batch window.
     pub(super) fn on_batch_timeout(&mut self, s: u32) {
-        self.services[s as usize].timeout = None;
+        self.services.list[s as usize].timeout = None;
         self.serve(s);
     }
 }

@@ -67,12 +67,12 @@ impl Sim<'_> {
     /// The receiving actor of sender `a`'s current call: the first running actor of its
     /// receiving group from (k + c) mod M on; `Err(true)` when none can ever run.
     fn receiver(&self, a: u32) -> Result<u32, bool> {
-        let ac = &self.actors[a as usize];
-        let g = &self.actor_groups[ac.group];
+        let ac = &self.actors.list[a as usize];
+        let g = &self.actors.groups[ac.group];
         let Some(rg) = g.tensor_to else {
             return Err(true);
         };
-        let r = &self.actor_groups[rg];
+        let r = &self.actors.groups[rg];
         let m = u64::from(r.count.max(1));
         let calls = self.spec.workloads[g.workload].actors[g.index].calls;
         let c = calls.saturating_sub(ac.calls_left);
@@ -80,7 +80,7 @@ impl Sim<'_> {
         let mut alive = false;
         for i in 0..m {
             let id = r.first + ((start + i) % m) as u32;
-            let x = &self.actors[id as usize];
+            let x = &self.actors.list[id as usize];
             if x.node.is_some() && !x.dead {
                 return Ok(id);
             }
@@ -91,7 +91,7 @@ impl Sim<'_> {
 
     /// Actor `a`'s call finished computing: send its tensor.
     pub(super) fn send_tensor(&mut self, a: u32) {
-        let epoch = self.actors[a as usize].epoch;
+        let epoch = self.actors.list[a as usize].epoch;
         let rx = match self.receiver(a) {
             Ok(r) => r,
             Err(true) => {
@@ -99,13 +99,16 @@ impl Sim<'_> {
                 return;
             }
             Err(false) => {
-                self.actors[a as usize].send_wait = true;
+                self.actors.list[a as usize].send_wait = true;
                 return;
             }
         };
         let spec = self.spec;
-        let (g, sender) = (self.actors[a as usize].group, &self.actors[a as usize]);
-        let ag = &self.actor_groups[g];
+        let (g, sender) = (
+            self.actors.list[a as usize].group,
+            &self.actors.list[a as usize],
+        );
+        let ag = &self.actors.groups[g];
         let w = &spec.workloads[ag.workload];
         let sa = &w.actors[ag.index];
         let bytes = sa.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
@@ -122,7 +125,7 @@ impl Sim<'_> {
             sa.tensor.as_ref().map_or("", |t| t.to.as_str())
         );
         let tenant = ag.tenant;
-        let recv = &self.actors[rx as usize];
+        let recv = &self.actors.list[rx as usize];
         let (src_n, dst_n) = (sender.node.unwrap_or(0), recv.node.unwrap_or(0));
         let units = |x: &super::actors::Actor| {
             if x.holds {
@@ -162,7 +165,7 @@ impl Sim<'_> {
         };
         let now = self.now();
         if self.tl.on && src != dst && bytes > 0.0 {
-            let k = self.actors[a as usize].index;
+            let k = self.actors.list[a as usize].index;
             let label = self.label_id(super::labels::Item::Actors(g));
             let (from, to) = (End::Node(src_n as u32), End::Node(dst_n as u32));
             let p = self.tl.part(
@@ -177,7 +180,7 @@ impl Sim<'_> {
             );
             self.tl.begin(MoveKey::Tensor(a), now, vec![p]);
         }
-        let ac = &mut self.actors[a as usize];
+        let ac = &mut self.actors.list[a as usize];
         ac.send_node = Some(dst_n);
         ac.send_from = now;
         ac.send_wait = false;
@@ -187,7 +190,7 @@ impl Sim<'_> {
 
     /// Actor `a`'s tensor has arrived: its call is done.
     pub(super) fn on_tensor_done(&mut self, a: u32, epoch: u32) {
-        let ac = &mut self.actors[a as usize];
+        let ac = &mut self.actors.list[a as usize];
         if epoch != ac.epoch {
             return;
         }
@@ -195,9 +198,9 @@ impl Sim<'_> {
         ac.send_node = None;
         let now = self.q.now();
         self.tl.arrived(MoveKey::Tensor(a), now);
-        let ac = &self.actors[a as usize];
+        let ac = &self.actors.list[a as usize];
         let took = now - ac.send_from;
-        let g = &mut self.actor_groups[ac.group];
+        let g = &mut self.actors.groups[ac.group];
         let spec_a = &self.spec.workloads[g.workload].actors[g.index];
         g.tensors += 1;
         g.tensor_bytes += spec_a.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
@@ -207,7 +210,7 @@ impl Sim<'_> {
 
     /// Actor `a`'s tensor in flight stops (its sender or receiver was lost).
     pub(crate) fn cancel_tensor(&mut self, a: usize) {
-        let ac = &mut self.actors[a];
+        let ac = &mut self.actors.list[a];
         ac.send_flows = None;
         ac.send_node = None;
         if let Some(x) = ac.send_xfer.take() {
@@ -220,8 +223,8 @@ impl Sim<'_> {
     /// Node `n` died: tensors on their way to an actor there go to another receiver (after
     /// the actors lost with `n` have been taken off it).
     pub(crate) fn resend_tensors_to(&mut self, n: usize) {
-        for a in 0..self.actors.len() {
-            let ac = &self.actors[a];
+        for a in 0..self.actors.list.len() {
+            let ac = &self.actors.list[a];
             if ac.send_node == Some(n) && ac.node.is_some() && !ac.dead {
                 self.cancel_tensor(a);
                 self.send_tensor(a as u32);
@@ -232,7 +235,7 @@ impl Sim<'_> {
     /// Actor `a` was placed: note its device, and send the tensors of calls that waited for a
     /// receiver.
     pub(super) fn actor_placed(&mut self, a: u32) {
-        let dev = self.actors[a as usize]
+        let dev = self.actors.list[a as usize]
             .alloc
             .as_ref()
             .and_then(|al| {
@@ -242,20 +245,20 @@ impl Sim<'_> {
                     .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
             })
             .unwrap_or(0);
-        self.actors[a as usize].dev = dev as u32;
-        self.wake_senders(self.actors[a as usize].group);
+        self.actors.list[a as usize].dev = dev as u32;
+        self.wake_senders(self.actors.list[a as usize].group);
     }
 
     /// An actor of group `g` was placed or died for good: calls waiting for a receiver in
     /// `g` try again (and send, or fail when none can ever run).
     pub(crate) fn wake_senders(&mut self, g: usize) {
-        if !self.actor_groups.iter().any(|x| x.tensor_to == Some(g)) {
+        if !self.actors.groups.iter().any(|x| x.tensor_to == Some(g)) {
             return;
         }
-        let waiting: Vec<u32> = (0..self.actors.len() as u32)
+        let waiting: Vec<u32> = (0..self.actors.list.len() as u32)
             .filter(|&s| {
-                let x = &self.actors[s as usize];
-                x.send_wait && self.actor_groups[x.group].tensor_to == Some(g)
+                let x = &self.actors.list[s as usize];
+                x.send_wait && self.actors.groups[x.group].tensor_to == Some(g)
             })
             .collect();
         for s in waiting {

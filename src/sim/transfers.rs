@@ -65,21 +65,26 @@ impl Sim<'_> {
                 self.net.pending_fetch.remove(&task)
             }
             Owner::Tensor { actor, epoch } => {
-                let a = &mut self.actors[actor as usize];
+                let a = &mut self.actors.list[actor as usize];
                 (epoch == a.epoch).then_some(())?;
                 a.send_flows.take()
             }
             Owner::Request { replica, epoch } => {
-                let r = &mut self.replicas[replica as usize];
+                let r = &mut self.services.replicas[replica as usize];
                 (epoch == r.epoch).then_some(())?;
                 r.req_flows.take()
             }
             Owner::Response { slot } => {
-                let s = self.responses.slots.get_mut(slot as usize)?.as_mut()?;
+                let s = self
+                    .services
+                    .responses
+                    .slots
+                    .get_mut(slot as usize)?
+                    .as_mut()?;
                 Some(s.flows.take().unwrap_or_default())
             }
             Owner::LlmRound { replica, epoch } => {
-                let r = &self.replicas[replica as usize];
+                let r = &self.services.replicas[replica as usize];
                 (epoch == r.epoch).then_some(())?;
                 let l = r.llm.as_ref().expect("engine");
                 Some(chains(&l.rounds[l.round], 1.0))
@@ -89,7 +94,7 @@ impl Sim<'_> {
                 slot,
                 generation,
             } => {
-                let l = self.services[service as usize].llm.as_mut()?;
+                let l = self.services.list[service as usize].llm.as_mut()?;
                 let m = l.disagg.moves.get_mut(slot as usize)?;
                 (m.live && m.generation == generation).then(|| std::mem::take(&mut m.flows))
             }
@@ -98,7 +103,7 @@ impl Sim<'_> {
                 epoch,
                 flight,
             } => {
-                let r = &mut self.replicas[replica as usize];
+                let r = &mut self.services.replicas[replica as usize];
                 (epoch == r.epoch).then_some(())?;
                 r.llm.as_mut()?.pipe.as_mut()?.round_flows(flight)
             }
@@ -120,22 +125,24 @@ impl Sim<'_> {
             Owner::Fetch { task, .. } => {
                 self.net.fetch_xfer.insert(task, x);
             }
-            Owner::Tensor { actor, .. } => self.actors[actor as usize].send_xfer = Some(x),
-            Owner::Request { replica, .. } => self.replicas[replica as usize].req_xfer = Some(x),
+            Owner::Tensor { actor, .. } => self.actors.list[actor as usize].send_xfer = Some(x),
+            Owner::Request { replica, .. } => {
+                self.services.replicas[replica as usize].req_xfer = Some(x)
+            }
             Owner::Response { slot } => {
-                if let Some(Some(s)) = self.responses.slots.get_mut(slot as usize) {
+                if let Some(Some(s)) = self.services.responses.slots.get_mut(slot as usize) {
                     s.xfer = Some(x);
                 }
             }
             Owner::LlmRound { replica, .. } => {
-                self.replicas[replica as usize]
+                self.services.replicas[replica as usize]
                     .llm
                     .as_mut()
                     .expect("engine")
                     .xfer = Some(x);
             }
             Owner::LlmKv { service, slot, .. } => {
-                let d = &mut self.services[service as usize]
+                let d = &mut self.services.list[service as usize]
                     .llm
                     .as_mut()
                     .expect("llm")
@@ -145,7 +152,7 @@ impl Sim<'_> {
             Owner::LlmPipe {
                 replica, flight, ..
             } => {
-                let l = self.replicas[replica as usize].llm.as_mut();
+                let l = self.services.replicas[replica as usize].llm.as_mut();
                 if let Some(p) = l.and_then(|l| l.pipe.as_mut()) {
                     p.hold(flight, x);
                 }

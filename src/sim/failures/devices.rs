@@ -67,17 +67,17 @@ impl Sim<'_> {
                 self.task_done_bookkeeping(gi);
             }
         }
-        for a in 0..self.actors.len() {
-            if !self.actors[a].alloc.as_ref().is_some_and(uses) {
+        for a in 0..self.actors.list.len() {
+            if !self.actors.list[a].alloc.as_ref().is_some_and(uses) {
                 continue;
             }
-            let alloc = self.actors[a].alloc.take().expect("checked");
-            let g = self.actors[a].group;
-            let units = device_units(&self.state, &self.unit_ids, &self.actors[a].request);
-            self.free(&alloc, self.actor_groups[g].tenant);
+            let alloc = self.actors.list[a].alloc.take().expect("checked");
+            let g = self.actors.list[a].group;
+            let units = device_units(&self.state, &self.unit_ids, &self.actors.list[a].request);
+            self.free(&alloc, self.actors.groups[g].tenant);
             self.busy(n, -units, now);
             self.lose_actor_call(a);
-            let ac = &mut self.actors[a];
+            let ac = &mut self.actors.list[a];
             ac.epoch += 1;
             ac.node = None;
             if ac.restarts_left != 0 {
@@ -90,26 +90,26 @@ impl Sim<'_> {
             } else {
                 ac.dead = true;
                 let left = std::mem::take(&mut ac.calls_left);
-                self.actor_groups[ac.group].calls_failed += left;
+                self.actors.groups[ac.group].calls_failed += left;
                 self.failures.actors_lost += 1;
             }
         }
-        for r in 0..self.replicas.len() {
-            if !self.replicas[r].alloc.as_ref().is_some_and(uses) {
+        for r in 0..self.services.replicas.len() {
+            if !self.services.replicas[r].alloc.as_ref().is_some_and(uses) {
                 continue;
             }
-            let s = self.replicas[r].service as usize;
+            let s = self.services.replicas[r].service as usize;
             self.llm_lost(r);
-            let alloc = self.replicas[r].alloc.take().expect("checked");
-            let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
-            self.free(&alloc, self.services[s].tenant);
+            let alloc = self.services.replicas[r].alloc.take().expect("checked");
+            let units = device_units(&self.state, &self.unit_ids, &self.services.list[s].request);
+            self.free(&alloc, self.services.list[s].tenant);
             self.busy(n, -units, now);
-            let rep = &mut self.replicas[r];
+            let rep = &mut self.services.replicas[r];
             rep.epoch += 1;
             rep.node = None;
             self.failures.requests_lost += rep.inflight.len() as u64;
             rep.inflight.clear();
-            self.services[s].idle.retain(|x| *x as usize != r);
+            self.services.list[s].idle.retain(|x| *x as usize != r);
             self.failures.replicas_restarted += 1;
             self.submit(Work::Replica(r as u32));
         }

@@ -93,12 +93,12 @@ impl Sim<'_> {
         self.store_lost(n);
         self.resume_reads();
         // Actors.
-        for a in 0..self.actors.len() {
-            let ac = &self.actors[a];
+        for a in 0..self.actors.list.len() {
+            let ac = &self.actors.list[a];
             if ac.node != Some(n) || ac.dead {
                 continue;
             }
-            let (tenant, holds) = (self.actor_groups[ac.group].tenant, ac.alloc.is_some());
+            let (tenant, holds) = (self.actors.groups[ac.group].tenant, ac.alloc.is_some());
             let units = if holds {
                 device_units(&self.state, &self.unit_ids, &ac.request)
             } else {
@@ -106,7 +106,7 @@ impl Sim<'_> {
             };
             self.lose_actor_call(a);
             self.cancel_tensor(a);
-            let ac = &mut self.actors[a];
+            let ac = &mut self.actors.list[a];
             ac.send_wait = false;
             ac.epoch += 1;
             ac.node = None;
@@ -118,23 +118,23 @@ impl Sim<'_> {
         self.resend_tensors_to(n);
         self.lose_responses_from(n);
         // Service replicas.
-        for r in 0..self.replicas.len() {
-            if self.replicas[r].node != Some(n) {
+        for r in 0..self.services.replicas.len() {
+            if self.services.replicas[r].node != Some(n) {
                 continue;
             }
-            let s = self.replicas[r].service as usize;
-            let units = device_units(&self.state, &self.unit_ids, &self.services[s].request);
+            let s = self.services.replicas[r].service as usize;
+            let units = device_units(&self.state, &self.unit_ids, &self.services.list[s].request);
             self.cancel_requests(r);
-            let rep = &mut self.replicas[r];
+            let rep = &mut self.services.replicas[r];
             rep.epoch += 1;
             rep.node = None;
             self.failures.requests_lost += rep.inflight.len() as u64;
             rep.inflight.clear();
             if let Some(lost) = rep.alloc.take() {
-                let tenant = self.services[s].tenant;
+                let tenant = self.services.list[s].tenant;
                 self.drop_alloc(n, tenant, units, Some(lost));
             }
-            self.services[s].idle.retain(|x| *x as usize != r);
+            self.services.list[s].idle.retain(|x| *x as usize != r);
             self.failures.lost.push((n, epoch, Work::Replica(r as u32)));
         }
         // Placement-group bundles, and the jobs that run on them.
@@ -218,7 +218,7 @@ impl Sim<'_> {
                     }
                 }
                 Work::Actor(a) => {
-                    let ac = &mut self.actors[a as usize];
+                    let ac = &mut self.actors.list[a as usize];
                     if ac.restarts_left != 0 {
                         if ac.restarts_left > 0 {
                             ac.restarts_left -= 1;
@@ -230,7 +230,7 @@ impl Sim<'_> {
                         ac.dead = true;
                         let left = std::mem::take(&mut ac.calls_left);
                         let g = ac.group;
-                        self.actor_groups[g].calls_failed += left;
+                        self.actors.groups[g].calls_failed += left;
                         self.failures.actors_lost += 1;
                         self.wake_senders(g);
                     }

@@ -98,7 +98,7 @@ impl Sim<'_> {
     /// An actor died with a method call running: Ray retries it on the restarted actor while
     /// `max_task_retries` allows (default 0: the call fails).
     pub(super) fn lose_actor_call(&mut self, a: usize) {
-        let ac = &mut self.actors[a];
+        let ac = &mut self.actors.list[a];
         if ac.calls_left == 0 || ac.dead {
             return;
         }
@@ -108,7 +108,7 @@ impl Sim<'_> {
             }
         } else {
             ac.calls_left -= 1;
-            self.actor_groups[ac.group].calls_failed += 1;
+            self.actors.groups[ac.group].calls_failed += 1;
         }
     }
 

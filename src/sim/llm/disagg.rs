@@ -115,11 +115,11 @@ impl DisaggState {
 impl Sim<'_> {
     /// The pool replica `r` serves.
     pub(crate) fn llm_pool(&self, r: u32) -> Pool {
-        let sid = self.replicas[r as usize].service;
+        let sid = self.services.replicas[r as usize].service;
         let Some(d) = self.llm_of(sid).and_then(|l| l.disagg.as_ref()) else {
             return Pool::Both;
         };
-        let first = self.services[sid as usize].replicas.first().copied();
+        let first = self.services.list[sid as usize].replicas.first().copied();
         if first.is_some_and(|f| r - f < d.prefill) {
             Pool::Prefill
         } else {
@@ -131,22 +131,22 @@ impl Sim<'_> {
     /// outstanding (and KV caches on their way); ties to the lowest. With none placed, the
     /// one with the fewest requests waiting for placement, unless `placed_only`.
     pub(crate) fn llm_route(&self, sid: u32, pool: Pool, placed_only: bool) -> Option<u32> {
-        let reps = &self.services[sid as usize].replicas;
+        let reps = &self.services.list[sid as usize].replicas;
         let in_pool = |r: &&u32| pool == Pool::Both || self.llm_pool(**r) == pool;
         let placed = reps
             .iter()
             .filter(in_pool)
-            .any(|r| self.replicas[*r as usize].llm.is_some());
+            .any(|r| self.services.replicas[*r as usize].llm.is_some());
         if placed_only && !placed {
             return None;
         }
-        let load = |r: &&u32| match &self.replicas[**r as usize].llm {
+        let load = |r: &&u32| match &self.services.replicas[**r as usize].llm {
             Some(l) => (0, l.engine.outstanding() + l.incoming as usize),
-            None => (1, self.replicas[**r as usize].llm_waiting.len()),
+            None => (1, self.services.replicas[**r as usize].llm_waiting.len()),
         };
         reps.iter()
             .filter(in_pool)
-            .filter(|r| !placed || self.replicas[**r as usize].llm.is_some())
+            .filter(|r| !placed || self.services.replicas[**r as usize].llm.is_some())
             .min_by_key(load)
             .copied()
     }
@@ -154,10 +154,10 @@ impl Sim<'_> {
     /// Prefill replica `from` finished these prompts: hold their blocks and send their KV.
     pub(crate) fn llm_handoff(&mut self, sid: u32, from: u32, done: Vec<Finished>) {
         let now = self.now();
-        let from_epoch = self.replicas[from as usize].epoch;
+        let from_epoch = self.services.replicas[from as usize].epoch;
         for f in done {
             let Some(output) = f.handoff else { continue };
-            let held = self.replicas[from as usize]
+            let held = self.services.replicas[from as usize]
                 .llm
                 .as_mut()
                 .map_or(0, |l| l.engine.hold(u64::from(f.blocks)));
@@ -180,7 +180,7 @@ impl Sim<'_> {
 
     /// Give the prefill replica of `h` its held blocks back, if it is still the one.
     fn llm_release(&mut self, h: &Handoff) {
-        let rep = &mut self.replicas[h.from as usize];
+        let rep = &mut self.services.replicas[h.from as usize];
         if rep.epoch == h.from_epoch
             && let Some(l) = rep.llm.as_mut()
         {
@@ -192,7 +192,7 @@ impl Sim<'_> {
     /// Start moving `h`'s KV cache to a decode replica, or park it until one is placed.
     fn llm_kv_send(&mut self, sid: u32, h: Handoff) {
         let Some(to) = self.llm_route(sid, Pool::Decode, true) else {
-            let d = &mut self.services[sid as usize]
+            let d = &mut self.services.list[sid as usize]
                 .llm
                 .as_mut()
                 .expect("llm")
@@ -200,7 +200,7 @@ impl Sim<'_> {
             if d.parked.len() < MAX_WAITING {
                 d.parked.push_back(h);
             } else {
-                self.services[sid as usize]
+                self.services.list[sid as usize]
                     .llm
                     .as_mut()
                     .expect("llm")
@@ -210,7 +210,7 @@ impl Sim<'_> {
             return;
         };
         let spec = self.spec;
-        let s = &self.services[sid as usize];
+        let s = &self.services.list[sid as usize];
         let (w, sv) = (
             &spec.workloads[s.workload],
             &spec.workloads[s.workload].services[s.index],
@@ -232,7 +232,7 @@ impl Sim<'_> {
             .unwrap_or_else(|| declared.to_string());
         let tenant = s.tenant;
         let name = self.allowed_or_fallback(MovementKind::KvCache, tenant, name, &what);
-        let per_rank = self.replicas[to as usize]
+        let per_rank = self.services.replicas[to as usize]
             .llm
             .as_ref()
             .map_or(0.0, |l| f64::from(h.seq.prompt) * l.foot.kv_token_bytes);
@@ -252,7 +252,7 @@ impl Sim<'_> {
                 // The transport cannot reach the decode replica: the request is lost (the
                 // KV connector's error ends it) and the prefill replica gets its blocks back.
                 self.llm_release(&h);
-                let svc = self.services[sid as usize].llm.as_mut().expect("llm");
+                let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");
                 svc.lost += 1;
                 self.failures.requests_lost += 1;
                 return;
@@ -269,11 +269,11 @@ impl Sim<'_> {
                 bytes,
             });
         }
-        let to_epoch = self.replicas[to as usize].epoch;
-        if let Some(l) = self.replicas[to as usize].llm.as_mut() {
+        let to_epoch = self.services.replicas[to as usize].epoch;
+        if let Some(l) = self.services.replicas[to as usize].llm.as_mut() {
             l.incoming += 1;
         }
-        let d = &mut self.services[sid as usize]
+        let d = &mut self.services.list[sid as usize]
             .llm
             .as_mut()
             .expect("llm")
@@ -299,7 +299,7 @@ impl Sim<'_> {
 
     /// Take move `slot` off the books (its slot freed); `None` if it is not live.
     fn llm_kv_take(&mut self, sid: u32, slot: u32) -> Option<(Handoff, u32, u32, f64)> {
-        let d = &mut self.services[sid as usize].llm.as_mut()?.disagg;
+        let d = &mut self.services.list[sid as usize].llm.as_mut()?.disagg;
         let m = d.moves.get_mut(slot as usize).filter(|m| m.live)?;
         m.live = false;
         let x = m.xfer.take();
@@ -310,7 +310,7 @@ impl Sim<'_> {
             self.wire.cancel(now, x);
             self.rearm_wire();
         }
-        let rep = &mut self.replicas[out.1 as usize];
+        let rep = &mut self.services.replicas[out.1 as usize];
         if rep.epoch == out.2
             && let Some(l) = rep.llm.as_mut()
         {
@@ -327,8 +327,8 @@ impl Sim<'_> {
         };
         let now = self.now();
         self.llm_release(&h);
-        let rep = &mut self.replicas[to as usize];
-        let svc = self.services[sid as usize].llm.as_mut().expect("llm");
+        let rep = &mut self.services.replicas[to as usize];
+        let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");
         match rep.llm.as_mut().filter(|_| rep.epoch == to_epoch) {
             Some(l) => {
                 svc.disagg.secs.record((now - h.since) as f64 / 1e9);
@@ -347,7 +347,7 @@ impl Sim<'_> {
 
     /// Decode replica placed: KV caches parked for want of one move now.
     pub(crate) fn llm_unpark(&mut self, sid: u32) {
-        let parked = match self.services[sid as usize].llm.as_mut() {
+        let parked = match self.services.list[sid as usize].llm.as_mut() {
             Some(l) => std::mem::take(&mut l.disagg.parked),
             None => return,
         };
@@ -359,8 +359,8 @@ impl Sim<'_> {
     /// Replica `r` (its engine already gone) was lost: KV caches leaving or reaching it are
     /// lost with their requests; a prefill replica still up gets its blocks back.
     pub(crate) fn llm_disagg_lost(&mut self, r: u32) {
-        let sid = self.replicas[r as usize].service;
-        let Some(l) = self.services[sid as usize].llm.as_mut() else {
+        let sid = self.services.replicas[r as usize].service;
+        let Some(l) = self.services.list[sid as usize].llm.as_mut() else {
             return;
         };
         let before = l.disagg.parked.len();
@@ -378,7 +378,7 @@ impl Sim<'_> {
                 lost += 1;
             }
         }
-        if let Some(l) = self.services[sid as usize].llm.as_mut() {
+        if let Some(l) = self.services.list[sid as usize].llm.as_mut() {
             l.lost += lost;
         }
         self.failures.requests_lost += lost;
@@ -389,8 +389,8 @@ impl Sim<'_> {
     /// replica, paying their fixed part again, as tensors do).
     pub(crate) fn llm_kv_reroute(&mut self, stalled: &[(u32, u32)]) {
         let mut again: Vec<(u32, u32)> = stalled.to_vec();
-        for sid in 0..self.services.len() as u32 {
-            if let Some(l) = self.services[sid as usize].llm.as_ref() {
+        for sid in 0..self.services.list.len() as u32 {
+            if let Some(l) = self.services.list[sid as usize].llm.as_ref() {
                 for (i, m) in l.disagg.moves.iter().enumerate() {
                     if m.live && m.xfer.is_none() {
                         again.push((sid, i as u32));

@@ -149,14 +149,14 @@ impl crate::sim::Sim<'_> {
     pub(crate) fn llm_metrics(&mut self, end: crate::engine::Time) -> Vec<LlmServiceMetrics> {
         let mut out = Vec::new();
         let window = end as f64 / 1e9;
-        for sid in 0..self.services.len() {
-            let s = &self.services[sid];
+        for sid in 0..self.services.list.len() {
+            let s = &self.services.list[sid];
             let sv = &self.spec.workloads[s.workload].services[s.index];
             let Some(llm) = sv.llm.as_ref() else { continue };
             let (mut kv_int, mut placed_ns, mut peak, mut placed, mut dropped, mut blocks) =
                 (0.0, 0.0, 0.0_f64, 0u32, 0u64, 0u64);
             for &r in &s.replicas {
-                if let Some(l) = &self.replicas[r as usize].llm {
+                if let Some(l) = &self.services.replicas[r as usize].llm {
                     placed += 1;
                     kv_int += l.kv_integral;
                     placed_ns += (end.saturating_sub(l.placed_at)) as f64;
@@ -171,7 +171,7 @@ impl crate::sim::Sim<'_> {
             // In-flight requests the window decides within the target, and those it cannot
             // decide, per SLO.
             let mut open = vec![(0u64, 0u64); llm.slo.len()];
-            let replicas = s.replicas.iter().map(|&r| &self.replicas[r as usize]);
+            let replicas = s.replicas.iter().map(|&r| self.services.replica(r));
             let engines = replicas.flat_map(|rep| {
                 let engine = rep
                     .llm
@@ -190,7 +190,7 @@ impl crate::sim::Sim<'_> {
                 }
             }
             let workload = self.spec.workloads[s.workload].name.clone();
-            let Some(m) = self.services[sid].llm.as_mut() else {
+            let Some(m) = self.services.list[sid].llm.as_mut() else {
                 continue;
             };
             kv_int += m.kv_integral_gone;

@@ -156,7 +156,7 @@ impl Pipe {
 impl<'s> Sim<'s> {
     /// Service `sid`'s model-level form, borrowed from the spec (not from `self`).
     fn llm_spec(&self, sid: u32) -> &'s crate::scenario::serving::LlmServing {
-        let s = &self.services[sid as usize];
+        let s = &self.services.list[sid as usize];
         let spec: &'s crate::scenario::Spec = self.spec;
         spec.workloads[s.workload].services[s.index]
             .llm
@@ -283,7 +283,7 @@ impl<'s> Sim<'s> {
     /// its oldest), then move the batches on.
     pub(super) fn llm_pipe_kick(&mut self, r: u32) {
         let now = self.now();
-        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
+        let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
             return;
         };
         let LlmReplica {
@@ -330,8 +330,8 @@ impl<'s> Sim<'s> {
                 scheduled: now,
             });
         }
-        let sid = self.replicas[r as usize].service;
-        if let Some(svc) = self.services[sid as usize].llm.as_mut() {
+        let sid = self.services.replicas[r as usize].service;
+        if let Some(svc) = self.services.list[sid as usize].llm.as_mut() {
             svc.record_waits(now, &admitted);
         }
         self.llm_pipe_advance(r);
@@ -341,7 +341,7 @@ impl<'s> Sim<'s> {
     /// ready batch's send to a free next stage.
     fn llm_pipe_advance(&mut self, r: u32) {
         loop {
-            let Some(p) = self.replicas[r as usize]
+            let Some(p) = self.services.replicas[r as usize]
                 .llm
                 .as_mut()
                 .and_then(|l| l.pipe.as_mut())
@@ -368,10 +368,13 @@ impl<'s> Sim<'s> {
     /// Flight `id` starts computing on its stage (which it holds).
     fn llm_pipe_compute(&mut self, r: u32, id: u32) {
         let now = self.now();
-        let epoch = self.replicas[r as usize].epoch;
-        let llm = self.llm_spec(self.replicas[r as usize].service);
+        let epoch = self.services.replicas[r as usize].epoch;
+        let llm = self.llm_spec(self.services.replicas[r as usize].service);
         let (tp, model) = (llm.tp, &llm.model);
-        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let l = self.services.replicas[r as usize]
+            .llm
+            .as_mut()
+            .expect("engine");
         let kv_block = l.engine.cfg.kv_block;
         let LlmReplica {
             price, pcie, pipe, ..
@@ -398,11 +401,14 @@ impl<'s> Sim<'s> {
 
     /// Flight `id` starts its send to the next stage (both stages held).
     fn llm_pipe_send(&mut self, r: u32, id: u32) {
-        let llm = self.llm_spec(self.replicas[r as usize].service);
+        let llm = self.llm_spec(self.services.replicas[r as usize].service);
         let d = llm.dtypes().activations;
         let per_rank = |tokens| ms::stage_send_bytes(&llm.model, llm.tp, tokens, d);
         let tensor = |tokens| ms::allreduce_bytes(&llm.model, tokens, d);
-        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let l = self.services.replicas[r as usize]
+            .llm
+            .as_mut()
+            .expect("engine");
         let p = l.pipe.as_mut().expect("a pipeline");
         let Some(f) = p.flights.iter().find(|f| f.id == id) else {
             return;
@@ -422,8 +428,8 @@ impl<'s> Sim<'s> {
     /// Flight `id`'s communication goes on: its closed-form part, then each round's α and
     /// flows; at the end, its phase is done.
     fn llm_pipe_comm(&mut self, r: u32, id: u32) {
-        let epoch = self.replicas[r as usize].epoch;
-        let Some(f) = self.replicas[r as usize]
+        let epoch = self.services.replicas[r as usize].epoch;
+        let Some(f) = self.services.replicas[r as usize]
             .llm
             .as_mut()
             .and_then(|l| l.pipe.as_mut())
@@ -456,10 +462,10 @@ impl<'s> Sim<'s> {
     /// A timer of flight `id` is over: its compute, or the closed-form part of its
     /// communication, is done.
     pub(crate) fn on_llm_pipe(&mut self, r: u32, epoch: u32, id: u32) {
-        if epoch != self.replicas[r as usize].epoch {
+        if epoch != self.services.replicas[r as usize].epoch {
             return;
         }
-        let Some(f) = self.replicas[r as usize]
+        let Some(f) = self.services.replicas[r as usize]
             .llm
             .as_mut()
             .and_then(|l| l.pipe.as_mut())
@@ -472,10 +478,13 @@ impl<'s> Sim<'s> {
             return;
         }
         // Computed: the stage's all-reduces (tp > 1).
-        let llm = self.llm_spec(self.replicas[r as usize].service);
+        let llm = self.llm_spec(self.services.replicas[r as usize].service);
         let d = llm.dtypes().activations;
         let model = &llm.model;
-        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let l = self.services.replicas[r as usize]
+            .llm
+            .as_mut()
+            .expect("engine");
         let LlmReplica { price, pipe, .. } = &mut **l;
         let p = pipe.as_mut().expect("a pipeline");
         let f = p.flights.iter().find(|f| f.id == id).expect("flight");
@@ -495,10 +504,10 @@ impl<'s> Sim<'s> {
 
     /// A round of flight `id` finished on the network.
     pub(crate) fn on_llm_pipe_flows(&mut self, r: u32, epoch: u32, id: u32) {
-        if epoch != self.replicas[r as usize].epoch {
+        if epoch != self.services.replicas[r as usize].epoch {
             return;
         }
-        let Some(f) = self.replicas[r as usize]
+        let Some(f) = self.services.replicas[r as usize]
             .llm
             .as_mut()
             .and_then(|l| l.pipe.as_mut())
@@ -514,7 +523,7 @@ impl<'s> Sim<'s> {
     /// Flight `id` finished its all-reduces (its stage's work is done) or its send.
     fn llm_pipe_phase_done(&mut self, r: u32, id: u32) {
         let now = self.now();
-        let rep = &mut self.replicas[r as usize];
+        let rep = &mut self.services.replicas[r as usize];
         let (node, sid) = (rep.node.unwrap_or(0), rep.service);
         let p = rep
             .llm
@@ -560,7 +569,10 @@ impl<'s> Sim<'s> {
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
         if let Some(f) = done {
-            let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+            let l = self.services.replicas[r as usize]
+                .llm
+                .as_mut()
+                .expect("engine");
             let p = l.pipe.as_mut().expect("a pipeline");
             let kv_from = p.kv_mark.max(f.scheduled);
             p.kv_mark = now;

@@ -40,7 +40,7 @@ pub(super) fn scaled(
 
 impl Sim<'_> {
     pub(crate) fn llm_of(&self, sid: u32) -> Option<&'_ LlmServing> {
-        let s = &self.services[sid as usize];
+        let s = &self.services.list[sid as usize];
         self.spec.workloads[s.workload].services[s.index]
             .llm
             .as_ref()
@@ -58,13 +58,13 @@ impl Sim<'_> {
             Pool::Both
         };
         // Trace arrivals: the rows just consumed, `trace_next - n ..`.
-        let first_row = self.services[sid as usize]
+        let first_row = self.services.list[sid as usize]
             .trace_next
             .checked_sub(n as usize);
         // Requests that reach no engine: a finite load's clients move on to their next.
         let mut freed = 0;
         for k in 0..n as usize {
-            let svc = &mut self.services[sid as usize];
+            let svc = &mut self.services.list[sid as usize];
             svc.arrived += 1;
             let row = first_row.and_then(|f| svc.trace_tokens.get(f + k).copied());
             let (prompt, output) = (
@@ -82,7 +82,7 @@ impl Sim<'_> {
                 freed += 1;
                 continue;
             };
-            let rep = &mut self.replicas[r as usize];
+            let rep = &mut self.services.replicas[r as usize];
             let kept = match rep.llm.as_mut() {
                 Some(l) => l.engine.arrive(seq),
                 None if rep.llm_waiting.len() < super::engine::MAX_WAITING => {
@@ -92,7 +92,7 @@ impl Sim<'_> {
                 None => false,
             };
             if !kept {
-                self.services[sid as usize]
+                self.services.list[sid as usize]
                     .llm
                     .as_mut()
                     .expect("llm")
@@ -112,13 +112,13 @@ impl Sim<'_> {
     /// Replica `r` of an LLM service was placed: its engine starts with the KV blocks its
     /// device leaves after weights and reserve, and its all-reduce is priced once.
     pub(crate) fn llm_replica_up(&mut self, r: u32) {
-        let sid = self.replicas[r as usize].service;
+        let sid = self.services.replicas[r as usize].service;
         let llm = self.llm_of(sid).expect("an LLM service").clone();
-        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let node = self.services.replicas[r as usize].node.unwrap_or(0);
         let acc_name = self.node_accel[node].clone().unwrap_or_default();
         let spec = self.spec;
         let name = {
-            let s = &self.services[sid as usize];
+            let s = &self.services.list[sid as usize];
             format!(
                 "{}.{}",
                 spec.workloads[s.workload].name, spec.workloads[s.workload].services[s.index].name
@@ -188,7 +188,7 @@ impl Sim<'_> {
         if llm.pp > 1 {
             let now = self.now();
             // Stage-to-stage sends cross nodes with the service's tenant's transport.
-            let tenant = self.services[self.replicas[r as usize].service as usize].tenant;
+            let tenant = self.services.list[self.services.replica(r).service as usize].tenant;
             let share = crate::sim::collective_rules::share(self.tenant_net(tenant));
             if share < 1.0 {
                 self.net.note(
@@ -240,9 +240,9 @@ impl Sim<'_> {
         }
         let pcie = acc.pcie.map_or(super::DEFAULT_PCIE, |p| p.bandwidth().0);
         let mut engine = Engine::new(llm.engine, blocks);
-        for s in std::mem::take(&mut self.replicas[r as usize].llm_waiting) {
+        for s in std::mem::take(&mut self.services.replicas[r as usize].llm_waiting) {
             if !engine.arrive(s) {
-                self.services[sid as usize]
+                self.services.list[sid as usize]
                     .llm
                     .as_mut()
                     .expect("llm")
@@ -250,11 +250,11 @@ impl Sim<'_> {
             }
         }
         let now = self.now();
-        let svc = self.services[sid as usize].llm.as_mut().expect("llm");
+        let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");
         if svc.kv_blocks == 0 {
             svc.kv_blocks = blocks;
         }
-        self.replicas[r as usize].llm = Some(Box::new(LlmReplica {
+        self.services.replicas[r as usize].llm = Some(Box::new(LlmReplica {
             engine,
             foot,
             price,
@@ -281,7 +281,7 @@ impl Sim<'_> {
 
     /// (node, device) of each device replica `r` holds, ascending: its tensor-parallel ranks.
     pub(super) fn replica_ranks(&self, r: u32) -> Vec<(usize, usize)> {
-        let rep = &self.replicas[r as usize];
+        let rep = &self.services.replicas[r as usize];
         let (Some(node), Some(a)) = (rep.node, rep.alloc.as_ref()) else {
             return Vec::new();
         };
@@ -304,12 +304,12 @@ impl Sim<'_> {
 
     /// Start replica `r`'s next iteration if it is idle and has work.
     pub(crate) fn llm_kick(&mut self, r: u32) {
-        let epoch = self.replicas[r as usize].epoch;
-        let sid = self.replicas[r as usize].service;
+        let epoch = self.services.replicas[r as usize].epoch;
+        let sid = self.services.replicas[r as usize].service;
         let llm = self.llm_of(sid).expect("an LLM service");
         let (tp, model) = (llm.tp, llm.model.clone());
         let now = self.now();
-        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
+        let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
             return;
         };
         if l.pipe.is_some() {
@@ -328,7 +328,7 @@ impl Sim<'_> {
             again.admitted.extend(std::mem::take(&mut b.admitted));
             b = again;
         }
-        if let Some(svc) = self.services[sid as usize].llm.as_mut() {
+        if let Some(svc) = self.services.list[sid as usize].llm.as_mut() {
             svc.record_waits(now, &b.admitted);
         }
         if b.is_empty() {
@@ -351,14 +351,14 @@ impl Sim<'_> {
 
     /// Replica `r`'s iteration finished computing: its all-reduce, or its end.
     pub(crate) fn on_llm_computed(&mut self, r: u32, epoch: u32) {
-        if epoch != self.replicas[r as usize].epoch {
+        if epoch != self.services.replicas[r as usize].epoch {
             return;
         }
-        let sid = self.replicas[r as usize].service;
+        let sid = self.services.replicas[r as usize].service;
         let llm = self.llm_of(sid).expect("an LLM service");
         let (k, dtype_bytes) = (ms::allreduces(&llm.model), llm.dtypes().activations);
         let hidden = llm.model.clone();
-        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
+        let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
             return;
         };
         let tokens = l.batch.as_ref().map_or(0.0, |b| b.shape.tokens);
@@ -388,8 +388,11 @@ impl Sim<'_> {
     }
 
     fn llm_next_round(&mut self, r: u32) {
-        let epoch = self.replicas[r as usize].epoch;
-        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let epoch = self.services.replicas[r as usize].epoch;
+        let l = self.services.replicas[r as usize]
+            .llm
+            .as_mut()
+            .expect("engine");
         let Some(round) = l.rounds.get(l.round) else {
             self.llm_iteration_done(r);
             return;
@@ -404,16 +407,19 @@ impl Sim<'_> {
 
     /// A round priced in closed form is over: the iteration's communication is done.
     pub(crate) fn on_llm_round_closed(&mut self, r: u32, epoch: u32) {
-        if epoch == self.replicas[r as usize].epoch {
+        if epoch == self.services.replicas[r as usize].epoch {
             self.llm_iteration_done(r);
         }
     }
 
     pub(crate) fn on_llm_round_done(&mut self, r: u32, epoch: u32) {
-        if epoch != self.replicas[r as usize].epoch {
+        if epoch != self.services.replicas[r as usize].epoch {
             return;
         }
-        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let l = self.services.replicas[r as usize]
+            .llm
+            .as_mut()
+            .expect("engine");
         l.xfer = None;
         l.round += 1;
         self.llm_next_round(r);
@@ -421,7 +427,7 @@ impl Sim<'_> {
 
     /// The iteration is over: its tokens are emitted, finished requests measured.
     fn llm_iteration_done(&mut self, r: u32) {
-        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
+        let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
             return;
         };
         let b = l.batch.take().expect("an iteration");
@@ -440,7 +446,7 @@ impl Sim<'_> {
         worked: Option<crate::engine::Time>,
     ) {
         let now = self.now();
-        let sid = self.replicas[r as usize].service;
+        let sid = self.services.replicas[r as usize].service;
         let slo: Vec<(String, f64)> = self
             .llm_of(sid)
             .expect("an LLM service")
@@ -448,14 +454,14 @@ impl Sim<'_> {
             .iter()
             .map(|s| (s.kind.clone(), s.target.0 as f64 / 1e9))
             .collect();
-        let node = self.replicas[r as usize].node.unwrap_or(0);
-        let Some(mut l) = self.replicas[r as usize].llm.take() else {
+        let node = self.services.replicas[r as usize].node.unwrap_or(0);
+        let Some(mut l) = self.services.replicas[r as usize].llm.take() else {
             return;
         };
         let util = l.engine.used_blocks() as f64 / l.engine.total_blocks.max(1) as f64;
         l.kv_integral += util * (now - kv_from) as f64;
-        let reps = self.services[sid as usize].replicas.len().max(1) as f64;
-        let svc: &mut LlmService = self.services[sid as usize].llm.as_mut().expect("llm");
+        let reps = self.services.list[sid as usize].replicas.len().max(1) as f64;
+        let svc: &mut LlmService = self.services.list[sid as usize].llm.as_mut().expect("llm");
         svc.kv_series.add(kv_from, now, util / reps);
         if svc.within.len() != slo.len() {
             svc.within = vec![0; slo.len()];
@@ -514,7 +520,7 @@ impl Sim<'_> {
         }
         self.next_closed(sid, finished_now);
         let units = f64::from(self.llm_of(sid).expect("llm").tp);
-        self.replicas[r as usize].llm = Some(l);
+        self.services.replicas[r as usize].llm = Some(l);
         if let Some(from) = worked {
             self.llm_worked(r, sid, node, units, from);
         }
@@ -526,7 +532,7 @@ impl Sim<'_> {
     /// A finite load's clients whose requests just finished (or were dropped) send their next
     /// ones now, while any are unsent.
     pub(crate) fn next_closed(&mut self, sid: u32, freed: u64) {
-        let Some(c) = self.services[sid as usize]
+        let Some(c) = self.services.list[sid as usize]
             .llm
             .as_mut()
             .and_then(|l| l.closed.as_mut())
@@ -549,7 +555,7 @@ impl Sim<'_> {
         self.worked(node, units, from, now);
         self.replica_cpus_worked(sid as usize, node, 1.0, from, now);
         if self.tl.on {
-            let rep = &self.replicas[r as usize];
+            let rep = &self.services.replicas[r as usize];
             let devs = self.alloc_devices(node, rep.alloc.as_ref());
             let label = self.label_id(crate::sim::labels::Item::Service(sid as usize));
             self.tl
@@ -560,8 +566,8 @@ impl Sim<'_> {
     /// Replica `r` was lost to a failure: its requests are lost, its flows leave the network.
     pub(crate) fn llm_lost(&mut self, r: usize) {
         let now = self.now();
-        let waiting = std::mem::take(&mut self.replicas[r].llm_waiting).len() as u64;
-        let Some(l) = self.replicas[r].llm.take() else {
+        let waiting = std::mem::take(&mut self.services.replicas[r].llm_waiting).len() as u64;
+        let Some(l) = self.services.replicas[r].llm.take() else {
             return;
         };
         let pipe = l.pipe.as_ref().map(|p| p.xfers()).unwrap_or_default();
@@ -571,8 +577,8 @@ impl Sim<'_> {
         }
         let lost = l.engine.outstanding() as u64 + waiting;
         self.failures.requests_lost += lost;
-        let sid = self.replicas[r].service as usize;
-        let svc = self.services[sid].llm.as_mut().expect("llm");
+        let sid = self.services.replicas[r].service as usize;
+        let svc = self.services.list[sid].llm.as_mut().expect("llm");
         svc.lost += lost;
         svc.dropped += l.engine.dropped;
         svc.kv_integral_gone += l.kv_integral;
