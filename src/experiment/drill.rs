@@ -24,10 +24,8 @@
 //! Architecture invariant: no printing here. The caller may pass an `indicatif` progress bar
 //! (the binary draws one only when stderr is a terminal); files are written only by
 //! [`write`](fn@write), atomically.
-//!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
-pub use super::drill_files::csv_files;
+pub use super::drill_files::{csv_files, to_json, write};
 use crate::engine::Time;
 use crate::experiment::kinds::{self, Column};
 use crate::experiment::measure::ClusterFigures;
@@ -40,7 +38,6 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// Seeds a drill runs when neither the caller nor an experiment says: 1..=10.
 pub const DEFAULT_SEEDS: u64 = 10;
@@ -511,49 +508,9 @@ pub fn header_line(h: &Header, seeds: &[u64]) -> String {
     line
 }
 
-/// `drill.json`: the schema version, the header (a run's, with the drill's `seeds` in place
-/// of its `seed`) and the report.
-pub fn to_json(h: &Header, r: &DrillReport) -> String {
-    #[derive(Serialize)]
-    struct DrillHeader<'a> {
-        orrery: &'a str,
-        scenario: &'a str,
-        scenario_hash: &'a str,
-        seeds: &'a [u64],
-        /// The maturity tier that priced each accelerator (`crate::maturity`).
-        #[serde(skip_serializing_if = "<[String]>::is_empty")]
-        tiers: &'a [String],
-    }
-    #[derive(Serialize)]
-    struct Out<'a> {
-        schema_version: u32,
-        header: DrillHeader<'a>,
-        drill: &'a DrillReport,
-    }
-    let out = Out {
-        schema_version: SCHEMA_VERSION,
-        header: DrillHeader {
-            orrery: &h.orrery,
-            scenario: &h.scenario,
-            scenario_hash: &h.scenario_hash,
-            seeds: &r.seeds,
-            tiers: &h.tiers,
-        },
-        drill: r,
-    };
-    serde_json::to_string_pretty(&out).unwrap_or_default()
-}
-
 /// Baselines, then variants (the order of every file and table).
 pub(super) fn all(r: &DrillReport) -> impl Iterator<Item = &Variant> {
     r.baselines.iter().chain(&r.variants)
-}
-
-/// Write `drill.json`, `drill.csv`, `cost.csv`, `per_seed.csv` and `timeline.csv` into
-/// `dir`, each atomically; the names written, in order.
-pub fn write(dir: &Path, h: &Header, r: &DrillReport) -> std::io::Result<Vec<String>> {
-    let json = ("drill.json", to_json(h, r));
-    crate::atomic::write_files(dir, std::iter::once(json).chain(csv_files(r)))
 }
 
 fn agg_cell(key: &str, v: &Variant, a: Option<&Aggregate>) -> String {

@@ -1,9 +1,11 @@
-//! A drill's CSV files: `drill.csv`, `cost.csv` and `timeline.csv` as typed rows
-//! (`report::rows`), `per_seed.csv` built from the metrics the drill measured.
+//! A drill's files: `drill.json`; `drill.csv`, `cost.csv` and `timeline.csv` as typed rows
+//! (`report::rows`); `per_seed.csv` built from the metrics the drill measured.
 
-use super::drill::{DrillReport, all};
+use super::drill::{DrillReport, SCHEMA_VERSION, all};
+use crate::report::Header;
 use serde::Serialize;
 use std::fmt::Write as _;
+use std::path::Path;
 
 fn opt(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
@@ -112,4 +114,44 @@ pub fn csv_files(r: &DrillReport) -> Vec<(&'static str, String)> {
         ("per_seed.csv", per_seed),
         ("timeline.csv", timeline),
     ]
+}
+
+/// `drill.json`: the schema version, the header (a run's, with the drill's `seeds` in place
+/// of its `seed`) and the report.
+pub fn to_json(h: &Header, r: &DrillReport) -> String {
+    #[derive(Serialize)]
+    struct DrillHeader<'a> {
+        orrery: &'a str,
+        scenario: &'a str,
+        scenario_hash: &'a str,
+        seeds: &'a [u64],
+        /// The maturity tier that priced each accelerator (`crate::maturity`).
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        tiers: &'a [String],
+    }
+    #[derive(Serialize)]
+    struct Out<'a> {
+        schema_version: u32,
+        header: DrillHeader<'a>,
+        drill: &'a DrillReport,
+    }
+    let out = Out {
+        schema_version: SCHEMA_VERSION,
+        header: DrillHeader {
+            orrery: &h.orrery,
+            scenario: &h.scenario,
+            scenario_hash: &h.scenario_hash,
+            seeds: &r.seeds,
+            tiers: &h.tiers,
+        },
+        drill: r,
+    };
+    serde_json::to_string_pretty(&out).unwrap_or_default()
+}
+
+/// Write `drill.json`, `drill.csv`, `cost.csv`, `per_seed.csv` and `timeline.csv` into
+/// `dir`, each atomically; the names written, in order.
+pub fn write(dir: &Path, h: &Header, r: &DrillReport) -> std::io::Result<Vec<String>> {
+    let json = ("drill.json", to_json(h, r));
+    crate::atomic::write_files(dir, std::iter::once(json).chain(csv_files(r)))
 }
