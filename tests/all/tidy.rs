@@ -25,7 +25,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("src/scenario/cluster.rs", 842),
     ("src/scenario/hardware.rs", 942),
     ("src/scenario/load.rs", 1070),
-    ("src/scenario/reader.rs", 643),
     ("src/scenario/workload.rs", 1870),
     ("src/syntax/parse.rs", 873),
     ("src/transport/plan.rs", 727),
