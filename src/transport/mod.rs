@@ -22,6 +22,7 @@ pub mod nics;
 pub mod params;
 pub mod plan;
 pub mod shared;
+pub mod stages;
 
 pub use compare::{Comparison, compare};
 pub use exec::{Breakdown, closed_form, run_plan, run_plans};
