@@ -21,6 +21,7 @@ pub mod overlap;
 pub mod path;
 pub mod payloads;
 pub mod placement_group;
+mod profiles;
 pub mod reader;
 pub mod schema;
 pub mod serving;
