@@ -43,9 +43,3 @@ impl From<&str> for Error {
         Error::Input(m.to_string())
     }
 }
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::Input(e.to_string())
-    }
-}

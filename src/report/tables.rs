@@ -5,7 +5,9 @@
 use super::rows::csv;
 use super::{Header, steps};
 use crate::sim::metrics::{RunMetrics, Stats};
+use crate::sim::utilization::{CpuUtilization, Utilization};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// `tasks.csv`: per task group, counts, queueing delay and run time statistics (s).
 #[derive(Serialize, Default)]
@@ -377,56 +379,85 @@ fn llm(h: &Header, m: &RunMetrics) -> String {
     }))
 }
 
+/// A step series: (time, level) at each change.
+type Series = [(f64, f64)];
+
+/// A utilization record's two step series: (busy, allocated).
+trait Levels {
+    fn levels(&self) -> (&Series, &Series);
+}
+
+impl Levels for Utilization {
+    fn levels(&self) -> (&Series, &Series) {
+        (&self.busy_series, &self.allocated_series)
+    }
+}
+
+impl Levels for CpuUtilization {
+    fn levels(&self) -> (&Series, &Series) {
+        (&self.busy_series, &self.allocated_series)
+    }
+}
+
+/// Every key's step function in each scope, with both levels at each change: (scope, name,
+/// the key's entry, time, busy, allocated). What `utilization.csv` and `cpu_utilization.csv`
+/// hold, in devices and in CPUs.
+fn step_rows<'a, U: Levels>(
+    scopes: [(&'static str, &'a BTreeMap<String, U>); 2],
+) -> impl Iterator<Item = (&'static str, &'a str, &'a U, f64, f64, f64)> + 'a {
+    scopes
+        .into_iter()
+        .flat_map(|(scope, map)| map.iter().map(move |(name, u)| (scope, name.as_str(), u)))
+        .flat_map(|(scope, name, u)| {
+            let (busy, held) = u.levels();
+            steps(busy, held)
+                .into_iter()
+                .map(move |(t, b, a)| (scope, name, u, t, b, a))
+        })
+}
+
 fn util(h: &Header, m: &RunMetrics) -> String {
     let (orrery, scenario_hash, seed) = (h.orrery.as_str(), h.scenario_hash.as_str(), h.seed);
-    csv([
+    let scopes = [
         ("device_class", &m.utilization),
         ("node_type", &m.utilization_by_node_type),
-    ]
-    .into_iter()
-    .flat_map(|(scope, map)| map.iter().map(move |(name, u)| (scope, name, u)))
-    .flat_map(|(scope, name, u)| {
-        steps(&u.busy_series, &u.allocated_series).into_iter().map(
-            move |(time_s, busy_devices, allocated_devices)| UtilRow {
-                orrery,
-                scenario_hash,
-                seed,
-                scope,
-                name,
-                devices: u.devices,
-                time_s,
-                bin_s: u.series_resolution_s,
-                busy_devices,
-                allocated_devices,
-            },
-        )
-    }))
+    ];
+    csv(
+        step_rows(scopes).map(|(scope, name, u, time_s, busy, held)| UtilRow {
+            orrery,
+            scenario_hash,
+            seed,
+            scope,
+            name,
+            devices: u.devices,
+            time_s,
+            bin_s: u.series_resolution_s,
+            busy_devices: busy,
+            allocated_devices: held,
+        }),
+    )
 }
 
 fn cpu(h: &Header, m: &RunMetrics) -> String {
     let (orrery, scenario_hash, seed) = (h.orrery.as_str(), h.scenario_hash.as_str(), h.seed);
-    csv([
+    let scopes = [
         ("node", &m.cpu_utilization),
         ("node_type", &m.cpu_utilization_by_node_type),
-    ]
-    .into_iter()
-    .flat_map(|(scope, map)| map.iter().map(move |(name, u)| (scope, name, u)))
-    .flat_map(|(scope, name, u)| {
-        steps(&u.busy_series, &u.allocated_series).into_iter().map(
-            move |(time_s, busy_cpus, allocated_cpus)| CpuRow {
-                orrery,
-                scenario_hash,
-                seed,
-                scope,
-                name,
-                cpus: u.cpus,
-                time_s,
-                bin_s: u.series_resolution_s,
-                busy_cpus,
-                allocated_cpus,
-            },
-        )
-    }))
+    ];
+    csv(
+        step_rows(scopes).map(|(scope, name, u, time_s, busy, held)| CpuRow {
+            orrery,
+            scenario_hash,
+            seed,
+            scope,
+            name,
+            cpus: u.cpus,
+            time_s,
+            bin_s: u.series_resolution_s,
+            busy_cpus: busy,
+            allocated_cpus: held,
+        }),
+    )
 }
 
 fn links(h: &Header, m: &RunMetrics) -> String {
