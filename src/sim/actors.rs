@@ -5,7 +5,7 @@
 //! Architecture invariant: never calls `crate::placement`; actors are placed through
 //! `scheduling` (`submit`, `dispatch`).
 
-use super::{Ev, Sim, Work, device_units};
+use super::{Ev, Sim, Work};
 use crate::engine::Time;
 use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::workload::Policy;
@@ -76,9 +76,10 @@ impl Sim<'_> {
         // Actors.
         for (ai, a) in w.actors.iter().enumerate() {
             let (request, holds) = match &a.resources {
-                Some(r) => (self.state.request_with_memory(r, a.device_memory), true),
+                Some(r) => (self.w.state.request_with_memory(r, a.device_memory), true),
                 None => (
-                    self.state
+                    self.w
+                        .state
                         .request(&BTreeMap::from([("CPU".to_string(), 1.0)])),
                     false,
                 ),
@@ -156,7 +157,7 @@ impl Sim<'_> {
     /// holds were busy (utilization, and the timeline's device and CPU tracks). An actor
     /// without `resources` holds nothing while it runs, so nothing is counted.
     fn record_call(&mut self, a: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let ac = &self.actors.list[a as usize];
         let (Some(node), true) = (ac.node, ac.alloc.is_some()) else {
             return;
@@ -166,15 +167,16 @@ impl Sim<'_> {
             return;
         }
         let g = ac.group;
-        let units = device_units(&self.state, &self.unit_ids, &ac.request);
+        let units = self.w.device_units(&ac.request);
         let cpus = super::cpu::cpus_of(&ac.request);
-        self.worked(node, units, from, now);
+        self.w.worked(node, units, from, now);
         self.cpu_worked(node, cpus, from, now, super::labels::Item::Actors(g));
-        if self.tl.on && units > 0.0 {
+        if self.w.tl.on && units > 0.0 {
             let ac = &self.actors.list[a as usize];
-            let devs = self.alloc_devices(node, ac.alloc.as_ref());
+            let devs = self.w.alloc_devices(node, ac.alloc.as_ref());
             let label = self.label_id(super::labels::Item::Actors(g));
-            self.tl
+            self.w
+                .tl
                 .span(&devs, from, now, super::timeline::SpanKind::Compute, label);
         }
     }
@@ -182,7 +184,7 @@ impl Sim<'_> {
     /// Actor `a`'s call is over (done, or failed when `!ok`): the next one starts, or the
     /// actor is done.
     pub(super) fn finish_call(&mut self, a: u32, epoch: u32, ok: bool) {
-        let now = self.now();
+        let now = self.w.now();
         let ac = &mut self.actors.list[a as usize];
         ac.calls_left -= 1;
         let g = ac.group;
@@ -193,21 +195,17 @@ impl Sim<'_> {
         }
         if self.actors.list[a as usize].calls_left > 0 {
             let d = self.actors.list[a as usize].call_ns.max(1);
-            self.q.after(d, Ev::ActorCall(a, epoch));
+            self.w.q.after(d, Ev::ActorCall(a, epoch));
         } else {
-            self.makespan = self.makespan.max(now);
+            self.w.makespan = self.w.makespan.max(now);
             if let (Some(alloc), Some(node)) = (
                 self.actors.list[a as usize].alloc.take(),
                 self.actors.list[a as usize].node,
             ) {
                 let tenant = self.actors.groups[g].tenant;
-                self.free(&alloc, tenant);
-                let units = device_units(
-                    &self.state,
-                    &self.unit_ids,
-                    &self.actors.list[a as usize].request,
-                );
-                self.busy(node, -units, now);
+                self.w.free(&alloc, tenant);
+                let units = self.w.device_units(&self.actors.list[a as usize].request);
+                self.w.busy(node, -units, now);
                 self.dispatch(node);
             }
         }

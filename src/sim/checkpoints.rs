@@ -26,13 +26,13 @@ impl Sim<'_> {
     /// closed form (no storage declared, or a node without a route to it); the run notes which.
     fn checkpoint_flows(&mut self, j: u32, load: bool) -> Option<Vec<(Vec<LinkId>, f64)>> {
         let job = &self.jobs[j as usize];
-        let w = &self.spec.workloads[job.workload];
+        let w = &self.w.spec.workloads[job.workload];
         let t = &w.training[job.index];
         let c = t.checkpoint.as_ref()?;
         let what = format!("checkpoint {}.{}", w.name, t.name);
         let mut nodes: Vec<usize> = self.job_ranks(j).into_iter().map(|(n, _)| n).collect();
         nodes.dedup();
-        let routes = match (&self.wire.graph, c.storage) {
+        let routes = match (&self.w.wire.graph, c.storage) {
             (Some(g), Some(s)) => nodes
                 .iter()
                 .map(|&n| {
@@ -50,8 +50,8 @@ impl Sim<'_> {
         };
         match routes {
             Ok(routes) if !routes.is_empty() => {
-                let name = &self.spec.cluster.as_ref()?.storage[c.storage?].name;
-                self.net.note(
+                let name = &self.w.spec.cluster.as_ref()?.storage[c.storage?].name;
+                self.w.net.note(
                     MovementKind::Checkpoint,
                     true,
                     format!("{what}: to storage `{name}` on the run's shared network"),
@@ -61,7 +61,7 @@ impl Sim<'_> {
             }
             Ok(_) => None,
             Err(e) => {
-                self.net.note(
+                self.w.net.note(
                     MovementKind::Checkpoint,
                     false,
                     format!(
@@ -80,8 +80,8 @@ impl Sim<'_> {
         let Some(flows) = self.checkpoint_flows(j, load) else {
             return false;
         };
-        let now = self.now();
-        if self.tl.on {
+        let now = self.w.now();
+        if self.w.tl.on {
             self.begin_checkpoint_record(j, load, &flows, now);
         }
         let job = &mut self.jobs[j as usize];
@@ -92,13 +92,13 @@ impl Sim<'_> {
             epoch,
             load,
         };
-        match self.wire.start(now, flows, owner) {
+        match self.w.wire.start(now, flows, owner) {
             Some(x) => {
                 self.jobs[j as usize].xfer = Some(x);
-                self.rearm_wire();
+                self.w.rearm_wire();
             }
             None => {
-                self.q.after(
+                self.w.q.after(
                     1,
                     super::Ev::Training(TrainingEv::CheckpointDone(j, epoch, load)),
                 );
@@ -117,7 +117,7 @@ impl Sim<'_> {
         flows: &[(Vec<LinkId>, f64)],
         now: Time,
     ) {
-        let spec = self.spec;
+        let spec = self.w.spec;
         let label = self.label_id(super::labels::Item::Job(j as usize));
         let job = &self.jobs[j as usize];
         let w = &spec.workloads[job.workload];
@@ -144,7 +144,7 @@ impl Sim<'_> {
             .map(|(&n, (_, bytes))| {
                 let node = End::Node(n as u32);
                 let (from, to) = if load { (target, node) } else { (node, target) };
-                self.tl.part(
+                self.w.tl.part(
                     kind,
                     label,
                     None,
@@ -156,19 +156,19 @@ impl Sim<'_> {
                 )
             })
             .collect();
-        self.tl.begin(MoveKey::Checkpoint(j), now, parts);
+        self.w.tl.begin(MoveKey::Checkpoint(j), now, parts);
     }
 
     /// Job `j`'s checkpoint finished moving: a write counts from now and the next step
     /// starts; a load resumes the job.
     pub(super) fn on_checkpoint_done(&mut self, j: u32, epoch: u32, load: bool) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         if epoch != job.epoch {
             return;
         }
         job.xfer = None;
-        self.tl.arrived(MoveKey::Checkpoint(j), now);
+        self.w.tl.arrived(MoveKey::Checkpoint(j), now);
         if load {
             self.on_job_resume(j, epoch);
             return;

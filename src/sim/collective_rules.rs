@@ -11,19 +11,11 @@ use crate::scenario::transport::{CollectiveNet, collective_net};
 use std::collections::BTreeMap;
 
 impl Sim<'_> {
-    /// How collectives of work of `tenant` (an index into `spec.tenants`) cross nodes.
-    pub(super) fn tenant_net(&self, tenant: Option<usize>) -> CollectiveNet {
-        let rules = tenant.and_then(|t| self.spec.tenants.get(t));
-        // `check` refuses rules that leave no transport (see the module docs); were one to
-        // get here, sockets are the slower of the two, never a silent RDMA path.
-        collective_net(rules).unwrap_or(CollectiveNet::Socket)
-    }
-
     /// Job `j`'s tenant and how its collectives cross nodes.
     pub(super) fn job_net(&self, j: u32) -> (Option<usize>, CollectiveNet) {
-        let w = &self.spec.workloads[self.jobs[j as usize].workload];
-        let tenant = w.tenant.as_ref().and_then(|t| self.state.tenant_index(t));
-        (tenant, self.tenant_net(tenant))
+        let w = &self.w.spec.workloads[self.jobs[j as usize].workload];
+        let tenant = w.tenant.as_ref().and_then(|t| self.w.state.tenant_index(t));
+        (tenant, self.w.tenant_net(tenant))
     }
 
     /// At a job's (re)start over `per_node`: when its collectives cross nodes, note the
@@ -34,7 +26,7 @@ impl Sim<'_> {
             return;
         }
         let job = &self.jobs[j as usize];
-        let wl = &self.spec.workloads[job.workload];
+        let wl = &self.w.spec.workloads[job.workload];
         let t = &wl.training[job.index];
         if t.collectives.is_empty() && t.model.is_none() {
             return;
@@ -42,7 +34,7 @@ impl Sim<'_> {
         let (tenant, net) = self.job_net(j);
         if net == CollectiveNet::Socket {
             let who = tenant
-                .and_then(|i| self.spec.tenants.get(i))
+                .and_then(|i| self.w.spec.tenants.get(i))
                 .map(|tn| {
                     let why = if tn.no_rdma {
                         "`no_rdma`"
@@ -52,7 +44,7 @@ impl Sim<'_> {
                     format!("tenant `{}` ({why})", tn.name)
                 })
                 .unwrap_or_default();
-            self.net.note(
+            self.w.net.note(
                 network::MovementKind::Collective,
                 true,
                 format!(
@@ -65,17 +57,27 @@ impl Sim<'_> {
                 ),
             );
         }
-        if let Some(log) = &mut self.transfers {
+        if let Some(log) = &mut self.w.transfers {
             // The declared collectives' bytes per step; a model-level job's traffic is derived
             // by its plan, so its record carries the transport only (0 bytes).
             let bytes = t.collectives.iter().map(|c| c.bytes.0 as f64).sum();
             log.push(super::TransferRecord {
-                time: self.q.now(),
+                time: self.w.q.now(),
                 tenant,
                 transport: net.transport().to_string(),
                 bytes,
             });
         }
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// How collectives of work of `tenant` (an index into `spec.tenants`) cross nodes.
+    pub(super) fn tenant_net(&self, tenant: Option<usize>) -> CollectiveNet {
+        let rules = tenant.and_then(|t| self.spec.tenants.get(t));
+        // `check` refuses rules that leave no transport (see the module docs); were one to
+        // get here, sockets are the slower of the two, never a silent RDMA path.
+        collective_net(rules).unwrap_or(CollectiveNet::Socket)
     }
 }
 

@@ -57,22 +57,24 @@ pub(super) fn cpus_of(r: &Request) -> f64 {
 }
 
 impl Sim<'_> {
-    /// `cpus` of `node` became held (> 0) or were given back (< 0) at `at`.
-    pub(super) fn cpu_held(&mut self, node: NodeId, cpus: f64, at: Time) {
-        self.cpu.held.change(node, at, cpus);
-    }
-
     /// `cpus` of `node` worked for `item` over `[from, to)`: busy utilization, and a span on
     /// the node's CPU track of the timeline.
     pub(super) fn cpu_worked(&mut self, node: NodeId, cpus: f64, from: Time, to: Time, item: Item) {
         if cpus <= 0.0 || to <= from {
             return;
         }
-        self.cpu.work.span(node, from, to, cpus);
-        if self.tl.on {
+        self.w.cpu.work.span(node, from, to, cpus);
+        if self.w.tl.on {
             let label = self.label_id(item);
-            self.tl.cpu_span(node, from, to, cpus, label);
+            self.w.tl.cpu_span(node, from, to, cpus, label);
         }
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// `cpus` of `node` became held (> 0) or were given back (< 0) at `at`.
+    pub(super) fn cpu_held(&mut self, node: NodeId, cpus: f64, at: Time) {
+        self.cpu.held.change(node, at, cpus);
     }
 
     /// Each node's logical CPUs, in the cluster's order (the timeline's CPU tracks; empty

@@ -51,10 +51,6 @@ pub(super) enum Acted {
 }
 
 impl Sim<'_> {
-    fn name(&self, n: NodeId) -> String {
-        self.state.nodes[n].name().to_string()
-    }
-
     /// The explanation of a task, actor or replica's first placement.
     pub(super) fn explain_task(
         &self,
@@ -71,20 +67,20 @@ impl Sim<'_> {
             Work::Replica(_) => "service replica",
         };
         let (outcome, nodes, reason) = match acted {
-            Acted::Started(n) => (Outcome::Placed, vec![self.name(n)], None),
+            Acted::Started(n) => (Outcome::Placed, vec![self.w.name(n)], None),
             Acted::NotStarted(n) => (
                 Outcome::Queued,
-                vec![self.name(n)],
+                vec![self.w.name(n)],
                 Some(format!(
                     "placement chose {}, but the allocation there failed; it waits in its queue",
-                    self.name(n)
+                    self.w.name(n)
                 )),
             ),
             Acted::Queued(n) => (
                 Outcome::Queued,
-                vec![self.name(n)],
+                vec![self.w.name(n)],
                 Some(
-                    self.state
+                    self.w.state
                         .quota_blocked_by(t.tenant, t.request)
                         .map(|q| format!("tenant quota: {q}"))
                         .unwrap_or_else(|| {
@@ -104,7 +100,7 @@ impl Sim<'_> {
                 Vec::new(),
                 Some(format!(
                     "no alive node can hold it now ({}); it waits for a node to return (or for its lost output to be rebuilt)",
-                    feasible::why_task_options(&self.state, t, fallbacks)
+                    feasible::why_task_options(&self.w.state, t, fallbacks)
                 )),
             ),
             Acted::Infeasible => (
@@ -112,7 +108,7 @@ impl Sim<'_> {
                 Vec::new(),
                 Some(format!(
                     "{}; Ray keeps it pending forever",
-                    feasible::why_task_options(&self.state, t, fallbacks)
+                    feasible::why_task_options(&self.w.state, t, fallbacks)
                 )),
             ),
         };
@@ -124,10 +120,10 @@ impl Sim<'_> {
             schema_version: EXPLAIN_SCHEMA_VERSION,
             item: self.item_name(w),
             kind: kind.into(),
-            time_s: self.now() as f64 / 1e9,
+            time_s: self.w.now() as f64 / 1e9,
             policy: policy_name(t.policy).into(),
             strategy,
-            requests: vec![show(&self.state, t.request)],
+            requests: vec![show(&self.w.state, t.request)],
             summed_request: None,
             outcome,
             nodes,
@@ -135,8 +131,20 @@ impl Sim<'_> {
             rules: ex.rules.clone(),
             score_scale: SCORE_SCALE.into(),
             scored: ex.scored.clone(),
-            candidates: Explanation::lines(&self.state, ex),
+            candidates: Explanation::lines(&self.w.state, ex),
         }
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// Whether the item `name` names is the one to explain and none is explained yet
+    /// (`name` is formatted only when an explanation is asked for).
+    pub(super) fn explaining(&self, name: impl FnOnce() -> String) -> bool {
+        self.explain.is_none() && self.explain_target.as_deref().is_some_and(|t| t == name())
+    }
+
+    fn name(&self, n: NodeId) -> String {
+        self.state.nodes[n].name().to_string()
     }
 
     /// The explanation of a placement group's first placement attempt: `created` holds the

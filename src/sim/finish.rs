@@ -22,6 +22,7 @@ impl Sim<'_> {
                 .filter(|&t| self.tasks.alloc[t].is_some() && !self.tasks.rebuild[t])
                 .count() as u64;
             let waiting = self
+                .w
                 .pending
                 .iter()
                 .filter(|(k, _)| *k == Work::Task(gi as u32))
@@ -58,7 +59,7 @@ impl Sim<'_> {
                 v.push(format!("task group {gi}: {flagged} tasks flagged complete but {completed} completions counted"));
             }
         }
-        let dead = |n: NodeId| !self.state.nodes[n].alive();
+        let dead = |n: NodeId| !self.w.state.nodes[n].alive();
         for (t, a) in self.tasks.alloc.iter().enumerate() {
             if let Some(a) = a
                 && dead(a.node)
@@ -96,49 +97,20 @@ impl Sim<'_> {
                 }
             }
         }
-        self.violations.extend(v);
+        self.w.violations.extend(v);
     }
 
-    pub(super) fn finish(mut self) -> RunResult {
-        self.check_invariants();
-        let spec = self.spec;
-        // The window ends at the horizon; else when the work did (a failure scheduled after it
-        // does not stretch utilization); else, if no work finished, at the last event, so that
-        // availability still covers the failures.
-        let end = self
-            .horizon
-            .unwrap_or(if self.makespan > 0 {
-                self.makespan
-            } else {
-                self.q.now()
-            })
-            .max(self.makespan);
-        let mut tl = std::mem::take(&mut self.tl).finish(end);
-        let mut m = RunMetrics {
-            makespan: self.makespan as f64 / 1e9,
-            horizon: end as f64 / 1e9,
-            events: self.q.processed(),
-            ..RunMetrics::default()
-        };
-        for g in &mut self.tasks.groups {
-            let w = &spec.workloads[g.workload];
-            m.tasks.push(TaskGroupMetrics {
-                workload: w.name.clone(),
-                name: w.tasks[g.index].name.clone(),
-                submitted: u64::from(g.count),
-                completed: g.run.count(),
-                infeasible: g.infeasible,
-                queueing_delay: g.queueing.stats(),
-                run_time: g.run.stats(),
-                queueing_samples: g.queueing.samples(),
-                first_start: g.first_start.map(|t| t as f64 / 1e9).unwrap_or(0.0),
-                last_end: g.last_end as f64 / 1e9,
-            });
-        }
+    /// Each placement group's state at the end (`end`: when the window closed).
+    fn pg_metrics(&self, end: crate::engine::Time) -> Vec<PgMetrics> {
+        let spec = self.w.spec;
+        let mut out = Vec::with_capacity(self.pgs.len());
         for pg in &self.pgs {
             let w = &spec.workloads[pg.workload];
             let racks = |nodes: &[NodeId]| {
-                let mut r: Vec<usize> = nodes.iter().map(|n| self.state.nodes[*n].rack()).collect();
+                let mut r: Vec<usize> = nodes
+                    .iter()
+                    .map(|n| self.w.state.nodes[*n].rack())
+                    .collect();
                 r.sort_unstable();
                 r.dedup();
                 r.len()
@@ -146,10 +118,10 @@ impl Sim<'_> {
             let names = |nodes: &[NodeId]| {
                 nodes
                     .iter()
-                    .map(|n| self.state.nodes[*n].name().to_string())
+                    .map(|n| self.w.state.nodes[*n].name().to_string())
                     .collect()
             };
-            m.placement_groups.push(PgMetrics {
+            out.push(PgMetrics {
                 workload: w.name.clone(),
                 name: w.placement_groups[pg.index].name.clone(),
                 bundles: pg.bundles.len(),
@@ -175,6 +147,47 @@ impl Sim<'_> {
                     .map(|(k, v)| format!("{k}={v}")),
             });
         }
+        out
+    }
+
+    pub(super) fn finish(mut self) -> RunResult {
+        self.check_invariants();
+        let spec = self.w.spec;
+        // The window ends at the horizon; else when the work did (a failure scheduled after it
+        // does not stretch utilization); else, if no work finished, at the last event, so that
+        // availability still covers the failures.
+        let end = self
+            .w
+            .horizon
+            .unwrap_or(if self.w.makespan > 0 {
+                self.w.makespan
+            } else {
+                self.w.q.now()
+            })
+            .max(self.w.makespan);
+        let mut tl = std::mem::take(&mut self.w.tl).finish(end);
+        let mut m = RunMetrics {
+            makespan: self.w.makespan as f64 / 1e9,
+            horizon: end as f64 / 1e9,
+            events: self.w.q.processed(),
+            ..RunMetrics::default()
+        };
+        for g in &mut self.tasks.groups {
+            let w = &spec.workloads[g.workload];
+            m.tasks.push(TaskGroupMetrics {
+                workload: w.name.clone(),
+                name: w.tasks[g.index].name.clone(),
+                submitted: u64::from(g.count),
+                completed: g.run.count(),
+                infeasible: g.infeasible,
+                queueing_delay: g.queueing.stats(),
+                run_time: g.run.stats(),
+                queueing_samples: g.queueing.samples(),
+                first_start: g.first_start.map(|t| t as f64 / 1e9).unwrap_or(0.0),
+                last_end: g.last_end as f64 / 1e9,
+            });
+        }
+        m.placement_groups = self.pg_metrics(end);
         for job in &self.jobs {
             let w = &spec.workloads[job.workload];
             // Communication per step: the mean over every step that finished (on a shared
@@ -328,17 +341,17 @@ impl Sim<'_> {
             });
         }
         let (mut devices, mut by_type) = (BTreeMap::new(), BTreeMap::new());
-        for a in self.node_accel.iter().zip(&self.node_types) {
+        for a in self.w.node_accel.iter().zip(&self.w.node_types) {
             if let (Some(acc), nt) = a {
                 *devices.entry(acc.clone()).or_insert(0) += u64::from(nt.device_count());
                 *by_type.entry(nt.name.clone()).or_insert(0) += u64::from(nt.device_count());
             }
         }
-        let usage = std::mem::take(&mut self.usage);
+        let usage = std::mem::take(&mut self.w.usage);
         (m.utilization, m.utilization_by_node_type) = usage.finish(&devices, &by_type, end);
-        (m.cpu_utilization, m.cpu_utilization_by_node_type) = self.cpu_utilization(end);
-        m.cluster = super::cost::cluster(spec, &self.node_types, m.horizon);
-        let (links, series) = self.wire.link_metrics(end);
+        (m.cpu_utilization, m.cpu_utilization_by_node_type) = self.w.cpu_utilization(end);
+        m.cluster = super::cost::cluster(spec, &self.w.node_types, m.horizon);
+        let (links, series) = self.w.wire.link_metrics(end);
         m.links = links;
         tl.links = series;
         m.fetches = self
@@ -358,6 +371,7 @@ impl Sim<'_> {
             })
             .collect();
         m.quota_waits = self
+            .w
             .quota
             .wait
             .iter()
@@ -369,14 +383,14 @@ impl Sim<'_> {
             })
             .collect();
         m.objects = ObjectMetrics {
-            spilled_objects: self.store.spilled_objects,
-            spilled_bytes: self.store.spilled_bytes,
-            spill_time: self.store.spill_secs,
-            restore_time: self.store.restore_secs,
-            peak_store_fraction: self.store.peak_fraction,
+            spilled_objects: self.w.store.spilled_objects,
+            spilled_bytes: self.w.store.spilled_bytes,
+            spill_time: self.w.store.spill_secs,
+            restore_time: self.w.store.restore_secs,
+            peak_store_fraction: self.w.store.peak_fraction,
         };
         let f = &mut self.failures;
-        let nodes = self.node_types.len() as f64;
+        let nodes = self.w.node_types.len() as f64;
         let still_down: f64 = f
             .down_since
             .iter()
@@ -411,17 +425,17 @@ impl Sim<'_> {
         };
         RunResult {
             metrics: m,
-            explain: self.explain,
-            trace: self.trace.unwrap_or_default(),
-            transfers: self.transfers.unwrap_or_default(),
+            explain: self.w.explain,
+            trace: self.w.trace.unwrap_or_default(),
+            transfers: self.w.transfers.unwrap_or_default(),
             timeline: tl,
-            violations: self.violations,
+            violations: self.w.violations,
             model_sources: crate::compute::model_sources(spec),
-            network_models: std::mem::take(&mut self.net.notes).into_iter().collect(),
+            network_models: std::mem::take(&mut self.w.net.notes).into_iter().collect(),
             wire: super::WireTotals {
-                flows: self.wire.flows_started,
-                bytes: self.wire.bytes,
-                peak_active: self.wire.peak_active,
+                flows: self.w.wire.flows_started,
+                bytes: self.w.wire.bytes,
+                peak_active: self.w.wire.peak_active,
             },
         }
     }

@@ -21,10 +21,10 @@ pub(super) enum Item {
 impl Sim<'_> {
     /// The timeline's label id of `item`: `workload.item`, interned on first use.
     pub(super) fn label_id(&mut self, item: Item) -> u32 {
-        if let Some(&l) = self.label_ids.get(&item) {
+        if let Some(&l) = self.w.label_ids.get(&item) {
             return l;
         }
-        let spec = self.spec;
+        let spec = self.w.spec;
         let (wi, name) = match item {
             Item::Group(g) => {
                 let g = &self.tasks.groups[g];
@@ -50,8 +50,8 @@ impl Sim<'_> {
             }
         };
         let text = format!("{}.{name}", spec.workloads[wi].name);
-        let l = self.tl.name(&text);
-        self.label_ids.insert(item, l);
+        let l = self.w.tl.name(&text);
+        self.w.label_ids.insert(item, l);
         l
     }
 }

@@ -243,7 +243,11 @@ pub(crate) enum Work {
     Replica(u32),
 }
 
-struct Sim<'s> {
+/// The shared world every component works in: the scenario, the cluster's resource view,
+/// the event queue, the object stores, the one network, and what the run records. A
+/// component (tasks, actors, placement groups, training jobs, services, failures) owns its
+/// own state and is handed this.
+struct World<'s> {
     spec: &'s Spec,
     state: ClusterState,
     q: EventQueue<Ev>,
@@ -252,13 +256,8 @@ struct Sim<'s> {
     /// Work that found no available node, FIFO per class (task group, actor group, service),
     /// classes in order of first appearance.
     pending: Vec<(Work, VecDeque<u32>)>,
-    tasks: tasks::Tasks,
     /// Broken invariants (must stay empty; checked by the tests).
     violations: Vec<String>,
-    actors: actors::Actors,
-    pgs: Vec<placement_groups::Pg>,
-    jobs: Vec<training::Job>,
-    services: services::Services,
     /// Allocated and busy devices per device class and per node type.
     usage: utilization::Usage,
     /// Allocated and busy CPUs per node and node type (`cpu.rs`).
@@ -274,7 +273,6 @@ struct Sim<'s> {
     trace: Option<Vec<TraceEvent>>,
     /// Every fetch's tenant and transport, when recording.
     transfers: Option<Vec<TransferRecord>>,
-    failures: failures::Failures,
     store: objects::Store,
     net: network::NetState,
     /// The run's one network: every transfer's flows share it.
@@ -285,6 +283,19 @@ struct Sim<'s> {
     transport_override: Option<String>,
     /// Interned timeline labels per item (`labels.rs`).
     label_ids: std::collections::HashMap<labels::Item, u32>,
+}
+
+/// A run: the shared world and the components, one per kind of work (each in its module,
+/// with its own events). What crosses components (placing waiting work when resources free,
+/// a node's death, a finished transfer's owner) is handled here, at the top.
+struct Sim<'s> {
+    w: World<'s>,
+    tasks: tasks::Tasks,
+    actors: actors::Actors,
+    pgs: Vec<placement_groups::Pg>,
+    jobs: Vec<training::Job>,
+    services: services::Services,
+    failures: failures::Failures,
 }
 
 /// One allocation or free (a free also when the node died with it), for checking invariants
@@ -326,11 +337,11 @@ pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
             .collect(),
         None => Vec::new(),
     };
-    let nodes: Vec<(String, usize, String)> = (0..sim.node_types.len())
+    let nodes: Vec<(String, usize, String)> = (0..sim.w.node_types.len())
         .map(|n| {
-            let devices = sim.node_types[n].devices.iter().map(|g| g.at.len()).sum();
+            let devices = sim.w.node_types[n].devices.iter().map(|g| g.at.len()).sum();
             let rack = racks.get(n).cloned().unwrap_or_default();
-            (sim.state.nodes[n].name().to_string(), devices, rack)
+            (sim.w.state.nodes[n].name().to_string(), devices, rack)
         })
         .collect();
     let storage: Vec<String> = spec
@@ -338,16 +349,11 @@ pub fn simulate(spec: &Spec, cfg: &SimConfig) -> RunResult {
         .as_ref()
         .map(|c| c.storage.iter().map(|s| s.name.clone()).collect())
         .unwrap_or_default();
-    sim.tl.init(cfg.timeline, &nodes, &storage);
-    sim.tl.t.node_cpus = sim.node_cpus();
+    sim.w.tl.init(cfg.timeline, &nodes, &storage);
+    sim.w.tl.t.node_cpus = sim.w.node_cpus();
     sim.start_store_and(cfg);
     sim.run();
     sim.finish()
-}
-
-fn device_units(state: &ClusterState, unit_ids: &[usize], r: &Request) -> f64 {
-    let _ = state;
-    unit_ids.iter().map(|id| r.get(*id)).sum::<i64>() as f64 / placement::SCALE as f64
 }
 
 impl<'s> Sim<'s> {
@@ -367,48 +373,46 @@ impl<'s> Sim<'s> {
             .collect();
         let horizon = window(spec, cfg.horizon).horizon;
         Sim {
-            spec,
-            state,
-            q: EventQueue::with_capacity(1024),
-            node_types,
-            node_accel,
-            pending: Vec::new(),
+            w: World {
+                spec,
+                state,
+                q: EventQueue::with_capacity(1024),
+                node_types,
+                node_accel,
+                pending: Vec::new(),
+                violations: Vec::new(),
+                usage: utilization::Usage::with_limit(horizon),
+                cpu: cpu::CpuUse::with_limit(horizon),
+                rng: rng_stream(cfg.seed, stream_id("placement")),
+                horizon,
+                progress: cfg.progress.clone(),
+                explain_target: cfg.explain.clone(),
+                transport_override: cfg.transport.clone(),
+                explain: None,
+                makespan: 0,
+                unit_ids,
+                trace: cfg.record.then(Vec::new),
+                transfers: cfg.record.then(Vec::new),
+                store: objects::Store::default(),
+                net: network::NetState::default(),
+                wire: wire::Wire::default(),
+                quota: scheduling::Quota::default(),
+                tl: timeline::Recorder::default(),
+                label_ids: std::collections::HashMap::new(),
+            },
             tasks: tasks::Tasks::default(),
-            violations: Vec::new(),
             actors: actors::Actors::default(),
             pgs: Vec::new(),
             jobs: Vec::new(),
             services: services::Services::default(),
-            usage: utilization::Usage::with_limit(horizon),
-            cpu: cpu::CpuUse::with_limit(horizon),
-            rng: rng_stream(cfg.seed, stream_id("placement")),
-            horizon,
-            progress: cfg.progress.clone(),
-            explain_target: cfg.explain.clone(),
-            transport_override: cfg.transport.clone(),
-            explain: None,
-            makespan: 0,
-            unit_ids,
-            trace: cfg.record.then(Vec::new),
-            transfers: cfg.record.then(Vec::new),
             failures: failures::Failures::default(),
-            store: objects::Store::default(),
-            net: network::NetState::default(),
-            wire: wire::Wire::default(),
-            quota: scheduling::Quota::default(),
-            tl: timeline::Recorder::default(),
-            label_ids: std::collections::HashMap::new(),
         }
-    }
-
-    fn now(&self) -> Time {
-        self.q.now()
     }
 
     /// Workloads first (they size the task arrays), then the object stores.
     fn start_store_and(&mut self, cfg: &SimConfig) {
-        self.init_store_nodes();
-        self.init_network();
+        self.w.init_store_nodes();
+        self.w.init_network();
         // After the network: switch failures name the explicit fabric's switches.
         self.schedule_failures(cfg.seed, cfg.failure_block.as_deref(), &cfg.empirical);
         self.start(cfg);
@@ -416,9 +420,9 @@ impl<'s> Sim<'s> {
 
     /// Build runtime state for every workload and schedule what starts at time zero.
     fn start(&mut self, cfg: &SimConfig) {
-        let spec = self.spec;
+        let spec = self.w.spec;
         for (wi, w) in spec.workloads.iter().enumerate() {
-            let tenant = w.tenant.as_ref().and_then(|t| self.state.tenant_index(t));
+            let tenant = w.tenant.as_ref().and_then(|t| self.w.state.tenant_index(t));
             self.start_tasks(wi, w, tenant);
             self.start_actors(wi, w, tenant);
             // Placement groups, then training jobs on them.
@@ -432,21 +436,6 @@ impl<'s> Sim<'s> {
         }
     }
 
-    fn show_progress(&self, bar: &indicatif::ProgressBar, handled: u64) {
-        let now = self.now() as f64 / 1e9;
-        match self.horizon {
-            Some(h) => {
-                bar.set_length(1000);
-                bar.set_position((now / (h as f64 / 1e9) * 1000.0).clamp(0.0, 1000.0) as u64);
-                bar.set_message(format!(
-                    "{handled} events, simulated {now:.1} of {:.1} s",
-                    h as f64 / 1e9
-                ));
-            }
-            None => bar.set_message(format!("{handled} events, simulated {now:.1} s")),
-        }
-    }
-
     fn run(&mut self) {
         let mut handled: u64 = 0;
         // The state built before the first event (the cluster's graph and placement index) is
@@ -455,15 +444,15 @@ impl<'s> Sim<'s> {
             return;
         }
         loop {
-            let next = self.q.peek_time();
-            if self.net.rearm && next.is_none_or(|t| t > self.now()) {
+            let next = self.w.q.peek_time();
+            if self.w.net.rearm && next.is_none_or(|t| t > self.w.now()) {
                 // Every event of this time is handled: the transfers it started join the
                 // network together, and the wake-up moves to the next completion.
-                self.rearm_now();
+                self.w.rearm_now();
                 continue;
             }
             let Some(t) = next else { break };
-            if self.horizon.is_some_and(|h| t > h) {
+            if self.w.horizon.is_some_and(|h| t > h) {
                 break;
             }
             if t == Time::MAX {
@@ -477,20 +466,20 @@ impl<'s> Sim<'s> {
                 ));
                 break;
             }
-            let Some((_, ev)) = self.q.pop() else { break };
+            let Some((_, ev)) = self.w.q.pop() else { break };
             // Random failures recur forever: without a horizon, stop once all work is done.
-            if self.horizon.is_none() && matches!(ev, Ev::Failure(_)) && self.all_done() {
+            if self.w.horizon.is_none() && matches!(ev, Ev::Failure(_)) && self.all_done() {
                 break;
             }
             self.handle(ev);
             handled += 1;
             if handled & 0xffff == 0 {
                 // Past a budget (this run's or another's): stop; the command writes nothing.
-                if crate::budget::guard(handled, self.now() as f64 / 1e9) {
+                if crate::budget::guard(handled, self.w.now() as f64 / 1e9) {
                     break;
                 }
-                if let Some(bar) = &self.progress {
-                    self.show_progress(bar, handled);
+                if let Some(bar) = &self.w.progress {
+                    self.w.show_progress(bar, handled);
                 }
             }
         }
@@ -518,8 +507,35 @@ impl<'s> Sim<'s> {
             Ev::Llm(e) => self.on_llm_event(e),
             Ev::Failure(e) => self.on_failure_event(e),
             Ev::Wire => self.on_wire(),
-            Ev::WireFlush => self.rearm_now(),
+            Ev::WireFlush => self.w.rearm_now(),
             Ev::TransferGo(owner) => self.on_transfer_go(owner),
+        }
+    }
+}
+
+impl<'s> World<'s> {
+    /// The device instances (accelerators) `r` asks for.
+    fn device_units(&self, r: &Request) -> f64 {
+        let units: i64 = self.unit_ids.iter().map(|id| r.get(*id)).sum();
+        units as f64 / placement::SCALE as f64
+    }
+
+    fn now(&self) -> Time {
+        self.q.now()
+    }
+
+    fn show_progress(&self, bar: &indicatif::ProgressBar, handled: u64) {
+        let now = self.now() as f64 / 1e9;
+        match self.horizon {
+            Some(h) => {
+                bar.set_length(1000);
+                bar.set_position((now / (h as f64 / 1e9) * 1000.0).clamp(0.0, 1000.0) as u64);
+                bar.set_message(format!(
+                    "{handled} events, simulated {now:.1} of {:.1} s",
+                    h as f64 / 1e9
+                ));
+            }
+            None => bar.set_message(format!("{handled} events, simulated {now:.1} s")),
         }
     }
 }

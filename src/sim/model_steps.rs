@@ -509,12 +509,12 @@ impl Sim<'_> {
         mt: &ModelTraining,
         per_node: &BTreeMap<NodeId, u32>,
     ) -> Result<(Plan, ModelStep), String> {
-        let spec = self.spec;
+        let spec = self.w.spec;
         let job = &self.jobs[j as usize];
         let name = &spec.workloads[job.workload].training[job.index].name;
         let acc = per_node
             .keys()
-            .find_map(|n| self.node_accel[*n].clone())
+            .find_map(|n| self.w.node_accel[*n].clone())
             .ok_or("its group holds no accelerator")?;
         let work = crate::model::step_work_with(
             &mt.model,
@@ -524,7 +524,7 @@ impl Sim<'_> {
         )?;
         let ranks = self.job_ranks(j);
         let share = crate::sim::collective_rules::share(self.job_net(j).1);
-        let (node_types, failures) = (&self.node_types, &self.failures);
+        let (node_types, failures) = (&self.w.node_types, &self.failures);
         let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {
             if op == Op::SendRecv {
                 let (a, b) = (ranks[0].0, ranks[ranks.len() - 1].0);
@@ -547,7 +547,7 @@ impl Sim<'_> {
             models::collective_secs(spec, op.name(), bytes, false, &group)
         };
         let pricing = Pricing {
-            graph: self.wire.graph.as_ref(),
+            graph: self.w.wire.graph.as_ref(),
             ranks: &ranks,
             closed: &closed,
             net_share: share,
@@ -564,21 +564,21 @@ impl Sim<'_> {
         let peak = models::peak(spec, &acc, &mt.dtype).unwrap_or(0.0) * ranks.len() as f64;
         let name = name.clone();
         for c in &plan.closed_form {
-            self.net.note(
+            self.w.net.note(
                 MovementKind::Collective,
                 false,
                 format!("training {name}: {c}"),
             );
         }
         for n in &plan.notes {
-            self.net.note(
+            self.w.net.note(
                 MovementKind::Collective,
                 true,
                 format!("training {name}: {n}"),
             );
         }
         if plan.closed_form.is_empty() {
-            self.net.note(
+            self.w.net.note(
                 MovementKind::Collective,
                 true,
                 format!("training {name}: model-level iteration, its traffic on the run's shared network"),

@@ -192,63 +192,27 @@ pub struct Rounds {
 }
 
 impl Sim<'_> {
-    pub(crate) fn init_network(&mut self) {
-        let graph = self.spec.cluster.as_ref().map(|_| Graph::build(self.spec));
-        self.wire = Wire::new(graph, self.tl.on);
-    }
-
-    /// The network changed: its wake-up event is brought up to date by an [`Ev::WireFlush`]
-    /// queued now, after the events already queued for this time, so the transfers those
-    /// start join the network together with this one (see [`super::wire`]). Call after any
-    /// change.
-    ///
-    /// [`Ev::WireFlush`]: super::Ev::WireFlush
-    pub(crate) fn rearm_wire(&mut self) {
-        if !self.net.rearm {
-            self.net.rearm = true;
-            let now = self.now();
-            self.q.at(now, super::Ev::WireFlush);
-        }
-    }
-
-    /// Keep one wake-up event at the next flow completion (putting the staged transfers on
-    /// the network first).
-    pub(crate) fn rearm_now(&mut self) {
-        self.net.rearm = false;
-        let next = self.wire.next_wake();
-        if self.net.wake.map(|(_, t)| t) == next {
-            return;
-        }
-        if let Some((id, _)) = self.net.wake.take() {
-            self.q.cancel(id);
-        }
-        if let Some(t) = next {
-            let id = self.q.at(t, super::Ev::Wire);
-            self.net.wake = Some((id, t));
-        }
-    }
-
     /// Flows finished: tell their transfers' owners.
     pub(crate) fn on_wire(&mut self) {
-        self.net.wake = None;
-        let now = self.now();
-        let mut done = std::mem::take(&mut self.net.done);
+        self.w.net.wake = None;
+        let now = self.w.now();
+        let mut done = std::mem::take(&mut self.w.net.done);
         done.clear();
-        self.wire.complete(now, &mut done);
+        self.w.wire.complete(now, &mut done);
         for o in &done {
             self.on_transfer_done(*o);
         }
-        self.net.done = done;
+        self.w.net.done = done;
         // What the owners started at this time joins now; a flush they queued finds
         // nothing left to do.
-        self.rearm_now();
+        self.w.rearm_now();
     }
 
     /// Capacities of node `n`'s links on the shared network from its failure state: scale-up
     /// links at the NVLink factor, each NIC's links at its factor (0 when down).
     pub(crate) fn apply_node_bandwidth(&mut self, n: NodeId) {
-        let now = self.now();
-        let Some(graph) = &self.wire.graph else {
+        let now = self.w.now();
+        let Some(graph) = &self.w.wire.graph else {
             return;
         };
         let nv = self.failures.nvlink_factor.get(n).copied().unwrap_or(1.0);
@@ -276,26 +240,21 @@ impl Sim<'_> {
             );
         }
         for (l, c) in changes {
-            if self.wire.capacity(l) != c {
-                self.wire.set_capacity(now, l, c);
+            if self.w.wire.capacity(l) != c {
+                self.w.wire.set_capacity(now, l, c);
             }
         }
-        self.rearm_wire();
-    }
-
-    /// A NIC is back: new fetches may route over it again.
-    pub(crate) fn net_routes_changed(&mut self) {
-        self.net.fetch_cache.clear();
+        self.w.rearm_wire();
     }
 
     /// Routes changed (a NIC went down): fetches stuck on a link with no capacity start again
     /// over the new routes (from the start: the bytes already moved are sent again, a
     /// conservative stand-in for Ray's per-chunk pull retries).
     pub(crate) fn reroute_stalled(&mut self) {
-        self.net.fetch_cache.clear();
+        self.w.net.fetch_cache.clear();
         // Fetches in flight on a dead link start again; fetches still paying their fixed part
         // (their flows were routed before the change) are routed again.
-        let stalled = self.wire.stalled();
+        let stalled = self.w.wire.stalled();
         let tasks: Vec<(u32, u32)> = stalled
             .iter()
             .filter_map(|(_, o)| match *o {
@@ -305,23 +264,22 @@ impl Sim<'_> {
             .collect();
         // Tensors and service payloads stuck (or routed before the change) are sent again.
         self.reroute_moves(&stalled);
-        let mut waiting: Vec<u32> = self.net.pending_fetch.keys().copied().collect();
+        let mut waiting: Vec<u32> = self.w.net.pending_fetch.keys().copied().collect();
         waiting.sort_unstable();
         for task in waiting {
             // Not on the wire yet: route its flows again, keeping its fixed part's event.
             let gi = self.group_of(task);
             let node = self.tasks.node[task as usize] as usize;
-            let units =
-                super::device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
+            let units = self.w.device_units(&self.tasks.groups[gi].request);
             match self.fetch_plan(task, gi, node, units > 0.0) {
                 Ok((_, flows)) => {
-                    self.net.pending_fetch.insert(task, flows);
+                    self.w.net.pending_fetch.insert(task, flows);
                 }
                 // No route any more: the task fails when its fixed part would have ended.
                 Err(()) => {
                     let epoch = self.tasks.epoch[task as usize];
-                    self.q.at(
-                        self.q.now(),
+                    self.w.q.at(
+                        self.w.q.now(),
                         super::Ev::Task(TaskEv::FetchFailed(task, epoch)),
                     );
                 }
@@ -329,18 +287,14 @@ impl Sim<'_> {
         }
         for (task, epoch) in tasks {
             if epoch == self.tasks.epoch[task as usize] {
-                self.cancel_fetch(task);
+                self.w.cancel_fetch(task);
                 let gi = self.group_of(task);
                 let node = self.tasks.node[task as usize] as usize;
-                let units = super::device_units(
-                    &self.state,
-                    &self.unit_ids,
-                    &self.tasks.groups[gi].request,
-                );
+                let units = self.w.device_units(&self.tasks.groups[gi].request);
                 self.start_fetch(task, gi, node, units, 0.0);
             }
         }
-        self.rearm_wire();
+        self.w.rearm_wire();
     }
 
     /// The transport a task of group `gi` moves its inputs with: the run's override, else the
@@ -349,43 +303,15 @@ impl Sim<'_> {
     /// fallback is used and the run says so.
     pub(crate) fn fetch_transport(&mut self, gi: usize) -> String {
         let g = &self.tasks.groups[gi];
-        let w = &self.spec.workloads[g.workload];
+        let w = &self.w.spec.workloads[g.workload];
         let ts = &w.tasks[g.index];
-        let name = self
-            .transport_override
-            .clone()
-            .or_else(|| ts.transport.clone())
-            .or_else(|| w.transport.clone())
-            .unwrap_or_else(|| "object_store".to_string());
+        let name = self.w.transport_named([&ts.transport, &w.transport]);
         if g.tenant.is_none() {
             return name; // no rules, and no note text to build on every fetch
         }
         let (tenant, what) = (g.tenant, format!("object fetch {}.{}", w.name, ts.name));
-        self.allowed_or_fallback(MovementKind::Fetch, tenant, name, &what)
-    }
-
-    /// `name` as tenant `tenant` may use it for `kind`; its fallback, noted, when the rules
-    /// forbid it (only a run's transport override can: `check` rejects forbidden selections).
-    pub(super) fn allowed_or_fallback(
-        &mut self,
-        kind: MovementKind,
-        tenant: Option<usize>,
-        name: String,
-        what: &str,
-    ) -> String {
-        let Some(t) = tenant else { return name };
-        match crate::scenario::transport::allowed_transport(self.spec, t, &name) {
-            Ok(()) => name,
-            Err(why) => {
-                let used = crate::scenario::transport::fallback_transport(self.spec, t);
-                self.net.note(
-                    kind,
-                    true,
-                    format!("{what}: transport {name} not used ({why}); {used} instead"),
-                );
-                used.to_string()
-            }
-        }
+        self.w
+            .allowed_or_fallback(MovementKind::Fetch, tenant, name, &what)
     }
 
     /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the
@@ -399,7 +325,7 @@ impl Sim<'_> {
             if !p.dependents.contains(&(gi as u32)) {
                 continue;
             }
-            let o = self.spec.workloads[p.workload].tasks[p.index].output.0 as f64;
+            let o = self.w.spec.workloads[p.workload].tasks[p.index].output.0 as f64;
             if o <= 0.0 {
                 continue;
             }
@@ -440,8 +366,8 @@ impl Sim<'_> {
         }
         let mut from: Vec<u32> = holders.keys().map(|(n, _)| *n as u32).collect();
         from.dedup();
-        self.net.fetch_from.insert(t, from);
-        let spec = self.spec;
+        self.w.net.fetch_from.insert(t, from);
+        let spec = self.w.spec;
         let name = self.fetch_transport(gi);
         let (w, ts) = {
             let g = &self.tasks.groups[gi];
@@ -452,35 +378,38 @@ impl Sim<'_> {
         let g = &mut self.tasks.groups[gi];
         g.fetches += 1;
         g.fetched_bytes += holders.values().sum::<f64>();
-        if let Some(log) = &mut self.transfers {
+        if let Some(log) = &mut self.w.transfers {
             log.push(super::TransferRecord {
-                time: self.q.now(),
+                time: self.w.q.now(),
                 tenant: self.tasks.groups[gi].tenant,
                 transport: name.clone(),
                 bytes: holders.values().sum(),
             });
         }
-        if self.tl.on {
+        if self.w.tl.on {
             use super::timeline::{End, MoveKind};
             let label = self.label_id(super::labels::Item::Group(gi));
-            let (to, now) = (End::Node(node as u32), self.q.now());
+            let (to, now) = (End::Node(node as u32), self.w.q.now());
             let parts = holders
                 .iter()
                 .map(|(src, b)| {
                     let from = End::Node(src.0 as u32);
-                    self.tl
+                    self.w
+                        .tl
                         .part(MoveKind::Fetch, label, Some(t), from, to, *b, &name, None)
                 })
                 .collect();
-            self.tl
+            self.w
+                .tl
                 .begin(super::timeline::MoveKey::Fetch(t), now, parts);
         }
         let (mut fixed, mut flows) = (0.0f64, Vec::with_capacity(holders.len()));
         let here = (node, self.tasks.dev[t as usize] as usize);
         for (&src, &bytes) in &holders {
-            let device =
-                on_device && self.node_accel[src.0].is_some() && self.node_accel[node].is_some();
-            let part = self.cached_part(&name, src, here, device, bytes, t);
+            let device = on_device
+                && self.w.node_accel[src.0].is_some()
+                && self.w.node_accel[node].is_some();
+            let part = self.w.cached_part(&name, src, here, device, bytes, t);
             match part {
                 Ok((f, wire, calibrated)) => {
                     let cal = if calibrated.is_empty() {
@@ -488,7 +417,7 @@ impl Sim<'_> {
                     } else {
                         format!("; {}", calibrated.join(", "))
                     };
-                    self.net.note(
+                    self.w.net.note(
                         MovementKind::Fetch,
                         true,
                         format!("{what} on the shared network, from the producers' nodes{cal}"),
@@ -509,11 +438,96 @@ impl Sim<'_> {
     /// fails the work that needed it.
     pub(super) fn unavailable(&mut self, kind: MovementKind, what: &str, why: &str) {
         self.failures.transfers_unavailable += 1;
-        self.net.note(
+        self.w.net.note(
             kind,
             false,
             format!("{what}: unavailable ({why}); the work that needed it fails"),
         );
+    }
+}
+
+impl crate::sim::World<'_> {
+    pub(crate) fn init_network(&mut self) {
+        let graph = self.spec.cluster.as_ref().map(|_| Graph::build(self.spec));
+        self.wire = Wire::new(graph, self.tl.on);
+    }
+
+    /// The network changed: its wake-up event is brought up to date by an [`Ev::WireFlush`]
+    /// queued now, after the events already queued for this time, so the transfers those
+    /// start join the network together with this one (see [`super::wire`]). Call after any
+    /// change.
+    ///
+    /// [`Ev::WireFlush`]: super::Ev::WireFlush
+    pub(crate) fn rearm_wire(&mut self) {
+        if !self.net.rearm {
+            self.net.rearm = true;
+            let now = self.now();
+            self.q.at(now, super::Ev::WireFlush);
+        }
+    }
+
+    /// Keep one wake-up event at the next flow completion (putting the staged transfers on
+    /// the network first).
+    pub(crate) fn rearm_now(&mut self) {
+        self.net.rearm = false;
+        let next = self.wire.next_wake();
+        if self.net.wake.map(|(_, t)| t) == next {
+            return;
+        }
+        if let Some((id, _)) = self.net.wake.take() {
+            self.q.cancel(id);
+        }
+        if let Some(t) = next {
+            let id = self.q.at(t, super::Ev::Wire);
+            self.net.wake = Some((id, t));
+        }
+    }
+
+    /// A NIC is back: new fetches may route over it again.
+    pub(crate) fn net_routes_changed(&mut self) {
+        self.net.fetch_cache.clear();
+    }
+
+    /// The transport a movement uses: the run's override (`--transport`), else the first of
+    /// `declared` that is set (the item's own, then its workload's), else the object store.
+    pub(super) fn transport_named(&self, declared: [&Option<String>; 2]) -> String {
+        let [item, workload] = declared;
+        self.transport_override
+            .clone()
+            .or_else(|| item.clone())
+            .or_else(|| workload.clone())
+            .unwrap_or_else(|| "object_store".to_string())
+    }
+
+    /// The transport a service's KV-cache handoff uses: the run's override, else `declared`.
+    pub(super) fn transport_or(&self, declared: &str) -> String {
+        self.transport_override
+            .clone()
+            .unwrap_or_else(|| declared.to_string())
+    }
+
+    /// `name` as tenant `tenant` may use it for `kind`; its fallback, noted, when the rules
+    /// forbid it (only a run's transport override can: `check` rejects forbidden selections).
+    pub(super) fn allowed_or_fallback(
+        &mut self,
+        kind: MovementKind,
+        tenant: Option<usize>,
+        name: String,
+        what: &str,
+    ) -> String {
+        let Some(t) = tenant else { return name };
+        match crate::scenario::transport::allowed_transport(self.spec, t, &name) {
+            Ok(()) => name,
+            Err(why) => {
+                let used = crate::scenario::transport::fallback_transport(self.spec, t);
+                self.net.note(
+                    kind,
+                    true,
+                    format!("{what}: transport {name} not used ({why}); {used} instead"),
+                );
+                used.to_string()
+            }
+        }
     }
 
     /// [`Sim::price_part`], remembered by (transport, ends, endpoints, bytes): the same

@@ -39,70 +39,62 @@ pub(crate) struct Store {
 }
 
 impl Sim<'_> {
-    /// Per-node stores (object_store_memory: 30 % of host memory, Ray's default).
-    pub(crate) fn init_store_nodes(&mut self) {
-        let n = self.node_types.len();
-        self.store.used = vec![0.0; n];
-        self.store.capacity = self
-            .node_types
-            .iter()
-            .map(|nt| nt.memory.0 as f64 * 0.3)
-            .collect();
-    }
-
     pub(crate) fn output_bytes(&self, gi: usize) -> f64 {
         let g = &self.tasks.groups[gi];
         if g.dependents.is_empty() {
             return 0.0;
         }
-        self.spec.workloads[g.workload].tasks[g.index].output.0 as f64
+        self.w.spec.workloads[g.workload].tasks[g.index].output.0 as f64
     }
 
     /// Task `t` of group `gi` finished on `node`: keep its output for its consumers.
     pub(crate) fn store_output(&mut self, t: u32, gi: usize, node: NodeId) {
         self.size_store_arrays();
-        self.store.stored_epoch[t as usize] =
+        self.w.store.stored_epoch[t as usize] =
             self.failures.crash_epoch.get(node).copied().unwrap_or(0);
         let o = self.output_bytes(gi);
         if o <= 0.0 {
             return;
         }
-        let written = std::mem::take(&mut self.store.spill_state[t as usize]) == 2;
+        let written = std::mem::take(&mut self.w.store.spill_state[t as usize]) == 2;
         if written || self.would_spill(gi, node) {
-            self.store.spilled[t as usize] = true;
+            self.w.store.spilled[t as usize] = true;
             self.tasks.groups[gi].spilled_bytes += o;
-            self.store.spilled_bytes += o;
-            self.store.spilled_objects += 1;
+            self.w.store.spilled_bytes += o;
+            self.w.store.spilled_objects += 1;
         } else {
-            self.store.spilled[t as usize] = false;
-            self.store.used[node] += o;
-            let cap = self.store.capacity[node];
+            self.w.store.spilled[t as usize] = false;
+            self.w.store.used[node] += o;
+            let cap = self.w.store.capacity[node];
             if cap > 0.0 {
-                self.store.peak_fraction =
-                    self.store.peak_fraction.max(self.store.used[node] / cap);
+                self.w.store.peak_fraction = self
+                    .w
+                    .store
+                    .peak_fraction
+                    .max(self.w.store.used[node] / cap);
             }
         }
     }
 
     pub(crate) fn size_store_arrays(&mut self) {
         let n = self.tasks.start.len();
-        if self.store.spilled.len() < n {
-            self.store.spilled.resize(n, false);
-            self.store.spill_state.resize(n, 0);
-            self.store.stored_epoch.resize(n, 0);
+        if self.w.store.spilled.len() < n {
+            self.w.store.spilled.resize(n, false);
+            self.w.store.spill_state.resize(n, 0);
+            self.w.store.stored_epoch.resize(n, 0);
         }
     }
 
     /// Whether an output of group `gi` finished on `node` now goes to disk.
     pub(crate) fn would_spill(&self, gi: usize, node: NodeId) -> bool {
         let o = self.output_bytes(gi);
-        o > 0.0 && self.store.used[node] + o > SPILL_THRESHOLD * self.store.capacity[node]
+        o > 0.0 && self.w.store.used[node] + o > SPILL_THRESHOLD * self.w.store.capacity[node]
     }
 
     /// Whether producer task `pt`'s output still exists where it was stored (its node has
     /// not crashed since).
     pub(crate) fn output_alive(&self, pt: usize, node: usize) -> bool {
-        self.store.stored_epoch.get(pt).copied().unwrap_or(0)
+        self.w.store.stored_epoch.get(pt).copied().unwrap_or(0)
             == self.failures.crash_epoch.get(node).copied().unwrap_or(0)
     }
 
@@ -126,9 +118,10 @@ impl Sim<'_> {
             let g = &self.tasks.groups[a];
             for t in g.first..g.first + g.count {
                 let t = t as usize;
-                if self.tasks.completed[t] && !self.store.spilled.get(t).copied().unwrap_or(false) {
+                if self.tasks.completed[t] && !self.w.store.spilled.get(t).copied().unwrap_or(false)
+                {
                     let n = self.tasks.node[t] as usize;
-                    self.store.used[n] = (self.store.used[n] - o).max(0.0);
+                    self.w.store.used[n] = (self.w.store.used[n] - o).max(0.0);
                 }
             }
         }
@@ -136,7 +129,7 @@ impl Sim<'_> {
 
     /// A node died with its store: what it held is gone (spilled copies on its disk too).
     pub(crate) fn store_lost(&mut self, n: NodeId) {
-        self.store.used[n] = 0.0;
+        self.w.store.used[n] = 0.0;
         for gi in 0..self.tasks.groups.len() {
             let o = self.output_bytes(gi);
             let g = &self.tasks.groups[gi];
@@ -144,13 +137,26 @@ impl Sim<'_> {
             for t in g.first..g.first + g.count {
                 let t = t as usize;
                 if self.tasks.node[t] as usize == n
-                    && self.store.spilled.get(t).copied().unwrap_or(false)
+                    && self.w.store.spilled.get(t).copied().unwrap_or(false)
                 {
-                    self.store.spilled[t] = false;
+                    self.w.store.spilled[t] = false;
                     lost += o;
                 }
             }
             self.tasks.groups[gi].spilled_bytes -= lost;
         }
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// Per-node stores (object_store_memory: 30 % of host memory, Ray's default).
+    pub(crate) fn init_store_nodes(&mut self) {
+        let n = self.node_types.len();
+        self.store.used = vec![0.0; n];
+        self.store.capacity = self
+            .node_types
+            .iter()
+            .map(|nt| nt.memory.0 as f64 * 0.3)
+            .collect();
     }
 }

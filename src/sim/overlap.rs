@@ -83,7 +83,7 @@ impl Busy {
 impl Sim<'_> {
     /// Job `j`'s step computes from `from`: each stream waits for its first unit.
     pub(super) fn overlap_begin(&mut self, j: u32, from: Time) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         let epoch = job.epoch;
         let Some(o) = &mut job.overlap else { return };
@@ -93,7 +93,7 @@ impl Sim<'_> {
         o.runs = vec![Run::default(); o.streams.len()];
         for (s, st) in o.streams.iter().enumerate() {
             let at = from + secs(st.units[0].ready_secs.max(0.0));
-            self.q.after(
+            self.w.q.after(
                 at.saturating_sub(now),
                 Ev::Training(TrainingEv::BucketReady(j, epoch, s as u32)),
             );
@@ -112,7 +112,7 @@ impl Sim<'_> {
 
     /// Every unit of stream `s` ready by now goes as one launch; none: wait for the next.
     fn launch(&mut self, j: u32, s: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         let epoch = job.epoch;
         let Some(o) = &mut job.overlap else { return };
@@ -124,7 +124,8 @@ impl Sim<'_> {
             .count();
         if k == 0 {
             let at = ready(&st.units[run.next]);
-            self.q
+            self.w
+                .q
                 .after(at - now, Ev::Training(TrainingEv::BucketReady(j, epoch, s)));
             return;
         }
@@ -145,7 +146,7 @@ impl Sim<'_> {
         let run = &o.runs[s as usize];
         let alpha = secs(o.streams[s as usize].rounds[run.round].alpha * run.calls);
         if alpha > 0 {
-            self.transfer_after(
+            self.w.transfer_after(
                 alpha,
                 Owner::Bucket {
                     job: j,
@@ -165,7 +166,7 @@ impl Sim<'_> {
     /// A launch's round finished: its next round, the stream's next launch, or the stream
     /// is done (and the job's rounds go on if they waited for it).
     pub(super) fn on_bucket_done(&mut self, j: u32, epoch: u32, s: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         if epoch != job.epoch {
             return;
@@ -197,13 +198,13 @@ impl Sim<'_> {
 
     /// A failure stopped job `j`: its streams' flows leave the network.
     pub(super) fn cancel_bucket_transfers(&mut self, j: usize) {
-        let now = self.now();
+        let now = self.w.now();
         let Some(o) = &mut self.jobs[j].overlap else {
             return;
         };
         let xs: Vec<TransferId> = o.runs.iter_mut().filter_map(|r| r.xfer.take()).collect();
         for x in xs {
-            self.wire.cancel(now, x);
+            self.w.wire.cancel(now, x);
         }
     }
 }

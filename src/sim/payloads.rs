@@ -46,26 +46,24 @@ impl Sim<'_> {
     /// The transport service `sid`'s payloads move with, and a label for the notes.
     fn payload_transport(&mut self, sid: u32) -> (String, String) {
         let s = &self.services.list[sid as usize];
-        let w = &self.spec.workloads[s.workload];
+        let w = &self.w.spec.workloads[s.workload];
         let what = format!(
             "payloads of service {}.{}",
             w.name, w.services[s.index].name
         );
-        let name = self
-            .transport_override
-            .clone()
-            .or_else(|| w.transport.clone())
-            .unwrap_or_else(|| "object_store".to_string());
+        let name = self.w.transport_named([&None, &w.transport]);
         let tenant = s.tenant;
-        let name = self.allowed_or_fallback(MovementKind::Payload, tenant, name, &what);
+        let name = self
+            .w
+            .allowed_or_fallback(MovementKind::Payload, tenant, name, &what);
         // A request's body is host memory behind Serve's HTTP proxy, never a device tensor:
         // a transport that moves only device memory (Ray Direct Transport's NCCL, CUDA IPC,
         // GPUDirect) does not carry it, and Serve's actor call moves it through the object
         // store, priced by the object store's own plan.
-        let device_only = crate::transport::TransportParams::named(self.spec, &name)
+        let device_only = crate::transport::TransportParams::named(self.w.spec, &name)
             .is_some_and(|p| p.kind.device_only());
         if device_only {
-            self.net.note(
+            self.w.net.note(
                 MovementKind::Payload,
                 true,
                 format!("{what}: transport {name} moves device memory only; the requests' bodies (host memory) move through Ray's object store, as Serve's calls do"),
@@ -87,9 +85,9 @@ impl Sim<'_> {
         key: u32,
     ) -> Result<(f64, Vec<Flow>, String), ()> {
         let (name, what) = self.payload_transport(sid);
-        if let Some(log) = &mut self.transfers {
+        if let Some(log) = &mut self.w.transfers {
             log.push(super::TransferRecord {
-                time: self.q.now(),
+                time: self.w.q.now(),
                 tenant: self.services.list[sid as usize].tenant,
                 transport: name.clone(),
                 bytes: bytes * n as f64,
@@ -100,7 +98,7 @@ impl Sim<'_> {
                 MovementKind::Payload,
                 &format!(
                     "{what} (ingress {})",
-                    self.state.nodes[self.state.head].name()
+                    self.w.state.nodes[self.w.state.head].name()
                 ),
                 &name,
                 (from, 0),
@@ -128,7 +126,7 @@ impl Sim<'_> {
         bytes: f64,
         transport: &str,
     ) {
-        if !self.tl.on {
+        if !self.w.tl.on {
             return;
         }
         let label = self.label_id(super::labels::Item::Service(sid as usize));
@@ -137,25 +135,27 @@ impl Sim<'_> {
             _ => MoveKind::Request,
         };
         let (from, to) = (End::Node(from as u32), End::Node(to as u32));
-        let now = self.now();
+        let now = self.w.now();
         let p = self
+            .w
             .tl
             .part(kind, label, None, from, to, bytes, transport, None);
-        self.tl.begin(key, now, vec![p]);
+        self.w.tl.begin(key, now, vec![p]);
     }
 
     /// Replica `r` of service `sid` took a batch that computes for `dur`: move its requests
     /// from the ingress first when the service declares `request`.
     pub(super) fn start_batch(&mut self, sid: u32, r: u32, dur: Time) {
-        let now = self.now();
+        let now = self.w.now();
         let epoch = self.services.replicas[r as usize].epoch;
         let node = self.services.replicas[r as usize].node.unwrap_or(0);
-        let ingress = self.state.head;
+        let ingress = self.w.state.head;
         let req = self.services.list[sid as usize].request_bytes;
         let n = self.services.replicas[r as usize].inflight.len();
         if req <= 0.0 || node == ingress || n == 0 {
             self.services.replicas[r as usize].batch_start = now;
-            self.q
+            self.w
+                .q
                 .after(dur, Ev::Service(ServiceEv::BatchDone(r, epoch)));
             return;
         }
@@ -166,7 +166,9 @@ impl Sim<'_> {
             let rep = &mut self.services.replicas[r as usize];
             rep.inflight.clear();
             rep.batch_start = now;
-            self.q.at(now, Ev::Service(ServiceEv::BatchDone(r, epoch)));
+            self.w
+                .q
+                .at(now, Ev::Service(ServiceEv::BatchDone(r, epoch)));
             return;
         };
         let bytes = req * n as f64;
@@ -174,34 +176,37 @@ impl Sim<'_> {
         let rep = &mut self.services.replicas[r as usize];
         rep.pending_dur = dur;
         rep.req_flows = Some(flows);
-        self.transfer_after(secs(fixed), Owner::Request { replica: r, epoch });
+        self.w
+            .transfer_after(secs(fixed), Owner::Request { replica: r, epoch });
     }
 
     /// Replica `r`'s batch has its requests: it computes.
     pub(super) fn on_requests_arrived(&mut self, r: u32, epoch: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let rep = &mut self.services.replicas[r as usize];
         if epoch != rep.epoch {
             return;
         }
         rep.req_xfer = None;
         rep.batch_start = now;
-        self.tl.arrived(MoveKey::Request(r), now);
+        self.w.tl.arrived(MoveKey::Request(r), now);
         let rep = &mut self.services.replicas[r as usize];
         let d = rep.pending_dur;
-        self.q.after(d, Ev::Service(ServiceEv::BatchDone(r, epoch)));
+        self.w
+            .q
+            .after(d, Ev::Service(ServiceEv::BatchDone(r, epoch)));
     }
 
     /// Replica `r` of service `sid` on `node` finished a batch answering `done` (arrival
     /// times): record their latencies now, or when their responses reach the ingress.
     pub(super) fn respond(&mut self, sid: u32, r: u32, node: usize, done: Vec<Time>) {
-        let now = self.now();
-        let ingress = self.state.head;
+        let now = self.w.now();
+        let ingress = self.w.state.head;
         let resp = self.services.list[sid as usize].response_bytes;
         if resp <= 0.0 || node == ingress || done.is_empty() {
             if !done.is_empty() {
                 // A request's work ends when it is answered.
-                self.makespan = self.makespan.max(now);
+                self.w.makespan = self.w.makespan.max(now);
             }
             let svc = &mut self.services.list[sid as usize];
             for a in &done {
@@ -234,12 +239,13 @@ impl Sim<'_> {
             }
         };
         self.begin_payload(MoveKey::Response(id), sid, (node, ingress), bytes, &name);
-        self.transfer_after(secs(fixed), Owner::Response { slot: id });
+        self.w
+            .transfer_after(secs(fixed), Owner::Response { slot: id });
     }
 
     /// Responses reached the ingress: their requests are served.
     pub(super) fn on_responses_arrived(&mut self, id: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let Some(slot) = self
             .services
             .responses
@@ -250,9 +256,9 @@ impl Sim<'_> {
             return;
         };
         self.services.responses.free.push(id);
-        self.tl.arrived(MoveKey::Response(id), now);
+        self.w.tl.arrived(MoveKey::Response(id), now);
         if !slot.arrivals.is_empty() {
-            self.makespan = self.makespan.max(now);
+            self.w.makespan = self.w.makespan.max(now);
         }
         let svc = &mut self.services.list[slot.service as usize];
         for a in &slot.arrivals {
@@ -266,15 +272,15 @@ impl Sim<'_> {
         let rep = &mut self.services.replicas[r];
         rep.req_flows = None;
         if let Some(x) = rep.req_xfer.take() {
-            let now = self.now();
-            self.wire.cancel(now, x);
-            self.rearm_wire();
+            let now = self.w.now();
+            self.w.wire.cancel(now, x);
+            self.w.rearm_wire();
         }
     }
 
     /// Node `n` died: responses on their way from it are lost with their requests.
     pub(crate) fn lose_responses_from(&mut self, n: usize) {
-        let now = self.now();
+        let now = self.w.now();
         for id in 0..self.services.responses.slots.len() {
             let Some(slot) = &self.services.responses.slots[id] else {
                 continue;
@@ -288,10 +294,10 @@ impl Sim<'_> {
             self.services.responses.free.push(id as u32);
             self.failures.requests_lost += slot.arrivals.len() as u64;
             if let Some(x) = slot.xfer {
-                self.wire.cancel(now, x);
+                self.w.wire.cancel(now, x);
             }
         }
-        self.rearm_wire();
+        self.w.rearm_wire();
     }
 
     /// Routes changed (a NIC went down): tensors and payloads with a flow that cannot move,
@@ -353,12 +359,12 @@ impl Sim<'_> {
             };
             self.services.responses.free.push(id);
             if let Some(x) = slot.xfer {
-                let now = self.now();
-                self.wire.cancel(now, x);
+                let now = self.w.now();
+                self.w.wire.cancel(now, x);
             }
             let r = u32::MAX;
             self.respond(slot.service, r, slot.from, slot.arrivals);
         }
-        self.rearm_wire();
+        self.w.rearm_wire();
     }
 }

@@ -4,7 +4,7 @@
 //! Architecture invariant: bundles are placed by `crate::placement::place_bundles` and
 //! allocated through `allocate_all` (all or nothing).
 
-use super::{Ev, Sim, device_units};
+use super::{Ev, Sim};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, BundleRequest, Explain, NodeId, PgDecision, Request};
 use crate::scenario::workload::{LabelConstraint, PgStrategy, Policy};
@@ -58,11 +58,11 @@ impl Sim<'_> {
                 bs.iter().map(|b| st.request_with_memory(b, mem)).collect()
             };
             let mut options = vec![(
-                reqs(&mut self.state, &p.bundles),
+                reqs(&mut self.w.state, &p.bundles),
                 p.bundle_selectors.clone(),
             )];
             for f in &p.fallbacks {
-                options.push((reqs(&mut self.state, &f.bundles), f.selectors.clone()));
+                options.push((reqs(&mut self.w.state, &f.bundles), f.selectors.clone()));
             }
             self.pgs.push(Pg {
                 workload: wi,
@@ -91,8 +91,8 @@ impl Sim<'_> {
     }
 
     pub(super) fn try_pg(&mut self, p: u32) {
-        let now = self.now();
-        let spec = self.spec;
+        let now = self.w.now();
+        let spec = self.w.spec;
         let pg = &self.pgs[p as usize];
         if pg.created.is_some() || pg.infeasible {
             return;
@@ -101,8 +101,7 @@ impl Sim<'_> {
         // `scheduling.rs` does for tasks): a retried group comes back here on every backoff.
         let w = &spec.workloads[pg.workload];
         let name = || format!("{}.{}", w.name, w.placement_groups[pg.index].name);
-        let want_explain =
-            self.explain.is_none() && self.explain_target.as_deref().is_some_and(|t| t == name());
+        let want_explain = self.w.explaining(name);
         let mut ex = Explain::default();
         // A slice group takes its bundles from the first intact slice that can hold them.
         let (options, selector) = if pg.slice {
@@ -110,7 +109,7 @@ impl Sim<'_> {
                 Some((b, sel)) => (vec![(b, Vec::new())], sel),
                 None => {
                     self.pgs[p as usize].attempts += 1;
-                    if self.state.slices() == 0 {
+                    if self.w.state.slices() == 0 {
                         self.pgs[p as usize].infeasible = true;
                     } else {
                         self.retry_pg(p);
@@ -137,7 +136,7 @@ impl Sim<'_> {
             })
             .collect();
         let (k, d) = placement::place_options(
-            &self.state,
+            &self.w.state,
             &reqs,
             if want_explain { Some(&mut ex) } else { None },
         );
@@ -152,11 +151,11 @@ impl Sim<'_> {
         let (tenant, policy) = (pg.tenant, pg.policy);
         let created = match d {
             PgDecision::Placed(nodes) => {
-                if let Some(allocs) = self.allocate_all(&bundles, &nodes, tenant, policy) {
+                if let Some(allocs) = self.w.allocate_all(&bundles, &nodes, tenant, policy) {
                     let value = self.pgs[p as usize]
                         .domain
                         .as_deref()
-                        .and_then(|key| self.state.nodes[nodes[0]].labels().get(key).cloned());
+                        .and_then(|key| self.w.state.nodes[nodes[0]].labels().get(key).cloned());
                     let pg = &mut self.pgs[p as usize];
                     pg.created = Some(now);
                     pg.nodes = nodes.clone();
@@ -189,7 +188,7 @@ impl Sim<'_> {
                 bundle_selectors: &options[k].1,
                 domain,
             };
-            self.explain = Some(self.explain_pg(name, &br, &ex, &d, created.as_deref()));
+            self.w.explain = Some(self.w.explain_pg(name, &br, &ex, &d, created.as_deref()));
         }
         if created.is_some() {
             for j in self.pgs[p as usize].jobs.clone() {
@@ -207,11 +206,11 @@ impl Sim<'_> {
         Vec<crate::scenario::workload::LabelConstraint>,
     )> {
         let pg = &self.pgs[p as usize];
-        (0..self.state.slices())
-            .filter(|&s| self.state.slice_intact(s))
+        (0..self.w.state.slices())
+            .filter(|&s| self.w.state.slice_intact(s))
             .find_map(|s| {
-                let bundles = self.state.slice_bundles(s);
-                let selector = self.state.slice_selector(s);
+                let bundles = self.w.state.slice_bundles(s);
+                let selector = self.w.state.slice_selector(s);
                 let br = BundleRequest {
                     bundles: &bundles,
                     strategy: PgStrategy::Pack,
@@ -222,7 +221,7 @@ impl Sim<'_> {
                     domain: None,
                 };
                 matches!(
-                    placement::place_bundles(&self.state, &br, None),
+                    placement::place_bundles(&self.w.state, &br, None),
                     PgDecision::Placed(_)
                 )
                 .then_some((bundles, selector))
@@ -235,25 +234,25 @@ impl Sim<'_> {
         let pg = &mut self.pgs[p as usize];
         let delay = pg.backoff;
         pg.backoff = ((pg.backoff as f64 * 1.5) as Time).min(crate::engine::SEC);
-        if self.q.is_empty() && self.horizon.is_none() {
+        if self.w.q.is_empty() && self.w.horizon.is_none() {
             // Nothing else will ever free resources: the group stays pending.
             return;
         }
-        self.q.after(delay, Ev::PgTry(p));
+        self.w.q.after(delay, Ev::PgTry(p));
     }
 
     /// A training job finished: its placement group's bundles are freed (Ray removes the
     /// group when the job ends).
     pub(super) fn release_pg(&mut self, p: usize) {
-        let now = self.now();
+        let now = self.w.now();
         let allocs = std::mem::take(&mut self.pgs[p].allocs);
         let tenant = self.pgs[p].tenant;
         let mut nodes = Vec::new();
         for (a, b) in allocs.iter().zip(self.pgs[p].bundles.clone()) {
             let Some(a) = a else { continue };
-            self.free(a, tenant);
-            let units = device_units(&self.state, &self.unit_ids, &b);
-            self.busy(a.node, -units, now);
+            self.w.free(a, tenant);
+            let units = self.w.device_units(&b);
+            self.w.busy(a.node, -units, now);
             nodes.push(a.node);
         }
         nodes.dedup();

@@ -8,7 +8,7 @@
 //! and of `ClusterState::allocate` / `ClusterState::free`.
 
 use super::explain::Acted;
-use super::{Ev, Sim, TraceEvent, Work, device_units};
+use super::{Ev, Sim, TraceEvent, Work};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, Decision, Explain, NodeId, Request, TaskRequest};
 use crate::scenario::workload::{Policy, Strategy};
@@ -27,7 +27,7 @@ pub(super) struct Quota {
 
 impl Sim<'_> {
     pub(super) fn item_name(&self, w: Work) -> String {
-        let spec = self.spec;
+        let spec = self.w.spec;
         match w {
             Work::Task(t) => {
                 let g = &self.tasks.groups[self.group_of(t)];
@@ -57,7 +57,7 @@ impl Sim<'_> {
 
     /// Ask the policy where `w` goes and start it, queue it there, or record it infeasible.
     pub(super) fn submit(&mut self, w: Work) {
-        let spec = self.spec;
+        let spec = self.w.spec;
         let default_strategy = Strategy::Default;
         let spread = Strategy::Spread;
         let (request, strategy, selector, fallbacks, tenant, policy) = match w {
@@ -105,32 +105,28 @@ impl Sim<'_> {
         };
         let key = self.class_key(w).0;
         let blocked = matches!(key, Work::Task(g) if self.tasks.groups[g as usize].blocked > 0);
-        if blocked || self.pending.iter().any(|(k, q)| *k == key && !q.is_empty()) {
+        if blocked || self.w.waiting(key) {
             // Earlier work of the same class is waiting, so no node is available for it.
             self.enqueue(w);
             return;
         }
         let mut ex = Explain::default();
         // The item's name is formatted only when an explanation is asked for.
-        let want_explain = self.explain.is_none()
-            && self
-                .explain_target
-                .as_deref()
-                .is_some_and(|target| target == self.item_name(w));
+        let want_explain = self.w.explaining(|| self.item_name(w));
         let tr = TaskRequest {
             request: &request,
             strategy,
             label_selector: selector,
-            preferred: self.state.head,
+            preferred: self.w.state.head,
             tenant,
             policy,
         };
         // Ray's `fallback_strategy`: the label selectors in order (`placement::fallback`).
         let (option, d) = placement::place_task_options(
-            &mut self.state,
+            &mut self.w.state,
             &tr,
             fallbacks,
-            &mut self.rng,
+            &mut self.w.rng,
             if want_explain { Some(&mut ex) } else { None },
         );
         let acted = match d {
@@ -150,7 +146,7 @@ impl Sim<'_> {
             // Ray keeps such work queued, and so does the simulation (a repaired node is
             // offered to every waiting class). Rebuilding a lost output always waits.
             Decision::Infeasible
-                if self.state.alive_count() < self.state.nodes.len()
+                if self.w.state.alive_count() < self.w.state.nodes.len()
                     || matches!(w, Work::Task(t) if self.tasks.rebuild[t as usize]) =>
             {
                 self.enqueue(w);
@@ -173,8 +169,263 @@ impl Sim<'_> {
             }
         };
         if want_explain {
-            self.explain = Some(self.explain_task(w, &tr, fallbacks, option, &ex, acted));
+            self.w.explain = Some(self.explain_task(w, &tr, fallbacks, option, &ex, acted));
         }
+    }
+
+    /// The class of a piece of work and its id within the class's queue.
+    pub(super) fn class_key(&self, w: Work) -> (Work, u32) {
+        match w {
+            Work::Task(t) => (Work::Task(self.group_of(t) as u32), t),
+            Work::Actor(a) => (Work::Actor(self.actors.list[a as usize].group as u32), a),
+            Work::Replica(r) => (Work::Replica(self.services.replicas[r as usize].service), r),
+        }
+    }
+
+    pub(super) fn enqueue(&mut self, w: Work) {
+        let (key, id) = self.class_key(w);
+        let tenant = self.class_tenant(key);
+        if let Some(t) = tenant
+            && !self.w.quota.since.contains_key(&w)
+            && !self.w.state.quota_allows(Some(t), &self.work_request(w))
+        {
+            // Held back by its tenant's quota (metrics: the tenant's quota wait).
+            self.w.quota.since.insert(w, self.w.now());
+        }
+        match self.w.pending.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, q)) => q.push_back(id),
+            None => {
+                // Classes wait in order of their tenant's priority (higher first), then of
+                // first appearance; dispatch offers freed resources in that order.
+                let p = self.w.tenant_priority(tenant);
+                let at = self
+                    .w
+                    .pending
+                    .iter()
+                    .position(|(k, _)| self.w.tenant_priority(self.class_tenant(*k)) < p)
+                    .unwrap_or(self.w.pending.len());
+                self.w.pending.insert(at, (key, VecDeque::from([id])));
+            }
+        }
+        self.w.record_queue();
+    }
+
+    /// The tenant of a class of work.
+    fn class_tenant(&self, key: Work) -> Option<usize> {
+        match key {
+            Work::Task(g) => self.tasks.groups[g as usize].tenant,
+            Work::Actor(g) => self.actors.groups[g as usize].tenant,
+            Work::Replica(s) => self.services.list[s as usize].tenant,
+        }
+    }
+
+    /// What a piece of work requests.
+    fn work_request(&self, w: Work) -> crate::placement::Request {
+        match w {
+            Work::Task(t) => self.tasks.groups[self.group_of(t)].request.clone(),
+            Work::Actor(a) => self.actors.list[a as usize].request.clone(),
+            Work::Replica(r) => self.services.list
+                [self.services.replicas[r as usize].service as usize]
+                .request
+                .clone(),
+        }
+    }
+
+    /// Allocate on `node` and start `w`; false if it does not fit there now.
+    pub(super) fn try_start(
+        &mut self,
+        w: Work,
+        node: NodeId,
+        request: &Request,
+        tenant: Option<usize>,
+        policy: Policy,
+    ) -> bool {
+        let now = self.w.now();
+        let Some(alloc) = self.w.allocate(node, request, tenant, policy) else {
+            return false;
+        };
+        if !self.w.quota.since.is_empty() {
+            self.w.quota_wait_over(w, tenant);
+        }
+        let units = self.w.device_units(request);
+        match w {
+            Work::Task(t) => {
+                let gi = self.group_of(t);
+                self.w.busy(node, units, now);
+                let first = !std::mem::replace(&mut self.tasks.started[t as usize], true);
+                let g = &mut self.tasks.groups[gi];
+                if first {
+                    g.queueing.record((now - g.ready_at) as f64 / 1e9);
+                    g.started += 1;
+                }
+                g.first_start.get_or_insert(now);
+                if first {
+                    self.consumer_started(gi);
+                }
+                self.tasks.start[t as usize] = now;
+                self.tasks.node[t as usize] = node as u32;
+                self.tasks.dev[t as usize] = alloc
+                    .instances
+                    .iter()
+                    .filter(|(rid, _)| self.w.unit_ids.contains(rid))
+                    .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
+                    .unwrap_or(0) as u32;
+                self.tasks.alloc[t as usize] = Some(alloc);
+                self.start_task_work(t, gi, node, units);
+            }
+            Work::Actor(a) => {
+                let ac = &mut self.actors.list[a as usize];
+                ac.node = Some(node);
+                let g = &mut self.actors.groups[ac.group];
+                g.placed += 1;
+                g.delays.record((now - ac.submitted) as f64 / 1e9);
+                if ac.holds {
+                    ac.alloc = Some(alloc);
+                    self.w.busy(node, units, now);
+                } else {
+                    // Ray's default actor: 1 CPU to be placed, 0 while running.
+                    self.w.free(&alloc, tenant);
+                }
+                self.actor_placed(a);
+                let ac = &self.actors.list[a as usize];
+                if ac.calls_left > 0 {
+                    self.w.q.after(ac.call_ns, Ev::ActorCall(a, ac.epoch));
+                } else if ac.holds && ac.call_ns == 0 {
+                    // Long-lived actor with no calls: holds its resources for the whole run.
+                }
+                if !self.actors.list[a as usize].holds {
+                    self.dispatch(node);
+                }
+            }
+            Work::Replica(r) => {
+                self.w.busy(node, units, now);
+                let rep = &mut self.services.replicas[r as usize];
+                rep.node = Some(node);
+                rep.alloc = Some(alloc);
+                let s = rep.service;
+                if self.services.list[s as usize].llm.is_some() {
+                    self.llm_replica_up(r);
+                } else {
+                    self.services.list[s as usize].idle.push(r);
+                    self.serve(s);
+                }
+            }
+        }
+        true
+    }
+
+    /// Resources were freed on `node`: start waiting work that now fits there, FIFO within
+    /// each class, classes in order. Checking `node` alone is exact: nothing was available
+    /// for a waiting class before this free (see the module docs).
+    pub(super) fn dispatch(&mut self, node: NodeId) {
+        if std::mem::take(&mut self.w.quota.freed) {
+            // A tenant under a quota freed something: its waiting work may start anywhere, so
+            // every node is offered (this node first), not only the one freed.
+            self.dispatch_one(node);
+            for n in 0..self.w.state.nodes.len() {
+                if n != node && self.w.state.nodes[n].alive() {
+                    self.dispatch_one(n);
+                }
+            }
+        } else {
+            self.dispatch_one(node);
+        }
+        self.w.record_queue();
+    }
+
+    /// [`Sim::dispatch`] for one node.
+    fn dispatch_one(&mut self, node: NodeId) {
+        if !self.failures.lost_pgs.is_empty() {
+            // Bundles lost with a node are rescheduled ahead of other work (Ray GCS).
+            self.repair_pgs();
+        }
+        let spec = self.w.spec;
+        for k in 0..self.w.pending.len() {
+            if matches!(self.w.pending[k].0, Work::Task(g) if self.tasks.groups[g as usize].blocked > 0)
+            {
+                continue;
+            }
+            while let Some(&id) = self.w.pending[k].1.front() {
+                let w = match self.w.pending[k].0 {
+                    Work::Task(_) => Work::Task(id),
+                    Work::Actor(_) => Work::Actor(id),
+                    Work::Replica(_) => Work::Replica(id),
+                };
+                let (request, tenant, policy, strategy, selector, fallbacks) = match w {
+                    Work::Task(t) => {
+                        let g = &self.tasks.groups[self.group_of(t)];
+                        let ts = &spec.workloads[g.workload].tasks[g.index];
+                        (
+                            g.request.clone(),
+                            g.tenant,
+                            g.policy,
+                            Some(&ts.strategy),
+                            ts.label_selector.as_slice(),
+                            ts.fallbacks.as_slice(),
+                        )
+                    }
+                    Work::Actor(a) => {
+                        let ac = &self.actors.list[a as usize];
+                        let g = &self.actors.groups[ac.group];
+                        let sa = &spec.workloads[g.workload].actors[g.index];
+                        (
+                            ac.request.clone(),
+                            g.tenant,
+                            g.policy,
+                            Some(&sa.strategy),
+                            sa.label_selector.as_slice(),
+                            sa.fallbacks.as_slice(),
+                        )
+                    }
+                    Work::Replica(r) => {
+                        let s = &self.services.list
+                            [self.services.replicas[r as usize].service as usize];
+                        (
+                            s.request.clone(),
+                            s.tenant,
+                            spec.workloads[s.workload].policy,
+                            None,
+                            &[][..],
+                            &[][..],
+                        )
+                    }
+                };
+                let st = &self.w.state;
+                let labels = st.nodes[node].labels();
+                // With fallbacks (Ray's `fallback_strategy`), nothing any option passes had
+                // room before this free, so the first option passing this node takes it.
+                let fits = st.is_alive_and_allowed(node, tenant)
+                    && st.is_available(node, &request)
+                    && std::iter::once(selector)
+                        .chain(fallbacks.iter().map(Vec::as_slice))
+                        .any(|s| s.iter().all(|c| c.matches(labels)))
+                    && match strategy {
+                        Some(Strategy::NodeAffinity { node: target, soft }) => {
+                            match st.node_id(target) {
+                                Some(t) if t == node => true,
+                                Some(t) => *soft && !st.is_feasible(t, &request),
+                                None => *soft,
+                            }
+                        }
+                        _ => true,
+                    };
+                if !fits {
+                    break;
+                }
+                self.w.pending[k].1.pop_front();
+                if !self.try_start(w, node, &request, tenant, policy) {
+                    self.w.pending[k].1.push_front(id);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// Work of class `key` is waiting: no node is available for more of it.
+    pub(super) fn waiting(&self, key: Work) -> bool {
+        self.pending.iter().any(|(k, q)| *k == key && !q.is_empty())
     }
 
     pub(super) fn allocate(
@@ -249,42 +500,6 @@ impl Sim<'_> {
         Some(allocs)
     }
 
-    /// The class of a piece of work and its id within the class's queue.
-    pub(super) fn class_key(&self, w: Work) -> (Work, u32) {
-        match w {
-            Work::Task(t) => (Work::Task(self.group_of(t) as u32), t),
-            Work::Actor(a) => (Work::Actor(self.actors.list[a as usize].group as u32), a),
-            Work::Replica(r) => (Work::Replica(self.services.replicas[r as usize].service), r),
-        }
-    }
-
-    pub(super) fn enqueue(&mut self, w: Work) {
-        let (key, id) = self.class_key(w);
-        let tenant = self.class_tenant(key);
-        if let Some(t) = tenant
-            && !self.quota.since.contains_key(&w)
-            && !self.state.quota_allows(Some(t), &self.work_request(w))
-        {
-            // Held back by its tenant's quota (metrics: the tenant's quota wait).
-            self.quota.since.insert(w, self.now());
-        }
-        match self.pending.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, q)) => q.push_back(id),
-            None => {
-                // Classes wait in order of their tenant's priority (higher first), then of
-                // first appearance; dispatch offers freed resources in that order.
-                let p = self.tenant_priority(tenant);
-                let at = self
-                    .pending
-                    .iter()
-                    .position(|(k, _)| self.tenant_priority(self.class_tenant(*k)) < p)
-                    .unwrap_or(self.pending.len());
-                self.pending.insert(at, (key, VecDeque::from([id])));
-            }
-        }
-        self.record_queue();
-    }
-
     /// Trace counter: work waiting in the scheduler's queues (timeline only).
     pub(super) fn record_queue(&mut self) {
         if self.tl.on {
@@ -294,31 +509,10 @@ impl Sim<'_> {
         }
     }
 
-    /// The tenant of a class of work.
-    fn class_tenant(&self, key: Work) -> Option<usize> {
-        match key {
-            Work::Task(g) => self.tasks.groups[g as usize].tenant,
-            Work::Actor(g) => self.actors.groups[g as usize].tenant,
-            Work::Replica(s) => self.services.list[s as usize].tenant,
-        }
-    }
-
     fn tenant_priority(&self, tenant: Option<usize>) -> i64 {
         tenant
             .and_then(|t| self.spec.tenants.get(t))
             .map_or(0, |t| t.priority)
-    }
-
-    /// What a piece of work requests.
-    fn work_request(&self, w: Work) -> crate::placement::Request {
-        match w {
-            Work::Task(t) => self.tasks.groups[self.group_of(t)].request.clone(),
-            Work::Actor(a) => self.actors.list[a as usize].request.clone(),
-            Work::Replica(r) => self.services.list
-                [self.services.replicas[r as usize].service as usize]
-                .request
-                .clone(),
-        }
     }
 
     /// Work that waited on its tenant's quota starts now: count the wait.
@@ -329,89 +523,6 @@ impl Sim<'_> {
             e.0 += 1;
             e.1 += now - since;
         }
-    }
-
-    /// Allocate on `node` and start `w`; false if it does not fit there now.
-    pub(super) fn try_start(
-        &mut self,
-        w: Work,
-        node: NodeId,
-        request: &Request,
-        tenant: Option<usize>,
-        policy: Policy,
-    ) -> bool {
-        let now = self.now();
-        let Some(alloc) = self.allocate(node, request, tenant, policy) else {
-            return false;
-        };
-        if !self.quota.since.is_empty() {
-            self.quota_wait_over(w, tenant);
-        }
-        let units = device_units(&self.state, &self.unit_ids, request);
-        match w {
-            Work::Task(t) => {
-                let gi = self.group_of(t);
-                self.busy(node, units, now);
-                let first = !std::mem::replace(&mut self.tasks.started[t as usize], true);
-                let g = &mut self.tasks.groups[gi];
-                if first {
-                    g.queueing.record((now - g.ready_at) as f64 / 1e9);
-                    g.started += 1;
-                }
-                g.first_start.get_or_insert(now);
-                if first {
-                    self.consumer_started(gi);
-                }
-                self.tasks.start[t as usize] = now;
-                self.tasks.node[t as usize] = node as u32;
-                self.tasks.dev[t as usize] = alloc
-                    .instances
-                    .iter()
-                    .filter(|(rid, _)| self.unit_ids.contains(rid))
-                    .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
-                    .unwrap_or(0) as u32;
-                self.tasks.alloc[t as usize] = Some(alloc);
-                self.start_task_work(t, gi, node, units);
-            }
-            Work::Actor(a) => {
-                let ac = &mut self.actors.list[a as usize];
-                ac.node = Some(node);
-                let g = &mut self.actors.groups[ac.group];
-                g.placed += 1;
-                g.delays.record((now - ac.submitted) as f64 / 1e9);
-                if ac.holds {
-                    ac.alloc = Some(alloc);
-                    self.busy(node, units, now);
-                } else {
-                    // Ray's default actor: 1 CPU to be placed, 0 while running.
-                    self.free(&alloc, tenant);
-                }
-                self.actor_placed(a);
-                let ac = &self.actors.list[a as usize];
-                if ac.calls_left > 0 {
-                    self.q.after(ac.call_ns, Ev::ActorCall(a, ac.epoch));
-                } else if ac.holds && ac.call_ns == 0 {
-                    // Long-lived actor with no calls: holds its resources for the whole run.
-                }
-                if !self.actors.list[a as usize].holds {
-                    self.dispatch(node);
-                }
-            }
-            Work::Replica(r) => {
-                self.busy(node, units, now);
-                let rep = &mut self.services.replicas[r as usize];
-                rep.node = Some(node);
-                rep.alloc = Some(alloc);
-                let s = rep.service;
-                if self.services.list[s as usize].llm.is_some() {
-                    self.llm_replica_up(r);
-                } else {
-                    self.services.list[s as usize].idle.push(r);
-                    self.serve(s);
-                }
-            }
-        }
-        true
     }
 
     /// Devices of `node` becoming allocated (`units` > 0) or released (< 0), per device class
@@ -460,112 +571,5 @@ impl Sim<'_> {
         out.sort_unstable();
         out.dedup();
         out
-    }
-
-    /// Resources were freed on `node`: start waiting work that now fits there, FIFO within
-    /// each class, classes in order. Checking `node` alone is exact: nothing was available
-    /// for a waiting class before this free (see the module docs).
-    pub(super) fn dispatch(&mut self, node: NodeId) {
-        if std::mem::take(&mut self.quota.freed) {
-            // A tenant under a quota freed something: its waiting work may start anywhere, so
-            // every node is offered (this node first), not only the one freed.
-            self.dispatch_one(node);
-            for n in 0..self.state.nodes.len() {
-                if n != node && self.state.nodes[n].alive() {
-                    self.dispatch_one(n);
-                }
-            }
-        } else {
-            self.dispatch_one(node);
-        }
-        self.record_queue();
-    }
-
-    /// [`Sim::dispatch`] for one node.
-    fn dispatch_one(&mut self, node: NodeId) {
-        if !self.failures.lost_pgs.is_empty() {
-            // Bundles lost with a node are rescheduled ahead of other work (Ray GCS).
-            self.repair_pgs();
-        }
-        let spec = self.spec;
-        for k in 0..self.pending.len() {
-            if matches!(self.pending[k].0, Work::Task(g) if self.tasks.groups[g as usize].blocked > 0)
-            {
-                continue;
-            }
-            while let Some(&id) = self.pending[k].1.front() {
-                let w = match self.pending[k].0 {
-                    Work::Task(_) => Work::Task(id),
-                    Work::Actor(_) => Work::Actor(id),
-                    Work::Replica(_) => Work::Replica(id),
-                };
-                let (request, tenant, policy, strategy, selector, fallbacks) = match w {
-                    Work::Task(t) => {
-                        let g = &self.tasks.groups[self.group_of(t)];
-                        let ts = &spec.workloads[g.workload].tasks[g.index];
-                        (
-                            g.request.clone(),
-                            g.tenant,
-                            g.policy,
-                            Some(&ts.strategy),
-                            ts.label_selector.as_slice(),
-                            ts.fallbacks.as_slice(),
-                        )
-                    }
-                    Work::Actor(a) => {
-                        let ac = &self.actors.list[a as usize];
-                        let g = &self.actors.groups[ac.group];
-                        let sa = &spec.workloads[g.workload].actors[g.index];
-                        (
-                            ac.request.clone(),
-                            g.tenant,
-                            g.policy,
-                            Some(&sa.strategy),
-                            sa.label_selector.as_slice(),
-                            sa.fallbacks.as_slice(),
-                        )
-                    }
-                    Work::Replica(r) => {
-                        let s = &self.services.list
-                            [self.services.replicas[r as usize].service as usize];
-                        (
-                            s.request.clone(),
-                            s.tenant,
-                            spec.workloads[s.workload].policy,
-                            None,
-                            &[][..],
-                            &[][..],
-                        )
-                    }
-                };
-                let st = &self.state;
-                let labels = st.nodes[node].labels();
-                // With fallbacks (Ray's `fallback_strategy`), nothing any option passes had
-                // room before this free, so the first option passing this node takes it.
-                let fits = st.is_alive_and_allowed(node, tenant)
-                    && st.is_available(node, &request)
-                    && std::iter::once(selector)
-                        .chain(fallbacks.iter().map(Vec::as_slice))
-                        .any(|s| s.iter().all(|c| c.matches(labels)))
-                    && match strategy {
-                        Some(Strategy::NodeAffinity { node: target, soft }) => {
-                            match st.node_id(target) {
-                                Some(t) if t == node => true,
-                                Some(t) => *soft && !st.is_feasible(t, &request),
-                                None => *soft,
-                            }
-                        }
-                        _ => true,
-                    };
-                if !fits {
-                    break;
-                }
-                self.pending[k].1.pop_front();
-                if !self.try_start(w, node, &request, tenant, policy) {
-                    self.pending[k].1.push_front(id);
-                    break;
-                }
-            }
-        }
     }
 }

@@ -5,7 +5,7 @@
 //! Architecture invariant: never calls `crate::placement`; replicas are placed through
 //! `scheduling` (`submit`, `dispatch`).
 
-use super::{Ev, Sim, SimConfig, Work, device_units, models, timeline};
+use super::{Ev, Sim, SimConfig, Work, models, timeline};
 use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::workload::Arrival;
@@ -133,6 +133,7 @@ impl Sim<'_> {
                 }
             };
             let request = self
+                .w
                 .state
                 .request_with_memory(&s.resources, s.device_memory);
             self.services.list.push(Service {
@@ -167,19 +168,10 @@ impl Sim<'_> {
                 request_bytes: s.request.map_or(0.0, |b| b.0 as f64),
                 response_bytes: s.response.map_or(0.0, |b| b.0 as f64),
                 llm: s.llm.as_ref().map(|_| {
-                    let mut l = Box::<super::llm::LlmService>::default();
-                    l.closed = match s.arrival {
-                        Arrival::Concurrency { clients, requests } => Some(super::llm::Closed {
-                            unsent: requests - clients.min(requests),
-                            due: clients.min(requests),
-                        }),
-                        Arrival::Offline { requests } => Some(super::llm::Closed {
-                            unsent: 0,
-                            due: requests,
-                        }),
-                        _ => None,
-                    };
-                    l
+                    Box::new(super::llm::LlmService {
+                        closed: super::llm::Closed::at_start(&s.arrival),
+                        ..Default::default()
+                    })
                 }),
             });
             for _ in 0..s.replicas {
@@ -203,8 +195,8 @@ impl Sim<'_> {
             }
             if s.arrival.finite().is_some() {
                 // The first requests go at once; the rest as earlier ones finish.
-                let now = self.now();
-                self.q.at(now, Ev::Service(ServiceEv::Arrival(sid)));
+                let now = self.w.now();
+                self.w.q.at(now, Ev::Service(ServiceEv::Arrival(sid)));
             } else {
                 self.schedule_arrival(sid);
             }
@@ -212,7 +204,7 @@ impl Sim<'_> {
     }
 
     pub(super) fn schedule_arrival(&mut self, sid: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let s = &mut self.services.list[sid as usize];
         let next = if !s.trace.is_empty() || s.rate == 0.0 {
             let t = s.trace.get(s.trace_next).copied();
@@ -227,9 +219,9 @@ impl Sim<'_> {
             Some(now.saturating_add(secs(gap)))
         };
         if let Some(t) = next
-            && self.horizon.is_none_or(|h| t <= h)
+            && self.w.horizon.is_none_or(|h| t <= h)
         {
-            self.q.at(t, Ev::Service(ServiceEv::Arrival(sid)));
+            self.w.q.at(t, Ev::Service(ServiceEv::Arrival(sid)));
         }
     }
 
@@ -237,28 +229,28 @@ impl Sim<'_> {
     /// service's queue follows.
     pub(super) fn serve(&mut self, sid: u32) {
         self.serve_queue(sid);
-        if self.tl.on {
+        if self.w.tl.on {
             let s = &self.services.list[sid as usize];
             let i = match s.queue_counter {
                 Some(i) => i,
                 None => {
-                    let w = &self.spec.workloads[s.workload];
+                    let w = &self.w.spec.workloads[s.workload];
                     let name = format!("queue {}.{}", w.name, w.services[s.index].name);
-                    let i = self.tl.counter_id(&name);
+                    let i = self.w.tl.counter_id(&name);
                     self.services.list[sid as usize].queue_counter = Some(i);
                     i
                 }
             };
             let (now, n) = (
-                self.now(),
+                self.w.now(),
                 self.services.list[sid as usize].queue.len() as f64,
             );
-            self.tl.counter_at(i, now, n);
+            self.w.tl.counter_at(i, now, n);
         }
     }
 
     fn serve_queue(&mut self, sid: u32) {
-        let now = self.now();
+        let now = self.w.now();
         loop {
             let s = &mut self.services.list[sid as usize];
             if s.queue.is_empty() || s.idle.is_empty() {
@@ -271,7 +263,8 @@ impl Sim<'_> {
                     if (s.queue.len() as u32) < max && now < oldest + wait {
                         if s.timeout.is_none() {
                             s.timeout = Some(
-                                self.q
+                                self.w
+                                    .q
                                     .at(oldest + wait, Ev::Service(ServiceEv::BatchTimeout(sid))),
                             );
                         }
@@ -281,7 +274,7 @@ impl Sim<'_> {
                 }
             };
             if let Some(t) = s.timeout.take() {
-                self.q.cancel(t);
+                self.w.q.cancel(t);
             }
             let r = s.idle.pop().expect("non-empty");
             let mut waited = Vec::with_capacity(take as usize);
@@ -303,16 +296,14 @@ impl Sim<'_> {
 
     pub(super) fn batch_duration(&mut self, sid: u32, r: u32, b: u32) -> Time {
         let node = self.services.replicas[r as usize].node.unwrap_or(0);
-        let units = device_units(
-            &self.state,
-            &self.unit_ids,
-            &self.services.list[sid as usize].request,
-        );
+        let units = self
+            .w
+            .device_units(&self.services.list[sid as usize].request);
         let s = &mut self.services.list[sid as usize];
         let t = match (&s.compute, s.service_ns) {
             (Some(c), _) => {
-                let acc = self.node_accel[node].clone().unwrap_or_default();
-                models::compute_secs(self.spec, &acc, c, f64::from(b), units)
+                let acc = self.w.node_accel[node].clone().unwrap_or_default();
+                models::compute_secs(self.w.spec, &acc, c, f64::from(b), units)
             }
             (None, Some(ns)) if s.exponential => Exp::new(1e9 / ns as f64)
                 .map(|e| e.sample(&mut s.rng))
@@ -325,7 +316,7 @@ impl Sim<'_> {
 
     /// Requests arrive at service `s` (one, or a burst).
     pub(super) fn on_arrival(&mut self, s: u32) {
-        let now = self.now();
+        let now = self.w.now();
         if let Some(c) = self.services.list[s as usize]
             .llm
             .as_mut()
@@ -361,28 +352,27 @@ impl Sim<'_> {
 
     /// Replica `r` finished a batch; stale batches (the replica was lost) are ignored.
     pub(super) fn on_batch_done(&mut self, r: u32, epoch: u32) {
-        let now = self.now();
+        let now = self.w.now();
         if epoch != self.services.replicas[r as usize].epoch {
             return;
         }
         let s = self.services.replicas[r as usize].service;
-        let units = device_units(
-            &self.state,
-            &self.unit_ids,
-            &self.services.list[s as usize].request,
-        );
+        let units = self.w.device_units(&self.services.list[s as usize].request);
         let (node, from) = {
             let rep = &self.services.replicas[r as usize];
             (rep.node.unwrap_or(0), rep.batch_start)
         };
-        self.worked(node, units, from, now);
+        self.w.worked(node, units, from, now);
         self.replica_cpus_worked(s as usize, node, 1.0, from, now);
-        if self.tl.on {
+        if self.w.tl.on {
             let rep = &self.services.replicas[r as usize];
-            let devs = self.alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
+            let devs = self
+                .w
+                .alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
             let from = rep.batch_start;
             let label = self.label_id(super::labels::Item::Service(s as usize));
-            self.tl
+            self.w
+                .tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
         let done = std::mem::take(&mut self.services.replicas[r as usize].inflight);

@@ -17,47 +17,12 @@
 use super::network::MovementKind;
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
-use super::{Ev, Sim, device_units, models::secs};
+use super::{Ev, Sim, models::secs};
 use crate::network::{LinkId, SPILL_DISK_BW};
 use crate::placement::NodeId;
 use crate::sim::TaskEv;
 
 impl Sim<'_> {
-    /// No route to a disk (no graph): `what` is priced in closed form, and the run says so.
-    fn note_no_disk_route(&mut self, what: &str) {
-        self.net.note(
-            MovementKind::Spill,
-            false,
-            format!(
-                "{what}: closed form (no disk route; {} GB/s)",
-                SPILL_DISK_BW / 1e9
-            ),
-        );
-    }
-
-    /// Where spills go, for the run's notes.
-    fn spill_target(&self) -> String {
-        let g = self.wire.graph.as_ref();
-        match (g.and_then(|g| g.spill_storage()), &self.spec.cluster) {
-            (Some(s), Some(c)) => {
-                format!("the drive of node-local storage `{}`", c.storage[s].name)
-            }
-            _ => format!(
-                "each node's spill disk ({} GB/s per direction, an assumption: no node-local storage declared)",
-                SPILL_DISK_BW / 1e9
-            ),
-        }
-    }
-
-    /// Timeline: where node `n`'s spills go — the node-local storage whose drive it uses,
-    /// else its own undeclared disk.
-    fn disk_end(&self, n: usize) -> End {
-        match self.wire.graph.as_ref().and_then(|g| g.spill_storage()) {
-            Some(s) => End::Storage(s as u32),
-            None => End::Disk(n as u32),
-        }
-    }
-
     /// Timeline: the label of task `t` of group `gi`.
     pub(super) fn task_label(&mut self, gi: usize) -> u32 {
         self.label_id(super::labels::Item::Group(gi))
@@ -67,11 +32,11 @@ impl Sim<'_> {
     /// to disk, start writing it and return true (the task completes when the write does).
     pub(super) fn begin_spill(&mut self, t: u32, gi: usize, node: NodeId, epoch: u32) -> bool {
         self.size_store_arrays();
-        let now = self.now();
-        match self.store.spill_state[t as usize] {
+        let now = self.w.now();
+        match self.w.store.spill_state[t as usize] {
             2 => {
-                if let Some(from) = self.store.spill_from.remove(&t) {
-                    self.store.spill_secs += (now - from) as f64 / 1e9;
+                if let Some(from) = self.w.store.spill_from.remove(&t) {
+                    self.w.store.spill_secs += (now - from) as f64 / 1e9;
                 }
                 return false;
             }
@@ -84,48 +49,51 @@ impl Sim<'_> {
         let o = self.output_bytes(gi);
         let what = {
             let g = &self.tasks.groups[gi];
-            let w = &self.spec.workloads[g.workload];
+            let w = &self.w.spec.workloads[g.workload];
             format!("object spill {}.{}", w.name, w.tasks[g.index].name)
         };
-        self.store.spill_state[t as usize] = 1;
-        self.store.spill_from.insert(t, now);
+        self.w.store.spill_state[t as usize] = 1;
+        self.w.store.spill_from.insert(t, now);
         let route = self
+            .w
             .wire
             .graph
             .as_ref()
             .and_then(|g| g.route_spill(node, true));
         let Some(path) = route else {
-            self.note_no_disk_route(&what);
-            self.store.spill_state[t as usize] = 2;
+            self.w.note_no_disk_route(&what);
+            self.w.store.spill_state[t as usize] = 2;
             let d = secs(o / SPILL_DISK_BW).max(1);
-            self.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
+            self.w.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
             return true;
         };
-        let to = self.spill_target();
-        self.net.note(
+        let to = self.w.spill_target();
+        self.w.net.note(
             MovementKind::Spill,
             true,
             format!("{what}: to {to} on the run's shared network"),
         );
-        if self.tl.on {
-            let (label, disk) = (self.task_label(gi), self.disk_end(node));
+        if self.w.tl.on {
+            let (label, disk) = (self.task_label(gi), self.w.disk_end(node));
             let from = End::Node(node as u32);
             let p = self
+                .w
                 .tl
                 .part(MoveKind::Spill, label, Some(t), from, disk, o, "disk", None);
-            self.tl.begin(MoveKey::Spill(t), now, vec![p]);
+            self.w.tl.begin(MoveKey::Spill(t), now, vec![p]);
         }
         match self
+            .w
             .wire
             .start(now, [(path, o)], Owner::Spill { task: t, epoch })
         {
             Some(x) => {
-                self.store.xfer.insert(t, x);
-                self.rearm_wire();
+                self.w.store.xfer.insert(t, x);
+                self.w.rearm_wire();
             }
             None => {
-                self.store.spill_state[t as usize] = 2;
-                self.q.after(1, Ev::Task(TaskEv::Done(t, epoch)));
+                self.w.store.spill_state[t as usize] = 2;
+                self.w.q.after(1, Ev::Task(TaskEv::Done(t, epoch)));
             }
         }
         true
@@ -133,13 +101,13 @@ impl Sim<'_> {
 
     /// Task `t`'s spill is written: it completes.
     pub(super) fn on_spill_done(&mut self, t: u32, epoch: u32) {
-        self.store.xfer.remove(&t);
+        self.w.store.xfer.remove(&t);
         if epoch != self.tasks.epoch[t as usize] {
             return;
         }
-        let now = self.now();
-        self.tl.arrived(MoveKey::Spill(t), now);
-        self.store.spill_state[t as usize] = 2;
+        let now = self.w.now();
+        self.w.tl.arrived(MoveKey::Spill(t), now);
+        self.w.store.spill_state[t as usize] = 2;
         self.on_task_done(t, epoch);
     }
 
@@ -185,7 +153,7 @@ impl Sim<'_> {
         for (pt, bytes) in self.input_parts(t, gi) {
             let holder = self.tasks.node[pt];
             if holder == u32::MAX
-                || !self.store.spilled.get(pt).copied().unwrap_or(false)
+                || !self.w.store.spilled.get(pt).copied().unwrap_or(false)
                 || !self.output_alive(pt, holder as usize)
             {
                 continue;
@@ -209,13 +177,13 @@ impl Sim<'_> {
         }
         let what = {
             let g = &self.tasks.groups[gi];
-            let w = &self.spec.workloads[g.workload];
+            let w = &self.w.spec.workloads[g.workload];
             format!("object restore {}.{}", w.name, w.tasks[g.index].name)
         };
         let routes: Option<Vec<(Vec<LinkId>, f64)>> = parts
             .iter()
             .map(|&(h, b)| {
-                let g = self.wire.graph.as_ref()?;
+                let g = self.w.wire.graph.as_ref()?;
                 Some((g.route_spill(h, false)?, b))
             })
             .collect();
@@ -224,49 +192,52 @@ impl Sim<'_> {
                 .iter()
                 .map(|(_, b)| b / SPILL_DISK_BW)
                 .fold(0.0, f64::max);
-            self.note_no_disk_route(&what);
-            self.store.restore_secs += s;
+            self.w.note_no_disk_route(&what);
+            self.w.store.restore_secs += s;
             self.start_fetch(t, gi, node, units, s);
             return;
         };
-        let from = self.spill_target();
-        self.net.note(
+        let from = self.w.spill_target();
+        self.w.net.note(
             MovementKind::Spill,
             true,
             format!("{what}: from {from} of the holders on the run's shared network"),
         );
-        let now = self.now();
+        let now = self.w.now();
         let epoch = self.tasks.epoch[t as usize];
-        self.net
+        self.w
+            .net
             .fetch_from
             .insert(t, parts.iter().map(|(h, _)| *h as u32).collect());
-        self.store.spill_from.insert(t, now);
-        if self.tl.on {
+        self.w.store.spill_from.insert(t, now);
+        if self.w.tl.on {
             let label = self.task_label(gi);
             let ends: Vec<(End, usize, f64)> = parts
                 .iter()
-                .map(|&(h, b)| (self.disk_end(h), h, b))
+                .map(|&(h, b)| (self.w.disk_end(h), h, b))
                 .collect();
             let parts = ends
                 .into_iter()
                 .map(|(disk, h, b)| {
                     let to = End::Node(h as u32);
-                    self.tl
+                    self.w
+                        .tl
                         .part(MoveKind::Restore, label, Some(t), disk, to, b, "disk", None)
                 })
                 .collect();
-            self.tl.begin(MoveKey::Restore(t), now, parts);
+            self.w.tl.begin(MoveKey::Restore(t), now, parts);
         }
         match self
+            .w
             .wire
             .start(now, flows, Owner::Restore { task: t, epoch })
         {
             Some(x) => {
-                self.store.xfer.insert(t, x);
-                self.rearm_wire();
+                self.w.store.xfer.insert(t, x);
+                self.w.rearm_wire();
             }
             None => {
-                self.store.spill_from.remove(&t);
+                self.w.store.spill_from.remove(&t);
                 self.start_fetch(t, gi, node, units, 0.0);
             }
         }
@@ -274,19 +245,56 @@ impl Sim<'_> {
 
     /// Task `t`'s spilled inputs are back in their holders' memory: its fetch starts.
     pub(super) fn on_restore_done(&mut self, t: u32, epoch: u32) {
-        self.store.xfer.remove(&t);
+        self.w.store.xfer.remove(&t);
         if epoch != self.tasks.epoch[t as usize] {
             return;
         }
-        let now = self.now();
-        self.tl.arrived(MoveKey::Restore(t), now);
-        if let Some(from) = self.store.spill_from.remove(&t) {
-            self.store.restore_secs += (now - from) as f64 / 1e9;
+        let now = self.w.now();
+        self.w.tl.arrived(MoveKey::Restore(t), now);
+        if let Some(from) = self.w.store.spill_from.remove(&t) {
+            self.w.store.restore_secs += (now - from) as f64 / 1e9;
         }
         let gi = self.group_of(t);
         let node = self.tasks.node[t as usize] as usize;
-        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
+        let units = self.w.device_units(&self.tasks.groups[gi].request);
         self.start_fetch(t, gi, node, units, 0.0);
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// No route to a disk (no graph): `what` is priced in closed form, and the run says so.
+    fn note_no_disk_route(&mut self, what: &str) {
+        self.net.note(
+            MovementKind::Spill,
+            false,
+            format!(
+                "{what}: closed form (no disk route; {} GB/s)",
+                SPILL_DISK_BW / 1e9
+            ),
+        );
+    }
+
+    /// Where spills go, for the run's notes.
+    fn spill_target(&self) -> String {
+        let g = self.wire.graph.as_ref();
+        match (g.and_then(|g| g.spill_storage()), &self.spec.cluster) {
+            (Some(s), Some(c)) => {
+                format!("the drive of node-local storage `{}`", c.storage[s].name)
+            }
+            _ => format!(
+                "each node's spill disk ({} GB/s per direction, an assumption: no node-local storage declared)",
+                SPILL_DISK_BW / 1e9
+            ),
+        }
+    }
+
+    /// Timeline: where node `n`'s spills go — the node-local storage whose drive it uses,
+    /// else its own undeclared disk.
+    fn disk_end(&self, n: usize) -> End {
+        match self.wire.graph.as_ref().and_then(|g| g.spill_storage()) {
+            Some(s) => End::Storage(s as u32),
+            None => End::Disk(n as u32),
+        }
     }
 
     /// Task `t` was killed or must fetch again: its spill or restore leaves the network.

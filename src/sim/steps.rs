@@ -16,27 +16,29 @@ impl Sim<'_> {
     /// Start a step of job `j` after `lead` (a checkpoint write before it): compute, then its
     /// collectives — on the run's network, or for the closed-form `comm_ns`.
     pub(super) fn begin_step(&mut self, j: u32, lead: Time) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         let epoch = job.epoch;
         job.busy = Default::default();
         if job.on_wire {
             // The optimizer step waits for the reduction (`next_round`).
             let until = lead + job.compute_ns - job.optimizer_ns;
-            self.q
+            self.w
+                .q
                 .after(until, Ev::Training(TrainingEv::CommStart(j, epoch)));
             // Overlapped gradient buckets start during the compute.
             self.overlap_begin(j, now + lead);
         } else {
             let d = (lead + job.compute_ns + job.comm_ns).max(1);
-            self.q
+            self.w
+                .q
                 .after(d, Ev::Training(TrainingEv::StepDone(j, epoch)));
         }
     }
 
     /// Job `j`'s step finished computing: its first round.
     pub(super) fn on_comm_start(&mut self, j: u32, epoch: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         if epoch != job.epoch {
             return;
@@ -51,7 +53,7 @@ impl Sim<'_> {
     /// The next round of the step's collectives after its α, or the step is done; at the
     /// overlap's gate, only once every gradient stream is done.
     pub(super) fn next_round(&mut self, j: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         let epoch = job.epoch;
         // The round just done is stretched by waiting a share of its time before the next
@@ -75,7 +77,7 @@ impl Sim<'_> {
             // Every gradient is reduced: the optimizer step, then what follows it.
             job.opt_done = true;
             job.busy.off(now);
-            self.q.after(
+            self.w.q.after(
                 job.optimizer_ns + extra,
                 Ev::Training(TrainingEv::OptimizerDone(j, epoch)),
             );
@@ -92,7 +94,8 @@ impl Sim<'_> {
             job.traffic_total += job.busy.ns;
             if comm == 0 && job.compute_ns == 0 {
                 // Nothing takes time: keep the clock moving as the closed-form path does.
-                self.q
+                self.w
+                    .q
                     .after(1, Ev::Training(TrainingEv::StepDone(j, epoch)));
             } else {
                 self.on_step_done(j, epoch);
@@ -101,7 +104,8 @@ impl Sim<'_> {
         };
         let alpha = secs(r.alpha) + extra;
         if alpha > 0 {
-            self.transfer_after(alpha, super::wire::Owner::Round { job: j, epoch });
+            self.w
+                .transfer_after(alpha, super::wire::Owner::Round { job: j, epoch });
         } else {
             self.on_transfer_go(super::wire::Owner::Round { job: j, epoch });
         }
@@ -109,7 +113,7 @@ impl Sim<'_> {
 
     /// The optimizer step is done: the rounds after the gate.
     pub(super) fn on_optimizer_done(&mut self, j: u32, epoch: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         if epoch != job.epoch {
             return;
@@ -133,11 +137,11 @@ impl Sim<'_> {
     /// A failure stopped job `j`: its flows leave the network.
     pub(crate) fn cancel_job_transfer(&mut self, j: usize) {
         if let Some(x) = self.jobs[j].xfer.take() {
-            let now = self.now();
-            self.wire.cancel(now, x);
+            let now = self.w.now();
+            self.w.wire.cancel(now, x);
         }
         self.cancel_bucket_transfers(j);
-        self.rearm_wire();
+        self.w.rearm_wire();
     }
 }
 

@@ -5,7 +5,7 @@
 //! Architecture invariant: never calls `crate::placement`; tasks are placed through
 //! `scheduling` (`submit`, `dispatch`).
 
-use super::{Ev, Sim, Work, device_units, models, timeline};
+use super::{Ev, Sim, Work, models, timeline};
 use crate::engine::Time;
 use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::workload::Policy;
@@ -81,6 +81,7 @@ impl Sim<'_> {
         let base = self.tasks.groups.len() as u32;
         for (gi, g) in w.tasks.iter().enumerate() {
             let request = self
+                .w
                 .state
                 .request_with_memory(&g.resources, g.device_memory);
             let first = self.tasks.start.len() as u32;
@@ -167,7 +168,7 @@ impl Sim<'_> {
 
     /// Every group this one runs `after` has finished: submit its tasks.
     pub(super) fn on_group_ready(&mut self, g: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let grp = &mut self.tasks.groups[g as usize];
         grp.ready_at = now;
         let (first, count) = (grp.first, grp.count);
@@ -178,7 +179,7 @@ impl Sim<'_> {
 
     /// A task attempt finished; stale attempts (its node died) are ignored.
     pub(super) fn on_task_done(&mut self, t: u32, epoch: u32) {
-        let now = self.now();
+        let now = self.w.now();
         if epoch != self.tasks.epoch[t as usize] {
             return; // its node died; the task was retried or failed
         }
@@ -192,20 +193,20 @@ impl Sim<'_> {
             self.rebuilt(t, gi, node);
             return;
         }
-        if !self.state.nodes[node].alive() {
-            self.violations.push(format!(
+        if !self.w.state.nodes[node].alive() {
+            self.w.violations.push(format!(
                 "task {t} finished on dead node {}",
-                self.state.nodes[node].name()
+                self.w.state.nodes[node].name()
             ));
         }
         if std::mem::replace(&mut self.tasks.completed[t as usize], true) {
-            self.violations.push(format!("task {t} completed twice"));
+            self.w.violations.push(format!("task {t} completed twice"));
         }
         if let Some(a) = self.tasks.alloc[t as usize].take() {
-            self.free(&a, self.tasks.groups[gi].tenant);
+            self.w.free(&a, self.tasks.groups[gi].tenant);
         }
-        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
-        self.busy(node, -units, now);
+        let units = self.w.device_units(&self.tasks.groups[gi].request);
+        self.w.busy(node, -units, now);
         let start = self.tasks.start[t as usize];
         self.tasks.groups[gi].run.record((now - start) as f64 / 1e9);
         self.store_output(t, gi, node);
@@ -223,11 +224,11 @@ impl Sim<'_> {
     /// Nanoseconds task `t` of `gi` computes on `node` once its inputs are there.
     fn task_run_ns(&self, gi: usize, node: NodeId) -> Time {
         let g = &self.tasks.groups[gi];
-        let units = device_units(&self.state, &self.unit_ids, &g.request);
-        let ts = &self.spec.workloads[g.workload].tasks[g.index];
-        let run = match (&ts.duration, &ts.compute, &self.node_accel[node]) {
+        let units = self.w.device_units(&g.request);
+        let ts = &self.w.spec.workloads[g.workload].tasks[g.index];
+        let run = match (&ts.duration, &ts.compute, &self.w.node_accel[node]) {
             (Some(d), _, _) => d.0 as f64 / 1e9,
-            (None, Some(c), Some(acc)) => models::compute_secs(self.spec, acc, c, 1.0, units),
+            (None, Some(c), Some(acc)) => models::compute_secs(self.w.spec, acc, c, 1.0, units),
             _ => 0.0,
         };
         secs(run).max(1)
@@ -242,8 +243,9 @@ impl Sim<'_> {
             match self.fetch_plan(t, gi, node, units > 0.0) {
                 Ok(x) => x,
                 Err(()) => {
-                    self.q
-                        .at(self.q.now(), Ev::Task(TaskEv::FetchFailed(t, epoch)));
+                    self.w
+                        .q
+                        .at(self.w.q.now(), Ev::Task(TaskEv::FetchFailed(t, epoch)));
                     return;
                 }
             }
@@ -256,11 +258,12 @@ impl Sim<'_> {
                 self.tasks.groups[gi].fetch_ns += secs(fixed);
             }
             let d = secs(fixed) + self.task_run_ns(gi, node);
-            self.q.after(d.max(1), Ev::Task(TaskEv::Done(t, epoch)));
+            self.w.q.after(d.max(1), Ev::Task(TaskEv::Done(t, epoch)));
             return;
         }
-        self.net.pending_fetch.insert(t, flows);
-        self.transfer_after(secs(fixed), super::wire::Owner::Fetch { task: t, epoch });
+        self.w.net.pending_fetch.insert(t, flows);
+        self.w
+            .transfer_after(secs(fixed), super::wire::Owner::Fetch { task: t, epoch });
     }
 
     /// Task `t`'s transport cannot move its inputs to it: the task fails, as Ray raises the
@@ -270,17 +273,17 @@ impl Sim<'_> {
         if epoch != self.tasks.epoch[t as usize] {
             return;
         }
-        let now = self.now();
+        let now = self.w.now();
         let gi = self.group_of(t);
         let node = self.tasks.node[t as usize] as usize;
         self.record_task(t as usize, now);
-        self.cancel_fetch(t);
+        self.w.cancel_fetch(t);
         self.tasks.epoch[t as usize] += 1;
         if let Some(a) = self.tasks.alloc[t as usize].take() {
-            self.free(&a, self.tasks.groups[gi].tenant);
+            self.w.free(&a, self.tasks.groups[gi].tenant);
         }
-        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
-        self.busy(node, -units, now);
+        let units = self.w.device_units(&self.tasks.groups[gi].request);
+        self.w.busy(node, -units, now);
         self.failures.tasks_failed += 1;
         self.tasks.groups[gi].failed += 1;
         self.task_done_bookkeeping(gi);
@@ -289,21 +292,77 @@ impl Sim<'_> {
 
     /// Task `t`'s inputs have arrived: it runs.
     pub(super) fn on_fetch_done(&mut self, t: u32, epoch: u32) {
-        self.net.fetch_xfer.remove(&t);
-        self.net.fetch_from.remove(&t);
+        self.w.net.fetch_xfer.remove(&t);
+        self.w.net.fetch_from.remove(&t);
         if epoch != self.tasks.epoch[t as usize] {
             return;
         }
         let gi = self.group_of(t);
         let node = self.tasks.node[t as usize] as usize;
-        let (start, now) = (self.tasks.start[t as usize], self.now());
-        self.tl.arrived(super::timeline::MoveKey::Fetch(t), now);
+        let (start, now) = (self.tasks.start[t as usize], self.w.now());
+        self.w.tl.arrived(super::timeline::MoveKey::Fetch(t), now);
         let took = now - start;
         self.tasks.groups[gi].fetch_ns += took;
         let d = self.task_run_ns(gi, node);
-        self.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
+        self.w.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
     }
 
+    /// Timeline: task `t` ran on its devices and CPUs from its start until `now` (done or
+    /// killed). Busy utilization: its devices and CPUs did work the whole time (its input
+    /// fetch included).
+    pub(crate) fn record_task(&mut self, t: usize, now: Time) {
+        let node = self.tasks.node[t] as usize;
+        let gi = self.group_of(t as u32);
+        let units = self.w.device_units(&self.tasks.groups[gi].request);
+        self.w.worked(node, units, self.tasks.start[t], now);
+        let cpus = super::cpu::cpus_of(&self.tasks.groups[gi].request);
+        let item = super::labels::Item::Group(gi);
+        self.cpu_worked(node, cpus, self.tasks.start[t], now, item);
+        if !self.w.tl.on {
+            return;
+        }
+        let devs = self.w.alloc_devices(node, self.tasks.alloc[t].as_ref());
+        let label = self.label_id(super::labels::Item::Group(gi));
+        let from = self.tasks.start[t];
+        self.w
+            .tl
+            .span(&devs, from, now, timeline::SpanKind::Compute, label);
+    }
+
+    /// Submit a task again, after its group's retry delay.
+    pub(crate) fn retry_task(&mut self, t: u32) {
+        let gi = self.group_of(t);
+        let g = &self.tasks.groups[gi];
+        let delay = self.w.spec.workloads[g.workload].tasks[g.index]
+            .retry_delay
+            .0;
+        if delay == 0 {
+            self.submit(Work::Task(t));
+        } else {
+            self.tasks.groups[gi].delayed += 1;
+            self.w.q.after(delay, Ev::Task(TaskEv::Retry(t)));
+        }
+    }
+
+    pub(super) fn task_done_bookkeeping(&mut self, gi: usize) {
+        let now = self.w.now();
+        let g = &mut self.tasks.groups[gi];
+        g.done += 1;
+        if g.done == g.count {
+            g.last_end = now;
+            self.w.makespan = self.w.makespan.max(now);
+            for d in g.dependents.clone() {
+                let dg = &mut self.tasks.groups[d as usize];
+                dg.deps_left -= 1;
+                if dg.deps_left == 0 {
+                    self.w.q.at(now, Ev::Task(TaskEv::GroupReady(d)));
+                }
+            }
+        }
+    }
+}
+
+impl crate::sim::World<'_> {
     /// Task `t` was killed (or must fetch again): its fetch, restore or spill leaves the
     /// network.
     pub(crate) fn cancel_fetch(&mut self, t: u32) {
@@ -315,57 +374,6 @@ impl Sim<'_> {
             let now = self.now();
             self.wire.cancel(now, x);
             self.rearm_wire();
-        }
-    }
-
-    /// Timeline: task `t` ran on its devices and CPUs from its start until `now` (done or
-    /// killed). Busy utilization: its devices and CPUs did work the whole time (its input
-    /// fetch included).
-    pub(crate) fn record_task(&mut self, t: usize, now: Time) {
-        let node = self.tasks.node[t] as usize;
-        let gi = self.group_of(t as u32);
-        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
-        self.worked(node, units, self.tasks.start[t], now);
-        let cpus = super::cpu::cpus_of(&self.tasks.groups[gi].request);
-        let item = super::labels::Item::Group(gi);
-        self.cpu_worked(node, cpus, self.tasks.start[t], now, item);
-        if !self.tl.on {
-            return;
-        }
-        let devs = self.alloc_devices(node, self.tasks.alloc[t].as_ref());
-        let label = self.label_id(super::labels::Item::Group(gi));
-        let from = self.tasks.start[t];
-        self.tl
-            .span(&devs, from, now, timeline::SpanKind::Compute, label);
-    }
-
-    /// Submit a task again, after its group's retry delay.
-    pub(crate) fn retry_task(&mut self, t: u32) {
-        let gi = self.group_of(t);
-        let g = &self.tasks.groups[gi];
-        let delay = self.spec.workloads[g.workload].tasks[g.index].retry_delay.0;
-        if delay == 0 {
-            self.submit(Work::Task(t));
-        } else {
-            self.tasks.groups[gi].delayed += 1;
-            self.q.after(delay, Ev::Task(TaskEv::Retry(t)));
-        }
-    }
-
-    pub(super) fn task_done_bookkeeping(&mut self, gi: usize) {
-        let now = self.now();
-        let g = &mut self.tasks.groups[gi];
-        g.done += 1;
-        if g.done == g.count {
-            g.last_end = now;
-            self.makespan = self.makespan.max(now);
-            for d in g.dependents.clone() {
-                let dg = &mut self.tasks.groups[d as usize];
-                dg.deps_left -= 1;
-                if dg.deps_left == 0 {
-                    self.q.at(now, Ev::Task(TaskEv::GroupReady(d)));
-                }
-            }
         }
     }
 }

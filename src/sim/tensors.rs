@@ -19,7 +19,7 @@
 use super::network::{Flow, MovementKind, Rank};
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
-use super::{Sim, device_units, models::secs};
+use super::{Sim, models::secs};
 
 impl Sim<'_> {
     /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
@@ -43,14 +43,14 @@ impl Sim<'_> {
         if src == dst || bytes <= 0.0 {
             return Ok((0.0, None));
         }
-        match self.cached_part(name, src, dst, device, bytes, key) {
+        match self.w.cached_part(name, src, dst, device, bytes, key) {
             Ok((fixed, wire, cal)) => {
                 let cal = if cal.is_empty() {
                     String::new()
                 } else {
                     format!("; {}", cal.join(", "))
                 };
-                self.net.note(
+                self.w.net.note(
                     kind,
                     true,
                     format!("{what}: transport {name} on the shared network{cal}"),
@@ -74,7 +74,7 @@ impl Sim<'_> {
         };
         let r = &self.actors.groups[rg];
         let m = u64::from(r.count.max(1));
-        let calls = self.spec.workloads[g.workload].actors[g.index].calls;
+        let calls = self.w.spec.workloads[g.workload].actors[g.index].calls;
         let c = calls.saturating_sub(ac.calls_left);
         let start = (u64::from(ac.index) + c) % m;
         let mut alive = false;
@@ -103,7 +103,7 @@ impl Sim<'_> {
                 return;
             }
         };
-        let spec = self.spec;
+        let spec = self.w.spec;
         let (g, sender) = (
             self.actors.list[a as usize].group,
             &self.actors.list[a as usize],
@@ -112,12 +112,7 @@ impl Sim<'_> {
         let w = &spec.workloads[ag.workload];
         let sa = &w.actors[ag.index];
         let bytes = sa.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
-        let name = self
-            .transport_override
-            .clone()
-            .or_else(|| sa.transport.clone())
-            .or_else(|| w.transport.clone())
-            .unwrap_or_else(|| "object_store".to_string());
+        let name = self.w.transport_named([&sa.transport, &w.transport]);
         let what = format!(
             "tensor {}.{} to {}",
             w.name,
@@ -129,20 +124,22 @@ impl Sim<'_> {
         let (src_n, dst_n) = (sender.node.unwrap_or(0), recv.node.unwrap_or(0));
         let units = |x: &super::actors::Actor| {
             if x.holds {
-                device_units(&self.state, &self.unit_ids, &x.request)
+                self.w.device_units(&x.request)
             } else {
                 0.0
             }
         };
         let device = units(sender) > 0.0
             && units(recv) > 0.0
-            && self.node_accel[src_n].is_some()
-            && self.node_accel[dst_n].is_some();
+            && self.w.node_accel[src_n].is_some()
+            && self.w.node_accel[dst_n].is_some();
         let (src, dst) = ((src_n, sender.dev as usize), (dst_n, recv.dev as usize));
-        let name = self.allowed_or_fallback(MovementKind::Tensor, tenant, name, &what);
-        if let Some(log) = &mut self.transfers {
+        let name = self
+            .w
+            .allowed_or_fallback(MovementKind::Tensor, tenant, name, &what);
+        if let Some(log) = &mut self.w.transfers {
             log.push(super::TransferRecord {
-                time: self.q.now(),
+                time: self.w.q.now(),
                 tenant,
                 transport: name.clone(),
                 bytes,
@@ -163,12 +160,12 @@ impl Sim<'_> {
             self.finish_call(a, epoch, false);
             return;
         };
-        let now = self.now();
-        if self.tl.on && src != dst && bytes > 0.0 {
+        let now = self.w.now();
+        if self.w.tl.on && src != dst && bytes > 0.0 {
             let k = self.actors.list[a as usize].index;
             let label = self.label_id(super::labels::Item::Actors(g));
             let (from, to) = (End::Node(src_n as u32), End::Node(dst_n as u32));
-            let p = self.tl.part(
+            let p = self.w.tl.part(
                 MoveKind::Tensor,
                 label,
                 Some(k),
@@ -178,14 +175,15 @@ impl Sim<'_> {
                 &name,
                 None,
             );
-            self.tl.begin(MoveKey::Tensor(a), now, vec![p]);
+            self.w.tl.begin(MoveKey::Tensor(a), now, vec![p]);
         }
         let ac = &mut self.actors.list[a as usize];
         ac.send_node = Some(dst_n);
         ac.send_from = now;
         ac.send_wait = false;
         ac.send_flows = Some(flow.into_iter().collect());
-        self.transfer_after(secs(fixed), Owner::Tensor { actor: a, epoch });
+        self.w
+            .transfer_after(secs(fixed), Owner::Tensor { actor: a, epoch });
     }
 
     /// Actor `a`'s tensor has arrived: its call is done.
@@ -196,12 +194,12 @@ impl Sim<'_> {
         }
         ac.send_xfer = None;
         ac.send_node = None;
-        let now = self.q.now();
-        self.tl.arrived(MoveKey::Tensor(a), now);
+        let now = self.w.q.now();
+        self.w.tl.arrived(MoveKey::Tensor(a), now);
         let ac = &self.actors.list[a as usize];
         let took = now - ac.send_from;
         let g = &mut self.actors.groups[ac.group];
-        let spec_a = &self.spec.workloads[g.workload].actors[g.index];
+        let spec_a = &self.w.spec.workloads[g.workload].actors[g.index];
         g.tensors += 1;
         g.tensor_bytes += spec_a.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
         g.tensor_secs += took as f64 / 1e9;
@@ -214,9 +212,9 @@ impl Sim<'_> {
         ac.send_flows = None;
         ac.send_node = None;
         if let Some(x) = ac.send_xfer.take() {
-            let now = self.now();
-            self.wire.cancel(now, x);
-            self.rearm_wire();
+            let now = self.w.now();
+            self.w.wire.cancel(now, x);
+            self.w.rearm_wire();
         }
     }
 
@@ -241,7 +239,7 @@ impl Sim<'_> {
             .and_then(|al| {
                 al.instances
                     .iter()
-                    .filter(|(rid, _)| self.unit_ids.contains(rid))
+                    .filter(|(rid, _)| self.w.unit_ids.contains(rid))
                     .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
             })
             .unwrap_or(0);

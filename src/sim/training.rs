@@ -7,7 +7,7 @@
 //! `placement_groups`); collectives are priced by `network`, falling back to the closed
 //! forms of `models`.
 
-use super::{Sim, device_units, metrics, models, network, timeline};
+use super::{Sim, metrics, models, network, timeline};
 use crate::engine::Time;
 use crate::placement::NodeId;
 use crate::sim::TrainingEv::Resume;
@@ -177,26 +177,26 @@ impl Sim<'_> {
     }
 
     pub(super) fn start_job(&mut self, j: u32) {
-        let now = self.now();
+        let now = self.w.now();
         if self.fabric_cuts(j) {
             // NCCL cannot connect its ranks: it waits for a repair (`failures::fabric`).
             if !self.failures.waiting_fabric.contains(&j) {
                 self.failures.waiting_fabric.push(j);
                 let (w, i) = (self.jobs[j as usize].workload, self.jobs[j as usize].index);
-                let wl = &self.spec.workloads[w];
+                let wl = &self.w.spec.workloads[w];
                 let name = format!("{}.{}", wl.name, wl.training[i].name);
                 self.mark("job_waits_for_fabric", name);
             }
             return;
         }
-        let spec = self.spec;
+        let spec = self.w.spec;
         let job = &self.jobs[j as usize];
         let t = &spec.workloads[job.workload].training[job.index];
         let per_node = self.job_nodes(j);
         let devices: u32 = per_node.values().sum();
         let compute = match (
             &t.compute,
-            per_node.keys().find_map(|n| self.node_accel[*n].clone()),
+            per_node.keys().find_map(|n| self.w.node_accel[*n].clone()),
         ) {
             (Some(c), Some(acc)) => models::compute_secs(spec, &acc, c, 1.0, 1.0),
             _ => 0.0,
@@ -219,7 +219,7 @@ impl Sim<'_> {
                 ),
                 Err(e) => {
                     // Not priced: the job does not run rather than run for free.
-                    self.net.note(
+                    self.w.net.note(
                         network::MovementKind::Collective,
                         false,
                         format!(
@@ -238,13 +238,13 @@ impl Sim<'_> {
             .map(|c| super::checkpoints::closed_form_secs(c.size.0 as f64, per_node.len()))
             .unwrap_or(0);
         for (n, d) in &per_node {
-            self.busy(*n, f64::from(*d), now);
+            self.w.busy(*n, f64::from(*d), now);
         }
         let node_cpus = self.job_node_cpus(j);
         let dev_set = self
             .job_ranks(j)
             .into_iter()
-            .filter_map(|(n, k)| self.tl.device(n, k))
+            .filter_map(|(n, k)| self.w.tl.device(n, k))
             .collect();
         let job = &mut self.jobs[j as usize];
         job.compute_ns = secs(compute);
@@ -283,7 +283,7 @@ impl Sim<'_> {
                 let epoch = job.epoch;
                 let load_ns = job.load_ns;
                 if !self.start_checkpoint(j, true) {
-                    self.q.after(load_ns.max(1), Resume(j, epoch).into());
+                    self.w.q.after(load_ns.max(1), Resume(j, epoch).into());
                 }
             }
         }
@@ -294,8 +294,7 @@ impl Sim<'_> {
         let pg = &self.pgs[self.jobs[j as usize].pg as usize];
         let mut per_node: BTreeMap<NodeId, u32> = BTreeMap::new();
         for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
-            *per_node.entry(*n).or_insert(0) +=
-                device_units(&self.state, &self.unit_ids, b).round() as u32;
+            *per_node.entry(*n).or_insert(0) += self.w.device_units(b).round() as u32;
         }
         per_node
     }
@@ -313,8 +312,8 @@ impl Sim<'_> {
     /// Seconds of the job's collectives per step over its current group, with the current
     /// bandwidth of each node (degraded NVLink or NICs slow them down).
     pub(super) fn job_comm_secs(&mut self, j: u32, per_node: &BTreeMap<NodeId, u32>) -> f64 {
-        let job = &self.jobs[j as usize];
-        let t = &self.spec.workloads[job.workload].training[job.index];
+        let (job, spec) = (&self.jobs[j as usize], self.w.spec);
+        let t = &spec.workloads[job.workload].training[job.index];
         let linked: Vec<(NodeId, u32)> = per_node
             .iter()
             .filter(|(_, d)| **d > 0)
@@ -325,7 +324,7 @@ impl Sim<'_> {
         let group = models::Group {
             nodes: linked
                 .iter()
-                .map(|(n, d)| (self.node_types[*n], *d))
+                .map(|(n, d)| (self.w.node_types[*n], *d))
                 .collect(),
             factors: linked
                 .iter()
@@ -337,8 +336,7 @@ impl Sim<'_> {
         };
         let mut total = 0.0;
         for c in &t.collectives {
-            total +=
-                models::collective_secs(self.spec, &c.op, c.bytes.0 as f64, c.hierarchical, &group);
+            total += models::collective_secs(spec, &c.op, c.bytes.0 as f64, c.hierarchical, &group);
         }
         total
     }
@@ -354,7 +352,7 @@ impl Sim<'_> {
                 order.push(a.node);
             }
             for (rid, amounts) in &a.instances {
-                if self.unit_ids.contains(rid) {
+                if self.w.unit_ids.contains(rid) {
                     let devs = per.entry(a.node).or_default();
                     devs.extend(
                         amounts
@@ -380,7 +378,7 @@ impl Sim<'_> {
     /// in closed form) when the flow model cannot take one of them; the run notes which.
     fn job_rounds(&mut self, j: u32) -> Option<Vec<crate::network::collective::Round>> {
         let job = &self.jobs[j as usize];
-        let t = &self.spec.workloads[job.workload].training[job.index];
+        let t = &self.w.spec.workloads[job.workload].training[job.index];
         let ranks = self.job_ranks(j);
         let share = crate::sim::collective_rules::share(self.job_net(j).1);
         let mut all = Vec::new();
@@ -395,7 +393,7 @@ impl Sim<'_> {
                     .map_or(String::new(), |p| format!(" {p}")),
                 if c.hierarchical { " hierarchical" } else { "" }
             );
-            let r = match &self.wire.graph {
+            let r = match &self.w.wire.graph {
                 Some(g) => network::collective_rounds(g, c, &ranks, share),
                 None => Err("no cluster graph".into()),
             };
@@ -405,7 +403,7 @@ impl Sim<'_> {
                         Some(m) => format!("{m}, flows as {}", r.algorithm.name()),
                         None => format!("{} {}", r.algorithm.name(), r.protocol.name()),
                     };
-                    self.net.note(
+                    self.w.net.note(
                         network::MovementKind::Collective,
                         true,
                         format!("{what}: {how} on the run's shared network (flow model)"),
@@ -413,7 +411,7 @@ impl Sim<'_> {
                     all.extend(r.rounds);
                 }
                 Err(e) => {
-                    self.net.note(
+                    self.w.net.note(
                         network::MovementKind::Collective,
                         false,
                         format!("{what}: closed form ({e})"),
@@ -449,7 +447,7 @@ impl Sim<'_> {
 
     /// A step of job `j` finished: maybe write a checkpoint, then the next step or done.
     pub(super) fn on_step_done(&mut self, j: u32, epoch: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         if epoch != job.epoch {
             return;
@@ -461,11 +459,11 @@ impl Sim<'_> {
         let from = self.jobs[j as usize].span_from;
         for k in 0..self.jobs[j as usize].per_node.len() {
             let (n, d) = self.jobs[j as usize].per_node[k];
-            self.worked(n, f64::from(d), from, now);
+            self.w.worked(n, f64::from(d), from, now);
             let cpus = self.jobs[j as usize].per_node_cpus[k];
             self.cpu_worked(n, cpus, from, now, super::labels::Item::Job(j as usize));
         }
-        if self.tl.on {
+        if self.w.tl.on {
             self.record_step(j as usize, now);
         }
         self.jobs[j as usize].span_from = now;
@@ -506,7 +504,7 @@ impl Sim<'_> {
             self.begin_step(j, lead);
         } else {
             job.finished = Some(now);
-            self.makespan = self.makespan.max(now);
+            self.w.makespan = self.w.makespan.max(now);
             let pg = job.pg as usize;
             self.release_pg(pg);
         }
@@ -514,7 +512,7 @@ impl Sim<'_> {
 
     /// Job `j` finished loading its checkpoint after a restart: it computes again.
     pub(super) fn on_job_resume(&mut self, j: u32, epoch: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &mut self.jobs[j as usize];
         if epoch == job.epoch {
             job.progress_from = now;
@@ -533,7 +531,7 @@ impl Sim<'_> {
                 kind: "job_resumed".into(),
                 subject: format!(
                     "{}.{}",
-                    self.spec.workloads[w].name, self.spec.workloads[w].training[i].name
+                    self.w.spec.workloads[w].name, self.w.spec.workloads[w].training[i].name
                 ),
             });
             let job = &mut self.jobs[j as usize];
@@ -547,7 +545,7 @@ impl Sim<'_> {
     pub(super) fn record_step(&mut self, j: usize, now: Time) {
         let label = self.label_id(super::labels::Item::Job(j));
         let job = &self.jobs[j];
-        let w = &self.spec.workloads[job.workload];
+        let w = &self.w.spec.workloads[job.workload];
         let (from, ck, c) = (job.span_from, job.span_ckpt, job.compute_ns);
         let a = from + ck;
         let b = (a + c).min(now);
@@ -555,10 +553,13 @@ impl Sim<'_> {
         let devs = &self.jobs[j].dev_set;
         let n = self.jobs[j].steps_done.saturating_sub(1) as u32;
         let step = Some(n);
-        self.tl
+        self.w
+            .tl
             .span_of(devs, from, a.min(now), K::Checkpoint, label, step);
-        self.tl.span_of(devs, a, b, K::Compute, label, step);
-        self.tl.span_of(devs, b, now, K::Communication, label, step);
+        self.w.tl.span_of(devs, a, b, K::Compute, label, step);
+        self.w
+            .tl
+            .span_of(devs, b, now, K::Communication, label, step);
         let t = &w.training[job.index];
         if t.collectives.is_empty() || now <= b {
             return;
@@ -589,6 +590,6 @@ impl Sim<'_> {
         } else {
             "closed form"
         };
-        self.tl.collective(label, n, group, b, now, bytes, model);
+        self.w.tl.collective(label, n, group, b, now, bytes, model);
     }
 }

@@ -17,21 +17,16 @@ use crate::network::LinkId;
 type Flows = Vec<(Vec<LinkId>, f64)>;
 
 impl Sim<'_> {
-    /// `owner`'s transfer starts after `delay` ns (its fixed part).
-    pub(super) fn transfer_after(&mut self, delay: crate::engine::Time, owner: Owner) {
-        self.q.after(delay, Ev::TransferGo(owner));
-    }
-
     /// A transfer's fixed part is over: its flows start, or it completes now with none.
     pub(super) fn on_transfer_go(&mut self, owner: Owner) {
         let Some(flows) = self.transfer_flows(owner) else {
             return;
         };
-        let now = self.now();
-        match self.wire.start(now, flows, owner) {
+        let now = self.w.now();
+        match self.w.wire.start(now, flows, owner) {
             Some(x) => {
                 self.hold_transfer(owner, x);
-                self.rearm_wire();
+                self.w.rearm_wire();
             }
             None => self.on_transfer_done(owner),
         }
@@ -62,7 +57,7 @@ impl Sim<'_> {
             Owner::Fetch { task, epoch } => {
                 // A later attempt's flows may be pending: leave them.
                 (epoch == self.tasks.epoch[task as usize]).then_some(())?;
-                self.net.pending_fetch.remove(&task)
+                self.w.net.pending_fetch.remove(&task)
             }
             Owner::Tensor { actor, epoch } => {
                 let a = &mut self.actors.list[actor as usize];
@@ -123,7 +118,7 @@ impl Sim<'_> {
                 }
             }
             Owner::Fetch { task, .. } => {
-                self.net.fetch_xfer.insert(task, x);
+                self.w.net.fetch_xfer.insert(task, x);
             }
             Owner::Tensor { actor, .. } => self.actors.list[actor as usize].send_xfer = Some(x),
             Owner::Request { replica, .. } => {
@@ -183,5 +178,12 @@ impl Sim<'_> {
             } => self.on_llm_pipe_flows(replica, epoch, flight),
             Owner::LlmKv { service, slot, .. } => self.on_llm_kv_done(service, slot),
         }
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// `owner`'s transfer starts after `delay` ns (its fixed part).
+    pub(super) fn transfer_after(&mut self, delay: crate::engine::Time, owner: Owner) {
+        self.q.after(delay, Ev::TransferGo(owner));
     }
 }

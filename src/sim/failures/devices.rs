@@ -7,7 +7,7 @@
 //! restart through `start_job`).
 
 use crate::placement::NodeId;
-use crate::sim::{Sim, Work, device_units};
+use crate::sim::{Sim, Work};
 
 /// What a node lost with a NIC: its reachability (every frontend NIC, or every NIC when it
 /// has no frontend one), a compute NIC, or neither.
@@ -22,17 +22,17 @@ impl Sim<'_> {
     /// process dies on the CUDA error, so the owner sees it without a health check) and is
     /// retried, restarted or re-placed right away; the node stays up.
     pub(crate) fn device_fault(&mut self, n: NodeId, dev: usize) {
-        let now = self.now();
-        if !self.state.nodes[n].alive() {
+        let now = self.w.now();
+        if !self.w.state.nodes[n].alive() {
             return;
         }
-        let Some((rid, k)) = self.state.fail_device(n, dev) else {
+        let Some((rid, k)) = self.w.state.fail_device(n, dev) else {
             return;
         };
-        if let Some(d) = self.tl.device(n, dev) {
-            self.tl.fail(&[d], now);
+        if let Some(d) = self.w.tl.device(n, dev) {
+            self.w.tl.fail(&[d], now);
         }
-        self.mark("xid", format!("{}.d{dev}", self.state.nodes[n].name()));
+        self.mark("xid", format!("{}.d{dev}", self.w.state.nodes[n].name()));
         let uses = |a: &crate::placement::Allocation| {
             a.node == n
                 && a.instances
@@ -46,13 +46,13 @@ impl Sim<'_> {
             self.record_task(t, now);
             let a = self.tasks.alloc[t].take().expect("checked");
             let gi = self.group_of(t as u32);
-            let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
+            let units = self.w.device_units(&self.tasks.groups[gi].request);
             self.failures.lost_device_ns += units * (now - self.tasks.start[t]) as f64;
             let tenant = self.tasks.groups[gi].tenant;
-            self.free(&a, tenant);
-            self.busy(n, -units, now);
+            self.w.free(&a, tenant);
+            self.w.busy(n, -units, now);
             self.tasks.epoch[t] += 1;
-            self.cancel_fetch(t as u32);
+            self.w.cancel_fetch(t as u32);
             if self.tasks.retries[t] > 0 {
                 self.tasks.retries[t] -= 1;
                 self.failures.tasks_retried += 1;
@@ -73,9 +73,9 @@ impl Sim<'_> {
             }
             let alloc = self.actors.list[a].alloc.take().expect("checked");
             let g = self.actors.list[a].group;
-            let units = device_units(&self.state, &self.unit_ids, &self.actors.list[a].request);
-            self.free(&alloc, self.actors.groups[g].tenant);
-            self.busy(n, -units, now);
+            let units = self.w.device_units(&self.actors.list[a].request);
+            self.w.free(&alloc, self.actors.groups[g].tenant);
+            self.w.busy(n, -units, now);
             self.lose_actor_call(a);
             let ac = &mut self.actors.list[a];
             ac.epoch += 1;
@@ -101,9 +101,9 @@ impl Sim<'_> {
             let s = self.services.replicas[r].service as usize;
             self.llm_lost(r);
             let alloc = self.services.replicas[r].alloc.take().expect("checked");
-            let units = device_units(&self.state, &self.unit_ids, &self.services.list[s].request);
-            self.free(&alloc, self.services.list[s].tenant);
-            self.busy(n, -units, now);
+            let units = self.w.device_units(&self.services.list[s].request);
+            self.w.free(&alloc, self.services.list[s].tenant);
+            self.w.busy(n, -units, now);
             let rep = &mut self.services.replicas[r];
             rep.epoch += 1;
             rep.node = None;
@@ -126,12 +126,12 @@ impl Sim<'_> {
             }
             for i in hit {
                 let a = self.pgs[p].allocs[i].take().expect("checked");
-                self.free(&a, tenant);
+                self.w.free(&a, tenant);
             }
             if self.pgs[p].slice {
                 for i in 0..self.pgs[p].allocs.len() {
                     if let Some(a) = self.pgs[p].allocs[i].take() {
-                        self.free(&a, tenant);
+                        self.w.free(&a, tenant);
                     }
                 }
             }
@@ -144,14 +144,14 @@ impl Sim<'_> {
     }
 
     pub(crate) fn device_repair(&mut self, n: NodeId, dev: usize) {
-        if let Some(d) = self.tl.device(n, dev) {
-            let now = self.now();
-            self.tl.repair(&[d], now);
+        if let Some(d) = self.w.tl.device(n, dev) {
+            let now = self.w.now();
+            self.w.tl.repair(&[d], now);
         }
-        if self.state.repair_device(n, dev) {
+        if self.w.state.repair_device(n, dev) {
             self.mark(
                 "device_repaired",
-                format!("{}.d{dev}", self.state.nodes[n].name()),
+                format!("{}.d{dev}", self.w.state.nodes[n].name()),
             );
             self.dispatch(n);
         }
@@ -168,7 +168,7 @@ impl Sim<'_> {
         } else {
             "nvlink_restored"
         };
-        self.mark(what, self.state.nodes[n].name().to_string());
+        self.mark(what, self.w.state.nodes[n].name().to_string());
         self.refresh_jobs_on(n);
     }
 
@@ -191,19 +191,22 @@ impl Sim<'_> {
     /// NIC `i` of node `n` leaves routing and the run's network; what the node lost, or
     /// `None` when the NIC was down already (or the node is). The caller acts on the loss.
     pub(super) fn nic_off(&mut self, n: NodeId, i: usize) -> Option<NicLoss> {
-        if !self.state.nodes[n].alive()
+        if !self.w.state.nodes[n].alive()
             || self.failures.nics[n].len() <= i
             || self.failures.nics_down[n].contains(&i)
         {
             return None;
         }
         self.failures.nics_down[n].push(i);
-        if let Some(g) = &mut self.wire.graph {
+        if let Some(g) = &mut self.w.wire.graph {
             g.disable_nic(n, i);
         }
         self.apply_node_bandwidth(n);
         self.reroute_stalled();
-        self.mark("nic_down", format!("{}.nic{i}", self.state.nodes[n].name()));
+        self.mark(
+            "nic_down",
+            format!("{}.nic{i}", self.w.state.nodes[n].name()),
+        );
         let nics = &self.failures.nics[n];
         let frontend: Vec<usize> = (0..nics.len())
             .filter(|&k| nics[k].0 == "frontend")
@@ -254,7 +257,7 @@ impl Sim<'_> {
         } else {
             "nic_restored"
         };
-        self.mark(what, format!("{}.nic{i}", self.state.nodes[n].name()));
+        self.mark(what, format!("{}.nic{i}", self.w.state.nodes[n].name()));
         self.refresh_jobs_on(n);
     }
 
@@ -276,12 +279,12 @@ impl Sim<'_> {
             return;
         };
         self.failures.nics_down[n].swap_remove(pos);
-        if let Some(g) = &mut self.wire.graph {
+        if let Some(g) = &mut self.w.wire.graph {
             g.enable_nic(n, i);
         }
         self.apply_node_bandwidth(n);
-        self.net_routes_changed();
-        self.mark("nic_up", format!("{}.nic{i}", self.state.nodes[n].name()));
+        self.w.net_routes_changed();
+        self.mark("nic_up", format!("{}.nic{i}", self.w.state.nodes[n].name()));
         if std::mem::take(&mut self.failures.cut_off[n]) {
             self.node_repair(n);
         } else {

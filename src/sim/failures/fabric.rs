@@ -27,7 +27,7 @@ use crate::sim::Sim;
 impl Sim<'_> {
     /// The capacity of switch-to-switch link `l` from the fabric's failure state.
     fn fabric_capacity(&self, l: LinkId) -> Option<f64> {
-        let g = self.wire.graph.as_ref()?;
+        let g = self.w.wire.graph.as_ref()?;
         let (a, b) = g.switches_of(l)?;
         let f = &self.failures;
         if f.switches_down.contains(&a) || f.switches_down.contains(&b) {
@@ -37,36 +37,27 @@ impl Sim<'_> {
         Some(g.capacity[l] * f.fabric_links.get(&k).copied().unwrap_or(1.0))
     }
 
-    fn switch_name(&self, s: u32) -> String {
-        self.wire
-            .graph
-            .as_ref()
-            .and_then(|g| g.explicit())
-            .and_then(|x| x.names.get(s as usize).cloned())
-            .unwrap_or_default()
-    }
-
     pub(crate) fn switch_down(&mut self, s: u32) {
         if self.failures.switches_down.contains(&s) {
             return;
         }
-        let Some(g) = &mut self.wire.graph else {
+        let Some(g) = &mut self.w.wire.graph else {
             return;
         };
         g.set_switch(s, false);
         let links: Vec<LinkId> = g.switch_links(s);
         let nics = g.nics_on_switch(s);
         self.failures.switches_down.insert(s);
-        let now = self.now();
+        let now = self.w.now();
         for &l in &links {
-            self.wire.set_capacity(now, l, 0.0);
+            self.w.wire.set_capacity(now, l, 0.0);
         }
-        self.mark("switch_down", self.switch_name(s));
+        self.mark("switch_down", self.w.switch_name(s));
         // Its NICs' links are gone: each NIC as if it had failed (held until the switch is
         // back, whatever else repairs it).
         let mut held = Vec::new();
         for (n, i) in nics {
-            if self.state.nodes[n].alive() && !self.failures.nics_down[n].contains(&i) {
+            if self.w.state.nodes[n].alive() && !self.failures.nics_down[n].contains(&i) {
                 held.push((n, i));
             }
         }
@@ -92,18 +83,18 @@ impl Sim<'_> {
         if !self.failures.switches_down.remove(&s) {
             return;
         }
-        let Some(g) = &mut self.wire.graph else {
+        let Some(g) = &mut self.w.wire.graph else {
             return;
         };
         g.set_switch(s, true);
         let links = g.switch_links(s);
-        let now = self.now();
+        let now = self.w.now();
         for l in links {
             if let Some(c) = self.fabric_capacity(l) {
-                self.wire.set_capacity(now, l, c);
+                self.w.wire.set_capacity(now, l, c);
             }
         }
-        self.mark("switch_up", self.switch_name(s));
+        self.mark("switch_up", self.w.switch_name(s));
         for (n, i) in self.failures.switch_nics.remove(&s).unwrap_or_default() {
             self.nic_up(n, i);
         }
@@ -113,7 +104,7 @@ impl Sim<'_> {
     /// The link between switches `a` and `b` at fraction `f` of its bandwidth: 0 is down
     /// (routes avoid it), 1 repaired.
     pub(crate) fn switch_link(&mut self, a: u32, b: u32, f: f64) {
-        let Some(g) = &mut self.wire.graph else {
+        let Some(g) = &mut self.w.wire.graph else {
             return;
         };
         let k = (a.min(b), a.max(b));
@@ -128,10 +119,10 @@ impl Sim<'_> {
         } else {
             self.failures.fabric_links.insert(k, f);
         }
-        let now = self.now();
+        let now = self.w.now();
         for &l in &links {
             if let Some(c) = self.fabric_capacity(l) {
-                self.wire.set_capacity(now, l, c);
+                self.w.wire.set_capacity(now, l, c);
             }
         }
         let what = if f == 0.0 {
@@ -145,14 +136,14 @@ impl Sim<'_> {
         };
         self.mark(
             what,
-            format!("{} {}", self.switch_name(a), self.switch_name(b)),
+            format!("{} {}", self.w.switch_name(a), self.w.switch_name(b)),
         );
         if f == 0.0 {
             self.fabric_changed(&links);
         } else if was == 0.0 {
             self.fabric_repaired();
         } else {
-            self.rearm_wire();
+            self.w.rearm_wire();
         }
     }
 
@@ -182,21 +173,21 @@ impl Sim<'_> {
                 self.start_job(j as u32);
             }
         }
-        self.rearm_wire();
+        self.w.rearm_wire();
     }
 
     /// A switch or link is back: new routes may use it; jobs waiting for the fabric try again.
     fn fabric_repaired(&mut self) {
-        self.net_routes_changed();
+        self.w.net_routes_changed();
         for j in std::mem::take(&mut self.failures.waiting_fabric) {
             self.start_job(j);
         }
-        self.rearm_wire();
+        self.w.rearm_wire();
     }
 
     /// Whether the fabric fails to connect job `j`'s nodes (its communicator cannot form).
     pub(crate) fn fabric_cuts(&self, j: u32) -> bool {
-        let Some(g) = &self.wire.graph else {
+        let Some(g) = &self.w.wire.graph else {
             return false;
         };
         if g.explicit().is_none() {
@@ -212,5 +203,18 @@ impl Sim<'_> {
             .filter(|w| w[0].0 != w[1].0)
             .map(|w| w[1])
             .any(|r| g.route(r0, r, 0).is_none() || g.route(r, r0, 0).is_none())
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// The run's explicit fabric (`fabric explicit { ... }`), when it has one.
+    pub(super) fn explicit_fabric(&self) -> Option<&crate::network::topology::Explicit> {
+        self.wire.graph.as_ref().and_then(|g| g.explicit())
+    }
+
+    fn switch_name(&self, s: u32) -> String {
+        self.explicit_fabric()
+            .and_then(|x| x.names.get(s as usize).cloned())
+            .unwrap_or_default()
     }
 }

@@ -12,13 +12,14 @@
 //! treats consumers of lost objects elsewhere: they run, and the object counts as lost).
 
 use crate::placement::NodeId;
-use crate::sim::{Sim, device_units};
+use crate::sim::Sim;
 
 impl Sim<'_> {
     /// Node `n` crashed: stop every restore or fetch reading from it (tasks on `n` itself were
     /// killed already) and let those tasks wait for their inputs.
     pub(super) fn stop_reads_from(&mut self, n: NodeId) {
         let mut hit: Vec<u32> = self
+            .w
             .net
             .fetch_from
             .iter()
@@ -30,17 +31,18 @@ impl Sim<'_> {
             if self.tasks.alloc[t as usize].is_none() {
                 continue;
             }
-            self.cancel_fetch(t);
+            self.w.cancel_fetch(t);
             // A fetch paying its fixed part has a `TransferGo` queued for this attempt: a new
             // attempt number makes it stale, as for a task killed with its node.
             self.tasks.epoch[t as usize] += 1;
-            self.net.await_inputs.insert(t);
+            self.w.net.await_inputs.insert(t);
         }
     }
 
     /// Whether a group has a task waiting for lost inputs (so they must be rebuilt).
     pub(super) fn group_awaits_inputs(&self, gi: usize) -> bool {
-        self.net
+        self.w
+            .net
             .await_inputs
             .iter()
             .any(|t| self.group_of(*t) == gi)
@@ -50,6 +52,7 @@ impl Sim<'_> {
     /// read them again.
     pub(crate) fn resume_reads(&mut self) {
         let ready: Vec<u32> = self
+            .w
             .net
             .await_inputs
             .iter()
@@ -62,10 +65,10 @@ impl Sim<'_> {
             })
             .collect();
         for t in ready {
-            self.net.await_inputs.remove(&t);
+            self.w.net.await_inputs.remove(&t);
             let gi = self.group_of(t);
             let node = self.tasks.node[t as usize] as usize;
-            let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
+            let units = self.w.device_units(&self.tasks.groups[gi].request);
             self.start_task_work(t, gi, node, units);
         }
     }

@@ -131,7 +131,7 @@ impl Failures {
 
 impl Sim<'_> {
     pub(super) fn mark(&mut self, kind: &str, subject: String) {
-        let time = self.now() as f64 / 1e9;
+        let time = self.w.now() as f64 / 1e9;
         self.failures
             .timeline
             .push(crate::sim::metrics::TimelineEvent {

@@ -7,33 +7,9 @@
 
 use crate::placement::NodeId;
 use crate::sim::FailureEv;
-use crate::sim::{Ev, Sim, TraceEvent, Work, device_units};
+use crate::sim::{Ev, Sim, TraceEvent, Work};
 
 impl Sim<'_> {
-    /// An allocation lost with its node (not freed: the node's resources are gone with it).
-    pub(super) fn drop_alloc(
-        &mut self,
-        node: NodeId,
-        tenant: Option<usize>,
-        units: f64,
-        a: Option<crate::placement::Allocation>,
-    ) {
-        let now = self.now();
-        if let Some(a) = &a {
-            self.cpu_held(node, -crate::sim::cpu::cpus_in(&a.amounts), now);
-        }
-        if let Some(t) = &mut self.trace {
-            t.push(TraceEvent {
-                time: now,
-                node,
-                tenant,
-                delta: -1,
-                amounts: a.map(|a| a.amounts).unwrap_or_default(),
-            });
-        }
-        self.busy(node, -units, now);
-    }
-
     pub(crate) fn node_crash(&mut self, n: NodeId) {
         self.node_crash_with(n, false);
     }
@@ -41,15 +17,15 @@ impl Sim<'_> {
     /// A node stops: `silent` when it does not crash but stops answering (packets dropped),
     /// which the health checks only notice by timing out.
     pub(crate) fn node_crash_with(&mut self, n: NodeId, silent: bool) {
-        if !self.state.nodes[n].alive() {
+        if !self.w.state.nodes[n].alive() {
             return;
         }
-        if n == self.state.head && self.failures.cluster_down.is_empty() {
+        if n == self.w.state.head && self.failures.cluster_down.is_empty() {
             // The head holds the GCS (in memory: Ray's default, no Redis) and the driver:
             // losing it takes the whole cluster down; raylets exit without their GCS.
-            self.mark("cluster_loss", self.state.nodes[n].name().to_string());
-            let others: Vec<NodeId> = (0..self.state.nodes.len())
-                .filter(|&m| m != n && self.state.nodes[m].alive())
+            self.mark("cluster_loss", self.w.state.nodes[n].name().to_string());
+            let others: Vec<NodeId> = (0..self.w.state.nodes.len())
+                .filter(|&m| m != n && self.w.state.nodes[m].alive())
                 .collect();
             self.failures.cluster_down = others.clone();
             self.failures.cluster_down.push(n);
@@ -63,11 +39,11 @@ impl Sim<'_> {
     }
 
     pub(super) fn node_crash_one(&mut self, n: NodeId, silent: bool) {
-        let now = self.now();
-        let devs = self.tl.node_devices(n);
-        self.tl.fail(&devs, now);
-        self.state.set_alive(n, false);
-        self.mark("crash", self.state.nodes[n].name().to_string());
+        let now = self.w.now();
+        let devs = self.w.tl.node_devices(n);
+        self.w.tl.fail(&devs, now);
+        self.w.state.set_alive(n, false);
+        self.mark("crash", self.w.state.nodes[n].name().to_string());
         self.failures.crashes += 1;
         self.failures.down_since[n] = Some(now);
         self.failures.crash_epoch[n] += 1;
@@ -81,11 +57,11 @@ impl Sim<'_> {
             self.record_task(t, now);
             let lost = self.tasks.alloc[t].take();
             self.tasks.epoch[t] += 1;
-            self.cancel_fetch(t as u32);
-            let gi = self.group_of(t as u32);
-            let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
+            self.w.cancel_fetch(t as u32);
+            let g = &self.tasks.groups[self.group_of(t as u32)];
+            let (units, tenant) = (self.w.device_units(&g.request), g.tenant);
             self.failures.lost_device_ns += units * (now - self.tasks.start[t]) as f64;
-            self.drop_alloc(n, self.tasks.groups[gi].tenant, units, lost);
+            self.w.drop_alloc(n, tenant, units, lost);
             self.failures.lost.push((n, epoch, Work::Task(t as u32)));
         }
         self.stop_reads_from(n);
@@ -100,7 +76,7 @@ impl Sim<'_> {
             }
             let (tenant, holds) = (self.actors.groups[ac.group].tenant, ac.alloc.is_some());
             let units = if holds {
-                device_units(&self.state, &self.unit_ids, &ac.request)
+                self.w.device_units(&ac.request)
             } else {
                 0.0
             };
@@ -111,7 +87,7 @@ impl Sim<'_> {
             ac.epoch += 1;
             ac.node = None;
             if let Some(lost) = ac.alloc.take() {
-                self.drop_alloc(n, tenant, units, Some(lost));
+                self.w.drop_alloc(n, tenant, units, Some(lost));
             }
             self.failures.lost.push((n, epoch, Work::Actor(a as u32)));
         }
@@ -123,7 +99,7 @@ impl Sim<'_> {
                 continue;
             }
             let s = self.services.replicas[r].service as usize;
-            let units = device_units(&self.state, &self.unit_ids, &self.services.list[s].request);
+            let units = self.w.device_units(&self.services.list[s].request);
             self.cancel_requests(r);
             let rep = &mut self.services.replicas[r];
             rep.epoch += 1;
@@ -132,7 +108,7 @@ impl Sim<'_> {
             rep.inflight.clear();
             if let Some(lost) = rep.alloc.take() {
                 let tenant = self.services.list[s].tenant;
-                self.drop_alloc(n, tenant, units, Some(lost));
+                self.w.drop_alloc(n, tenant, units, Some(lost));
             }
             self.services.list[s].idle.retain(|x| *x as usize != r);
             self.failures.lost.push((n, epoch, Work::Replica(r as u32)));
@@ -150,13 +126,13 @@ impl Sim<'_> {
             let tenant = self.pgs[p].tenant;
             for i in hit {
                 let lost = self.pgs[p].allocs[i].take();
-                self.drop_alloc(n, tenant, 0.0, lost);
+                self.w.drop_alloc(n, tenant, 0.0, lost);
             }
             if self.pgs[p].slice {
                 // A slice is lost as a unit: give back what the group holds on the other hosts.
                 for i in 0..self.pgs[p].allocs.len() {
                     if let Some(a) = self.pgs[p].allocs[i].take() {
-                        self.free(&a, tenant);
+                        self.w.free(&a, tenant);
                     }
                 }
             }
@@ -177,20 +153,20 @@ impl Sim<'_> {
         } else {
             d.period.0
         };
-        self.q.after(
+        self.w.q.after(
             per_miss.saturating_mul(u64::from(d.misses)),
             Ev::Failure(FailureEv::NodeDetected(n as u32, epoch)),
         );
     }
 
     pub(crate) fn node_detected(&mut self, n: NodeId, epoch: u32) {
-        let now = self.now();
+        let now = self.w.now();
         if let Some(since) = self.failures.crash_times.remove(&(n, epoch)) {
             self.failures
                 .detect_times
                 .record((now - since) as f64 / 1e9);
         }
-        self.mark("detected", self.state.nodes[n].name().to_string());
+        self.mark("detected", self.w.state.nodes[n].name().to_string());
         let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failures.lost)
             .into_iter()
             .partition(|(node, e, _)| *node == n && *e == epoch);
@@ -254,7 +230,7 @@ impl Sim<'_> {
     }
 
     pub(crate) fn node_repair(&mut self, n: NodeId) {
-        if n == self.state.head && !self.failures.cluster_down.is_empty() {
+        if n == self.w.state.head && !self.failures.cluster_down.is_empty() {
             // The cluster comes back with its head: every node rejoins.
             for m in std::mem::take(&mut self.failures.cluster_down) {
                 self.node_repair_one(m);
@@ -265,20 +241,46 @@ impl Sim<'_> {
     }
 
     pub(super) fn node_repair_one(&mut self, n: NodeId) {
-        let now = self.now();
-        if self.state.nodes[n].alive() {
+        let now = self.w.now();
+        if self.w.state.nodes[n].alive() {
             return;
         }
-        let devs = self.tl.node_devices(n);
-        self.tl.repair(&devs, now);
+        let devs = self.w.tl.node_devices(n);
+        self.w.tl.repair(&devs, now);
         if let Some(since) = self.failures.down_since[n].take() {
             self.failures.node_down_ns += (now - since) as f64;
         }
-        self.mark("repaired", self.state.nodes[n].name().to_string());
-        self.state.reset(n);
-        self.state.set_alive(n, true);
+        self.mark("repaired", self.w.state.nodes[n].name().to_string());
+        self.w.state.reset(n);
+        self.w.state.set_alive(n, true);
         // Only this node became available: `dispatch` re-places lost bundles first, then
         // every waiting class (see the module docs of `sim`).
         self.dispatch(n);
+    }
+}
+
+impl crate::sim::World<'_> {
+    /// An allocation lost with its node (not freed: the node's resources are gone with it).
+    pub(super) fn drop_alloc(
+        &mut self,
+        node: NodeId,
+        tenant: Option<usize>,
+        units: f64,
+        a: Option<crate::placement::Allocation>,
+    ) {
+        let now = self.now();
+        if let Some(a) = &a {
+            self.cpu_held(node, -crate::sim::cpu::cpus_in(&a.amounts), now);
+        }
+        if let Some(t) = &mut self.trace {
+            t.push(TraceEvent {
+                time: now,
+                node,
+                tenant,
+                delta: -1,
+                amounts: a.map(|a| a.amounts).unwrap_or_default(),
+            });
+        }
+        self.busy(node, -units, now);
     }
 }

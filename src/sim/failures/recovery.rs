@@ -7,7 +7,7 @@
 
 use crate::placement::{BundleRequest, NodeId, PgDecision};
 use crate::scenario::workload::{LabelConstraint, LabelOp, PgStrategy};
-use crate::sim::{Sim, Work, device_units};
+use crate::sim::{Sim, Work};
 
 impl Sim<'_> {
     /// Outputs of finished tasks stored on a node that died (lineage reconstruction, Ray's
@@ -20,7 +20,7 @@ impl Sim<'_> {
     pub(super) fn lose_outputs(&mut self, n: NodeId, epoch: u32) {
         for gi in 0..self.tasks.groups.len() {
             let g = &self.tasks.groups[gi];
-            let ts = &self.spec.workloads[g.workload].tasks[g.index];
+            let ts = &self.w.spec.workloads[g.workload].tasks[g.index];
             let needy: Vec<u32> = g
                 .dependents
                 .iter()
@@ -52,13 +52,13 @@ impl Sim<'_> {
 
     /// A lost output was rebuilt: unblock its consumers.
     pub(crate) fn rebuilt(&mut self, t: u32, gi: usize, node: NodeId) {
-        let now = self.now();
+        let now = self.w.now();
         self.tasks.rebuild[t as usize] = false;
         if let Some(a) = self.tasks.alloc[t as usize].take() {
-            self.free(&a, self.tasks.groups[gi].tenant);
+            self.w.free(&a, self.tasks.groups[gi].tenant);
         }
-        let units = device_units(&self.state, &self.unit_ids, &self.tasks.groups[gi].request);
-        self.busy(node, -units, now);
+        let units = self.w.device_units(&self.tasks.groups[gi].request);
+        self.w.busy(node, -units, now);
         self.failures.objects_rebuilt += 1;
         self.store_output(t, gi, node);
         self.unblock_dependents(gi);
@@ -83,13 +83,14 @@ impl Sim<'_> {
     /// policy (resources may have freed anywhere while it was blocked).
     pub(super) fn kick_class(&mut self, g: u32) {
         let Some(k) = self
+            .w
             .pending
             .iter()
             .position(|(key, _)| *key == Work::Task(g))
         else {
             return;
         };
-        let waiting: Vec<u32> = self.pending[k].1.drain(..).collect();
+        let waiting: Vec<u32> = self.w.pending[k].1.drain(..).collect();
         for t in waiting {
             self.submit(Work::Task(t));
         }
@@ -114,7 +115,7 @@ impl Sim<'_> {
 
     /// A failure hit the job's group: the job stops, losing the work since its checkpoint.
     pub(super) fn stop_job(&mut self, j: usize) {
-        let now = self.now();
+        let now = self.w.now();
         let job = &self.jobs[j];
         if job.finished.is_some() || job.stopped_at.is_some() || job.started.is_none() {
             return;
@@ -128,8 +129,8 @@ impl Sim<'_> {
             .iter()
             .zip(self.pgs[pg].nodes.clone())
         {
-            let units = device_units(&self.state, &self.unit_ids, b);
-            self.busy(node, -units, now);
+            let units = self.w.device_units(b);
+            self.w.busy(node, -units, now);
         }
         let job = &mut self.jobs[j];
         if now < job.ckpt_at {
@@ -151,7 +152,7 @@ impl Sim<'_> {
         let (w, i) = (self.jobs[j].workload, self.jobs[j].index);
         let name = format!(
             "{}.{}",
-            self.spec.workloads[w].name, self.spec.workloads[w].training[i].name
+            self.w.spec.workloads[w].name, self.w.spec.workloads[w].training[i].name
         );
         self.mark("job_stopped", name);
     }
@@ -183,7 +184,7 @@ impl Sim<'_> {
         if pg.strategy == PgStrategy::StrictSpread {
             let held: Vec<String> = (0..pg.allocs.len())
                 .filter(|i| pg.allocs[*i].is_some())
-                .map(|i| self.state.nodes[pg.nodes[i]].name().to_string())
+                .map(|i| self.w.state.nodes[pg.nodes[i]].name().to_string())
                 .collect();
             if !held.is_empty() {
                 selector.push(LabelConstraint {
@@ -213,12 +214,12 @@ impl Sim<'_> {
             bundle_selectors: &subset_sels,
             domain,
         };
-        let PgDecision::Placed(nodes) = crate::placement::place_bundles(&self.state, &br, None)
+        let PgDecision::Placed(nodes) = crate::placement::place_bundles(&self.w.state, &br, None)
         else {
             return;
         };
         let (tenant, policy) = (pg.tenant, pg.policy);
-        let Some(allocs) = self.allocate_all(&subset, &nodes, tenant, policy) else {
+        let Some(allocs) = self.w.allocate_all(&subset, &nodes, tenant, policy) else {
             return;
         };
         for ((&i, node), a) in lost.iter().zip(nodes).zip(allocs) {
@@ -251,12 +252,12 @@ impl Sim<'_> {
             bundle_selectors: &[],
             domain: None,
         };
-        let PgDecision::Placed(nodes) = crate::placement::place_bundles(&self.state, &br, None)
+        let PgDecision::Placed(nodes) = crate::placement::place_bundles(&self.w.state, &br, None)
         else {
             return;
         };
         let (tenant, policy) = (pg.tenant, pg.policy);
-        let Some(allocs) = self.allocate_all(&bundles, &nodes, tenant, policy) else {
+        let Some(allocs) = self.w.allocate_all(&bundles, &nodes, tenant, policy) else {
             return;
         };
         self.failures.bundles_rescheduled += bundles.len() as u64;
@@ -278,8 +279,8 @@ impl Sim<'_> {
         let pg = &self.pgs[p];
         format!(
             "{}.{}",
-            self.spec.workloads[pg.workload].name,
-            self.spec.workloads[pg.workload].placement_groups[pg.index].name
+            self.w.spec.workloads[pg.workload].name,
+            self.w.spec.workloads[pg.workload].placement_groups[pg.index].name
         )
     }
 }

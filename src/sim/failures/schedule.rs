@@ -145,14 +145,15 @@ impl Sim<'_> {
         only: Option<&str>,
         empirical: &std::collections::BTreeMap<String, Vec<f64>>,
     ) {
-        let spec = self.spec;
-        let n = self.node_types.len();
+        let spec = self.w.spec;
+        let n = self.w.node_types.len();
         self.failures.down_since = vec![None; n];
         self.failures.crash_epoch = vec![0; n];
         self.failures.nvlink_factor = vec![1.0; n];
         self.failures.nics_down = vec![Vec::new(); n];
         self.failures.cut_off = vec![false; n];
         self.failures.nics = self
+            .w
             .node_types
             .iter()
             .map(|nt| {
@@ -175,19 +176,13 @@ impl Sim<'_> {
         if let Some(b) = blocks.first() {
             self.failures.detection = b.detection;
         }
-        let st = self.state.node_index();
+        let st = self.w.state.node_index();
         let nodes_of = |class: &str, name: &str| nodes_of(&st, c, class, name);
         for b in &blocks {
             for f in &b.scheduled {
                 // Each failure kind: the event that starts it and the one that ends it.
                 let named = |name: &str| st.by_name.get(name).copied();
-                let switch = |name: &str| {
-                    self.wire
-                        .graph
-                        .as_ref()
-                        .and_then(|g| g.explicit())
-                        .and_then(|x| x.switch(name))
-                };
+                let switch = |name: &str| self.w.explicit_fabric().and_then(|x| x.switch(name));
                 let pair = match (f.target.class.as_str(), f.action.as_str()) {
                     ("device", "xid" | "kill") => device_of(&st, &f.target.name).map(|(n, d)| {
                         (
@@ -233,9 +228,9 @@ impl Sim<'_> {
                     _ => None,
                 };
                 if let Some((down, up)) = pair {
-                    self.q.at(f.at.0, down);
+                    self.w.q.at(f.at.0, down);
                     if let Some(d) = f.duration {
-                        self.q.at(f.at.0.saturating_add(d.0), up);
+                        self.w.q.at(f.at.0.saturating_add(d.0), up);
                     }
                     continue;
                 }
@@ -243,9 +238,10 @@ impl Sim<'_> {
                 match (simulated, nodes_of(&f.target.class, &f.target.name)) {
                     (true, Some(nodes)) => {
                         for node in nodes {
-                            self.q.at(f.at.0, ev(F::NodeCrash(node as u32)));
+                            self.w.q.at(f.at.0, ev(F::NodeCrash(node as u32)));
                             if let Some(d) = f.duration {
-                                self.q
+                                self.w
+                                    .q
                                     .at(f.at.0.saturating_add(d.0), ev(F::NodeRepair(node as u32)));
                             }
                         }
@@ -279,11 +275,11 @@ impl Sim<'_> {
                     // The head has its own class (`random head`): its loss is the cluster's.
                     "node" => whole(
                         (0..n)
-                            .filter(|&i| i != self.state.head)
+                            .filter(|&i| i != self.w.state.head)
                             .map(|i| vec![i])
                             .collect(),
                     ),
-                    "head" => whole(vec![vec![self.state.head]]),
+                    "head" => whole(vec![vec![self.w.state.head]]),
                     "rack" => whole(
                         c.racks
                             .iter()
@@ -315,7 +311,7 @@ impl Sim<'_> {
                         .collect(),
                     "device" => (0..n)
                         .flat_map(|node| {
-                            (0..self.node_types[node].device_count() as usize)
+                            (0..self.w.node_types[node].device_count() as usize)
                                 .map(move |dev| (node, dev))
                         })
                         .map(|(node, dev)| {
@@ -330,10 +326,8 @@ impl Sim<'_> {
                         .collect(),
                     "switch" => {
                         let names = self
-                            .wire
-                            .graph
-                            .as_ref()
-                            .and_then(|g| g.explicit())
+                            .w
+                            .explicit_fabric()
                             .map(|x| x.names.clone())
                             .unwrap_or_default();
                         names
@@ -366,7 +360,7 @@ impl Sim<'_> {
                         rng: rng_stream(seed, stream_id(&label)),
                     });
                     let first = self.next_ttf(p);
-                    self.q.at(first, ev(F::Random(p as u32)));
+                    self.w.q.at(first, ev(F::Random(p as u32)));
                 }
             }
         }
@@ -376,7 +370,7 @@ impl Sim<'_> {
         let f = &mut self.failures;
         let pr = &mut f.processes[p];
         let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical);
-        self.q.now().saturating_add(x.max(1.0) as Time)
+        self.w.q.now().saturating_add(x.max(1.0) as Time)
     }
 
     pub(crate) fn random_failure(&mut self, p: usize) {
@@ -400,12 +394,12 @@ impl Sim<'_> {
         let pr = &mut f.processes[p];
         if let Some(mean) = pr.repair {
             let d = sample(&pr.repair_dist, mean, &mut pr.rng, &f.empirical).max(1.0) as Time;
-            let back = self.q.now().saturating_add(d);
+            let back = self.w.q.now().saturating_add(d);
             if let Some(s) = switch {
-                self.q.at(back, ev(F::SwitchUp(s)));
+                self.w.q.at(back, ev(F::SwitchUp(s)));
             }
             for &n in &nodes {
-                self.q.at(
+                self.w.q.at(
                     back,
                     match (device, nic) {
                         (Some(d), _) => ev(F::DeviceRepair(n as u32, d as u32)),
@@ -416,7 +410,7 @@ impl Sim<'_> {
             }
             // The next failure is measured from the repair (alternating renewal process).
             let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical).max(1.0) as Time;
-            self.q.at(back.saturating_add(x), ev(F::Random(p as u32)));
+            self.w.q.at(back.saturating_add(x), ev(F::Random(p as u32)));
         }
     }
 }

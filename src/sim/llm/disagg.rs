@@ -153,7 +153,7 @@ impl Sim<'_> {
 
     /// Prefill replica `from` finished these prompts: hold their blocks and send their KV.
     pub(crate) fn llm_handoff(&mut self, sid: u32, from: u32, done: Vec<Finished>) {
-        let now = self.now();
+        let now = self.w.now();
         let from_epoch = self.services.replicas[from as usize].epoch;
         for f in done {
             let Some(output) = f.handoff else { continue };
@@ -209,7 +209,7 @@ impl Sim<'_> {
             }
             return;
         };
-        let spec = self.spec;
+        let spec = self.w.spec;
         let s = &self.services.list[sid as usize];
         let (w, sv) = (
             &spec.workloads[s.workload],
@@ -226,12 +226,11 @@ impl Sim<'_> {
             .map_or(crate::scenario::disagg::DEFAULT_TRANSPORT, |d| {
                 d.transport.as_str()
             });
-        let name = self
-            .transport_override
-            .clone()
-            .unwrap_or_else(|| declared.to_string());
+        let name = self.w.transport_or(declared);
         let tenant = s.tenant;
-        let name = self.allowed_or_fallback(MovementKind::KvCache, tenant, name, &what);
+        let name = self
+            .w
+            .allowed_or_fallback(MovementKind::KvCache, tenant, name, &what);
         let per_rank = self.services.replicas[to as usize]
             .llm
             .as_ref()
@@ -261,9 +260,9 @@ impl Sim<'_> {
             flows.extend(wire);
             bytes += per_rank;
         }
-        if let Some(log) = &mut self.transfers {
+        if let Some(log) = &mut self.w.transfers {
             log.push(TransferRecord {
-                time: self.q.now(),
+                time: self.w.q.now(),
                 tenant,
                 transport: name,
                 bytes,
@@ -294,7 +293,7 @@ impl Sim<'_> {
             slot,
             generation,
         };
-        self.transfer_after(models::secs(fixed), owner);
+        self.w.transfer_after(models::secs(fixed), owner);
     }
 
     /// Take move `slot` off the books (its slot freed); `None` if it is not live.
@@ -306,9 +305,9 @@ impl Sim<'_> {
         let out = (m.h.clone(), m.to, m.to_epoch, m.bytes);
         d.free.push(slot);
         if let Some(x) = x {
-            let now = self.now();
-            self.wire.cancel(now, x);
-            self.rearm_wire();
+            let now = self.w.now();
+            self.w.wire.cancel(now, x);
+            self.w.rearm_wire();
         }
         let rep = &mut self.services.replicas[out.1 as usize];
         if rep.epoch == out.2
@@ -325,7 +324,7 @@ impl Sim<'_> {
         let Some((h, to, to_epoch, bytes)) = self.llm_kv_take(sid, slot) else {
             return;
         };
-        let now = self.now();
+        let now = self.w.now();
         self.llm_release(&h);
         let rep = &mut self.services.replicas[to as usize];
         let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");

@@ -151,7 +151,7 @@ impl crate::sim::Sim<'_> {
         let window = end as f64 / 1e9;
         for sid in 0..self.services.list.len() {
             let s = &self.services.list[sid];
-            let sv = &self.spec.workloads[s.workload].services[s.index];
+            let sv = &self.w.spec.workloads[s.workload].services[s.index];
             let Some(llm) = sv.llm.as_ref() else { continue };
             let (mut kv_int, mut placed_ns, mut peak, mut placed, mut dropped, mut blocks) =
                 (0.0, 0.0, 0.0_f64, 0u32, 0u64, 0u64);
@@ -189,7 +189,7 @@ impl crate::sim::Sim<'_> {
                     }
                 }
             }
-            let workload = self.spec.workloads[s.workload].name.clone();
+            let workload = self.w.spec.workloads[s.workload].name.clone();
             let Some(m) = self.services.list[sid].llm.as_mut() else {
                 continue;
             };
@@ -211,10 +211,7 @@ impl crate::sim::Sim<'_> {
             let disaggregation = llm.disagg.as_ref().map(|d| LlmDisaggMetrics {
                 prefill_replicas: d.prefill,
                 decode_replicas: d.decode,
-                transport: self
-                    .transport_override
-                    .clone()
-                    .unwrap_or_else(|| d.transport.clone()),
+                transport: self.w.transport_or(&d.transport),
                 kv_transfer: m.disagg.secs.stats(),
                 kv_transfer_bytes: m.disagg.bytes,
             });

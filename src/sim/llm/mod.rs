@@ -123,6 +123,26 @@ pub(crate) struct Closed {
     pub(crate) due: u64,
 }
 
+impl Closed {
+    /// A finite benchmark load at its start: `concurrency` sends one request per client at
+    /// once and the rest as they finish; `offline` sends every request at once. `None`: an
+    /// open load.
+    pub(crate) fn at_start(arrival: &crate::scenario::workload::Arrival) -> Option<Closed> {
+        use crate::scenario::workload::Arrival;
+        match *arrival {
+            Arrival::Concurrency { clients, requests } => Some(Closed {
+                unsent: requests - clients.min(requests),
+                due: clients.min(requests),
+            }),
+            Arrival::Offline { requests } => Some(Closed {
+                unsent: 0,
+                due: requests,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// A service's LLM measurements, over its replicas.
 #[derive(Default)]
 pub(crate) struct LlmService {

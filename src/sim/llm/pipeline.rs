@@ -157,7 +157,7 @@ impl<'s> Sim<'s> {
     /// Service `sid`'s model-level form, borrowed from the spec (not from `self`).
     fn llm_spec(&self, sid: u32) -> &'s crate::scenario::serving::LlmServing {
         let s = &self.services.list[sid as usize];
-        let spec: &'s crate::scenario::Spec = self.spec;
+        let spec: &'s crate::scenario::Spec = self.w.spec;
         spec.workloads[s.workload].services[s.index]
             .llm
             .as_ref()
@@ -176,10 +176,10 @@ impl<'s> Sim<'s> {
         net_share: f64,
     ) -> Pipe {
         let tp = llm.tp as usize;
-        let spec = self.spec;
+        let spec = self.w.spec;
         let feet = llm.stage_footprints();
         let group = models::Group {
-            nodes: vec![(self.node_types[node], llm.tp)],
+            nodes: vec![(self.w.node_types[node], llm.tp)],
             factors: vec![self.failures.bandwidth_factors(node)],
         };
         let closed = |op: &str| {
@@ -195,7 +195,7 @@ impl<'s> Sim<'s> {
             let mine: Vec<_> = ranks.iter().skip(s * tp).take(tp).copied().collect();
             let next: Vec<_> = ranks.iter().skip((s + 1) * tp).take(tp).copied().collect();
             let last = s + 1 == feet.len();
-            let graph = self.wire.graph.as_ref().filter(|_| on_graph);
+            let graph = self.w.wire.graph.as_ref().filter(|_| on_graph);
             let opts = Options {
                 net_share,
                 ..Options::default()
@@ -225,7 +225,7 @@ impl<'s> Sim<'s> {
                     Err(e) => {
                         (on_graph, why) = (false, e);
                         Unit::Closed(
-                            models::transfer_secs(spec, true, self.node_types[node], 1.0),
+                            models::transfer_secs(spec, true, self.w.node_types[node], 1.0),
                             0.0,
                         )
                     }
@@ -253,7 +253,7 @@ impl<'s> Sim<'s> {
         let what = "pipeline sends and tensor-parallel all-reduces";
         let mut measured: Vec<String> = stages
             .iter()
-            .filter_map(|s| match (&s.allreduce, self.wire.graph.as_ref()) {
+            .filter_map(|s| match (&s.allreduce, self.w.wire.graph.as_ref()) {
                 (Unit::Collective(r), Some(g)) => r.measured(g),
                 _ => None,
             })
@@ -269,7 +269,7 @@ impl<'s> Sim<'s> {
         } else {
             format!("service {name}: {what} in closed form ({why})")
         };
-        self.net.note(MovementKind::Collective, on_graph, note);
+        self.w.net.note(MovementKind::Collective, on_graph, note);
         Pipe {
             stages,
             flights: VecDeque::new(),
@@ -282,7 +282,7 @@ impl<'s> Sim<'s> {
     /// Schedule batches while fewer than pp are in flight (and the engine is not waiting for
     /// its oldest), then move the batches on.
     pub(super) fn llm_pipe_kick(&mut self, r: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
             return;
         };
@@ -367,7 +367,7 @@ impl<'s> Sim<'s> {
 
     /// Flight `id` starts computing on its stage (which it holds).
     fn llm_pipe_compute(&mut self, r: u32, id: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let epoch = self.services.replicas[r as usize].epoch;
         let llm = self.llm_spec(self.services.replicas[r as usize].service);
         let (tp, model) = (llm.tp, &llm.model);
@@ -393,7 +393,7 @@ impl<'s> Sim<'s> {
         let secs = price.secs(&phases, &b.shape, s == 0) + swap;
         f.phase = Phase::Compute;
         f.from = now;
-        self.q.after(
+        self.w.q.after(
             models::secs(secs).max(1),
             Ev::Llm(LlmEv::Pipe(r, epoch, id)),
         );
@@ -415,7 +415,7 @@ impl<'s> Sim<'s> {
         };
         let (s, tokens) = (f.stage, f.batch.shape.tokens);
         // Two sends of each rank's slice (hidden states, residual), then two all-gathers.
-        let g = self.wire.graph.as_ref();
+        let g = self.w.wire.graph.as_ref();
         let (mut rounds, mut closed) = p.stages[s].send.scaled(g, per_rank(tokens) / 2.0, 2.0);
         let (more, c) = p.stages[s].gather.scaled(g, tensor(tokens), 2.0);
         rounds.extend(more);
@@ -439,7 +439,7 @@ impl<'s> Sim<'s> {
         };
         if f.closed > 0.0 {
             let t = models::secs(std::mem::take(&mut f.closed)).max(1);
-            self.q.after(t, Ev::Llm(LlmEv::Pipe(r, epoch, id)));
+            self.w.q.after(t, Ev::Llm(LlmEv::Pipe(r, epoch, id)));
             return;
         }
         let Some(round) = f.rounds.get(f.round) else {
@@ -453,7 +453,7 @@ impl<'s> Sim<'s> {
             flight: id,
         };
         if alpha > 0 {
-            self.transfer_after(alpha, owner);
+            self.w.transfer_after(alpha, owner);
         } else {
             self.on_transfer_go(owner);
         }
@@ -495,7 +495,7 @@ impl<'s> Sim<'s> {
             Some(t) if f.batch.shape.tokens > 0.0 && !matches!(stage.allreduce, Unit::None) => {
                 (Vec::new(), k * t)
             }
-            _ => stage.allreduce.scaled(self.wire.graph.as_ref(), bytes, k),
+            _ => stage.allreduce.scaled(self.w.wire.graph.as_ref(), bytes, k),
         };
         let f = p.find(id).expect("flight");
         (f.phase, f.rounds, f.round, f.closed) = (Phase::Reduce, rounds, 0, closed);
@@ -522,7 +522,7 @@ impl<'s> Sim<'s> {
 
     /// Flight `id` finished its all-reduces (its stage's work is done) or its send.
     fn llm_pipe_phase_done(&mut self, r: u32, id: u32) {
-        let now = self.now();
+        let now = self.w.now();
         let rep = &mut self.services.replicas[r as usize];
         let (node, sid) = (rep.node.unwrap_or(0), rep.service);
         let p = rep
@@ -555,17 +555,18 @@ impl<'s> Sim<'s> {
         }
         let done = last.then(|| p.flights.remove(at).expect("flight"));
         let oldest = at == 0;
-        self.worked(node, units, from, now);
+        self.w.worked(node, units, from, now);
         // The stage's share of the replica's CPUs (its devices of the replica's).
         let share = units / all.max(1) as f64;
         self.replica_cpus_worked(sid as usize, node, share, from, now);
-        if self.tl.on {
+        if self.w.tl.on {
             let devs: Vec<u32> = ranks
                 .iter()
-                .filter_map(|&(n, d)| self.tl.device(n, d))
+                .filter_map(|&(n, d)| self.w.tl.device(n, d))
                 .collect();
             let label = self.label_id(crate::sim::labels::Item::Service(sid as usize));
-            self.tl
+            self.w
+                .tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
         if let Some(f) = done {

@@ -41,7 +41,7 @@ pub(super) fn scaled(
 impl Sim<'_> {
     pub(crate) fn llm_of(&self, sid: u32) -> Option<&'_ LlmServing> {
         let s = &self.services.list[sid as usize];
-        self.spec.workloads[s.workload].services[s.index]
+        self.w.spec.workloads[s.workload].services[s.index]
             .llm
             .as_ref()
     }
@@ -49,7 +49,7 @@ impl Sim<'_> {
     /// Requests arrive at LLM service `sid`: each routed to a replica's engine.
     pub(crate) fn llm_arrive(&mut self, sid: u32, n: u64) {
         let llm = self.llm_of(sid).expect("an LLM service").clone();
-        let now = self.now();
+        let now = self.w.now();
         let mut touched = Vec::new();
         // Disaggregated: arrivals go to the prefill pool, for their prompt only.
         let pool = if llm.disagg.is_some() {
@@ -115,8 +115,8 @@ impl Sim<'_> {
         let sid = self.services.replicas[r as usize].service;
         let llm = self.llm_of(sid).expect("an LLM service").clone();
         let node = self.services.replicas[r as usize].node.unwrap_or(0);
-        let acc_name = self.node_accel[node].clone().unwrap_or_default();
-        let spec = self.spec;
+        let acc_name = self.w.node_accel[node].clone().unwrap_or_default();
+        let spec = self.w.spec;
         let name = {
             let s = &self.services.list[sid as usize];
             format!(
@@ -129,7 +129,7 @@ impl Sim<'_> {
             crate::compute::roofline(spec, &acc_name, &llm.dtype),
         ) else {
             // Not priced: the replica does not serve rather than serve for free.
-            self.net.note(
+            self.w.net.note(
                 MovementKind::Collective,
                 false,
                 format!(
@@ -159,7 +159,7 @@ impl Sim<'_> {
             .custom_allreduce_max(llm.tp)
             .filter(|_| custom_allreduce)
         {
-            self.net.note(
+            self.w.net.note(
                 MovementKind::Collective,
                 false,
                 format!(
@@ -186,12 +186,12 @@ impl Sim<'_> {
         let ranks = self.replica_ranks(r);
         let (mut unit_rounds, mut closed_secs, mut pipe) = (None, None, None);
         if llm.pp > 1 {
-            let now = self.now();
+            let now = self.w.now();
             // Stage-to-stage sends cross nodes with the service's tenant's transport.
             let tenant = self.services.list[self.services.replica(r).service as usize].tenant;
-            let share = crate::sim::collective_rules::share(self.tenant_net(tenant));
+            let share = crate::sim::collective_rules::share(self.w.tenant_net(tenant));
             if share < 1.0 {
-                self.net.note(
+                self.w.net.note(
                     MovementKind::Collective,
                     true,
                     format!(
@@ -205,24 +205,22 @@ impl Sim<'_> {
                 self.llm_pipe(&name, &llm, node, &ranks, now, share),
             ));
         } else if llm.tp > 1 {
-            let r = match &self.wire.graph {
+            let graph = self.w.wire.graph.as_ref();
+            let r = match graph {
                 Some(g) => collective::Recurring::new(g, Op::AllReduce, &ranks, None, None),
                 None => Err("no cluster graph".to_string()),
             };
             match r {
                 Ok(rounds) => {
-                    let how = self
-                        .wire
-                        .graph
-                        .as_ref()
+                    let how = graph
                         .and_then(|g| rounds.measured(g))
                         .map_or(String::new(), |m| format!(", priced by {m}"));
-                    self.net.note(MovementKind::Collective, true, format!("service {name}: tensor-parallel all-reduces on the run's shared network{how}"));
+                    self.w.net.note(MovementKind::Collective, true, format!("service {name}: tensor-parallel all-reduces on the run's shared network{how}"));
                     unit_rounds = Some(rounds);
                 }
                 Err(e) => {
                     let group = models::Group {
-                        nodes: vec![(self.node_types[node], llm.tp)],
+                        nodes: vec![(self.w.node_types[node], llm.tp)],
                         factors: vec![self.failures.bandwidth_factors(node)],
                     };
                     // α + β·bytes from two sizes of the closed form.
@@ -230,7 +228,7 @@ impl Sim<'_> {
                     let big = models::collective_secs(spec, "allreduce", 1e9, false, &group);
                     let beta = (big - one) / (1e9 - 1.0);
                     closed_secs = Some((one - beta, beta));
-                    self.net.note(
+                    self.w.net.note(
                         MovementKind::Collective,
                         false,
                         format!("service {name}: tensor-parallel all-reduces in closed form ({e})"),
@@ -249,7 +247,7 @@ impl Sim<'_> {
                     .dropped += 1;
             }
         }
-        let now = self.now();
+        let now = self.w.now();
         let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");
         if svc.kv_blocks == 0 {
             svc.kv_blocks = blocks;
@@ -288,7 +286,7 @@ impl Sim<'_> {
         let mut devs: Vec<usize> = a
             .instances
             .iter()
-            .filter(|(rid, _)| self.unit_ids.contains(rid))
+            .filter(|(rid, _)| self.w.unit_ids.contains(rid))
             .flat_map(|(_, amounts)| {
                 amounts
                     .iter()
@@ -308,7 +306,7 @@ impl Sim<'_> {
         let sid = self.services.replicas[r as usize].service;
         let llm = self.llm_of(sid).expect("an LLM service");
         let (tp, model) = (llm.tp, llm.model.clone());
-        let now = self.now();
+        let now = self.w.now();
         let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
             return;
         };
@@ -343,7 +341,7 @@ impl Sim<'_> {
         l.kv_peak = l.kv_peak.max(util);
         l.iter_from = now;
         l.batch = Some(b);
-        self.q.after(
+        self.w.q.after(
             models::secs(secs).max(1),
             Ev::Llm(LlmEv::Computed(r, epoch)),
         );
@@ -368,17 +366,17 @@ impl Sim<'_> {
             .custom_allreduce_secs(bytes)
             .filter(|_| tokens > 0.0)
         {
-            self.q.after(
+            self.w.q.after(
                 models::secs(k * t).max(1),
                 Ev::Llm(LlmEv::RoundClosed(r, epoch)),
             );
-        } else if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.wire.graph) {
+        } else if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.w.wire.graph) {
             l.rounds = scaled(rec.rounds(g, bytes), 1.0, k);
             l.round = 0;
             self.llm_next_round(r);
         } else if let Some((alpha, beta)) = l.closed_secs {
             let t = k * (alpha + beta * bytes);
-            self.q.after(
+            self.w.q.after(
                 models::secs(t).max(1),
                 Ev::Llm(LlmEv::RoundClosed(r, epoch)),
             );
@@ -399,7 +397,8 @@ impl Sim<'_> {
         };
         let alpha = models::secs(round.alpha);
         if alpha > 0 {
-            self.transfer_after(alpha, Owner::LlmRound { replica: r, epoch });
+            self.w
+                .transfer_after(alpha, Owner::LlmRound { replica: r, epoch });
         } else {
             self.on_transfer_go(Owner::LlmRound { replica: r, epoch });
         }
@@ -445,7 +444,7 @@ impl Sim<'_> {
         kv_from: crate::engine::Time,
         worked: Option<crate::engine::Time>,
     ) {
-        let now = self.now();
+        let now = self.w.now();
         let sid = self.services.replicas[r as usize].service;
         let slo: Vec<(String, f64)> = self
             .llm_of(sid)
@@ -516,7 +515,7 @@ impl Sim<'_> {
         if finished_now > 0 {
             svc.last_done = now;
             // A request's work ends with its last token.
-            self.makespan = self.makespan.max(now);
+            self.w.makespan = self.w.makespan.max(now);
         }
         self.next_closed(sid, finished_now);
         let units = f64::from(self.llm_of(sid).expect("llm").tp);
@@ -543,37 +542,39 @@ impl Sim<'_> {
         if send > 0 {
             c.unsent -= send;
             c.due += send;
-            let now = self.now();
-            self.q
+            let now = self.w.now();
+            self.w
+                .q
                 .at(now, crate::sim::Ev::Service(ServiceEv::Arrival(sid)));
         }
     }
 
     /// Replica `r`'s devices worked from `from` to now (pp 1: the whole iteration).
     fn llm_worked(&mut self, r: u32, sid: u32, node: usize, units: f64, from: u64) {
-        let now = self.now();
-        self.worked(node, units, from, now);
+        let now = self.w.now();
+        self.w.worked(node, units, from, now);
         self.replica_cpus_worked(sid as usize, node, 1.0, from, now);
-        if self.tl.on {
+        if self.w.tl.on {
             let rep = &self.services.replicas[r as usize];
-            let devs = self.alloc_devices(node, rep.alloc.as_ref());
+            let devs = self.w.alloc_devices(node, rep.alloc.as_ref());
             let label = self.label_id(crate::sim::labels::Item::Service(sid as usize));
-            self.tl
+            self.w
+                .tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
     }
 
     /// Replica `r` was lost to a failure: its requests are lost, its flows leave the network.
     pub(crate) fn llm_lost(&mut self, r: usize) {
-        let now = self.now();
+        let now = self.w.now();
         let waiting = std::mem::take(&mut self.services.replicas[r].llm_waiting).len() as u64;
         let Some(l) = self.services.replicas[r].llm.take() else {
             return;
         };
         let pipe = l.pipe.as_ref().map(|p| p.xfers()).unwrap_or_default();
         for x in l.xfer.into_iter().chain(pipe) {
-            self.wire.cancel(now, x);
-            self.rearm_wire();
+            self.w.wire.cancel(now, x);
+            self.w.rearm_wire();
         }
         let lost = l.engine.outstanding() as u64 + waiting;
         self.failures.requests_lost += lost;
