@@ -8,6 +8,7 @@
 
 use super::{NodeId, Sim, network};
 use crate::scenario::transport::{CollectiveNet, collective_net};
+use crate::sim::World;
 use std::collections::BTreeMap;
 
 impl Sim<'_> {
@@ -71,7 +72,7 @@ impl Sim<'_> {
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     /// How collectives of work of `tenant` (an index into `spec.tenants`) cross nodes.
     pub(super) fn tenant_net(&self, tenant: Option<usize>) -> CollectiveNet {
         let rules = tenant.and_then(|t| self.spec.tenants.get(t));

@@ -24,6 +24,7 @@ use super::utilization::IndexTracker;
 use crate::engine::Time;
 use crate::placement::resources::{CPU, SCALE};
 use crate::placement::{NodeId, Request};
+use crate::sim::World;
 use std::collections::BTreeMap;
 
 /// Allocated and busy CPUs over time, per node (by index; per node type at the end).
@@ -71,7 +72,7 @@ impl Sim<'_> {
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     /// `cpus` of `node` became held (> 0) or were given back (< 0) at `at`.
     pub(super) fn cpu_held(&mut self, node: NodeId, cpus: f64, at: Time) {
         self.cpu.held.change(node, at, cpus);

@@ -8,6 +8,7 @@ use crate::placement::fallback::option_name;
 use crate::placement::feasible::{self, show};
 use crate::placement::{BundleRequest, Explain, NodeId, Request, TaskRequest};
 use crate::scenario::workload::{LabelConstraint, PgStrategy, Policy, Strategy};
+use crate::sim::World;
 
 /// `ray_default`, `spread`, `topology_aware`: the DSL's names.
 fn policy_name(p: Policy) -> &'static str {
@@ -136,7 +137,7 @@ impl Sim<'_> {
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     /// Whether the item `name` names is the one to explain and none is explained yet
     /// (`name` is formatted only when an explanation is asked for).
     pub(super) fn explaining(&self, name: impl FnOnce() -> String) -> bool {

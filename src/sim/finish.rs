@@ -257,7 +257,7 @@ impl Sim<'_> {
                 stalled_device_hours: stalled / 3.6e12,
             });
         }
-        m.llm_services = self.llm_metrics(end);
+        m.llm_services = self.services.llm_metrics(&self.w, end);
         for s in &mut self.services.list {
             let w = &spec.workloads[s.workload];
             let sv = &w.services[s.index];

@@ -56,6 +56,7 @@ mod tensors;
 pub mod timeline;
 mod training;
 mod transfers;
+mod transport_choice;
 pub mod utilization;
 mod wire;
 
@@ -414,7 +415,12 @@ impl<'s> Sim<'s> {
         self.w.init_store_nodes();
         self.w.init_network();
         // After the network: switch failures name the explicit fabric's switches.
-        self.schedule_failures(cfg.seed, cfg.failure_block.as_deref(), &cfg.empirical);
+        self.failures.schedule_failures(
+            &mut self.w,
+            cfg.seed,
+            cfg.failure_block.as_deref(),
+            &cfg.empirical,
+        );
         self.start(cfg);
     }
 

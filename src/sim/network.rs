@@ -29,6 +29,8 @@
 //! the task, actor call or request that needed it fails (`failures.transfers_unavailable`).
 
 use crate::sim::TaskEv;
+use crate::sim::World;
+use crate::sim::failures::Failures;
 use std::collections::{BTreeMap, HashMap};
 
 use super::Sim;
@@ -268,7 +270,7 @@ impl Sim<'_> {
         waiting.sort_unstable();
         for task in waiting {
             // Not on the wire yet: route its flows again, keeping its fixed part's event.
-            let gi = self.group_of(task);
+            let gi = self.tasks.group_of(task);
             let node = self.tasks.node[task as usize] as usize;
             let units = self.w.device_units(&self.tasks.groups[gi].request);
             match self.fetch_plan(task, gi, node, units > 0.0) {
@@ -288,30 +290,13 @@ impl Sim<'_> {
         for (task, epoch) in tasks {
             if epoch == self.tasks.epoch[task as usize] {
                 self.w.cancel_fetch(task);
-                let gi = self.group_of(task);
+                let gi = self.tasks.group_of(task);
                 let node = self.tasks.node[task as usize] as usize;
                 let units = self.w.device_units(&self.tasks.groups[gi].request);
                 self.start_fetch(task, gi, node, units, 0.0);
             }
         }
         self.w.rearm_wire();
-    }
-
-    /// The transport a task of group `gi` moves its inputs with: the run's override, else the
-    /// group's, else its workload's, else the object store — unless its tenant's rules forbid
-    /// it (only an override can: `check` rejects forbidden selections), when the tenant's
-    /// fallback is used and the run says so.
-    pub(crate) fn fetch_transport(&mut self, gi: usize) -> String {
-        let g = &self.tasks.groups[gi];
-        let w = &self.w.spec.workloads[g.workload];
-        let ts = &w.tasks[g.index];
-        let name = self.w.transport_named([&ts.transport, &w.transport]);
-        if g.tenant.is_none() {
-            return name; // no rules, and no note text to build on every fetch
-        }
-        let (tenant, what) = (g.tenant, format!("object fetch {}.{}", w.name, ts.name));
-        self.w
-            .allowed_or_fallback(MovementKind::Fetch, tenant, name, &what)
     }
 
     /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the
@@ -368,7 +353,7 @@ impl Sim<'_> {
         from.dedup();
         self.w.net.fetch_from.insert(t, from);
         let spec = self.w.spec;
-        let name = self.fetch_transport(gi);
+        let name = self.tasks.fetch_transport(&mut self.w, gi);
         let (w, ts) = {
             let g = &self.tasks.groups[gi];
             let w = &spec.workloads[g.workload];
@@ -426,19 +411,28 @@ impl Sim<'_> {
                     flows.extend(wire);
                 }
                 Err(e) => {
-                    self.unavailable(MovementKind::Fetch, &what, &e);
+                    self.failures
+                        .unavailable(&mut self.w, MovementKind::Fetch, &what, &e);
                     return Err(());
                 }
             }
         }
         Ok((fixed, flows))
     }
+}
 
+impl Failures {
     /// A transfer `what` cannot move (`why`): noted as unavailable and counted; the caller
     /// fails the work that needed it.
-    pub(super) fn unavailable(&mut self, kind: MovementKind, what: &str, why: &str) {
-        self.failures.transfers_unavailable += 1;
-        self.w.net.note(
+    pub(super) fn unavailable(
+        &mut self,
+        world: &mut World<'_>,
+        kind: MovementKind,
+        what: &str,
+        why: &str,
+    ) {
+        self.transfers_unavailable += 1;
+        world.net.note(
             kind,
             false,
             format!("{what}: unavailable ({why}); the work that needed it fails"),
@@ -446,7 +440,7 @@ impl Sim<'_> {
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     pub(crate) fn init_network(&mut self) {
         let graph = self.spec.cluster.as_ref().map(|_| Graph::build(self.spec));
         self.wire = Wire::new(graph, self.tl.on);
@@ -486,48 +480,6 @@ impl crate::sim::World<'_> {
     /// A NIC is back: new fetches may route over it again.
     pub(crate) fn net_routes_changed(&mut self) {
         self.net.fetch_cache.clear();
-    }
-
-    /// The transport a movement uses: the run's override (`--transport`), else the first of
-    /// `declared` that is set (the item's own, then its workload's), else the object store.
-    pub(super) fn transport_named(&self, declared: [&Option<String>; 2]) -> String {
-        let [item, workload] = declared;
-        self.transport_override
-            .clone()
-            .or_else(|| item.clone())
-            .or_else(|| workload.clone())
-            .unwrap_or_else(|| "object_store".to_string())
-    }
-
-    /// The transport a service's KV-cache handoff uses: the run's override, else `declared`.
-    pub(super) fn transport_or(&self, declared: &str) -> String {
-        self.transport_override
-            .clone()
-            .unwrap_or_else(|| declared.to_string())
-    }
-
-    /// `name` as tenant `tenant` may use it for `kind`; its fallback, noted, when the rules
-    /// forbid it (only a run's transport override can: `check` rejects forbidden selections).
-    pub(super) fn allowed_or_fallback(
-        &mut self,
-        kind: MovementKind,
-        tenant: Option<usize>,
-        name: String,
-        what: &str,
-    ) -> String {
-        let Some(t) = tenant else { return name };
-        match crate::scenario::transport::allowed_transport(self.spec, t, &name) {
-            Ok(()) => name,
-            Err(why) => {
-                let used = crate::scenario::transport::fallback_transport(self.spec, t);
-                self.net.note(
-                    kind,
-                    true,
-                    format!("{what}: transport {name} not used ({why}); {used} instead"),
-                );
-                used.to_string()
-            }
-        }
     }
 
     /// [`Sim::price_part`], remembered by (transport, ends, endpoints, bytes): the same

@@ -12,6 +12,8 @@
 
 use super::Sim;
 use crate::placement::NodeId;
+use crate::sim::World;
+use crate::sim::tasks::Tasks;
 
 /// Fraction of the object store in use beyond which new objects are spilled (Ray
 /// `object_spilling_threshold`).
@@ -39,25 +41,17 @@ pub(crate) struct Store {
 }
 
 impl Sim<'_> {
-    pub(crate) fn output_bytes(&self, gi: usize) -> f64 {
-        let g = &self.tasks.groups[gi];
-        if g.dependents.is_empty() {
-            return 0.0;
-        }
-        self.w.spec.workloads[g.workload].tasks[g.index].output.0 as f64
-    }
-
     /// Task `t` of group `gi` finished on `node`: keep its output for its consumers.
     pub(crate) fn store_output(&mut self, t: u32, gi: usize, node: NodeId) {
-        self.size_store_arrays();
+        self.tasks.size_store_arrays(&mut self.w);
         self.w.store.stored_epoch[t as usize] =
             self.failures.crash_epoch.get(node).copied().unwrap_or(0);
-        let o = self.output_bytes(gi);
+        let o = self.tasks.output_bytes(&self.w, gi);
         if o <= 0.0 {
             return;
         }
         let written = std::mem::take(&mut self.w.store.spill_state[t as usize]) == 2;
-        if written || self.would_spill(gi, node) {
+        if written || self.tasks.would_spill(&self.w, gi, node) {
             self.w.store.spilled[t as usize] = true;
             self.tasks.groups[gi].spilled_bytes += o;
             self.w.store.spilled_bytes += o;
@@ -76,79 +70,89 @@ impl Sim<'_> {
         }
     }
 
-    pub(crate) fn size_store_arrays(&mut self) {
-        let n = self.tasks.start.len();
-        if self.w.store.spilled.len() < n {
-            self.w.store.spilled.resize(n, false);
-            self.w.store.spill_state.resize(n, 0);
-            self.w.store.stored_epoch.resize(n, 0);
-        }
-    }
-
-    /// Whether an output of group `gi` finished on `node` now goes to disk.
-    pub(crate) fn would_spill(&self, gi: usize, node: NodeId) -> bool {
-        let o = self.output_bytes(gi);
-        o > 0.0 && self.w.store.used[node] + o > SPILL_THRESHOLD * self.w.store.capacity[node]
-    }
-
     /// Whether producer task `pt`'s output still exists where it was stored (its node has
     /// not crashed since).
     pub(crate) fn output_alive(&self, pt: usize, node: usize) -> bool {
         self.w.store.stored_epoch.get(pt).copied().unwrap_or(0)
             == self.failures.crash_epoch.get(node).copied().unwrap_or(0)
     }
+}
+
+impl Tasks {
+    pub(crate) fn output_bytes(&self, world: &World<'_>, gi: usize) -> f64 {
+        let g = &self.groups[gi];
+        if g.dependents.is_empty() {
+            return 0.0;
+        }
+        world.spec.workloads[g.workload].tasks[g.index].output.0 as f64
+    }
+
+    pub(crate) fn size_store_arrays(&mut self, world: &mut World<'_>) {
+        let n = self.start.len();
+        if world.store.spilled.len() < n {
+            world.store.spilled.resize(n, false);
+            world.store.spill_state.resize(n, 0);
+            world.store.stored_epoch.resize(n, 0);
+        }
+    }
+
+    /// Whether an output of group `gi` finished on `node` now goes to disk.
+    pub(crate) fn would_spill(&self, world: &World<'_>, gi: usize, node: NodeId) -> bool {
+        let o = self.output_bytes(world, gi);
+        o > 0.0 && world.store.used[node] + o > SPILL_THRESHOLD * world.store.capacity[node]
+    }
 
     /// Every consumer of some groups has started: their outputs can go.
-    pub(crate) fn consumer_started(&mut self, consumer: usize) {
-        if self.tasks.groups[consumer].started < self.tasks.groups[consumer].count {
+    pub(crate) fn consumer_started(&mut self, world: &mut World<'_>, consumer: usize) {
+        if self.groups[consumer].started < self.groups[consumer].count {
             return;
         }
-        let producers: Vec<usize> = (0..self.tasks.groups.len())
-            .filter(|&a| self.tasks.groups[a].dependents.contains(&(consumer as u32)))
+        let producers: Vec<usize> = (0..self.groups.len())
+            .filter(|&a| self.groups[a].dependents.contains(&(consumer as u32)))
             .collect();
         for a in producers {
-            let all = self.tasks.groups[a].dependents.iter().all(|d| {
-                self.tasks.groups[*d as usize].started >= self.tasks.groups[*d as usize].count
-            });
-            if !all || self.tasks.groups[a].released {
+            let all = self.groups[a]
+                .dependents
+                .iter()
+                .all(|d| self.groups[*d as usize].started >= self.groups[*d as usize].count);
+            if !all || self.groups[a].released {
                 continue;
             }
-            self.tasks.groups[a].released = true;
-            let o = self.output_bytes(a);
-            let g = &self.tasks.groups[a];
+            self.groups[a].released = true;
+            let o = self.output_bytes(world, a);
+            let g = &self.groups[a];
             for t in g.first..g.first + g.count {
                 let t = t as usize;
-                if self.tasks.completed[t] && !self.w.store.spilled.get(t).copied().unwrap_or(false)
-                {
-                    let n = self.tasks.node[t] as usize;
-                    self.w.store.used[n] = (self.w.store.used[n] - o).max(0.0);
+                if self.completed[t] && !world.store.spilled.get(t).copied().unwrap_or(false) {
+                    let n = self.node[t] as usize;
+                    world.store.used[n] = (world.store.used[n] - o).max(0.0);
                 }
             }
         }
     }
 
     /// A node died with its store: what it held is gone (spilled copies on its disk too).
-    pub(crate) fn store_lost(&mut self, n: NodeId) {
-        self.w.store.used[n] = 0.0;
-        for gi in 0..self.tasks.groups.len() {
-            let o = self.output_bytes(gi);
-            let g = &self.tasks.groups[gi];
+    pub(crate) fn store_lost(&mut self, world: &mut World<'_>, n: NodeId) {
+        world.store.used[n] = 0.0;
+        for gi in 0..self.groups.len() {
+            let o = self.output_bytes(world, gi);
+            let g = &self.groups[gi];
             let mut lost = 0.0;
             for t in g.first..g.first + g.count {
                 let t = t as usize;
-                if self.tasks.node[t] as usize == n
-                    && self.w.store.spilled.get(t).copied().unwrap_or(false)
+                if self.node[t] as usize == n
+                    && world.store.spilled.get(t).copied().unwrap_or(false)
                 {
-                    self.w.store.spilled[t] = false;
+                    world.store.spilled[t] = false;
                     lost += o;
                 }
             }
-            self.tasks.groups[gi].spilled_bytes -= lost;
+            self.groups[gi].spilled_bytes -= lost;
         }
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     /// Per-node stores (object_store_memory: 30 % of host memory, Ray's default).
     pub(crate) fn init_store_nodes(&mut self) {
         let n = self.node_types.len();

@@ -25,6 +25,8 @@ use super::{Ev, Sim, models::secs};
 use crate::engine::Time;
 use crate::network::LinkId;
 use crate::sim::ServiceEv;
+use crate::sim::World;
+use crate::sim::services::Services;
 
 /// Responses on their way back to the ingress, by slot.
 #[derive(Default)]
@@ -43,36 +45,6 @@ pub(super) struct Slot {
 }
 
 impl Sim<'_> {
-    /// The transport service `sid`'s payloads move with, and a label for the notes.
-    fn payload_transport(&mut self, sid: u32) -> (String, String) {
-        let s = &self.services.list[sid as usize];
-        let w = &self.w.spec.workloads[s.workload];
-        let what = format!(
-            "payloads of service {}.{}",
-            w.name, w.services[s.index].name
-        );
-        let name = self.w.transport_named([&None, &w.transport]);
-        let tenant = s.tenant;
-        let name = self
-            .w
-            .allowed_or_fallback(MovementKind::Payload, tenant, name, &what);
-        // A request's body is host memory behind Serve's HTTP proxy, never a device tensor:
-        // a transport that moves only device memory (Ray Direct Transport's NCCL, CUDA IPC,
-        // GPUDirect) does not carry it, and Serve's actor call moves it through the object
-        // store, priced by the object store's own plan.
-        let device_only = crate::transport::TransportParams::named(self.w.spec, &name)
-            .is_some_and(|p| p.kind.device_only());
-        if device_only {
-            self.w.net.note(
-                MovementKind::Payload,
-                true,
-                format!("{what}: transport {name} moves device memory only; the requests' bodies (host memory) move through Ray's object store, as Serve's calls do"),
-            );
-            return ("object_store".to_string(), what);
-        }
-        (name, what)
-    }
-
     /// `n` payloads of `bytes` each between `from` and `to` (host memory): the fixed seconds
     /// and the flows.
     fn payload_flows(
@@ -84,7 +56,7 @@ impl Sim<'_> {
         n: usize,
         key: u32,
     ) -> Result<(f64, Vec<Flow>, String), ()> {
-        let (name, what) = self.payload_transport(sid);
+        let (name, what) = self.services.payload_transport(&mut self.w, sid);
         if let Some(log) = &mut self.w.transfers {
             log.push(super::TransferRecord {
                 time: self.w.q.now(),
@@ -180,23 +152,6 @@ impl Sim<'_> {
             .transfer_after(secs(fixed), Owner::Request { replica: r, epoch });
     }
 
-    /// Replica `r`'s batch has its requests: it computes.
-    pub(super) fn on_requests_arrived(&mut self, r: u32, epoch: u32) {
-        let now = self.w.now();
-        let rep = &mut self.services.replicas[r as usize];
-        if epoch != rep.epoch {
-            return;
-        }
-        rep.req_xfer = None;
-        rep.batch_start = now;
-        self.w.tl.arrived(MoveKey::Request(r), now);
-        let rep = &mut self.services.replicas[r as usize];
-        let d = rep.pending_dur;
-        self.w
-            .q
-            .after(d, Ev::Service(ServiceEv::BatchDone(r, epoch)));
-    }
-
     /// Replica `r` of service `sid` on `node` finished a batch answering `done` (arrival
     /// times): record their latencies now, or when their responses reach the ingress.
     pub(super) fn respond(&mut self, sid: u32, r: u32, node: usize, done: Vec<Time>) {
@@ -241,29 +196,6 @@ impl Sim<'_> {
         self.begin_payload(MoveKey::Response(id), sid, (node, ingress), bytes, &name);
         self.w
             .transfer_after(secs(fixed), Owner::Response { slot: id });
-    }
-
-    /// Responses reached the ingress: their requests are served.
-    pub(super) fn on_responses_arrived(&mut self, id: u32) {
-        let now = self.w.now();
-        let Some(slot) = self
-            .services
-            .responses
-            .slots
-            .get_mut(id as usize)
-            .and_then(Option::take)
-        else {
-            return;
-        };
-        self.services.responses.free.push(id);
-        self.w.tl.arrived(MoveKey::Response(id), now);
-        if !slot.arrivals.is_empty() {
-            self.w.makespan = self.w.makespan.max(now);
-        }
-        let svc = &mut self.services.list[slot.service as usize];
-        for a in &slot.arrivals {
-            svc.latencies.record((now - a) as f64 / 1e9);
-        }
     }
 
     /// Replica `r` was lost: its requests in flight leave the network.
@@ -341,7 +273,7 @@ impl Sim<'_> {
         }
         self.llm_kv_reroute(&kv);
         for a in actors {
-            self.cancel_tensor(a as usize);
+            self.actors.cancel_tensor(&mut self.w, a as usize);
             self.actors.list[a as usize].epoch += 1;
             self.send_tensor(a);
         }
@@ -366,5 +298,74 @@ impl Sim<'_> {
             self.respond(slot.service, r, slot.from, slot.arrivals);
         }
         self.w.rearm_wire();
+    }
+}
+
+impl Services {
+    /// The transport service `sid`'s payloads move with, and a label for the notes.
+    fn payload_transport(&mut self, world: &mut World<'_>, sid: u32) -> (String, String) {
+        let s = &self.list[sid as usize];
+        let w = &world.spec.workloads[s.workload];
+        let what = format!(
+            "payloads of service {}.{}",
+            w.name, w.services[s.index].name
+        );
+        let name = world.transport_named([&None, &w.transport]);
+        let tenant = s.tenant;
+        let name = world.allowed_or_fallback(MovementKind::Payload, tenant, name, &what);
+        // A request's body is host memory behind Serve's HTTP proxy, never a device tensor:
+        // a transport that moves only device memory (Ray Direct Transport's NCCL, CUDA IPC,
+        // GPUDirect) does not carry it, and Serve's actor call moves it through the object
+        // store, priced by the object store's own plan.
+        let device_only = crate::transport::TransportParams::named(world.spec, &name)
+            .is_some_and(|p| p.kind.device_only());
+        if device_only {
+            world.net.note(
+                MovementKind::Payload,
+                true,
+                format!("{what}: transport {name} moves device memory only; the requests' bodies (host memory) move through Ray's object store, as Serve's calls do"),
+            );
+            return ("object_store".to_string(), what);
+        }
+        (name, what)
+    }
+
+    /// Replica `r`'s batch has its requests: it computes.
+    pub(super) fn on_requests_arrived(&mut self, world: &mut World<'_>, r: u32, epoch: u32) {
+        let now = world.now();
+        let rep = &mut self.replicas[r as usize];
+        if epoch != rep.epoch {
+            return;
+        }
+        rep.req_xfer = None;
+        rep.batch_start = now;
+        world.tl.arrived(MoveKey::Request(r), now);
+        let rep = &mut self.replicas[r as usize];
+        let d = rep.pending_dur;
+        world
+            .q
+            .after(d, Ev::Service(ServiceEv::BatchDone(r, epoch)));
+    }
+
+    /// Responses reached the ingress: their requests are served.
+    pub(super) fn on_responses_arrived(&mut self, world: &mut World<'_>, id: u32) {
+        let now = world.now();
+        let Some(slot) = self
+            .responses
+            .slots
+            .get_mut(id as usize)
+            .and_then(Option::take)
+        else {
+            return;
+        };
+        self.responses.free.push(id);
+        world.tl.arrived(MoveKey::Response(id), now);
+        if !slot.arrivals.is_empty() {
+            world.makespan = world.makespan.max(now);
+        }
+        let svc = &mut self.list[slot.service as usize];
+        for a in &slot.arrivals {
+            svc.latencies.record((now - a) as f64 / 1e9);
+        }
     }
 }

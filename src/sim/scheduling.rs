@@ -12,6 +12,7 @@ use super::{Ev, Sim, TraceEvent, Work};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, Decision, Explain, NodeId, Request, TaskRequest};
 use crate::scenario::workload::{Policy, Strategy};
+use crate::sim::World;
 use std::collections::VecDeque;
 
 /// Tenants' quotas: what waited on them.
@@ -30,7 +31,7 @@ impl Sim<'_> {
         let spec = self.w.spec;
         match w {
             Work::Task(t) => {
-                let g = &self.tasks.groups[self.group_of(t)];
+                let g = &self.tasks.groups[self.tasks.group_of(t)];
                 format!(
                     "{}.{}",
                     spec.workloads[g.workload].name, spec.workloads[g.workload].tasks[g.index].name
@@ -62,7 +63,7 @@ impl Sim<'_> {
         let spread = Strategy::Spread;
         let (request, strategy, selector, fallbacks, tenant, policy) = match w {
             Work::Task(t) => {
-                let g = &self.tasks.groups[self.group_of(t)];
+                let g = &self.tasks.groups[self.tasks.group_of(t)];
                 let ts = &spec.workloads[g.workload].tasks[g.index];
                 (
                     g.request.clone(),
@@ -155,9 +156,9 @@ impl Sim<'_> {
             Decision::Infeasible => {
                 match w {
                     Work::Task(t) => {
-                        let g = self.group_of(t);
+                        let g = self.tasks.group_of(t);
                         self.tasks.groups[g].infeasible += 1;
-                        self.task_done_bookkeeping(g);
+                        self.tasks.task_done_bookkeeping(&mut self.w, g);
                     }
                     Work::Actor(a) => {
                         let g = self.actors.list[a as usize].group;
@@ -176,7 +177,7 @@ impl Sim<'_> {
     /// The class of a piece of work and its id within the class's queue.
     pub(super) fn class_key(&self, w: Work) -> (Work, u32) {
         match w {
-            Work::Task(t) => (Work::Task(self.group_of(t) as u32), t),
+            Work::Task(t) => (Work::Task(self.tasks.group_of(t) as u32), t),
             Work::Actor(a) => (Work::Actor(self.actors.list[a as usize].group as u32), a),
             Work::Replica(r) => (Work::Replica(self.services.replicas[r as usize].service), r),
         }
@@ -222,7 +223,7 @@ impl Sim<'_> {
     /// What a piece of work requests.
     fn work_request(&self, w: Work) -> crate::placement::Request {
         match w {
-            Work::Task(t) => self.tasks.groups[self.group_of(t)].request.clone(),
+            Work::Task(t) => self.tasks.groups[self.tasks.group_of(t)].request.clone(),
             Work::Actor(a) => self.actors.list[a as usize].request.clone(),
             Work::Replica(r) => self.services.list
                 [self.services.replicas[r as usize].service as usize]
@@ -250,7 +251,7 @@ impl Sim<'_> {
         let units = self.w.device_units(request);
         match w {
             Work::Task(t) => {
-                let gi = self.group_of(t);
+                let gi = self.tasks.group_of(t);
                 self.w.busy(node, units, now);
                 let first = !std::mem::replace(&mut self.tasks.started[t as usize], true);
                 let g = &mut self.tasks.groups[gi];
@@ -260,7 +261,7 @@ impl Sim<'_> {
                 }
                 g.first_start.get_or_insert(now);
                 if first {
-                    self.consumer_started(gi);
+                    self.tasks.consumer_started(&mut self.w, gi);
                 }
                 self.tasks.start[t as usize] = now;
                 self.tasks.node[t as usize] = node as u32;
@@ -353,7 +354,7 @@ impl Sim<'_> {
                 };
                 let (request, tenant, policy, strategy, selector, fallbacks) = match w {
                     Work::Task(t) => {
-                        let g = &self.tasks.groups[self.group_of(t)];
+                        let g = &self.tasks.groups[self.tasks.group_of(t)];
                         let ts = &spec.workloads[g.workload].tasks[g.index];
                         (
                             g.request.clone(),
@@ -422,7 +423,7 @@ impl Sim<'_> {
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     /// Work of class `key` is waiting: no node is available for more of it.
     pub(super) fn waiting(&self, key: Work) -> bool {
         self.pending.iter().any(|(k, q)| *k == key && !q.is_empty())

@@ -9,6 +9,7 @@ use super::{Ev, Sim, SimConfig, Work, models, timeline};
 use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::workload::Arrival;
+use crate::sim::World;
 use models::secs;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
@@ -198,30 +199,8 @@ impl Sim<'_> {
                 let now = self.w.now();
                 self.w.q.at(now, Ev::Service(ServiceEv::Arrival(sid)));
             } else {
-                self.schedule_arrival(sid);
+                self.services.schedule_arrival(&mut self.w, sid);
             }
-        }
-    }
-
-    pub(super) fn schedule_arrival(&mut self, sid: u32) {
-        let now = self.w.now();
-        let s = &mut self.services.list[sid as usize];
-        let next = if !s.trace.is_empty() || s.rate == 0.0 {
-            let t = s.trace.get(s.trace_next).copied();
-            s.trace_next += 1;
-            t
-        } else {
-            // Bursts arrive as a Poisson process of rate/burst; each brings `burst` requests.
-            let epoch_rate = s.rate / s.burst as f64;
-            let gap: f64 = Exp::new(epoch_rate)
-                .map(|e| e.sample(&mut s.rng))
-                .unwrap_or(f64::INFINITY);
-            Some(now.saturating_add(secs(gap)))
-        };
-        if let Some(t) = next
-            && self.w.horizon.is_none_or(|h| t <= h)
-        {
-            self.w.q.at(t, Ev::Service(ServiceEv::Arrival(sid)));
         }
     }
 
@@ -282,7 +261,7 @@ impl Sim<'_> {
                 let a = s.queue.pop_front().expect("non-empty");
                 waited.push(a);
             }
-            let dur = self.batch_duration(sid, r, take);
+            let dur = self.services.batch_duration(&mut self.w, sid, r, take);
             let s = &mut self.services.list[sid as usize];
             for a in &waited {
                 s.waits.record((now - a) as f64 / 1e9);
@@ -292,26 +271,6 @@ impl Sim<'_> {
             rep.inflight = waited;
             self.start_batch(sid, r, dur);
         }
-    }
-
-    pub(super) fn batch_duration(&mut self, sid: u32, r: u32, b: u32) -> Time {
-        let node = self.services.replicas[r as usize].node.unwrap_or(0);
-        let units = self
-            .w
-            .device_units(&self.services.list[sid as usize].request);
-        let s = &mut self.services.list[sid as usize];
-        let t = match (&s.compute, s.service_ns) {
-            (Some(c), _) => {
-                let acc = self.w.node_accel[node].clone().unwrap_or_default();
-                models::compute_secs(self.w.spec, &acc, c, f64::from(b), units)
-            }
-            (None, Some(ns)) if s.exponential => Exp::new(1e9 / ns as f64)
-                .map(|e| e.sample(&mut s.rng))
-                .unwrap_or(0.0),
-            (None, Some(ns)) => ns as f64 / 1e9,
-            _ => 0.0,
-        };
-        secs(t).max(1)
     }
 
     /// Requests arrive at service `s` (one, or a burst).
@@ -338,7 +297,7 @@ impl Sim<'_> {
                 n += 1;
             }
             self.llm_arrive(s, n);
-            self.schedule_arrival(s);
+            self.services.schedule_arrival(&mut self.w, s);
             return;
         }
         let svc = &mut self.services.list[s as usize];
@@ -346,7 +305,7 @@ impl Sim<'_> {
             svc.queue.push_back(now);
             svc.arrived += 1;
         }
-        self.schedule_arrival(s);
+        self.services.schedule_arrival(&mut self.w, s);
         self.serve(s);
     }
 
@@ -387,6 +346,54 @@ impl Sim<'_> {
     pub(super) fn on_batch_timeout(&mut self, s: u32) {
         self.services.list[s as usize].timeout = None;
         self.serve(s);
+    }
+}
+
+impl Services {
+    pub(super) fn schedule_arrival(&mut self, world: &mut World<'_>, sid: u32) {
+        let now = world.now();
+        let s = &mut self.list[sid as usize];
+        let next = if !s.trace.is_empty() || s.rate == 0.0 {
+            let t = s.trace.get(s.trace_next).copied();
+            s.trace_next += 1;
+            t
+        } else {
+            // Bursts arrive as a Poisson process of rate/burst; each brings `burst` requests.
+            let epoch_rate = s.rate / s.burst as f64;
+            let gap: f64 = Exp::new(epoch_rate)
+                .map(|e| e.sample(&mut s.rng))
+                .unwrap_or(f64::INFINITY);
+            Some(now.saturating_add(secs(gap)))
+        };
+        if let Some(t) = next
+            && world.horizon.is_none_or(|h| t <= h)
+        {
+            world.q.at(t, Ev::Service(ServiceEv::Arrival(sid)));
+        }
+    }
+
+    pub(super) fn batch_duration(
+        &mut self,
+        world: &mut World<'_>,
+        sid: u32,
+        r: u32,
+        b: u32,
+    ) -> Time {
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let units = world.device_units(&self.list[sid as usize].request);
+        let s = &mut self.list[sid as usize];
+        let t = match (&s.compute, s.service_ns) {
+            (Some(c), _) => {
+                let acc = world.node_accel[node].clone().unwrap_or_default();
+                models::compute_secs(world.spec, &acc, c, f64::from(b), units)
+            }
+            (None, Some(ns)) if s.exponential => Exp::new(1e9 / ns as f64)
+                .map(|e| e.sample(&mut s.rng))
+                .unwrap_or(0.0),
+            (None, Some(ns)) => ns as f64 / 1e9,
+            _ => 0.0,
+        };
+        secs(t).max(1)
     }
 }
 

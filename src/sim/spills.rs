@@ -21,6 +21,8 @@ use super::{Ev, Sim, models::secs};
 use crate::network::{LinkId, SPILL_DISK_BW};
 use crate::placement::NodeId;
 use crate::sim::TaskEv;
+use crate::sim::World;
+use crate::sim::tasks::Tasks;
 
 impl Sim<'_> {
     /// Timeline: the label of task `t` of group `gi`.
@@ -31,7 +33,7 @@ impl Sim<'_> {
     /// Task `t` of `gi` finished computing on `node` (attempt `epoch`): when its output goes
     /// to disk, start writing it and return true (the task completes when the write does).
     pub(super) fn begin_spill(&mut self, t: u32, gi: usize, node: NodeId, epoch: u32) -> bool {
-        self.size_store_arrays();
+        self.tasks.size_store_arrays(&mut self.w);
         let now = self.w.now();
         match self.w.store.spill_state[t as usize] {
             2 => {
@@ -43,10 +45,10 @@ impl Sim<'_> {
             1 => return true,
             _ => {}
         }
-        if !self.would_spill(gi, node) {
+        if !self.tasks.would_spill(&self.w, gi, node) {
             return false;
         }
-        let o = self.output_bytes(gi);
+        let o = self.tasks.output_bytes(&self.w, gi);
         let what = {
             let g = &self.tasks.groups[gi];
             let w = &self.w.spec.workloads[g.workload];
@@ -111,33 +113,6 @@ impl Sim<'_> {
         self.on_task_done(t, epoch);
     }
 
-    /// Producer tasks whose outputs task `t` of `gi` reads, with the bytes of each (the object
-    /// directory's ranges, `network.rs`).
-    pub(crate) fn input_parts(&self, t: u32, gi: usize) -> Vec<(usize, f64)> {
-        let g = &self.tasks.groups[gi];
-        let c = f64::from(g.count.max(1));
-        let i = f64::from(t - g.first);
-        let mut out = Vec::new();
-        for (a, p) in self.tasks.groups.iter().enumerate() {
-            if !p.dependents.contains(&(gi as u32)) {
-                continue;
-            }
-            let o = self.output_bytes(a);
-            if o <= 0.0 {
-                continue;
-            }
-            let pc = f64::from(p.count);
-            let (lo, hi) = (i * pc / c, (i + 1.0) * pc / c);
-            for k in lo.floor() as u32..(hi.ceil() as u32).min(p.count) {
-                let share = (hi.min(f64::from(k + 1)) - lo.max(f64::from(k))).max(0.0);
-                if share > 0.0 {
-                    out.push(((p.first + k) as usize, share * o));
-                }
-            }
-        }
-        out
-    }
-
     /// Bytes task `t` of `gi` reads back from each holder node's disk (spilled inputs that
     /// still exist), by node.
     fn restore_parts(&self, t: u32, gi: usize) -> Vec<(usize, f64)> {
@@ -150,7 +125,7 @@ impl Sim<'_> {
             return Vec::new();
         }
         let mut by: std::collections::BTreeMap<usize, f64> = Default::default();
-        for (pt, bytes) in self.input_parts(t, gi) {
+        for (pt, bytes) in self.tasks.input_parts(&self.w, t, gi) {
             let holder = self.tasks.node[pt];
             if holder == u32::MAX
                 || !self.w.store.spilled.get(pt).copied().unwrap_or(false)
@@ -254,14 +229,43 @@ impl Sim<'_> {
         if let Some(from) = self.w.store.spill_from.remove(&t) {
             self.w.store.restore_secs += (now - from) as f64 / 1e9;
         }
-        let gi = self.group_of(t);
+        let gi = self.tasks.group_of(t);
         let node = self.tasks.node[t as usize] as usize;
         let units = self.w.device_units(&self.tasks.groups[gi].request);
         self.start_fetch(t, gi, node, units, 0.0);
     }
 }
 
-impl crate::sim::World<'_> {
+impl Tasks {
+    /// Producer tasks whose outputs task `t` of `gi` reads, with the bytes of each (the object
+    /// directory's ranges, `network.rs`).
+    pub(crate) fn input_parts(&self, world: &World<'_>, t: u32, gi: usize) -> Vec<(usize, f64)> {
+        let g = &self.groups[gi];
+        let c = f64::from(g.count.max(1));
+        let i = f64::from(t - g.first);
+        let mut out = Vec::new();
+        for (a, p) in self.groups.iter().enumerate() {
+            if !p.dependents.contains(&(gi as u32)) {
+                continue;
+            }
+            let o = self.output_bytes(world, a);
+            if o <= 0.0 {
+                continue;
+            }
+            let pc = f64::from(p.count);
+            let (lo, hi) = (i * pc / c, (i + 1.0) * pc / c);
+            for k in lo.floor() as u32..(hi.ceil() as u32).min(p.count) {
+                let share = (hi.min(f64::from(k + 1)) - lo.max(f64::from(k))).max(0.0);
+                if share > 0.0 {
+                    out.push(((p.first + k) as usize, share * o));
+                }
+            }
+        }
+        out
+    }
+}
+
+impl World<'_> {
     /// No route to a disk (no graph): `what` is priced in closed form, and the run says so.
     fn note_no_disk_route(&mut self, what: &str) {
         self.net.note(

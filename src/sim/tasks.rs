@@ -9,6 +9,7 @@ use super::{Ev, Sim, Work, models, timeline};
 use crate::engine::Time;
 use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::workload::Policy;
+use crate::sim::World;
 use models::secs;
 
 /// The task groups and every task's state: one entry per task in each list, indexed by task
@@ -160,12 +161,6 @@ impl Sim<'_> {
         }
     }
 
-    pub(super) fn group_of(&self, task: u32) -> usize {
-        self.tasks
-            .groups
-            .partition_point(|g| g.first + g.count <= task)
-    }
-
     /// Every group this one runs `after` has finished: submit its tasks.
     pub(super) fn on_group_ready(&mut self, g: u32) {
         let now = self.w.now();
@@ -183,7 +178,7 @@ impl Sim<'_> {
         if epoch != self.tasks.epoch[t as usize] {
             return; // its node died; the task was retried or failed
         }
-        let gi = self.group_of(t);
+        let gi = self.tasks.group_of(t);
         let node = self.tasks.node[t as usize] as usize;
         if self.begin_spill(t, gi, node, epoch) {
             return; // completes when its output is on disk (`spills.rs`)
@@ -210,28 +205,15 @@ impl Sim<'_> {
         let start = self.tasks.start[t as usize];
         self.tasks.groups[gi].run.record((now - start) as f64 / 1e9);
         self.store_output(t, gi, node);
-        self.task_done_bookkeeping(gi);
+        self.tasks.task_done_bookkeeping(&mut self.w, gi);
         self.dispatch(node);
     }
 
     /// A task's retry delay is over: submit it again.
     pub(super) fn on_retry(&mut self, t: u32) {
-        let gi = self.group_of(t);
+        let gi = self.tasks.group_of(t);
         self.tasks.groups[gi].delayed -= 1;
         self.submit(Work::Task(t));
-    }
-
-    /// Nanoseconds task `t` of `gi` computes on `node` once its inputs are there.
-    fn task_run_ns(&self, gi: usize, node: NodeId) -> Time {
-        let g = &self.tasks.groups[gi];
-        let units = self.w.device_units(&g.request);
-        let ts = &self.w.spec.workloads[g.workload].tasks[g.index];
-        let run = match (&ts.duration, &ts.compute, &self.w.node_accel[node]) {
-            (Some(d), _, _) => d.0 as f64 / 1e9,
-            (None, Some(c), Some(acc)) => models::compute_secs(self.w.spec, acc, c, 1.0, units),
-            _ => 0.0,
-        };
-        secs(run).max(1)
     }
 
     /// Task `t` of `gi` on `node` has its spilled inputs back (`spills.rs`): fetch its inputs
@@ -257,7 +239,7 @@ impl Sim<'_> {
             if fixed > 0.0 {
                 self.tasks.groups[gi].fetch_ns += secs(fixed);
             }
-            let d = secs(fixed) + self.task_run_ns(gi, node);
+            let d = secs(fixed) + self.tasks.task_run_ns(&self.w, gi, node);
             self.w.q.after(d.max(1), Ev::Task(TaskEv::Done(t, epoch)));
             return;
         }
@@ -274,7 +256,7 @@ impl Sim<'_> {
             return;
         }
         let now = self.w.now();
-        let gi = self.group_of(t);
+        let gi = self.tasks.group_of(t);
         let node = self.tasks.node[t as usize] as usize;
         self.record_task(t as usize, now);
         self.w.cancel_fetch(t);
@@ -286,25 +268,8 @@ impl Sim<'_> {
         self.w.busy(node, -units, now);
         self.failures.tasks_failed += 1;
         self.tasks.groups[gi].failed += 1;
-        self.task_done_bookkeeping(gi);
+        self.tasks.task_done_bookkeeping(&mut self.w, gi);
         self.dispatch(node);
-    }
-
-    /// Task `t`'s inputs have arrived: it runs.
-    pub(super) fn on_fetch_done(&mut self, t: u32, epoch: u32) {
-        self.w.net.fetch_xfer.remove(&t);
-        self.w.net.fetch_from.remove(&t);
-        if epoch != self.tasks.epoch[t as usize] {
-            return;
-        }
-        let gi = self.group_of(t);
-        let node = self.tasks.node[t as usize] as usize;
-        let (start, now) = (self.tasks.start[t as usize], self.w.now());
-        self.w.tl.arrived(super::timeline::MoveKey::Fetch(t), now);
-        let took = now - start;
-        self.tasks.groups[gi].fetch_ns += took;
-        let d = self.task_run_ns(gi, node);
-        self.w.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
     }
 
     /// Timeline: task `t` ran on its devices and CPUs from its start until `now` (done or
@@ -312,7 +277,7 @@ impl Sim<'_> {
     /// fetch included).
     pub(crate) fn record_task(&mut self, t: usize, now: Time) {
         let node = self.tasks.node[t] as usize;
-        let gi = self.group_of(t as u32);
+        let gi = self.tasks.group_of(t as u32);
         let units = self.w.device_units(&self.tasks.groups[gi].request);
         self.w.worked(node, units, self.tasks.start[t], now);
         let cpus = super::cpu::cpus_of(&self.tasks.groups[gi].request);
@@ -331,7 +296,7 @@ impl Sim<'_> {
 
     /// Submit a task again, after its group's retry delay.
     pub(crate) fn retry_task(&mut self, t: u32) {
-        let gi = self.group_of(t);
+        let gi = self.tasks.group_of(t);
         let g = &self.tasks.groups[gi];
         let delay = self.w.spec.workloads[g.workload].tasks[g.index]
             .retry_delay
@@ -343,26 +308,62 @@ impl Sim<'_> {
             self.w.q.after(delay, Ev::Task(TaskEv::Retry(t)));
         }
     }
+}
 
-    pub(super) fn task_done_bookkeeping(&mut self, gi: usize) {
-        let now = self.w.now();
-        let g = &mut self.tasks.groups[gi];
+impl Tasks {
+    pub(super) fn group_of(&self, task: u32) -> usize {
+        self.groups.partition_point(|g| g.first + g.count <= task)
+    }
+
+    /// Nanoseconds task `t` of `gi` computes on `node` once its inputs are there.
+    fn task_run_ns(&self, world: &World<'_>, gi: usize, node: NodeId) -> Time {
+        let g = &self.groups[gi];
+        let units = world.device_units(&g.request);
+        let ts = &world.spec.workloads[g.workload].tasks[g.index];
+        let run = match (&ts.duration, &ts.compute, &world.node_accel[node]) {
+            (Some(d), _, _) => d.0 as f64 / 1e9,
+            (None, Some(c), Some(acc)) => models::compute_secs(world.spec, acc, c, 1.0, units),
+            _ => 0.0,
+        };
+        secs(run).max(1)
+    }
+
+    /// Task `t`'s inputs have arrived: it runs.
+    pub(super) fn on_fetch_done(&mut self, world: &mut World<'_>, t: u32, epoch: u32) {
+        world.net.fetch_xfer.remove(&t);
+        world.net.fetch_from.remove(&t);
+        if epoch != self.epoch[t as usize] {
+            return;
+        }
+        let gi = self.group_of(t);
+        let node = self.node[t as usize] as usize;
+        let (start, now) = (self.start[t as usize], world.now());
+        world.tl.arrived(super::timeline::MoveKey::Fetch(t), now);
+        let took = now - start;
+        self.groups[gi].fetch_ns += took;
+        let d = self.task_run_ns(world, gi, node);
+        world.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
+    }
+
+    pub(super) fn task_done_bookkeeping(&mut self, world: &mut World<'_>, gi: usize) {
+        let now = world.now();
+        let g = &mut self.groups[gi];
         g.done += 1;
         if g.done == g.count {
             g.last_end = now;
-            self.w.makespan = self.w.makespan.max(now);
+            world.makespan = world.makespan.max(now);
             for d in g.dependents.clone() {
-                let dg = &mut self.tasks.groups[d as usize];
+                let dg = &mut self.groups[d as usize];
                 dg.deps_left -= 1;
                 if dg.deps_left == 0 {
-                    self.w.q.at(now, Ev::Task(TaskEv::GroupReady(d)));
+                    world.q.at(now, Ev::Task(TaskEv::GroupReady(d)));
                 }
             }
         }
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     /// Task `t` was killed (or must fetch again): its fetch, restore or spill leaves the
     /// network.
     pub(crate) fn cancel_fetch(&mut self, t: u32) {

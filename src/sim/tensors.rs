@@ -20,6 +20,8 @@ use super::network::{Flow, MovementKind, Rank};
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
 use super::{Sim, models::secs};
+use crate::sim::World;
+use crate::sim::actors::Actors;
 
 impl Sim<'_> {
     /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
@@ -58,41 +60,21 @@ impl Sim<'_> {
                 Ok((fixed, wire))
             }
             Err(e) => {
-                self.unavailable(kind, &format!("{what}: transport {name}"), &e);
+                self.failures.unavailable(
+                    &mut self.w,
+                    kind,
+                    &format!("{what}: transport {name}"),
+                    &e,
+                );
                 Err(e)
             }
         }
     }
 
-    /// The receiving actor of sender `a`'s current call: the first running actor of its
-    /// receiving group from (k + c) mod M on; `Err(true)` when none can ever run.
-    fn receiver(&self, a: u32) -> Result<u32, bool> {
-        let ac = &self.actors.list[a as usize];
-        let g = &self.actors.groups[ac.group];
-        let Some(rg) = g.tensor_to else {
-            return Err(true);
-        };
-        let r = &self.actors.groups[rg];
-        let m = u64::from(r.count.max(1));
-        let calls = self.w.spec.workloads[g.workload].actors[g.index].calls;
-        let c = calls.saturating_sub(ac.calls_left);
-        let start = (u64::from(ac.index) + c) % m;
-        let mut alive = false;
-        for i in 0..m {
-            let id = r.first + ((start + i) % m) as u32;
-            let x = &self.actors.list[id as usize];
-            if x.node.is_some() && !x.dead {
-                return Ok(id);
-            }
-            alive |= !x.dead;
-        }
-        Err(!alive || r.infeasible >= u64::from(r.count))
-    }
-
     /// Actor `a`'s call finished computing: send its tensor.
     pub(super) fn send_tensor(&mut self, a: u32) {
         let epoch = self.actors.list[a as usize].epoch;
-        let rx = match self.receiver(a) {
+        let rx = match self.actors.receiver(&self.w, a) {
             Ok(r) => r,
             Err(true) => {
                 self.finish_call(a, epoch, false);
@@ -206,25 +188,13 @@ impl Sim<'_> {
         self.finish_call(a, epoch, true);
     }
 
-    /// Actor `a`'s tensor in flight stops (its sender or receiver was lost).
-    pub(crate) fn cancel_tensor(&mut self, a: usize) {
-        let ac = &mut self.actors.list[a];
-        ac.send_flows = None;
-        ac.send_node = None;
-        if let Some(x) = ac.send_xfer.take() {
-            let now = self.w.now();
-            self.w.wire.cancel(now, x);
-            self.w.rearm_wire();
-        }
-    }
-
     /// Node `n` died: tensors on their way to an actor there go to another receiver (after
     /// the actors lost with `n` have been taken off it).
     pub(crate) fn resend_tensors_to(&mut self, n: usize) {
         for a in 0..self.actors.list.len() {
             let ac = &self.actors.list[a];
             if ac.send_node == Some(n) && ac.node.is_some() && !ac.dead {
-                self.cancel_tensor(a);
+                self.actors.cancel_tensor(&mut self.w, a);
                 self.send_tensor(a as u32);
             }
         }
@@ -261,6 +231,45 @@ impl Sim<'_> {
             .collect();
         for s in waiting {
             self.send_tensor(s);
+        }
+    }
+}
+
+impl Actors {
+    /// The receiving actor of sender `a`'s current call: the first running actor of its
+    /// receiving group from (k + c) mod M on; `Err(true)` when none can ever run.
+    fn receiver(&self, world: &World<'_>, a: u32) -> Result<u32, bool> {
+        let ac = &self.list[a as usize];
+        let g = &self.groups[ac.group];
+        let Some(rg) = g.tensor_to else {
+            return Err(true);
+        };
+        let r = &self.groups[rg];
+        let m = u64::from(r.count.max(1));
+        let calls = world.spec.workloads[g.workload].actors[g.index].calls;
+        let c = calls.saturating_sub(ac.calls_left);
+        let start = (u64::from(ac.index) + c) % m;
+        let mut alive = false;
+        for i in 0..m {
+            let id = r.first + ((start + i) % m) as u32;
+            let x = &self.list[id as usize];
+            if x.node.is_some() && !x.dead {
+                return Ok(id);
+            }
+            alive |= !x.dead;
+        }
+        Err(!alive || r.infeasible >= u64::from(r.count))
+    }
+
+    /// Actor `a`'s tensor in flight stops (its sender or receiver was lost).
+    pub(crate) fn cancel_tensor(&mut self, world: &mut World<'_>, a: usize) {
+        let ac = &mut self.list[a];
+        ac.send_flows = None;
+        ac.send_node = None;
+        if let Some(x) = ac.send_xfer.take() {
+            let now = world.now();
+            world.wire.cancel(now, x);
+            world.rearm_wire();
         }
     }
 }

@@ -185,7 +185,7 @@ impl Sim<'_> {
                 let (w, i) = (self.jobs[j as usize].workload, self.jobs[j as usize].index);
                 let wl = &self.w.spec.workloads[w];
                 let name = format!("{}.{}", wl.name, wl.training[i].name);
-                self.mark("job_waits_for_fabric", name);
+                self.failures.mark(&self.w, "job_waits_for_fabric", name);
             }
             return;
         }

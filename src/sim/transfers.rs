@@ -12,6 +12,7 @@
 use super::wire::{Owner, TransferId};
 use super::{Ev, Sim};
 use crate::network::LinkId;
+use crate::sim::World;
 
 /// A transfer's flows: each a path of links and the bytes it moves.
 type Flows = Vec<(Vec<LinkId>, f64)>;
@@ -163,13 +164,16 @@ impl Sim<'_> {
         match owner {
             Owner::Round { job, epoch } => self.on_round_done(job, epoch),
             Owner::Bucket { job, epoch, stream } => self.on_bucket_done(job, epoch, stream),
-            Owner::Fetch { task, epoch } => self.on_fetch_done(task, epoch),
+            Owner::Fetch { task, epoch } => self.tasks.on_fetch_done(&mut self.w, task, epoch),
             Owner::Checkpoint { job, epoch, load } => self.on_checkpoint_done(job, epoch, load),
             Owner::Spill { task, epoch } => self.on_spill_done(task, epoch),
             Owner::Restore { task, epoch } => self.on_restore_done(task, epoch),
             Owner::Tensor { actor, epoch } => self.on_tensor_done(actor, epoch),
-            Owner::Request { replica, epoch } => self.on_requests_arrived(replica, epoch),
-            Owner::Response { slot } => self.on_responses_arrived(slot),
+            Owner::Request { replica, epoch } => {
+                self.services
+                    .on_requests_arrived(&mut self.w, replica, epoch)
+            }
+            Owner::Response { slot } => self.services.on_responses_arrived(&mut self.w, slot),
             Owner::LlmRound { replica, epoch } => self.on_llm_round_done(replica, epoch),
             Owner::LlmPipe {
                 replica,
@@ -181,7 +185,7 @@ impl Sim<'_> {
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     /// `owner`'s transfer starts after `delay` ns (its fixed part).
     pub(super) fn transfer_after(&mut self, delay: crate::engine::Time, owner: Owner) {
         self.q.after(delay, Ev::TransferGo(owner));

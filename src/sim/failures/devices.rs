@@ -32,7 +32,7 @@ impl Sim<'_> {
         if let Some(d) = self.w.tl.device(n, dev) {
             self.w.tl.fail(&[d], now);
         }
-        self.mark("xid", format!("{}.d{dev}", self.w.state.nodes[n].name()));
+        self.failures.mark_in(&self.w, "xid", n, &format!("d{dev}"));
         let uses = |a: &crate::placement::Allocation| {
             a.node == n
                 && a.instances
@@ -45,7 +45,7 @@ impl Sim<'_> {
             }
             self.record_task(t, now);
             let a = self.tasks.alloc[t].take().expect("checked");
-            let gi = self.group_of(t as u32);
+            let gi = self.tasks.group_of(t as u32);
             let units = self.w.device_units(&self.tasks.groups[gi].request);
             self.failures.lost_device_ns += units * (now - self.tasks.start[t]) as f64;
             let tenant = self.tasks.groups[gi].tenant;
@@ -64,7 +64,7 @@ impl Sim<'_> {
             } else {
                 self.failures.tasks_failed += 1;
                 self.tasks.groups[gi].failed += 1;
-                self.task_done_bookkeeping(gi);
+                self.tasks.task_done_bookkeeping(&mut self.w, gi);
             }
         }
         for a in 0..self.actors.list.len() {
@@ -76,7 +76,7 @@ impl Sim<'_> {
             let units = self.w.device_units(&self.actors.list[a].request);
             self.w.free(&alloc, self.actors.groups[g].tenant);
             self.w.busy(n, -units, now);
-            self.lose_actor_call(a);
+            self.actors.lose_actor_call(a);
             let ac = &mut self.actors.list[a];
             ac.epoch += 1;
             ac.node = None;
@@ -149,10 +149,8 @@ impl Sim<'_> {
             self.w.tl.repair(&[d], now);
         }
         if self.w.state.repair_device(n, dev) {
-            self.mark(
-                "device_repaired",
-                format!("{}.d{dev}", self.w.state.nodes[n].name()),
-            );
+            self.failures
+                .mark_in(&self.w, "device_repaired", n, &format!("d{dev}"));
             self.dispatch(n);
         }
     }
@@ -168,7 +166,7 @@ impl Sim<'_> {
         } else {
             "nvlink_restored"
         };
-        self.mark(what, self.w.state.nodes[n].name().to_string());
+        self.failures.mark_node(&self.w, what, n);
         self.refresh_jobs_on(n);
     }
 
@@ -203,10 +201,8 @@ impl Sim<'_> {
         }
         self.apply_node_bandwidth(n);
         self.reroute_stalled();
-        self.mark(
-            "nic_down",
-            format!("{}.nic{i}", self.w.state.nodes[n].name()),
-        );
+        self.failures
+            .mark_in(&self.w, "nic_down", n, &format!("nic{i}"));
         let nics = &self.failures.nics[n];
         let frontend: Vec<usize> = (0..nics.len())
             .filter(|&k| nics[k].0 == "frontend")
@@ -257,7 +253,7 @@ impl Sim<'_> {
         } else {
             "nic_restored"
         };
-        self.mark(what, format!("{}.nic{i}", self.w.state.nodes[n].name()));
+        self.failures.mark_in(&self.w, what, n, &format!("nic{i}"));
         self.refresh_jobs_on(n);
     }
 
@@ -284,7 +280,8 @@ impl Sim<'_> {
         }
         self.apply_node_bandwidth(n);
         self.w.net_routes_changed();
-        self.mark("nic_up", format!("{}.nic{i}", self.w.state.nodes[n].name()));
+        self.failures
+            .mark_in(&self.w, "nic_up", n, &format!("nic{i}"));
         if std::mem::take(&mut self.failures.cut_off[n]) {
             self.node_repair(n);
         } else {

@@ -23,20 +23,10 @@
 use super::devices::NicLoss;
 use crate::network::LinkId;
 use crate::sim::Sim;
+use crate::sim::World;
+use crate::sim::failures::Failures;
 
 impl Sim<'_> {
-    /// The capacity of switch-to-switch link `l` from the fabric's failure state.
-    fn fabric_capacity(&self, l: LinkId) -> Option<f64> {
-        let g = self.w.wire.graph.as_ref()?;
-        let (a, b) = g.switches_of(l)?;
-        let f = &self.failures;
-        if f.switches_down.contains(&a) || f.switches_down.contains(&b) {
-            return Some(0.0);
-        }
-        let k = (a.min(b), a.max(b));
-        Some(g.capacity[l] * f.fabric_links.get(&k).copied().unwrap_or(1.0))
-    }
-
     pub(crate) fn switch_down(&mut self, s: u32) {
         if self.failures.switches_down.contains(&s) {
             return;
@@ -52,7 +42,8 @@ impl Sim<'_> {
         for &l in &links {
             self.w.wire.set_capacity(now, l, 0.0);
         }
-        self.mark("switch_down", self.w.switch_name(s));
+        self.failures
+            .mark(&self.w, "switch_down", self.w.switch_name(s));
         // Its NICs' links are gone: each NIC as if it had failed (held until the switch is
         // back, whatever else repairs it).
         let mut held = Vec::new();
@@ -90,11 +81,12 @@ impl Sim<'_> {
         let links = g.switch_links(s);
         let now = self.w.now();
         for l in links {
-            if let Some(c) = self.fabric_capacity(l) {
+            if let Some(c) = self.failures.fabric_capacity(&self.w, l) {
                 self.w.wire.set_capacity(now, l, c);
             }
         }
-        self.mark("switch_up", self.w.switch_name(s));
+        self.failures
+            .mark(&self.w, "switch_up", self.w.switch_name(s));
         for (n, i) in self.failures.switch_nics.remove(&s).unwrap_or_default() {
             self.nic_up(n, i);
         }
@@ -121,7 +113,7 @@ impl Sim<'_> {
         }
         let now = self.w.now();
         for &l in &links {
-            if let Some(c) = self.fabric_capacity(l) {
+            if let Some(c) = self.failures.fabric_capacity(&self.w, l) {
                 self.w.wire.set_capacity(now, l, c);
             }
         }
@@ -134,7 +126,8 @@ impl Sim<'_> {
         } else {
             "switch_link_restored"
         };
-        self.mark(
+        self.failures.mark(
+            &self.w,
             what,
             format!("{} {}", self.w.switch_name(a), self.w.switch_name(b)),
         );
@@ -206,7 +199,21 @@ impl Sim<'_> {
     }
 }
 
-impl crate::sim::World<'_> {
+impl Failures {
+    /// The capacity of switch-to-switch link `l` from the fabric's failure state.
+    fn fabric_capacity(&self, world: &World<'_>, l: LinkId) -> Option<f64> {
+        let g = world.wire.graph.as_ref()?;
+        let (a, b) = g.switches_of(l)?;
+        let f = &self;
+        if f.switches_down.contains(&a) || f.switches_down.contains(&b) {
+            return Some(0.0);
+        }
+        let k = (a.min(b), a.max(b));
+        Some(g.capacity[l] * f.fabric_links.get(&k).copied().unwrap_or(1.0))
+    }
+}
+
+impl World<'_> {
     /// The run's explicit fabric (`fabric explicit { ... }`), when it has one.
     pub(super) fn explicit_fabric(&self) -> Option<&crate::network::topology::Explicit> {
         self.wire.graph.as_ref().and_then(|g| g.explicit())

@@ -13,41 +13,10 @@
 
 use crate::placement::NodeId;
 use crate::sim::Sim;
+use crate::sim::World;
+use crate::sim::tasks::Tasks;
 
 impl Sim<'_> {
-    /// Node `n` crashed: stop every restore or fetch reading from it (tasks on `n` itself were
-    /// killed already) and let those tasks wait for their inputs.
-    pub(super) fn stop_reads_from(&mut self, n: NodeId) {
-        let mut hit: Vec<u32> = self
-            .w
-            .net
-            .fetch_from
-            .iter()
-            .filter(|(_, from)| from.contains(&(n as u32)))
-            .map(|(t, _)| *t)
-            .collect();
-        hit.sort_unstable();
-        for t in hit {
-            if self.tasks.alloc[t as usize].is_none() {
-                continue;
-            }
-            self.w.cancel_fetch(t);
-            // A fetch paying its fixed part has a `TransferGo` queued for this attempt: a new
-            // attempt number makes it stale, as for a task killed with its node.
-            self.tasks.epoch[t as usize] += 1;
-            self.w.net.await_inputs.insert(t);
-        }
-    }
-
-    /// Whether a group has a task waiting for lost inputs (so they must be rebuilt).
-    pub(super) fn group_awaits_inputs(&self, gi: usize) -> bool {
-        self.w
-            .net
-            .await_inputs
-            .iter()
-            .any(|t| self.group_of(*t) == gi)
-    }
-
     /// Tasks waiting for lost inputs whose inputs are all settled (rebuilt or given up on)
     /// read them again.
     pub(crate) fn resume_reads(&mut self) {
@@ -58,18 +27,53 @@ impl Sim<'_> {
             .iter()
             .copied()
             .filter(|&t| {
-                let gi = self.group_of(t);
-                self.input_parts(t, gi)
+                let gi = self.tasks.group_of(t);
+                self.tasks
+                    .input_parts(&self.w, t, gi)
                     .iter()
                     .all(|(pt, _)| !self.tasks.rebuild[*pt])
             })
             .collect();
         for t in ready {
             self.w.net.await_inputs.remove(&t);
-            let gi = self.group_of(t);
+            let gi = self.tasks.group_of(t);
             let node = self.tasks.node[t as usize] as usize;
             let units = self.w.device_units(&self.tasks.groups[gi].request);
             self.start_task_work(t, gi, node, units);
         }
+    }
+}
+
+impl Tasks {
+    /// Node `n` crashed: stop every restore or fetch reading from it (tasks on `n` itself were
+    /// killed already) and let those tasks wait for their inputs.
+    pub(super) fn stop_reads_from(&mut self, world: &mut World<'_>, n: NodeId) {
+        let mut hit: Vec<u32> = world
+            .net
+            .fetch_from
+            .iter()
+            .filter(|(_, from)| from.contains(&(n as u32)))
+            .map(|(t, _)| *t)
+            .collect();
+        hit.sort_unstable();
+        for t in hit {
+            if self.alloc[t as usize].is_none() {
+                continue;
+            }
+            world.cancel_fetch(t);
+            // A fetch paying its fixed part has a `TransferGo` queued for this attempt: a new
+            // attempt number makes it stale, as for a task killed with its node.
+            self.epoch[t as usize] += 1;
+            world.net.await_inputs.insert(t);
+        }
+    }
+
+    /// Whether a group has a task waiting for lost inputs (so they must be rebuilt).
+    pub(super) fn group_awaits_inputs(&self, world: &World<'_>, gi: usize) -> bool {
+        world
+            .net
+            .await_inputs
+            .iter()
+            .any(|t| self.group_of(*t) == gi)
     }
 }

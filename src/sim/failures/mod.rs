@@ -46,6 +46,7 @@ use super::{Sim, Work};
 use crate::engine::Time;
 use crate::placement::NodeId;
 use crate::scenario::failure::Detection;
+use crate::sim::World;
 
 #[derive(Default)]
 pub(crate) struct Failures {
@@ -129,16 +130,28 @@ impl Failures {
     }
 }
 
-impl Sim<'_> {
-    pub(super) fn mark(&mut self, kind: &str, subject: String) {
-        let time = self.w.now() as f64 / 1e9;
-        self.failures
-            .timeline
-            .push(crate::sim::metrics::TimelineEvent {
-                time,
-                kind: kind.to_string(),
-                subject,
-            });
+impl Failures {
+    /// [`Failures::mark`] with node `n`'s name as the subject.
+    pub(super) fn mark_node(&mut self, world: &World<'_>, kind: &str, n: NodeId) {
+        self.mark(world, kind, world.state.nodes[n].name().to_string());
+    }
+
+    /// [`Failures::mark`] with part `part` of node `n` as the subject (`node.d3`).
+    pub(super) fn mark_in(&mut self, world: &World<'_>, kind: &str, n: NodeId, part: &str) {
+        self.mark(
+            world,
+            kind,
+            format!("{}.{part}", world.state.nodes[n].name()),
+        );
+    }
+
+    pub(super) fn mark(&mut self, world: &World<'_>, kind: &str, subject: String) {
+        let time = world.now() as f64 / 1e9;
+        self.timeline.push(crate::sim::metrics::TimelineEvent {
+            time,
+            kind: kind.to_string(),
+            subject,
+        });
     }
 }
 

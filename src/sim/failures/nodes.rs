@@ -7,6 +7,7 @@
 
 use crate::placement::NodeId;
 use crate::sim::FailureEv;
+use crate::sim::World;
 use crate::sim::{Ev, Sim, TraceEvent, Work};
 
 impl Sim<'_> {
@@ -23,7 +24,7 @@ impl Sim<'_> {
         if n == self.w.state.head && self.failures.cluster_down.is_empty() {
             // The head holds the GCS (in memory: Ray's default, no Redis) and the driver:
             // losing it takes the whole cluster down; raylets exit without their GCS.
-            self.mark("cluster_loss", self.w.state.nodes[n].name().to_string());
+            self.failures.mark_node(&self.w, "cluster_loss", n);
             let others: Vec<NodeId> = (0..self.w.state.nodes.len())
                 .filter(|&m| m != n && self.w.state.nodes[m].alive())
                 .collect();
@@ -43,7 +44,7 @@ impl Sim<'_> {
         let devs = self.w.tl.node_devices(n);
         self.w.tl.fail(&devs, now);
         self.w.state.set_alive(n, false);
-        self.mark("crash", self.w.state.nodes[n].name().to_string());
+        self.failures.mark_node(&self.w, "crash", n);
         self.failures.crashes += 1;
         self.failures.down_since[n] = Some(now);
         self.failures.crash_epoch[n] += 1;
@@ -58,15 +59,15 @@ impl Sim<'_> {
             let lost = self.tasks.alloc[t].take();
             self.tasks.epoch[t] += 1;
             self.w.cancel_fetch(t as u32);
-            let g = &self.tasks.groups[self.group_of(t as u32)];
+            let g = &self.tasks.groups[self.tasks.group_of(t as u32)];
             let (units, tenant) = (self.w.device_units(&g.request), g.tenant);
             self.failures.lost_device_ns += units * (now - self.tasks.start[t]) as f64;
             self.w.drop_alloc(n, tenant, units, lost);
             self.failures.lost.push((n, epoch, Work::Task(t as u32)));
         }
-        self.stop_reads_from(n);
+        self.tasks.stop_reads_from(&mut self.w, n);
         self.lose_outputs(n, epoch);
-        self.store_lost(n);
+        self.tasks.store_lost(&mut self.w, n);
         self.resume_reads();
         // Actors.
         for a in 0..self.actors.list.len() {
@@ -80,8 +81,8 @@ impl Sim<'_> {
             } else {
                 0.0
             };
-            self.lose_actor_call(a);
-            self.cancel_tensor(a);
+            self.actors.lose_actor_call(a);
+            self.actors.cancel_tensor(&mut self.w, a);
             let ac = &mut self.actors.list[a];
             ac.send_wait = false;
             ac.epoch += 1;
@@ -166,7 +167,7 @@ impl Sim<'_> {
                 .detect_times
                 .record((now - since) as f64 / 1e9);
         }
-        self.mark("detected", self.w.state.nodes[n].name().to_string());
+        self.failures.mark_node(&self.w, "detected", n);
         let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failures.lost)
             .into_iter()
             .partition(|(node, e, _)| *node == n && *e == epoch);
@@ -183,14 +184,14 @@ impl Sim<'_> {
                         // them run and counts the object as lost.
                         self.tasks.rebuild[t as usize] = false;
                         self.failures.objects_lost += 1;
-                        let gi = self.group_of(t);
+                        let gi = self.tasks.group_of(t);
                         self.unblock_dependents(gi);
                         self.resume_reads();
                     } else {
                         self.failures.tasks_failed += 1;
-                        let gi = self.group_of(t);
+                        let gi = self.tasks.group_of(t);
                         self.tasks.groups[gi].failed += 1;
-                        self.task_done_bookkeeping(gi);
+                        self.tasks.task_done_bookkeeping(&mut self.w, gi);
                     }
                 }
                 Work::Actor(a) => {
@@ -250,7 +251,7 @@ impl Sim<'_> {
         if let Some(since) = self.failures.down_since[n].take() {
             self.failures.node_down_ns += (now - since) as f64;
         }
-        self.mark("repaired", self.w.state.nodes[n].name().to_string());
+        self.failures.mark_node(&self.w, "repaired", n);
         self.w.state.reset(n);
         self.w.state.set_alive(n, true);
         // Only this node became available: `dispatch` re-places lost bundles first, then
@@ -259,7 +260,7 @@ impl Sim<'_> {
     }
 }
 
-impl crate::sim::World<'_> {
+impl World<'_> {
     /// An allocation lost with its node (not freed: the node's resources are gone with it).
     pub(super) fn drop_alloc(
         &mut self,

@@ -7,6 +7,7 @@
 
 use crate::placement::{BundleRequest, NodeId, PgDecision};
 use crate::scenario::workload::{LabelConstraint, LabelOp, PgStrategy};
+use crate::sim::actors::Actors;
 use crate::sim::{Sim, Work};
 
 impl Sim<'_> {
@@ -27,7 +28,7 @@ impl Sim<'_> {
                 .copied()
                 .filter(|d| {
                     self.tasks.groups[*d as usize].started < self.tasks.groups[*d as usize].count
-                        || self.group_awaits_inputs(*d as usize)
+                        || self.tasks.group_awaits_inputs(&self.w, *d as usize)
                 })
                 .collect();
             if needy.is_empty() || ts.output.0 == 0 {
@@ -96,23 +97,6 @@ impl Sim<'_> {
         }
     }
 
-    /// An actor died with a method call running: Ray retries it on the restarted actor while
-    /// `max_task_retries` allows (default 0: the call fails).
-    pub(super) fn lose_actor_call(&mut self, a: usize) {
-        let ac = &mut self.actors.list[a];
-        if ac.calls_left == 0 || ac.dead {
-            return;
-        }
-        if ac.task_retries_left != 0 {
-            if ac.task_retries_left > 0 {
-                ac.task_retries_left -= 1;
-            }
-        } else {
-            ac.calls_left -= 1;
-            self.actors.groups[ac.group].calls_failed += 1;
-        }
-    }
-
     /// A failure hit the job's group: the job stops, losing the work since its checkpoint.
     pub(super) fn stop_job(&mut self, j: usize) {
         let now = self.w.now();
@@ -154,7 +138,7 @@ impl Sim<'_> {
             "{}.{}",
             self.w.spec.workloads[w].name, self.w.spec.workloads[w].training[i].name
         );
-        self.mark("job_stopped", name);
+        self.failures.mark(&self.w, "job_stopped", name);
     }
 
     /// Try to re-place the lost bundles of every group waiting for them, in order.
@@ -227,7 +211,8 @@ impl Sim<'_> {
             self.pgs[p].allocs[i] = Some(a);
             self.failures.bundles_rescheduled += 1;
         }
-        self.mark("bundles_rescheduled", self.pg_name(p));
+        self.failures
+            .mark(&self.w, "bundles_rescheduled", self.pg_name(p));
         self.pgs[p].lost_since = None;
         self.failures.lost_pgs.retain(|x| *x as usize != p);
         for j in self.pgs[p].jobs.clone() {
@@ -261,7 +246,8 @@ impl Sim<'_> {
             return;
         };
         self.failures.bundles_rescheduled += bundles.len() as u64;
-        self.mark("bundles_rescheduled", self.pg_name(p));
+        self.failures
+            .mark(&self.w, "bundles_rescheduled", self.pg_name(p));
         let pg = &mut self.pgs[p];
         pg.bundles = bundles;
         pg.nodes = nodes;
@@ -282,5 +268,24 @@ impl Sim<'_> {
             self.w.spec.workloads[pg.workload].name,
             self.w.spec.workloads[pg.workload].placement_groups[pg.index].name
         )
+    }
+}
+
+impl Actors {
+    /// An actor died with a method call running: Ray retries it on the restarted actor while
+    /// `max_task_retries` allows (default 0: the call fails).
+    pub(super) fn lose_actor_call(&mut self, a: usize) {
+        let ac = &mut self.list[a];
+        if ac.calls_left == 0 || ac.dead {
+            return;
+        }
+        if ac.task_retries_left != 0 {
+            if ac.task_retries_left > 0 {
+                ac.task_retries_left -= 1;
+            }
+        } else {
+            ac.calls_left -= 1;
+            self.groups[ac.group].calls_failed += 1;
+        }
     }
 }

@@ -8,6 +8,8 @@ use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::NodeId;
 use crate::scenario::failure::{Distribution, SWITCH_LINK};
 use crate::sim::FailureEv as F;
+use crate::sim::World;
+use crate::sim::failures::Failures;
 use crate::sim::{Ev, Sim};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution as _, Exp, LogNormal, Weibull};
@@ -138,22 +140,65 @@ fn sample(
 }
 
 impl Sim<'_> {
+    pub(crate) fn random_failure(&mut self, p: usize) {
+        let nodes = self.failures.processes[p].nodes.clone();
+        let device = self.failures.processes[p].device;
+        let nic = self.failures.processes[p].nic;
+        let switch = self.failures.processes[p].switch;
+        if let Some(s) = switch {
+            self.switch_down(s);
+        }
+        match (device, nic) {
+            (Some(d), _) => self.device_fault(nodes[0], d),
+            (None, Some(i)) => self.nic_down(nodes[0], i),
+            (None, None) => {
+                for &n in &nodes {
+                    self.node_crash(n);
+                }
+            }
+        }
+        let f = &mut self.failures;
+        let pr = &mut f.processes[p];
+        if let Some(mean) = pr.repair {
+            let d = sample(&pr.repair_dist, mean, &mut pr.rng, &f.empirical).max(1.0) as Time;
+            let back = self.w.q.now().saturating_add(d);
+            if let Some(s) = switch {
+                self.w.q.at(back, ev(F::SwitchUp(s)));
+            }
+            for &n in &nodes {
+                self.w.q.at(
+                    back,
+                    match (device, nic) {
+                        (Some(d), _) => ev(F::DeviceRepair(n as u32, d as u32)),
+                        (None, Some(i)) => ev(F::NicUp(n as u32, i as u32)),
+                        (None, None) => ev(F::NodeRepair(n as u32)),
+                    },
+                );
+            }
+            // The next failure is measured from the repair (alternating renewal process).
+            let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical).max(1.0) as Time;
+            self.w.q.at(back.saturating_add(x), ev(F::Random(p as u32)));
+        }
+    }
+}
+
+impl Failures {
     /// Schedule the scenario's failures (every `failures` block, or only `only` when given).
-    pub(crate) fn schedule_failures(
+    pub(in crate::sim) fn schedule_failures(
         &mut self,
+        world: &mut World<'_>,
         seed: u64,
         only: Option<&str>,
         empirical: &std::collections::BTreeMap<String, Vec<f64>>,
     ) {
-        let spec = self.w.spec;
-        let n = self.w.node_types.len();
-        self.failures.down_since = vec![None; n];
-        self.failures.crash_epoch = vec![0; n];
-        self.failures.nvlink_factor = vec![1.0; n];
-        self.failures.nics_down = vec![Vec::new(); n];
-        self.failures.cut_off = vec![false; n];
-        self.failures.nics = self
-            .w
+        let spec = world.spec;
+        let n = world.node_types.len();
+        self.down_since = vec![None; n];
+        self.crash_epoch = vec![0; n];
+        self.nvlink_factor = vec![1.0; n];
+        self.nics_down = vec![Vec::new(); n];
+        self.cut_off = vec![false; n];
+        self.nics = world
             .node_types
             .iter()
             .map(|nt| {
@@ -166,7 +211,7 @@ impl Sim<'_> {
                     .collect()
             })
             .collect();
-        self.failures.empirical = empirical.clone();
+        self.empirical = empirical.clone();
         let Some(c) = &spec.cluster else { return };
         let blocks: Vec<&crate::scenario::Failures> = spec
             .failures
@@ -174,15 +219,15 @@ impl Sim<'_> {
             .filter(|f| only.is_none_or(|o| f.name.as_deref() == Some(o)))
             .collect();
         if let Some(b) = blocks.first() {
-            self.failures.detection = b.detection;
+            self.detection = b.detection;
         }
-        let st = self.w.state.node_index();
+        let st = world.state.node_index();
         let nodes_of = |class: &str, name: &str| nodes_of(&st, c, class, name);
         for b in &blocks {
             for f in &b.scheduled {
                 // Each failure kind: the event that starts it and the one that ends it.
                 let named = |name: &str| st.by_name.get(name).copied();
-                let switch = |name: &str| self.w.explicit_fabric().and_then(|x| x.switch(name));
+                let switch = |name: &str| world.explicit_fabric().and_then(|x| x.switch(name));
                 let pair = match (f.target.class.as_str(), f.action.as_str()) {
                     ("device", "xid" | "kill") => device_of(&st, &f.target.name).map(|(n, d)| {
                         (
@@ -228,9 +273,9 @@ impl Sim<'_> {
                     _ => None,
                 };
                 if let Some((down, up)) = pair {
-                    self.w.q.at(f.at.0, down);
+                    world.q.at(f.at.0, down);
                     if let Some(d) = f.duration {
-                        self.w.q.at(f.at.0.saturating_add(d.0), up);
+                        world.q.at(f.at.0.saturating_add(d.0), up);
                     }
                     continue;
                 }
@@ -238,15 +283,15 @@ impl Sim<'_> {
                 match (simulated, nodes_of(&f.target.class, &f.target.name)) {
                     (true, Some(nodes)) => {
                         for node in nodes {
-                            self.w.q.at(f.at.0, ev(F::NodeCrash(node as u32)));
+                            world.q.at(f.at.0, ev(F::NodeCrash(node as u32)));
                             if let Some(d) = f.duration {
-                                self.w
+                                world
                                     .q
                                     .at(f.at.0.saturating_add(d.0), ev(F::NodeRepair(node as u32)));
                             }
                         }
                     }
-                    _ => self.failures.unsimulated.push(format!(
+                    _ => self.unsimulated.push(format!(
                         "at {}: {} {} {}",
                         f.at, f.action, f.target.class, f.target.name
                     )),
@@ -275,11 +320,11 @@ impl Sim<'_> {
                     // The head has its own class (`random head`): its loss is the cluster's.
                     "node" => whole(
                         (0..n)
-                            .filter(|&i| i != self.w.state.head)
+                            .filter(|&i| i != world.state.head)
                             .map(|i| vec![i])
                             .collect(),
                     ),
-                    "head" => whole(vec![vec![self.w.state.head]]),
+                    "head" => whole(vec![vec![world.state.head]]),
                     "rack" => whole(
                         c.racks
                             .iter()
@@ -296,9 +341,7 @@ impl Sim<'_> {
                     ),
                     "zone" => whole(c.zones.iter().filter_map(|z| nodes_of("zone", z)).collect()),
                     "nic" | "link" => (0..n)
-                        .flat_map(|node| {
-                            (0..self.failures.nics[node].len()).map(move |nic| (node, nic))
-                        })
+                        .flat_map(|node| (0..self.nics[node].len()).map(move |nic| (node, nic)))
                         .map(|(node, nic)| {
                             (
                                 vec![node],
@@ -311,7 +354,7 @@ impl Sim<'_> {
                         .collect(),
                     "device" => (0..n)
                         .flat_map(|node| {
-                            (0..self.w.node_types[node].device_count() as usize)
+                            (0..world.node_types[node].device_count() as usize)
                                 .map(move |dev| (node, dev))
                         })
                         .map(|(node, dev)| {
@@ -325,8 +368,7 @@ impl Sim<'_> {
                         })
                         .collect(),
                     "switch" => {
-                        let names = self
-                            .w
+                        let names = world
                             .explicit_fabric()
                             .map(|x| x.names.clone())
                             .unwrap_or_default();
@@ -340,15 +382,14 @@ impl Sim<'_> {
                             .collect()
                     }
                     other => {
-                        self.failures
-                            .unsimulated
+                        self.unsimulated
                             .push(format!("random {other} failures (mtbf {})", r.mtbf));
                         continue;
                     }
                 };
                 for (nodes, device, nic, switch, label) in units {
-                    let p = self.failures.processes.len();
-                    self.failures.processes.push(Process {
+                    let p = self.processes.len();
+                    self.processes.push(Process {
                         nodes,
                         device,
                         nic,
@@ -359,58 +400,16 @@ impl Sim<'_> {
                         repair_dist: r.repair_distribution.clone(),
                         rng: rng_stream(seed, stream_id(&label)),
                     });
-                    let first = self.next_ttf(p);
-                    self.w.q.at(first, ev(F::Random(p as u32)));
+                    let first = self.next_ttf(world, p);
+                    world.q.at(first, ev(F::Random(p as u32)));
                 }
             }
         }
     }
 
-    pub(super) fn next_ttf(&mut self, p: usize) -> Time {
-        let f = &mut self.failures;
-        let pr = &mut f.processes[p];
-        let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical);
-        self.w.q.now().saturating_add(x.max(1.0) as Time)
-    }
-
-    pub(crate) fn random_failure(&mut self, p: usize) {
-        let nodes = self.failures.processes[p].nodes.clone();
-        let device = self.failures.processes[p].device;
-        let nic = self.failures.processes[p].nic;
-        let switch = self.failures.processes[p].switch;
-        if let Some(s) = switch {
-            self.switch_down(s);
-        }
-        match (device, nic) {
-            (Some(d), _) => self.device_fault(nodes[0], d),
-            (None, Some(i)) => self.nic_down(nodes[0], i),
-            (None, None) => {
-                for &n in &nodes {
-                    self.node_crash(n);
-                }
-            }
-        }
-        let f = &mut self.failures;
-        let pr = &mut f.processes[p];
-        if let Some(mean) = pr.repair {
-            let d = sample(&pr.repair_dist, mean, &mut pr.rng, &f.empirical).max(1.0) as Time;
-            let back = self.w.q.now().saturating_add(d);
-            if let Some(s) = switch {
-                self.w.q.at(back, ev(F::SwitchUp(s)));
-            }
-            for &n in &nodes {
-                self.w.q.at(
-                    back,
-                    match (device, nic) {
-                        (Some(d), _) => ev(F::DeviceRepair(n as u32, d as u32)),
-                        (None, Some(i)) => ev(F::NicUp(n as u32, i as u32)),
-                        (None, None) => ev(F::NodeRepair(n as u32)),
-                    },
-                );
-            }
-            // The next failure is measured from the repair (alternating renewal process).
-            let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &f.empirical).max(1.0) as Time;
-            self.w.q.at(back.saturating_add(x), ev(F::Random(p as u32)));
-        }
+    pub(super) fn next_ttf(&mut self, world: &World<'_>, p: usize) -> Time {
+        let pr = &mut self.processes[p];
+        let x = sample(&pr.dist, pr.mtbf, &mut pr.rng, &self.empirical);
+        world.q.now().saturating_add(x.max(1.0) as Time)
     }
 }

@@ -33,8 +33,10 @@
 use super::engine::{Finished, MAX_WAITING, Seq};
 use crate::engine::Time;
 use crate::network::LinkId;
+use crate::sim::World;
 use crate::sim::durations::Durations;
 use crate::sim::network::MovementKind;
+use crate::sim::services::Services;
 use crate::sim::wire::{Owner, TransferId};
 use crate::sim::{Sim, TransferRecord, models};
 use std::collections::VecDeque;
@@ -113,44 +115,6 @@ impl DisaggState {
 }
 
 impl Sim<'_> {
-    /// The pool replica `r` serves.
-    pub(crate) fn llm_pool(&self, r: u32) -> Pool {
-        let sid = self.services.replicas[r as usize].service;
-        let Some(d) = self.llm_of(sid).and_then(|l| l.disagg.as_ref()) else {
-            return Pool::Both;
-        };
-        let first = self.services.list[sid as usize].replicas.first().copied();
-        if first.is_some_and(|f| r - f < d.prefill) {
-            Pool::Prefill
-        } else {
-            Pool::Decode
-        }
-    }
-
-    /// The replica of `pool` work goes to: the placed one with the fewest requests
-    /// outstanding (and KV caches on their way); ties to the lowest. With none placed, the
-    /// one with the fewest requests waiting for placement, unless `placed_only`.
-    pub(crate) fn llm_route(&self, sid: u32, pool: Pool, placed_only: bool) -> Option<u32> {
-        let reps = &self.services.list[sid as usize].replicas;
-        let in_pool = |r: &&u32| pool == Pool::Both || self.llm_pool(**r) == pool;
-        let placed = reps
-            .iter()
-            .filter(in_pool)
-            .any(|r| self.services.replicas[*r as usize].llm.is_some());
-        if placed_only && !placed {
-            return None;
-        }
-        let load = |r: &&u32| match &self.services.replicas[**r as usize].llm {
-            Some(l) => (0, l.engine.outstanding() + l.incoming as usize),
-            None => (1, self.services.replicas[**r as usize].llm_waiting.len()),
-        };
-        reps.iter()
-            .filter(in_pool)
-            .filter(|r| !placed || self.services.replicas[**r as usize].llm.is_some())
-            .min_by_key(load)
-            .copied()
-    }
-
     /// Prefill replica `from` finished these prompts: hold their blocks and send their KV.
     pub(crate) fn llm_handoff(&mut self, sid: u32, from: u32, done: Vec<Finished>) {
         let now = self.w.now();
@@ -191,20 +155,13 @@ impl Sim<'_> {
 
     /// Start moving `h`'s KV cache to a decode replica, or park it until one is placed.
     fn llm_kv_send(&mut self, sid: u32, h: Handoff) {
-        let Some(to) = self.llm_route(sid, Pool::Decode, true) else {
-            let d = &mut self.services.list[sid as usize]
-                .llm
-                .as_mut()
-                .expect("llm")
-                .disagg;
-            if d.parked.len() < MAX_WAITING {
-                d.parked.push_back(h);
+        let Some(to) = self.services.llm_route(&self.w, sid, Pool::Decode, true) else {
+            let l = self.services.list[sid as usize].llm.as_mut();
+            let l = l.expect("an LLM service");
+            if l.disagg.parked.len() < MAX_WAITING {
+                l.disagg.parked.push_back(h);
             } else {
-                self.services.list[sid as usize]
-                    .llm
-                    .as_mut()
-                    .expect("llm")
-                    .dropped += 1;
+                l.dropped += 1;
                 self.llm_release(&h);
             }
             return;
@@ -235,7 +192,8 @@ impl Sim<'_> {
             .llm
             .as_ref()
             .map_or(0.0, |l| f64::from(h.seq.prompt) * l.foot.kv_token_bytes);
-        let (src, dst) = (self.replica_ranks(h.from), self.replica_ranks(to));
+        let src = self.services.replica_ranks(&self.w, h.from);
+        let dst = self.services.replica_ranks(&self.w, to);
         let (mut fixed, mut flows, mut bytes) = (0.0_f64, Vec::new(), 0.0);
         for (a, b) in src.iter().zip(&dst) {
             let Ok((f, wire)) = self.price_move(
@@ -296,32 +254,11 @@ impl Sim<'_> {
         self.w.transfer_after(models::secs(fixed), owner);
     }
 
-    /// Take move `slot` off the books (its slot freed); `None` if it is not live.
-    fn llm_kv_take(&mut self, sid: u32, slot: u32) -> Option<(Handoff, u32, u32, f64)> {
-        let d = &mut self.services.list[sid as usize].llm.as_mut()?.disagg;
-        let m = d.moves.get_mut(slot as usize).filter(|m| m.live)?;
-        m.live = false;
-        let x = m.xfer.take();
-        let out = (m.h.clone(), m.to, m.to_epoch, m.bytes);
-        d.free.push(slot);
-        if let Some(x) = x {
-            let now = self.w.now();
-            self.w.wire.cancel(now, x);
-            self.w.rearm_wire();
-        }
-        let rep = &mut self.services.replicas[out.1 as usize];
-        if rep.epoch == out.2
-            && let Some(l) = rep.llm.as_mut()
-        {
-            l.incoming = l.incoming.saturating_sub(1);
-        }
-        Some(out)
-    }
-
     /// A KV cache arrived: the prefill replica frees its blocks, the decode replica's engine
     /// takes the request.
     pub(crate) fn on_llm_kv_done(&mut self, sid: u32, slot: u32) {
-        let Some((h, to, to_epoch, bytes)) = self.llm_kv_take(sid, slot) else {
+        let Some((h, to, to_epoch, bytes)) = self.services.llm_kv_take(&mut self.w, sid, slot)
+        else {
             return;
         };
         let now = self.w.now();
@@ -372,7 +309,7 @@ impl Sim<'_> {
             })
             .collect();
         for slot in hit {
-            if let Some((h, _, _, _)) = self.llm_kv_take(sid, slot) {
+            if let Some((h, _, _, _)) = self.services.llm_kv_take(&mut self.w, sid, slot) {
                 self.llm_release(&h);
                 lost += 1;
             }
@@ -400,9 +337,82 @@ impl Sim<'_> {
         again.sort_unstable();
         again.dedup();
         for (sid, slot) in again {
-            if let Some((h, _, _, _)) = self.llm_kv_take(sid, slot) {
+            if let Some((h, _, _, _)) = self.services.llm_kv_take(&mut self.w, sid, slot) {
                 self.llm_kv_send(sid, h);
             }
         }
+    }
+}
+
+impl Services {
+    /// The pool replica `r` serves.
+    pub(crate) fn llm_pool(&self, world: &World<'_>, r: u32) -> Pool {
+        let sid = self.replicas[r as usize].service;
+        let Some(d) = self.llm_of(world, sid).and_then(|l| l.disagg.as_ref()) else {
+            return Pool::Both;
+        };
+        let first = self.list[sid as usize].replicas.first().copied();
+        if first.is_some_and(|f| r - f < d.prefill) {
+            Pool::Prefill
+        } else {
+            Pool::Decode
+        }
+    }
+
+    /// The replica of `pool` work goes to: the placed one with the fewest requests
+    /// outstanding (and KV caches on their way); ties to the lowest. With none placed, the
+    /// one with the fewest requests waiting for placement, unless `placed_only`.
+    pub(crate) fn llm_route(
+        &self,
+        world: &World<'_>,
+        sid: u32,
+        pool: Pool,
+        placed_only: bool,
+    ) -> Option<u32> {
+        let reps = &self.list[sid as usize].replicas;
+        let in_pool = |r: &&u32| pool == Pool::Both || self.llm_pool(world, **r) == pool;
+        let placed = reps
+            .iter()
+            .filter(in_pool)
+            .any(|r| self.replicas[*r as usize].llm.is_some());
+        if placed_only && !placed {
+            return None;
+        }
+        let load = |r: &&u32| match &self.replicas[**r as usize].llm {
+            Some(l) => (0, l.engine.outstanding() + l.incoming as usize),
+            None => (1, self.replicas[**r as usize].llm_waiting.len()),
+        };
+        reps.iter()
+            .filter(in_pool)
+            .filter(|r| !placed || self.replicas[**r as usize].llm.is_some())
+            .min_by_key(load)
+            .copied()
+    }
+
+    /// Take move `slot` off the books (its slot freed); `None` if it is not live.
+    fn llm_kv_take(
+        &mut self,
+        world: &mut World<'_>,
+        sid: u32,
+        slot: u32,
+    ) -> Option<(Handoff, u32, u32, f64)> {
+        let d = &mut self.list[sid as usize].llm.as_mut()?.disagg;
+        let m = d.moves.get_mut(slot as usize).filter(|m| m.live)?;
+        m.live = false;
+        let x = m.xfer.take();
+        let out = (m.h.clone(), m.to, m.to_epoch, m.bytes);
+        d.free.push(slot);
+        if let Some(x) = x {
+            let now = world.now();
+            world.wire.cancel(now, x);
+            world.rearm_wire();
+        }
+        let rep = &mut self.replicas[out.1 as usize];
+        if rep.epoch == out.2
+            && let Some(l) = rep.llm.as_mut()
+        {
+            l.incoming = l.incoming.saturating_sub(1);
+        }
+        Some(out)
     }
 }

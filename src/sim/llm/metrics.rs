@@ -2,7 +2,9 @@
 //! table), built from [`super::LlmService`] and its replicas at the end of the run.
 
 use crate::engine::Time;
+use crate::sim::World;
 use crate::sim::metrics::Stats;
+use crate::sim::services::Services;
 use serde::Serialize;
 
 /// One `slo KIND pNN TIME`: attainment over the arrived requests whose outcome the window
@@ -144,19 +146,19 @@ pub(crate) fn at(st: &Stats, p: &str) -> f64 {
     }
 }
 
-impl crate::sim::Sim<'_> {
+impl Services {
     /// Every LLM service's metrics at `end` (ns).
-    pub(crate) fn llm_metrics(&mut self, end: crate::engine::Time) -> Vec<LlmServiceMetrics> {
+    pub(crate) fn llm_metrics(&mut self, world: &World<'_>, end: Time) -> Vec<LlmServiceMetrics> {
         let mut out = Vec::new();
         let window = end as f64 / 1e9;
-        for sid in 0..self.services.list.len() {
-            let s = &self.services.list[sid];
-            let sv = &self.w.spec.workloads[s.workload].services[s.index];
+        for sid in 0..self.list.len() {
+            let s = &self.list[sid];
+            let sv = &world.spec.workloads[s.workload].services[s.index];
             let Some(llm) = sv.llm.as_ref() else { continue };
             let (mut kv_int, mut placed_ns, mut peak, mut placed, mut dropped, mut blocks) =
                 (0.0, 0.0, 0.0_f64, 0u32, 0u64, 0u64);
             for &r in &s.replicas {
-                if let Some(l) = &self.services.replicas[r as usize].llm {
+                if let Some(l) = &self.replicas[r as usize].llm {
                     placed += 1;
                     kv_int += l.kv_integral;
                     placed_ns += (end.saturating_sub(l.placed_at)) as f64;
@@ -171,7 +173,7 @@ impl crate::sim::Sim<'_> {
             // In-flight requests the window decides within the target, and those it cannot
             // decide, per SLO.
             let mut open = vec![(0u64, 0u64); llm.slo.len()];
-            let replicas = s.replicas.iter().map(|&r| self.services.replica(r));
+            let replicas = s.replicas.iter().map(|&r| self.replica(r));
             let engines = replicas.flat_map(|rep| {
                 let engine = rep
                     .llm
@@ -189,8 +191,8 @@ impl crate::sim::Sim<'_> {
                     }
                 }
             }
-            let workload = self.w.spec.workloads[s.workload].name.clone();
-            let Some(m) = self.services.list[sid].llm.as_mut() else {
+            let workload = world.spec.workloads[s.workload].name.clone();
+            let Some(m) = self.list[sid].llm.as_mut() else {
                 continue;
             };
             kv_int += m.kv_integral_gone;
@@ -211,7 +213,7 @@ impl crate::sim::Sim<'_> {
             let disaggregation = llm.disagg.as_ref().map(|d| LlmDisaggMetrics {
                 prefill_replicas: d.prefill,
                 decode_replicas: d.decode,
-                transport: self.w.transport_or(&d.transport),
+                transport: world.transport_or(&d.transport),
                 kv_transfer: m.disagg.secs.stats(),
                 kv_transfer_bytes: m.disagg.bytes,
             });

@@ -40,6 +40,8 @@ use crate::model::serving::{self as ms, Footprint};
 use crate::network::Graph;
 use crate::network::collective::{self, Op, Options, Recurring, Round};
 use crate::sim::LlmEv;
+use crate::sim::World;
+use crate::sim::services::Services;
 use crate::sim::wire::{Owner, TransferId};
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline};
 use std::collections::VecDeque;
@@ -154,16 +156,6 @@ impl Pipe {
 }
 
 impl<'s> Sim<'s> {
-    /// Service `sid`'s model-level form, borrowed from the spec (not from `self`).
-    fn llm_spec(&self, sid: u32) -> &'s crate::scenario::serving::LlmServing {
-        let s = &self.services.list[sid as usize];
-        let spec: &'s crate::scenario::Spec = self.w.spec;
-        spec.workloads[s.workload].services[s.index]
-            .llm
-            .as_ref()
-            .expect("an LLM service")
-    }
-
     /// The pipeline of a replica of `llm` placed on `ranks` (tp × pp of them), its
     /// communications priced once on the cluster graph, or in closed form without one.
     pub(super) fn llm_pipe(
@@ -358,50 +350,18 @@ impl<'s> Sim<'s> {
             };
             p.stages[stage].busy = Some(id);
             if stage == 0 {
-                self.llm_pipe_compute(r, id);
+                self.services.llm_pipe_compute(&mut self.w, r, id);
             } else {
                 self.llm_pipe_send(r, id);
             }
         }
     }
 
-    /// Flight `id` starts computing on its stage (which it holds).
-    fn llm_pipe_compute(&mut self, r: u32, id: u32) {
-        let now = self.w.now();
-        let epoch = self.services.replicas[r as usize].epoch;
-        let llm = self.llm_spec(self.services.replicas[r as usize].service);
-        let (tp, model) = (llm.tp, &llm.model);
-        let l = self.services.replicas[r as usize]
-            .llm
-            .as_mut()
-            .expect("engine");
-        let kv_block = l.engine.cfg.kv_block;
-        let LlmReplica {
-            price, pcie, pipe, ..
-        } = &mut **l;
-        let p = pipe.as_mut().expect("a pipeline");
-        let Some(s) = p.find(id).map(|f| f.stage) else {
-            return;
-        };
-        let foot = p.stages[s].foot;
-        let f = p.find(id).expect("flight");
-        let b = &f.batch;
-        let phases = ms::iteration_phases(model, tp, &foot, &b.shape);
-        // Each rank copies its own stage's KV blocks (swap preemption).
-        let swap =
-            (b.swap_out_blocks + b.swap_in_blocks) as f64 * foot.block_bytes(kv_block) / *pcie;
-        let secs = price.secs(&phases, &b.shape, s == 0) + swap;
-        f.phase = Phase::Compute;
-        f.from = now;
-        self.w.q.after(
-            models::secs(secs).max(1),
-            Ev::Llm(LlmEv::Pipe(r, epoch, id)),
-        );
-    }
-
     /// Flight `id` starts its send to the next stage (both stages held).
     fn llm_pipe_send(&mut self, r: u32, id: u32) {
-        let llm = self.llm_spec(self.services.replicas[r as usize].service);
+        let llm = self
+            .services
+            .llm_spec(&self.w, self.services.replicas[r as usize].service);
         let d = llm.dtypes().activations;
         let per_rank = |tokens| ms::stage_send_bytes(&llm.model, llm.tp, tokens, d);
         let tensor = |tokens| ms::allreduce_bytes(&llm.model, tokens, d);
@@ -478,7 +438,9 @@ impl<'s> Sim<'s> {
             return;
         }
         // Computed: the stage's all-reduces (tp > 1).
-        let llm = self.llm_spec(self.services.replicas[r as usize].service);
+        let llm = self
+            .services
+            .llm_spec(&self.w, self.services.replicas[r as usize].service);
         let d = llm.dtypes().activations;
         let model = &llm.model;
         let l = self.services.replicas[r as usize]
@@ -539,7 +501,7 @@ impl<'s> Sim<'s> {
             // The tensors are in: the sender is free, the receiver (held) computes.
             p.stages[s].busy = None;
             f.stage = s + 1;
-            self.llm_pipe_compute(r, id);
+            self.services.llm_pipe_compute(&mut self.w, r, id);
             self.llm_pipe_advance(r);
             return;
         }
@@ -584,5 +546,52 @@ impl<'s> Sim<'s> {
             self.llm_kick(r);
         }
         self.llm_pipe_advance(r);
+    }
+}
+
+impl Services {
+    /// Service `sid`'s model-level form, borrowed from the spec (not from `self`).
+    pub(crate) fn llm_spec<'s>(
+        &self,
+        world: &World<'s>,
+        sid: u32,
+    ) -> &'s crate::scenario::serving::LlmServing {
+        let s = &self.list[sid as usize];
+        let spec: &'s crate::scenario::Spec = world.spec;
+        spec.workloads[s.workload].services[s.index]
+            .llm
+            .as_ref()
+            .expect("an LLM service")
+    }
+
+    /// Flight `id` starts computing on its stage (which it holds).
+    fn llm_pipe_compute(&mut self, world: &mut World<'_>, r: u32, id: u32) {
+        let now = world.now();
+        let epoch = self.replicas[r as usize].epoch;
+        let llm = self.llm_spec(world, self.replicas[r as usize].service);
+        let (tp, model) = (llm.tp, &llm.model);
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
+        let kv_block = l.engine.cfg.kv_block;
+        let LlmReplica {
+            price, pcie, pipe, ..
+        } = &mut **l;
+        let p = pipe.as_mut().expect("a pipeline");
+        let Some(s) = p.find(id).map(|f| f.stage) else {
+            return;
+        };
+        let foot = p.stages[s].foot;
+        let f = p.find(id).expect("flight");
+        let b = &f.batch;
+        let phases = ms::iteration_phases(model, tp, &foot, &b.shape);
+        // Each rank copies its own stage's KV blocks (swap preemption).
+        let swap =
+            (b.swap_out_blocks + b.swap_in_blocks) as f64 * foot.block_bytes(kv_block) / *pcie;
+        let secs = price.secs(&phases, &b.shape, s == 0) + swap;
+        f.phase = Phase::Compute;
+        f.from = now;
+        world.q.after(
+            models::secs(secs).max(1),
+            Ev::Llm(LlmEv::Pipe(r, epoch, id)),
+        );
     }
 }

@@ -8,6 +8,8 @@ use super::{LlmReplica, LlmService, Pool};
 use crate::model::serving as ms;
 use crate::network::collective::{self, Op};
 use crate::scenario::serving::{LlmServing, Tokens};
+use crate::sim::World;
+use crate::sim::services::Services;
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
 use crate::sim::{LlmEv, ServiceEv};
 use rand::RngExt;
@@ -39,16 +41,9 @@ pub(super) fn scaled(
 }
 
 impl Sim<'_> {
-    pub(crate) fn llm_of(&self, sid: u32) -> Option<&'_ LlmServing> {
-        let s = &self.services.list[sid as usize];
-        self.w.spec.workloads[s.workload].services[s.index]
-            .llm
-            .as_ref()
-    }
-
     /// Requests arrive at LLM service `sid`: each routed to a replica's engine.
     pub(crate) fn llm_arrive(&mut self, sid: u32, n: u64) {
-        let llm = self.llm_of(sid).expect("an LLM service").clone();
+        let llm = self.services.llm_spec(&self.w, sid).clone();
         let now = self.w.now();
         let mut touched = Vec::new();
         // Disaggregated: arrivals go to the prefill pool, for their prompt only.
@@ -78,7 +73,7 @@ impl Sim<'_> {
             } else {
                 Seq::new(now, prompt, output)
             };
-            let Some(r) = self.llm_route(sid, pool, false) else {
+            let Some(r) = self.services.llm_route(&self.w, sid, pool, false) else {
                 freed += 1;
                 continue;
             };
@@ -106,14 +101,14 @@ impl Sim<'_> {
         for r in touched {
             self.llm_kick(r);
         }
-        self.next_closed(sid, freed);
+        self.services.next_closed(&mut self.w, sid, freed);
     }
 
     /// Replica `r` of an LLM service was placed: its engine starts with the KV blocks its
     /// device leaves after weights and reserve, and its all-reduce is priced once.
     pub(crate) fn llm_replica_up(&mut self, r: u32) {
         let sid = self.services.replicas[r as usize].service;
-        let llm = self.llm_of(sid).expect("an LLM service").clone();
+        let llm = self.services.llm_spec(&self.w, sid).clone();
         let node = self.services.replicas[r as usize].node.unwrap_or(0);
         let acc_name = self.w.node_accel[node].clone().unwrap_or_default();
         let spec = self.w.spec;
@@ -183,7 +178,7 @@ impl Sim<'_> {
             .map(|f| f.kv_blocks(mem, e.memory_fraction, e.kv_block))
             .min()
             .unwrap_or(0);
-        let ranks = self.replica_ranks(r);
+        let ranks = self.services.replica_ranks(&self.w, r);
         let (mut unit_rounds, mut closed_secs, mut pipe) = (None, None, None);
         if llm.pp > 1 {
             let now = self.w.now();
@@ -267,44 +262,21 @@ impl Sim<'_> {
             placed_at: now,
             kv_integral: 0.0,
             kv_peak: 0.0,
-            pool: self.llm_pool(r),
+            pool: self.services.llm_pool(&self.w, r),
             incoming: 0,
             pipe,
         }));
-        if self.llm_pool(r) == Pool::Decode {
+        if self.services.llm_pool(&self.w, r) == Pool::Decode {
             self.llm_unpark(sid);
         }
         self.llm_kick(r);
-    }
-
-    /// (node, device) of each device replica `r` holds, ascending: its tensor-parallel ranks.
-    pub(super) fn replica_ranks(&self, r: u32) -> Vec<(usize, usize)> {
-        let rep = &self.services.replicas[r as usize];
-        let (Some(node), Some(a)) = (rep.node, rep.alloc.as_ref()) else {
-            return Vec::new();
-        };
-        let mut devs: Vec<usize> = a
-            .instances
-            .iter()
-            .filter(|(rid, _)| self.w.unit_ids.contains(rid))
-            .flat_map(|(_, amounts)| {
-                amounts
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| **x > 0)
-                    .map(|(d, _)| d)
-            })
-            .collect();
-        devs.sort_unstable();
-        devs.dedup();
-        devs.into_iter().map(|d| (node, d)).collect()
     }
 
     /// Start replica `r`'s next iteration if it is idle and has work.
     pub(crate) fn llm_kick(&mut self, r: u32) {
         let epoch = self.services.replicas[r as usize].epoch;
         let sid = self.services.replicas[r as usize].service;
-        let llm = self.llm_of(sid).expect("an LLM service");
+        let llm = self.services.llm_spec(&self.w, sid);
         let (tp, model) = (llm.tp, llm.model.clone());
         let now = self.w.now();
         let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
@@ -353,7 +325,7 @@ impl Sim<'_> {
             return;
         }
         let sid = self.services.replicas[r as usize].service;
-        let llm = self.llm_of(sid).expect("an LLM service");
+        let llm = self.services.llm_spec(&self.w, sid);
         let (k, dtype_bytes) = (ms::allreduces(&llm.model), llm.dtypes().activations);
         let hidden = llm.model.clone();
         let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
@@ -447,8 +419,8 @@ impl Sim<'_> {
         let now = self.w.now();
         let sid = self.services.replicas[r as usize].service;
         let slo: Vec<(String, f64)> = self
-            .llm_of(sid)
-            .expect("an LLM service")
+            .services
+            .llm_spec(&self.w, sid)
             .slo
             .iter()
             .map(|s| (s.kind.clone(), s.target.0 as f64 / 1e9))
@@ -517,35 +489,14 @@ impl Sim<'_> {
             // A request's work ends with its last token.
             self.w.makespan = self.w.makespan.max(now);
         }
-        self.next_closed(sid, finished_now);
-        let units = f64::from(self.llm_of(sid).expect("llm").tp);
+        self.services.next_closed(&mut self.w, sid, finished_now);
+        let units = f64::from(self.services.llm_spec(&self.w, sid).tp);
         self.services.replicas[r as usize].llm = Some(l);
         if let Some(from) = worked {
             self.llm_worked(r, sid, node, units, from);
         }
         if !handed.is_empty() {
             self.llm_handoff(sid, r, handed);
-        }
-    }
-
-    /// A finite load's clients whose requests just finished (or were dropped) send their next
-    /// ones now, while any are unsent.
-    pub(crate) fn next_closed(&mut self, sid: u32, freed: u64) {
-        let Some(c) = self.services.list[sid as usize]
-            .llm
-            .as_mut()
-            .and_then(|l| l.closed.as_mut())
-        else {
-            return;
-        };
-        let send = freed.min(c.unsent);
-        if send > 0 {
-            c.unsent -= send;
-            c.due += send;
-            let now = self.w.now();
-            self.w
-                .q
-                .at(now, crate::sim::Ev::Service(ServiceEv::Arrival(sid)));
         }
     }
 
@@ -586,5 +537,58 @@ impl Sim<'_> {
         svc.placed_ns_gone += (now - l.placed_at) as f64;
         svc.kv_peak = svc.kv_peak.max(l.kv_peak);
         self.llm_disagg_lost(r as u32);
+    }
+}
+
+impl Services {
+    pub(crate) fn llm_of<'s>(&self, world: &World<'s>, sid: u32) -> Option<&'s LlmServing> {
+        let s = &self.list[sid as usize];
+        world.spec.workloads[s.workload].services[s.index]
+            .llm
+            .as_ref()
+    }
+
+    /// (node, device) of each device replica `r` holds, ascending: its tensor-parallel ranks.
+    pub(super) fn replica_ranks(&self, world: &World<'_>, r: u32) -> Vec<(usize, usize)> {
+        let rep = &self.replicas[r as usize];
+        let (Some(node), Some(a)) = (rep.node, rep.alloc.as_ref()) else {
+            return Vec::new();
+        };
+        let mut devs: Vec<usize> = a
+            .instances
+            .iter()
+            .filter(|(rid, _)| world.unit_ids.contains(rid))
+            .flat_map(|(_, amounts)| {
+                amounts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| **x > 0)
+                    .map(|(d, _)| d)
+            })
+            .collect();
+        devs.sort_unstable();
+        devs.dedup();
+        devs.into_iter().map(|d| (node, d)).collect()
+    }
+
+    /// A finite load's clients whose requests just finished (or were dropped) send their next
+    /// ones now, while any are unsent.
+    pub(crate) fn next_closed(&mut self, world: &mut World<'_>, sid: u32, freed: u64) {
+        let Some(c) = self.list[sid as usize]
+            .llm
+            .as_mut()
+            .and_then(|l| l.closed.as_mut())
+        else {
+            return;
+        };
+        let send = freed.min(c.unsent);
+        if send > 0 {
+            c.unsent -= send;
+            c.due += send;
+            let now = world.now();
+            world
+                .q
+                .at(now, crate::sim::Ev::Service(ServiceEv::Arrival(sid)));
+        }
     }
 }
