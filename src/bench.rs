@@ -3,6 +3,7 @@
 
 use crate::engine::{EventQueue, Time, rng_stream};
 use crate::network::collective;
+use crate::network::drive::Step;
 use rand::RngExt;
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -255,8 +256,7 @@ pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
     let mut net = crate::network::FlowNet::new(g.capacity.clone());
     net.add_batch(batch);
     let mut events = 1u64;
-    while let Some((f, dt)) = net.next_completion() {
-        net.advance(dt);
+    while let Step::Finished(f) = net.step(&mut 0.0, None) {
         net.remove(f);
         events += 1;
     }
@@ -321,24 +321,18 @@ pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
     let (mut now, mut events, mut peak, mut active) = (0.0f64, 0u64, 0usize, 0usize);
     let mut next = arrivals.into_iter().peekable();
     loop {
-        let arrival = next.peek().map(|a| a.0);
-        let completion = net.next_completion();
-        if let Some((f, dt)) = completion
-            && arrival.is_none_or(|a| now + dt <= a)
-        {
-            net.advance(dt);
-            now += dt;
-            net.remove(f);
-            active -= 1;
-        } else if let Some((_, path, bytes)) = next.next() {
-            let a = arrival.expect("peeked");
-            net.advance(a - now);
-            now = now.max(a);
-            net.add(path, bytes);
-            active += 1;
-            peak = peak.max(active);
-        } else {
-            break;
+        match net.step(&mut now, next.peek().map(|a| a.0)) {
+            Step::Finished(f) => {
+                net.remove(f);
+                active -= 1;
+            }
+            Step::Reached => {
+                let (_, path, bytes) = next.next().expect("peeked");
+                net.add(path, bytes);
+                active += 1;
+                peak = peak.max(active);
+            }
+            Step::Stuck => break,
         }
         events += 1;
     }

@@ -6,6 +6,7 @@ mod audit;
 pub mod bisection;
 mod classes;
 pub mod collective;
+pub mod drive;
 mod filling;
 pub mod flowfile;
 pub mod flows;

@@ -28,6 +28,7 @@
 //! four add up to the total.
 
 use super::plan::{Mover, Plan, TransportError};
+use crate::network::drive::Step;
 use crate::network::{FlowId, FlowNet};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -278,22 +279,16 @@ pub fn run_plans(
                 }
             }
         }
-        let flow = net.next_completion();
-        match flow {
-            Some((f, dt)) if now + dt <= next => {
-                net.advance(dt);
-                now += dt;
+        match net.step(&mut now, next.is_finite().then_some(next)) {
+            Step::Finished(f) => {
                 net.remove(f);
                 if let Some(k) = ours.iter().position(|(id, _, _)| *id == f) {
                     let (_, r, i) = ours.swap_remove(k);
                     runs[r].stages[i].busy = Busy::Done;
                 }
             }
-            _ if next.is_finite() => {
-                net.advance(next - now);
-                now = next;
-            }
-            _ => {
+            Step::Reached => {}
+            Step::Stuck => {
                 // Nothing can move (a flow over a dead link): the rest never finish.
                 for run in runs.iter_mut().filter(|r| r.result.is_none()) {
                     run.result = Some(Breakdown::never());

@@ -70,6 +70,7 @@ mod run;
 mod tree;
 pub mod tuning;
 
+use super::drive::Step;
 use super::{FlowNet, Graph};
 pub use choice::{Choice, configure, pick};
 pub use recurring::Recurring;
@@ -321,11 +322,9 @@ pub fn run_rounds(background: &FlowNet, rounds: &[Round]) -> Result<f64, String>
         );
         let mut mine = std::collections::BTreeSet::from_iter(ids.iter().map(|f| f.0));
         while !mine.is_empty() {
-            let Some((f, dt)) = net.next_completion() else {
+            let Step::Finished(f) = net.step(&mut elapsed, None) else {
                 return Err("a chain cannot progress: a link on its path has no capacity".into());
             };
-            net.advance(dt);
-            elapsed += dt;
             net.remove(f);
             mine.remove(&f.0);
         }

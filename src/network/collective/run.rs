@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::super::drive::Step;
 use super::super::{FlowNet, Graph, LinkId, Vertex};
 use super::tuning::{self, Hw};
 use super::{Algorithm, Options, Protocol, Rank};
@@ -426,14 +427,12 @@ impl<'a> Runner<'a> {
             if done == ids.len() {
                 return Ok(elapsed);
             }
-            let Some((f, dt)) = net.next_completion() else {
+            let Step::Finished(f) = net.step(&mut elapsed, None) else {
                 let (src, dst) = (flows[done].src, flows[done].dst);
                 return Err(format!(
                     "the flow from {src:?} to {dst:?} cannot progress: a link on its path has no capacity"
                 ));
             };
-            net.advance(dt);
-            elapsed += dt;
             if !mine.get(f.0 as usize).copied().unwrap_or(false) {
                 self.events += 1;
             }

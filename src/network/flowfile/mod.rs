@@ -18,6 +18,7 @@
 
 mod parse;
 
+use super::drive::Step;
 use super::flows::{FlowId, FlowNet, LinkId};
 use crate::diag::{Diagnostic, FileId};
 
@@ -92,14 +93,9 @@ impl FlowFile {
         let mut batch: Vec<usize> = Vec::new();
         loop {
             let arrival = order.get(next).map(|&i| join[i]);
-            let completion = net.next_completion();
-            match (completion, arrival) {
-                // Completions first at a tie: a finished flow shares nothing from then on.
-                (Some((f, dt)), a) if a.is_none_or(|a| now + dt <= a) => {
-                    if dt > 0.0 {
-                        net.advance(dt);
-                        now += dt;
-                    }
+            // Completions first at a tie: a finished flow shares nothing from then on.
+            match net.step(&mut now, arrival) {
+                Step::Finished(f) => {
                     finished.clear();
                     net.take_finished(&mut finished);
                     if !finished.contains(&f) {
@@ -112,12 +108,8 @@ impl FlowFile {
                         done[owner[g.0 as usize]] = now;
                     }
                 }
-                (_, Some(a)) => {
-                    let dt = a - now;
-                    if dt > 0.0 {
-                        net.advance(dt);
-                        now += dt;
-                    }
+                Step::Reached => {
+                    let a = now;
                     // Every flow joining at this instant joins in one refill, in file order.
                     batch.clear();
                     while let Some(&i) = order.get(next).filter(|&&i| join[i] == a) {
@@ -145,7 +137,7 @@ impl FlowFile {
                     }
                 }
                 // Nothing left to join, and nothing that moves.
-                (_, None) => break,
+                Step::Stuck => break,
             }
         }
         done
