@@ -179,7 +179,7 @@ impl Sim<'_> {
         job.ckpt_ns = took;
         job.ckpt_at = now;
         job.span_ckpt = took;
-        self.begin_step(j, 0);
+        self.jobs.begin_step(&mut self.w, j, 0);
     }
 }
 

@@ -9,33 +9,41 @@
 use super::{NodeId, Sim, network};
 use crate::scenario::transport::{CollectiveNet, collective_net};
 use crate::sim::World;
+use crate::sim::training::Jobs;
 use std::collections::BTreeMap;
 
-impl Sim<'_> {
+impl Sim<'_> {}
+
+impl Jobs {
     /// Job `j`'s tenant and how its collectives cross nodes.
-    pub(super) fn job_net(&self, j: u32) -> (Option<usize>, CollectiveNet) {
-        let w = &self.w.spec.workloads[self.jobs[j as usize].workload];
-        let tenant = w.tenant.as_ref().and_then(|t| self.w.state.tenant_index(t));
-        (tenant, self.w.tenant_net(tenant))
+    pub(super) fn job_net(&self, world: &World<'_>, j: u32) -> (Option<usize>, CollectiveNet) {
+        let w = &world.spec.workloads[self.list[j as usize].workload];
+        let tenant = w.tenant.as_ref().and_then(|t| world.state.tenant_index(t));
+        (tenant, world.tenant_net(tenant))
     }
 
     /// At a job's (re)start over `per_node`: when its collectives cross nodes, note the
     /// transport its tenant's rules leave them (sockets only: verbs are the default) and
     /// record the traffic for [`super::TransferRecord`] replays.
-    pub(super) fn note_job_net(&mut self, j: u32, per_node: &BTreeMap<NodeId, u32>) {
+    pub(super) fn note_job_net(
+        &mut self,
+        world: &mut World<'_>,
+        j: u32,
+        per_node: &BTreeMap<NodeId, u32>,
+    ) {
         if per_node.values().filter(|d| **d > 0).count() < 2 {
             return;
         }
-        let job = &self.jobs[j as usize];
-        let wl = &self.w.spec.workloads[job.workload];
+        let job = &self.list[j as usize];
+        let wl = &world.spec.workloads[job.workload];
         let t = &wl.training[job.index];
         if t.collectives.is_empty() && t.model.is_none() {
             return;
         }
-        let (tenant, net) = self.job_net(j);
+        let (tenant, net) = self.job_net(world, j);
         if net == CollectiveNet::Socket {
             let who = tenant
-                .and_then(|i| self.w.spec.tenants.get(i))
+                .and_then(|i| world.spec.tenants.get(i))
                 .map(|tn| {
                     let why = if tn.no_rdma {
                         "`no_rdma`"
@@ -45,7 +53,7 @@ impl Sim<'_> {
                     format!("tenant `{}` ({why})", tn.name)
                 })
                 .unwrap_or_default();
-            self.w.net.note(
+            world.net.note(
                 network::MovementKind::Collective,
                 true,
                 format!(
@@ -58,12 +66,12 @@ impl Sim<'_> {
                 ),
             );
         }
-        if let Some(log) = &mut self.w.transfers {
+        if let Some(log) = &mut world.transfers {
             // The declared collectives' bytes per step; a model-level job's traffic is derived
             // by its plan, so its record carries the transport only (0 bytes).
             let bytes = t.collectives.iter().map(|c| c.bytes.0 as f64).sum();
             log.push(super::TransferRecord {
-                time: self.w.q.now(),
+                time: world.q.now(),
                 tenant,
                 transport: net.transport().to_string(),
                 bytes,

@@ -87,7 +87,7 @@ impl Sim<'_> {
                 ));
             }
         }
-        for (i, p) in self.pgs.iter().enumerate() {
+        for (i, p) in self.pgs.list.iter().enumerate() {
             for al in p.allocs.iter().flatten() {
                 if dead(al.node) {
                     v.push(format!(
@@ -103,8 +103,8 @@ impl Sim<'_> {
     /// Each placement group's state at the end (`end`: when the window closed).
     fn pg_metrics(&self, end: crate::engine::Time) -> Vec<PgMetrics> {
         let spec = self.w.spec;
-        let mut out = Vec::with_capacity(self.pgs.len());
-        for pg in &self.pgs {
+        let mut out = Vec::with_capacity(self.pgs.list.len());
+        for pg in &self.pgs.list {
             let w = &spec.workloads[pg.workload];
             let racks = |nodes: &[NodeId]| {
                 let mut r: Vec<usize> = nodes
@@ -188,7 +188,7 @@ impl Sim<'_> {
             });
         }
         m.placement_groups = self.pg_metrics(end);
-        for job in &self.jobs {
+        for job in &self.jobs.list {
             let w = &spec.workloads[job.workload];
             // Communication per step: the mean over every step that finished (on a shared
             // network it varies with what else is on the wire); the last step's when none did.

@@ -23,6 +23,25 @@
 //!
 //! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
+/// A component's list indexed by its items' ids (`jobs[j]`, `pgs[p]`): the id is the index
+/// into its `list`.
+macro_rules! indexed_by_id {
+    ($list:ty, $item:ty) => {
+        impl std::ops::Index<usize> for $list {
+            type Output = $item;
+            fn index(&self, i: usize) -> &$item {
+                &self.list[i]
+            }
+        }
+
+        impl std::ops::IndexMut<usize> for $list {
+            fn index_mut(&mut self, i: usize) -> &mut $item {
+                &mut self.list[i]
+            }
+        }
+    };
+}
+
 mod actors;
 mod binned;
 mod buckets;
@@ -293,8 +312,8 @@ struct Sim<'s> {
     w: World<'s>,
     tasks: tasks::Tasks,
     actors: actors::Actors,
-    pgs: Vec<placement_groups::Pg>,
-    jobs: Vec<training::Job>,
+    pgs: placement_groups::PlacementGroups,
+    jobs: training::Jobs,
     services: services::Services,
     failures: failures::Failures,
 }
@@ -403,8 +422,8 @@ impl<'s> Sim<'s> {
             },
             tasks: tasks::Tasks::default(),
             actors: actors::Actors::default(),
-            pgs: Vec::new(),
-            jobs: Vec::new(),
+            pgs: Default::default(),
+            jobs: Default::default(),
             services: services::Services::default(),
             failures: failures::Failures::default(),
         }
@@ -432,8 +451,8 @@ impl<'s> Sim<'s> {
             self.start_tasks(wi, w, tenant);
             self.start_actors(wi, w, tenant);
             // Placement groups, then training jobs on them.
-            let pg_base = self.pgs.len() as u32;
-            self.start_pgs(wi, w, tenant);
+            let pg_base = self.pgs.list.len() as u32;
+            self.pgs.start_pgs(&mut self.w, wi, w, tenant);
             self.start_jobs(wi, w, pg_base);
             for pi in 0..w.placement_groups.len() {
                 self.try_pg(pg_base + pi as u32);
@@ -496,6 +515,7 @@ impl<'s> Sim<'s> {
         self.tasks.groups.iter().all(|g| g.done >= g.count)
             && self
                 .jobs
+                .list
                 .iter()
                 .all(|j| j.finished.is_some() || self.pgs[j.pg as usize].infeasible)
             && self.actors.list.iter().all(|a| a.dead || a.calls_left == 0)

@@ -523,7 +523,7 @@ impl Sim<'_> {
             crate::model::training_widths(&mt.dtype).0,
         )?;
         let ranks = self.job_ranks(j);
-        let share = crate::sim::collective_rules::share(self.job_net(j).1);
+        let share = crate::sim::collective_rules::share(self.jobs.job_net(&self.w, j).1);
         let (node_types, failures) = (&self.w.node_types, &self.failures);
         let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {
             if op == Op::SendRecv {

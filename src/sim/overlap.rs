@@ -16,6 +16,8 @@ use super::wire::{Owner, TransferId};
 use super::{Ev, Sim, models::secs};
 use crate::engine::Time;
 use crate::sim::TrainingEv;
+use crate::sim::World;
+use crate::sim::training::Jobs;
 
 /// Where one stream is in the step.
 #[derive(Debug, Clone, Default)]
@@ -81,25 +83,6 @@ impl Busy {
 }
 
 impl Sim<'_> {
-    /// Job `j`'s step computes from `from`: each stream waits for its first unit.
-    pub(super) fn overlap_begin(&mut self, j: u32, from: Time) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
-        let epoch = job.epoch;
-        let Some(o) = &mut job.overlap else { return };
-        o.from = from;
-        o.parked = false;
-        o.left = o.streams.len();
-        o.runs = vec![Run::default(); o.streams.len()];
-        for (s, st) in o.streams.iter().enumerate() {
-            let at = from + secs(st.units[0].ready_secs.max(0.0));
-            self.w.q.after(
-                at.saturating_sub(now),
-                Ev::Training(TrainingEv::BucketReady(j, epoch, s as u32)),
-            );
-        }
-    }
-
     /// A unit of stream `s` is ready: launch it unless the stream is busy (it takes it next).
     pub(super) fn on_bucket_ready(&mut self, j: u32, epoch: u32, s: u32) {
         let job = &self.jobs[j as usize];
@@ -195,16 +178,37 @@ impl Sim<'_> {
             self.next_round(j);
         }
     }
+}
+
+impl Jobs {
+    /// Job `j`'s step computes from `from`: each stream waits for its first unit.
+    pub(super) fn overlap_begin(&mut self, world: &mut World<'_>, j: u32, from: Time) {
+        let now = world.now();
+        let job = &mut self.list[j as usize];
+        let epoch = job.epoch;
+        let Some(o) = &mut job.overlap else { return };
+        o.from = from;
+        o.parked = false;
+        o.left = o.streams.len();
+        o.runs = vec![Run::default(); o.streams.len()];
+        for (s, st) in o.streams.iter().enumerate() {
+            let at = from + secs(st.units[0].ready_secs.max(0.0));
+            world.q.after(
+                at.saturating_sub(now),
+                Ev::Training(TrainingEv::BucketReady(j, epoch, s as u32)),
+            );
+        }
+    }
 
     /// A failure stopped job `j`: its streams' flows leave the network.
-    pub(super) fn cancel_bucket_transfers(&mut self, j: usize) {
-        let now = self.w.now();
-        let Some(o) = &mut self.jobs[j].overlap else {
+    pub(super) fn cancel_bucket_transfers(&mut self, world: &mut World<'_>, j: usize) {
+        let now = world.now();
+        let Some(o) = &mut self.list[j].overlap else {
             return;
         };
         let xs: Vec<TransferId> = o.runs.iter_mut().filter_map(|r| r.xfer.take()).collect();
         for x in xs {
-            self.w.wire.cancel(now, x);
+            world.wire.cancel(now, x);
         }
     }
 }

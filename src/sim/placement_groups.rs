@@ -8,6 +8,15 @@ use super::{Ev, Sim};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, BundleRequest, Explain, NodeId, PgDecision, Request};
 use crate::scenario::workload::{LabelConstraint, PgStrategy, Policy};
+use crate::sim::World;
+
+/// The placement groups, in order of appearance (a group's id is its index).
+#[derive(Default)]
+pub(super) struct PlacementGroups {
+    pub(super) list: Vec<Pg>,
+}
+
+indexed_by_id!(PlacementGroups, Pg);
 
 pub(super) struct Pg {
     pub(super) workload: usize,
@@ -42,54 +51,6 @@ pub(super) struct Pg {
 }
 
 impl Sim<'_> {
-    /// The placement groups of workload `wi` (created by `try_pg` once their jobs are known).
-    pub(super) fn start_pgs(
-        &mut self,
-        wi: usize,
-        w: &crate::scenario::workload::Workload,
-        tenant: Option<usize>,
-    ) {
-        // Placement groups, then training jobs on them.
-        for (pi, p) in w.placement_groups.iter().enumerate() {
-            let mem = w.placement_group_device_memory(&p.name);
-            let reqs = |st: &mut crate::placement::ClusterState,
-                        bs: &[crate::scenario::workload::Resources]|
-             -> Vec<Request> {
-                bs.iter().map(|b| st.request_with_memory(b, mem)).collect()
-            };
-            let mut options = vec![(
-                reqs(&mut self.w.state, &p.bundles),
-                p.bundle_selectors.clone(),
-            )];
-            for f in &p.fallbacks {
-                options.push((reqs(&mut self.w.state, &f.bundles), f.selectors.clone()));
-            }
-            self.pgs.push(Pg {
-                workload: wi,
-                index: pi,
-                bundles: options[0].0.clone(),
-                options,
-                option: 0,
-                domain: p.domain.clone(),
-                domain_value: None,
-                strategy: p.strategy,
-                policy: p.policy.unwrap_or(w.policy),
-                tenant,
-                requested: 0,
-                created: None,
-                infeasible: false,
-                attempts: 0,
-                backoff: 100 * crate::engine::MS,
-                nodes: Vec::new(),
-                created_nodes: Vec::new(),
-                allocs: Vec::new(),
-                jobs: Vec::new(),
-                lost_since: None,
-                slice: p.slice,
-            });
-        }
-    }
-
     pub(super) fn try_pg(&mut self, p: u32) {
         let now = self.w.now();
         let spec = self.w.spec;
@@ -105,14 +66,14 @@ impl Sim<'_> {
         let mut ex = Explain::default();
         // A slice group takes its bundles from the first intact slice that can hold them.
         let (options, selector) = if pg.slice {
-            match self.slice_gang(p) {
+            match self.pgs.slice_gang(&self.w, p) {
                 Some((b, sel)) => (vec![(b, Vec::new())], sel),
                 None => {
                     self.pgs[p as usize].attempts += 1;
                     if self.w.state.slices() == 0 {
                         self.pgs[p as usize].infeasible = true;
                     } else {
-                        self.retry_pg(p);
+                        self.pgs.retry_pg(&mut self.w, p);
                     }
                     return;
                 }
@@ -164,12 +125,12 @@ impl Sim<'_> {
                     pg.domain_value = value;
                     Some(nodes)
                 } else {
-                    self.retry_pg(p);
+                    self.pgs.retry_pg(&mut self.w, p);
                     None
                 }
             }
             PgDecision::Wait => {
-                self.retry_pg(p);
+                self.pgs.retry_pg(&mut self.w, p);
                 None
             }
             PgDecision::Infeasible => {
@@ -197,50 +158,6 @@ impl Sim<'_> {
         }
     }
 
-    /// The bundles and label selector of the first intact slice whose gang fits now.
-    pub(crate) fn slice_gang(
-        &self,
-        p: u32,
-    ) -> Option<(
-        Vec<Request>,
-        Vec<crate::scenario::workload::LabelConstraint>,
-    )> {
-        let pg = &self.pgs[p as usize];
-        (0..self.w.state.slices())
-            .filter(|&s| self.w.state.slice_intact(s))
-            .find_map(|s| {
-                let bundles = self.w.state.slice_bundles(s);
-                let selector = self.w.state.slice_selector(s);
-                let br = BundleRequest {
-                    bundles: &bundles,
-                    strategy: PgStrategy::Pack,
-                    tenant: pg.tenant,
-                    policy: pg.policy,
-                    label_selector: &selector,
-                    bundle_selectors: &[],
-                    domain: None,
-                };
-                matches!(
-                    placement::place_bundles(&self.w.state, &br, None),
-                    PgDecision::Placed(_)
-                )
-                .then_some((bundles, selector))
-            })
-    }
-
-    /// Ray retries pending groups with backoff: 100 ms × 1.5 up to 1 s
-    /// (`gcs_create_placement_group_retry_*` in ray_config_def.h).
-    pub(super) fn retry_pg(&mut self, p: u32) {
-        let pg = &mut self.pgs[p as usize];
-        let delay = pg.backoff;
-        pg.backoff = ((pg.backoff as f64 * 1.5) as Time).min(crate::engine::SEC);
-        if self.w.q.is_empty() && self.w.horizon.is_none() {
-            // Nothing else will ever free resources: the group stays pending.
-            return;
-        }
-        self.w.q.after(delay, Ev::PgTry(p));
-    }
-
     /// A training job finished: its placement group's bundles are freed (Ray removes the
     /// group when the job ends).
     pub(super) fn release_pg(&mut self, p: usize) {
@@ -259,5 +176,101 @@ impl Sim<'_> {
         for n in nodes {
             self.dispatch(n);
         }
+    }
+}
+
+impl PlacementGroups {
+    /// The placement groups of workload `wi` (created by `try_pg` once their jobs are known).
+    pub(super) fn start_pgs(
+        &mut self,
+        world: &mut World<'_>,
+        wi: usize,
+        w: &crate::scenario::workload::Workload,
+        tenant: Option<usize>,
+    ) {
+        // Placement groups, then training jobs on them.
+        for (pi, p) in w.placement_groups.iter().enumerate() {
+            let mem = w.placement_group_device_memory(&p.name);
+            let reqs = |st: &mut crate::placement::ClusterState,
+                        bs: &[crate::scenario::workload::Resources]|
+             -> Vec<Request> {
+                bs.iter().map(|b| st.request_with_memory(b, mem)).collect()
+            };
+            let mut options = vec![(
+                reqs(&mut world.state, &p.bundles),
+                p.bundle_selectors.clone(),
+            )];
+            for f in &p.fallbacks {
+                options.push((reqs(&mut world.state, &f.bundles), f.selectors.clone()));
+            }
+            self.list.push(Pg {
+                workload: wi,
+                index: pi,
+                bundles: options[0].0.clone(),
+                options,
+                option: 0,
+                domain: p.domain.clone(),
+                domain_value: None,
+                strategy: p.strategy,
+                policy: p.policy.unwrap_or(w.policy),
+                tenant,
+                requested: 0,
+                created: None,
+                infeasible: false,
+                attempts: 0,
+                backoff: 100 * crate::engine::MS,
+                nodes: Vec::new(),
+                created_nodes: Vec::new(),
+                allocs: Vec::new(),
+                jobs: Vec::new(),
+                lost_since: None,
+                slice: p.slice,
+            });
+        }
+    }
+
+    /// The bundles and label selector of the first intact slice whose gang fits now.
+    pub(crate) fn slice_gang(
+        &self,
+        world: &World<'_>,
+        p: u32,
+    ) -> Option<(
+        Vec<Request>,
+        Vec<crate::scenario::workload::LabelConstraint>,
+    )> {
+        let pg = &self.list[p as usize];
+        (0..world.state.slices())
+            .filter(|&s| world.state.slice_intact(s))
+            .find_map(|s| {
+                let bundles = world.state.slice_bundles(s);
+                let selector = world.state.slice_selector(s);
+                let br = BundleRequest {
+                    bundles: &bundles,
+                    strategy: PgStrategy::Pack,
+                    tenant: pg.tenant,
+                    policy: pg.policy,
+                    label_selector: &selector,
+                    bundle_selectors: &[],
+                    domain: None,
+                };
+                matches!(
+                    placement::place_bundles(&world.state, &br, None),
+                    PgDecision::Placed(_)
+                )
+                .then_some((bundles, selector))
+            })
+    }
+
+    /// Ray retries pending groups with backoff: 100 ms × 1.5 up to 1 s
+    /// (`gcs_create_placement_group_retry_*` in ray_config_def.h).
+    pub(super) fn retry_pg(&mut self, world: &mut World<'_>, p: u32) {
+        let pg = &mut self.list[p as usize];
+        let delay = pg.backoff;
+        pg.backoff = ((pg.backoff as f64 * 1.5) as Time).min(crate::engine::SEC);
+        if world.q.is_empty() && world.horizon.is_none() {
+            // Nothing else will ever free resources: the group stays pending.
+            return;
+        }
+        world.q.after(delay, Ev::PgTry(p));
     }
 }

@@ -4,38 +4,18 @@
 //! streams (`overlap.rs`) and then for the optimizer step, which reads the reduced
 //! gradients (Megatron-LM's `finish_grad_sync()` before `optimizer.step()`); the rounds
 //! after the gate (ZeRO-1's parameter all-gather) follow, and the step is done.
+//! A finished step's interval goes on the timeline (`record_step`).
 //!
 //! Architecture invariant: flows start and leave only through `wire`; stale events (a
 //! failure restarted the job) are recognised by the job's epoch.
 
 use super::models::secs;
-use super::{Ev, Sim};
+use super::{Ev, Sim, timeline};
 use crate::engine::Time;
+use crate::sim::World;
+use crate::sim::training::Jobs;
 
 impl Sim<'_> {
-    /// Start a step of job `j` after `lead` (a checkpoint write before it): compute, then its
-    /// collectives — on the run's network, or for the closed-form `comm_ns`.
-    pub(super) fn begin_step(&mut self, j: u32, lead: Time) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
-        let epoch = job.epoch;
-        job.busy = Default::default();
-        if job.on_wire {
-            // The optimizer step waits for the reduction (`next_round`).
-            let until = lead + job.compute_ns - job.optimizer_ns;
-            self.w
-                .q
-                .after(until, Ev::Training(TrainingEv::CommStart(j, epoch)));
-            // Overlapped gradient buckets start during the compute.
-            self.overlap_begin(j, now + lead);
-        } else {
-            let d = (lead + job.compute_ns + job.comm_ns).max(1);
-            self.w
-                .q
-                .after(d, Ev::Training(TrainingEv::StepDone(j, epoch)));
-        }
-    }
-
     /// Job `j`'s step finished computing: its first round.
     pub(super) fn on_comm_start(&mut self, j: u32, epoch: u32) {
         let now = self.w.now();
@@ -134,14 +114,92 @@ impl Sim<'_> {
         self.next_round(j);
     }
 
-    /// A failure stopped job `j`: its flows leave the network.
-    pub(crate) fn cancel_job_transfer(&mut self, j: usize) {
-        if let Some(x) = self.jobs[j].xfer.take() {
-            let now = self.w.now();
-            self.w.wire.cancel(now, x);
+    /// Timeline: the step interval of job `j` that ends now — its checkpoint (if it began
+    /// with one), compute, then communication.
+    pub(super) fn record_step(&mut self, j: usize, now: Time) {
+        let label = self.label_id(super::labels::Item::Job(j));
+        let job = &self.jobs[j];
+        let w = &self.w.spec.workloads[job.workload];
+        let (from, ck, c) = (job.span_from, job.span_ckpt, job.compute_ns);
+        let a = from + ck;
+        let b = (a + c).min(now);
+        use timeline::SpanKind as K;
+        let devs = &self.jobs[j].dev_set;
+        let n = self.jobs[j].steps_done.saturating_sub(1) as u32;
+        let step = Some(n);
+        self.w
+            .tl
+            .span_of(devs, from, a.min(now), K::Checkpoint, label, step);
+        self.w.tl.span_of(devs, a, b, K::Compute, label, step);
+        self.w
+            .tl
+            .span_of(devs, b, now, K::Communication, label, step);
+        let t = &w.training[job.index];
+        if t.collectives.is_empty() || now <= b {
+            return;
         }
-        self.cancel_bucket_transfers(j);
-        self.w.rearm_wire();
+        let algorithm: Vec<String> = t
+            .collectives
+            .iter()
+            .map(|c| {
+                let algo = c.algo.as_deref().unwrap_or("ring");
+                let h = if c.hierarchical { " hierarchical" } else { "" };
+                format!("{} {algo}{h}", c.op)
+            })
+            .collect();
+        let group = timeline::transfers::Group {
+            name: t.placement_group.clone(),
+            nodes: job
+                .per_node
+                .iter()
+                .filter(|(_, d)| *d > 0)
+                .map(|(n, _)| *n as u32)
+                .collect(),
+            ranks: job.devices,
+            algorithm: algorithm.join(" + "),
+        };
+        let bytes = t.collectives.iter().map(|c| c.bytes.0 as f64).sum();
+        let model = if job.on_wire {
+            "flow model on the shared network"
+        } else {
+            "closed form"
+        };
+        self.w.tl.collective(label, n, group, b, now, bytes, model);
+    }
+}
+
+impl Jobs {
+    /// Start a step of job `j` after `lead` (a checkpoint write before it): compute, then its
+    /// collectives — on the run's network, or for the closed-form `comm_ns`.
+    pub(super) fn begin_step(&mut self, world: &mut World<'_>, j: u32, lead: Time) {
+        let now = world.now();
+        let job = &mut self.list[j as usize];
+        let epoch = job.epoch;
+        job.busy = Default::default();
+        if job.on_wire {
+            // The optimizer step waits for the reduction (`next_round`).
+            let until = lead + job.compute_ns - job.optimizer_ns;
+            world
+                .q
+                .after(until, Ev::Training(TrainingEv::CommStart(j, epoch)));
+            // Overlapped gradient buckets start during the compute.
+            self.overlap_begin(world, j, now + lead);
+        } else {
+            let d = (lead + job.compute_ns + job.comm_ns).max(1);
+            world
+                .q
+                .after(d, Ev::Training(TrainingEv::StepDone(j, epoch)));
+        }
+    }
+
+    /// A failure stopped job `j`: its flows leave the network.
+    pub(crate) fn cancel_job_transfer(&mut self, world: &mut World<'_>, j: usize) {
+        if let Some(x) = self.list[j].xfer.take() {
+            let now = world.now();
+            world.wire.cancel(now, x);
+        }
+        self.cancel_bucket_transfers(world, j);
+        world.rearm_wire();
     }
 }
 

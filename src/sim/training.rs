@@ -7,12 +7,20 @@
 //! `placement_groups`); collectives are priced by `network`, falling back to the closed
 //! forms of `models`.
 
-use super::{Sim, metrics, models, network, timeline};
+use super::{Sim, metrics, models, network};
 use crate::engine::Time;
 use crate::placement::NodeId;
 use crate::sim::TrainingEv::Resume;
 use models::secs;
 use std::collections::BTreeMap;
+
+/// The training jobs, in order of appearance (a job's id is its index).
+#[derive(Default)]
+pub(super) struct Jobs {
+    pub(super) list: Vec<Job>,
+}
+
+indexed_by_id!(Jobs, Job);
 
 pub(super) struct Job {
     pub(super) workload: usize,
@@ -120,8 +128,8 @@ impl Sim<'_> {
                 continue;
             };
             let pg = pg_base + pi as u32;
-            let id = self.jobs.len() as u32;
-            self.jobs.push(Job {
+            let id = self.jobs.list.len() as u32;
+            self.jobs.list.push(Job {
                 workload: wi,
                 index: ti,
                 pg,
@@ -201,7 +209,7 @@ impl Sim<'_> {
             (Some(c), Some(acc)) => models::compute_secs(spec, &acc, c, 1.0, 1.0),
             _ => 0.0,
         };
-        self.note_job_net(j, &per_node);
+        self.jobs.note_job_net(&mut self.w, j, &per_node);
         let comm = self.job_comm_secs(j, &per_node);
         let (mut optimizer, mut gate) = (0.0, 0);
         let (compute, rounds, stretch, model, overlap) = match &t.model {
@@ -271,7 +279,7 @@ impl Sim<'_> {
                 job.span_from = now;
                 job.span_ckpt = 0;
                 job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
-                self.begin_step(j, 0);
+                self.jobs.begin_step(&mut self.w, j, 0);
             }
             Some(stopped) => {
                 // Restart from the last checkpoint: load it, then continue. Recovery is
@@ -320,7 +328,7 @@ impl Sim<'_> {
             .map(|(n, d)| (*n, *d))
             .collect();
         // The tenant's transport: NCCL's sockets reach part of the NICs' rate.
-        let share = crate::sim::collective_rules::share(self.job_net(j).1);
+        let share = crate::sim::collective_rules::share(self.jobs.job_net(&self.w, j).1);
         let group = models::Group {
             nodes: linked
                 .iter()
@@ -380,7 +388,7 @@ impl Sim<'_> {
         let job = &self.jobs[j as usize];
         let t = &self.w.spec.workloads[job.workload].training[job.index];
         let ranks = self.job_ranks(j);
-        let share = crate::sim::collective_rules::share(self.job_net(j).1);
+        let share = crate::sim::collective_rules::share(self.jobs.job_net(&self.w, j).1);
         let mut all = Vec::new();
         let mut ok = true;
         for c in &t.collectives {
@@ -427,7 +435,7 @@ impl Sim<'_> {
     /// their next step.
     pub(crate) fn refresh_jobs_on(&mut self, n: NodeId) {
         self.apply_node_bandwidth(n);
-        for j in 0..self.jobs.len() as u32 {
+        for j in 0..self.jobs.list.len() as u32 {
             let job = &self.jobs[j as usize];
             if job.started.is_none()
                 || job.finished.is_some()
@@ -501,7 +509,7 @@ impl Sim<'_> {
         if writing {
             // The next step starts when the write is done (`on_checkpoint_done`).
         } else if job.steps_left > 0 {
-            self.begin_step(j, lead);
+            self.jobs.begin_step(&mut self.w, j, lead);
         } else {
             job.finished = Some(now);
             self.w.makespan = self.w.makespan.max(now);
@@ -536,60 +544,7 @@ impl Sim<'_> {
             });
             let job = &mut self.jobs[j as usize];
             job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
-            self.begin_step(j, 0);
+            self.jobs.begin_step(&mut self.w, j, 0);
         }
-    }
-
-    /// Timeline: the step interval of job `j` that ends now — its checkpoint (if it began
-    /// with one), compute, then communication.
-    pub(super) fn record_step(&mut self, j: usize, now: Time) {
-        let label = self.label_id(super::labels::Item::Job(j));
-        let job = &self.jobs[j];
-        let w = &self.w.spec.workloads[job.workload];
-        let (from, ck, c) = (job.span_from, job.span_ckpt, job.compute_ns);
-        let a = from + ck;
-        let b = (a + c).min(now);
-        use timeline::SpanKind as K;
-        let devs = &self.jobs[j].dev_set;
-        let n = self.jobs[j].steps_done.saturating_sub(1) as u32;
-        let step = Some(n);
-        self.w
-            .tl
-            .span_of(devs, from, a.min(now), K::Checkpoint, label, step);
-        self.w.tl.span_of(devs, a, b, K::Compute, label, step);
-        self.w
-            .tl
-            .span_of(devs, b, now, K::Communication, label, step);
-        let t = &w.training[job.index];
-        if t.collectives.is_empty() || now <= b {
-            return;
-        }
-        let algorithm: Vec<String> = t
-            .collectives
-            .iter()
-            .map(|c| {
-                let algo = c.algo.as_deref().unwrap_or("ring");
-                let h = if c.hierarchical { " hierarchical" } else { "" };
-                format!("{} {algo}{h}", c.op)
-            })
-            .collect();
-        let group = timeline::transfers::Group {
-            name: t.placement_group.clone(),
-            nodes: job
-                .per_node
-                .iter()
-                .filter(|(_, d)| *d > 0)
-                .map(|(n, _)| *n as u32)
-                .collect(),
-            ranks: job.devices,
-            algorithm: algorithm.join(" + "),
-        };
-        let bytes = t.collectives.iter().map(|c| c.bytes.0 as f64).sum();
-        let model = if job.on_wire {
-            "flow model on the shared network"
-        } else {
-            "closed form"
-        };
-        self.w.tl.collective(label, n, group, b, now, bytes, model);
     }
 }

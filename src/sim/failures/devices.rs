@@ -113,7 +113,7 @@ impl Sim<'_> {
             self.failures.replicas_restarted += 1;
             self.submit(Work::Replica(r as u32));
         }
-        for p in 0..self.pgs.len() {
+        for p in 0..self.pgs.list.len() {
             let hit: Vec<usize> = (0..self.pgs[p].allocs.len())
                 .filter(|&i| self.pgs[p].allocs[i].as_ref().is_some_and(uses))
                 .collect();
@@ -224,7 +224,7 @@ impl Sim<'_> {
 
     /// Running jobs with a node in `nodes` restart (NCCL errored out on a lost connection).
     pub(super) fn restart_jobs_on(&mut self, nodes: &[NodeId]) {
-        for j in 0..self.jobs.len() {
+        for j in 0..self.jobs.list.len() {
             let job = &self.jobs[j];
             if job.started.is_some()
                 && job.finished.is_none()

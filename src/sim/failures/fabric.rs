@@ -144,7 +144,7 @@ impl Sim<'_> {
     /// crossed them restart; jobs the fabric no longer connects wait for a repair.
     fn fabric_changed(&mut self, dead: &[LinkId]) {
         self.reroute_stalled();
-        for j in 0..self.jobs.len() {
+        for j in 0..self.jobs.list.len() {
             let job = &self.jobs[j];
             if job.started.is_none() || job.finished.is_some() || job.stopped_at.is_some() {
                 continue;

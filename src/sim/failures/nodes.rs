@@ -115,7 +115,7 @@ impl Sim<'_> {
             self.failures.lost.push((n, epoch, Work::Replica(r as u32)));
         }
         // Placement-group bundles, and the jobs that run on them.
-        for p in 0..self.pgs.len() {
+        for p in 0..self.pgs.list.len() {
             let hit: Vec<usize> = (0..self.pgs[p].allocs.len())
                 .filter(|&i| {
                     self.pgs[p].nodes.get(i) == Some(&n) && self.pgs[p].allocs[i].is_some()
@@ -219,7 +219,7 @@ impl Sim<'_> {
             }
         }
         // Lost bundles are rescheduled when the node is declared dead, ahead of other work.
-        for p in 0..self.pgs.len() {
+        for p in 0..self.pgs.list.len() {
             if self.pgs[p].lost_since.is_some()
                 && !self.failures.lost_pgs.contains(&(p as u32))
                 && self.pgs[p].nodes.contains(&n)

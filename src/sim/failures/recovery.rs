@@ -7,7 +7,9 @@
 
 use crate::placement::{BundleRequest, NodeId, PgDecision};
 use crate::scenario::workload::{LabelConstraint, LabelOp, PgStrategy};
+use crate::sim::World;
 use crate::sim::actors::Actors;
+use crate::sim::placement_groups::PlacementGroups;
 use crate::sim::{Sim, Work};
 
 impl Sim<'_> {
@@ -105,7 +107,7 @@ impl Sim<'_> {
             return;
         }
         let pg = job.pg as usize;
-        self.cancel_job_transfer(j);
+        self.jobs.cancel_job_transfer(&mut self.w, j);
         // Devices of the group stop being busy (the lost ones already were dropped).
         for (b, node) in self.pgs[pg]
             .bundles
@@ -212,7 +214,7 @@ impl Sim<'_> {
             self.failures.bundles_rescheduled += 1;
         }
         self.failures
-            .mark(&self.w, "bundles_rescheduled", self.pg_name(p));
+            .mark(&self.w, "bundles_rescheduled", self.pgs.pg_name(&self.w, p));
         self.pgs[p].lost_since = None;
         self.failures.lost_pgs.retain(|x| *x as usize != p);
         for j in self.pgs[p].jobs.clone() {
@@ -224,7 +226,7 @@ impl Sim<'_> {
 
     /// A slice group lost its slice: take the first intact slice whose gang fits.
     pub(super) fn repair_slice_pg(&mut self, p: usize) {
-        let Some((bundles, selector)) = self.slice_gang(p as u32) else {
+        let Some((bundles, selector)) = self.pgs.slice_gang(&self.w, p as u32) else {
             return;
         };
         let pg = &self.pgs[p];
@@ -247,7 +249,7 @@ impl Sim<'_> {
         };
         self.failures.bundles_rescheduled += bundles.len() as u64;
         self.failures
-            .mark(&self.w, "bundles_rescheduled", self.pg_name(p));
+            .mark(&self.w, "bundles_rescheduled", self.pgs.pg_name(&self.w, p));
         let pg = &mut self.pgs[p];
         pg.bundles = bundles;
         pg.nodes = nodes;
@@ -260,13 +262,15 @@ impl Sim<'_> {
             }
         }
     }
+}
 
-    pub(super) fn pg_name(&self, p: usize) -> String {
-        let pg = &self.pgs[p];
+impl PlacementGroups {
+    pub(super) fn pg_name(&self, world: &World<'_>, p: usize) -> String {
+        let pg = &self.list[p];
         format!(
             "{}.{}",
-            self.w.spec.workloads[pg.workload].name,
-            self.w.spec.workloads[pg.workload].placement_groups[pg.index].name
+            world.spec.workloads[pg.workload].name,
+            world.spec.workloads[pg.workload].placement_groups[pg.index].name
         )
     }
 }
