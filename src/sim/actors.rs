@@ -5,9 +5,11 @@
 //! Architecture invariant: never calls `crate::placement`; actors are placed through
 //! `scheduling` (`submit`, `dispatch`).
 
-use super::{Ev, Sim, Work};
+use super::schedulable::{Ask, Schedulable};
+use super::{Ev, Sim, Work, World};
 use crate::engine::Time;
 use crate::placement::{Allocation, NodeId, Request};
+use crate::scenario::Spec;
 use crate::scenario::workload::Policy;
 use std::collections::BTreeMap;
 
@@ -209,5 +211,76 @@ impl Sim<'_> {
                 self.dispatch(node);
             }
         }
+    }
+
+    /// Actor `a` was placed on `node` with `alloc`: it holds its resources while it runs
+    /// (with `resources`), or gives back the CPU it needed to be placed (Ray's default), and
+    /// its first call is due.
+    pub(super) fn actor_started(
+        &mut self,
+        a: u32,
+        node: NodeId,
+        alloc: Allocation,
+        units: f64,
+        tenant: Option<usize>,
+    ) {
+        let now = self.w.now();
+        let ac = &mut self.actors.list[a as usize];
+        ac.node = Some(node);
+        let g = &mut self.actors.groups[ac.group];
+        g.placed += 1;
+        g.delays.record((now - ac.submitted) as f64 / 1e9);
+        if ac.holds {
+            ac.alloc = Some(alloc);
+            self.w.busy(node, units, now);
+        } else {
+            // Ray's default actor: 1 CPU to be placed, 0 while running.
+            self.w.free(&alloc, tenant);
+        }
+        self.actor_placed(a);
+        let ac = &self.actors.list[a as usize];
+        if ac.calls_left > 0 {
+            self.w.q.after(ac.call_ns, Ev::ActorCall(a, ac.epoch));
+        } else if ac.holds && ac.call_ns == 0 {
+            // Long-lived actor with no calls: holds its resources for the whole run.
+        }
+        if !self.actors.list[a as usize].holds {
+            self.dispatch(node);
+        }
+    }
+}
+
+impl Schedulable for Actors {
+    fn class_of(&self, a: u32) -> u32 {
+        self.list[a as usize].group as u32
+    }
+
+    fn class_tenant(&self, g: u32) -> Option<usize> {
+        self.groups[g as usize].tenant
+    }
+
+    fn ask<'s>(&self, spec: &'s Spec, a: u32) -> Ask<'s> {
+        let ac = &self.list[a as usize];
+        let g = &self.groups[ac.group];
+        let sa = &spec.workloads[g.workload].actors[g.index];
+        Ask {
+            request: ac.request.clone(),
+            strategy: &sa.strategy,
+            selector: &sa.label_selector,
+            fallbacks: &sa.fallbacks,
+            tenant: g.tenant,
+            policy: g.policy,
+        }
+    }
+
+    fn infeasible(&mut self, _: &mut World<'_>, a: u32) {
+        let g = self.list[a as usize].group;
+        self.groups[g].infeasible += 1;
+    }
+
+    fn item_name(&self, spec: &Spec, a: u32) -> String {
+        let g = &self.groups[self.list[a as usize].group];
+        let w = &spec.workloads[g.workload];
+        format!("{}.{}", w.name, w.actors[g.index].name)
     }
 }

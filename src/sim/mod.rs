@@ -65,6 +65,7 @@ mod objects;
 mod overlap;
 mod payloads;
 mod placement_groups;
+mod schedulable;
 mod scheduling;
 mod services;
 mod spills;

@@ -5,10 +5,13 @@
 //!
 //! Architecture invariant: the only caller in the simulation of `crate::placement::place_task`
 //! (through `place_task_options`, which adds Ray's fallback label selectors)
-//! and of `ClusterState::allocate` / `ClusterState::free`.
+//! and of `ClusterState::allocate` / `ClusterState::free`. Reads no task, actor or service
+//! state: each of those components answers for its items through `schedulable::Schedulable`
+//! and starts a placed item itself.
 
 use super::explain::Acted;
-use super::{Ev, Sim, TraceEvent, Work};
+use super::schedulable::{Ask, Schedulable};
+use super::{Sim, TraceEvent, Work};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, Decision, Explain, NodeId, Request, TaskRequest};
 use crate::scenario::workload::{Policy, Strategy};
@@ -27,86 +30,19 @@ pub(super) struct Quota {
 }
 
 impl Sim<'_> {
-    pub(super) fn item_name(&self, w: Work) -> String {
-        let spec = self.w.spec;
-        match w {
-            Work::Task(t) => {
-                let g = &self.tasks.groups[self.tasks.group_of(t)];
-                format!(
-                    "{}.{}",
-                    spec.workloads[g.workload].name, spec.workloads[g.workload].tasks[g.index].name
-                )
-            }
-            Work::Actor(a) => {
-                let g = &self.actors.groups[self.actors.list[a as usize].group];
-                format!(
-                    "{}.{}",
-                    spec.workloads[g.workload].name,
-                    spec.workloads[g.workload].actors[g.index].name
-                )
-            }
-            Work::Replica(r) => {
-                let s = &self.services.list[self.services.replicas[r as usize].service as usize];
-                format!(
-                    "{}.{}",
-                    spec.workloads[s.workload].name,
-                    spec.workloads[s.workload].services[s.index].name
-                )
-            }
-        }
-    }
-
     /// Ask the policy where `w` goes and start it, queue it there, or record it infeasible.
     pub(super) fn submit(&mut self, w: Work) {
-        let spec = self.w.spec;
-        let default_strategy = Strategy::Default;
-        let spread = Strategy::Spread;
-        let (request, strategy, selector, fallbacks, tenant, policy) = match w {
-            Work::Task(t) => {
-                let g = &self.tasks.groups[self.tasks.group_of(t)];
-                let ts = &spec.workloads[g.workload].tasks[g.index];
-                (
-                    g.request.clone(),
-                    &ts.strategy,
-                    ts.label_selector.as_slice(),
-                    ts.fallbacks.as_slice(),
-                    g.tenant,
-                    g.policy,
-                )
-            }
-            Work::Actor(a) => {
-                let ac = &self.actors.list[a as usize];
-                let g = &self.actors.groups[ac.group];
-                let sa = &spec.workloads[g.workload].actors[g.index];
-                (
-                    ac.request.clone(),
-                    &sa.strategy,
-                    sa.label_selector.as_slice(),
-                    sa.fallbacks.as_slice(),
-                    g.tenant,
-                    g.policy,
-                )
-            }
-            Work::Replica(r) => {
-                let s = &self.services.list[self.services.replicas[r as usize].service as usize];
-                let policy = spec.workloads[s.workload].policy;
-                (
-                    s.request.clone(),
-                    if policy == Policy::TopologyAware {
-                        &default_strategy
-                    } else {
-                        &spread
-                    },
-                    &[][..],
-                    &[][..],
-                    s.tenant,
-                    policy,
-                )
-            }
-        };
+        let Ask {
+            request,
+            strategy,
+            selector,
+            fallbacks,
+            tenant,
+            policy,
+        } = self.ask(w);
         let key = self.class_key(w).0;
-        let blocked = matches!(key, Work::Task(g) if self.tasks.groups[g as usize].blocked > 0);
-        if blocked || self.w.waiting(key) {
+        let (c, class) = self.component(key);
+        if c.class_blocked(class) || self.w.waiting(key) {
             // Earlier work of the same class is waiting, so no node is available for it.
             self.enqueue(w);
             return;
@@ -148,23 +84,16 @@ impl Sim<'_> {
             // offered to every waiting class). Rebuilding a lost output always waits.
             Decision::Infeasible
                 if self.w.state.alive_count() < self.w.state.nodes.len()
-                    || matches!(w, Work::Task(t) if self.tasks.rebuild[t as usize]) =>
+                    || self.always_waits(w) =>
             {
                 self.enqueue(w);
                 Acted::Held
             }
             Decision::Infeasible => {
                 match w {
-                    Work::Task(t) => {
-                        let g = self.tasks.group_of(t);
-                        self.tasks.groups[g].infeasible += 1;
-                        self.tasks.task_done_bookkeeping(&mut self.w, g);
-                    }
-                    Work::Actor(a) => {
-                        let g = self.actors.list[a as usize].group;
-                        self.actors.groups[g].infeasible += 1;
-                    }
-                    Work::Replica(_) => {}
+                    Work::Task(t) => self.tasks.infeasible(&mut self.w, t),
+                    Work::Actor(a) => self.actors.infeasible(&mut self.w, a),
+                    Work::Replica(r) => self.services.infeasible(&mut self.w, r),
                 }
                 Acted::Infeasible
             }
@@ -174,21 +103,12 @@ impl Sim<'_> {
         }
     }
 
-    /// The class of a piece of work and its id within the class's queue.
-    pub(super) fn class_key(&self, w: Work) -> (Work, u32) {
-        match w {
-            Work::Task(t) => (Work::Task(self.tasks.group_of(t) as u32), t),
-            Work::Actor(a) => (Work::Actor(self.actors.list[a as usize].group as u32), a),
-            Work::Replica(r) => (Work::Replica(self.services.replicas[r as usize].service), r),
-        }
-    }
-
     pub(super) fn enqueue(&mut self, w: Work) {
         let (key, id) = self.class_key(w);
         let tenant = self.class_tenant(key);
         if let Some(t) = tenant
             && !self.w.quota.since.contains_key(&w)
-            && !self.w.state.quota_allows(Some(t), &self.work_request(w))
+            && !self.w.state.quota_allows(Some(t), &self.ask(w).request)
         {
             // Held back by its tenant's quota (metrics: the tenant's quota wait).
             self.w.quota.since.insert(w, self.w.now());
@@ -211,27 +131,6 @@ impl Sim<'_> {
         self.w.record_queue();
     }
 
-    /// The tenant of a class of work.
-    fn class_tenant(&self, key: Work) -> Option<usize> {
-        match key {
-            Work::Task(g) => self.tasks.groups[g as usize].tenant,
-            Work::Actor(g) => self.actors.groups[g as usize].tenant,
-            Work::Replica(s) => self.services.list[s as usize].tenant,
-        }
-    }
-
-    /// What a piece of work requests.
-    fn work_request(&self, w: Work) -> crate::placement::Request {
-        match w {
-            Work::Task(t) => self.tasks.groups[self.tasks.group_of(t)].request.clone(),
-            Work::Actor(a) => self.actors.list[a as usize].request.clone(),
-            Work::Replica(r) => self.services.list
-                [self.services.replicas[r as usize].service as usize]
-                .request
-                .clone(),
-        }
-    }
-
     /// Allocate on `node` and start `w`; false if it does not fit there now.
     pub(super) fn try_start(
         &mut self,
@@ -241,7 +140,6 @@ impl Sim<'_> {
         tenant: Option<usize>,
         policy: Policy,
     ) -> bool {
-        let now = self.w.now();
         let Some(alloc) = self.w.allocate(node, request, tenant, policy) else {
             return false;
         };
@@ -250,67 +148,9 @@ impl Sim<'_> {
         }
         let units = self.w.device_units(request);
         match w {
-            Work::Task(t) => {
-                let gi = self.tasks.group_of(t);
-                self.w.busy(node, units, now);
-                let first = !std::mem::replace(&mut self.tasks.started[t as usize], true);
-                let g = &mut self.tasks.groups[gi];
-                if first {
-                    g.queueing.record((now - g.ready_at) as f64 / 1e9);
-                    g.started += 1;
-                }
-                g.first_start.get_or_insert(now);
-                if first {
-                    self.tasks.consumer_started(&mut self.w, gi);
-                }
-                self.tasks.start[t as usize] = now;
-                self.tasks.node[t as usize] = node as u32;
-                self.tasks.dev[t as usize] = alloc
-                    .instances
-                    .iter()
-                    .filter(|(rid, _)| self.w.unit_ids.contains(rid))
-                    .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
-                    .unwrap_or(0) as u32;
-                self.tasks.alloc[t as usize] = Some(alloc);
-                self.start_task_work(t, gi, node, units);
-            }
-            Work::Actor(a) => {
-                let ac = &mut self.actors.list[a as usize];
-                ac.node = Some(node);
-                let g = &mut self.actors.groups[ac.group];
-                g.placed += 1;
-                g.delays.record((now - ac.submitted) as f64 / 1e9);
-                if ac.holds {
-                    ac.alloc = Some(alloc);
-                    self.w.busy(node, units, now);
-                } else {
-                    // Ray's default actor: 1 CPU to be placed, 0 while running.
-                    self.w.free(&alloc, tenant);
-                }
-                self.actor_placed(a);
-                let ac = &self.actors.list[a as usize];
-                if ac.calls_left > 0 {
-                    self.w.q.after(ac.call_ns, Ev::ActorCall(a, ac.epoch));
-                } else if ac.holds && ac.call_ns == 0 {
-                    // Long-lived actor with no calls: holds its resources for the whole run.
-                }
-                if !self.actors.list[a as usize].holds {
-                    self.dispatch(node);
-                }
-            }
-            Work::Replica(r) => {
-                self.w.busy(node, units, now);
-                let rep = &mut self.services.replicas[r as usize];
-                rep.node = Some(node);
-                rep.alloc = Some(alloc);
-                let s = rep.service;
-                if self.services.list[s as usize].llm.is_some() {
-                    self.llm_replica_up(r);
-                } else {
-                    self.services.list[s as usize].idle.push(r);
-                    self.serve(s);
-                }
-            }
+            Work::Task(t) => self.task_started(t, node, alloc, units),
+            Work::Actor(a) => self.actor_started(a, node, alloc, units, tenant),
+            Work::Replica(r) => self.replica_started(r, node, alloc, units),
         }
         true
     }
@@ -340,10 +180,9 @@ impl Sim<'_> {
             // Bundles lost with a node are rescheduled ahead of other work (Ray GCS).
             self.repair_pgs();
         }
-        let spec = self.w.spec;
         for k in 0..self.w.pending.len() {
-            if matches!(self.w.pending[k].0, Work::Task(g) if self.tasks.groups[g as usize].blocked > 0)
-            {
+            let (c, class) = self.component(self.w.pending[k].0);
+            if c.class_blocked(class) {
                 continue;
             }
             while let Some(&id) = self.w.pending[k].1.front() {
@@ -352,45 +191,14 @@ impl Sim<'_> {
                     Work::Actor(_) => Work::Actor(id),
                     Work::Replica(_) => Work::Replica(id),
                 };
-                let (request, tenant, policy, strategy, selector, fallbacks) = match w {
-                    Work::Task(t) => {
-                        let g = &self.tasks.groups[self.tasks.group_of(t)];
-                        let ts = &spec.workloads[g.workload].tasks[g.index];
-                        (
-                            g.request.clone(),
-                            g.tenant,
-                            g.policy,
-                            Some(&ts.strategy),
-                            ts.label_selector.as_slice(),
-                            ts.fallbacks.as_slice(),
-                        )
-                    }
-                    Work::Actor(a) => {
-                        let ac = &self.actors.list[a as usize];
-                        let g = &self.actors.groups[ac.group];
-                        let sa = &spec.workloads[g.workload].actors[g.index];
-                        (
-                            ac.request.clone(),
-                            g.tenant,
-                            g.policy,
-                            Some(&sa.strategy),
-                            sa.label_selector.as_slice(),
-                            sa.fallbacks.as_slice(),
-                        )
-                    }
-                    Work::Replica(r) => {
-                        let s = &self.services.list
-                            [self.services.replicas[r as usize].service as usize];
-                        (
-                            s.request.clone(),
-                            s.tenant,
-                            spec.workloads[s.workload].policy,
-                            None,
-                            &[][..],
-                            &[][..],
-                        )
-                    }
-                };
+                let Ask {
+                    request,
+                    strategy,
+                    selector,
+                    fallbacks,
+                    tenant,
+                    policy,
+                } = self.ask(w);
                 let st = &self.w.state;
                 let labels = st.nodes[node].labels();
                 // With fallbacks (Ray's `fallback_strategy`), nothing any option passes had
@@ -401,13 +209,11 @@ impl Sim<'_> {
                         .chain(fallbacks.iter().map(Vec::as_slice))
                         .any(|s| s.iter().all(|c| c.matches(labels)))
                     && match strategy {
-                        Some(Strategy::NodeAffinity { node: target, soft }) => {
-                            match st.node_id(target) {
-                                Some(t) if t == node => true,
-                                Some(t) => *soft && !st.is_feasible(t, &request),
-                                None => *soft,
-                            }
-                        }
+                        Strategy::NodeAffinity { node: target, soft } => match st.node_id(target) {
+                            Some(t) if t == node => true,
+                            Some(t) => *soft && !st.is_feasible(t, &request),
+                            None => *soft,
+                        },
                         _ => true,
                     };
                 if !fits {

@@ -5,10 +5,13 @@
 //! Architecture invariant: never calls `crate::placement`; replicas are placed through
 //! `scheduling` (`submit`, `dispatch`).
 
+use super::schedulable::{Ask, Schedulable};
 use super::{Ev, Sim, SimConfig, Work, models, timeline};
 use crate::engine::{Time, rng_stream, stream_id};
 use crate::placement::{Allocation, NodeId, Request};
+use crate::scenario::Spec;
 use crate::scenario::workload::Arrival;
+use crate::scenario::workload::{Policy, Strategy};
 use crate::sim::World;
 use models::secs;
 use rand_chacha::ChaCha8Rng;
@@ -347,6 +350,23 @@ impl Sim<'_> {
         self.services.list[s as usize].timeout = None;
         self.serve(s);
     }
+
+    /// Replica `r` was placed on `node` with `alloc`: an LLM engine comes up, or the replica
+    /// joins its service's idle ones and serves the queue.
+    pub(super) fn replica_started(&mut self, r: u32, node: NodeId, alloc: Allocation, units: f64) {
+        let now = self.w.now();
+        self.w.busy(node, units, now);
+        let rep = &mut self.services.replicas[r as usize];
+        rep.node = Some(node);
+        rep.alloc = Some(alloc);
+        let s = rep.service;
+        if self.services.list[s as usize].llm.is_some() {
+            self.llm_replica_up(r);
+        } else {
+            self.services.list[s as usize].idle.push(r);
+            self.serve(s);
+        }
+    }
 }
 
 impl Services {
@@ -412,5 +432,45 @@ impl Sim<'_> {
             ServiceEv::BatchDone(r, epoch) => self.on_batch_done(r, epoch),
             ServiceEv::BatchTimeout(s) => self.on_batch_timeout(s),
         }
+    }
+}
+
+/// Replicas spread (Ray Serve's default), unless the workload places topology-aware.
+static SPREAD: Strategy = Strategy::Spread;
+static TOPOLOGY_AWARE: Strategy = Strategy::Default;
+
+impl Schedulable for Services {
+    fn class_of(&self, r: u32) -> u32 {
+        self.replicas[r as usize].service
+    }
+
+    fn class_tenant(&self, s: u32) -> Option<usize> {
+        self.list[s as usize].tenant
+    }
+
+    fn ask<'s>(&self, spec: &'s Spec, r: u32) -> Ask<'s> {
+        let s = &self.list[self.replicas[r as usize].service as usize];
+        let policy = spec.workloads[s.workload].policy;
+        Ask {
+            request: s.request.clone(),
+            strategy: if policy == Policy::TopologyAware {
+                &TOPOLOGY_AWARE
+            } else {
+                &SPREAD
+            },
+            selector: &[],
+            fallbacks: &[],
+            tenant: s.tenant,
+            policy,
+        }
+    }
+
+    /// Services keep no count of replicas that can never be placed.
+    fn infeasible(&mut self, _: &mut World<'_>, _: u32) {}
+
+    fn item_name(&self, spec: &Spec, r: u32) -> String {
+        let s = &self.list[self.replicas[r as usize].service as usize];
+        let w = &spec.workloads[s.workload];
+        format!("{}.{}", w.name, w.services[s.index].name)
     }
 }

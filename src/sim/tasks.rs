@@ -5,9 +5,11 @@
 //! Architecture invariant: never calls `crate::placement`; tasks are placed through
 //! `scheduling` (`submit`, `dispatch`).
 
+use super::schedulable::{Ask, Schedulable};
 use super::{Ev, Sim, Work, models, timeline};
 use crate::engine::Time;
 use crate::placement::{Allocation, NodeId, Request};
+use crate::scenario::Spec;
 use crate::scenario::workload::Policy;
 use crate::sim::World;
 use models::secs;
@@ -308,6 +310,34 @@ impl Sim<'_> {
             self.w.q.after(delay, Ev::Task(TaskEv::Retry(t)));
         }
     }
+
+    /// Task `t` was placed on `node` with `alloc` (`units` device instances): it starts its
+    /// input fetches, then runs.
+    pub(super) fn task_started(&mut self, t: u32, node: NodeId, alloc: Allocation, units: f64) {
+        let now = self.w.now();
+        let gi = self.tasks.group_of(t);
+        self.w.busy(node, units, now);
+        let first = !std::mem::replace(&mut self.tasks.started[t as usize], true);
+        let g = &mut self.tasks.groups[gi];
+        if first {
+            g.queueing.record((now - g.ready_at) as f64 / 1e9);
+            g.started += 1;
+        }
+        g.first_start.get_or_insert(now);
+        if first {
+            self.tasks.consumer_started(&mut self.w, gi);
+        }
+        self.tasks.start[t as usize] = now;
+        self.tasks.node[t as usize] = node as u32;
+        self.tasks.dev[t as usize] = alloc
+            .instances
+            .iter()
+            .filter(|(rid, _)| self.w.unit_ids.contains(rid))
+            .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
+            .unwrap_or(0) as u32;
+        self.tasks.alloc[t as usize] = Some(alloc);
+        self.start_task_work(t, gi, node, units);
+    }
 }
 
 impl Tasks {
@@ -400,5 +430,48 @@ impl Sim<'_> {
             TaskEv::Retry(t) => self.on_retry(t),
             TaskEv::FetchFailed(t, epoch) => self.on_fetch_failed(t, epoch),
         }
+    }
+}
+
+impl Schedulable for Tasks {
+    fn class_of(&self, t: u32) -> u32 {
+        self.group_of(t) as u32
+    }
+
+    fn class_tenant(&self, g: u32) -> Option<usize> {
+        self.groups[g as usize].tenant
+    }
+
+    fn ask<'s>(&self, spec: &'s Spec, t: u32) -> Ask<'s> {
+        let g = &self.groups[self.group_of(t)];
+        let ts = &spec.workloads[g.workload].tasks[g.index];
+        Ask {
+            request: g.request.clone(),
+            strategy: &ts.strategy,
+            selector: &ts.label_selector,
+            fallbacks: &ts.fallbacks,
+            tenant: g.tenant,
+            policy: g.policy,
+        }
+    }
+
+    fn always_waits(&self, t: u32) -> bool {
+        self.rebuild[t as usize]
+    }
+
+    fn class_blocked(&self, g: u32) -> bool {
+        self.groups[g as usize].blocked > 0
+    }
+
+    fn infeasible(&mut self, world: &mut World<'_>, t: u32) {
+        let g = self.group_of(t);
+        self.groups[g].infeasible += 1;
+        self.task_done_bookkeeping(world, g);
+    }
+
+    fn item_name(&self, spec: &Spec, t: u32) -> String {
+        let g = &self.groups[self.group_of(t)];
+        let w = &spec.workloads[g.workload];
+        format!("{}.{}", w.name, w.tasks[g.index].name)
     }
 }

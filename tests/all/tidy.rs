@@ -95,7 +95,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/sim/llm/pipeline.rs", "llm_pipe", 112),
     ("src/sim/llm/run.rs", "llm_replica_up", 165),
     ("src/sim/placement_groups.rs", "try_pg", 106),
-    ("src/sim/scheduling.rs", "submit", 116),
     ("src/sim/services.rs", "start_services", 102),
     ("src/sim/training.rs", "start_job", 112),
     ("src/scenario/cluster/read.rs", "cluster", 265),
