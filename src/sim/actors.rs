@@ -144,7 +144,7 @@ impl Sim<'_> {
         if epoch != self.actors.list[a as usize].epoch {
             return;
         }
-        self.record_call(a);
+        self.actors.record_call(&mut self.w, a);
         if self.actors.groups[self.actors.list[a as usize].group]
             .tensor_to
             .is_some()
@@ -153,34 +153,6 @@ impl Sim<'_> {
             return;
         }
         self.finish_call(a, epoch, true);
-    }
-
-    /// Actor `a` computed a method call, `call_duration` until now: the devices and CPUs it
-    /// holds were busy (utilization, and the timeline's device and CPU tracks). An actor
-    /// without `resources` holds nothing while it runs, so nothing is counted.
-    fn record_call(&mut self, a: u32) {
-        let now = self.w.now();
-        let ac = &self.actors.list[a as usize];
-        let (Some(node), true) = (ac.node, ac.alloc.is_some()) else {
-            return;
-        };
-        let from = now.saturating_sub(ac.call_ns);
-        if from >= now {
-            return;
-        }
-        let g = ac.group;
-        let units = self.w.device_units(&ac.request);
-        let cpus = super::cpu::cpus_of(&ac.request);
-        self.w.worked(node, units, from, now);
-        self.cpu_worked(node, cpus, from, now, super::labels::Item::Actors(g));
-        if self.w.tl.on && units > 0.0 {
-            let ac = &self.actors.list[a as usize];
-            let devs = self.w.alloc_devices(node, ac.alloc.as_ref());
-            let label = self.label_id(super::labels::Item::Actors(g));
-            self.w
-                .tl
-                .span(&devs, from, now, super::timeline::SpanKind::Compute, label);
-        }
     }
 
     /// Actor `a`'s call is over (done, or failed when `!ok`): the next one starts, or the
@@ -246,6 +218,36 @@ impl Sim<'_> {
         }
         if !self.actors.list[a as usize].holds {
             self.dispatch(node);
+        }
+    }
+}
+
+impl Actors {
+    /// Actor `a` computed a method call, `call_duration` until now: the devices and CPUs it
+    /// holds were busy (utilization, and the timeline's device and CPU tracks). An actor
+    /// without `resources` holds nothing while it runs, so nothing is counted.
+    fn record_call(&mut self, world: &mut World<'_>, a: u32) {
+        let now = world.now();
+        let ac = &self.list[a as usize];
+        let (Some(node), true) = (ac.node, ac.alloc.is_some()) else {
+            return;
+        };
+        let from = now.saturating_sub(ac.call_ns);
+        if from >= now {
+            return;
+        }
+        let g = ac.group;
+        let units = world.device_units(&ac.request);
+        let cpus = super::cpu::cpus_of(&ac.request);
+        world.worked(node, units, from, now);
+        world.cpu_worked(node, cpus, from, now, self.label(g));
+        if world.tl.on && units > 0.0 {
+            let ac = &self.list[a as usize];
+            let devs = world.alloc_devices(node, ac.alloc.as_ref());
+            let label = world.label_id(self.label(g));
+            world
+                .tl
+                .span(&devs, from, now, super::timeline::SpanKind::Compute, label);
         }
     }
 }

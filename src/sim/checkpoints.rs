@@ -118,7 +118,7 @@ impl Sim<'_> {
         now: Time,
     ) {
         let spec = self.w.spec;
-        let label = self.label_id(super::labels::Item::Job(j as usize));
+        let label = self.w.label_id(self.jobs.label(j as usize));
         let job = &self.jobs[j as usize];
         let w = &spec.workloads[job.workload];
         let t = &w.training[job.index];

@@ -6,13 +6,11 @@
 //! refuses a tenant that allows neither `nccl` nor `tcp` for a job with collectives, so the
 //! run never meets one.
 
-use super::{NodeId, Sim, network};
+use super::{NodeId, network};
 use crate::scenario::transport::{CollectiveNet, collective_net};
 use crate::sim::World;
 use crate::sim::training::Jobs;
 use std::collections::BTreeMap;
-
-impl Sim<'_> {}
 
 impl Jobs {
     /// Job `j`'s tenant and how its collectives cross nodes.

@@ -17,7 +17,6 @@
 //! A node's CPUs are its `CPU` resource total (Ray's logical CPUs: the node's hardware threads,
 //! or what `resources { CPU: N }` says). Utilization = CPU-seconds / (CPUs × window).
 
-use super::Sim;
 use super::labels::Item;
 use super::metrics::CpuUtilization;
 use super::utilization::IndexTracker;
@@ -57,17 +56,17 @@ pub(super) fn cpus_of(r: &Request) -> f64 {
     cpus_in(&r.amounts)
 }
 
-impl Sim<'_> {
+impl World<'_> {
     /// `cpus` of `node` worked for `item` over `[from, to)`: busy utilization, and a span on
     /// the node's CPU track of the timeline.
     pub(super) fn cpu_worked(&mut self, node: NodeId, cpus: f64, from: Time, to: Time, item: Item) {
         if cpus <= 0.0 || to <= from {
             return;
         }
-        self.w.cpu.work.span(node, from, to, cpus);
-        if self.w.tl.on {
+        self.cpu.work.span(node, from, to, cpus);
+        if self.tl.on {
             let label = self.label_id(item);
-            self.w.tl.cpu_span(node, from, to, cpus, label);
+            self.tl.cpu_span(node, from, to, cpus, label);
         }
     }
 }

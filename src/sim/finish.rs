@@ -5,6 +5,8 @@
 
 use super::{RunResult, Sim, Work, metrics};
 use crate::placement::NodeId;
+use crate::sim::World;
+use crate::sim::placement_groups::PlacementGroups;
 use metrics::*;
 use std::collections::BTreeMap;
 
@@ -100,56 +102,6 @@ impl Sim<'_> {
         self.w.violations.extend(v);
     }
 
-    /// Each placement group's state at the end (`end`: when the window closed).
-    fn pg_metrics(&self, end: crate::engine::Time) -> Vec<PgMetrics> {
-        let spec = self.w.spec;
-        let mut out = Vec::with_capacity(self.pgs.list.len());
-        for pg in &self.pgs.list {
-            let w = &spec.workloads[pg.workload];
-            let racks = |nodes: &[NodeId]| {
-                let mut r: Vec<usize> = nodes
-                    .iter()
-                    .map(|n| self.w.state.nodes[*n].rack())
-                    .collect();
-                r.sort_unstable();
-                r.dedup();
-                r.len()
-            };
-            let names = |nodes: &[NodeId]| {
-                nodes
-                    .iter()
-                    .map(|n| self.w.state.nodes[*n].name().to_string())
-                    .collect()
-            };
-            out.push(PgMetrics {
-                workload: w.name.clone(),
-                name: w.placement_groups[pg.index].name.clone(),
-                bundles: pg.bundles.len(),
-                state: if pg.created.is_some() {
-                    "created"
-                } else if pg.infeasible {
-                    "infeasible"
-                } else {
-                    "pending"
-                }
-                .into(),
-                pending_time: (pg.created.unwrap_or(end) - pg.requested) as f64 / 1e9,
-                attempts: pg.attempts,
-                nodes: names(&pg.nodes),
-                racks: racks(&pg.nodes),
-                nodes_at_creation: names(&pg.created_nodes),
-                racks_at_creation: racks(&pg.created_nodes),
-                option: pg.created.map(|_| pg.option),
-                domain: pg
-                    .domain
-                    .as_ref()
-                    .zip(pg.domain_value.as_ref())
-                    .map(|(k, v)| format!("{k}={v}")),
-            });
-        }
-        out
-    }
-
     pub(super) fn finish(mut self) -> RunResult {
         self.check_invariants();
         let spec = self.w.spec;
@@ -187,7 +139,7 @@ impl Sim<'_> {
                 last_end: g.last_end as f64 / 1e9,
             });
         }
-        m.placement_groups = self.pg_metrics(end);
+        m.placement_groups = self.pgs.pg_metrics(&self.w, end);
         for job in &self.jobs.list {
             let w = &spec.workloads[job.workload];
             // Communication per step: the mean over every step that finished (on a shared
@@ -438,5 +390,55 @@ impl Sim<'_> {
                 peak_active: self.w.wire.peak_active,
             },
         }
+    }
+}
+
+impl PlacementGroups {
+    /// Each placement group's state at the end (`end`: when the window closed).
+    fn pg_metrics(&self, world: &World<'_>, end: crate::engine::Time) -> Vec<PgMetrics> {
+        let spec = world.spec;
+        let mut out = Vec::with_capacity(self.list.len());
+        for pg in &self.list {
+            let w = &spec.workloads[pg.workload];
+            let racks = |nodes: &[NodeId]| {
+                let mut r: Vec<usize> =
+                    nodes.iter().map(|n| world.state.nodes[*n].rack()).collect();
+                r.sort_unstable();
+                r.dedup();
+                r.len()
+            };
+            let names = |nodes: &[NodeId]| {
+                nodes
+                    .iter()
+                    .map(|n| world.state.nodes[*n].name().to_string())
+                    .collect()
+            };
+            out.push(PgMetrics {
+                workload: w.name.clone(),
+                name: w.placement_groups[pg.index].name.clone(),
+                bundles: pg.bundles.len(),
+                state: if pg.created.is_some() {
+                    "created"
+                } else if pg.infeasible {
+                    "infeasible"
+                } else {
+                    "pending"
+                }
+                .into(),
+                pending_time: (pg.created.unwrap_or(end) - pg.requested) as f64 / 1e9,
+                attempts: pg.attempts,
+                nodes: names(&pg.nodes),
+                racks: racks(&pg.nodes),
+                nodes_at_creation: names(&pg.created_nodes),
+                racks_at_creation: racks(&pg.created_nodes),
+                option: pg.created.map(|_| pg.option),
+                domain: pg
+                    .domain
+                    .as_ref()
+                    .zip(pg.domain_value.as_ref())
+                    .map(|(k, v)| format!("{k}={v}")),
+            });
+        }
+        out
     }
 }

@@ -373,7 +373,7 @@ impl Sim<'_> {
         }
         if self.w.tl.on {
             use super::timeline::{End, MoveKind};
-            let label = self.label_id(super::labels::Item::Group(gi));
+            let label = self.w.label_id(self.tasks.label(gi));
             let (to, now) = (End::Node(node as u32), self.w.q.now());
             let parts = holders
                 .iter()

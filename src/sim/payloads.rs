@@ -89,32 +89,6 @@ impl Sim<'_> {
         ))
     }
 
-    /// Timeline: service `sid`'s `bytes` of payloads between two nodes begin moving now.
-    fn begin_payload(
-        &mut self,
-        key: MoveKey,
-        sid: u32,
-        (from, to): (usize, usize),
-        bytes: f64,
-        transport: &str,
-    ) {
-        if !self.w.tl.on {
-            return;
-        }
-        let label = self.label_id(super::labels::Item::Service(sid as usize));
-        let kind = match key {
-            MoveKey::Response(_) => MoveKind::Response,
-            _ => MoveKind::Request,
-        };
-        let (from, to) = (End::Node(from as u32), End::Node(to as u32));
-        let now = self.w.now();
-        let p = self
-            .w
-            .tl
-            .part(kind, label, None, from, to, bytes, transport, None);
-        self.w.tl.begin(key, now, vec![p]);
-    }
-
     /// Replica `r` of service `sid` took a batch that computes for `dur`: move its requests
     /// from the ingress first when the service declares `request`.
     pub(super) fn start_batch(&mut self, sid: u32, r: u32, dur: Time) {
@@ -144,7 +118,14 @@ impl Sim<'_> {
             return;
         };
         let bytes = req * n as f64;
-        self.begin_payload(MoveKey::Request(r), sid, (ingress, node), bytes, &name);
+        self.services.begin_payload(
+            &mut self.w,
+            MoveKey::Request(r),
+            sid,
+            (ingress, node),
+            bytes,
+            &name,
+        );
         let rep = &mut self.services.replicas[r as usize];
         rep.pending_dur = dur;
         rep.req_flows = Some(flows);
@@ -193,7 +174,14 @@ impl Sim<'_> {
                 (self.services.responses.slots.len() - 1) as u32
             }
         };
-        self.begin_payload(MoveKey::Response(id), sid, (node, ingress), bytes, &name);
+        self.services.begin_payload(
+            &mut self.w,
+            MoveKey::Response(id),
+            sid,
+            (node, ingress),
+            bytes,
+            &name,
+        );
         self.w
             .transfer_after(secs(fixed), Owner::Response { slot: id });
     }
@@ -298,6 +286,34 @@ impl Sim<'_> {
             self.respond(slot.service, r, slot.from, slot.arrivals);
         }
         self.w.rearm_wire();
+    }
+}
+
+impl Services {
+    /// Timeline: service `sid`'s `bytes` of payloads between two nodes begin moving now.
+    fn begin_payload(
+        &mut self,
+        world: &mut World<'_>,
+        key: MoveKey,
+        sid: u32,
+        (from, to): (usize, usize),
+        bytes: f64,
+        transport: &str,
+    ) {
+        if !world.tl.on {
+            return;
+        }
+        let label = world.label_id(self.label(sid as usize));
+        let kind = match key {
+            MoveKey::Response(_) => MoveKind::Response,
+            _ => MoveKind::Request,
+        };
+        let (from, to) = (End::Node(from as u32), End::Node(to as u32));
+        let now = world.now();
+        let p = world
+            .tl
+            .part(kind, label, None, from, to, bytes, transport, None);
+        world.tl.begin(key, now, vec![p]);
     }
 }
 

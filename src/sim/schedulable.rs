@@ -39,12 +39,14 @@ pub(super) trait Schedulable {
         let _ = class;
         false
     }
+
     /// Item `id` waits even when the policy finds no node that could hold it (a task
     /// rebuilding a lost output: its inputs' holders may come back).
     fn always_waits(&self, id: u32) -> bool {
         let _ = id;
         false
     }
+
     /// The policy found no node that could ever hold item `id`: count it.
     fn infeasible(&mut self, world: &mut World<'_>, id: u32);
 }

@@ -89,20 +89,6 @@ pub(super) struct Service {
 }
 
 impl Sim<'_> {
-    /// The CPUs of a replica of service `s` on `node` worked over `[from, to)`: `share` of
-    /// them (a pipeline stage's devices over the replica's; 1 for a whole replica).
-    pub(super) fn replica_cpus_worked(
-        &mut self,
-        s: usize,
-        node: NodeId,
-        share: f64,
-        from: Time,
-        to: Time,
-    ) {
-        let cpus = super::cpu::cpus_of(&self.services.list[s].request) * share;
-        self.cpu_worked(node, cpus, from, to, super::labels::Item::Service(s));
-    }
-
     /// The services of workload `wi`: replicas submitted now, arrivals from time zero.
     pub(super) fn start_services(
         &mut self,
@@ -325,14 +311,15 @@ impl Sim<'_> {
             (rep.node.unwrap_or(0), rep.batch_start)
         };
         self.w.worked(node, units, from, now);
-        self.replica_cpus_worked(s as usize, node, 1.0, from, now);
+        self.services
+            .replica_cpus_worked(&mut self.w, s as usize, node, 1.0, from, now);
         if self.w.tl.on {
             let rep = &self.services.replicas[r as usize];
             let devs = self
                 .w
                 .alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
             let from = rep.batch_start;
-            let label = self.label_id(super::labels::Item::Service(s as usize));
+            let label = self.w.label_id(self.services.label(s as usize));
             self.w
                 .tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);
@@ -366,6 +353,23 @@ impl Sim<'_> {
             self.services.list[s as usize].idle.push(r);
             self.serve(s);
         }
+    }
+}
+
+impl Services {
+    /// The CPUs of a replica of service `s` on `node` worked over `[from, to)`: `share` of
+    /// them (a pipeline stage's devices over the replica's; 1 for a whole replica).
+    pub(super) fn replica_cpus_worked(
+        &mut self,
+        world: &mut World<'_>,
+        s: usize,
+        node: NodeId,
+        share: f64,
+        from: Time,
+        to: Time,
+    ) {
+        let cpus = super::cpu::cpus_of(&self.list[s].request) * share;
+        world.cpu_worked(node, cpus, from, to, self.label(s));
     }
 }
 

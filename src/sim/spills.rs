@@ -25,82 +25,6 @@ use crate::sim::World;
 use crate::sim::tasks::Tasks;
 
 impl Sim<'_> {
-    /// Timeline: the label of task `t` of group `gi`.
-    pub(super) fn task_label(&mut self, gi: usize) -> u32 {
-        self.label_id(super::labels::Item::Group(gi))
-    }
-
-    /// Task `t` of `gi` finished computing on `node` (attempt `epoch`): when its output goes
-    /// to disk, start writing it and return true (the task completes when the write does).
-    pub(super) fn begin_spill(&mut self, t: u32, gi: usize, node: NodeId, epoch: u32) -> bool {
-        self.tasks.size_store_arrays(&mut self.w);
-        let now = self.w.now();
-        match self.w.store.spill_state[t as usize] {
-            2 => {
-                if let Some(from) = self.w.store.spill_from.remove(&t) {
-                    self.w.store.spill_secs += (now - from) as f64 / 1e9;
-                }
-                return false;
-            }
-            1 => return true,
-            _ => {}
-        }
-        if !self.tasks.would_spill(&self.w, gi, node) {
-            return false;
-        }
-        let o = self.tasks.output_bytes(&self.w, gi);
-        let what = {
-            let g = &self.tasks.groups[gi];
-            let w = &self.w.spec.workloads[g.workload];
-            format!("object spill {}.{}", w.name, w.tasks[g.index].name)
-        };
-        self.w.store.spill_state[t as usize] = 1;
-        self.w.store.spill_from.insert(t, now);
-        let route = self
-            .w
-            .wire
-            .graph
-            .as_ref()
-            .and_then(|g| g.route_spill(node, true));
-        let Some(path) = route else {
-            self.w.note_no_disk_route(&what);
-            self.w.store.spill_state[t as usize] = 2;
-            let d = secs(o / SPILL_DISK_BW).max(1);
-            self.w.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
-            return true;
-        };
-        let to = self.w.spill_target();
-        self.w.net.note(
-            MovementKind::Spill,
-            true,
-            format!("{what}: to {to} on the run's shared network"),
-        );
-        if self.w.tl.on {
-            let (label, disk) = (self.task_label(gi), self.w.disk_end(node));
-            let from = End::Node(node as u32);
-            let p = self
-                .w
-                .tl
-                .part(MoveKind::Spill, label, Some(t), from, disk, o, "disk", None);
-            self.w.tl.begin(MoveKey::Spill(t), now, vec![p]);
-        }
-        match self
-            .w
-            .wire
-            .start(now, [(path, o)], Owner::Spill { task: t, epoch })
-        {
-            Some(x) => {
-                self.w.store.xfer.insert(t, x);
-                self.w.rearm_wire();
-            }
-            None => {
-                self.w.store.spill_state[t as usize] = 2;
-                self.w.q.after(1, Ev::Task(TaskEv::Done(t, epoch)));
-            }
-        }
-        true
-    }
-
     /// Task `t`'s spill is written: it completes.
     pub(super) fn on_spill_done(&mut self, t: u32, epoch: u32) {
         self.w.store.xfer.remove(&t);
@@ -186,7 +110,7 @@ impl Sim<'_> {
             .insert(t, parts.iter().map(|(h, _)| *h as u32).collect());
         self.w.store.spill_from.insert(t, now);
         if self.w.tl.on {
-            let label = self.task_label(gi);
+            let label = self.tasks.task_label(&mut self.w, gi);
             let ends: Vec<(End, usize, f64)> = parts
                 .iter()
                 .map(|&(h, b)| (self.w.disk_end(h), h, b))
@@ -233,6 +157,88 @@ impl Sim<'_> {
         let node = self.tasks.node[t as usize] as usize;
         let units = self.w.device_units(&self.tasks.groups[gi].request);
         self.start_fetch(t, gi, node, units, 0.0);
+    }
+}
+
+impl Tasks {
+    /// Timeline: the label of task `t` of group `gi`.
+    pub(super) fn task_label(&mut self, world: &mut World<'_>, gi: usize) -> u32 {
+        world.label_id(self.label(gi))
+    }
+
+    /// Task `t` of `gi` finished computing on `node` (attempt `epoch`): when its output goes
+    /// to disk, start writing it and return true (the task completes when the write does).
+    pub(super) fn begin_spill(
+        &mut self,
+        world: &mut World<'_>,
+        t: u32,
+        gi: usize,
+        node: NodeId,
+        epoch: u32,
+    ) -> bool {
+        self.size_store_arrays(world);
+        let now = world.now();
+        match world.store.spill_state[t as usize] {
+            2 => {
+                if let Some(from) = world.store.spill_from.remove(&t) {
+                    world.store.spill_secs += (now - from) as f64 / 1e9;
+                }
+                return false;
+            }
+            1 => return true,
+            _ => {}
+        }
+        if !self.would_spill(world, gi, node) {
+            return false;
+        }
+        let o = self.output_bytes(world, gi);
+        let what = {
+            let g = &self.groups[gi];
+            let w = &world.spec.workloads[g.workload];
+            format!("object spill {}.{}", w.name, w.tasks[g.index].name)
+        };
+        world.store.spill_state[t as usize] = 1;
+        world.store.spill_from.insert(t, now);
+        let route = world
+            .wire
+            .graph
+            .as_ref()
+            .and_then(|g| g.route_spill(node, true));
+        let Some(path) = route else {
+            world.note_no_disk_route(&what);
+            world.store.spill_state[t as usize] = 2;
+            let d = secs(o / SPILL_DISK_BW).max(1);
+            world.q.after(d, Ev::Task(TaskEv::Done(t, epoch)));
+            return true;
+        };
+        let to = world.spill_target();
+        world.net.note(
+            MovementKind::Spill,
+            true,
+            format!("{what}: to {to} on the run's shared network"),
+        );
+        if world.tl.on {
+            let (label, disk) = (self.task_label(world, gi), world.disk_end(node));
+            let from = End::Node(node as u32);
+            let p = world
+                .tl
+                .part(MoveKind::Spill, label, Some(t), from, disk, o, "disk", None);
+            world.tl.begin(MoveKey::Spill(t), now, vec![p]);
+        }
+        match world
+            .wire
+            .start(now, [(path, o)], Owner::Spill { task: t, epoch })
+        {
+            Some(x) => {
+                world.store.xfer.insert(t, x);
+                world.rearm_wire();
+            }
+            None => {
+                world.store.spill_state[t as usize] = 2;
+                world.q.after(1, Ev::Task(TaskEv::Done(t, epoch)));
+            }
+        }
+        true
     }
 }
 

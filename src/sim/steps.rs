@@ -113,25 +113,27 @@ impl Sim<'_> {
         job.round += 1;
         self.next_round(j);
     }
+}
 
+impl Jobs {
     /// Timeline: the step interval of job `j` that ends now — its checkpoint (if it began
     /// with one), compute, then communication.
-    pub(super) fn record_step(&mut self, j: usize, now: Time) {
-        let label = self.label_id(super::labels::Item::Job(j));
-        let job = &self.jobs[j];
-        let w = &self.w.spec.workloads[job.workload];
+    pub(super) fn record_step(&mut self, world: &mut World<'_>, j: usize, now: Time) {
+        let label = world.label_id(self.label(j));
+        let job = &self[j];
+        let w = &world.spec.workloads[job.workload];
         let (from, ck, c) = (job.span_from, job.span_ckpt, job.compute_ns);
         let a = from + ck;
         let b = (a + c).min(now);
         use timeline::SpanKind as K;
-        let devs = &self.jobs[j].dev_set;
-        let n = self.jobs[j].steps_done.saturating_sub(1) as u32;
+        let devs = &self[j].dev_set;
+        let n = self[j].steps_done.saturating_sub(1) as u32;
         let step = Some(n);
-        self.w
+        world
             .tl
             .span_of(devs, from, a.min(now), K::Checkpoint, label, step);
-        self.w.tl.span_of(devs, a, b, K::Compute, label, step);
-        self.w
+        world.tl.span_of(devs, a, b, K::Compute, label, step);
+        world
             .tl
             .span_of(devs, b, now, K::Communication, label, step);
         let t = &w.training[job.index];
@@ -164,7 +166,7 @@ impl Sim<'_> {
         } else {
             "closed form"
         };
-        self.w.tl.collective(label, n, group, b, now, bytes, model);
+        world.tl.collective(label, n, group, b, now, bytes, model);
     }
 }
 

@@ -182,10 +182,10 @@ impl Sim<'_> {
         }
         let gi = self.tasks.group_of(t);
         let node = self.tasks.node[t as usize] as usize;
-        if self.begin_spill(t, gi, node, epoch) {
+        if self.tasks.begin_spill(&mut self.w, t, gi, node, epoch) {
             return; // completes when its output is on disk (`spills.rs`)
         }
-        self.record_task(t as usize, now);
+        self.tasks.record_task(&mut self.w, t as usize, now);
         if self.tasks.rebuild[t as usize] {
             self.rebuilt(t, gi, node);
             return;
@@ -260,7 +260,7 @@ impl Sim<'_> {
         let now = self.w.now();
         let gi = self.tasks.group_of(t);
         let node = self.tasks.node[t as usize] as usize;
-        self.record_task(t as usize, now);
+        self.tasks.record_task(&mut self.w, t as usize, now);
         self.w.cancel_fetch(t);
         self.tasks.epoch[t as usize] += 1;
         if let Some(a) = self.tasks.alloc[t as usize].take() {
@@ -272,28 +272,6 @@ impl Sim<'_> {
         self.tasks.groups[gi].failed += 1;
         self.tasks.task_done_bookkeeping(&mut self.w, gi);
         self.dispatch(node);
-    }
-
-    /// Timeline: task `t` ran on its devices and CPUs from its start until `now` (done or
-    /// killed). Busy utilization: its devices and CPUs did work the whole time (its input
-    /// fetch included).
-    pub(crate) fn record_task(&mut self, t: usize, now: Time) {
-        let node = self.tasks.node[t] as usize;
-        let gi = self.tasks.group_of(t as u32);
-        let units = self.w.device_units(&self.tasks.groups[gi].request);
-        self.w.worked(node, units, self.tasks.start[t], now);
-        let cpus = super::cpu::cpus_of(&self.tasks.groups[gi].request);
-        let item = super::labels::Item::Group(gi);
-        self.cpu_worked(node, cpus, self.tasks.start[t], now, item);
-        if !self.w.tl.on {
-            return;
-        }
-        let devs = self.w.alloc_devices(node, self.tasks.alloc[t].as_ref());
-        let label = self.label_id(super::labels::Item::Group(gi));
-        let from = self.tasks.start[t];
-        self.w
-            .tl
-            .span(&devs, from, now, timeline::SpanKind::Compute, label);
     }
 
     /// Submit a task again, after its group's retry delay.
@@ -337,6 +315,30 @@ impl Sim<'_> {
             .unwrap_or(0) as u32;
         self.tasks.alloc[t as usize] = Some(alloc);
         self.start_task_work(t, gi, node, units);
+    }
+}
+
+impl Tasks {
+    /// Timeline: task `t` ran on its devices and CPUs from its start until `now` (done or
+    /// killed). Busy utilization: its devices and CPUs did work the whole time (its input
+    /// fetch included).
+    pub(crate) fn record_task(&mut self, world: &mut World<'_>, t: usize, now: Time) {
+        let node = self.node[t] as usize;
+        let gi = self.group_of(t as u32);
+        let units = world.device_units(&self.groups[gi].request);
+        world.worked(node, units, self.start[t], now);
+        let cpus = super::cpu::cpus_of(&self.groups[gi].request);
+        let item = self.label(gi);
+        world.cpu_worked(node, cpus, self.start[t], now, item);
+        if !world.tl.on {
+            return;
+        }
+        let devs = world.alloc_devices(node, self.alloc[t].as_ref());
+        let label = world.label_id(self.label(gi));
+        let from = self.start[t];
+        world
+            .tl
+            .span(&devs, from, now, timeline::SpanKind::Compute, label);
     }
 }
 

@@ -145,7 +145,7 @@ impl Sim<'_> {
         let now = self.w.now();
         if self.w.tl.on && src != dst && bytes > 0.0 {
             let k = self.actors.list[a as usize].index;
-            let label = self.label_id(super::labels::Item::Actors(g));
+            let label = self.w.label_id(self.actors.label(g));
             let (from, to) = (End::Node(src_n as u32), End::Node(dst_n as u32));
             let p = self.w.tl.part(
                 MoveKind::Tensor,

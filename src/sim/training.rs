@@ -469,10 +469,11 @@ impl Sim<'_> {
             let (n, d) = self.jobs[j as usize].per_node[k];
             self.w.worked(n, f64::from(d), from, now);
             let cpus = self.jobs[j as usize].per_node_cpus[k];
-            self.cpu_worked(n, cpus, from, now, super::labels::Item::Job(j as usize));
+            self.w
+                .cpu_worked(n, cpus, from, now, self.jobs.label(j as usize));
         }
         if self.w.tl.on {
-            self.record_step(j as usize, now);
+            self.jobs.record_step(&mut self.w, j as usize, now);
         }
         self.jobs[j as usize].span_from = now;
         let job = &mut self.jobs[j as usize];

@@ -43,7 +43,7 @@ impl Sim<'_> {
             if !self.tasks.alloc[t].as_ref().is_some_and(uses) {
                 continue;
             }
-            self.record_task(t, now);
+            self.tasks.record_task(&mut self.w, t, now);
             let a = self.tasks.alloc[t].take().expect("checked");
             let gi = self.tasks.group_of(t as u32);
             let units = self.w.device_units(&self.tasks.groups[gi].request);

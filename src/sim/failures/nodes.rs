@@ -55,7 +55,7 @@ impl Sim<'_> {
             if self.tasks.node[t] as usize != n || self.tasks.alloc[t].is_none() {
                 continue;
             }
-            self.record_task(t, now);
+            self.tasks.record_task(&mut self.w, t, now);
             let lost = self.tasks.alloc[t].take();
             self.tasks.epoch[t] += 1;
             self.w.cancel_fetch(t as u32);

@@ -34,7 +34,9 @@ use crate::compute::Roofline;
 use crate::engine::Time;
 use crate::model::serving::Footprint;
 use crate::network::collective::Round;
+use crate::sim::World;
 use crate::sim::durations::Durations;
+use crate::sim::services::Services;
 
 /// PCIe bandwidth a swap copy gets when the accelerator states none: gen5 x16 per
 /// direction (PCI-SIG, 63 GB/s).
@@ -213,6 +215,65 @@ impl crate::sim::Sim<'_> {
             LlmEv::Computed(r, epoch) => self.on_llm_computed(r, epoch),
             LlmEv::RoundClosed(r, epoch) => self.on_llm_round_closed(r, epoch),
             LlmEv::Pipe(r, epoch, f) => self.on_llm_pipe(r, epoch, f),
+        }
+    }
+}
+
+impl Services {
+    /// The LLM statement of service `sid`, if it serves a model.
+    pub(crate) fn llm_of<'s>(
+        &self,
+        world: &World<'s>,
+        sid: u32,
+    ) -> Option<&'s crate::scenario::serving::LlmServing> {
+        let s = &self.list[sid as usize];
+        world.spec.workloads[s.workload].services[s.index]
+            .llm
+            .as_ref()
+    }
+
+    /// (node, device) of each device replica `r` holds, ascending: its tensor-parallel ranks.
+    pub(crate) fn replica_ranks(&self, world: &World<'_>, r: u32) -> Vec<(usize, usize)> {
+        let rep = &self.replicas[r as usize];
+        let (Some(node), Some(a)) = (rep.node, rep.alloc.as_ref()) else {
+            return Vec::new();
+        };
+        let mut devs: Vec<usize> = a
+            .instances
+            .iter()
+            .filter(|(rid, _)| world.unit_ids.contains(rid))
+            .flat_map(|(_, amounts)| {
+                amounts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| **x > 0)
+                    .map(|(d, _)| d)
+            })
+            .collect();
+        devs.sort_unstable();
+        devs.dedup();
+        devs.into_iter().map(|d| (node, d)).collect()
+    }
+
+    /// A finite load's clients whose requests just finished (or were dropped) send their next
+    /// ones now, while any are unsent.
+    pub(crate) fn next_closed(&mut self, world: &mut World<'_>, sid: u32, freed: u64) {
+        let Some(c) = self.list[sid as usize]
+            .llm
+            .as_mut()
+            .and_then(|l| l.closed.as_mut())
+        else {
+            return;
+        };
+        let send = freed.min(c.unsent);
+        if send > 0 {
+            c.unsent -= send;
+            c.due += send;
+            let now = world.now();
+            world.q.at(
+                now,
+                crate::sim::Ev::Service(crate::sim::ServiceEv::Arrival(sid)),
+            );
         }
     }
 }

@@ -520,13 +520,14 @@ impl<'s> Sim<'s> {
         self.w.worked(node, units, from, now);
         // The stage's share of the replica's CPUs (its devices of the replica's).
         let share = units / all.max(1) as f64;
-        self.replica_cpus_worked(sid as usize, node, share, from, now);
+        self.services
+            .replica_cpus_worked(&mut self.w, sid as usize, node, share, from, now);
         if self.w.tl.on {
             let devs: Vec<u32> = ranks
                 .iter()
                 .filter_map(|&(n, d)| self.w.tl.device(n, d))
                 .collect();
-            let label = self.label_id(crate::sim::labels::Item::Service(sid as usize));
+            let label = self.w.label_id(self.services.label(sid as usize));
             self.w
                 .tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);

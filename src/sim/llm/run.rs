@@ -7,11 +7,11 @@ use super::engine::{Emitted, Engine, Seq};
 use super::{LlmReplica, LlmService, Pool};
 use crate::model::serving as ms;
 use crate::network::collective::{self, Op};
-use crate::scenario::serving::{LlmServing, Tokens};
+use crate::scenario::serving::Tokens;
+use crate::sim::LlmEv;
 use crate::sim::World;
 use crate::sim::services::Services;
 use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
-use crate::sim::{LlmEv, ServiceEv};
 use rand::RngExt;
 
 /// A request's tokens: drawn, or its trace row's (`row`: that column), clamped to
@@ -493,25 +493,11 @@ impl Sim<'_> {
         let units = f64::from(self.services.llm_spec(&self.w, sid).tp);
         self.services.replicas[r as usize].llm = Some(l);
         if let Some(from) = worked {
-            self.llm_worked(r, sid, node, units, from);
+            self.services
+                .llm_worked(&mut self.w, r, sid, node, units, from);
         }
         if !handed.is_empty() {
             self.llm_handoff(sid, r, handed);
-        }
-    }
-
-    /// Replica `r`'s devices worked from `from` to now (pp 1: the whole iteration).
-    fn llm_worked(&mut self, r: u32, sid: u32, node: usize, units: f64, from: u64) {
-        let now = self.w.now();
-        self.w.worked(node, units, from, now);
-        self.replica_cpus_worked(sid as usize, node, 1.0, from, now);
-        if self.w.tl.on {
-            let rep = &self.services.replicas[r as usize];
-            let devs = self.w.alloc_devices(node, rep.alloc.as_ref());
-            let label = self.label_id(crate::sim::labels::Item::Service(sid as usize));
-            self.w
-                .tl
-                .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
     }
 
@@ -541,54 +527,26 @@ impl Sim<'_> {
 }
 
 impl Services {
-    pub(crate) fn llm_of<'s>(&self, world: &World<'s>, sid: u32) -> Option<&'s LlmServing> {
-        let s = &self.list[sid as usize];
-        world.spec.workloads[s.workload].services[s.index]
-            .llm
-            .as_ref()
-    }
-
-    /// (node, device) of each device replica `r` holds, ascending: its tensor-parallel ranks.
-    pub(super) fn replica_ranks(&self, world: &World<'_>, r: u32) -> Vec<(usize, usize)> {
-        let rep = &self.replicas[r as usize];
-        let (Some(node), Some(a)) = (rep.node, rep.alloc.as_ref()) else {
-            return Vec::new();
-        };
-        let mut devs: Vec<usize> = a
-            .instances
-            .iter()
-            .filter(|(rid, _)| world.unit_ids.contains(rid))
-            .flat_map(|(_, amounts)| {
-                amounts
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| **x > 0)
-                    .map(|(d, _)| d)
-            })
-            .collect();
-        devs.sort_unstable();
-        devs.dedup();
-        devs.into_iter().map(|d| (node, d)).collect()
-    }
-
-    /// A finite load's clients whose requests just finished (or were dropped) send their next
-    /// ones now, while any are unsent.
-    pub(crate) fn next_closed(&mut self, world: &mut World<'_>, sid: u32, freed: u64) {
-        let Some(c) = self.list[sid as usize]
-            .llm
-            .as_mut()
-            .and_then(|l| l.closed.as_mut())
-        else {
-            return;
-        };
-        let send = freed.min(c.unsent);
-        if send > 0 {
-            c.unsent -= send;
-            c.due += send;
-            let now = world.now();
+    /// Replica `r`'s devices worked from `from` to now (pp 1: the whole iteration).
+    fn llm_worked(
+        &mut self,
+        world: &mut World<'_>,
+        r: u32,
+        sid: u32,
+        node: usize,
+        units: f64,
+        from: u64,
+    ) {
+        let now = world.now();
+        world.worked(node, units, from, now);
+        self.replica_cpus_worked(world, sid as usize, node, 1.0, from, now);
+        if world.tl.on {
+            let rep = &self.replicas[r as usize];
+            let devs = world.alloc_devices(node, rep.alloc.as_ref());
+            let label = world.label_id(self.label(sid as usize));
             world
-                .q
-                .at(now, crate::sim::Ev::Service(ServiceEv::Arrival(sid)));
+                .tl
+                .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
     }
 }
