@@ -32,7 +32,7 @@ pub struct EventId(u64);
 pub struct EventQueue<E> {
     /// Bucket 0 holds keys equal to `last`; bucket b ≥ 1 keys whose highest bit differing
     /// from `last` is bit b − 1.
-    buckets: Vec<Vec<(u128, E)>>,
+    buckets: Vec<Vec<(Key, E)>>,
     last: u128,
     len: usize,
     next_seq: u64,
@@ -47,8 +47,44 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
+/// A 128-bit key `time << 64 | seq` kept as four 32-bit words, least significant first, at
+/// 4-byte alignment: an entry is 16 bytes plus the event's size instead of being rounded up
+/// to u128's 16-byte alignment (a 20-byte event takes 36 bytes, not 48: a quarter less memory
+/// with a million events pending). Compared as the number ([`Key::wide`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key([u32; 4]);
+
+impl Key {
+    #[inline]
+    fn new(time: Time, seq: u64) -> Key {
+        Key([
+            seq as u32,
+            (seq >> 32) as u32,
+            time as u32,
+            (time >> 32) as u32,
+        ])
+    }
+
+    #[inline]
+    fn wide(self) -> u128 {
+        let [a, b, c, d] = self.0.map(u128::from);
+        a | (b << 32) | (c << 64) | (d << 96)
+    }
+
+    #[inline]
+    fn time(self) -> Time {
+        (self.wide() >> 64) as Time
+    }
+
+    #[inline]
+    fn seq(self) -> u64 {
+        self.wide() as u64
+    }
+}
+
 #[inline]
-fn bucket_of(key: u128, last: u128) -> usize {
+fn bucket_of(key: Key, last: u128) -> usize {
+    let key = key.wide();
     if key == last {
         0
     } else {
@@ -98,11 +134,11 @@ impl<E> EventQueue<E> {
     pub fn at(&mut self, at: Time, event: E) -> EventId {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let key = (u128::from(at.max(self.now)) << 64) | u128::from(seq);
+        let key = Key::new(at.max(self.now), seq);
         // A radix heap only takes keys no smaller than the last one settled: scheduling
         // between a `peek_time` and the next `pop` must not go before the peeked event.
         debug_assert!(
-            key >= self.last,
+            key.wide() >= self.last,
             "event scheduled before one already peeked"
         );
         self.buckets[bucket_of(key, self.last)].push((key, event));
@@ -138,7 +174,11 @@ impl<E> EventQueue<E> {
             return false;
         };
         let mut b = std::mem::take(&mut self.buckets[i]);
-        self.last = b.iter().map(|e| e.0).min().expect("non-empty bucket");
+        self.last = b
+            .iter()
+            .map(|e| e.0.wide())
+            .min()
+            .expect("non-empty bucket");
         for (key, e) in b.drain(..) {
             self.buckets[bucket_of(key, self.last)].push((key, e));
         }
@@ -151,10 +191,10 @@ impl<E> EventQueue<E> {
         while self.settle() {
             let (key, e) = self.buckets[0].pop().expect("settled");
             self.len -= 1;
-            if self.is_cancelled(key as u64) {
+            if self.is_cancelled(key.seq()) {
                 continue;
             }
-            self.now = (key >> 64) as Time;
+            self.now = key.time();
             self.processed += 1;
             return Some((self.now, e));
         }
@@ -165,12 +205,12 @@ impl<E> EventQueue<E> {
     pub fn peek_time(&mut self) -> Option<Time> {
         while self.settle() {
             let key = self.buckets[0].last().expect("settled").0;
-            if self.is_cancelled(key as u64) {
+            if self.is_cancelled(key.seq()) {
                 self.buckets[0].pop();
                 self.len -= 1;
                 continue;
             }
-            return Some((key >> 64) as Time);
+            return Some(key.time());
         }
         None
     }
