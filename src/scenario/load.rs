@@ -4,7 +4,8 @@
 //! read here too ([`profile_dirs`]); their text is parsed by [`crate::profile`].
 //! Finding and reading the profiles is `profiles.rs`.
 //!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
+//! Declarations and their registries are `load/decls.rs`; what nodes offer and the scope of
+//! requests, `load/scope.rs`.
 
 pub use super::profiles::{
     MAX_PROFILE_BYTES, available_profiles, check_profile_dir, profile_dirs, profile_path,
@@ -17,6 +18,12 @@ use crate::diag::{Diagnostic, FileId, Omitted, SourceMap, Span};
 use crate::syntax::{self, Stmt};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+mod decls;
+mod scope;
+
+use decls::{Decl, Registry, decl};
+pub use scope::{node_resources, resource_scope};
 
 pub const MAX_INCLUDE_DEPTH: usize = 16;
 
@@ -414,117 +421,6 @@ impl Loader {
     }
 }
 
-/// A top-level declaration: `KIND NAME [from BASE | tenant T] { ... }`.
-struct Decl<'a> {
-    name: String,
-    span: Span,
-    extra: Option<(String, Span)>,
-    stmt: &'a Stmt,
-    origin: Origin,
-}
-
-fn decl<'a>(
-    cx: &mut Cx,
-    s: &'a Stmt,
-    def: &schema::StmtDef,
-    origin: Origin,
-    name_optional: bool,
-) -> Option<Decl<'a>> {
-    let mut a = Args::new(s, def);
-    let r = (|| {
-        let (name, span) = if name_optional
-            && a.stmt
-                .values
-                .first()
-                .is_none_or(|v| !matches!(v.kind, syntax::ValueKind::Ident(_)))
-        {
-            (String::new(), s.key.span)
-        } else {
-            let v = a.req("a name")?;
-            (rd::ident(cx, v, "a name")?.to_string(), v.span)
-        };
-        let extra = match def.words.first() {
-            Some(w) => match a.opt(w) {
-                Some(v) => Some((rd::ident(cx, v, "a name")?.to_string(), v.span)),
-                None => None,
-            },
-            None => None,
-        };
-        cx.block(s)?;
-        Some(Decl {
-            name,
-            span,
-            extra,
-            stmt: s,
-            origin,
-        })
-    })();
-    a.finish(cx);
-    r
-}
-
-impl<'a> Decl<'a> {
-    fn body(&self) -> &'a [Stmt] {
-        self.stmt
-            .block
-            .as_ref()
-            .map(|b| b.stmts.as_slice())
-            .unwrap_or(&[])
-    }
-}
-
-/// Declarations of one kind, with catalog entries replaceable by user ones.
-struct Registry<T> {
-    items: BTreeMap<String, (T, Origin, Span)>,
-}
-
-impl<T: Clone> Registry<T> {
-    fn new() -> Self {
-        Registry {
-            items: BTreeMap::new(),
-        }
-    }
-
-    fn base(&self, cx: &mut Cx, kind: &str, d: &Decl) -> Result<Option<T>, ()> {
-        let Some((b, sp)) = &d.extra else {
-            return Ok(None);
-        };
-        match self.items.get(b) {
-            Some((t, _, _)) => Ok(Some(t.clone())),
-            None => {
-                let help = crate::diag::did_you_mean(b, self.items.keys().map(String::as_str))
-                    .unwrap_or_else(|| {
-                        format!("a base {kind} must be declared before the {kind} that uses it")
-                    });
-                cx.push(Diagnostic::error(*sp, format!("unknown {kind} `{b}`")).with_help(help));
-                Err(())
-            }
-        }
-    }
-
-    fn add(&mut self, cx: &mut Cx, kind: &str, d: &Decl, t: T, overridden: &mut Vec<String>) {
-        if let Some((_, origin, first)) = self.items.get(&d.name) {
-            if *origin == Origin::User || d.origin == Origin::Catalog {
-                cx.push(
-                    Diagnostic::error(d.span, format!("{kind} `{}` is declared twice", d.name))
-                        .with_secondary(*first, "first declared here")
-                        .with_help("use `from` to derive a variant under a new name"),
-                );
-                return;
-            }
-            overridden.push(d.name.clone());
-        }
-        self.items.insert(d.name.clone(), (t, d.origin, d.span));
-    }
-
-    fn into_map(self) -> BTreeMap<String, T> {
-        self.items
-            .into_iter()
-            .map(|(k, (t, _, _))| (k, t))
-            .collect()
-    }
-}
-
 fn resolve(cx: &mut Cx, items: &[(Stmt, Origin)], profiles: &mut ProfileFinder) -> Spec {
     // Sort declarations by kind, reporting unknown top-level keywords.
     let mut by_kind: BTreeMap<&'static str, Vec<Decl>> = BTreeMap::new();
@@ -682,115 +578,4 @@ fn resolve(cx: &mut Cx, items: &[(Stmt, Origin)], profiles: &mut ProfileFinder) 
             .push(experiment::experiment(cx, &d.name, d.span, d.body()));
     }
     spec
-}
-
-/// Resources offered per node, over the cluster's node types (or every known node type when
-/// the scenario has no cluster). Ray's defaults: `CPU` = logical CPUs, `memory` = 70 % and
-/// `object_store_memory` = 30 % of host memory, one unit per device under its Ray resource
-/// name, `accelerator_type:X` = 1.
-pub fn resource_scope(spec: &Spec) -> ResourceScope {
-    let types: Vec<&hardware::NodeType> = match &spec.cluster {
-        Some(c) if !c.groups.is_empty() => {
-            let mut names: Vec<&str> = c.groups.iter().map(|g| g.node_type.as_str()).collect();
-            names.sort();
-            names.dedup();
-            names
-                .iter()
-                .filter_map(|n| spec.node_types.get(*n))
-                .collect()
-        }
-        _ => spec.node_types.values().collect(),
-    };
-    let mut max: BTreeMap<String, f64> = BTreeMap::new();
-    let mut bump = |k: String, v: f64| {
-        let e = max.entry(k).or_insert(0.0);
-        *e = e.max(v);
-    };
-    let mut node_types = Vec::new();
-    for nt in types {
-        let resources = node_resources(spec, nt);
-        for (k, v) in &resources {
-            bump(k.clone(), *v);
-        }
-        let devices = nt
-            .devices
-            .iter()
-            .filter_map(|g| {
-                let a = spec.accelerators.get(&g.accelerator)?;
-                Some((
-                    g.accelerator.clone(),
-                    a.ray_resource.clone(),
-                    a.memory,
-                    g.count,
-                ))
-            })
-            .collect();
-        node_types.push(workload::ScopeNodeType {
-            name: nt.name.clone(),
-            resources,
-            devices,
-        });
-    }
-    let transports = spec
-        .transports
-        .iter()
-        .map(|t| t.name.clone())
-        .chain(schema::TRANSPORT_KINDS.iter().map(|k| k.to_string()))
-        .collect();
-    let mut transport_kinds: BTreeMap<String, String> = schema::TRANSPORT_KINDS
-        .iter()
-        .map(|k| (k.to_string(), k.to_string()))
-        .collect();
-    for t in &spec.transports {
-        transport_kinds.insert(t.name.clone(), t.kind.clone());
-    }
-    let storages = spec
-        .cluster
-        .iter()
-        .flat_map(|c| c.storage.iter().map(|s| s.name.clone()))
-        .collect();
-    ResourceScope {
-        max_per_node: max,
-        transports,
-        storages,
-        transport_kinds,
-        accelerators: spec.accelerators.keys().cloned().collect(),
-        node_types,
-        cluster_scoped: spec.cluster.as_ref().is_some_and(|c| !c.groups.is_empty()),
-        models: spec
-            .models
-            .iter()
-            .map(|(k, t)| (k.clone(), Some(t.clone())))
-            .collect(),
-        slice_chips: spec
-            .cluster
-            .iter()
-            .flat_map(|c| {
-                c.racks
-                    .iter()
-                    .filter_map(|r| r.slice.as_ref().map(|s| s.chips))
-            })
-            .collect(),
-    }
-}
-
-/// The Ray resources one node of this type offers.
-pub fn node_resources(spec: &Spec, nt: &hardware::NodeType) -> BTreeMap<String, f64> {
-    let mut r = BTreeMap::new();
-    r.insert("CPU".to_string(), f64::from(nt.cpu.threads));
-    r.insert("memory".to_string(), (nt.memory.0 as f64 * 0.7).floor());
-    r.insert(
-        "object_store_memory".to_string(),
-        (nt.memory.0 as f64 * 0.3).floor(),
-    );
-    for g in &nt.devices {
-        if let Some(acc) = spec.accelerators.get(&g.accelerator) {
-            *r.entry(acc.ray_resource.clone()).or_insert(0.0) += f64::from(g.count);
-            r.insert(format!("accelerator_type:{}", acc.accelerator_type), 1.0);
-        }
-    }
-    for (k, v) in &nt.resources {
-        *r.entry(k.clone()).or_insert(0.0) += v;
-    }
-    r
 }

@@ -22,9 +22,7 @@ const WHY: &str = "//! Why over 600 lines:";
 const LONG_FILES: &[(&str, usize)] = &[
     ("src/network/graph.rs", 1240),
     ("src/placement/state.rs", 1364),
-    ("src/scenario/load.rs", 796),
     ("src/scenario/workload/block.rs", 682),
-    ("src/syntax/parse.rs", 873),
 ];
 
 /// Functions over 100 lines today, at their length today (file, name, lines): each may get
