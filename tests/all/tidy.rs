@@ -20,7 +20,6 @@ const WHY: &str = "//! Why over 600 lines:";
 /// Files over 600 lines today, at their length today: each may get shorter (then lower its
 /// figure here, or drop it once under 600), never longer.
 const LONG_FILES: &[(&str, usize)] = &[
-    ("src/network/graph.rs", 1240),
     ("src/scenario/workload/block.rs", 682),
 ];
 
@@ -58,9 +57,9 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/model/ops.rs", "layer_kernels_with", 105),
     ("src/model/work.rs", "step_work_with", 165),
     ("src/network/collective/tuning.rs", "estimate", 159),
-    ("src/network/graph.rs", "build_cluster", 298),
+    ("src/network/graph/build.rs", "build_cluster", 298),
     ("src/network/graph.rs", "nccl_comm", 109),
-    ("src/network/graph.rs", "route_vertices", 103),
+    ("src/network/graph/routes.rs", "route_vertices", 103),
     ("src/network/rebuild.rs", "rebuild", 114),
     ("src/outputs/drill.rs", "write", 103),
     ("src/outputs/run.rs", "write", 308),
