@@ -314,13 +314,7 @@ impl Graph {
     pub fn node_links(&self, node: usize) -> Vec<LinkId> {
         let of = |v: Vertex| match v {
             Vertex::NvSwitch { node } if self.shared_nvswitch.get(node) == Some(&true) => None,
-            Vertex::Root { node, .. }
-            | Vertex::Switch { node, .. }
-            | Vertex::Device { node, .. }
-            | Vertex::Nic { node, .. }
-            | Vertex::NvSwitch { node }
-            | Vertex::Disk { node, .. } => Some(node),
-            _ => None,
+            v => Graph::node_of(v),
         };
         (0..self.ends.len())
             .filter(|l| of(self.ends[*l].0) == Some(node) || of(self.ends[*l].1) == Some(node))

@@ -19,9 +19,7 @@ const WHY: &str = "//! Why over 600 lines:";
 
 /// Files over 600 lines today, at their length today: each may get shorter (then lower its
 /// figure here, or drop it once under 600), never longer.
-const LONG_FILES: &[(&str, usize)] = &[
-    ("src/scenario/workload/block.rs", 682),
-];
+const LONG_FILES: &[(&str, usize)] = &[("src/scenario/workload/block.rs", 682)];
 
 /// Functions over 100 lines today, at their length today (file, name, lines): each may get
 /// shorter, never longer; one cut to 100 lines or fewer must leave the list.
