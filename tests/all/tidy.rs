@@ -19,7 +19,7 @@ const WHY: &str = "//! Why over 600 lines:";
 
 /// Files over 600 lines today, at their length today: each may get shorter (then lower its
 /// figure here, or drop it once under 600), never longer.
-const LONG_FILES: &[(&str, usize)] = &[("src/scenario/workload/block.rs", 682)];
+const LONG_FILES: &[(&str, usize)] = &[];
 
 /// Functions over 100 lines today, at their length today (file, name, lines): each may get
 /// shorter, never longer; one cut to 100 lines or fewer must leave the list.
@@ -108,7 +108,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/scenario/topology/mod.rs", "switch", 103),
     ("src/scenario/topology/resolve.rs", "resolve", 183),
     ("src/scenario/workload/read.rs", "tenant", 154),
-    ("src/scenario/workload/block.rs", "workload", 666),
+    ("src/scenario/workload/block.rs", "workload", 184),
     ("src/summary.rs", "fmt", 161),
     ("src/summary.rs", "summarize", 175),
     ("src/trace/mod.rs", "perfetto", 144),

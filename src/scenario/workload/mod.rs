@@ -3,10 +3,12 @@
 //! `doc/source/ray-core/scheduling/resources.md`). This file holds the types; `scope.rs`
 //! what requests may name, `read.rs` the statements' readers and checks (tenants, label
 //! selectors, strategies, compute, device memory, quotas), `block.rs` one `workload` block,
-//! `checks.rs` checks over a whole workload (the task DAG, quotas, tenant references).
+//! `items.rs` its items (task groups, actors, training jobs, services), `checks.rs` checks
+//! over a whole workload (the task DAG, quotas, tenant references).
 
 mod block;
 mod checks;
+mod items;
 mod read;
 mod scope;
 
