@@ -169,7 +169,7 @@ impl Sim<'_> {
                     f64::from(job.devices) * end.saturating_sub(from) as f64
                 });
             let stalled = job.stalled_device_ns + open_stall;
-            self.failures.stalled_device_ns += open_stall;
+            self.w.losses.stalled_device_ns += open_stall;
             m.training.push(TrainingMetrics {
                 workload: w.name.clone(),
                 name: w.training[job.index].name.clone(),
@@ -341,7 +341,7 @@ impl Sim<'_> {
             restore_time: self.w.store.restore_secs,
             peak_store_fraction: self.w.store.peak_fraction,
         };
-        let f = &mut self.failures;
+        let (f, lost) = (&mut self.failures, &self.w.losses);
         let nodes = self.w.node_types.len() as f64;
         let still_down: f64 = f
             .down_since
@@ -355,18 +355,18 @@ impl Sim<'_> {
             time_to_detect: f.detect_times.stats(),
             time_to_recover: f.recovery.stats(),
             tasks_retried: f.tasks_retried,
-            tasks_failed: f.tasks_failed,
+            tasks_failed: lost.tasks_failed,
             actors_restarted: f.actors_restarted,
             actors_lost: f.actors_lost,
             replicas_restarted: f.replicas_restarted,
-            requests_lost: f.requests_lost,
-            transfers_unavailable: f.transfers_unavailable,
+            requests_lost: lost.requests_lost,
+            transfers_unavailable: lost.transfers_unavailable,
             objects_rebuilt: f.objects_rebuilt,
             objects_lost: f.objects_lost,
             bundles_rescheduled: f.bundles_rescheduled,
-            lost_device_hours: (f.lost_device_ns + f.stalled_device_ns) / 3.6e12,
+            lost_device_hours: (f.lost_device_ns + lost.stalled_device_ns) / 3.6e12,
             lost_work_device_hours: f.lost_device_ns / 3.6e12,
-            stalled_device_hours: f.stalled_device_ns / 3.6e12,
+            stalled_device_hours: lost.stalled_device_ns / 3.6e12,
             node_availability: if node_time > 0.0 {
                 1.0 - (f.node_down_ns + still_down) / node_time
             } else {

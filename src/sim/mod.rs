@@ -304,6 +304,8 @@ struct World<'s> {
     transport_override: Option<String>,
     /// Interned timeline labels per item (`labels.rs`).
     label_ids: std::collections::HashMap<labels::Item, u32>,
+    /// What every kind of work counts as lost to failures.
+    losses: failures::Losses,
 }
 
 /// A run: the shared world and the components, one per kind of work (each in its module,
@@ -420,6 +422,7 @@ impl<'s> Sim<'s> {
                 quota: scheduling::Quota::default(),
                 tl: timeline::Recorder::default(),
                 label_ids: std::collections::HashMap::new(),
+                losses: failures::Losses::default(),
             },
             tasks: tasks::Tasks::default(),
             actors: actors::Actors::default(),

@@ -30,7 +30,6 @@
 
 use crate::sim::TaskEv;
 use crate::sim::World;
-use crate::sim::failures::Failures;
 use std::collections::{BTreeMap, HashMap};
 
 use super::Sim;
@@ -411,8 +410,7 @@ impl Sim<'_> {
                     flows.extend(wire);
                 }
                 Err(e) => {
-                    self.failures
-                        .unavailable(&mut self.w, MovementKind::Fetch, &what, &e);
+                    self.w.unavailable(MovementKind::Fetch, &what, &e);
                     return Err(());
                 }
             }
@@ -421,26 +419,18 @@ impl Sim<'_> {
     }
 }
 
-impl Failures {
+impl World<'_> {
     /// A transfer `what` cannot move (`why`): noted as unavailable and counted; the caller
     /// fails the work that needed it.
-    pub(super) fn unavailable(
-        &mut self,
-        world: &mut World<'_>,
-        kind: MovementKind,
-        what: &str,
-        why: &str,
-    ) {
-        self.transfers_unavailable += 1;
-        world.net.note(
+    pub(super) fn unavailable(&mut self, kind: MovementKind, what: &str, why: &str) {
+        self.losses.transfers_unavailable += 1;
+        self.net.note(
             kind,
             false,
             format!("{what}: unavailable ({why}); the work that needed it fails"),
         );
     }
-}
 
-impl World<'_> {
     pub(crate) fn init_network(&mut self) {
         let graph = self.spec.cluster.as_ref().map(|_| Graph::build(self.spec));
         self.wire = Wire::new(graph, self.tl.on);

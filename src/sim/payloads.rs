@@ -45,147 +45,6 @@ pub(super) struct Slot {
 }
 
 impl Sim<'_> {
-    /// `n` payloads of `bytes` each between `from` and `to` (host memory): the fixed seconds
-    /// and the flows.
-    fn payload_flows(
-        &mut self,
-        sid: u32,
-        from: usize,
-        to: usize,
-        bytes: f64,
-        n: usize,
-        key: u32,
-    ) -> Result<(f64, Vec<Flow>, String), ()> {
-        let (name, what) = self.services.payload_transport(&mut self.w, sid);
-        if let Some(log) = &mut self.w.transfers {
-            log.push(super::TransferRecord {
-                time: self.w.q.now(),
-                tenant: self.services.list[sid as usize].tenant,
-                transport: name.clone(),
-                bytes: bytes * n as f64,
-            });
-        }
-        let (fixed, flow) = self
-            .price_move(
-                MovementKind::Payload,
-                &format!(
-                    "{what} (ingress {})",
-                    self.w.state.nodes[self.w.state.head].name()
-                ),
-                &name,
-                (from, 0),
-                (to, 0),
-                false,
-                bytes,
-                key,
-            )
-            .map_err(|_| ())?;
-        Ok((
-            fixed,
-            flow.into_iter()
-                .flat_map(|f| std::iter::repeat_n(f, n))
-                .collect(),
-            name,
-        ))
-    }
-
-    /// Replica `r` of service `sid` took a batch that computes for `dur`: move its requests
-    /// from the ingress first when the service declares `request`.
-    pub(super) fn start_batch(&mut self, sid: u32, r: u32, dur: Time) {
-        let now = self.w.now();
-        let epoch = self.services.replicas[r as usize].epoch;
-        let node = self.services.replicas[r as usize].node.unwrap_or(0);
-        let ingress = self.w.state.head;
-        let req = self.services.list[sid as usize].request_bytes;
-        let n = self.services.replicas[r as usize].inflight.len();
-        if req <= 0.0 || node == ingress || n == 0 {
-            self.services.replicas[r as usize].batch_start = now;
-            self.w
-                .q
-                .after(dur, Ev::Service(ServiceEv::BatchDone(r, epoch)));
-            return;
-        }
-        let Ok((fixed, flows, name)) = self.payload_flows(sid, ingress, node, req, n, r) else {
-            // The requests cannot reach the replica: they are lost, and the replica takes
-            // its next batch.
-            self.failures.requests_lost += n as u64;
-            let rep = &mut self.services.replicas[r as usize];
-            rep.inflight.clear();
-            rep.batch_start = now;
-            self.w
-                .q
-                .at(now, Ev::Service(ServiceEv::BatchDone(r, epoch)));
-            return;
-        };
-        let bytes = req * n as f64;
-        self.services.begin_payload(
-            &mut self.w,
-            MoveKey::Request(r),
-            sid,
-            (ingress, node),
-            bytes,
-            &name,
-        );
-        let rep = &mut self.services.replicas[r as usize];
-        rep.pending_dur = dur;
-        rep.req_flows = Some(flows);
-        self.w
-            .transfer_after(secs(fixed), Owner::Request { replica: r, epoch });
-    }
-
-    /// Replica `r` of service `sid` on `node` finished a batch answering `done` (arrival
-    /// times): record their latencies now, or when their responses reach the ingress.
-    pub(super) fn respond(&mut self, sid: u32, r: u32, node: usize, done: Vec<Time>) {
-        let now = self.w.now();
-        let ingress = self.w.state.head;
-        let resp = self.services.list[sid as usize].response_bytes;
-        if resp <= 0.0 || node == ingress || done.is_empty() {
-            if !done.is_empty() {
-                // A request's work ends when it is answered.
-                self.w.makespan = self.w.makespan.max(now);
-            }
-            let svc = &mut self.services.list[sid as usize];
-            for a in &done {
-                svc.latencies.record((now - a) as f64 / 1e9);
-            }
-            return;
-        }
-        let Ok((fixed, flows, name)) = self.payload_flows(sid, node, ingress, resp, done.len(), r)
-        else {
-            // The responses cannot reach the ingress: their requests are lost.
-            self.failures.requests_lost += done.len() as u64;
-            return;
-        };
-        let bytes = resp * done.len() as f64;
-        let slot = Slot {
-            service: sid,
-            arrivals: done,
-            from: node,
-            flows: Some(flows),
-            xfer: None,
-        };
-        let id = match self.services.responses.free.pop() {
-            Some(i) => {
-                self.services.responses.slots[i as usize] = Some(slot);
-                i
-            }
-            None => {
-                self.services.responses.slots.push(Some(slot));
-                (self.services.responses.slots.len() - 1) as u32
-            }
-        };
-        self.services.begin_payload(
-            &mut self.w,
-            MoveKey::Response(id),
-            sid,
-            (node, ingress),
-            bytes,
-            &name,
-        );
-        self.w
-            .transfer_after(secs(fixed), Owner::Response { slot: id });
-    }
-
     /// Replica `r` was lost: its requests in flight leave the network.
     pub(crate) fn cancel_requests(&mut self, r: usize) {
         self.llm_lost(r);
@@ -196,28 +55,6 @@ impl Sim<'_> {
             self.w.wire.cancel(now, x);
             self.w.rearm_wire();
         }
-    }
-
-    /// Node `n` died: responses on their way from it are lost with their requests.
-    pub(crate) fn lose_responses_from(&mut self, n: usize) {
-        let now = self.w.now();
-        for id in 0..self.services.responses.slots.len() {
-            let Some(slot) = &self.services.responses.slots[id] else {
-                continue;
-            };
-            if slot.from != n {
-                continue;
-            }
-            let Some(slot) = self.services.responses.slots[id].take() else {
-                continue;
-            };
-            self.services.responses.free.push(id as u32);
-            self.failures.requests_lost += slot.arrivals.len() as u64;
-            if let Some(x) = slot.xfer {
-                self.w.wire.cancel(now, x);
-            }
-        }
-        self.w.rearm_wire();
     }
 
     /// Routes changed (a NIC went down): tensors and payloads with a flow that cannot move,
@@ -271,7 +108,7 @@ impl Sim<'_> {
             self.services.replicas[r as usize].epoch += 1;
             let sid = self.services.replicas[r as usize].service;
             let dur = self.services.replicas[r as usize].pending_dur;
-            self.start_batch(sid, r, dur);
+            self.services.start_batch(&mut self.w, sid, r, dur);
         }
         for id in slots {
             let Some(slot) = self.services.responses.slots[id as usize].take() else {
@@ -283,9 +120,180 @@ impl Sim<'_> {
                 self.w.wire.cancel(now, x);
             }
             let r = u32::MAX;
-            self.respond(slot.service, r, slot.from, slot.arrivals);
+            self.services
+                .respond(&mut self.w, slot.service, r, slot.from, slot.arrivals);
         }
         self.w.rearm_wire();
+    }
+}
+
+impl Services {
+    /// `n` payloads of `bytes` each between the nodes `(from, to)` (host memory): the fixed
+    /// seconds and the flows.
+    fn payload_flows(
+        &mut self,
+        world: &mut World<'_>,
+        sid: u32,
+        (from, to): (usize, usize),
+        bytes: f64,
+        n: usize,
+        key: u32,
+    ) -> Result<(f64, Vec<Flow>, String), ()> {
+        let (name, what) = self.payload_transport(world, sid);
+        if let Some(log) = &mut world.transfers {
+            log.push(super::TransferRecord {
+                time: world.q.now(),
+                tenant: self.list[sid as usize].tenant,
+                transport: name.clone(),
+                bytes: bytes * n as f64,
+            });
+        }
+        let (fixed, flow) = world
+            .price_move(
+                MovementKind::Payload,
+                &format!(
+                    "{what} (ingress {})",
+                    world.state.nodes[world.state.head].name()
+                ),
+                &name,
+                (from, 0),
+                (to, 0),
+                false,
+                bytes,
+                key,
+            )
+            .map_err(|_| ())?;
+        Ok((
+            fixed,
+            flow.into_iter()
+                .flat_map(|f| std::iter::repeat_n(f, n))
+                .collect(),
+            name,
+        ))
+    }
+
+    /// Replica `r` of service `sid` took a batch that computes for `dur`: move its requests
+    /// from the ingress first when the service declares `request`.
+    pub(super) fn start_batch(&mut self, world: &mut World<'_>, sid: u32, r: u32, dur: Time) {
+        let now = world.now();
+        let epoch = self.replicas[r as usize].epoch;
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let ingress = world.state.head;
+        let req = self.list[sid as usize].request_bytes;
+        let n = self.replicas[r as usize].inflight.len();
+        if req <= 0.0 || node == ingress || n == 0 {
+            self.replicas[r as usize].batch_start = now;
+            world
+                .q
+                .after(dur, Ev::Service(ServiceEv::BatchDone(r, epoch)));
+            return;
+        }
+        let Ok((fixed, flows, name)) = self.payload_flows(world, sid, (ingress, node), req, n, r)
+        else {
+            // The requests cannot reach the replica: they are lost, and the replica takes
+            // its next batch.
+            world.losses.requests_lost += n as u64;
+            let rep = &mut self.replicas[r as usize];
+            rep.inflight.clear();
+            rep.batch_start = now;
+            world.q.at(now, Ev::Service(ServiceEv::BatchDone(r, epoch)));
+            return;
+        };
+        let bytes = req * n as f64;
+        self.begin_payload(
+            world,
+            MoveKey::Request(r),
+            sid,
+            (ingress, node),
+            bytes,
+            &name,
+        );
+        let rep = &mut self.replicas[r as usize];
+        rep.pending_dur = dur;
+        rep.req_flows = Some(flows);
+        world.transfer_after(secs(fixed), Owner::Request { replica: r, epoch });
+    }
+
+    /// Replica `r` of service `sid` on `node` finished a batch answering `done` (arrival
+    /// times): record their latencies now, or when their responses reach the ingress.
+    pub(super) fn respond(
+        &mut self,
+        world: &mut World<'_>,
+        sid: u32,
+        r: u32,
+        node: usize,
+        done: Vec<Time>,
+    ) {
+        let now = world.now();
+        let ingress = world.state.head;
+        let resp = self.list[sid as usize].response_bytes;
+        if resp <= 0.0 || node == ingress || done.is_empty() {
+            if !done.is_empty() {
+                // A request's work ends when it is answered.
+                world.makespan = world.makespan.max(now);
+            }
+            let svc = &mut self.list[sid as usize];
+            for a in &done {
+                svc.latencies.record((now - a) as f64 / 1e9);
+            }
+            return;
+        }
+        let Ok((fixed, flows, name)) =
+            self.payload_flows(world, sid, (node, ingress), resp, done.len(), r)
+        else {
+            // The responses cannot reach the ingress: their requests are lost.
+            world.losses.requests_lost += done.len() as u64;
+            return;
+        };
+        let bytes = resp * done.len() as f64;
+        let slot = Slot {
+            service: sid,
+            arrivals: done,
+            from: node,
+            flows: Some(flows),
+            xfer: None,
+        };
+        let id = match self.responses.free.pop() {
+            Some(i) => {
+                self.responses.slots[i as usize] = Some(slot);
+                i
+            }
+            None => {
+                self.responses.slots.push(Some(slot));
+                (self.responses.slots.len() - 1) as u32
+            }
+        };
+        self.begin_payload(
+            world,
+            MoveKey::Response(id),
+            sid,
+            (node, ingress),
+            bytes,
+            &name,
+        );
+        world.transfer_after(secs(fixed), Owner::Response { slot: id });
+    }
+
+    /// Node `n` died: responses on their way from it are lost with their requests.
+    pub(crate) fn lose_responses_from(&mut self, world: &mut World<'_>, n: usize) {
+        let now = world.now();
+        for id in 0..self.responses.slots.len() {
+            let Some(slot) = &self.responses.slots[id] else {
+                continue;
+            };
+            if slot.from != n {
+                continue;
+            }
+            let Some(slot) = self.responses.slots[id].take() else {
+                continue;
+            };
+            self.responses.free.push(id as u32);
+            world.losses.requests_lost += slot.arrivals.len() as u64;
+            if let Some(x) = slot.xfer {
+                world.wire.cancel(now, x);
+            }
+        }
+        world.rearm_wire();
     }
 }
 

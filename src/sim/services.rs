@@ -193,75 +193,6 @@ impl Sim<'_> {
         }
     }
 
-    /// Hand queued requests to idle replicas, honouring batching; the trace's counter of the
-    /// service's queue follows.
-    pub(super) fn serve(&mut self, sid: u32) {
-        self.serve_queue(sid);
-        if self.w.tl.on {
-            let s = &self.services.list[sid as usize];
-            let i = match s.queue_counter {
-                Some(i) => i,
-                None => {
-                    let w = &self.w.spec.workloads[s.workload];
-                    let name = format!("queue {}.{}", w.name, w.services[s.index].name);
-                    let i = self.w.tl.counter_id(&name);
-                    self.services.list[sid as usize].queue_counter = Some(i);
-                    i
-                }
-            };
-            let (now, n) = (
-                self.w.now(),
-                self.services.list[sid as usize].queue.len() as f64,
-            );
-            self.w.tl.counter_at(i, now, n);
-        }
-    }
-
-    fn serve_queue(&mut self, sid: u32) {
-        let now = self.w.now();
-        loop {
-            let s = &mut self.services.list[sid as usize];
-            if s.queue.is_empty() || s.idle.is_empty() {
-                return;
-            }
-            let take = match s.batch {
-                None => 1,
-                Some((max, wait)) => {
-                    let oldest = *s.queue.front().expect("non-empty");
-                    if (s.queue.len() as u32) < max && now < oldest + wait {
-                        if s.timeout.is_none() {
-                            s.timeout = Some(
-                                self.w
-                                    .q
-                                    .at(oldest + wait, Ev::Service(ServiceEv::BatchTimeout(sid))),
-                            );
-                        }
-                        return;
-                    }
-                    s.queue.len().min(max as usize) as u32
-                }
-            };
-            if let Some(t) = s.timeout.take() {
-                self.w.q.cancel(t);
-            }
-            let r = s.idle.pop().expect("non-empty");
-            let mut waited = Vec::with_capacity(take as usize);
-            for _ in 0..take {
-                let a = s.queue.pop_front().expect("non-empty");
-                waited.push(a);
-            }
-            let dur = self.services.batch_duration(&mut self.w, sid, r, take);
-            let s = &mut self.services.list[sid as usize];
-            for a in &waited {
-                s.waits.record((now - a) as f64 / 1e9);
-            }
-            let rep = &mut self.services.replicas[r as usize];
-            rep.batch = take;
-            rep.inflight = waited;
-            self.start_batch(sid, r, dur);
-        }
-    }
-
     /// Requests arrive at service `s` (one, or a burst).
     pub(super) fn on_arrival(&mut self, s: u32) {
         let now = self.w.now();
@@ -295,47 +226,7 @@ impl Sim<'_> {
             svc.arrived += 1;
         }
         self.services.schedule_arrival(&mut self.w, s);
-        self.serve(s);
-    }
-
-    /// Replica `r` finished a batch; stale batches (the replica was lost) are ignored.
-    pub(super) fn on_batch_done(&mut self, r: u32, epoch: u32) {
-        let now = self.w.now();
-        if epoch != self.services.replicas[r as usize].epoch {
-            return;
-        }
-        let s = self.services.replicas[r as usize].service;
-        let units = self.w.device_units(&self.services.list[s as usize].request);
-        let (node, from) = {
-            let rep = &self.services.replicas[r as usize];
-            (rep.node.unwrap_or(0), rep.batch_start)
-        };
-        self.w.worked(node, units, from, now);
-        self.services
-            .replica_cpus_worked(&mut self.w, s as usize, node, 1.0, from, now);
-        if self.w.tl.on {
-            let rep = &self.services.replicas[r as usize];
-            let devs = self
-                .w
-                .alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
-            let from = rep.batch_start;
-            let label = self.w.label_id(self.services.label(s as usize));
-            self.w
-                .tl
-                .span(&devs, from, now, timeline::SpanKind::Compute, label);
-        }
-        let done = std::mem::take(&mut self.services.replicas[r as usize].inflight);
-        let node = self.services.replicas[r as usize].node.unwrap_or(0);
-        self.respond(s, r, node, done);
-        let svc = &mut self.services.list[s as usize];
-        svc.idle.push(r);
-        self.serve(s);
-    }
-
-    /// The oldest request of service `s` has waited its batch window.
-    pub(super) fn on_batch_timeout(&mut self, s: u32) {
-        self.services.list[s as usize].timeout = None;
-        self.serve(s);
+        self.services.serve(&mut self.w, s);
     }
 
     /// Replica `r` was placed on `node` with `alloc`: an LLM engine comes up, or the replica
@@ -351,8 +242,113 @@ impl Sim<'_> {
             self.llm_replica_up(r);
         } else {
             self.services.list[s as usize].idle.push(r);
-            self.serve(s);
+            self.services.serve(&mut self.w, s);
         }
+    }
+}
+
+impl Services {
+    /// Hand queued requests to idle replicas, honouring batching; the trace's counter of the
+    /// service's queue follows.
+    pub(super) fn serve(&mut self, world: &mut World<'_>, sid: u32) {
+        self.serve_queue(world, sid);
+        if world.tl.on {
+            let s = &self.list[sid as usize];
+            let i = match s.queue_counter {
+                Some(i) => i,
+                None => {
+                    let w = &world.spec.workloads[s.workload];
+                    let name = format!("queue {}.{}", w.name, w.services[s.index].name);
+                    let i = world.tl.counter_id(&name);
+                    self.list[sid as usize].queue_counter = Some(i);
+                    i
+                }
+            };
+            let (now, n) = (world.now(), self.list[sid as usize].queue.len() as f64);
+            world.tl.counter_at(i, now, n);
+        }
+    }
+
+    fn serve_queue(&mut self, world: &mut World<'_>, sid: u32) {
+        let now = world.now();
+        loop {
+            let s = &mut self.list[sid as usize];
+            if s.queue.is_empty() || s.idle.is_empty() {
+                return;
+            }
+            let take = match s.batch {
+                None => 1,
+                Some((max, wait)) => {
+                    let oldest = *s.queue.front().expect("non-empty");
+                    if (s.queue.len() as u32) < max && now < oldest + wait {
+                        if s.timeout.is_none() {
+                            s.timeout = Some(
+                                world
+                                    .q
+                                    .at(oldest + wait, Ev::Service(ServiceEv::BatchTimeout(sid))),
+                            );
+                        }
+                        return;
+                    }
+                    s.queue.len().min(max as usize) as u32
+                }
+            };
+            if let Some(t) = s.timeout.take() {
+                world.q.cancel(t);
+            }
+            let r = s.idle.pop().expect("non-empty");
+            let mut waited = Vec::with_capacity(take as usize);
+            for _ in 0..take {
+                let a = s.queue.pop_front().expect("non-empty");
+                waited.push(a);
+            }
+            let dur = self.batch_duration(world, sid, r, take);
+            let s = &mut self.list[sid as usize];
+            for a in &waited {
+                s.waits.record((now - a) as f64 / 1e9);
+            }
+            let rep = &mut self.replicas[r as usize];
+            rep.batch = take;
+            rep.inflight = waited;
+            self.start_batch(world, sid, r, dur);
+        }
+    }
+
+    /// Replica `r` finished a batch; stale batches (the replica was lost) are ignored.
+    pub(super) fn on_batch_done(&mut self, world: &mut World<'_>, r: u32, epoch: u32) {
+        let now = world.now();
+        if epoch != self.replicas[r as usize].epoch {
+            return;
+        }
+        let s = self.replicas[r as usize].service;
+        let units = world.device_units(&self.list[s as usize].request);
+        let (node, from) = {
+            let rep = &self.replicas[r as usize];
+            (rep.node.unwrap_or(0), rep.batch_start)
+        };
+        world.worked(node, units, from, now);
+        self.replica_cpus_worked(world, s as usize, node, 1.0, from, now);
+        if world.tl.on {
+            let rep = &self.replicas[r as usize];
+            let devs = world.alloc_devices(rep.node.unwrap_or(0), rep.alloc.as_ref());
+            let from = rep.batch_start;
+            let label = world.label_id(self.label(s as usize));
+            world
+                .tl
+                .span(&devs, from, now, timeline::SpanKind::Compute, label);
+        }
+        let done = std::mem::take(&mut self.replicas[r as usize].inflight);
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        self.respond(world, s, r, node, done);
+        let svc = &mut self.list[s as usize];
+        svc.idle.push(r);
+        self.serve(world, s);
+    }
+
+    /// The oldest request of service `s` has waited its batch window.
+    pub(super) fn on_batch_timeout(&mut self, world: &mut World<'_>, s: u32) {
+        self.list[s as usize].timeout = None;
+        self.serve(world, s);
     }
 }
 
@@ -433,8 +429,8 @@ impl Sim<'_> {
     pub(super) fn on_service_event(&mut self, ev: ServiceEv) {
         match ev {
             ServiceEv::Arrival(s) => self.on_arrival(s),
-            ServiceEv::BatchDone(r, epoch) => self.on_batch_done(r, epoch),
-            ServiceEv::BatchTimeout(s) => self.on_batch_timeout(s),
+            ServiceEv::BatchDone(r, epoch) => self.services.on_batch_done(&mut self.w, r, epoch),
+            ServiceEv::BatchTimeout(s) => self.services.on_batch_timeout(&mut self.w, s),
         }
     }
 }

@@ -268,7 +268,7 @@ impl Sim<'_> {
         }
         let units = self.w.device_units(&self.tasks.groups[gi].request);
         self.w.busy(node, -units, now);
-        self.failures.tasks_failed += 1;
+        self.w.losses.tasks_failed += 1;
         self.tasks.groups[gi].failed += 1;
         self.tasks.task_done_bookkeeping(&mut self.w, gi);
         self.dispatch(node);

@@ -24,53 +24,6 @@ use crate::sim::World;
 use crate::sim::actors::Actors;
 
 impl Sim<'_> {
-    /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
-    /// the flow on the shared network, noted under `kind` as `what`. `Err` (noted, and counted
-    /// in `failures.transfers_unavailable`) where the transport cannot move the data between
-    /// those ends (NVLink P2P across nodes, RDMA without an RDMA NIC, no route): the caller
-    /// fails the work that needed it, as Ray raises the transport's error in it; nothing is
-    /// priced by a formula instead.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn price_move(
-        &mut self,
-        kind: MovementKind,
-        what: &str,
-        name: &str,
-        src: Rank,
-        dst: Rank,
-        device: bool,
-        bytes: f64,
-        key: u32,
-    ) -> Result<(f64, Option<Flow>), String> {
-        if src == dst || bytes <= 0.0 {
-            return Ok((0.0, None));
-        }
-        match self.w.cached_part(name, src, dst, device, bytes, key) {
-            Ok((fixed, wire, cal)) => {
-                let cal = if cal.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", cal.join(", "))
-                };
-                self.w.net.note(
-                    kind,
-                    true,
-                    format!("{what}: transport {name} on the shared network{cal}"),
-                );
-                Ok((fixed, wire))
-            }
-            Err(e) => {
-                self.failures.unavailable(
-                    &mut self.w,
-                    kind,
-                    &format!("{what}: transport {name}"),
-                    &e,
-                );
-                Err(e)
-            }
-        }
-    }
-
     /// Actor `a`'s call finished computing: send its tensor.
     pub(super) fn send_tensor(&mut self, a: u32) {
         let epoch = self.actors.list[a as usize].epoch;
@@ -127,7 +80,7 @@ impl Sim<'_> {
                 bytes,
             });
         }
-        let Ok((fixed, flow)) = self.price_move(
+        let Ok((fixed, flow)) = self.w.price_move(
             MovementKind::Tensor,
             &what,
             &name,
@@ -231,6 +184,50 @@ impl Sim<'_> {
             .collect();
         for s in waiting {
             self.send_tensor(s);
+        }
+    }
+}
+
+impl World<'_> {
+    /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
+    /// the flow on the shared network, noted under `kind` as `what`. `Err` (noted, and counted
+    /// in `failures.transfers_unavailable`) where the transport cannot move the data between
+    /// those ends (NVLink P2P across nodes, RDMA without an RDMA NIC, no route): the caller
+    /// fails the work that needed it, as Ray raises the transport's error in it; nothing is
+    /// priced by a formula instead.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn price_move(
+        &mut self,
+        kind: MovementKind,
+        what: &str,
+        name: &str,
+        src: Rank,
+        dst: Rank,
+        device: bool,
+        bytes: f64,
+        key: u32,
+    ) -> Result<(f64, Option<Flow>), String> {
+        if src == dst || bytes <= 0.0 {
+            return Ok((0.0, None));
+        }
+        match self.cached_part(name, src, dst, device, bytes, key) {
+            Ok((fixed, wire, cal)) => {
+                let cal = if cal.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", cal.join(", "))
+                };
+                self.net.note(
+                    kind,
+                    true,
+                    format!("{what}: transport {name} on the shared network{cal}"),
+                );
+                Ok((fixed, wire))
+            }
+            Err(e) => {
+                self.unavailable(kind, &format!("{what}: transport {name}"), &e);
+                Err(e)
+            }
         }
     }
 }

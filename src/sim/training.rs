@@ -531,7 +531,7 @@ impl Sim<'_> {
                 self.failures.recovery.record((now - from) as f64 / 1e9);
                 let stalled = f64::from(job.devices) * (now - from) as f64;
                 job.stalled_device_ns += stalled;
-                self.failures.stalled_device_ns += stalled;
+                self.w.losses.stalled_device_ns += stalled;
             }
             let job = &mut self.jobs[j as usize];
             let (w, i) = (job.workload, job.index);

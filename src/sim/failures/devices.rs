@@ -62,7 +62,7 @@ impl Sim<'_> {
                 self.failures.objects_lost += 1;
                 self.unblock_dependents(gi);
             } else {
-                self.failures.tasks_failed += 1;
+                self.w.losses.tasks_failed += 1;
                 self.tasks.groups[gi].failed += 1;
                 self.tasks.task_done_bookkeeping(&mut self.w, gi);
             }
@@ -107,7 +107,7 @@ impl Sim<'_> {
             let rep = &mut self.services.replicas[r];
             rep.epoch += 1;
             rep.node = None;
-            self.failures.requests_lost += rep.inflight.len() as u64;
+            self.w.losses.requests_lost += rep.inflight.len() as u64;
             rep.inflight.clear();
             self.services.list[s].idle.retain(|x| *x as usize != r);
             self.failures.replicas_restarted += 1;

@@ -48,6 +48,20 @@ use crate::placement::NodeId;
 use crate::scenario::failure::Detection;
 use crate::sim::World;
 
+/// What the run lost to failures that every kind of work counts as it happens (the world's,
+/// so a component counts its own losses without the failures component): tasks out of
+/// retries, requests lost, transfers no transport could make, training devices stalled.
+#[derive(Default)]
+pub(crate) struct Losses {
+    pub tasks_failed: u64,
+    pub requests_lost: u64,
+    /// Transfers whose transport could not move the data between their ends.
+    pub transfers_unavailable: u64,
+    /// Device-ns training jobs' devices sat stalled waiting on recovery (resumed jobs; those
+    /// still stopped at the end are added when the run finishes).
+    pub stalled_device_ns: f64,
+}
+
 #[derive(Default)]
 pub(crate) struct Failures {
     pub detection: Detection,
@@ -62,20 +76,13 @@ pub(crate) struct Failures {
     pub detect_times: crate::sim::durations::Durations,
     pub recovery: crate::sim::durations::Durations,
     pub tasks_retried: u64,
-    pub tasks_failed: u64,
     pub actors_restarted: u64,
     pub actors_lost: u64,
     pub replicas_restarted: u64,
-    pub requests_lost: u64,
-    /// Transfers whose transport could not move the data between their ends.
-    pub transfers_unavailable: u64,
     pub objects_rebuilt: u64,
     pub objects_lost: u64,
     pub bundles_rescheduled: u64,
     pub lost_device_ns: f64,
-    /// Device-ns training jobs' devices sat stalled waiting on recovery (resumed jobs; those
-    /// still stopped at the end are added when the run finishes).
-    pub stalled_device_ns: f64,
     pub node_down_ns: f64,
     pub unsimulated: Vec<String>,
     pub timeline: Vec<crate::sim::metrics::TimelineEvent>,

@@ -93,7 +93,7 @@ impl Sim<'_> {
             self.failures.lost.push((n, epoch, Work::Actor(a as u32)));
         }
         self.resend_tensors_to(n);
-        self.lose_responses_from(n);
+        self.services.lose_responses_from(&mut self.w, n);
         // Service replicas.
         for r in 0..self.services.replicas.len() {
             if self.services.replicas[r].node != Some(n) {
@@ -105,7 +105,7 @@ impl Sim<'_> {
             let rep = &mut self.services.replicas[r];
             rep.epoch += 1;
             rep.node = None;
-            self.failures.requests_lost += rep.inflight.len() as u64;
+            self.w.losses.requests_lost += rep.inflight.len() as u64;
             rep.inflight.clear();
             if let Some(lost) = rep.alloc.take() {
                 let tenant = self.services.list[s].tenant;
@@ -188,7 +188,7 @@ impl Sim<'_> {
                         self.unblock_dependents(gi);
                         self.resume_reads();
                     } else {
-                        self.failures.tasks_failed += 1;
+                        self.w.losses.tasks_failed += 1;
                         let gi = self.tasks.group_of(t);
                         self.tasks.groups[gi].failed += 1;
                         self.tasks.task_done_bookkeeping(&mut self.w, gi);

@@ -196,7 +196,7 @@ impl Sim<'_> {
         let dst = self.services.replica_ranks(&self.w, to);
         let (mut fixed, mut flows, mut bytes) = (0.0_f64, Vec::new(), 0.0);
         for (a, b) in src.iter().zip(&dst) {
-            let Ok((f, wire)) = self.price_move(
+            let Ok((f, wire)) = self.w.price_move(
                 MovementKind::KvCache,
                 &what,
                 &name,
@@ -211,7 +211,7 @@ impl Sim<'_> {
                 self.llm_release(&h);
                 let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");
                 svc.lost += 1;
-                self.failures.requests_lost += 1;
+                self.w.losses.requests_lost += 1;
                 return;
             };
             fixed = fixed.max(f);
@@ -276,7 +276,7 @@ impl Sim<'_> {
             }
             None => {
                 svc.lost += 1;
-                self.failures.requests_lost += 1;
+                self.w.losses.requests_lost += 1;
             }
         }
     }
@@ -317,7 +317,7 @@ impl Sim<'_> {
         if let Some(l) = self.services.list[sid as usize].llm.as_mut() {
             l.lost += lost;
         }
-        self.failures.requests_lost += lost;
+        self.w.losses.requests_lost += lost;
     }
 
     /// Routes changed: KV moves whose flows stalled (`stalled`) or that are still paying their

@@ -514,7 +514,7 @@ impl Sim<'_> {
             self.w.rearm_wire();
         }
         let lost = l.engine.outstanding() as u64 + waiting;
-        self.failures.requests_lost += lost;
+        self.w.losses.requests_lost += lost;
         let sid = self.services.replicas[r].service as usize;
         let svc = self.services.list[sid].llm.as_mut().expect("llm");
         svc.lost += lost;
