@@ -513,11 +513,7 @@ impl ClusterState {
         {
             *c += 1;
         }
-        let old = n.util;
-        n.util = n.compute_utilization();
-        let new = n.util;
-        self.reorder(node, old, new);
-        self.plain.refresh(node, &self.nodes[node]);
+        self.rescore(node);
         self.quota_account(node, &req.amounts, tenant, 1);
         Some(Allocation {
             node,
@@ -565,12 +561,19 @@ impl ClusterState {
         {
             *c = c.saturating_sub(1);
         }
+        self.rescore(alloc.node);
+        self.quota_account(alloc.node, &alloc.amounts, tenant, -1);
+    }
+
+    /// Node `node`'s availability changed: its utilization score, its place in
+    /// [`ClusterState::order`] and its row of the dense mirror (`plain`) follow.
+    pub(super) fn rescore(&mut self, node: NodeId) {
+        let n = &mut self.nodes[node];
         let old = n.util;
         n.util = n.compute_utilization();
         let new = n.util;
-        self.reorder(alloc.node, old, new);
-        self.plain.refresh(alloc.node, &self.nodes[alloc.node]);
-        self.quota_account(alloc.node, &alloc.amounts, tenant, -1);
+        self.reorder(node, old, new);
+        self.plain.refresh(node, &self.nodes[node]);
     }
 
     /// Move a node in [`ClusterState::order`] after its utilization changed.

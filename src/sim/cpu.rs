@@ -1,12 +1,12 @@
 //! CPU use: the logical CPUs (Ray's `CPU` resource) that work holds and works on, per node
-//! and per node type — the CPU side of the devices' utilization (`Sim::busy`, `Sim::worked`),
+//! and per node type — the CPU side of the devices' utilization (`World::busy`, `World::worked`),
 //! so that a cluster running CPU-only tasks and actors does not look idle.
 //!
 //! - *Allocated* CPUs are those held by an allocation: a task from its start to its end, an
 //!   actor with `resources` while it is placed, a service replica while it is placed, a
 //!   placement group's bundles while the group holds them. Every allocation is counted where
-//!   the simulation takes it (`Sim::allocate`) and gives it back (`Sim::free`, or lost with its
-//!   node: `Sim::drop_alloc`), so nothing is missed.
+//!   the simulation takes it (`World::allocate`) and gives it back (`World::free`, or lost with its
+//!   node: `World::drop_alloc`), so nothing is missed.
 //! - *Busy* CPUs are the CPUs of work that is running: a task from start to finish (its input
 //!   fetch included, as for its devices), an actor's method calls (`call_duration` each), a
 //!   replica's batches (a pipelined LLM replica's stage its share: stage devices / replica

@@ -472,7 +472,7 @@ impl World<'_> {
         self.net.fetch_cache.clear();
     }
 
-    /// [`Sim::price_part`], remembered by (transport, ends, endpoints, bytes): the same
+    /// [`World::price_part`], remembered by (transport, ends, endpoints, bytes): the same
     /// transfer between the same ranks is priced once.
     pub(super) fn cached_part(
         &mut self,

@@ -191,7 +191,7 @@ impl Sim<'_> {
 impl World<'_> {
     /// A transfer of `bytes` from `src` to `dst` with transport `name`: the fixed seconds and
     /// the flow on the shared network, noted under `kind` as `what`. `Err` (noted, and counted
-    /// in `failures.transfers_unavailable`) where the transport cannot move the data between
+    /// in [`World::losses`], the run's `failures.transfers_unavailable`) where the transport cannot move the data between
     /// those ends (NVLink P2P across nodes, RDMA without an RDMA NIC, no route): the caller
     /// fails the work that needed it, as Ray raises the transport's error in it; nothing is
     /// priced by a formula instead.

@@ -355,8 +355,8 @@ fn cpu_record(n: f64, mut busy: Changes, mut held: Changes, horizon: Time) -> Cp
     }
 }
 
-/// What a run's devices did: allocated (`held`, `Sim::busy`) and busy computing,
-/// communicating or serving (`busy`, `Sim::worked`), per device class and per node type.
+/// What a run's devices did: allocated (`held`, `World::busy`) and busy computing,
+/// communicating or serving (`busy`, `World::worked`), per device class and per node type.
 #[derive(Default)]
 pub(crate) struct Usage {
     pub(crate) held: UtilTracker,

@@ -88,11 +88,7 @@ impl ClusterState {
             e.1[k] = 0;
             n.available[id] = e.1.iter().sum();
         }
-        let old = n.util;
-        n.util = n.compute_utilization();
-        let new = n.util;
-        self.reorder(node, old, new);
-        self.plain.refresh(node, &self.nodes[node]);
+        self.rescore(node);
         Some((id, k))
     }
 
@@ -122,11 +118,7 @@ impl ClusterState {
             e.1[k] = SCALE;
             n.available[id] = e.1.iter().sum();
         }
-        let old = n.util;
-        n.util = n.compute_utilization();
-        let new = n.util;
-        self.reorder(node, old, new);
-        self.plain.refresh(node, &self.nodes[node]);
+        self.rescore(node);
         true
     }
 }

@@ -13,7 +13,7 @@
 //!   ([`crate::model::serving::Footprint`]), moves rank i → rank i of the chosen decode
 //!   replica (tp flows, both pools have the service's tp), with the service's transport, as
 //!   [`crate::transport::shared`] splits its plan (the same pricing as actors' tensors,
-//!   `Sim::price_move`): the longest fixed part of the ranks as a delay, then every rank's
+//!   `World::price_move`): the longest fixed part of the ranks as a delay, then every rank's
 //!   wire bytes as one transfer of flows sharing the network max-min.
 //! - The decode replica's engine then holds the request with its prompt's KV computed but
 //!   for the last token (vLLM recomputes it: `num_computed_tokens -= 1` when all tokens
