@@ -45,18 +45,6 @@ pub(super) struct Slot {
 }
 
 impl Sim<'_> {
-    /// Replica `r` was lost: its requests in flight leave the network.
-    pub(crate) fn cancel_requests(&mut self, r: usize) {
-        self.llm_lost(r);
-        let rep = &mut self.services.replicas[r];
-        rep.req_flows = None;
-        if let Some(x) = rep.req_xfer.take() {
-            let now = self.w.now();
-            self.w.wire.cancel(now, x);
-            self.w.rearm_wire();
-        }
-    }
-
     /// Routes changed (a NIC went down): tensors and payloads with a flow that cannot move,
     /// or still paying their fixed part over the old routes, start again over the new routes
     /// (paying their fixed part again: conservative, as for fetches).
@@ -96,14 +84,14 @@ impl Sim<'_> {
             v.sort_unstable();
             v.dedup();
         }
-        self.llm_kv_reroute(&kv);
+        self.services.llm_kv_reroute(&mut self.w, &kv);
         for a in actors {
             self.actors.cancel_tensor(&mut self.w, a as usize);
             self.actors.list[a as usize].epoch += 1;
             self.send_tensor(a);
         }
         for r in replicas {
-            self.cancel_requests(r as usize);
+            self.services.cancel_requests(&mut self.w, r as usize);
             // A new incarnation number makes the queued `TransferGo` stale.
             self.services.replicas[r as usize].epoch += 1;
             let sid = self.services.replicas[r as usize].service;
@@ -124,6 +112,20 @@ impl Sim<'_> {
                 .respond(&mut self.w, slot.service, r, slot.from, slot.arrivals);
         }
         self.w.rearm_wire();
+    }
+}
+
+impl Services {
+    /// Replica `r` was lost: its requests in flight leave the network.
+    pub(crate) fn cancel_requests(&mut self, world: &mut crate::sim::World<'_>, r: usize) {
+        self.llm_lost(world, r);
+        let rep = &mut self.replicas[r];
+        rep.req_flows = None;
+        if let Some(x) = rep.req_xfer.take() {
+            let now = world.now();
+            world.wire.cancel(now, x);
+            world.rearm_wire();
+        }
     }
 }
 

@@ -193,42 +193,6 @@ impl Sim<'_> {
         }
     }
 
-    /// Requests arrive at service `s` (one, or a burst).
-    pub(super) fn on_arrival(&mut self, s: u32) {
-        let now = self.w.now();
-        if let Some(c) = self.services.list[s as usize]
-            .llm
-            .as_mut()
-            .and_then(|l| l.closed.as_mut())
-        {
-            // A finite load: the requests due now, together; the next ones come as these finish.
-            let n = std::mem::take(&mut c.due);
-            if n > 0 {
-                self.llm_arrive(s, n);
-            }
-            return;
-        }
-        if self.services.list[s as usize].llm.is_some() {
-            // Trace arrivals at this same time join the engine together (one iteration).
-            let svc = &mut self.services.list[s as usize];
-            let mut n = svc.burst.max(1);
-            while svc.trace.get(svc.trace_next) == Some(&now) {
-                svc.trace_next += 1;
-                n += 1;
-            }
-            self.llm_arrive(s, n);
-            self.services.schedule_arrival(&mut self.w, s);
-            return;
-        }
-        let svc = &mut self.services.list[s as usize];
-        for _ in 0..svc.burst.max(1) {
-            svc.queue.push_back(now);
-            svc.arrived += 1;
-        }
-        self.services.schedule_arrival(&mut self.w, s);
-        self.services.serve(&mut self.w, s);
-    }
-
     /// Replica `r` was placed on `node` with `alloc`: an LLM engine comes up, or the replica
     /// joins its service's idle ones and serves the queue.
     pub(super) fn replica_started(&mut self, r: u32, node: NodeId, alloc: Allocation, units: f64) {
@@ -239,11 +203,50 @@ impl Sim<'_> {
         rep.alloc = Some(alloc);
         let s = rep.service;
         if self.services.list[s as usize].llm.is_some() {
-            self.llm_replica_up(r);
+            let bw = self.failures.bandwidth_factors(node);
+            self.services.llm_replica_up(&mut self.w, r, bw);
         } else {
             self.services.list[s as usize].idle.push(r);
             self.services.serve(&mut self.w, s);
         }
+    }
+}
+
+impl Services {
+    /// Requests arrive at service `s` (one, or a burst).
+    pub(super) fn on_arrival(&mut self, world: &mut crate::sim::World<'_>, s: u32) {
+        let now = world.now();
+        if let Some(c) = self.list[s as usize]
+            .llm
+            .as_mut()
+            .and_then(|l| l.closed.as_mut())
+        {
+            // A finite load: the requests due now, together; the next ones come as these finish.
+            let n = std::mem::take(&mut c.due);
+            if n > 0 {
+                self.llm_arrive(world, s, n);
+            }
+            return;
+        }
+        if self.list[s as usize].llm.is_some() {
+            // Trace arrivals at this same time join the engine together (one iteration).
+            let svc = &mut self.list[s as usize];
+            let mut n = svc.burst.max(1);
+            while svc.trace.get(svc.trace_next) == Some(&now) {
+                svc.trace_next += 1;
+                n += 1;
+            }
+            self.llm_arrive(world, s, n);
+            self.schedule_arrival(world, s);
+            return;
+        }
+        let svc = &mut self.list[s as usize];
+        for _ in 0..svc.burst.max(1) {
+            svc.queue.push_back(now);
+            svc.arrived += 1;
+        }
+        self.schedule_arrival(world, s);
+        self.serve(world, s);
     }
 }
 
@@ -425,12 +428,12 @@ pub(crate) enum ServiceEv {
     BatchTimeout(u32),
 }
 
-impl Sim<'_> {
-    pub(super) fn on_service_event(&mut self, ev: ServiceEv) {
+impl Services {
+    pub(super) fn on_service_event(&mut self, world: &mut crate::sim::World<'_>, ev: ServiceEv) {
         match ev {
-            ServiceEv::Arrival(s) => self.on_arrival(s),
-            ServiceEv::BatchDone(r, epoch) => self.services.on_batch_done(&mut self.w, r, epoch),
-            ServiceEv::BatchTimeout(s) => self.services.on_batch_timeout(&mut self.w, s),
+            ServiceEv::Arrival(s) => self.on_arrival(world, s),
+            ServiceEv::BatchDone(r, epoch) => self.on_batch_done(world, r, epoch),
+            ServiceEv::BatchTimeout(s) => self.on_batch_timeout(world, s),
         }
     }
 }

@@ -99,7 +99,7 @@ impl Sim<'_> {
                 continue;
             }
             let s = self.services.replicas[r].service as usize;
-            self.llm_lost(r);
+            self.services.llm_lost(&mut self.w, r);
             let alloc = self.services.replicas[r].alloc.take().expect("checked");
             let units = self.w.device_units(&self.services.list[s].request);
             self.w.free(&alloc, self.services.list[s].tenant);

@@ -101,7 +101,7 @@ impl Sim<'_> {
             }
             let s = self.services.replicas[r].service as usize;
             let units = self.w.device_units(&self.services.list[s].request);
-            self.cancel_requests(r);
+            self.services.cancel_requests(&mut self.w, r);
             let rep = &mut self.services.replicas[r];
             rep.epoch += 1;
             rep.node = None;

@@ -38,7 +38,7 @@ use crate::sim::durations::Durations;
 use crate::sim::network::MovementKind;
 use crate::sim::services::Services;
 use crate::sim::wire::{Owner, TransferId};
-use crate::sim::{Sim, TransferRecord, models};
+use crate::sim::{TransferRecord, models};
 use std::collections::VecDeque;
 
 /// Which work a replica of an LLM service does.
@@ -114,14 +114,20 @@ impl DisaggState {
     }
 }
 
-impl Sim<'_> {
+impl Services {
     /// Prefill replica `from` finished these prompts: hold their blocks and send their KV.
-    pub(crate) fn llm_handoff(&mut self, sid: u32, from: u32, done: Vec<Finished>) {
-        let now = self.w.now();
-        let from_epoch = self.services.replicas[from as usize].epoch;
+    pub(crate) fn llm_handoff(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        sid: u32,
+        from: u32,
+        done: Vec<Finished>,
+    ) {
+        let now = world.now();
+        let from_epoch = self.replicas[from as usize].epoch;
         for f in done {
             let Some(output) = f.handoff else { continue };
-            let held = self.services.replicas[from as usize]
+            let held = self.replicas[from as usize]
                 .llm
                 .as_mut()
                 .map_or(0, |l| l.engine.hold(u64::from(f.blocks)));
@@ -130,6 +136,7 @@ impl Sim<'_> {
             // Its wait for a batch ended in the prefill pool.
             seq.admitted = true;
             self.llm_kv_send(
+                world,
                 sid,
                 Handoff {
                     seq,
@@ -141,33 +148,31 @@ impl Sim<'_> {
             );
         }
     }
-
     /// Give the prefill replica of `h` its held blocks back, if it is still the one.
-    fn llm_release(&mut self, h: &Handoff) {
-        let rep = &mut self.services.replicas[h.from as usize];
+    fn llm_release(&mut self, world: &mut crate::sim::World<'_>, h: &Handoff) {
+        let rep = &mut self.replicas[h.from as usize];
         if rep.epoch == h.from_epoch
             && let Some(l) = rep.llm.as_mut()
         {
             l.engine.release(h.held);
-            self.llm_kick(h.from);
+            self.llm_kick(world, h.from);
         }
     }
-
     /// Start moving `h`'s KV cache to a decode replica, or park it until one is placed.
-    fn llm_kv_send(&mut self, sid: u32, h: Handoff) {
-        let Some(to) = self.services.llm_route(&self.w, sid, Pool::Decode, true) else {
-            let l = self.services.list[sid as usize].llm.as_mut();
+    fn llm_kv_send(&mut self, world: &mut crate::sim::World<'_>, sid: u32, h: Handoff) {
+        let Some(to) = self.llm_route(world, sid, Pool::Decode, true) else {
+            let l = self.list[sid as usize].llm.as_mut();
             let l = l.expect("an LLM service");
             if l.disagg.parked.len() < MAX_WAITING {
                 l.disagg.parked.push_back(h);
             } else {
                 l.dropped += 1;
-                self.llm_release(&h);
+                self.llm_release(world, &h);
             }
             return;
         };
-        let spec = self.w.spec;
-        let s = &self.services.list[sid as usize];
+        let spec = world.spec;
+        let s = &self.list[sid as usize];
         let (w, sv) = (
             &spec.workloads[s.workload],
             &spec.workloads[s.workload].services[s.index],
@@ -183,20 +188,18 @@ impl Sim<'_> {
             .map_or(crate::scenario::disagg::DEFAULT_TRANSPORT, |d| {
                 d.transport.as_str()
             });
-        let name = self.w.transport_or(declared);
+        let name = world.transport_or(declared);
         let tenant = s.tenant;
-        let name = self
-            .w
-            .allowed_or_fallback(MovementKind::KvCache, tenant, name, &what);
-        let per_rank = self.services.replicas[to as usize]
+        let name = world.allowed_or_fallback(MovementKind::KvCache, tenant, name, &what);
+        let per_rank = self.replicas[to as usize]
             .llm
             .as_ref()
             .map_or(0.0, |l| f64::from(h.seq.prompt) * l.foot.kv_token_bytes);
-        let src = self.services.replica_ranks(&self.w, h.from);
-        let dst = self.services.replica_ranks(&self.w, to);
+        let src = self.replica_ranks(world, h.from);
+        let dst = self.replica_ranks(world, to);
         let (mut fixed, mut flows, mut bytes) = (0.0_f64, Vec::new(), 0.0);
         for (a, b) in src.iter().zip(&dst) {
-            let Ok((f, wire)) = self.w.price_move(
+            let Ok((f, wire)) = world.price_move(
                 MovementKind::KvCache,
                 &what,
                 &name,
@@ -208,33 +211,29 @@ impl Sim<'_> {
             ) else {
                 // The transport cannot reach the decode replica: the request is lost (the
                 // KV connector's error ends it) and the prefill replica gets its blocks back.
-                self.llm_release(&h);
-                let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");
+                self.llm_release(world, &h);
+                let svc = self.list[sid as usize].llm.as_mut().expect("llm");
                 svc.lost += 1;
-                self.w.losses.requests_lost += 1;
+                world.losses.requests_lost += 1;
                 return;
             };
             fixed = fixed.max(f);
             flows.extend(wire);
             bytes += per_rank;
         }
-        if let Some(log) = &mut self.w.transfers {
+        if let Some(log) = &mut world.transfers {
             log.push(TransferRecord {
-                time: self.w.q.now(),
+                time: world.q.now(),
                 tenant,
                 transport: name,
                 bytes,
             });
         }
-        let to_epoch = self.services.replicas[to as usize].epoch;
-        if let Some(l) = self.services.replicas[to as usize].llm.as_mut() {
+        let to_epoch = self.replicas[to as usize].epoch;
+        if let Some(l) = self.replicas[to as usize].llm.as_mut() {
             l.incoming += 1;
         }
-        let d = &mut self.services.list[sid as usize]
-            .llm
-            .as_mut()
-            .expect("llm")
-            .disagg;
+        let d = &mut self.list[sid as usize].llm.as_mut().expect("llm").disagg;
         let m = KvMove {
             h,
             to,
@@ -251,20 +250,23 @@ impl Sim<'_> {
             slot,
             generation,
         };
-        self.w.transfer_after(models::secs(fixed), owner);
+        world.transfer_after(models::secs(fixed), owner);
     }
-
     /// A KV cache arrived: the prefill replica frees its blocks, the decode replica's engine
     /// takes the request.
-    pub(crate) fn on_llm_kv_done(&mut self, sid: u32, slot: u32) {
-        let Some((h, to, to_epoch, bytes)) = self.services.llm_kv_take(&mut self.w, sid, slot)
-        else {
+    pub(crate) fn on_llm_kv_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        sid: u32,
+        slot: u32,
+    ) {
+        let Some((h, to, to_epoch, bytes)) = self.llm_kv_take(world, sid, slot) else {
             return;
         };
-        let now = self.w.now();
-        self.llm_release(&h);
-        let rep = &mut self.services.replicas[to as usize];
-        let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");
+        let now = world.now();
+        self.llm_release(world, &h);
+        let rep = &mut self.replicas[to as usize];
+        let svc = self.list[sid as usize].llm.as_mut().expect("llm");
         match rep.llm.as_mut().filter(|_| rep.epoch == to_epoch) {
             Some(l) => {
                 svc.disagg.secs.record((now - h.since) as f64 / 1e9);
@@ -272,31 +274,29 @@ impl Sim<'_> {
                 if !l.engine.arrive(h.seq) {
                     svc.dropped += 1;
                 }
-                self.llm_kick(to);
+                self.llm_kick(world, to);
             }
             None => {
                 svc.lost += 1;
-                self.w.losses.requests_lost += 1;
+                world.losses.requests_lost += 1;
             }
         }
     }
-
     /// Decode replica placed: KV caches parked for want of one move now.
-    pub(crate) fn llm_unpark(&mut self, sid: u32) {
-        let parked = match self.services.list[sid as usize].llm.as_mut() {
+    pub(crate) fn llm_unpark(&mut self, world: &mut crate::sim::World<'_>, sid: u32) {
+        let parked = match self.list[sid as usize].llm.as_mut() {
             Some(l) => std::mem::take(&mut l.disagg.parked),
             None => return,
         };
         for h in parked {
-            self.llm_kv_send(sid, h);
+            self.llm_kv_send(world, sid, h);
         }
     }
-
     /// Replica `r` (its engine already gone) was lost: KV caches leaving or reaching it are
     /// lost with their requests; a prefill replica still up gets its blocks back.
-    pub(crate) fn llm_disagg_lost(&mut self, r: u32) {
-        let sid = self.services.replicas[r as usize].service;
-        let Some(l) = self.services.list[sid as usize].llm.as_mut() else {
+    pub(crate) fn llm_disagg_lost(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+        let sid = self.replicas[r as usize].service;
+        let Some(l) = self.list[sid as usize].llm.as_mut() else {
             return;
         };
         let before = l.disagg.parked.len();
@@ -309,24 +309,27 @@ impl Sim<'_> {
             })
             .collect();
         for slot in hit {
-            if let Some((h, _, _, _)) = self.services.llm_kv_take(&mut self.w, sid, slot) {
-                self.llm_release(&h);
+            if let Some((h, _, _, _)) = self.llm_kv_take(world, sid, slot) {
+                self.llm_release(world, &h);
                 lost += 1;
             }
         }
-        if let Some(l) = self.services.list[sid as usize].llm.as_mut() {
+        if let Some(l) = self.list[sid as usize].llm.as_mut() {
             l.lost += lost;
         }
-        self.w.losses.requests_lost += lost;
+        world.losses.requests_lost += lost;
     }
-
     /// Routes changed: KV moves whose flows stalled (`stalled`) or that are still paying their
     /// fixed part over the old routes start again (to the decode pool's least loaded
     /// replica, paying their fixed part again, as tensors do).
-    pub(crate) fn llm_kv_reroute(&mut self, stalled: &[(u32, u32)]) {
+    pub(crate) fn llm_kv_reroute(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        stalled: &[(u32, u32)],
+    ) {
         let mut again: Vec<(u32, u32)> = stalled.to_vec();
-        for sid in 0..self.services.list.len() as u32 {
-            if let Some(l) = self.services.list[sid as usize].llm.as_ref() {
+        for sid in 0..self.list.len() as u32 {
+            if let Some(l) = self.list[sid as usize].llm.as_ref() {
                 for (i, m) in l.disagg.moves.iter().enumerate() {
                     if m.live && m.xfer.is_none() {
                         again.push((sid, i as u32));
@@ -337,8 +340,8 @@ impl Sim<'_> {
         again.sort_unstable();
         again.dedup();
         for (sid, slot) in again {
-            if let Some((h, _, _, _)) = self.services.llm_kv_take(&mut self.w, sid, slot) {
-                self.llm_kv_send(sid, h);
+            if let Some((h, _, _, _)) = self.llm_kv_take(world, sid, slot) {
+                self.llm_kv_send(world, sid, h);
             }
         }
     }

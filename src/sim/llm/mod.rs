@@ -209,12 +209,12 @@ pub(crate) enum LlmEv {
     Pipe(u32, u32, u32),
 }
 
-impl crate::sim::Sim<'_> {
-    pub(crate) fn on_llm_event(&mut self, ev: LlmEv) {
+impl Services {
+    pub(crate) fn on_llm_event(&mut self, world: &mut crate::sim::World<'_>, ev: LlmEv) {
         match ev {
-            LlmEv::Computed(r, epoch) => self.on_llm_computed(r, epoch),
-            LlmEv::RoundClosed(r, epoch) => self.on_llm_round_closed(r, epoch),
-            LlmEv::Pipe(r, epoch, f) => self.on_llm_pipe(r, epoch, f),
+            LlmEv::Computed(r, epoch) => self.on_llm_computed(world, r, epoch),
+            LlmEv::RoundClosed(r, epoch) => self.on_llm_round_closed(world, r, epoch),
+            LlmEv::Pipe(r, epoch, f) => self.on_llm_pipe(world, r, epoch, f),
         }
     }
 }

@@ -43,7 +43,7 @@ use crate::sim::LlmEv;
 use crate::sim::World;
 use crate::sim::services::Services;
 use crate::sim::wire::{Owner, TransferId};
-use crate::sim::{Ev, Sim, models, network::MovementKind, timeline};
+use crate::sim::{Ev, models, network::MovementKind, timeline};
 use std::collections::VecDeque;
 
 /// A communication: rounds of 1 byte per rank on the network (point-to-point sends, linear
@@ -155,24 +155,26 @@ impl Pipe {
     }
 }
 
-impl<'s> Sim<'s> {
+impl Services {
     /// The pipeline of a replica of `llm` placed on `ranks` (tp × pp of them), its
-    /// communications priced once on the cluster graph, or in closed form without one.
+    /// communications priced once on the cluster graph, or in closed form without one (`at`:
+    /// its first node and that node's working bandwidth fractions).
     pub(super) fn llm_pipe(
         &mut self,
+        world: &mut crate::sim::World<'_>,
         name: &str,
         llm: &crate::scenario::serving::LlmServing,
-        node: usize,
+        (node, bw): (usize, (f64, f64)),
         ranks: &[(usize, usize)],
-        now: Time,
         net_share: f64,
     ) -> Pipe {
+        let now = world.now();
         let tp = llm.tp as usize;
-        let spec = self.w.spec;
+        let spec = world.spec;
         let feet = llm.stage_footprints();
         let group = models::Group {
-            nodes: vec![(self.w.node_types[node], llm.tp)],
-            factors: vec![self.failures.bandwidth_factors(node)],
+            nodes: vec![(world.node_types[node], llm.tp)],
+            factors: vec![bw],
         };
         let closed = |op: &str| {
             let one = models::collective_secs(spec, op, 1.0, false, &group);
@@ -187,7 +189,7 @@ impl<'s> Sim<'s> {
             let mine: Vec<_> = ranks.iter().skip(s * tp).take(tp).copied().collect();
             let next: Vec<_> = ranks.iter().skip((s + 1) * tp).take(tp).copied().collect();
             let last = s + 1 == feet.len();
-            let graph = self.w.wire.graph.as_ref().filter(|_| on_graph);
+            let graph = world.wire.graph.as_ref().filter(|_| on_graph);
             let opts = Options {
                 net_share,
                 ..Options::default()
@@ -217,7 +219,7 @@ impl<'s> Sim<'s> {
                     Err(e) => {
                         (on_graph, why) = (false, e);
                         Unit::Closed(
-                            models::transfer_secs(spec, true, self.w.node_types[node], 1.0),
+                            models::transfer_secs(spec, true, world.node_types[node], 1.0),
                             0.0,
                         )
                     }
@@ -245,7 +247,7 @@ impl<'s> Sim<'s> {
         let what = "pipeline sends and tensor-parallel all-reduces";
         let mut measured: Vec<String> = stages
             .iter()
-            .filter_map(|s| match (&s.allreduce, self.w.wire.graph.as_ref()) {
+            .filter_map(|s| match (&s.allreduce, world.wire.graph.as_ref()) {
                 (Unit::Collective(r), Some(g)) => r.measured(g),
                 _ => None,
             })
@@ -261,7 +263,7 @@ impl<'s> Sim<'s> {
         } else {
             format!("service {name}: {what} in closed form ({why})")
         };
-        self.w.net.note(MovementKind::Collective, on_graph, note);
+        world.net.note(MovementKind::Collective, on_graph, note);
         Pipe {
             stages,
             flights: VecDeque::new(),
@@ -270,12 +272,11 @@ impl<'s> Sim<'s> {
             kv_mark: now,
         }
     }
-
     /// Schedule batches while fewer than pp are in flight (and the engine is not waiting for
     /// its oldest), then move the batches on.
-    pub(super) fn llm_pipe_kick(&mut self, r: u32) {
-        let now = self.w.now();
-        let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
+    pub(super) fn llm_pipe_kick(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+        let now = world.now();
+        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
             return;
         };
         let LlmReplica {
@@ -322,18 +323,17 @@ impl<'s> Sim<'s> {
                 scheduled: now,
             });
         }
-        let sid = self.services.replicas[r as usize].service;
-        if let Some(svc) = self.services.list[sid as usize].llm.as_mut() {
+        let sid = self.replicas[r as usize].service;
+        if let Some(svc) = self.list[sid as usize].llm.as_mut() {
             svc.record_waits(now, &admitted);
         }
-        self.llm_pipe_advance(r);
+        self.llm_pipe_advance(world, r);
     }
-
     /// Start what can start, oldest batch first: a queued batch on a free first stage, a
     /// ready batch's send to a free next stage.
-    fn llm_pipe_advance(&mut self, r: u32) {
+    fn llm_pipe_advance(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
         loop {
-            let Some(p) = self.services.replicas[r as usize]
+            let Some(p) = self.replicas[r as usize]
                 .llm
                 .as_mut()
                 .and_then(|l| l.pipe.as_mut())
@@ -350,46 +350,39 @@ impl<'s> Sim<'s> {
             };
             p.stages[stage].busy = Some(id);
             if stage == 0 {
-                self.services.llm_pipe_compute(&mut self.w, r, id);
+                self.llm_pipe_compute(world, r, id);
             } else {
-                self.llm_pipe_send(r, id);
+                self.llm_pipe_send(world, r, id);
             }
         }
     }
-
     /// Flight `id` starts its send to the next stage (both stages held).
-    fn llm_pipe_send(&mut self, r: u32, id: u32) {
-        let llm = self
-            .services
-            .llm_spec(&self.w, self.services.replicas[r as usize].service);
+    fn llm_pipe_send(&mut self, world: &mut crate::sim::World<'_>, r: u32, id: u32) {
+        let llm = self.llm_spec(world, self.replicas[r as usize].service);
         let d = llm.dtypes().activations;
         let per_rank = |tokens| ms::stage_send_bytes(&llm.model, llm.tp, tokens, d);
         let tensor = |tokens| ms::allreduce_bytes(&llm.model, tokens, d);
-        let l = self.services.replicas[r as usize]
-            .llm
-            .as_mut()
-            .expect("engine");
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
         let p = l.pipe.as_mut().expect("a pipeline");
         let Some(f) = p.flights.iter().find(|f| f.id == id) else {
             return;
         };
         let (s, tokens) = (f.stage, f.batch.shape.tokens);
         // Two sends of each rank's slice (hidden states, residual), then two all-gathers.
-        let g = self.w.wire.graph.as_ref();
+        let g = world.wire.graph.as_ref();
         let (mut rounds, mut closed) = p.stages[s].send.scaled(g, per_rank(tokens) / 2.0, 2.0);
         let (more, c) = p.stages[s].gather.scaled(g, tensor(tokens), 2.0);
         rounds.extend(more);
         closed += c;
         let f = p.find(id).expect("flight");
         (f.phase, f.rounds, f.round, f.closed) = (Phase::Send, rounds, 0, closed);
-        self.llm_pipe_comm(r, id);
+        self.llm_pipe_comm(world, r, id);
     }
-
     /// Flight `id`'s communication goes on: its closed-form part, then each round's α and
     /// flows; at the end, its phase is done.
-    fn llm_pipe_comm(&mut self, r: u32, id: u32) {
-        let epoch = self.services.replicas[r as usize].epoch;
-        let Some(f) = self.services.replicas[r as usize]
+    fn llm_pipe_comm(&mut self, world: &mut crate::sim::World<'_>, r: u32, id: u32) {
+        let epoch = self.replicas[r as usize].epoch;
+        let Some(f) = self.replicas[r as usize]
             .llm
             .as_mut()
             .and_then(|l| l.pipe.as_mut())
@@ -399,11 +392,11 @@ impl<'s> Sim<'s> {
         };
         if f.closed > 0.0 {
             let t = models::secs(std::mem::take(&mut f.closed)).max(1);
-            self.w.q.after(t, Ev::Llm(LlmEv::Pipe(r, epoch, id)));
+            world.q.after(t, Ev::Llm(LlmEv::Pipe(r, epoch, id)));
             return;
         }
         let Some(round) = f.rounds.get(f.round) else {
-            self.llm_pipe_phase_done(r, id);
+            self.llm_pipe_phase_done(world, r, id);
             return;
         };
         let alpha = models::secs(round.alpha);
@@ -413,19 +406,24 @@ impl<'s> Sim<'s> {
             flight: id,
         };
         if alpha > 0 {
-            self.w.transfer_after(alpha, owner);
+            world.transfer_after(alpha, owner);
         } else {
-            self.on_transfer_go(owner);
+            self.on_transfer_go(world, owner);
         }
     }
-
     /// A timer of flight `id` is over: its compute, or the closed-form part of its
     /// communication, is done.
-    pub(crate) fn on_llm_pipe(&mut self, r: u32, epoch: u32, id: u32) {
-        if epoch != self.services.replicas[r as usize].epoch {
+    pub(crate) fn on_llm_pipe(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        r: u32,
+        epoch: u32,
+        id: u32,
+    ) {
+        if epoch != self.replicas[r as usize].epoch {
             return;
         }
-        let Some(f) = self.services.replicas[r as usize]
+        let Some(f) = self.replicas[r as usize]
             .llm
             .as_mut()
             .and_then(|l| l.pipe.as_mut())
@@ -434,19 +432,14 @@ impl<'s> Sim<'s> {
             return;
         };
         if f.phase != Phase::Compute {
-            self.llm_pipe_comm(r, id);
+            self.llm_pipe_comm(world, r, id);
             return;
         }
         // Computed: the stage's all-reduces (tp > 1).
-        let llm = self
-            .services
-            .llm_spec(&self.w, self.services.replicas[r as usize].service);
+        let llm = self.llm_spec(world, self.replicas[r as usize].service);
         let d = llm.dtypes().activations;
         let model = &llm.model;
-        let l = self.services.replicas[r as usize]
-            .llm
-            .as_mut()
-            .expect("engine");
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
         let LlmReplica { price, pipe, .. } = &mut **l;
         let p = pipe.as_mut().expect("a pipeline");
         let f = p.flights.iter().find(|f| f.id == id).expect("flight");
@@ -457,19 +450,24 @@ impl<'s> Sim<'s> {
             Some(t) if f.batch.shape.tokens > 0.0 && !matches!(stage.allreduce, Unit::None) => {
                 (Vec::new(), k * t)
             }
-            _ => stage.allreduce.scaled(self.w.wire.graph.as_ref(), bytes, k),
+            _ => stage.allreduce.scaled(world.wire.graph.as_ref(), bytes, k),
         };
         let f = p.find(id).expect("flight");
         (f.phase, f.rounds, f.round, f.closed) = (Phase::Reduce, rounds, 0, closed);
-        self.llm_pipe_comm(r, id);
+        self.llm_pipe_comm(world, r, id);
     }
-
     /// A round of flight `id` finished on the network.
-    pub(crate) fn on_llm_pipe_flows(&mut self, r: u32, epoch: u32, id: u32) {
-        if epoch != self.services.replicas[r as usize].epoch {
+    pub(crate) fn on_llm_pipe_flows(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        r: u32,
+        epoch: u32,
+        id: u32,
+    ) {
+        if epoch != self.replicas[r as usize].epoch {
             return;
         }
-        let Some(f) = self.services.replicas[r as usize]
+        let Some(f) = self.replicas[r as usize]
             .llm
             .as_mut()
             .and_then(|l| l.pipe.as_mut())
@@ -479,13 +477,12 @@ impl<'s> Sim<'s> {
         };
         f.xfer = None;
         f.round += 1;
-        self.llm_pipe_comm(r, id);
+        self.llm_pipe_comm(world, r, id);
     }
-
     /// Flight `id` finished its all-reduces (its stage's work is done) or its send.
-    fn llm_pipe_phase_done(&mut self, r: u32, id: u32) {
-        let now = self.w.now();
-        let rep = &mut self.services.replicas[r as usize];
+    fn llm_pipe_phase_done(&mut self, world: &mut crate::sim::World<'_>, r: u32, id: u32) {
+        let now = world.now();
+        let rep = &mut self.replicas[r as usize];
         let (node, sid) = (rep.node.unwrap_or(0), rep.service);
         let p = rep
             .llm
@@ -501,8 +498,8 @@ impl<'s> Sim<'s> {
             // The tensors are in: the sender is free, the receiver (held) computes.
             p.stages[s].busy = None;
             f.stage = s + 1;
-            self.services.llm_pipe_compute(&mut self.w, r, id);
-            self.llm_pipe_advance(r);
+            self.llm_pipe_compute(world, r, id);
+            self.llm_pipe_advance(world, r);
             return;
         }
         let from = f.from;
@@ -517,36 +514,32 @@ impl<'s> Sim<'s> {
         }
         let done = last.then(|| p.flights.remove(at).expect("flight"));
         let oldest = at == 0;
-        self.w.worked(node, units, from, now);
+        world.worked(node, units, from, now);
         // The stage's share of the replica's CPUs (its devices of the replica's).
         let share = units / all.max(1) as f64;
-        self.services
-            .replica_cpus_worked(&mut self.w, sid as usize, node, share, from, now);
-        if self.w.tl.on {
+        self.replica_cpus_worked(world, sid as usize, node, share, from, now);
+        if world.tl.on {
             let devs: Vec<u32> = ranks
                 .iter()
-                .filter_map(|&(n, d)| self.w.tl.device(n, d))
+                .filter_map(|&(n, d)| world.tl.device(n, d))
                 .collect();
-            let label = self.w.label_id(self.services.label(sid as usize));
-            self.w
+            let label = world.label_id(self.label(sid as usize));
+            world
                 .tl
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
         if let Some(f) = done {
-            let l = self.services.replicas[r as usize]
-                .llm
-                .as_mut()
-                .expect("engine");
+            let l = self.replicas[r as usize].llm.as_mut().expect("engine");
             let p = l.pipe.as_mut().expect("a pipeline");
             let kv_from = p.kv_mark.max(f.scheduled);
             p.kv_mark = now;
             if oldest {
                 p.blocked = false;
             }
-            self.llm_completed(r, f.batch, kv_from, None);
-            self.llm_kick(r);
+            self.llm_completed(world, r, f.batch, kv_from, None);
+            self.llm_kick(world, r);
         }
-        self.llm_pipe_advance(r);
+        self.llm_pipe_advance(world, r);
     }
 }
 

@@ -11,7 +11,7 @@ use crate::scenario::serving::Tokens;
 use crate::sim::LlmEv;
 use crate::sim::World;
 use crate::sim::services::Services;
-use crate::sim::{Ev, Sim, models, network::MovementKind, timeline, wire::Owner};
+use crate::sim::{Ev, models, network::MovementKind, timeline, wire::Owner};
 use rand::RngExt;
 
 /// A request's tokens: drawn, or its trace row's (`row`: that column), clamped to
@@ -40,11 +40,11 @@ pub(super) fn scaled(
     out
 }
 
-impl Sim<'_> {
+impl Services {
     /// Requests arrive at LLM service `sid`: each routed to a replica's engine.
-    pub(crate) fn llm_arrive(&mut self, sid: u32, n: u64) {
-        let llm = self.services.llm_spec(&self.w, sid).clone();
-        let now = self.w.now();
+    pub(crate) fn llm_arrive(&mut self, world: &mut crate::sim::World<'_>, sid: u32, n: u64) {
+        let llm = self.llm_spec(world, sid).clone();
+        let now = world.now();
         let mut touched = Vec::new();
         // Disaggregated: arrivals go to the prefill pool, for their prompt only.
         let pool = if llm.disagg.is_some() {
@@ -53,13 +53,11 @@ impl Sim<'_> {
             Pool::Both
         };
         // Trace arrivals: the rows just consumed, `trace_next - n ..`.
-        let first_row = self.services.list[sid as usize]
-            .trace_next
-            .checked_sub(n as usize);
+        let first_row = self.list[sid as usize].trace_next.checked_sub(n as usize);
         // Requests that reach no engine: a finite load's clients move on to their next.
         let mut freed = 0;
         for k in 0..n as usize {
-            let svc = &mut self.services.list[sid as usize];
+            let svc = &mut self.list[sid as usize];
             svc.arrived += 1;
             let row = first_row.and_then(|f| svc.trace_tokens.get(f + k).copied());
             let (prompt, output) = (
@@ -73,11 +71,11 @@ impl Sim<'_> {
             } else {
                 Seq::new(now, prompt, output)
             };
-            let Some(r) = self.services.llm_route(&self.w, sid, pool, false) else {
+            let Some(r) = self.llm_route(world, sid, pool, false) else {
                 freed += 1;
                 continue;
             };
-            let rep = &mut self.services.replicas[r as usize];
+            let rep = &mut self.replicas[r as usize];
             let kept = match rep.llm.as_mut() {
                 Some(l) => l.engine.arrive(seq),
                 None if rep.llm_waiting.len() < super::engine::MAX_WAITING => {
@@ -87,11 +85,7 @@ impl Sim<'_> {
                 None => false,
             };
             if !kept {
-                self.services.list[sid as usize]
-                    .llm
-                    .as_mut()
-                    .expect("llm")
-                    .dropped += 1;
+                self.list[sid as usize].llm.as_mut().expect("llm").dropped += 1;
                 freed += 1;
             }
             if !touched.contains(&r) {
@@ -99,21 +93,26 @@ impl Sim<'_> {
             }
         }
         for r in touched {
-            self.llm_kick(r);
+            self.llm_kick(world, r);
         }
-        self.services.next_closed(&mut self.w, sid, freed);
+        self.next_closed(world, sid, freed);
     }
-
     /// Replica `r` of an LLM service was placed: its engine starts with the KV blocks its
-    /// device leaves after weights and reserve, and its all-reduce is priced once.
-    pub(crate) fn llm_replica_up(&mut self, r: u32) {
-        let sid = self.services.replicas[r as usize].service;
-        let llm = self.services.llm_spec(&self.w, sid).clone();
-        let node = self.services.replicas[r as usize].node.unwrap_or(0);
-        let acc_name = self.w.node_accel[node].clone().unwrap_or_default();
-        let spec = self.w.spec;
+    /// device leaves after weights and reserve, and its all-reduce is priced once; `bw`: its
+    /// node's working fraction of scale-up and NIC bandwidth (`Failures::bandwidth_factors`).
+    pub(crate) fn llm_replica_up(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        r: u32,
+        bw: (f64, f64),
+    ) {
+        let sid = self.replicas[r as usize].service;
+        let llm = self.llm_spec(world, sid).clone();
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let acc_name = world.node_accel[node].clone().unwrap_or_default();
+        let spec = world.spec;
         let name = {
-            let s = &self.services.list[sid as usize];
+            let s = &self.list[sid as usize];
             format!(
                 "{}.{}",
                 spec.workloads[s.workload].name, spec.workloads[s.workload].services[s.index].name
@@ -124,7 +123,7 @@ impl Sim<'_> {
             crate::compute::roofline(spec, &acc_name, &llm.dtype),
         ) else {
             // Not priced: the replica does not serve rather than serve for free.
-            self.w.net.note(
+            world.net.note(
                 MovementKind::Collective,
                 false,
                 format!(
@@ -154,7 +153,7 @@ impl Sim<'_> {
             .custom_allreduce_max(llm.tp)
             .filter(|_| custom_allreduce)
         {
-            self.w.net.note(
+            world.net.note(
                 MovementKind::Collective,
                 false,
                 format!(
@@ -178,15 +177,14 @@ impl Sim<'_> {
             .map(|f| f.kv_blocks(mem, e.memory_fraction, e.kv_block))
             .min()
             .unwrap_or(0);
-        let ranks = self.services.replica_ranks(&self.w, r);
+        let ranks = self.replica_ranks(world, r);
         let (mut unit_rounds, mut closed_secs, mut pipe) = (None, None, None);
         if llm.pp > 1 {
-            let now = self.w.now();
             // Stage-to-stage sends cross nodes with the service's tenant's transport.
-            let tenant = self.services.list[self.services.replica(r).service as usize].tenant;
-            let share = crate::sim::collective_rules::share(self.w.tenant_net(tenant));
+            let tenant = self.list[self.replica(r).service as usize].tenant;
+            let share = crate::sim::collective_rules::share(world.tenant_net(tenant));
             if share < 1.0 {
-                self.w.net.note(
+                world.net.note(
                     MovementKind::Collective,
                     true,
                     format!(
@@ -196,11 +194,16 @@ impl Sim<'_> {
                     ),
                 );
             }
-            pipe = Some(Box::new(
-                self.llm_pipe(&name, &llm, node, &ranks, now, share),
-            ));
+            pipe = Some(Box::new(self.llm_pipe(
+                world,
+                &name,
+                &llm,
+                (node, bw),
+                &ranks,
+                share,
+            )));
         } else if llm.tp > 1 {
-            let graph = self.w.wire.graph.as_ref();
+            let graph = world.wire.graph.as_ref();
             let r = match graph {
                 Some(g) => collective::Recurring::new(g, Op::AllReduce, &ranks, None, None),
                 None => Err("no cluster graph".to_string()),
@@ -210,20 +213,20 @@ impl Sim<'_> {
                     let how = graph
                         .and_then(|g| rounds.measured(g))
                         .map_or(String::new(), |m| format!(", priced by {m}"));
-                    self.w.net.note(MovementKind::Collective, true, format!("service {name}: tensor-parallel all-reduces on the run's shared network{how}"));
+                    world.net.note(MovementKind::Collective, true, format!("service {name}: tensor-parallel all-reduces on the run's shared network{how}"));
                     unit_rounds = Some(rounds);
                 }
                 Err(e) => {
                     let group = models::Group {
-                        nodes: vec![(self.w.node_types[node], llm.tp)],
-                        factors: vec![self.failures.bandwidth_factors(node)],
+                        nodes: vec![(world.node_types[node], llm.tp)],
+                        factors: vec![bw],
                     };
                     // α + β·bytes from two sizes of the closed form.
                     let one = models::collective_secs(spec, "allreduce", 1.0, false, &group);
                     let big = models::collective_secs(spec, "allreduce", 1e9, false, &group);
                     let beta = (big - one) / (1e9 - 1.0);
                     closed_secs = Some((one - beta, beta));
-                    self.w.net.note(
+                    world.net.note(
                         MovementKind::Collective,
                         false,
                         format!("service {name}: tensor-parallel all-reduces in closed form ({e})"),
@@ -233,21 +236,17 @@ impl Sim<'_> {
         }
         let pcie = acc.pcie.map_or(super::DEFAULT_PCIE, |p| p.bandwidth().0);
         let mut engine = Engine::new(llm.engine, blocks);
-        for s in std::mem::take(&mut self.services.replicas[r as usize].llm_waiting) {
+        for s in std::mem::take(&mut self.replicas[r as usize].llm_waiting) {
             if !engine.arrive(s) {
-                self.services.list[sid as usize]
-                    .llm
-                    .as_mut()
-                    .expect("llm")
-                    .dropped += 1;
+                self.list[sid as usize].llm.as_mut().expect("llm").dropped += 1;
             }
         }
-        let now = self.w.now();
-        let svc = self.services.list[sid as usize].llm.as_mut().expect("llm");
+        let now = world.now();
+        let svc = self.list[sid as usize].llm.as_mut().expect("llm");
         if svc.kv_blocks == 0 {
             svc.kv_blocks = blocks;
         }
-        self.services.replicas[r as usize].llm = Some(Box::new(LlmReplica {
+        self.replicas[r as usize].llm = Some(Box::new(LlmReplica {
             engine,
             foot,
             price,
@@ -262,28 +261,27 @@ impl Sim<'_> {
             placed_at: now,
             kv_integral: 0.0,
             kv_peak: 0.0,
-            pool: self.services.llm_pool(&self.w, r),
+            pool: self.llm_pool(world, r),
             incoming: 0,
             pipe,
         }));
-        if self.services.llm_pool(&self.w, r) == Pool::Decode {
-            self.llm_unpark(sid);
+        if self.llm_pool(world, r) == Pool::Decode {
+            self.llm_unpark(world, sid);
         }
-        self.llm_kick(r);
+        self.llm_kick(world, r);
     }
-
     /// Start replica `r`'s next iteration if it is idle and has work.
-    pub(crate) fn llm_kick(&mut self, r: u32) {
-        let epoch = self.services.replicas[r as usize].epoch;
-        let sid = self.services.replicas[r as usize].service;
-        let llm = self.services.llm_spec(&self.w, sid);
+    pub(crate) fn llm_kick(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+        let epoch = self.replicas[r as usize].epoch;
+        let sid = self.replicas[r as usize].service;
+        let llm = self.llm_spec(world, sid);
         let (tp, model) = (llm.tp, llm.model.clone());
-        let now = self.w.now();
-        let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
+        let now = world.now();
+        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
             return;
         };
         if l.pipe.is_some() {
-            self.llm_pipe_kick(r);
+            self.llm_pipe_kick(world, r);
             return;
         }
         if l.batch.is_some() {
@@ -298,7 +296,7 @@ impl Sim<'_> {
             again.admitted.extend(std::mem::take(&mut b.admitted));
             b = again;
         }
-        if let Some(svc) = self.services.list[sid as usize].llm.as_mut() {
+        if let Some(svc) = self.list[sid as usize].llm.as_mut() {
             svc.record_waits(now, &b.admitted);
         }
         if b.is_empty() {
@@ -313,22 +311,26 @@ impl Sim<'_> {
         l.kv_peak = l.kv_peak.max(util);
         l.iter_from = now;
         l.batch = Some(b);
-        self.w.q.after(
+        world.q.after(
             models::secs(secs).max(1),
             Ev::Llm(LlmEv::Computed(r, epoch)),
         );
     }
-
     /// Replica `r`'s iteration finished computing: its all-reduce, or its end.
-    pub(crate) fn on_llm_computed(&mut self, r: u32, epoch: u32) {
-        if epoch != self.services.replicas[r as usize].epoch {
+    pub(crate) fn on_llm_computed(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        r: u32,
+        epoch: u32,
+    ) {
+        if epoch != self.replicas[r as usize].epoch {
             return;
         }
-        let sid = self.services.replicas[r as usize].service;
-        let llm = self.services.llm_spec(&self.w, sid);
+        let sid = self.replicas[r as usize].service;
+        let llm = self.llm_spec(world, sid);
         let (k, dtype_bytes) = (ms::allreduces(&llm.model), llm.dtypes().activations);
         let hidden = llm.model.clone();
-        let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
+        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
             return;
         };
         let tokens = l.batch.as_ref().map_or(0.0, |b| b.shape.tokens);
@@ -338,101 +340,99 @@ impl Sim<'_> {
             .custom_allreduce_secs(bytes)
             .filter(|_| tokens > 0.0)
         {
-            self.w.q.after(
+            world.q.after(
                 models::secs(k * t).max(1),
                 Ev::Llm(LlmEv::RoundClosed(r, epoch)),
             );
-        } else if let (Some(rec), Some(g)) = (&l.unit_rounds, &self.w.wire.graph) {
+        } else if let (Some(rec), Some(g)) = (&l.unit_rounds, &world.wire.graph) {
             l.rounds = scaled(rec.rounds(g, bytes), 1.0, k);
             l.round = 0;
-            self.llm_next_round(r);
+            self.llm_next_round(world, r);
         } else if let Some((alpha, beta)) = l.closed_secs {
             let t = k * (alpha + beta * bytes);
-            self.w.q.after(
+            world.q.after(
                 models::secs(t).max(1),
                 Ev::Llm(LlmEv::RoundClosed(r, epoch)),
             );
         } else {
-            self.llm_iteration_done(r);
+            self.llm_iteration_done(world, r);
         }
     }
-
-    fn llm_next_round(&mut self, r: u32) {
-        let epoch = self.services.replicas[r as usize].epoch;
-        let l = self.services.replicas[r as usize]
-            .llm
-            .as_mut()
-            .expect("engine");
+    fn llm_next_round(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+        let epoch = self.replicas[r as usize].epoch;
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
         let Some(round) = l.rounds.get(l.round) else {
-            self.llm_iteration_done(r);
+            self.llm_iteration_done(world, r);
             return;
         };
         let alpha = models::secs(round.alpha);
         if alpha > 0 {
-            self.w
-                .transfer_after(alpha, Owner::LlmRound { replica: r, epoch });
+            world.transfer_after(alpha, Owner::LlmRound { replica: r, epoch });
         } else {
-            self.on_transfer_go(Owner::LlmRound { replica: r, epoch });
+            self.on_transfer_go(world, Owner::LlmRound { replica: r, epoch });
         }
     }
-
     /// A round priced in closed form is over: the iteration's communication is done.
-    pub(crate) fn on_llm_round_closed(&mut self, r: u32, epoch: u32) {
-        if epoch == self.services.replicas[r as usize].epoch {
-            self.llm_iteration_done(r);
+    pub(crate) fn on_llm_round_closed(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        r: u32,
+        epoch: u32,
+    ) {
+        if epoch == self.replicas[r as usize].epoch {
+            self.llm_iteration_done(world, r);
         }
     }
-
-    pub(crate) fn on_llm_round_done(&mut self, r: u32, epoch: u32) {
-        if epoch != self.services.replicas[r as usize].epoch {
+    pub(crate) fn on_llm_round_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        r: u32,
+        epoch: u32,
+    ) {
+        if epoch != self.replicas[r as usize].epoch {
             return;
         }
-        let l = self.services.replicas[r as usize]
-            .llm
-            .as_mut()
-            .expect("engine");
+        let l = self.replicas[r as usize].llm.as_mut().expect("engine");
         l.xfer = None;
         l.round += 1;
-        self.llm_next_round(r);
+        self.llm_next_round(world, r);
     }
-
     /// The iteration is over: its tokens are emitted, finished requests measured.
-    fn llm_iteration_done(&mut self, r: u32) {
-        let Some(l) = self.services.replicas[r as usize].llm.as_mut() else {
+    fn llm_iteration_done(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+        let Some(l) = self.replicas[r as usize].llm.as_mut() else {
             return;
         };
         let b = l.batch.take().expect("an iteration");
         let from = l.iter_from;
-        self.llm_completed(r, b, from, Some(from));
-        self.llm_kick(r);
+        self.llm_completed(world, r, b, from, Some(from));
+        self.llm_kick(world, r);
     }
-
     /// Batch `b` of replica `r` is done now: KV use integrated since `kv_from`, its tokens
     /// emitted, finished requests measured, and (`worked`: since then) its devices busy.
     pub(super) fn llm_completed(
         &mut self,
+        world: &mut crate::sim::World<'_>,
         r: u32,
         b: super::engine::Batch,
         kv_from: crate::engine::Time,
         worked: Option<crate::engine::Time>,
     ) {
-        let now = self.w.now();
-        let sid = self.services.replicas[r as usize].service;
+        let now = world.now();
+        let sid = self.replicas[r as usize].service;
         let slo: Vec<(String, f64)> = self
-            .services
-            .llm_spec(&self.w, sid)
+            .llm_spec(world, sid)
             .slo
             .iter()
             .map(|s| (s.kind.clone(), s.target.0 as f64 / 1e9))
             .collect();
-        let node = self.services.replicas[r as usize].node.unwrap_or(0);
-        let Some(mut l) = self.services.replicas[r as usize].llm.take() else {
+        let node = self.replicas[r as usize].node.unwrap_or(0);
+        let Some(mut l) = self.replicas[r as usize].llm.take() else {
             return;
         };
         let util = l.engine.used_blocks() as f64 / l.engine.total_blocks.max(1) as f64;
         l.kv_integral += util * (now - kv_from) as f64;
-        let reps = self.services.list[sid as usize].replicas.len().max(1) as f64;
-        let svc: &mut LlmService = self.services.list[sid as usize].llm.as_mut().expect("llm");
+        let reps = self.list[sid as usize].replicas.len().max(1) as f64;
+        let svc: &mut LlmService = self.list[sid as usize].llm.as_mut().expect("llm");
         svc.kv_series.add(kv_from, now, util / reps);
         if svc.within.len() != slo.len() {
             svc.within = vec![0; slo.len()];
@@ -487,42 +487,40 @@ impl Sim<'_> {
         if finished_now > 0 {
             svc.last_done = now;
             // A request's work ends with its last token.
-            self.w.makespan = self.w.makespan.max(now);
+            world.makespan = world.makespan.max(now);
         }
-        self.services.next_closed(&mut self.w, sid, finished_now);
-        let units = f64::from(self.services.llm_spec(&self.w, sid).tp);
-        self.services.replicas[r as usize].llm = Some(l);
+        self.next_closed(world, sid, finished_now);
+        let units = f64::from(self.llm_spec(world, sid).tp);
+        self.replicas[r as usize].llm = Some(l);
         if let Some(from) = worked {
-            self.services
-                .llm_worked(&mut self.w, r, sid, node, units, from);
+            self.llm_worked(world, r, sid, node, units, from);
         }
         if !handed.is_empty() {
-            self.llm_handoff(sid, r, handed);
+            self.llm_handoff(world, sid, r, handed);
         }
     }
-
     /// Replica `r` was lost to a failure: its requests are lost, its flows leave the network.
-    pub(crate) fn llm_lost(&mut self, r: usize) {
-        let now = self.w.now();
-        let waiting = std::mem::take(&mut self.services.replicas[r].llm_waiting).len() as u64;
-        let Some(l) = self.services.replicas[r].llm.take() else {
+    pub(crate) fn llm_lost(&mut self, world: &mut crate::sim::World<'_>, r: usize) {
+        let now = world.now();
+        let waiting = std::mem::take(&mut self.replicas[r].llm_waiting).len() as u64;
+        let Some(l) = self.replicas[r].llm.take() else {
             return;
         };
         let pipe = l.pipe.as_ref().map(|p| p.xfers()).unwrap_or_default();
         for x in l.xfer.into_iter().chain(pipe) {
-            self.w.wire.cancel(now, x);
-            self.w.rearm_wire();
+            world.wire.cancel(now, x);
+            world.rearm_wire();
         }
         let lost = l.engine.outstanding() as u64 + waiting;
-        self.w.losses.requests_lost += lost;
-        let sid = self.services.replicas[r].service as usize;
-        let svc = self.services.list[sid].llm.as_mut().expect("llm");
+        world.losses.requests_lost += lost;
+        let sid = self.replicas[r].service as usize;
+        let svc = self.list[sid].llm.as_mut().expect("llm");
         svc.lost += lost;
         svc.dropped += l.engine.dropped;
         svc.kv_integral_gone += l.kv_integral;
         svc.placed_ns_gone += (now - l.placed_at) as f64;
         svc.kv_peak = svc.kv_peak.max(l.kv_peak);
-        self.llm_disagg_lost(r as u32);
+        self.llm_disagg_lost(world, r as u32);
     }
 }
 
