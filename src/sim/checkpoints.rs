@@ -30,8 +30,7 @@ impl Sim<'_> {
         let t = &w.training[job.index];
         let c = t.checkpoint.as_ref()?;
         let what = format!("checkpoint {}.{}", w.name, t.name);
-        let mut nodes: Vec<usize> = self.job_ranks(j).into_iter().map(|(n, _)| n).collect();
-        nodes.dedup();
+        let nodes = &self.jobs[j as usize].ckpt_nodes;
         let routes = match (&self.w.wire.graph, c.storage) {
             (Some(g), Some(s)) => nodes
                 .iter()
@@ -108,7 +107,7 @@ impl Sim<'_> {
     }
 
     /// Timeline: job `j`'s checkpoint write (or `load`) of `flows` (one per node of its
-    /// group, in [`Sim::job_ranks`] order) begins at `now`, each node's share between it and
+    /// group, in [`PlacementGroups::ranks`] order) begins at `now`, each node's share between it and
     /// the storage target.
     fn begin_checkpoint_record(
         &mut self,
@@ -135,8 +134,7 @@ impl Sim<'_> {
         } else {
             (MoveKind::CheckpointWrite, job.steps_done)
         };
-        let mut nodes: Vec<usize> = self.job_ranks(j).into_iter().map(|(n, _)| n).collect();
-        nodes.dedup();
+        let nodes = &self.jobs[j as usize].ckpt_nodes;
         let target = End::Storage(s as u32);
         let parts = nodes
             .iter()

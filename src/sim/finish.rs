@@ -341,7 +341,7 @@ impl Sim<'_> {
             restore_time: self.w.store.restore_secs,
             peak_store_fraction: self.w.store.peak_fraction,
         };
-        let (f, lost) = (&mut self.failures, &self.w.losses);
+        let (f, lost) = (&mut self.failures, &mut self.w.losses);
         let nodes = self.w.node_types.len() as f64;
         let still_down: f64 = f
             .down_since
@@ -353,7 +353,7 @@ impl Sim<'_> {
         m.failures = FailureMetrics {
             node_failures: f.crashes,
             time_to_detect: f.detect_times.stats(),
-            time_to_recover: f.recovery.stats(),
+            time_to_recover: lost.recovery.stats(),
             tasks_retried: f.tasks_retried,
             tasks_failed: lost.tasks_failed,
             actors_restarted: f.actors_restarted,
@@ -373,7 +373,7 @@ impl Sim<'_> {
                 1.0
             },
             unsimulated: f.unsimulated.clone(),
-            timeline: std::mem::take(&mut f.timeline),
+            timeline: std::mem::take(&mut lost.timeline),
         };
         RunResult {
             metrics: m,

@@ -3,7 +3,7 @@
 //! devices the placement actually gave the job and on the run's one shared network.
 //!
 //! Assumptions, each a choice Megatron-LM makes by default:
-//! - *Rank order.* The group's devices, in [`super::Sim::job_ranks`] order (node-major,
+//! - *Rank order.* The group's devices, in [`super::placement_groups::PlacementGroups::ranks`] order (node-major,
 //!   devices ascending), take ranks tensor-parallel innermost, then data-parallel, then
 //!   pipeline (Megatron-LM's default order "tp-cp-ep-dp-pp",
 //!   `megatron/core/parallel_state.py`). A tensor-parallel group wider than a node
@@ -522,7 +522,7 @@ impl Sim<'_> {
             &mt.setup,
             crate::model::training_widths(&mt.dtype).0,
         )?;
-        let ranks = self.job_ranks(j);
+        let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
         let share = crate::sim::collective_rules::share(self.jobs.job_net(&self.w, j).1);
         let (node_types, failures) = (&self.w.node_types, &self.failures);
         let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {

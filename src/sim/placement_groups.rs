@@ -9,6 +9,7 @@ use crate::engine::Time;
 use crate::placement::{self, Allocation, BundleRequest, Explain, NodeId, PgDecision, Request};
 use crate::scenario::workload::{LabelConstraint, PgStrategy, Policy};
 use crate::sim::World;
+use std::collections::BTreeMap;
 
 /// The placement groups, in order of appearance (a group's id is its index).
 #[derive(Default)]
@@ -272,5 +273,61 @@ impl PlacementGroups {
             return;
         }
         world.q.after(delay, Ev::PgTry(p));
+    }
+}
+
+/// What a training job reads of its group: where its devices and CPUs are.
+impl PlacementGroups {
+    /// The (node, device) of every device instance group `pg` holds: node-major in the
+    /// group's node order, devices ascending (the ranks of its job's collectives).
+    pub(super) fn ranks(&self, world: &World<'_>, pg: u32) -> Vec<(usize, usize)> {
+        let pg = &self[pg as usize];
+        let mut order: Vec<NodeId> = Vec::new();
+        let mut per: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
+        for a in pg.allocs.iter().flatten() {
+            if !order.contains(&a.node) {
+                order.push(a.node);
+            }
+            for (rid, amounts) in &a.instances {
+                if world.unit_ids.contains(rid) {
+                    let devs = per.entry(a.node).or_default();
+                    devs.extend(
+                        amounts
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, x)| **x > 0)
+                            .map(|(d, _)| d),
+                    );
+                }
+            }
+        }
+        let mut ranks = Vec::new();
+        for n in order {
+            let mut devs = per.remove(&n).unwrap_or_default();
+            devs.sort_unstable();
+            devs.dedup();
+            ranks.extend(devs.into_iter().map(|d| (n, d)));
+        }
+        ranks
+    }
+
+    /// The devices group `pg` holds on each of its nodes.
+    pub(super) fn devices_per_node(&self, world: &World<'_>, pg: u32) -> BTreeMap<NodeId, u32> {
+        let pg = &self[pg as usize];
+        let mut per_node: BTreeMap<NodeId, u32> = BTreeMap::new();
+        for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
+            *per_node.entry(*n).or_insert(0) += world.device_units(b).round() as u32;
+        }
+        per_node
+    }
+
+    /// The CPUs of group `pg`'s bundles on each of its nodes.
+    pub(super) fn cpus_per_node(&self, pg: u32) -> BTreeMap<NodeId, f64> {
+        let pg = &self[pg as usize];
+        let mut per_node: BTreeMap<NodeId, f64> = BTreeMap::new();
+        for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
+            *per_node.entry(*n).or_insert(0.0) += super::cpu::cpus_of(b);
+        }
+        per_node
     }
 }

@@ -63,6 +63,9 @@ pub(super) struct Job {
     pub(super) span_ckpt: Time,
     /// Timeline: the job's devices.
     pub(super) dev_set: Vec<u32>,
+    /// The nodes of its group in rank order ([`PlacementGroups::ranks`]), each once, as of
+    /// its last start: where its checkpoint writes and loads go from.
+    pub(super) ckpt_nodes: Vec<NodeId>,
     /// Devices the job holds per node (busy utilization of its steps), and the CPUs of its
     /// bundles on each of those nodes.
     pub(super) per_node: Vec<(NodeId, u32)>,
@@ -160,6 +163,7 @@ impl Sim<'_> {
                 span_from: 0,
                 span_ckpt: 0,
                 dev_set: Vec::new(),
+                ckpt_nodes: Vec::new(),
                 per_node: Vec::new(),
                 per_node_cpus: Vec::new(),
                 prev_ckpt_steps: 0,
@@ -193,14 +197,14 @@ impl Sim<'_> {
                 let (w, i) = (self.jobs[j as usize].workload, self.jobs[j as usize].index);
                 let wl = &self.w.spec.workloads[w];
                 let name = format!("{}.{}", wl.name, wl.training[i].name);
-                self.failures.mark(&self.w, "job_waits_for_fabric", name);
+                self.w.mark("job_waits_for_fabric", name);
             }
             return;
         }
         let spec = self.w.spec;
         let job = &self.jobs[j as usize];
         let t = &spec.workloads[job.workload].training[job.index];
-        let per_node = self.job_nodes(j);
+        let per_node = self.pgs.devices_per_node(&self.w, self.jobs[j as usize].pg);
         let devices: u32 = per_node.values().sum();
         let compute = match (
             &t.compute,
@@ -248,12 +252,13 @@ impl Sim<'_> {
         for (n, d) in &per_node {
             self.w.busy(*n, f64::from(*d), now);
         }
-        let node_cpus = self.job_node_cpus(j);
-        let dev_set = self
-            .job_ranks(j)
-            .into_iter()
-            .filter_map(|(n, k)| self.w.tl.device(n, k))
+        let node_cpus = self.pgs.cpus_per_node(self.jobs[j as usize].pg);
+        let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
+        let dev_set = (ranks.iter())
+            .filter_map(|&(n, k)| self.w.tl.device(n, k))
             .collect();
+        let mut ckpt_nodes: Vec<NodeId> = ranks.iter().map(|&(n, _)| n).collect();
+        ckpt_nodes.dedup();
         let job = &mut self.jobs[j as usize];
         job.compute_ns = secs(compute);
         job.optimizer_ns = secs(optimizer).min(job.compute_ns);
@@ -266,6 +271,7 @@ impl Sim<'_> {
         job.nodes = per_node.len();
         job.started.get_or_insert(now);
         job.dev_set = dev_set;
+        job.ckpt_nodes = ckpt_nodes;
         job.per_node = per_node.iter().map(|(n, d)| (*n, *d)).collect();
         job.per_node_cpus = per_node.keys().map(|n| node_cpus[n]).collect();
         job.on_wire = rounds.is_some();
@@ -295,26 +301,6 @@ impl Sim<'_> {
                 }
             }
         }
-    }
-
-    /// Devices of a job's group per node.
-    pub(super) fn job_nodes(&self, j: u32) -> BTreeMap<NodeId, u32> {
-        let pg = &self.pgs[self.jobs[j as usize].pg as usize];
-        let mut per_node: BTreeMap<NodeId, u32> = BTreeMap::new();
-        for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
-            *per_node.entry(*n).or_insert(0) += self.w.device_units(b).round() as u32;
-        }
-        per_node
-    }
-
-    /// The CPUs of job `j`'s bundles on each node of its group.
-    fn job_node_cpus(&self, j: u32) -> BTreeMap<NodeId, f64> {
-        let pg = &self.pgs[self.jobs[j as usize].pg as usize];
-        let mut per_node: BTreeMap<NodeId, f64> = BTreeMap::new();
-        for (b, n) in pg.bundles.iter().zip(&pg.nodes) {
-            *per_node.entry(*n).or_insert(0.0) += super::cpu::cpus_of(b);
-        }
-        per_node
     }
 
     /// Seconds of the job's collectives per step over its current group, with the current
@@ -349,45 +335,12 @@ impl Sim<'_> {
         total
     }
 
-    /// The (node, device) of every device instance job `j`'s group holds: node-major in the
-    /// group's node order, devices ascending (the ranks of its collectives).
-    pub(super) fn job_ranks(&self, j: u32) -> Vec<(usize, usize)> {
-        let pg = &self.pgs[self.jobs[j as usize].pg as usize];
-        let mut order: Vec<NodeId> = Vec::new();
-        let mut per: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
-        for a in pg.allocs.iter().flatten() {
-            if !order.contains(&a.node) {
-                order.push(a.node);
-            }
-            for (rid, amounts) in &a.instances {
-                if self.w.unit_ids.contains(rid) {
-                    let devs = per.entry(a.node).or_default();
-                    devs.extend(
-                        amounts
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, x)| **x > 0)
-                            .map(|(d, _)| d),
-                    );
-                }
-            }
-        }
-        let mut ranks = Vec::new();
-        for n in order {
-            let mut devs = per.remove(&n).unwrap_or_default();
-            devs.sort_unstable();
-            devs.dedup();
-            ranks.extend(devs.into_iter().map(|d| (n, d)));
-        }
-        ranks
-    }
-
     /// Job `j`'s collectives as rounds on the run's network over its ranks, or `None` (priced
     /// in closed form) when the flow model cannot take one of them; the run notes which.
     fn job_rounds(&mut self, j: u32) -> Option<Vec<crate::network::collective::Round>> {
         let job = &self.jobs[j as usize];
         let t = &self.w.spec.workloads[job.workload].training[job.index];
-        let ranks = self.job_ranks(j);
+        let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
         let share = crate::sim::collective_rules::share(self.jobs.job_net(&self.w, j).1);
         let mut all = Vec::new();
         let mut ok = true;
@@ -447,7 +400,7 @@ impl Sim<'_> {
             if self.jobs[j as usize].on_wire {
                 continue; // the run's network carries the new capacities
             }
-            let per_node = self.job_nodes(j);
+            let per_node = self.pgs.devices_per_node(&self.w, self.jobs[j as usize].pg);
             let comm = secs(self.job_comm_secs(j, &per_node));
             self.jobs[j as usize].comm_ns = comm;
         }
@@ -528,14 +481,14 @@ impl Sim<'_> {
             job.span_from = now;
             job.span_ckpt = 0;
             if let Some(from) = job.recovering_from.take() {
-                self.failures.recovery.record((now - from) as f64 / 1e9);
+                self.w.losses.recovery.record((now - from) as f64 / 1e9);
                 let stalled = f64::from(job.devices) * (now - from) as f64;
                 job.stalled_device_ns += stalled;
                 self.w.losses.stalled_device_ns += stalled;
             }
             let job = &mut self.jobs[j as usize];
             let (w, i) = (job.workload, job.index);
-            self.failures.timeline.push(metrics::TimelineEvent {
+            self.w.losses.timeline.push(metrics::TimelineEvent {
                 time: now as f64 / 1e9,
                 kind: "job_resumed".into(),
                 subject: format!(

@@ -32,7 +32,7 @@ impl Sim<'_> {
         if let Some(d) = self.w.tl.device(n, dev) {
             self.w.tl.fail(&[d], now);
         }
-        self.failures.mark_in(&self.w, "xid", n, &format!("d{dev}"));
+        self.w.mark_in("xid", n, &format!("d{dev}"));
         let uses = |a: &crate::placement::Allocation| {
             a.node == n
                 && a.instances
@@ -149,8 +149,7 @@ impl Sim<'_> {
             self.w.tl.repair(&[d], now);
         }
         if self.w.state.repair_device(n, dev) {
-            self.failures
-                .mark_in(&self.w, "device_repaired", n, &format!("d{dev}"));
+            self.w.mark_in("device_repaired", n, &format!("d{dev}"));
             self.dispatch(n);
         }
     }
@@ -166,7 +165,7 @@ impl Sim<'_> {
         } else {
             "nvlink_restored"
         };
-        self.failures.mark_node(&self.w, what, n);
+        self.w.mark_node(what, n);
         self.refresh_jobs_on(n);
     }
 
@@ -201,8 +200,7 @@ impl Sim<'_> {
         }
         self.apply_node_bandwidth(n);
         self.reroute_stalled();
-        self.failures
-            .mark_in(&self.w, "nic_down", n, &format!("nic{i}"));
+        self.w.mark_in("nic_down", n, &format!("nic{i}"));
         let nics = &self.failures.nics[n];
         let frontend: Vec<usize> = (0..nics.len())
             .filter(|&k| nics[k].0 == "frontend")
@@ -253,7 +251,7 @@ impl Sim<'_> {
         } else {
             "nic_restored"
         };
-        self.failures.mark_in(&self.w, what, n, &format!("nic{i}"));
+        self.w.mark_in(what, n, &format!("nic{i}"));
         self.refresh_jobs_on(n);
     }
 
@@ -280,8 +278,7 @@ impl Sim<'_> {
         }
         self.apply_node_bandwidth(n);
         self.w.net_routes_changed();
-        self.failures
-            .mark_in(&self.w, "nic_up", n, &format!("nic{i}"));
+        self.w.mark_in("nic_up", n, &format!("nic{i}"));
         if std::mem::take(&mut self.failures.cut_off[n]) {
             self.node_repair(n);
         } else {

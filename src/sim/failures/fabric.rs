@@ -42,8 +42,7 @@ impl Sim<'_> {
         for &l in &links {
             self.w.wire.set_capacity(now, l, 0.0);
         }
-        self.failures
-            .mark(&self.w, "switch_down", self.w.switch_name(s));
+        self.w.mark("switch_down", self.w.switch_name(s));
         // Its NICs' links are gone: each NIC as if it had failed (held until the switch is
         // back, whatever else repairs it).
         let mut held = Vec::new();
@@ -85,8 +84,7 @@ impl Sim<'_> {
                 self.w.wire.set_capacity(now, l, c);
             }
         }
-        self.failures
-            .mark(&self.w, "switch_up", self.w.switch_name(s));
+        self.w.mark("switch_up", self.w.switch_name(s));
         for (n, i) in self.failures.switch_nics.remove(&s).unwrap_or_default() {
             self.nic_up(n, i);
         }
@@ -126,8 +124,7 @@ impl Sim<'_> {
         } else {
             "switch_link_restored"
         };
-        self.failures.mark(
-            &self.w,
+        self.w.mark(
             what,
             format!("{} {}", self.w.switch_name(a), self.w.switch_name(b)),
         );
@@ -186,7 +183,7 @@ impl Sim<'_> {
         if g.explicit().is_none() {
             return false;
         }
-        let ranks = self.job_ranks(j);
+        let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
         let Some(&r0) = ranks.first() else {
             return false;
         };

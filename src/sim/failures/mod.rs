@@ -48,11 +48,17 @@ use crate::placement::NodeId;
 use crate::scenario::failure::Detection;
 use crate::sim::World;
 
-/// What the run lost to failures that every kind of work counts as it happens (the world's,
-/// so a component counts its own losses without the failures component): tasks out of
-/// retries, requests lost, transfers no transport could make, training devices stalled.
+/// What the run lost to failures and how it recovered, counted by every kind of work as it
+/// happens (the world's, so a component counts its own losses without the failures
+/// component): tasks out of retries, requests lost, transfers no transport could make,
+/// training devices stalled, each recovery's duration, and the failure timeline.
 #[derive(Default)]
 pub(crate) struct Losses {
+    /// Failures, detections, repairs and recoveries in the order they happened
+    /// ([`World::mark`]).
+    pub timeline: Vec<crate::sim::metrics::TimelineEvent>,
+    /// How long each training job took from its stop to computing again.
+    pub recovery: crate::sim::durations::Durations,
     pub tasks_failed: u64,
     pub requests_lost: u64,
     /// Transfers whose transport could not move the data between their ends.
@@ -74,7 +80,6 @@ pub(crate) struct Failures {
     pub processes: Vec<schedule::Process>,
     pub crashes: u64,
     pub detect_times: crate::sim::durations::Durations,
-    pub recovery: crate::sim::durations::Durations,
     pub tasks_retried: u64,
     pub actors_restarted: u64,
     pub actors_lost: u64,
@@ -85,7 +90,6 @@ pub(crate) struct Failures {
     pub lost_device_ns: f64,
     pub node_down_ns: f64,
     pub unsimulated: Vec<String>,
-    pub timeline: Vec<crate::sim::metrics::TimelineEvent>,
     /// Per node: fraction of scale-up bandwidth working (degraded NVLink).
     pub nvlink_factor: Vec<f64>,
     /// Per node: its NICs (role, speed) in `<node>.nic<i>` order, and which are down.
@@ -137,28 +141,29 @@ impl Failures {
     }
 }
 
-impl Failures {
-    /// [`Failures::mark`] with node `n`'s name as the subject.
-    pub(super) fn mark_node(&mut self, world: &World<'_>, kind: &str, n: NodeId) {
-        self.mark(world, kind, world.state.nodes[n].name().to_string());
+impl World<'_> {
+    /// [`World::mark`] with node `n`'s name as the subject.
+    pub(super) fn mark_node(&mut self, kind: &str, n: NodeId) {
+        let name = self.state.nodes[n].name().to_string();
+        self.mark(kind, name);
     }
 
-    /// [`Failures::mark`] with part `part` of node `n` as the subject (`node.d3`).
-    pub(super) fn mark_in(&mut self, world: &World<'_>, kind: &str, n: NodeId, part: &str) {
-        self.mark(
-            world,
-            kind,
-            format!("{}.{part}", world.state.nodes[n].name()),
-        );
+    /// [`World::mark`] with part `part` of node `n` as the subject (`node.d3`).
+    pub(super) fn mark_in(&mut self, kind: &str, n: NodeId, part: &str) {
+        let name = format!("{}.{part}", self.state.nodes[n].name());
+        self.mark(kind, name);
     }
 
-    pub(super) fn mark(&mut self, world: &World<'_>, kind: &str, subject: String) {
-        let time = world.now() as f64 / 1e9;
-        self.timeline.push(crate::sim::metrics::TimelineEvent {
-            time,
-            kind: kind.to_string(),
-            subject,
-        });
+    /// A failure, detection, repair or recovery of `subject` now, on the failure timeline.
+    pub(super) fn mark(&mut self, kind: &str, subject: String) {
+        let time = self.now() as f64 / 1e9;
+        self.losses
+            .timeline
+            .push(crate::sim::metrics::TimelineEvent {
+                time,
+                kind: kind.to_string(),
+                subject,
+            });
     }
 }
 

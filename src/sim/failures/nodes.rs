@@ -24,7 +24,7 @@ impl Sim<'_> {
         if n == self.w.state.head && self.failures.cluster_down.is_empty() {
             // The head holds the GCS (in memory: Ray's default, no Redis) and the driver:
             // losing it takes the whole cluster down; raylets exit without their GCS.
-            self.failures.mark_node(&self.w, "cluster_loss", n);
+            self.w.mark_node("cluster_loss", n);
             let others: Vec<NodeId> = (0..self.w.state.nodes.len())
                 .filter(|&m| m != n && self.w.state.nodes[m].alive())
                 .collect();
@@ -44,7 +44,7 @@ impl Sim<'_> {
         let devs = self.w.tl.node_devices(n);
         self.w.tl.fail(&devs, now);
         self.w.state.set_alive(n, false);
-        self.failures.mark_node(&self.w, "crash", n);
+        self.w.mark_node("crash", n);
         self.failures.crashes += 1;
         self.failures.down_since[n] = Some(now);
         self.failures.crash_epoch[n] += 1;
@@ -167,7 +167,7 @@ impl Sim<'_> {
                 .detect_times
                 .record((now - since) as f64 / 1e9);
         }
-        self.failures.mark_node(&self.w, "detected", n);
+        self.w.mark_node("detected", n);
         let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failures.lost)
             .into_iter()
             .partition(|(node, e, _)| *node == n && *e == epoch);
@@ -251,7 +251,7 @@ impl Sim<'_> {
         if let Some(since) = self.failures.down_since[n].take() {
             self.failures.node_down_ns += (now - since) as f64;
         }
-        self.failures.mark_node(&self.w, "repaired", n);
+        self.w.mark_node("repaired", n);
         self.w.state.reset(n);
         self.w.state.set_alive(n, true);
         // Only this node became available: `dispatch` re-places lost bundles first, then

@@ -140,7 +140,7 @@ impl Sim<'_> {
             "{}.{}",
             self.w.spec.workloads[w].name, self.w.spec.workloads[w].training[i].name
         );
-        self.failures.mark(&self.w, "job_stopped", name);
+        self.w.mark("job_stopped", name);
     }
 
     /// Try to re-place the lost bundles of every group waiting for them, in order.
@@ -213,8 +213,8 @@ impl Sim<'_> {
             self.pgs[p].allocs[i] = Some(a);
             self.failures.bundles_rescheduled += 1;
         }
-        self.failures
-            .mark(&self.w, "bundles_rescheduled", self.pgs.pg_name(&self.w, p));
+        self.w
+            .mark("bundles_rescheduled", self.pgs.pg_name(&self.w, p));
         self.pgs[p].lost_since = None;
         self.failures.lost_pgs.retain(|x| *x as usize != p);
         for j in self.pgs[p].jobs.clone() {
@@ -248,8 +248,8 @@ impl Sim<'_> {
             return;
         };
         self.failures.bundles_rescheduled += bundles.len() as u64;
-        self.failures
-            .mark(&self.w, "bundles_rescheduled", self.pgs.pg_name(&self.w, p));
+        self.w
+            .mark("bundles_rescheduled", self.pgs.pg_name(&self.w, p));
         let pg = &mut self.pgs[p];
         pg.bundles = bundles;
         pg.nodes = nodes;
