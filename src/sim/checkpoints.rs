@@ -14,6 +14,7 @@
 
 use super::network::MovementKind;
 use super::timeline::{End, MoveKey, MoveKind};
+use super::training::Jobs;
 use super::wire::Owner;
 use super::{Sim, models};
 use crate::engine::Time;
@@ -21,17 +22,24 @@ use crate::network::LinkId;
 use crate::sim::TrainingEv;
 use models::secs;
 
-impl Sim<'_> {
+impl Sim<'_> {}
+
+impl Jobs {
     /// The flows of job `j`'s checkpoint write (or `load`), or `None` when it is priced in
     /// closed form (no storage declared, or a node without a route to it); the run notes which.
-    fn checkpoint_flows(&mut self, j: u32, load: bool) -> Option<Vec<(Vec<LinkId>, f64)>> {
-        let job = &self.jobs[j as usize];
-        let w = &self.w.spec.workloads[job.workload];
+    fn checkpoint_flows(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        load: bool,
+    ) -> Option<Vec<(Vec<LinkId>, f64)>> {
+        let job = &self[j as usize];
+        let w = &world.spec.workloads[job.workload];
         let t = &w.training[job.index];
         let c = t.checkpoint.as_ref()?;
         let what = format!("checkpoint {}.{}", w.name, t.name);
-        let nodes = &self.jobs[j as usize].ckpt_nodes;
-        let routes = match (&self.w.wire.graph, c.storage) {
+        let nodes = &self[j as usize].ckpt_nodes;
+        let routes = match (&world.wire.graph, c.storage) {
             (Some(g), Some(s)) => nodes
                 .iter()
                 .map(|&n| {
@@ -49,8 +57,8 @@ impl Sim<'_> {
         };
         match routes {
             Ok(routes) if !routes.is_empty() => {
-                let name = &self.w.spec.cluster.as_ref()?.storage[c.storage?].name;
-                self.w.net.note(
+                let name = &world.spec.cluster.as_ref()?.storage[c.storage?].name;
+                world.net.note(
                     MovementKind::Checkpoint,
                     true,
                     format!("{what}: to storage `{name}` on the run's shared network"),
@@ -60,7 +68,7 @@ impl Sim<'_> {
             }
             Ok(_) => None,
             Err(e) => {
-                self.w.net.note(
+                world.net.note(
                     MovementKind::Checkpoint,
                     false,
                     format!(
@@ -72,18 +80,22 @@ impl Sim<'_> {
             }
         }
     }
-
     /// Start writing (or loading) job `j`'s checkpoint on the network; false when it is
     /// priced in closed form instead (the caller waits `ckpt_ns`).
-    pub(super) fn start_checkpoint(&mut self, j: u32, load: bool) -> bool {
-        let Some(flows) = self.checkpoint_flows(j, load) else {
+    pub(super) fn start_checkpoint(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        load: bool,
+    ) -> bool {
+        let Some(flows) = self.checkpoint_flows(world, j, load) else {
             return false;
         };
-        let now = self.w.now();
-        if self.w.tl.on {
-            self.begin_checkpoint_record(j, load, &flows, now);
+        let now = world.now();
+        if world.tl.on {
+            self.begin_checkpoint_record(world, j, load, &flows, now);
         }
-        let job = &mut self.jobs[j as usize];
+        let job = &mut self[j as usize];
         job.ckpt_from = now;
         let epoch = job.epoch;
         let owner = Owner::Checkpoint {
@@ -91,13 +103,13 @@ impl Sim<'_> {
             epoch,
             load,
         };
-        match self.w.wire.start(now, flows, owner) {
+        match world.wire.start(now, flows, owner) {
             Some(x) => {
-                self.jobs[j as usize].xfer = Some(x);
-                self.w.rearm_wire();
+                self[j as usize].xfer = Some(x);
+                world.rearm_wire();
             }
             None => {
-                self.w.q.after(
+                world.q.after(
                     1,
                     super::Ev::Training(TrainingEv::CheckpointDone(j, epoch, load)),
                 );
@@ -105,20 +117,20 @@ impl Sim<'_> {
         }
         true
     }
-
     /// Timeline: job `j`'s checkpoint write (or `load`) of `flows` (one per node of its
     /// group, in [`PlacementGroups::ranks`] order) begins at `now`, each node's share between it and
     /// the storage target.
     fn begin_checkpoint_record(
         &mut self,
+        world: &mut crate::sim::World<'_>,
         j: u32,
         load: bool,
         flows: &[(Vec<LinkId>, f64)],
         now: Time,
     ) {
-        let spec = self.w.spec;
-        let label = self.w.label_id(self.jobs.label(j as usize));
-        let job = &self.jobs[j as usize];
+        let spec = world.spec;
+        let label = world.label_id(self.label(j as usize));
+        let job = &self[j as usize];
         let w = &spec.workloads[job.workload];
         let t = &w.training[job.index];
         let (Some(c), Some(cl)) = (&t.checkpoint, &spec.cluster) else {
@@ -134,7 +146,7 @@ impl Sim<'_> {
         } else {
             (MoveKind::CheckpointWrite, job.steps_done)
         };
-        let nodes = &self.jobs[j as usize].ckpt_nodes;
+        let nodes = &self[j as usize].ckpt_nodes;
         let target = End::Storage(s as u32);
         let parts = nodes
             .iter()
@@ -142,7 +154,7 @@ impl Sim<'_> {
             .map(|(&n, (_, bytes))| {
                 let node = End::Node(n as u32);
                 let (from, to) = if load { (target, node) } else { (node, target) };
-                self.w.tl.part(
+                world.tl.part(
                     kind,
                     label,
                     None,
@@ -154,30 +166,35 @@ impl Sim<'_> {
                 )
             })
             .collect();
-        self.w.tl.begin(MoveKey::Checkpoint(j), now, parts);
+        world.tl.begin(MoveKey::Checkpoint(j), now, parts);
     }
-
     /// Job `j`'s checkpoint finished moving: a write counts from now and the next step
     /// starts; a load resumes the job.
-    pub(super) fn on_checkpoint_done(&mut self, j: u32, epoch: u32, load: bool) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
+    pub(super) fn on_checkpoint_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        epoch: u32,
+        load: bool,
+    ) {
+        let now = world.now();
+        let job = &mut self[j as usize];
         if epoch != job.epoch {
             return;
         }
         job.xfer = None;
-        self.w.tl.arrived(MoveKey::Checkpoint(j), now);
+        world.tl.arrived(MoveKey::Checkpoint(j), now);
         if load {
-            self.on_job_resume(j, epoch);
+            self.on_job_resume(world, j, epoch);
             return;
         }
-        let job = &mut self.jobs[j as usize];
+        let job = &mut self[j as usize];
         let took: Time = now - job.ckpt_from;
         job.ckpt_total += took;
         job.ckpt_ns = took;
         job.ckpt_at = now;
         job.span_ckpt = took;
-        self.jobs.begin_step(&mut self.w, j, 0);
+        self.begin_step(world, j, 0);
     }
 }
 

@@ -532,7 +532,11 @@ impl<'s> Sim<'s> {
             Ev::Task(e) => self.on_task_event(e),
             Ev::PgTry(p) => self.try_pg(p),
             Ev::ActorCall(a, epoch) => self.on_actor_call(a, epoch),
-            Ev::Training(e) => self.on_training_event(e),
+            Ev::Training(e) => {
+                if let training::Outcome::Ended(pg) = self.jobs.on_training_event(&mut self.w, e) {
+                    self.release_pg(pg as usize);
+                }
+            }
             Ev::Service(e) => self.services.on_service_event(&mut self.w, e),
             Ev::Llm(e) => self.services.on_llm_event(&mut self.w, e),
             Ev::Failure(e) => self.on_failure_event(e),

@@ -17,7 +17,7 @@ use super::{Ev, Sim, models::secs};
 use crate::engine::Time;
 use crate::sim::TrainingEv;
 use crate::sim::World;
-use crate::sim::training::Jobs;
+use crate::sim::training::{Jobs, Outcome};
 
 /// Where one stream is in the step.
 #[derive(Debug, Clone, Default)]
@@ -82,23 +82,34 @@ impl Busy {
     }
 }
 
-impl Sim<'_> {
-    /// A unit of stream `s` is ready: launch it unless the stream is busy (it takes it next).
-    pub(super) fn on_bucket_ready(&mut self, j: u32, epoch: u32, s: u32) {
-        let job = &self.jobs[j as usize];
-        let Some(o) = &job.overlap else { return };
-        if epoch != job.epoch || o.runs[s as usize].busy {
-            return;
-        }
-        self.launch(j, s);
-    }
+impl Sim<'_> {}
 
+impl Jobs {
+    /// A unit of stream `s` is ready: launch it unless the stream is busy (it takes it next).
+    pub(super) fn on_bucket_ready(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        epoch: u32,
+        s: u32,
+    ) -> Outcome {
+        let job = &self[j as usize];
+        let Some(o) = &job.overlap else {
+            return Outcome::Running;
+        };
+        if epoch != job.epoch || o.runs[s as usize].busy {
+            return Outcome::Running;
+        }
+        self.launch(world, j, s)
+    }
     /// Every unit of stream `s` ready by now goes as one launch; none: wait for the next.
-    fn launch(&mut self, j: u32, s: u32) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
+    fn launch(&mut self, world: &mut crate::sim::World<'_>, j: u32, s: u32) -> Outcome {
+        let now = world.now();
+        let job = &mut self[j as usize];
         let epoch = job.epoch;
-        let Some(o) = &mut job.overlap else { return };
+        let Some(o) = &mut job.overlap else {
+            return Outcome::Running;
+        };
         let (st, run) = (&o.streams[s as usize], &mut o.runs[s as usize]);
         let ready = |u: &super::buckets::Unit| o.from + secs(u.ready_secs.max(0.0));
         let k = st.units[run.next..]
@@ -107,10 +118,10 @@ impl Sim<'_> {
             .count();
         if k == 0 {
             let at = ready(&st.units[run.next]);
-            self.w
+            world
                 .q
                 .after(at - now, Ev::Training(TrainingEv::BucketReady(j, epoch, s)));
-            return;
+            return Outcome::Running;
         }
         let units = &st.units[run.next..run.next + k];
         run.launched = k;
@@ -119,17 +130,18 @@ impl Sim<'_> {
         run.round = 0;
         run.busy = true;
         job.busy.on(now);
-        self.bucket_round(j, s);
+        self.bucket_round(world, j, s)
     }
-
     /// The launch's next round after its α.
-    fn bucket_round(&mut self, j: u32, s: u32) {
-        let job = &self.jobs[j as usize];
-        let Some(o) = &job.overlap else { return };
+    fn bucket_round(&mut self, world: &mut crate::sim::World<'_>, j: u32, s: u32) -> Outcome {
+        let job = &self[j as usize];
+        let Some(o) = &job.overlap else {
+            return Outcome::Running;
+        };
         let run = &o.runs[s as usize];
         let alpha = secs(o.streams[s as usize].rounds[run.round].alpha * run.calls);
         if alpha > 0 {
-            self.w.transfer_after(
+            world.transfer_after(
                 alpha,
                 Owner::Bucket {
                     job: j,
@@ -137,46 +149,53 @@ impl Sim<'_> {
                     stream: s,
                 },
             );
-        } else {
-            self.on_transfer_go(Owner::Bucket {
-                job: j,
-                epoch: job.epoch,
-                stream: s,
-            });
+            return Outcome::Running;
         }
+        let owner = Owner::Bucket {
+            job: j,
+            epoch: job.epoch,
+            stream: s,
+        };
+        self.on_transfer_go(world, owner)
     }
-
     /// A launch's round finished: its next round, the stream's next launch, or the stream
     /// is done (and the job's rounds go on if they waited for it).
-    pub(super) fn on_bucket_done(&mut self, j: u32, epoch: u32, s: u32) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
+    pub(super) fn on_bucket_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        epoch: u32,
+        s: u32,
+    ) -> Outcome {
+        let now = world.now();
+        let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return;
+            return Outcome::Running;
         }
-        let Some(o) = &mut job.overlap else { return };
+        let Some(o) = &mut job.overlap else {
+            return Outcome::Running;
+        };
         let rounds = o.streams[s as usize].rounds.len();
         let units = o.streams[s as usize].units.len();
         let run = &mut o.runs[s as usize];
         run.xfer = None;
         run.round += 1;
         if run.round < rounds {
-            self.bucket_round(j, s);
-            return;
+            return self.bucket_round(world, j, s);
         }
         run.next += run.launched;
         run.busy = false;
         job.busy.off(now);
         if run.next < units {
-            self.launch(j, s);
-            return;
+            return self.launch(world, j, s);
         }
         o.left -= 1;
         if o.left == 0 && o.parked {
             o.parked = false;
             job.busy.on(now);
-            self.next_round(j);
+            return self.next_round(world, j);
         }
+        Outcome::Running
     }
 }
 

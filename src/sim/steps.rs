@@ -13,28 +13,34 @@ use super::models::secs;
 use super::{Ev, Sim, timeline};
 use crate::engine::Time;
 use crate::sim::World;
-use crate::sim::training::Jobs;
+use crate::sim::training::{Jobs, Outcome};
 
-impl Sim<'_> {
+impl Sim<'_> {}
+
+impl Jobs {
     /// Job `j`'s step finished computing: its first round.
-    pub(super) fn on_comm_start(&mut self, j: u32, epoch: u32) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
+    pub(super) fn on_comm_start(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        epoch: u32,
+    ) -> Outcome {
+        let now = world.now();
+        let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return;
+            return Outcome::Running;
         }
         job.comm_from = now;
         job.round = 0;
         job.opt_done = false;
         job.busy.on(now);
-        self.next_round(j);
+        self.next_round(world, j)
     }
-
     /// The next round of the step's collectives after its α, or the step is done; at the
     /// overlap's gate, only once every gradient stream is done.
-    pub(super) fn next_round(&mut self, j: u32) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
+    pub(super) fn next_round(&mut self, world: &mut crate::sim::World<'_>, j: u32) -> Outcome {
+        let now = world.now();
+        let job = &mut self[j as usize];
         let epoch = job.epoch;
         // The round just done is stretched by waiting a share of its time before the next
         // (a bubble stretches the traffic in the stages' critical path like their compute).
@@ -51,17 +57,17 @@ impl Sim<'_> {
             // The gate comes after an unstretched round (`model_steps::pad_stretched`).
             o.parked = true;
             job.busy.off(now);
-            return;
+            return Outcome::Running;
         }
         if job.round == job.opt_gate && !job.opt_done && job.optimizer_ns > 0 {
             // Every gradient is reduced: the optimizer step, then what follows it.
             job.opt_done = true;
             job.busy.off(now);
-            self.w.q.after(
+            world.q.after(
                 job.optimizer_ns + extra,
                 Ev::Training(TrainingEv::OptimizerDone(j, epoch)),
             );
-            return;
+            return Outcome::Running;
         }
         let Some(r) = job.rounds.get(job.round) else {
             // The optimizer step ran inside this interval; it is compute.
@@ -74,44 +80,50 @@ impl Sim<'_> {
             job.traffic_total += job.busy.ns;
             if comm == 0 && job.compute_ns == 0 {
                 // Nothing takes time: keep the clock moving as the closed-form path does.
-                self.w
+                world
                     .q
                     .after(1, Ev::Training(TrainingEv::StepDone(j, epoch)));
-            } else {
-                self.on_step_done(j, epoch);
+                return Outcome::Running;
             }
-            return;
+            return self.on_step_done(world, j, epoch);
         };
         let alpha = secs(r.alpha) + extra;
         if alpha > 0 {
-            self.w
-                .transfer_after(alpha, super::wire::Owner::Round { job: j, epoch });
-        } else {
-            self.on_transfer_go(super::wire::Owner::Round { job: j, epoch });
+            world.transfer_after(alpha, super::wire::Owner::Round { job: j, epoch });
+            return Outcome::Running;
         }
+        self.on_transfer_go(world, super::wire::Owner::Round { job: j, epoch })
     }
-
     /// The optimizer step is done: the rounds after the gate.
-    pub(super) fn on_optimizer_done(&mut self, j: u32, epoch: u32) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
+    pub(super) fn on_optimizer_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        epoch: u32,
+    ) -> Outcome {
+        let now = world.now();
+        let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return;
+            return Outcome::Running;
         }
         job.busy.on(now);
         job.round_from = now;
-        self.next_round(j);
+        self.next_round(world, j)
     }
-
     /// A round's flows all finished.
-    pub(super) fn on_round_done(&mut self, j: u32, epoch: u32) {
-        let job = &mut self.jobs[j as usize];
+    pub(super) fn on_round_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        epoch: u32,
+    ) -> Outcome {
+        let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return;
+            return Outcome::Running;
         }
         job.xfer = None;
         job.round += 1;
-        self.next_round(j);
+        self.next_round(world, j)
     }
 }
 
@@ -222,15 +234,27 @@ pub(crate) enum TrainingEv {
     CheckpointDone(u32, u32, bool),
 }
 
-impl Sim<'_> {
-    pub(super) fn on_training_event(&mut self, ev: TrainingEv) {
+impl Sim<'_> {}
+
+impl Jobs {
+    pub(super) fn on_training_event(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        ev: TrainingEv,
+    ) -> Outcome {
         match ev {
-            TrainingEv::StepDone(j, epoch) => self.on_step_done(j, epoch),
-            TrainingEv::Resume(j, epoch) => self.on_job_resume(j, epoch),
-            TrainingEv::CommStart(j, epoch) => self.on_comm_start(j, epoch),
-            TrainingEv::OptimizerDone(j, epoch) => self.on_optimizer_done(j, epoch),
-            TrainingEv::BucketReady(j, epoch, s) => self.on_bucket_ready(j, epoch, s),
-            TrainingEv::CheckpointDone(j, epoch, load) => self.on_checkpoint_done(j, epoch, load),
+            TrainingEv::StepDone(j, epoch) => self.on_step_done(world, j, epoch),
+            TrainingEv::Resume(j, epoch) => {
+                self.on_job_resume(world, j, epoch);
+                Outcome::Running
+            }
+            TrainingEv::CommStart(j, epoch) => self.on_comm_start(world, j, epoch),
+            TrainingEv::OptimizerDone(j, epoch) => self.on_optimizer_done(world, j, epoch),
+            TrainingEv::BucketReady(j, epoch, s) => self.on_bucket_ready(world, j, epoch, s),
+            TrainingEv::CheckpointDone(j, epoch, load) => {
+                self.on_checkpoint_done(world, j, epoch, load);
+                Outcome::Running
+            }
         }
     }
 }

@@ -14,6 +14,18 @@ use crate::sim::TrainingEv::Resume;
 use models::secs;
 use std::collections::BTreeMap;
 
+/// What a job's event leaves to the run. When the job ended, its placement group (the id
+/// held) is to be released, which frees its resources for waiting work of every kind
+/// ([`Sim::release_pg`]). Returned, not done, because a job does not own its group; ending
+/// is always the last thing a job's event does, so the run releasing the group right after
+/// the job's handler returns keeps the order of events of releasing it there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub(super) enum Outcome {
+    Running,
+    Ended(u32),
+}
+
 /// The training jobs, in order of appearance (a job's id is its index).
 #[derive(Default)]
 pub(super) struct Jobs {
@@ -296,7 +308,7 @@ impl Sim<'_> {
                 job.progress_from = Time::MAX;
                 let epoch = job.epoch;
                 let load_ns = job.load_ns;
-                if !self.start_checkpoint(j, true) {
+                if !self.jobs.start_checkpoint(&mut self.w, j, true) {
                     self.w.q.after(load_ns.max(1), Resume(j, epoch).into());
                 }
             }
@@ -405,31 +417,37 @@ impl Sim<'_> {
             self.jobs[j as usize].comm_ns = comm;
         }
     }
+}
 
+impl Jobs {
     /// A step of job `j` finished: maybe write a checkpoint, then the next step or done.
-    pub(super) fn on_step_done(&mut self, j: u32, epoch: u32) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
+    pub(super) fn on_step_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        epoch: u32,
+    ) -> Outcome {
+        let now = world.now();
+        let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return;
+            return Outcome::Running;
         }
         job.steps_left -= 1;
         job.steps_done += 1;
         // Busy utilization: the job's devices worked the whole step interval (checkpoint,
         // compute, collectives).
-        let from = self.jobs[j as usize].span_from;
-        for k in 0..self.jobs[j as usize].per_node.len() {
-            let (n, d) = self.jobs[j as usize].per_node[k];
-            self.w.worked(n, f64::from(d), from, now);
-            let cpus = self.jobs[j as usize].per_node_cpus[k];
-            self.w
-                .cpu_worked(n, cpus, from, now, self.jobs.label(j as usize));
+        let from = self[j as usize].span_from;
+        for k in 0..self[j as usize].per_node.len() {
+            let (n, d) = self[j as usize].per_node[k];
+            world.worked(n, f64::from(d), from, now);
+            let cpus = self[j as usize].per_node_cpus[k];
+            world.cpu_worked(n, cpus, from, now, self.label(j as usize));
         }
-        if self.w.tl.on {
-            self.jobs.record_step(&mut self.w, j as usize, now);
+        if world.tl.on {
+            self.record_step(world, j as usize, now);
         }
-        self.jobs[j as usize].span_from = now;
-        let job = &mut self.jobs[j as usize];
+        self[j as usize].span_from = now;
+        let job = &mut self[j as usize];
         if !job.on_wire {
             job.comm_total += job.comm_ns;
             job.traffic_total += job.comm_ns;
@@ -447,58 +465,58 @@ impl Sim<'_> {
             job.next_ckpt = job
                 .next_ckpt
                 .saturating_add(job.ckpt_every.unwrap_or(Time::MAX));
-            if self.start_checkpoint(j, false) {
+            if self.start_checkpoint(world, j, false) {
                 // On the network: it counts when its flows are done (until then, not yet).
-                self.jobs[j as usize].ckpt_at = Time::MAX;
+                self[j as usize].ckpt_at = Time::MAX;
                 writing = true;
             } else {
-                let job = &mut self.jobs[j as usize];
+                let job = &mut self[j as usize];
                 lead += job.ckpt_ns;
                 job.ckpt_total += job.ckpt_ns;
                 job.ckpt_at = now + job.ckpt_ns;
                 job.span_ckpt = job.ckpt_ns;
             }
         }
-        let job = &mut self.jobs[j as usize];
+        let job = &mut self[j as usize];
         if writing {
             // The next step starts when the write is done (`on_checkpoint_done`).
         } else if job.steps_left > 0 {
-            self.jobs.begin_step(&mut self.w, j, lead);
+            self.begin_step(world, j, lead);
         } else {
             job.finished = Some(now);
-            self.w.makespan = self.w.makespan.max(now);
-            let pg = job.pg as usize;
-            self.release_pg(pg);
+            world.makespan = world.makespan.max(now);
+            return Outcome::Ended(job.pg);
         }
+        Outcome::Running
     }
 
     /// Job `j` finished loading its checkpoint after a restart: it computes again.
-    pub(super) fn on_job_resume(&mut self, j: u32, epoch: u32) {
-        let now = self.w.now();
-        let job = &mut self.jobs[j as usize];
+    pub(super) fn on_job_resume(&mut self, world: &mut crate::sim::World<'_>, j: u32, epoch: u32) {
+        let now = world.now();
+        let job = &mut self[j as usize];
         if epoch == job.epoch {
             job.progress_from = now;
             job.span_from = now;
             job.span_ckpt = 0;
             if let Some(from) = job.recovering_from.take() {
-                self.w.losses.recovery.record((now - from) as f64 / 1e9);
+                world.losses.recovery.record((now - from) as f64 / 1e9);
                 let stalled = f64::from(job.devices) * (now - from) as f64;
                 job.stalled_device_ns += stalled;
-                self.w.losses.stalled_device_ns += stalled;
+                world.losses.stalled_device_ns += stalled;
             }
-            let job = &mut self.jobs[j as usize];
+            let job = &mut self[j as usize];
             let (w, i) = (job.workload, job.index);
-            self.w.losses.timeline.push(metrics::TimelineEvent {
+            world.losses.timeline.push(metrics::TimelineEvent {
                 time: now as f64 / 1e9,
                 kind: "job_resumed".into(),
                 subject: format!(
                     "{}.{}",
-                    self.w.spec.workloads[w].name, self.w.spec.workloads[w].training[i].name
+                    world.spec.workloads[w].name, world.spec.workloads[w].training[i].name
                 ),
             });
-            let job = &mut self.jobs[j as usize];
+            let job = &mut self[j as usize];
             job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
-            self.jobs.begin_step(&mut self.w, j, 0);
+            self.begin_step(world, j, 0);
         }
     }
 }

@@ -10,6 +10,7 @@
 //! transfer and with which flows, and where it keeps the handle. [`go`] is the rest, the same
 //! for every kind.
 
+use super::training::{Jobs, Outcome};
 use super::wire::{Owner, TransferId};
 use super::{Ev, Sim};
 use crate::network::LinkId;
@@ -66,7 +67,12 @@ impl Sim<'_> {
     /// A transfer's fixed part is over: the component that owns it starts its flows.
     pub(super) fn on_transfer_go(&mut self, owner: Owner) {
         let went = match owner {
-            Owner::Round { .. } | Owner::Bucket { .. } => go(&mut self.jobs, &mut self.w, owner),
+            Owner::Round { .. } | Owner::Bucket { .. } => {
+                if let Outcome::Ended(pg) = self.jobs.on_transfer_go(&mut self.w, owner) {
+                    self.release_pg(pg as usize);
+                }
+                return;
+            }
             Owner::Fetch { .. } => go(&mut self.tasks, &mut self.w, owner),
             Owner::Tensor { .. } => go(&mut self.actors, &mut self.w, owner),
             Owner::Request { .. }
@@ -88,10 +94,15 @@ impl Sim<'_> {
     /// `owner`'s transfer is over (its last flow finished, or it had none): its owner goes on.
     pub(super) fn on_transfer_done(&mut self, owner: Owner) {
         match owner {
-            Owner::Round { job, epoch } => self.on_round_done(job, epoch),
-            Owner::Bucket { job, epoch, stream } => self.on_bucket_done(job, epoch, stream),
+            Owner::Round { .. } | Owner::Bucket { .. } => {
+                if let Outcome::Ended(pg) = self.jobs.on_transfer_done(&mut self.w, owner) {
+                    self.release_pg(pg as usize);
+                }
+            }
             Owner::Fetch { task, epoch } => self.tasks.on_fetch_done(&mut self.w, task, epoch),
-            Owner::Checkpoint { job, epoch, load } => self.on_checkpoint_done(job, epoch, load),
+            Owner::Checkpoint { job, epoch, load } => {
+                self.jobs.on_checkpoint_done(&mut self.w, job, epoch, load)
+            }
             Owner::Spill { task, epoch } => self.on_spill_done(task, epoch),
             Owner::Restore { task, epoch } => self.on_restore_done(task, epoch),
             Owner::Tensor { actor, epoch } => self.on_tensor_done(actor, epoch),
@@ -104,7 +115,7 @@ impl Sim<'_> {
     }
 }
 
-impl Transfers for super::training::Jobs {
+impl Transfers for Jobs {
     fn transfer_flows(&mut self, _: &mut World<'_>, owner: Owner) -> Option<Flows> {
         match owner {
             Owner::Round { job, epoch } => {
@@ -245,6 +256,26 @@ impl Transfers for super::services::Services {
                 }
             }
             _ => unreachable!("{owner:?} is not a service's"),
+        }
+    }
+}
+
+impl Jobs {
+    /// A transfer of a job's fixed part is over: its flows start, or it is over now.
+    pub(super) fn on_transfer_go(&mut self, world: &mut World<'_>, owner: Owner) -> Outcome {
+        if go(self, world, owner) == Go::Empty {
+            return self.on_transfer_done(world, owner);
+        }
+        Outcome::Running
+    }
+
+    /// A job's collective round, or a launch of one of its overlapped gradient streams, is
+    /// over: its next round, or the step is done.
+    pub(super) fn on_transfer_done(&mut self, world: &mut World<'_>, owner: Owner) -> Outcome {
+        match owner {
+            Owner::Round { job, epoch } => self.on_round_done(world, job, epoch),
+            Owner::Bucket { job, epoch, stream } => self.on_bucket_done(world, job, epoch, stream),
+            _ => unreachable!("{owner:?} is not a training job's round"),
         }
     }
 }
