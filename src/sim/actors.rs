@@ -6,7 +6,7 @@
 //! `scheduling` (`submit`, `dispatch`).
 
 use super::schedulable::{Ask, Schedulable};
-use super::{Ev, Sim, Work, World};
+use super::{Effect, Ev, Sim, Work, World};
 use crate::engine::Time;
 use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::Spec;
@@ -138,53 +138,6 @@ impl Sim<'_> {
         }
     }
 
-    /// A method call of actor `a` finished computing; stale calls (the actor was lost) are
-    /// ignored. With a `tensor`, the call ends when its tensor has arrived (`tensors.rs`).
-    pub(super) fn on_actor_call(&mut self, a: u32, epoch: u32) {
-        if epoch != self.actors.list[a as usize].epoch {
-            return;
-        }
-        self.actors.record_call(&mut self.w, a);
-        if self.actors.groups[self.actors.list[a as usize].group]
-            .tensor_to
-            .is_some()
-        {
-            self.send_tensor(a);
-            return;
-        }
-        self.finish_call(a, epoch, true);
-    }
-
-    /// Actor `a`'s call is over (done, or failed when `!ok`): the next one starts, or the
-    /// actor is done.
-    pub(super) fn finish_call(&mut self, a: u32, epoch: u32, ok: bool) {
-        let now = self.w.now();
-        let ac = &mut self.actors.list[a as usize];
-        ac.calls_left -= 1;
-        let g = ac.group;
-        if ok {
-            self.actors.groups[g].calls_done += 1;
-        } else {
-            self.actors.groups[g].calls_failed += 1;
-        }
-        if self.actors.list[a as usize].calls_left > 0 {
-            let d = self.actors.list[a as usize].call_ns.max(1);
-            self.w.q.after(d, Ev::ActorCall(a, epoch));
-        } else {
-            self.w.makespan = self.w.makespan.max(now);
-            if let (Some(alloc), Some(node)) = (
-                self.actors.list[a as usize].alloc.take(),
-                self.actors.list[a as usize].node,
-            ) {
-                let tenant = self.actors.groups[g].tenant;
-                self.w.free(&alloc, tenant);
-                let units = self.w.device_units(&self.actors.list[a as usize].request);
-                self.w.busy(node, -units, now);
-                self.dispatch(node);
-            }
-        }
-    }
-
     /// Actor `a` was placed on `node` with `alloc`: it holds its resources while it runs
     /// (with `resources`), or gives back the CPU it needed to be placed (Ray's default), and
     /// its first call is due.
@@ -219,6 +172,61 @@ impl Sim<'_> {
         if !self.actors.list[a as usize].holds {
             self.dispatch(node);
         }
+    }
+}
+
+impl Actors {
+    /// A method call of actor `a` finished computing; stale calls (the actor was lost) are
+    /// ignored. With a `tensor`, the call ends when its tensor has arrived (`tensors.rs`).
+    pub(super) fn on_actor_call(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        a: u32,
+        epoch: u32,
+    ) -> Effect {
+        if epoch != self.list[a as usize].epoch {
+            return Effect::Nothing;
+        }
+        self.record_call(world, a);
+        if self.groups[self.list[a as usize].group].tensor_to.is_some() {
+            return self.send_tensor(world, a);
+        }
+        self.finish_call(world, a, epoch, true)
+    }
+    /// Actor `a`'s call is over (done, or failed when `!ok`): the next one starts, or the
+    /// actor is done.
+    pub(super) fn finish_call(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        a: u32,
+        epoch: u32,
+        ok: bool,
+    ) -> Effect {
+        let now = world.now();
+        let ac = &mut self.list[a as usize];
+        ac.calls_left -= 1;
+        let g = ac.group;
+        if ok {
+            self.groups[g].calls_done += 1;
+        } else {
+            self.groups[g].calls_failed += 1;
+        }
+        if self.list[a as usize].calls_left > 0 {
+            let d = self.list[a as usize].call_ns.max(1);
+            world.q.after(d, Ev::ActorCall(a, epoch));
+            return Effect::Nothing;
+        }
+        world.makespan = world.makespan.max(now);
+        let ac = &mut self.list[a as usize];
+        let (Some(alloc), Some(node)) = (ac.alloc.take(), ac.node) else {
+            return Effect::Nothing;
+        };
+        let tenant = self.groups[g].tenant;
+        world.free(&alloc, tenant);
+        let units = world.device_units(&self.list[a as usize].request);
+        world.busy(node, -units, now);
+        // The actor is done: what waits may start on its node.
+        Effect::Dispatch(node)
     }
 }
 

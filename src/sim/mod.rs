@@ -257,6 +257,20 @@ impl From<TrainingEv> for Ev {
     }
 }
 
+/// What a component's handler leaves to the run: the effects that cross components.
+/// Resources freed on a node place waiting work of every kind there ([`Sim::dispatch`]); a
+/// training job that ended releases its placement group ([`Sim::release_pg`]). A handler
+/// returns its effect rather than doing it because it does not own the other components; it
+/// is always the handler's last act, so the run applying it as the handler returns
+/// ([`Sim::apply`]) keeps the order of events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub(super) enum Effect {
+    Nothing,
+    Dispatch(NodeId),
+    ReleasePg(u32),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Work {
     Task(u32),
@@ -526,16 +540,27 @@ impl<'s> Sim<'s> {
             && self.failures.lost.is_empty()
     }
 
+    /// Does what a component's handler left to the run ([`Effect`]).
+    fn apply(&mut self, effect: Effect) {
+        match effect {
+            Effect::Nothing => {}
+            Effect::Dispatch(node) => self.dispatch(node),
+            Effect::ReleasePg(pg) => self.release_pg(pg as usize),
+        }
+    }
+
     /// One event: each kind is handled by the module that owns it.
     fn handle(&mut self, ev: Ev) {
         match ev {
             Ev::Task(e) => self.on_task_event(e),
             Ev::PgTry(p) => self.try_pg(p),
-            Ev::ActorCall(a, epoch) => self.on_actor_call(a, epoch),
+            Ev::ActorCall(a, epoch) => {
+                let effect = self.actors.on_actor_call(&mut self.w, a, epoch);
+                self.apply(effect);
+            }
             Ev::Training(e) => {
-                if let training::Outcome::Ended(pg) = self.jobs.on_training_event(&mut self.w, e) {
-                    self.release_pg(pg as usize);
-                }
+                let effect = self.jobs.on_training_event(&mut self.w, e);
+                self.apply(effect);
             }
             Ev::Service(e) => self.services.on_service_event(&mut self.w, e),
             Ev::Llm(e) => self.services.on_llm_event(&mut self.w, e),

@@ -15,9 +15,10 @@ use super::buckets::Stream;
 use super::wire::{Owner, TransferId};
 use super::{Ev, Sim, models::secs};
 use crate::engine::Time;
+use crate::sim::Effect;
 use crate::sim::TrainingEv;
 use crate::sim::World;
-use crate::sim::training::{Jobs, Outcome};
+use crate::sim::training::Jobs;
 
 /// Where one stream is in the step.
 #[derive(Debug, Clone, Default)]
@@ -92,23 +93,23 @@ impl Jobs {
         j: u32,
         epoch: u32,
         s: u32,
-    ) -> Outcome {
+    ) -> Effect {
         let job = &self[j as usize];
         let Some(o) = &job.overlap else {
-            return Outcome::Running;
+            return Effect::Nothing;
         };
         if epoch != job.epoch || o.runs[s as usize].busy {
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         self.launch(world, j, s)
     }
     /// Every unit of stream `s` ready by now goes as one launch; none: wait for the next.
-    fn launch(&mut self, world: &mut crate::sim::World<'_>, j: u32, s: u32) -> Outcome {
+    fn launch(&mut self, world: &mut crate::sim::World<'_>, j: u32, s: u32) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         let epoch = job.epoch;
         let Some(o) = &mut job.overlap else {
-            return Outcome::Running;
+            return Effect::Nothing;
         };
         let (st, run) = (&o.streams[s as usize], &mut o.runs[s as usize]);
         let ready = |u: &super::buckets::Unit| o.from + secs(u.ready_secs.max(0.0));
@@ -121,7 +122,7 @@ impl Jobs {
             world
                 .q
                 .after(at - now, Ev::Training(TrainingEv::BucketReady(j, epoch, s)));
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         let units = &st.units[run.next..run.next + k];
         run.launched = k;
@@ -133,10 +134,10 @@ impl Jobs {
         self.bucket_round(world, j, s)
     }
     /// The launch's next round after its α.
-    fn bucket_round(&mut self, world: &mut crate::sim::World<'_>, j: u32, s: u32) -> Outcome {
+    fn bucket_round(&mut self, world: &mut crate::sim::World<'_>, j: u32, s: u32) -> Effect {
         let job = &self[j as usize];
         let Some(o) = &job.overlap else {
-            return Outcome::Running;
+            return Effect::Nothing;
         };
         let run = &o.runs[s as usize];
         let alpha = secs(o.streams[s as usize].rounds[run.round].alpha * run.calls);
@@ -149,7 +150,7 @@ impl Jobs {
                     stream: s,
                 },
             );
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         let owner = Owner::Bucket {
             job: j,
@@ -166,14 +167,14 @@ impl Jobs {
         j: u32,
         epoch: u32,
         s: u32,
-    ) -> Outcome {
+    ) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         let Some(o) = &mut job.overlap else {
-            return Outcome::Running;
+            return Effect::Nothing;
         };
         let rounds = o.streams[s as usize].rounds.len();
         let units = o.streams[s as usize].units.len();
@@ -195,7 +196,7 @@ impl Jobs {
             job.busy.on(now);
             return self.next_round(world, j);
         }
-        Outcome::Running
+        Effect::Nothing
     }
 }
 

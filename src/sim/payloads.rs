@@ -88,7 +88,8 @@ impl Sim<'_> {
         for a in actors {
             self.actors.cancel_tensor(&mut self.w, a as usize);
             self.actors.list[a as usize].epoch += 1;
-            self.send_tensor(a);
+            let effect = self.actors.send_tensor(&mut self.w, a);
+            self.apply(effect);
         }
         for r in replicas {
             self.services.cancel_requests(&mut self.w, r as usize);

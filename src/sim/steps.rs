@@ -12,8 +12,9 @@
 use super::models::secs;
 use super::{Ev, Sim, timeline};
 use crate::engine::Time;
+use crate::sim::Effect;
 use crate::sim::World;
-use crate::sim::training::{Jobs, Outcome};
+use crate::sim::training::Jobs;
 
 impl Sim<'_> {}
 
@@ -24,11 +25,11 @@ impl Jobs {
         world: &mut crate::sim::World<'_>,
         j: u32,
         epoch: u32,
-    ) -> Outcome {
+    ) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         job.comm_from = now;
         job.round = 0;
@@ -38,7 +39,7 @@ impl Jobs {
     }
     /// The next round of the step's collectives after its α, or the step is done; at the
     /// overlap's gate, only once every gradient stream is done.
-    pub(super) fn next_round(&mut self, world: &mut crate::sim::World<'_>, j: u32) -> Outcome {
+    pub(super) fn next_round(&mut self, world: &mut crate::sim::World<'_>, j: u32) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         let epoch = job.epoch;
@@ -57,7 +58,7 @@ impl Jobs {
             // The gate comes after an unstretched round (`model_steps::pad_stretched`).
             o.parked = true;
             job.busy.off(now);
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         if job.round == job.opt_gate && !job.opt_done && job.optimizer_ns > 0 {
             // Every gradient is reduced: the optimizer step, then what follows it.
@@ -67,7 +68,7 @@ impl Jobs {
                 job.optimizer_ns + extra,
                 Ev::Training(TrainingEv::OptimizerDone(j, epoch)),
             );
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         let Some(r) = job.rounds.get(job.round) else {
             // The optimizer step ran inside this interval; it is compute.
@@ -83,14 +84,14 @@ impl Jobs {
                 world
                     .q
                     .after(1, Ev::Training(TrainingEv::StepDone(j, epoch)));
-                return Outcome::Running;
+                return Effect::Nothing;
             }
             return self.on_step_done(world, j, epoch);
         };
         let alpha = secs(r.alpha) + extra;
         if alpha > 0 {
             world.transfer_after(alpha, super::wire::Owner::Round { job: j, epoch });
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         self.on_transfer_go(world, super::wire::Owner::Round { job: j, epoch })
     }
@@ -100,11 +101,11 @@ impl Jobs {
         world: &mut crate::sim::World<'_>,
         j: u32,
         epoch: u32,
-    ) -> Outcome {
+    ) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         job.busy.on(now);
         job.round_from = now;
@@ -116,10 +117,10 @@ impl Jobs {
         world: &mut crate::sim::World<'_>,
         j: u32,
         epoch: u32,
-    ) -> Outcome {
+    ) -> Effect {
         let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         job.xfer = None;
         job.round += 1;
@@ -241,19 +242,19 @@ impl Jobs {
         &mut self,
         world: &mut crate::sim::World<'_>,
         ev: TrainingEv,
-    ) -> Outcome {
+    ) -> Effect {
         match ev {
             TrainingEv::StepDone(j, epoch) => self.on_step_done(world, j, epoch),
             TrainingEv::Resume(j, epoch) => {
                 self.on_job_resume(world, j, epoch);
-                Outcome::Running
+                Effect::Nothing
             }
             TrainingEv::CommStart(j, epoch) => self.on_comm_start(world, j, epoch),
             TrainingEv::OptimizerDone(j, epoch) => self.on_optimizer_done(world, j, epoch),
             TrainingEv::BucketReady(j, epoch, s) => self.on_bucket_ready(world, j, epoch, s),
             TrainingEv::CheckpointDone(j, epoch, load) => {
                 self.on_checkpoint_done(world, j, epoch, load);
-                Outcome::Running
+                Effect::Nothing
             }
         }
     }

@@ -19,128 +19,11 @@
 use super::network::{Flow, MovementKind, Rank};
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
-use super::{Sim, models::secs};
+use super::{Effect, Sim, models::secs};
 use crate::sim::World;
 use crate::sim::actors::Actors;
 
 impl Sim<'_> {
-    /// Actor `a`'s call finished computing: send its tensor.
-    pub(super) fn send_tensor(&mut self, a: u32) {
-        let epoch = self.actors.list[a as usize].epoch;
-        let rx = match self.actors.receiver(&self.w, a) {
-            Ok(r) => r,
-            Err(true) => {
-                self.finish_call(a, epoch, false);
-                return;
-            }
-            Err(false) => {
-                self.actors.list[a as usize].send_wait = true;
-                return;
-            }
-        };
-        let spec = self.w.spec;
-        let (g, sender) = (
-            self.actors.list[a as usize].group,
-            &self.actors.list[a as usize],
-        );
-        let ag = &self.actors.groups[g];
-        let w = &spec.workloads[ag.workload];
-        let sa = &w.actors[ag.index];
-        let bytes = sa.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
-        let name = self.w.transport_named([&sa.transport, &w.transport]);
-        let what = format!(
-            "tensor {}.{} to {}",
-            w.name,
-            sa.name,
-            sa.tensor.as_ref().map_or("", |t| t.to.as_str())
-        );
-        let tenant = ag.tenant;
-        let recv = &self.actors.list[rx as usize];
-        let (src_n, dst_n) = (sender.node.unwrap_or(0), recv.node.unwrap_or(0));
-        let units = |x: &super::actors::Actor| {
-            if x.holds {
-                self.w.device_units(&x.request)
-            } else {
-                0.0
-            }
-        };
-        let device = units(sender) > 0.0
-            && units(recv) > 0.0
-            && self.w.node_accel[src_n].is_some()
-            && self.w.node_accel[dst_n].is_some();
-        let (src, dst) = ((src_n, sender.dev as usize), (dst_n, recv.dev as usize));
-        let name = self
-            .w
-            .allowed_or_fallback(MovementKind::Tensor, tenant, name, &what);
-        if let Some(log) = &mut self.w.transfers {
-            log.push(super::TransferRecord {
-                time: self.w.q.now(),
-                tenant,
-                transport: name.clone(),
-                bytes,
-            });
-        }
-        let Ok((fixed, flow)) = self.w.price_move(
-            MovementKind::Tensor,
-            &what,
-            &name,
-            src,
-            dst,
-            device,
-            bytes,
-            a,
-        ) else {
-            // The transport cannot reach the receiver: the call fails (Ray raises the
-            // transport's error in the caller's `ray.get`), and the next one starts.
-            self.finish_call(a, epoch, false);
-            return;
-        };
-        let now = self.w.now();
-        if self.w.tl.on && src != dst && bytes > 0.0 {
-            let k = self.actors.list[a as usize].index;
-            let label = self.w.label_id(self.actors.label(g));
-            let (from, to) = (End::Node(src_n as u32), End::Node(dst_n as u32));
-            let p = self.w.tl.part(
-                MoveKind::Tensor,
-                label,
-                Some(k),
-                from,
-                to,
-                bytes,
-                &name,
-                None,
-            );
-            self.w.tl.begin(MoveKey::Tensor(a), now, vec![p]);
-        }
-        let ac = &mut self.actors.list[a as usize];
-        ac.send_node = Some(dst_n);
-        ac.send_from = now;
-        ac.send_wait = false;
-        ac.send_flows = Some(flow.into_iter().collect());
-        self.w
-            .transfer_after(secs(fixed), Owner::Tensor { actor: a, epoch });
-    }
-
-    /// Actor `a`'s tensor has arrived: its call is done.
-    pub(super) fn on_tensor_done(&mut self, a: u32, epoch: u32) {
-        let ac = &mut self.actors.list[a as usize];
-        if epoch != ac.epoch {
-            return;
-        }
-        ac.send_xfer = None;
-        ac.send_node = None;
-        let now = self.w.q.now();
-        self.w.tl.arrived(MoveKey::Tensor(a), now);
-        let ac = &self.actors.list[a as usize];
-        let took = now - ac.send_from;
-        let g = &mut self.actors.groups[ac.group];
-        let spec_a = &self.w.spec.workloads[g.workload].actors[g.index];
-        g.tensors += 1;
-        g.tensor_bytes += spec_a.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
-        g.tensor_secs += took as f64 / 1e9;
-        self.finish_call(a, epoch, true);
-    }
-
     /// Node `n` died: tensors on their way to an actor there go to another receiver (after
     /// the actors lost with `n` have been taken off it).
     pub(crate) fn resend_tensors_to(&mut self, n: usize) {
@@ -148,7 +31,8 @@ impl Sim<'_> {
             let ac = &self.actors.list[a];
             if ac.send_node == Some(n) && ac.node.is_some() && !ac.dead {
                 self.actors.cancel_tensor(&mut self.w, a);
-                self.send_tensor(a as u32);
+                let effect = self.actors.send_tensor(&mut self.w, a as u32);
+                self.apply(effect);
             }
         }
     }
@@ -183,8 +67,126 @@ impl Sim<'_> {
             })
             .collect();
         for s in waiting {
-            self.send_tensor(s);
+            let effect = self.actors.send_tensor(&mut self.w, s);
+            self.apply(effect);
         }
+    }
+}
+
+impl Actors {
+    /// Actor `a`'s call finished computing: send its tensor.
+    pub(super) fn send_tensor(&mut self, world: &mut crate::sim::World<'_>, a: u32) -> Effect {
+        let epoch = self.list[a as usize].epoch;
+        let rx = match self.receiver(world, a) {
+            Ok(r) => r,
+            Err(true) => {
+                return self.finish_call(world, a, epoch, false);
+            }
+            Err(false) => {
+                self.list[a as usize].send_wait = true;
+                return Effect::Nothing;
+            }
+        };
+        let spec = world.spec;
+        let (g, sender) = (self.list[a as usize].group, &self.list[a as usize]);
+        let ag = &self.groups[g];
+        let w = &spec.workloads[ag.workload];
+        let sa = &w.actors[ag.index];
+        let bytes = sa.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
+        let name = world.transport_named([&sa.transport, &w.transport]);
+        let what = format!(
+            "tensor {}.{} to {}",
+            w.name,
+            sa.name,
+            sa.tensor.as_ref().map_or("", |t| t.to.as_str())
+        );
+        let tenant = ag.tenant;
+        let recv = &self.list[rx as usize];
+        let (src_n, dst_n) = (sender.node.unwrap_or(0), recv.node.unwrap_or(0));
+        let units = |x: &super::actors::Actor| {
+            if x.holds {
+                world.device_units(&x.request)
+            } else {
+                0.0
+            }
+        };
+        let device = units(sender) > 0.0
+            && units(recv) > 0.0
+            && world.node_accel[src_n].is_some()
+            && world.node_accel[dst_n].is_some();
+        let (src, dst) = ((src_n, sender.dev as usize), (dst_n, recv.dev as usize));
+        let name = world.allowed_or_fallback(MovementKind::Tensor, tenant, name, &what);
+        if let Some(log) = &mut world.transfers {
+            log.push(super::TransferRecord {
+                time: world.q.now(),
+                tenant,
+                transport: name.clone(),
+                bytes,
+            });
+        }
+        let Ok((fixed, flow)) = world.price_move(
+            MovementKind::Tensor,
+            &what,
+            &name,
+            src,
+            dst,
+            device,
+            bytes,
+            a,
+        ) else {
+            // The transport cannot reach the receiver: the call fails (Ray raises the
+            // transport's error in the caller's `ray.get`), and the next one starts.
+            return self.finish_call(world, a, epoch, false);
+        };
+        let now = world.now();
+        if world.tl.on && src != dst && bytes > 0.0 {
+            let k = self.list[a as usize].index;
+            let label = world.label_id(self.label(g));
+            let (from, to) = (End::Node(src_n as u32), End::Node(dst_n as u32));
+            let p = world.tl.part(
+                MoveKind::Tensor,
+                label,
+                Some(k),
+                from,
+                to,
+                bytes,
+                &name,
+                None,
+            );
+            world.tl.begin(MoveKey::Tensor(a), now, vec![p]);
+        }
+        let ac = &mut self.list[a as usize];
+        ac.send_node = Some(dst_n);
+        ac.send_from = now;
+        ac.send_wait = false;
+        ac.send_flows = Some(flow.into_iter().collect());
+        world.transfer_after(secs(fixed), Owner::Tensor { actor: a, epoch });
+        Effect::Nothing
+    }
+
+    /// Actor `a`'s tensor has arrived: its call is done.
+    pub(super) fn on_tensor_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        a: u32,
+        epoch: u32,
+    ) -> Effect {
+        let ac = &mut self.list[a as usize];
+        if epoch != ac.epoch {
+            return Effect::Nothing;
+        }
+        ac.send_xfer = None;
+        ac.send_node = None;
+        let now = world.q.now();
+        world.tl.arrived(MoveKey::Tensor(a), now);
+        let ac = &self.list[a as usize];
+        let took = now - ac.send_from;
+        let g = &mut self.groups[ac.group];
+        let spec_a = &world.spec.workloads[g.workload].actors[g.index];
+        g.tensors += 1;
+        g.tensor_bytes += spec_a.tensor.as_ref().map_or(0.0, |t| t.bytes.0 as f64);
+        g.tensor_secs += took as f64 / 1e9;
+        self.finish_call(world, a, epoch, true)
     }
 }
 

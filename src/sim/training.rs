@@ -7,24 +7,12 @@
 //! `placement_groups`); collectives are priced by `network`, falling back to the closed
 //! forms of `models`.
 
-use super::{Sim, metrics, models, network};
+use super::{Effect, Sim, World, metrics, models, network};
 use crate::engine::Time;
 use crate::placement::NodeId;
 use crate::sim::TrainingEv::Resume;
 use models::secs;
 use std::collections::BTreeMap;
-
-/// What a job's event leaves to the run. When the job ended, its placement group (the id
-/// held) is to be released, which frees its resources for waiting work of every kind
-/// ([`Sim::release_pg`]). Returned, not done, because a job does not own its group; ending
-/// is always the last thing a job's event does, so the run releasing the group right after
-/// the job's handler returns keeps the order of events of releasing it there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use]
-pub(super) enum Outcome {
-    Running,
-    Ended(u32),
-}
 
 /// The training jobs, in order of appearance (a job's id is its index).
 #[derive(Default)]
@@ -75,7 +63,7 @@ pub(super) struct Job {
     pub(super) span_ckpt: Time,
     /// Timeline: the job's devices.
     pub(super) dev_set: Vec<u32>,
-    /// The nodes of its group in rank order ([`PlacementGroups::ranks`]), each once, as of
+    /// The nodes of its group in rank order ([`super::placement_groups::PlacementGroups::ranks`]), each once, as of
     /// its last start: where its checkpoint writes and loads go from.
     pub(super) ckpt_nodes: Vec<NodeId>,
     /// Devices the job holds per node (busy utilization of its steps), and the CPUs of its
@@ -266,11 +254,7 @@ impl Sim<'_> {
         }
         let node_cpus = self.pgs.cpus_per_node(self.jobs[j as usize].pg);
         let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
-        let dev_set = (ranks.iter())
-            .filter_map(|&(n, k)| self.w.tl.device(n, k))
-            .collect();
-        let mut ckpt_nodes: Vec<NodeId> = ranks.iter().map(|&(n, _)| n).collect();
-        ckpt_nodes.dedup();
+        self.jobs.set_ranks(&self.w, j, &ranks);
         let job = &mut self.jobs[j as usize];
         job.compute_ns = secs(compute);
         job.optimizer_ns = secs(optimizer).min(job.compute_ns);
@@ -282,8 +266,6 @@ impl Sim<'_> {
         job.devices = devices;
         job.nodes = per_node.len();
         job.started.get_or_insert(now);
-        job.dev_set = dev_set;
-        job.ckpt_nodes = ckpt_nodes;
         job.per_node = per_node.iter().map(|(n, d)| (*n, *d)).collect();
         job.per_node_cpus = per_node.keys().map(|n| node_cpus[n]).collect();
         job.on_wire = rounds.is_some();
@@ -426,11 +408,11 @@ impl Jobs {
         world: &mut crate::sim::World<'_>,
         j: u32,
         epoch: u32,
-    ) -> Outcome {
+    ) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         if epoch != job.epoch {
-            return Outcome::Running;
+            return Effect::Nothing;
         }
         job.steps_left -= 1;
         job.steps_done += 1;
@@ -485,9 +467,9 @@ impl Jobs {
         } else {
             job.finished = Some(now);
             world.makespan = world.makespan.max(now);
-            return Outcome::Ended(job.pg);
+            return Effect::ReleasePg(job.pg);
         }
-        Outcome::Running
+        Effect::Nothing
     }
 
     /// Job `j` finished loading its checkpoint after a restart: it computes again.
@@ -518,5 +500,18 @@ impl Jobs {
             job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
             self.begin_step(world, j, 0);
         }
+    }
+}
+
+impl Jobs {
+    /// Job `j` (re)starts on `ranks` ([`super::placement_groups::PlacementGroups::ranks`]): the devices its timeline
+    /// rows are, and the nodes its checkpoints go from.
+    fn set_ranks(&mut self, world: &World<'_>, j: u32, ranks: &[(usize, usize)]) {
+        let job = &mut self[j as usize];
+        job.dev_set = (ranks.iter())
+            .filter_map(|&(n, k)| world.tl.device(n, k))
+            .collect();
+        job.ckpt_nodes = ranks.iter().map(|&(n, _)| n).collect();
+        job.ckpt_nodes.dedup();
     }
 }

@@ -10,7 +10,8 @@
 //! transfer and with which flows, and where it keeps the handle. [`go`] is the rest, the same
 //! for every kind.
 
-use super::training::{Jobs, Outcome};
+use super::Effect;
+use super::training::Jobs;
 use super::wire::{Owner, TransferId};
 use super::{Ev, Sim};
 use crate::network::LinkId;
@@ -68,9 +69,8 @@ impl Sim<'_> {
     pub(super) fn on_transfer_go(&mut self, owner: Owner) {
         let went = match owner {
             Owner::Round { .. } | Owner::Bucket { .. } => {
-                if let Outcome::Ended(pg) = self.jobs.on_transfer_go(&mut self.w, owner) {
-                    self.release_pg(pg as usize);
-                }
+                let effect = self.jobs.on_transfer_go(&mut self.w, owner);
+                self.apply(effect);
                 return;
             }
             Owner::Fetch { .. } => go(&mut self.tasks, &mut self.w, owner),
@@ -95,9 +95,8 @@ impl Sim<'_> {
     pub(super) fn on_transfer_done(&mut self, owner: Owner) {
         match owner {
             Owner::Round { .. } | Owner::Bucket { .. } => {
-                if let Outcome::Ended(pg) = self.jobs.on_transfer_done(&mut self.w, owner) {
-                    self.release_pg(pg as usize);
-                }
+                let effect = self.jobs.on_transfer_done(&mut self.w, owner);
+                self.apply(effect);
             }
             Owner::Fetch { task, epoch } => self.tasks.on_fetch_done(&mut self.w, task, epoch),
             Owner::Checkpoint { job, epoch, load } => {
@@ -105,7 +104,10 @@ impl Sim<'_> {
             }
             Owner::Spill { task, epoch } => self.on_spill_done(task, epoch),
             Owner::Restore { task, epoch } => self.on_restore_done(task, epoch),
-            Owner::Tensor { actor, epoch } => self.on_tensor_done(actor, epoch),
+            Owner::Tensor { actor, epoch } => {
+                let effect = self.actors.on_tensor_done(&mut self.w, actor, epoch);
+                self.apply(effect);
+            }
             Owner::Request { .. }
             | Owner::Response { .. }
             | Owner::LlmRound { .. }
@@ -262,16 +264,16 @@ impl Transfers for super::services::Services {
 
 impl Jobs {
     /// A transfer of a job's fixed part is over: its flows start, or it is over now.
-    pub(super) fn on_transfer_go(&mut self, world: &mut World<'_>, owner: Owner) -> Outcome {
+    pub(super) fn on_transfer_go(&mut self, world: &mut World<'_>, owner: Owner) -> Effect {
         if go(self, world, owner) == Go::Empty {
             return self.on_transfer_done(world, owner);
         }
-        Outcome::Running
+        Effect::Nothing
     }
 
     /// A job's collective round, or a launch of one of its overlapped gradient streams, is
     /// over: its next round, or the step is done.
-    pub(super) fn on_transfer_done(&mut self, world: &mut World<'_>, owner: Owner) -> Outcome {
+    pub(super) fn on_transfer_done(&mut self, world: &mut World<'_>, owner: Owner) -> Effect {
         match owner {
             Owner::Round { job, epoch } => self.on_round_done(world, job, epoch),
             Owner::Bucket { job, epoch, stream } => self.on_bucket_done(world, job, epoch, stream),

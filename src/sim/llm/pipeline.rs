@@ -168,7 +168,6 @@ impl Services {
         ranks: &[(usize, usize)],
         net_share: f64,
     ) -> Pipe {
-        let now = world.now();
         let tp = llm.tp as usize;
         let spec = world.spec;
         let feet = llm.stage_footprints();
@@ -269,7 +268,7 @@ impl Services {
             flights: VecDeque::new(),
             next: 0,
             blocked: false,
-            kv_mark: now,
+            kv_mark: world.now(),
         }
     }
     /// Schedule batches while fewer than pp are in flight (and the engine is not waiting for

@@ -140,29 +140,7 @@ impl Services {
             Some(roof.clone())
         }
         .unwrap_or_else(|| roof.clone());
-        let custom_allreduce = llm.tp > 1
-            && acc.interconnect.is_some()
-            && crate::network::collective::tuning::Arch::of(
-                &acc.vendor,
-                &acc.name,
-                acc.model.as_deref(),
-            ) == Some(crate::network::collective::tuning::Arch::Hopper);
-        if let Some(max) = llm
-            .engine
-            .kind
-            .custom_allreduce_max(llm.tp)
-            .filter(|_| custom_allreduce)
-        {
-            world.net.note(
-                MovementKind::Collective,
-                false,
-                format!(
-                    "service {name}: tensor-parallel all-reduces under {} per rank run {}'s own one-node kernel, priced by its per-call times measured on H100 (sgl-project/sglang PR #2904); larger ones NCCL's",
-                    crate::units::Bytes(max as u64),
-                    llm.engine.kind.name()
-                ),
-            );
-        }
+        let custom_allreduce = custom_allreduce(world, &name, &llm, acc);
         let price = super::Pricing {
             gemm: roof,
             attention,
@@ -547,4 +525,39 @@ impl Services {
                 .span(&devs, from, now, timeline::SpanKind::Compute, label);
         }
     }
+}
+
+/// Whether replicas of `llm` on `acc` run their engine's own one-node all-reduce kernel for
+/// small tensor-parallel messages: on Hopper parts with NVLink only, the part its published
+/// per-call times were measured on. Noted once for service `name`.
+fn custom_allreduce(
+    world: &mut World<'_>,
+    name: &str,
+    llm: &crate::scenario::serving::LlmServing,
+    acc: &crate::scenario::hardware::Accelerator,
+) -> bool {
+    let custom = llm.tp > 1
+        && acc.interconnect.is_some()
+        && crate::network::collective::tuning::Arch::of(
+            &acc.vendor,
+            &acc.name,
+            acc.model.as_deref(),
+        ) == Some(crate::network::collective::tuning::Arch::Hopper);
+    if let Some(max) = llm
+        .engine
+        .kind
+        .custom_allreduce_max(llm.tp)
+        .filter(|_| custom)
+    {
+        world.net.note(
+            MovementKind::Collective,
+            false,
+            format!(
+                "service {name}: tensor-parallel all-reduces under {} per rank run {}'s own one-node kernel, priced by its per-call times measured on H100 (sgl-project/sglang PR #2904); larger ones NCCL's",
+                crate::units::Bytes(max as u64),
+                llm.engine.kind.name()
+            ),
+        );
+    }
+    custom
 }
