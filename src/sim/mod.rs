@@ -20,8 +20,6 @@
 //!   (Ray's default); with `resources` it holds them until its calls are done.
 //!
 //! Architecture invariant: no IO. Trace arrivals come in through [`SimConfig::traces`].
-//!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 /// A component's list indexed by its items' ids (`jobs[j]`, `pgs[p]`): the id is the index
 /// into its `list`.
@@ -78,6 +76,7 @@ mod training;
 mod transfers;
 mod transport_choice;
 pub mod utilization;
+mod window;
 mod wire;
 
 use crate::engine::{EventQueue, Time, rng_stream, stream_id};
@@ -92,82 +91,7 @@ pub(crate) use services::ServiceEv;
 use std::collections::{BTreeMap, VecDeque};
 pub(crate) use steps::TrainingEv;
 pub(crate) use tasks::TaskEv;
-
-/// How long services run when neither the caller nor an experiment says (simulated).
-pub const DEFAULT_SERVICE_HORIZON: Time = 3600 * crate::engine::SEC;
-
-/// The fraction a percentile name stands for: `p50` → 0.5, `p999` → 0.999.
-pub fn percentile(p: &str) -> f64 {
-    match p {
-        "p50" => 0.50,
-        "p90" => 0.90,
-        "p99" => 0.99,
-        _ => 0.999,
-    }
-}
-
-/// The simulated window a run uses, and why.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Window {
-    /// End of the window; `None`: until the work finished.
-    #[serde(skip)]
-    pub horizon: Option<Time>,
-    /// The same in seconds (absent without a horizon).
-    #[serde(rename = "horizon_s", skip_serializing_if = "Option::is_none")]
-    pub seconds: Option<f64>,
-    /// `--horizon`, `experiment NAME`, `default for services (1 h)` or `none (until the
-    /// work finished)`.
-    #[serde(rename = "horizon_source")]
-    pub source: String,
-}
-
-impl Window {
-    /// `12 h (experiment drill)`, `1 h (default for services)`, `none (until the work
-    /// finished)`.
-    pub fn label(&self) -> String {
-        let Some(s) = self.seconds else {
-            return self.source.clone();
-        };
-        // The largest unit that writes the window exactly in three figures, else seconds.
-        let exact = [(3600.0, "h"), (60.0, "min")]
-            .into_iter()
-            .find_map(|(k, u)| {
-                let t = crate::units::sig3(s / k);
-                (s >= k && t.parse::<f64>().is_ok_and(|x| (x * k - s).abs() < 1e-9 * s))
-                    .then(|| format!("{t} {u}"))
-            });
-        let d = exact.unwrap_or_else(|| format!("{} s", crate::units::sig3(s)));
-        format!("{d} ({})", self.source)
-    }
-}
-
-/// The window of a run of `spec`: `given` (the command line's `--horizon`), else the first
-/// experiment with a `horizon`, else [`DEFAULT_SERVICE_HORIZON`] when there are services
-/// under an open load (they never finish on their own), else none: the run ends when the
-/// work does — a finite benchmark load (`arrival concurrency` / `offline`) included, so its
-/// per-second rates are over the time it took, as the benchmark tools report them.
-pub fn window(spec: &Spec, given: Option<Time>) -> Window {
-    let experiment = spec.experiments.iter().find(|e| e.horizon.is_some());
-    let services = spec
-        .workloads
-        .iter()
-        .flat_map(|w| &w.services)
-        .any(|s| s.arrival.finite().is_none());
-    let (horizon, source) = match (given, experiment) {
-        (Some(h), _) => (Some(h), "--horizon".to_string()),
-        (None, Some(e)) => (e.horizon.map(|h| h.0), format!("experiment {}", e.name)),
-        (None, None) if services => (
-            Some(DEFAULT_SERVICE_HORIZON),
-            "default for services".to_string(),
-        ),
-        (None, None) => (None, "none (until the work finished)".to_string()),
-    };
-    Window {
-        horizon,
-        seconds: horizon.map(|h| h as f64 / 1e9),
-        source,
-    }
-}
+pub use window::{DEFAULT_SERVICE_HORIZON, Window, percentile, window};
 
 #[derive(Debug, Clone, Default)]
 pub struct SimConfig {
@@ -259,7 +183,8 @@ impl From<TrainingEv> for Ev {
 
 /// What a component's handler leaves to the run: the effects that cross components.
 /// Resources freed on a node place waiting work of every kind there ([`Sim::dispatch`]); a
-/// training job that ended releases its placement group ([`Sim::release_pg`]). A handler
+/// training job that ended releases its placement group ([`Sim::release_pg`]); new work is
+/// placed among all the waiting work ([`Sim::submit`]). A handler
 /// returns its effect rather than doing it because it does not own the other components; it
 /// is always the handler's last act, so the run applying it as the handler returns
 /// ([`Sim::apply`]) keeps the order of events.
@@ -269,6 +194,18 @@ pub(super) enum Effect {
     Nothing,
     Dispatch(NodeId),
     ReleasePg(u32),
+    /// New work to place ([`Sim::submit`]): a task again (a retry), or a group's tasks in
+    /// order (the groups it runs after have finished).
+    Submit(Work),
+    SubmitTasks {
+        first: u32,
+        count: u32,
+    },
+    /// A placement group was created: the training jobs on it start ([`Sim::start_job`]).
+    StartJobs(u32),
+    /// A task that re-ran to rebuild a lost object is done: recovery hands the object to the
+    /// tasks that waited for it ([`Sim::rebuilt`]).
+    Rebuilt(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -473,7 +410,8 @@ impl<'s> Sim<'s> {
             self.pgs.start_pgs(&mut self.w, wi, w, tenant);
             self.start_jobs(wi, w, pg_base);
             for pi in 0..w.placement_groups.len() {
-                self.try_pg(pg_base + pi as u32);
+                let effect = self.pgs.try_pg(&mut self.w, pg_base + pi as u32);
+                self.apply(effect);
             }
             self.start_services(wi, w, tenant, cfg);
         }
@@ -546,29 +484,52 @@ impl<'s> Sim<'s> {
             Effect::Nothing => {}
             Effect::Dispatch(node) => self.dispatch(node),
             Effect::ReleasePg(pg) => self.release_pg(pg as usize),
+            Effect::Submit(work) => self.submit(work),
+            Effect::SubmitTasks { first, count } => {
+                for t in first..first + count {
+                    self.submit(Work::Task(t));
+                }
+            }
+            Effect::StartJobs(pg) => {
+                for j in self.pgs[pg as usize].jobs.clone() {
+                    self.start_job(j);
+                }
+            }
+            Effect::Rebuilt(t) => {
+                let gi = self.tasks.group_of(t);
+                let node = self.tasks.node[t as usize] as usize;
+                self.rebuilt(t, gi, node);
+            }
         }
     }
 
     /// One event: each kind is handled by the module that owns it.
     fn handle(&mut self, ev: Ev) {
-        match ev {
-            Ev::Task(e) => self.on_task_event(e),
-            Ev::PgTry(p) => self.try_pg(p),
-            Ev::ActorCall(a, epoch) => {
-                let effect = self.actors.on_actor_call(&mut self.w, a, epoch);
-                self.apply(effect);
+        let w = &mut self.w;
+        let effect = match ev {
+            Ev::Task(e) => self.tasks.on_task_event(w, e),
+            Ev::PgTry(p) => self.pgs.try_pg(w, p),
+            Ev::ActorCall(a, epoch) => self.actors.on_actor_call(w, a, epoch),
+            Ev::Training(e) => self.jobs.on_training_event(w, e),
+            Ev::Service(e) => {
+                self.services.on_service_event(w, e);
+                Effect::Nothing
             }
-            Ev::Training(e) => {
-                let effect = self.jobs.on_training_event(&mut self.w, e);
-                self.apply(effect);
+            Ev::Llm(e) => {
+                self.services.on_llm_event(w, e);
+                Effect::Nothing
             }
-            Ev::Service(e) => self.services.on_service_event(&mut self.w, e),
-            Ev::Llm(e) => self.services.on_llm_event(&mut self.w, e),
-            Ev::Failure(e) => self.on_failure_event(e),
-            Ev::Wire => self.on_wire(),
-            Ev::WireFlush => self.w.rearm_now(),
-            Ev::TransferGo(owner) => self.on_transfer_go(owner),
-        }
+            Ev::WireFlush => {
+                w.rearm_now();
+                Effect::Nothing
+            }
+            // What crosses components: a failure reaches every kind of work; a finished
+            // flow's or a started transfer's owner may be any of them.
+            Ev::Failure(e) => return self.on_failure_event(e),
+            Ev::Wire => return self.on_wire(),
+            Ev::TransferGo(owner) => return self.on_transfer_go(owner),
+        };
+        self.apply(effect);
     }
 }
 

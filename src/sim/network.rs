@@ -30,6 +30,7 @@
 
 use crate::sim::TaskEv;
 use crate::sim::World;
+use crate::sim::tasks::Tasks;
 use std::collections::{BTreeMap, HashMap};
 
 use super::Sim;
@@ -272,7 +273,10 @@ impl Sim<'_> {
             let gi = self.tasks.group_of(task);
             let node = self.tasks.node[task as usize] as usize;
             let units = self.w.device_units(&self.tasks.groups[gi].request);
-            match self.fetch_plan(task, gi, node, units > 0.0) {
+            match self
+                .tasks
+                .fetch_plan(&mut self.w, task, gi, node, units > 0.0)
+            {
                 Ok((_, flows)) => {
                     self.w.net.pending_fetch.insert(task, flows);
                 }
@@ -292,24 +296,33 @@ impl Sim<'_> {
                 let gi = self.tasks.group_of(task);
                 let node = self.tasks.node[task as usize] as usize;
                 let units = self.w.device_units(&self.tasks.groups[gi].request);
-                self.start_fetch(task, gi, node, units, 0.0);
+                self.tasks
+                    .start_fetch(&mut self.w, task, gi, node, units, 0.0);
             }
         }
         self.w.rearm_wire();
     }
+}
 
+impl Tasks {
     /// Bytes task `t` (of group `gi`) reads from each node other than `node`, from the
     /// object directory (module docs).
-    pub(crate) fn input_holders(&self, t: u32, gi: usize, node: NodeId) -> BTreeMap<Rank, f64> {
-        let g = &self.tasks.groups[gi];
+    pub(crate) fn input_holders(
+        &self,
+        world: &crate::sim::World<'_>,
+        t: u32,
+        gi: usize,
+        node: NodeId,
+    ) -> BTreeMap<Rank, f64> {
+        let g = &self.groups[gi];
         let c = f64::from(g.count.max(1));
         let i = f64::from(t - g.first);
         let mut out: BTreeMap<Rank, f64> = BTreeMap::new();
-        for (a, p) in self.tasks.groups.iter().enumerate() {
+        for (a, p) in self.groups.iter().enumerate() {
             if !p.dependents.contains(&(gi as u32)) {
                 continue;
             }
-            let o = self.w.spec.workloads[p.workload].tasks[p.index].output.0 as f64;
+            let o = world.spec.workloads[p.workload].tasks[p.index].output.0 as f64;
             if o <= 0.0 {
                 continue;
             }
@@ -319,81 +332,80 @@ impl Sim<'_> {
             let last = (hi.ceil() as u32).min(p.count);
             for k in first..last {
                 let share = (hi.min(f64::from(k + 1)) - lo.max(f64::from(k))).max(0.0);
-                let pt = (self.tasks.groups[a].first + k) as usize;
-                let holder = self.tasks.node[pt];
+                let pt = (self.groups[a].first + k) as usize;
+                let holder = self.node[pt];
                 if share <= 0.0
                     || holder == u32::MAX
                     || holder as usize == node
-                    || !self.output_alive(pt, holder as usize)
+                    || !self.output_alive(world, pt, holder as usize)
                 {
                     continue;
                 }
-                let dev = self.tasks.dev[pt] as usize;
+                let dev = self.dev[pt] as usize;
                 *out.entry((holder as usize, dev)).or_insert(0.0) += share * o;
             }
         }
         out
     }
-
     /// Task `t` of group `gi` on `node`: the fixed seconds of its input fetch and the flows it
     /// then moves on the shared network (module docs); closed forms where no plan applies.
     pub(crate) fn fetch_plan(
         &mut self,
+        world: &mut crate::sim::World<'_>,
         t: u32,
         gi: usize,
         node: NodeId,
         on_device: bool,
     ) -> Result<(f64, Vec<Flow>), ()> {
-        let holders = self.input_holders(t, gi, node);
+        let holders = self.input_holders(world, t, gi, node);
         if holders.is_empty() {
             return Ok((0.0, Vec::new()));
         }
         let mut from: Vec<u32> = holders.keys().map(|(n, _)| *n as u32).collect();
         from.dedup();
-        self.w.net.fetch_from.insert(t, from);
-        let spec = self.w.spec;
-        let name = self.tasks.fetch_transport(&mut self.w, gi);
+        world.net.fetch_from.insert(t, from);
+        let spec = world.spec;
+        let name = self.fetch_transport(world, gi);
         let (w, ts) = {
-            let g = &self.tasks.groups[gi];
+            let g = &self.groups[gi];
             let w = &spec.workloads[g.workload];
             (w, &w.tasks[g.index])
         };
         let what = format!("object fetch {}.{}: transport {name}", w.name, ts.name);
-        let g = &mut self.tasks.groups[gi];
+        let g = &mut self.groups[gi];
         g.fetches += 1;
         g.fetched_bytes += holders.values().sum::<f64>();
-        if let Some(log) = &mut self.w.transfers {
+        if let Some(log) = &mut world.transfers {
             log.push(super::TransferRecord {
-                time: self.w.q.now(),
-                tenant: self.tasks.groups[gi].tenant,
+                time: world.q.now(),
+                tenant: self.groups[gi].tenant,
                 transport: name.clone(),
                 bytes: holders.values().sum(),
             });
         }
-        if self.w.tl.on {
+        if world.tl.on {
             use super::timeline::{End, MoveKind};
-            let label = self.w.label_id(self.tasks.label(gi));
-            let (to, now) = (End::Node(node as u32), self.w.q.now());
+            let label = world.label_id(self.label(gi));
+            let (to, now) = (End::Node(node as u32), world.q.now());
             let parts = holders
                 .iter()
                 .map(|(src, b)| {
                     let from = End::Node(src.0 as u32);
-                    self.w
+                    world
                         .tl
                         .part(MoveKind::Fetch, label, Some(t), from, to, *b, &name, None)
                 })
                 .collect();
-            self.w
+            world
                 .tl
                 .begin(super::timeline::MoveKey::Fetch(t), now, parts);
         }
         let (mut fixed, mut flows) = (0.0f64, Vec::with_capacity(holders.len()));
-        let here = (node, self.tasks.dev[t as usize] as usize);
+        let here = (node, self.dev[t as usize] as usize);
         for (&src, &bytes) in &holders {
-            let device = on_device
-                && self.w.node_accel[src.0].is_some()
-                && self.w.node_accel[node].is_some();
-            let part = self.w.cached_part(&name, src, here, device, bytes, t);
+            let device =
+                on_device && world.node_accel[src.0].is_some() && world.node_accel[node].is_some();
+            let part = world.cached_part(&name, src, here, device, bytes, t);
             match part {
                 Ok((f, wire, calibrated)) => {
                     let cal = if calibrated.is_empty() {
@@ -401,7 +413,7 @@ impl Sim<'_> {
                     } else {
                         format!("; {}", calibrated.join(", "))
                     };
-                    self.w.net.note(
+                    world.net.note(
                         MovementKind::Fetch,
                         true,
                         format!("{what} on the shared network, from the producers' nodes{cal}"),
@@ -410,7 +422,7 @@ impl Sim<'_> {
                     flows.extend(wire);
                 }
                 Err(e) => {
-                    self.w.unavailable(MovementKind::Fetch, &what, &e);
+                    world.unavailable(MovementKind::Fetch, &what, &e);
                     return Err(());
                 }
             }

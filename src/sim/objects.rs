@@ -29,6 +29,9 @@ pub(crate) struct Store {
     /// Per task: its node's crash epoch when its output was stored (an output is gone once
     /// the node has crashed since).
     pub stored_epoch: Vec<u32>,
+    /// Per node: how many times it has crashed; each crash loses the objects stored there
+    /// (`failures/nodes.rs` counts them).
+    pub crash_epoch: Vec<u32>,
     /// Seconds spent writing spills and reading them back (over all objects and tasks).
     pub spill_secs: f64,
     pub restore_secs: f64,
@@ -40,41 +43,50 @@ pub(crate) struct Store {
     pub peak_fraction: f64,
 }
 
-impl Sim<'_> {
+impl Sim<'_> {}
+
+impl Tasks {
     /// Task `t` of group `gi` finished on `node`: keep its output for its consumers.
-    pub(crate) fn store_output(&mut self, t: u32, gi: usize, node: NodeId) {
-        self.tasks.size_store_arrays(&mut self.w);
-        self.w.store.stored_epoch[t as usize] =
-            self.failures.crash_epoch.get(node).copied().unwrap_or(0);
-        let o = self.tasks.output_bytes(&self.w, gi);
+    pub(crate) fn store_output(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        t: u32,
+        gi: usize,
+        node: NodeId,
+    ) {
+        self.size_store_arrays(world);
+        world.store.stored_epoch[t as usize] =
+            world.store.crash_epoch.get(node).copied().unwrap_or(0);
+        let o = self.output_bytes(world, gi);
         if o <= 0.0 {
             return;
         }
-        let written = std::mem::take(&mut self.w.store.spill_state[t as usize]) == 2;
-        if written || self.tasks.would_spill(&self.w, gi, node) {
-            self.w.store.spilled[t as usize] = true;
-            self.tasks.groups[gi].spilled_bytes += o;
-            self.w.store.spilled_bytes += o;
-            self.w.store.spilled_objects += 1;
+        let written = std::mem::take(&mut world.store.spill_state[t as usize]) == 2;
+        if written || self.would_spill(world, gi, node) {
+            world.store.spilled[t as usize] = true;
+            self.groups[gi].spilled_bytes += o;
+            world.store.spilled_bytes += o;
+            world.store.spilled_objects += 1;
         } else {
-            self.w.store.spilled[t as usize] = false;
-            self.w.store.used[node] += o;
-            let cap = self.w.store.capacity[node];
+            world.store.spilled[t as usize] = false;
+            world.store.used[node] += o;
+            let cap = world.store.capacity[node];
             if cap > 0.0 {
-                self.w.store.peak_fraction = self
-                    .w
-                    .store
-                    .peak_fraction
-                    .max(self.w.store.used[node] / cap);
+                world.store.peak_fraction =
+                    world.store.peak_fraction.max(world.store.used[node] / cap);
             }
         }
     }
-
     /// Whether producer task `pt`'s output still exists where it was stored (its node has
     /// not crashed since).
-    pub(crate) fn output_alive(&self, pt: usize, node: usize) -> bool {
-        self.w.store.stored_epoch.get(pt).copied().unwrap_or(0)
-            == self.failures.crash_epoch.get(node).copied().unwrap_or(0)
+    pub(crate) fn output_alive(
+        &self,
+        world: &crate::sim::World<'_>,
+        pt: usize,
+        node: usize,
+    ) -> bool {
+        world.store.stored_epoch.get(pt).copied().unwrap_or(0)
+            == world.store.crash_epoch.get(node).copied().unwrap_or(0)
     }
 }
 
@@ -157,6 +169,7 @@ impl World<'_> {
     pub(crate) fn init_store_nodes(&mut self) {
         let n = self.node_types.len();
         self.store.used = vec![0.0; n];
+        self.store.crash_epoch = vec![0; n];
         self.store.capacity = self
             .node_types
             .iter()

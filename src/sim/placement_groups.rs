@@ -4,7 +4,7 @@
 //! Architecture invariant: bundles are placed by `crate::placement::place_bundles` and
 //! allocated through `allocate_all` (all or nothing).
 
-use super::{Ev, Sim};
+use super::{Effect, Ev, Sim};
 use crate::engine::Time;
 use crate::placement::{self, Allocation, BundleRequest, Explain, NodeId, PgDecision, Request};
 use crate::scenario::workload::{LabelConstraint, PgStrategy, Policy};
@@ -52,113 +52,6 @@ pub(super) struct Pg {
 }
 
 impl Sim<'_> {
-    pub(super) fn try_pg(&mut self, p: u32) {
-        let now = self.w.now();
-        let spec = self.w.spec;
-        let pg = &self.pgs[p as usize];
-        if pg.created.is_some() || pg.infeasible {
-            return;
-        }
-        // The group's name is formatted only when an explanation is asked for (as
-        // `scheduling.rs` does for tasks): a retried group comes back here on every backoff.
-        let w = &spec.workloads[pg.workload];
-        let name = || format!("{}.{}", w.name, w.placement_groups[pg.index].name);
-        let want_explain = self.w.explaining(name);
-        let mut ex = Explain::default();
-        // A slice group takes its bundles from the first intact slice that can hold them.
-        let (options, selector) = if pg.slice {
-            match self.pgs.slice_gang(&self.w, p) {
-                Some((b, sel)) => (vec![(b, Vec::new())], sel),
-                None => {
-                    self.pgs[p as usize].attempts += 1;
-                    if self.w.state.slices() == 0 {
-                        self.pgs[p as usize].infeasible = true;
-                    } else {
-                        self.pgs.retry_pg(&mut self.w, p);
-                    }
-                    return;
-                }
-            }
-        } else {
-            (pg.options.clone(), Vec::new())
-        };
-        let pg = &self.pgs[p as usize];
-        let dkey = pg.domain.clone();
-        let domain = dkey.as_deref().map(|k| (k, None));
-        let reqs: Vec<BundleRequest> = options
-            .iter()
-            .map(|(bundles, sels)| BundleRequest {
-                bundles,
-                strategy: pg.strategy,
-                tenant: pg.tenant,
-                policy: pg.policy,
-                label_selector: &selector,
-                bundle_selectors: sels,
-                domain,
-            })
-            .collect();
-        let (k, d) = placement::place_options(
-            &self.w.state,
-            &reqs,
-            if want_explain { Some(&mut ex) } else { None },
-        );
-        let bundles = options[k].0.clone();
-        // What the engine does with the decision, for `orrery explain`.
-        let explained = want_explain.then(|| (name(), k, d.clone()));
-        drop(reqs);
-        let pg = &mut self.pgs[p as usize];
-        pg.attempts += 1;
-        pg.bundles.clone_from(&bundles);
-        pg.option = k;
-        let (tenant, policy) = (pg.tenant, pg.policy);
-        let created = match d {
-            PgDecision::Placed(nodes) => {
-                if let Some(allocs) = self.w.allocate_all(&bundles, &nodes, tenant, policy) {
-                    let value = self.pgs[p as usize]
-                        .domain
-                        .as_deref()
-                        .and_then(|key| self.w.state.nodes[nodes[0]].labels().get(key).cloned());
-                    let pg = &mut self.pgs[p as usize];
-                    pg.created = Some(now);
-                    pg.nodes = nodes.clone();
-                    pg.created_nodes = nodes.clone();
-                    pg.allocs = allocs.into_iter().map(Some).collect();
-                    pg.domain_value = value;
-                    Some(nodes)
-                } else {
-                    self.pgs.retry_pg(&mut self.w, p);
-                    None
-                }
-            }
-            PgDecision::Wait => {
-                self.pgs.retry_pg(&mut self.w, p);
-                None
-            }
-            PgDecision::Infeasible => {
-                self.pgs[p as usize].infeasible = true;
-                None
-            }
-        };
-        if let Some((name, k, d)) = explained {
-            let pg = &self.pgs[p as usize];
-            let br = BundleRequest {
-                bundles: &bundles,
-                strategy: pg.strategy,
-                tenant: pg.tenant,
-                policy: pg.policy,
-                label_selector: &selector,
-                bundle_selectors: &options[k].1,
-                domain,
-            };
-            self.w.explain = Some(self.w.explain_pg(name, &br, &ex, &d, created.as_deref()));
-        }
-        if created.is_some() {
-            for j in self.pgs[p as usize].jobs.clone() {
-                self.start_job(j);
-            }
-        }
-    }
-
     /// A training job finished: its placement group's bundles are freed (Ray removes the
     /// group when the job ends).
     pub(super) fn release_pg(&mut self, p: usize) {
@@ -177,6 +70,114 @@ impl Sim<'_> {
         for n in nodes {
             self.dispatch(n);
         }
+    }
+}
+
+impl PlacementGroups {
+    pub(super) fn try_pg(&mut self, world: &mut crate::sim::World<'_>, p: u32) -> Effect {
+        let now = world.now();
+        let spec = world.spec;
+        let pg = &self[p as usize];
+        if pg.created.is_some() || pg.infeasible {
+            return Effect::Nothing;
+        }
+        // The group's name is formatted only when an explanation is asked for (as
+        // `scheduling.rs` does for tasks): a retried group comes back here on every backoff.
+        let w = &spec.workloads[pg.workload];
+        let name = || format!("{}.{}", w.name, w.placement_groups[pg.index].name);
+        let want_explain = world.explaining(name);
+        let mut ex = Explain::default();
+        // A slice group takes its bundles from the first intact slice that can hold them.
+        let (options, selector) = if pg.slice {
+            match self.slice_gang(world, p) {
+                Some((b, sel)) => (vec![(b, Vec::new())], sel),
+                None => {
+                    self[p as usize].attempts += 1;
+                    if world.state.slices() == 0 {
+                        self[p as usize].infeasible = true;
+                    } else {
+                        self.retry_pg(world, p);
+                    }
+                    return Effect::Nothing;
+                }
+            }
+        } else {
+            (pg.options.clone(), Vec::new())
+        };
+        let pg = &self[p as usize];
+        let dkey = pg.domain.clone();
+        let domain = dkey.as_deref().map(|k| (k, None));
+        let reqs: Vec<BundleRequest> = options
+            .iter()
+            .map(|(bundles, sels)| BundleRequest {
+                bundles,
+                strategy: pg.strategy,
+                tenant: pg.tenant,
+                policy: pg.policy,
+                label_selector: &selector,
+                bundle_selectors: sels,
+                domain,
+            })
+            .collect();
+        let (k, d) = placement::place_options(
+            &world.state,
+            &reqs,
+            if want_explain { Some(&mut ex) } else { None },
+        );
+        let bundles = options[k].0.clone();
+        // What the engine does with the decision, for `orrery explain`.
+        let explained = want_explain.then(|| (name(), k, d.clone()));
+        drop(reqs);
+        let pg = &mut self[p as usize];
+        pg.attempts += 1;
+        pg.bundles.clone_from(&bundles);
+        pg.option = k;
+        let (tenant, policy) = (pg.tenant, pg.policy);
+        let created = match d {
+            PgDecision::Placed(nodes) => {
+                if let Some(allocs) = world.allocate_all(&bundles, &nodes, tenant, policy) {
+                    let value = self[p as usize]
+                        .domain
+                        .as_deref()
+                        .and_then(|key| world.state.nodes[nodes[0]].labels().get(key).cloned());
+                    let pg = &mut self[p as usize];
+                    pg.created = Some(now);
+                    pg.nodes = nodes.clone();
+                    pg.created_nodes = nodes.clone();
+                    pg.allocs = allocs.into_iter().map(Some).collect();
+                    pg.domain_value = value;
+                    Some(nodes)
+                } else {
+                    self.retry_pg(world, p);
+                    None
+                }
+            }
+            PgDecision::Wait => {
+                self.retry_pg(world, p);
+                None
+            }
+            PgDecision::Infeasible => {
+                self[p as usize].infeasible = true;
+                None
+            }
+        };
+        if let Some((name, k, d)) = explained {
+            let pg = &self[p as usize];
+            let br = BundleRequest {
+                bundles: &bundles,
+                strategy: pg.strategy,
+                tenant: pg.tenant,
+                policy: pg.policy,
+                label_selector: &selector,
+                bundle_selectors: &options[k].1,
+                domain,
+            };
+            world.explain = Some(world.explain_pg(name, &br, &ex, &d, created.as_deref()));
+        }
+        if created.is_some() {
+            return Effect::StartJobs(p);
+        }
+        Effect::Nothing
     }
 }
 

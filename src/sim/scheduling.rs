@@ -148,7 +148,7 @@ impl Sim<'_> {
         }
         let units = self.w.device_units(request);
         match w {
-            Work::Task(t) => self.task_started(t, node, alloc, units),
+            Work::Task(t) => self.tasks.task_started(&mut self.w, t, node, alloc, units),
             Work::Actor(a) => self.actor_started(a, node, alloc, units, tenant),
             Work::Replica(r) => self.replica_started(r, node, alloc, units),
         }

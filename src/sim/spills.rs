@@ -17,31 +17,36 @@
 use super::network::MovementKind;
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
-use super::{Ev, Sim, models::secs};
+use super::{Effect, Ev, Sim, models::secs};
 use crate::network::{LinkId, SPILL_DISK_BW};
 use crate::placement::NodeId;
 use crate::sim::TaskEv;
 use crate::sim::World;
 use crate::sim::tasks::Tasks;
 
-impl Sim<'_> {
-    /// Task `t`'s spill is written: it completes.
-    pub(super) fn on_spill_done(&mut self, t: u32, epoch: u32) {
-        self.w.store.xfer.remove(&t);
-        if epoch != self.tasks.epoch[t as usize] {
-            return;
-        }
-        let now = self.w.now();
-        self.w.tl.arrived(MoveKey::Spill(t), now);
-        self.w.store.spill_state[t as usize] = 2;
-        self.on_task_done(t, epoch);
-    }
+impl Sim<'_> {}
 
+impl Tasks {
+    /// Task `t`'s spill is written: it completes.
+    pub(super) fn on_spill_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        t: u32,
+        epoch: u32,
+    ) -> Effect {
+        world.store.xfer.remove(&t);
+        if epoch != self.epoch[t as usize] {
+            return Effect::Nothing;
+        }
+        let now = world.now();
+        world.tl.arrived(MoveKey::Spill(t), now);
+        world.store.spill_state[t as usize] = 2;
+        self.on_task_done(world, t, epoch)
+    }
     /// Bytes task `t` of `gi` reads back from each holder node's disk (spilled inputs that
     /// still exist), by node.
-    fn restore_parts(&self, t: u32, gi: usize) -> Vec<(usize, f64)> {
+    fn restore_parts(&self, world: &crate::sim::World<'_>, t: u32, gi: usize) -> Vec<(usize, f64)> {
         let any = self
-            .tasks
             .groups
             .iter()
             .any(|p| p.spilled_bytes > 0.0 && p.dependents.contains(&(gi as u32)));
@@ -49,11 +54,11 @@ impl Sim<'_> {
             return Vec::new();
         }
         let mut by: std::collections::BTreeMap<usize, f64> = Default::default();
-        for (pt, bytes) in self.tasks.input_parts(&self.w, t, gi) {
-            let holder = self.tasks.node[pt];
+        for (pt, bytes) in self.input_parts(world, t, gi) {
+            let holder = self.node[pt];
             if holder == u32::MAX
-                || !self.w.store.spilled.get(pt).copied().unwrap_or(false)
-                || !self.output_alive(pt, holder as usize)
+                || !world.store.spilled.get(pt).copied().unwrap_or(false)
+                || !self.output_alive(world, pt, holder as usize)
             {
                 continue;
             }
@@ -61,28 +66,34 @@ impl Sim<'_> {
         }
         by.into_iter().collect()
     }
-
     /// Task `t` of `gi` was placed on `node`: read its spilled inputs back from disk, then
     /// fetch its inputs (`start_fetch`), then run.
-    pub(super) fn start_task_work(&mut self, t: u32, gi: usize, node: NodeId, units: f64) {
-        let parts = if self.tasks.groups[gi].input_bytes > 0.0 {
-            self.restore_parts(t, gi)
+    pub(super) fn start_task_work(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        t: u32,
+        gi: usize,
+        node: NodeId,
+        units: f64,
+    ) {
+        let parts = if self.groups[gi].input_bytes > 0.0 {
+            self.restore_parts(world, t, gi)
         } else {
             Vec::new()
         };
         if parts.is_empty() {
-            self.start_fetch(t, gi, node, units, 0.0);
+            self.start_fetch(world, t, gi, node, units, 0.0);
             return;
         }
         let what = {
-            let g = &self.tasks.groups[gi];
-            let w = &self.w.spec.workloads[g.workload];
+            let g = &self.groups[gi];
+            let w = &world.spec.workloads[g.workload];
             format!("object restore {}.{}", w.name, w.tasks[g.index].name)
         };
         let routes: Option<Vec<(Vec<LinkId>, f64)>> = parts
             .iter()
             .map(|&(h, b)| {
-                let g = self.w.wire.graph.as_ref()?;
+                let g = world.wire.graph.as_ref()?;
                 Some((g.route_spill(h, false)?, b))
             })
             .collect();
@@ -91,72 +102,75 @@ impl Sim<'_> {
                 .iter()
                 .map(|(_, b)| b / SPILL_DISK_BW)
                 .fold(0.0, f64::max);
-            self.w.note_no_disk_route(&what);
-            self.w.store.restore_secs += s;
-            self.start_fetch(t, gi, node, units, s);
+            world.note_no_disk_route(&what);
+            world.store.restore_secs += s;
+            self.start_fetch(world, t, gi, node, units, s);
             return;
         };
-        let from = self.w.spill_target();
-        self.w.net.note(
+        let from = world.spill_target();
+        world.net.note(
             MovementKind::Spill,
             true,
             format!("{what}: from {from} of the holders on the run's shared network"),
         );
-        let now = self.w.now();
-        let epoch = self.tasks.epoch[t as usize];
-        self.w
+        let now = world.now();
+        let epoch = self.epoch[t as usize];
+        world
             .net
             .fetch_from
             .insert(t, parts.iter().map(|(h, _)| *h as u32).collect());
-        self.w.store.spill_from.insert(t, now);
-        if self.w.tl.on {
-            let label = self.tasks.task_label(&mut self.w, gi);
+        world.store.spill_from.insert(t, now);
+        if world.tl.on {
+            let label = self.task_label(world, gi);
             let ends: Vec<(End, usize, f64)> = parts
                 .iter()
-                .map(|&(h, b)| (self.w.disk_end(h), h, b))
+                .map(|&(h, b)| (world.disk_end(h), h, b))
                 .collect();
             let parts = ends
                 .into_iter()
                 .map(|(disk, h, b)| {
                     let to = End::Node(h as u32);
-                    self.w
+                    world
                         .tl
                         .part(MoveKind::Restore, label, Some(t), disk, to, b, "disk", None)
                 })
                 .collect();
-            self.w.tl.begin(MoveKey::Restore(t), now, parts);
+            world.tl.begin(MoveKey::Restore(t), now, parts);
         }
-        match self
-            .w
+        match world
             .wire
             .start(now, flows, Owner::Restore { task: t, epoch })
         {
             Some(x) => {
-                self.w.store.xfer.insert(t, x);
-                self.w.rearm_wire();
+                world.store.xfer.insert(t, x);
+                world.rearm_wire();
             }
             None => {
-                self.w.store.spill_from.remove(&t);
-                self.start_fetch(t, gi, node, units, 0.0);
+                world.store.spill_from.remove(&t);
+                self.start_fetch(world, t, gi, node, units, 0.0);
             }
         }
     }
-
     /// Task `t`'s spilled inputs are back in their holders' memory: its fetch starts.
-    pub(super) fn on_restore_done(&mut self, t: u32, epoch: u32) {
-        self.w.store.xfer.remove(&t);
-        if epoch != self.tasks.epoch[t as usize] {
+    pub(super) fn on_restore_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        t: u32,
+        epoch: u32,
+    ) {
+        world.store.xfer.remove(&t);
+        if epoch != self.epoch[t as usize] {
             return;
         }
-        let now = self.w.now();
-        self.w.tl.arrived(MoveKey::Restore(t), now);
-        if let Some(from) = self.w.store.spill_from.remove(&t) {
-            self.w.store.restore_secs += (now - from) as f64 / 1e9;
+        let now = world.now();
+        world.tl.arrived(MoveKey::Restore(t), now);
+        if let Some(from) = world.store.spill_from.remove(&t) {
+            world.store.restore_secs += (now - from) as f64 / 1e9;
         }
-        let gi = self.tasks.group_of(t);
-        let node = self.tasks.node[t as usize] as usize;
-        let units = self.w.device_units(&self.tasks.groups[gi].request);
-        self.start_fetch(t, gi, node, units, 0.0);
+        let gi = self.group_of(t);
+        let node = self.node[t as usize] as usize;
+        let units = world.device_units(&self.groups[gi].request);
+        self.start_fetch(world, t, gi, node, units, 0.0);
     }
 }
 

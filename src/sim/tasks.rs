@@ -6,7 +6,7 @@
 //! `scheduling` (`submit`, `dispatch`).
 
 use super::schedulable::{Ask, Schedulable};
-use super::{Ev, Sim, Work, models, timeline};
+use super::{Effect, Ev, Sim, Work, models, timeline};
 use crate::engine::Time;
 use crate::placement::{Allocation, NodeId, Request};
 use crate::scenario::Spec;
@@ -162,74 +162,83 @@ impl Sim<'_> {
             }
         }
     }
+}
 
+impl Tasks {
     /// Every group this one runs `after` has finished: submit its tasks.
-    pub(super) fn on_group_ready(&mut self, g: u32) {
-        let now = self.w.now();
-        let grp = &mut self.tasks.groups[g as usize];
+    pub(super) fn on_group_ready(&mut self, world: &mut crate::sim::World<'_>, g: u32) -> Effect {
+        let now = world.now();
+        let grp = &mut self.groups[g as usize];
         grp.ready_at = now;
         let (first, count) = (grp.first, grp.count);
-        for t in first..first + count {
-            self.submit(Work::Task(t));
-        }
+        Effect::SubmitTasks { first, count }
     }
-
     /// A task attempt finished; stale attempts (its node died) are ignored.
-    pub(super) fn on_task_done(&mut self, t: u32, epoch: u32) {
-        let now = self.w.now();
-        if epoch != self.tasks.epoch[t as usize] {
-            return; // its node died; the task was retried or failed
+    pub(super) fn on_task_done(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        t: u32,
+        epoch: u32,
+    ) -> Effect {
+        let now = world.now();
+        if epoch != self.epoch[t as usize] {
+            return Effect::Nothing; // its node died; the task was retried or failed
         }
-        let gi = self.tasks.group_of(t);
-        let node = self.tasks.node[t as usize] as usize;
-        if self.tasks.begin_spill(&mut self.w, t, gi, node, epoch) {
-            return; // completes when its output is on disk (`spills.rs`)
+        let gi = self.group_of(t);
+        let node = self.node[t as usize] as usize;
+        if self.begin_spill(world, t, gi, node, epoch) {
+            return Effect::Nothing; // completes when its output is on disk (`spills.rs`)
         }
-        self.tasks.record_task(&mut self.w, t as usize, now);
-        if self.tasks.rebuild[t as usize] {
-            self.rebuilt(t, gi, node);
-            return;
+        self.record_task(world, t as usize, now);
+        if self.rebuild[t as usize] {
+            return Effect::Rebuilt(t);
         }
-        if !self.w.state.nodes[node].alive() {
-            self.w.violations.push(format!(
+        if !world.state.nodes[node].alive() {
+            world.violations.push(format!(
                 "task {t} finished on dead node {}",
-                self.w.state.nodes[node].name()
+                world.state.nodes[node].name()
             ));
         }
-        if std::mem::replace(&mut self.tasks.completed[t as usize], true) {
-            self.w.violations.push(format!("task {t} completed twice"));
+        if std::mem::replace(&mut self.completed[t as usize], true) {
+            world.violations.push(format!("task {t} completed twice"));
         }
-        if let Some(a) = self.tasks.alloc[t as usize].take() {
-            self.w.free(&a, self.tasks.groups[gi].tenant);
+        if let Some(a) = self.alloc[t as usize].take() {
+            world.free(&a, self.groups[gi].tenant);
         }
-        let units = self.w.device_units(&self.tasks.groups[gi].request);
-        self.w.busy(node, -units, now);
-        let start = self.tasks.start[t as usize];
-        self.tasks.groups[gi].run.record((now - start) as f64 / 1e9);
-        self.store_output(t, gi, node);
-        self.tasks.task_done_bookkeeping(&mut self.w, gi);
-        self.dispatch(node);
+        let units = world.device_units(&self.groups[gi].request);
+        world.busy(node, -units, now);
+        let start = self.start[t as usize];
+        self.groups[gi].run.record((now - start) as f64 / 1e9);
+        self.store_output(world, t, gi, node);
+        self.task_done_bookkeeping(world, gi);
+        Effect::Dispatch(node)
     }
-
     /// A task's retry delay is over: submit it again.
-    pub(super) fn on_retry(&mut self, t: u32) {
-        let gi = self.tasks.group_of(t);
-        self.tasks.groups[gi].delayed -= 1;
-        self.submit(Work::Task(t));
+    pub(super) fn on_retry(&mut self, t: u32) -> Effect {
+        let gi = self.group_of(t);
+        self.groups[gi].delayed -= 1;
+        Effect::Submit(Work::Task(t))
     }
-
     /// Task `t` of `gi` on `node` has its spilled inputs back (`spills.rs`): fetch its inputs
     /// from their holders (the fixed part, plus `extra` seconds, as a delay, then flows on the
     /// run's network), then run.
-    pub(super) fn start_fetch(&mut self, t: u32, gi: usize, node: NodeId, units: f64, extra: f64) {
-        let epoch = self.tasks.epoch[t as usize];
-        let (fixed, flows) = if self.tasks.groups[gi].input_bytes > 0.0 {
-            match self.fetch_plan(t, gi, node, units > 0.0) {
+    pub(super) fn start_fetch(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        t: u32,
+        gi: usize,
+        node: NodeId,
+        units: f64,
+        extra: f64,
+    ) {
+        let epoch = self.epoch[t as usize];
+        let (fixed, flows) = if self.groups[gi].input_bytes > 0.0 {
+            match self.fetch_plan(world, t, gi, node, units > 0.0) {
                 Ok(x) => x,
                 Err(()) => {
-                    self.w
+                    world
                         .q
-                        .at(self.w.q.now(), Ev::Task(TaskEv::FetchFailed(t, epoch)));
+                        .at(world.q.now(), Ev::Task(TaskEv::FetchFailed(t, epoch)));
                     return;
                 }
             }
@@ -239,82 +248,90 @@ impl Sim<'_> {
         let fixed = fixed + extra;
         if flows.is_empty() {
             if fixed > 0.0 {
-                self.tasks.groups[gi].fetch_ns += secs(fixed);
+                self.groups[gi].fetch_ns += secs(fixed);
             }
-            let d = secs(fixed) + self.tasks.task_run_ns(&self.w, gi, node);
-            self.w.q.after(d.max(1), Ev::Task(TaskEv::Done(t, epoch)));
+            let d = secs(fixed) + self.task_run_ns(world, gi, node);
+            world.q.after(d.max(1), Ev::Task(TaskEv::Done(t, epoch)));
             return;
         }
-        self.w.net.pending_fetch.insert(t, flows);
-        self.w
-            .transfer_after(secs(fixed), super::wire::Owner::Fetch { task: t, epoch });
+        world.net.pending_fetch.insert(t, flows);
+        world.transfer_after(secs(fixed), super::wire::Owner::Fetch { task: t, epoch });
     }
-
     /// Task `t`'s transport cannot move its inputs to it: the task fails, as Ray raises the
     /// transport's error in it (an application error: not retried, as `retry_exceptions`
     /// is off by default); its dependents run as after any failed task.
-    pub(super) fn on_fetch_failed(&mut self, t: u32, epoch: u32) {
-        if epoch != self.tasks.epoch[t as usize] {
-            return;
+    pub(super) fn on_fetch_failed(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        t: u32,
+        epoch: u32,
+    ) -> Effect {
+        if epoch != self.epoch[t as usize] {
+            return Effect::Nothing;
         }
-        let now = self.w.now();
-        let gi = self.tasks.group_of(t);
-        let node = self.tasks.node[t as usize] as usize;
-        self.tasks.record_task(&mut self.w, t as usize, now);
-        self.w.cancel_fetch(t);
-        self.tasks.epoch[t as usize] += 1;
-        if let Some(a) = self.tasks.alloc[t as usize].take() {
-            self.w.free(&a, self.tasks.groups[gi].tenant);
+        let now = world.now();
+        let gi = self.group_of(t);
+        let node = self.node[t as usize] as usize;
+        self.record_task(world, t as usize, now);
+        world.cancel_fetch(t);
+        self.epoch[t as usize] += 1;
+        if let Some(a) = self.alloc[t as usize].take() {
+            world.free(&a, self.groups[gi].tenant);
         }
-        let units = self.w.device_units(&self.tasks.groups[gi].request);
-        self.w.busy(node, -units, now);
-        self.w.losses.tasks_failed += 1;
-        self.tasks.groups[gi].failed += 1;
-        self.tasks.task_done_bookkeeping(&mut self.w, gi);
-        self.dispatch(node);
+        let units = world.device_units(&self.groups[gi].request);
+        world.busy(node, -units, now);
+        world.losses.tasks_failed += 1;
+        self.groups[gi].failed += 1;
+        self.task_done_bookkeeping(world, gi);
+        Effect::Dispatch(node)
     }
-
     /// Submit a task again, after its group's retry delay.
-    pub(crate) fn retry_task(&mut self, t: u32) {
-        let gi = self.tasks.group_of(t);
-        let g = &self.tasks.groups[gi];
-        let delay = self.w.spec.workloads[g.workload].tasks[g.index]
+    pub(crate) fn retry_task(&mut self, world: &mut crate::sim::World<'_>, t: u32) -> Effect {
+        let gi = self.group_of(t);
+        let g = &self.groups[gi];
+        let delay = world.spec.workloads[g.workload].tasks[g.index]
             .retry_delay
             .0;
         if delay == 0 {
-            self.submit(Work::Task(t));
-        } else {
-            self.tasks.groups[gi].delayed += 1;
-            self.w.q.after(delay, Ev::Task(TaskEv::Retry(t)));
+            return Effect::Submit(Work::Task(t));
         }
+        self.groups[gi].delayed += 1;
+        world.q.after(delay, Ev::Task(TaskEv::Retry(t)));
+        Effect::Nothing
     }
-
     /// Task `t` was placed on `node` with `alloc` (`units` device instances): it starts its
     /// input fetches, then runs.
-    pub(super) fn task_started(&mut self, t: u32, node: NodeId, alloc: Allocation, units: f64) {
-        let now = self.w.now();
-        let gi = self.tasks.group_of(t);
-        self.w.busy(node, units, now);
-        let first = !std::mem::replace(&mut self.tasks.started[t as usize], true);
-        let g = &mut self.tasks.groups[gi];
+    pub(super) fn task_started(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        t: u32,
+        node: NodeId,
+        alloc: Allocation,
+        units: f64,
+    ) {
+        let now = world.now();
+        let gi = self.group_of(t);
+        world.busy(node, units, now);
+        let first = !std::mem::replace(&mut self.started[t as usize], true);
+        let g = &mut self.groups[gi];
         if first {
             g.queueing.record((now - g.ready_at) as f64 / 1e9);
             g.started += 1;
         }
         g.first_start.get_or_insert(now);
         if first {
-            self.tasks.consumer_started(&mut self.w, gi);
+            self.consumer_started(world, gi);
         }
-        self.tasks.start[t as usize] = now;
-        self.tasks.node[t as usize] = node as u32;
-        self.tasks.dev[t as usize] = alloc
+        self.start[t as usize] = now;
+        self.node[t as usize] = node as u32;
+        self.dev[t as usize] = alloc
             .instances
             .iter()
-            .filter(|(rid, _)| self.w.unit_ids.contains(rid))
+            .filter(|(rid, _)| world.unit_ids.contains(rid))
             .find_map(|(_, amounts)| amounts.iter().position(|x| *x > 0))
             .unwrap_or(0) as u32;
-        self.tasks.alloc[t as usize] = Some(alloc);
-        self.start_task_work(t, gi, node, units);
+        self.alloc[t as usize] = Some(alloc);
+        self.start_task_work(world, t, gi, node, units);
     }
 }
 
@@ -424,13 +441,19 @@ pub(crate) enum TaskEv {
     FetchFailed(u32, u32),
 }
 
-impl Sim<'_> {
-    pub(super) fn on_task_event(&mut self, ev: TaskEv) {
+impl Sim<'_> {}
+
+impl Tasks {
+    pub(super) fn on_task_event(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        ev: TaskEv,
+    ) -> Effect {
         match ev {
-            TaskEv::GroupReady(g) => self.on_group_ready(g),
-            TaskEv::Done(t, epoch) => self.on_task_done(t, epoch),
+            TaskEv::GroupReady(g) => self.on_group_ready(world, g),
+            TaskEv::Done(t, epoch) => self.on_task_done(world, t, epoch),
             TaskEv::Retry(t) => self.on_retry(t),
-            TaskEv::FetchFailed(t, epoch) => self.on_fetch_failed(t, epoch),
+            TaskEv::FetchFailed(t, epoch) => self.on_fetch_failed(world, t, epoch),
         }
     }
 }

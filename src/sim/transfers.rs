@@ -102,8 +102,11 @@ impl Sim<'_> {
             Owner::Checkpoint { job, epoch, load } => {
                 self.jobs.on_checkpoint_done(&mut self.w, job, epoch, load)
             }
-            Owner::Spill { task, epoch } => self.on_spill_done(task, epoch),
-            Owner::Restore { task, epoch } => self.on_restore_done(task, epoch),
+            Owner::Spill { task, epoch } => {
+                let effect = self.tasks.on_spill_done(&mut self.w, task, epoch);
+                self.apply(effect);
+            }
+            Owner::Restore { task, epoch } => self.tasks.on_restore_done(&mut self.w, task, epoch),
             Owner::Tensor { actor, epoch } => {
                 let effect = self.actors.on_tensor_done(&mut self.w, actor, epoch);
                 self.apply(effect);

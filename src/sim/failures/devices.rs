@@ -54,9 +54,7 @@ impl Sim<'_> {
             self.tasks.epoch[t] += 1;
             self.w.cancel_fetch(t as u32);
             if self.tasks.retries[t] > 0 {
-                self.tasks.retries[t] -= 1;
-                self.failures.tasks_retried += 1;
-                self.retry_task(t as u32);
+                self.retry_lost(t as u32);
             } else if self.tasks.rebuild[t] {
                 self.tasks.rebuild[t] = false;
                 self.failures.objects_lost += 1;

@@ -16,30 +16,30 @@ use crate::sim::Sim;
 use crate::sim::World;
 use crate::sim::tasks::Tasks;
 
-impl Sim<'_> {
+impl Sim<'_> {}
+
+impl Tasks {
     /// Tasks waiting for lost inputs whose inputs are all settled (rebuilt or given up on)
     /// read them again.
-    pub(crate) fn resume_reads(&mut self) {
-        let ready: Vec<u32> = self
-            .w
+    pub(crate) fn resume_reads(&mut self, world: &mut crate::sim::World<'_>) {
+        let ready: Vec<u32> = world
             .net
             .await_inputs
             .iter()
             .copied()
             .filter(|&t| {
-                let gi = self.tasks.group_of(t);
-                self.tasks
-                    .input_parts(&self.w, t, gi)
+                let gi = self.group_of(t);
+                self.input_parts(world, t, gi)
                     .iter()
-                    .all(|(pt, _)| !self.tasks.rebuild[*pt])
+                    .all(|(pt, _)| !self.rebuild[*pt])
             })
             .collect();
         for t in ready {
-            self.w.net.await_inputs.remove(&t);
-            let gi = self.tasks.group_of(t);
-            let node = self.tasks.node[t as usize] as usize;
-            let units = self.w.device_units(&self.tasks.groups[gi].request);
-            self.start_task_work(t, gi, node, units);
+            world.net.await_inputs.remove(&t);
+            let gi = self.group_of(t);
+            let node = self.node[t as usize] as usize;
+            let units = world.device_units(&self.groups[gi].request);
+            self.start_task_work(world, t, gi, node, units);
         }
     }
 }

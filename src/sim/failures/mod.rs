@@ -72,7 +72,6 @@ pub(crate) struct Losses {
 pub(crate) struct Failures {
     pub detection: Detection,
     pub down_since: Vec<Option<Time>>,
-    pub crash_epoch: Vec<u32>,
     /// Work lost with a node, recovered when the crash is detected: (node, crash epoch, work).
     pub lost: Vec<(NodeId, u32, Work)>,
     /// Placement groups with bundles waiting to be re-placed, in the order they lost them.

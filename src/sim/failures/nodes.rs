@@ -2,7 +2,7 @@
 //! Ray's health-check detection, and repair.
 //!
 //! Architecture invariant: the only place in the simulation where a node's liveness changes
-//! (`set_alive`, `reset`); lost work is re-placed only through `submit`, `retry_task`,
+//! (`set_alive`, `reset`); lost work is re-placed only through `submit`, `retry_lost`,
 //! `dispatch` and `repair_pgs`.
 
 use crate::placement::NodeId;
@@ -47,8 +47,8 @@ impl Sim<'_> {
         self.w.mark_node("crash", n);
         self.failures.crashes += 1;
         self.failures.down_since[n] = Some(now);
-        self.failures.crash_epoch[n] += 1;
-        let epoch = self.failures.crash_epoch[n];
+        self.w.store.crash_epoch[n] += 1;
+        let epoch = self.w.store.crash_epoch[n];
         self.failures.crash_times.insert((n, epoch), now);
         // Tasks running there.
         for t in 0..self.tasks.node.len() {
@@ -68,7 +68,7 @@ impl Sim<'_> {
         self.tasks.stop_reads_from(&mut self.w, n);
         self.lose_outputs(n, epoch);
         self.tasks.store_lost(&mut self.w, n);
-        self.resume_reads();
+        self.tasks.resume_reads(&mut self.w);
         // Actors.
         for a in 0..self.actors.list.len() {
             let ac = &self.actors.list[a];
@@ -176,9 +176,7 @@ impl Sim<'_> {
             match w {
                 Work::Task(t) => {
                     if self.tasks.retries[t as usize] > 0 {
-                        self.tasks.retries[t as usize] -= 1;
-                        self.failures.tasks_retried += 1;
-                        self.retry_task(t);
+                        self.retry_lost(t);
                     } else if self.tasks.rebuild[t as usize] {
                         // Ray raises ObjectLostError in the consumers; the simulation lets
                         // them run and counts the object as lost.
@@ -186,7 +184,7 @@ impl Sim<'_> {
                         self.failures.objects_lost += 1;
                         let gi = self.tasks.group_of(t);
                         self.unblock_dependents(gi);
-                        self.resume_reads();
+                        self.tasks.resume_reads(&mut self.w);
                     } else {
                         self.w.losses.tasks_failed += 1;
                         let gi = self.tasks.group_of(t);

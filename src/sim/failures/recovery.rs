@@ -53,6 +53,15 @@ impl Sim<'_> {
         }
     }
 
+    /// Task `t`, lost to a failure with a retry left, is submitted again (after its group's
+    /// retry delay).
+    pub(super) fn retry_lost(&mut self, t: u32) {
+        self.tasks.retries[t as usize] -= 1;
+        self.failures.tasks_retried += 1;
+        let effect = self.tasks.retry_task(&mut self.w, t);
+        self.apply(effect);
+    }
+
     /// A lost output was rebuilt: unblock its consumers.
     pub(crate) fn rebuilt(&mut self, t: u32, gi: usize, node: NodeId) {
         let now = self.w.now();
@@ -63,9 +72,9 @@ impl Sim<'_> {
         let units = self.w.device_units(&self.tasks.groups[gi].request);
         self.w.busy(node, -units, now);
         self.failures.objects_rebuilt += 1;
-        self.store_output(t, gi, node);
+        self.tasks.store_output(&mut self.w, t, gi, node);
         self.unblock_dependents(gi);
-        self.resume_reads();
+        self.tasks.resume_reads(&mut self.w);
         self.dispatch(node);
     }
 

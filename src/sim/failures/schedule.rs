@@ -194,7 +194,6 @@ impl Failures {
         let spec = world.spec;
         let n = world.node_types.len();
         self.down_since = vec![None; n];
-        self.crash_epoch = vec![0; n];
         self.nvlink_factor = vec![1.0; n];
         self.nics_down = vec![Vec::new(); n];
         self.cut_off = vec![false; n];
