@@ -32,7 +32,8 @@
 //!   most as many launches as buckets. Beyond [`MAX_BUCKETS`] buckets, consecutive buckets are
 //!   coalesced into that many launch units, each ready with its last bucket (the run says so).
 
-use super::model_steps::{Plan, Pricing, group_rounds, groups, op_of};
+use super::model_steps::{Plan, Pricing, group_rounds, op_of};
+use super::rank_groups::groups;
 use crate::model::{Comm, CommOp, GRAD_BYTES, Layout, Schedule};
 use crate::network::collective::Round;
 

@@ -63,6 +63,7 @@ mod objects;
 mod overlap;
 mod payloads;
 mod placement_groups;
+mod rank_groups;
 mod schedulable;
 mod scheduling;
 mod services;
@@ -257,6 +258,8 @@ struct World<'s> {
     label_ids: std::collections::HashMap<labels::Item, u32>,
     /// What every kind of work counts as lost to failures.
     losses: failures::Losses,
+    /// What of each node's bandwidth works (failures change it).
+    health: failures::Health,
 }
 
 /// A run: the shared world and the components, one per kind of work (each in its module,
@@ -346,6 +349,7 @@ impl<'s> Sim<'s> {
             .filter_map(|n| state.ids.id(n))
             .collect();
         let horizon = window(spec, cfg.horizon).horizon;
+        let health = failures::Health::new(spec, &node_types);
         Sim {
             w: World {
                 spec,
@@ -374,6 +378,7 @@ impl<'s> Sim<'s> {
                 tl: timeline::Recorder::default(),
                 label_ids: std::collections::HashMap::new(),
                 losses: failures::Losses::default(),
+                health,
             },
             tasks: tasks::Tasks::default(),
             actors: actors::Actors::default(),
@@ -492,7 +497,7 @@ impl<'s> Sim<'s> {
             }
             Effect::StartJobs(pg) => {
                 for j in self.pgs[pg as usize].jobs.clone() {
-                    self.start_job(j);
+                    self.jobs.start_job(&mut self.w, &self.pgs, j);
                 }
             }
             Effect::Rebuilt(t) => {

@@ -33,9 +33,11 @@
 
 use std::collections::BTreeMap;
 
+use super::placement_groups::PlacementGroups;
 use super::stage_time::{Exposed, Rates, backward_secs, stage_secs};
-use super::training::ModelStep;
-use super::{Sim, models, network::MovementKind};
+use super::training::{Jobs, ModelStep};
+use super::rank_groups::{context_groups, groups, stage_pairs};
+use super::{models, network::MovementKind};
 use crate::model::ops::Kernel;
 use crate::model::{Among, Comm, CommOp, Layout, StepWork};
 use crate::network::Graph;
@@ -69,59 +71,6 @@ pub(super) struct Plan {
     pub gate: usize,
     /// What the run's header should say about how the plan was aggregated.
     pub notes: Vec<String>,
-}
-
-/// The global ranks of each group of kind `among` (Megatron order, see the module doc).
-pub(super) fn groups(l: &Layout, among: Among) -> Vec<Vec<usize>> {
-    let (tp, dp, pp) = (l.tp as usize, l.dp as usize, l.pp as usize);
-    let rank = |t: usize, d: usize, p: usize| t + tp * (d + dp * p);
-    let mut out = Vec::new();
-    match among {
-        Among::Tensor => {
-            for p in 0..pp {
-                for d in 0..dp {
-                    out.push((0..tp).map(|t| rank(t, d, p)).collect());
-                }
-            }
-        }
-        Among::Data => {
-            for p in 0..pp {
-                for t in 0..tp {
-                    out.push((0..dp).map(|d| rank(t, d, p)).collect());
-                }
-            }
-        }
-        Among::Expert => {
-            let ep = (l.ep as usize).max(1);
-            for p in 0..pp {
-                for t in 0..tp {
-                    for block in 0..dp / ep {
-                        out.push((0..ep).map(|e| rank(t, block * ep + e, p)).collect());
-                    }
-                }
-            }
-        }
-        Among::ExpertData => {
-            // The same position in every expert-parallel block holds the same experts.
-            let ep = (l.ep as usize).max(1);
-            for p in 0..pp {
-                for t in 0..tp {
-                    for e in 0..ep {
-                        out.push((0..dp / ep).map(|b| rank(t, b * ep + e, p)).collect());
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Pairs of ranks in neighbouring pipeline stages (stage s, position k) -> (s + 1, k).
-fn stage_pairs(l: &Layout) -> Vec<Vec<usize>> {
-    let width = (l.tp * l.dp) as usize;
-    (0..(l.pp as usize).saturating_sub(1))
-        .flat_map(|s| (0..width).map(move |k| vec![s * width + k, (s + 1) * width + k]))
-        .collect()
 }
 
 /// The flow model's op; its algorithm and protocol are NCCL's choice by size
@@ -312,22 +261,6 @@ fn alone_secs(
     collective::run_rounds(&idle, &rounds)
 }
 
-/// The context-parallel rings of a layout whose data-parallel dimension is dp × cp (see
-/// [`plan`]): the cp consecutive positions of that dimension, per tensor rank and stage.
-fn context_groups(l: &Layout, cp: u32) -> Vec<Vec<usize>> {
-    let (tp, cp) = (l.tp as usize, cp as usize);
-    let width = l.dp as usize;
-    let mut out = Vec::new();
-    for p in 0..l.pp as usize {
-        for d in 0..width / cp {
-            for t in 0..tp {
-                out.push((0..cp).map(|c| t + tp * (c + cp * d + width * p)).collect());
-            }
-        }
-    }
-    out
-}
-
 /// The communication a layer cannot hide behind its own kernels, per pass:
 /// - *`overlap tp_comm`* (Megatron-LM `--tp-comm-overlap`, TransformerEngine userbuffers):
 ///   each sequence-parallel all-gather or reduce-scatter runs during the GEMM beside it
@@ -500,21 +433,23 @@ pub(super) fn group_rounds(
     }
 }
 
-impl Sim<'_> {
+impl Jobs {
     /// Job `j`'s iteration from its model and layout over the devices its group holds now,
     /// with the figures its metrics need; the run's header notes how its traffic is priced.
     pub(super) fn model_plan(
         &mut self,
+        world: &mut crate::sim::World<'_>,
+        pgs: &PlacementGroups,
         j: u32,
         mt: &ModelTraining,
         per_node: &BTreeMap<NodeId, u32>,
     ) -> Result<(Plan, ModelStep), String> {
-        let spec = self.w.spec;
-        let job = &self.jobs[j as usize];
+        let spec = world.spec;
+        let job = &self[j as usize];
         let name = &spec.workloads[job.workload].training[job.index].name;
         let acc = per_node
             .keys()
-            .find_map(|n| self.w.node_accel[*n].clone())
+            .find_map(|n| world.node_accel[*n].clone())
             .ok_or("its group holds no accelerator")?;
         let work = crate::model::step_work_with(
             &mt.model,
@@ -522,9 +457,9 @@ impl Sim<'_> {
             &mt.setup,
             crate::model::training_widths(&mt.dtype).0,
         )?;
-        let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
-        let share = crate::sim::collective_rules::share(self.jobs.job_net(&self.w, j).1);
-        let (node_types, failures) = (&self.w.node_types, &self.failures);
+        let ranks = pgs.ranks(world, self[j as usize].pg);
+        let share = crate::sim::collective_rules::share(self.job_net(world, j).1);
+        let (node_types, failures) = (&world.node_types, &world.health);
         let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {
             if op == Op::SendRecv {
                 let (a, b) = (ranks[0].0, ranks[ranks.len() - 1].0);
@@ -547,7 +482,7 @@ impl Sim<'_> {
             models::collective_secs(spec, op.name(), bytes, false, &group)
         };
         let pricing = Pricing {
-            graph: self.w.wire.graph.as_ref(),
+            graph: world.wire.graph.as_ref(),
             ranks: &ranks,
             closed: &closed,
             net_share: share,
@@ -564,21 +499,21 @@ impl Sim<'_> {
         let peak = models::peak(spec, &acc, &mt.dtype).unwrap_or(0.0) * ranks.len() as f64;
         let name = name.clone();
         for c in &plan.closed_form {
-            self.w.net.note(
+            world.net.note(
                 MovementKind::Collective,
                 false,
                 format!("training {name}: {c}"),
             );
         }
         for n in &plan.notes {
-            self.w.net.note(
+            world.net.note(
                 MovementKind::Collective,
                 true,
                 format!("training {name}: {n}"),
             );
         }
         if plan.closed_form.is_empty() {
-            self.w.net.note(
+            world.net.note(
                 MovementKind::Collective,
                 true,
                 format!("training {name}: model-level iteration, its traffic on the run's shared network"),

@@ -210,45 +210,6 @@ impl Sim<'_> {
         self.w.rearm_now();
     }
 
-    /// Capacities of node `n`'s links on the shared network from its failure state: scale-up
-    /// links at the NVLink factor, each NIC's links at its factor (0 when down).
-    pub(crate) fn apply_node_bandwidth(&mut self, n: NodeId) {
-        let now = self.w.now();
-        let Some(graph) = &self.w.wire.graph else {
-            return;
-        };
-        let nv = self.failures.nvlink_factor.get(n).copied().unwrap_or(1.0);
-        let mut changes: Vec<(LinkId, f64)> = graph
-            .node_links(n)
-            .into_iter()
-            .filter(|l| graph.kind[*l] == LinkKind::ScaleUp)
-            .map(|l| (l, graph.capacity[l] * nv))
-            .collect();
-        for i in 0..self.failures.nics.get(n).map_or(0, Vec::len) {
-            let f = if self.failures.nics_down[n].contains(&i) {
-                0.0
-            } else {
-                self.failures
-                    .nic_factor
-                    .get(&(n, i))
-                    .copied()
-                    .unwrap_or(1.0)
-            };
-            changes.extend(
-                graph
-                    .nic_links(n, i)
-                    .into_iter()
-                    .map(|l| (l, graph.capacity[l] * f)),
-            );
-        }
-        for (l, c) in changes {
-            if self.w.wire.capacity(l) != c {
-                self.w.wire.set_capacity(now, l, c);
-            }
-        }
-        self.w.rearm_wire();
-    }
-
     /// Routes changed (a NIC went down): fetches stuck on a link with no capacity start again
     /// over the new routes (from the start: the bytes already moved are sent again, a
     /// conservative stand-in for Ray's per-chunk pull retries).
@@ -301,6 +262,43 @@ impl Sim<'_> {
             }
         }
         self.w.rearm_wire();
+    }
+}
+
+impl World<'_> {
+    /// Capacities of node `n`'s links on the shared network from its failure state: scale-up
+    /// links at the NVLink factor, each NIC's links at its factor (0 when down).
+    pub(crate) fn apply_node_bandwidth(&mut self, n: NodeId) {
+        let now = self.now();
+        let Some(graph) = &self.wire.graph else {
+            return;
+        };
+        let nv = self.health.nvlink_factor.get(n).copied().unwrap_or(1.0);
+        let mut changes: Vec<(LinkId, f64)> = graph
+            .node_links(n)
+            .into_iter()
+            .filter(|l| graph.kind[*l] == LinkKind::ScaleUp)
+            .map(|l| (l, graph.capacity[l] * nv))
+            .collect();
+        for i in 0..self.health.nics.get(n).map_or(0, Vec::len) {
+            let f = if self.health.nics_down[n].contains(&i) {
+                0.0
+            } else {
+                self.health.nic_factor.get(&(n, i)).copied().unwrap_or(1.0)
+            };
+            changes.extend(
+                graph
+                    .nic_links(n, i)
+                    .into_iter()
+                    .map(|l| (l, graph.capacity[l] * f)),
+            );
+        }
+        for (l, c) in changes {
+            if self.wire.capacity(l) != c {
+                self.wire.set_capacity(now, l, c);
+            }
+        }
+        self.rearm_wire();
     }
 }
 

@@ -203,7 +203,7 @@ impl Sim<'_> {
         rep.alloc = Some(alloc);
         let s = rep.service;
         if self.services.list[s as usize].llm.is_some() {
-            let bw = self.failures.bandwidth_factors(node);
+            let bw = self.w.health.bandwidth_factors(node);
             self.services.llm_replica_up(&mut self.w, r, bw);
         } else {
             self.services.list[s as usize].idle.push(r);

@@ -7,6 +7,7 @@
 //! `placement_groups`); collectives are priced by `network`, falling back to the closed
 //! forms of `models`.
 
+use super::placement_groups::PlacementGroups;
 use super::{Effect, Sim, World, metrics, models, network};
 use crate::engine::Time;
 use crate::placement::NodeId;
@@ -17,6 +18,8 @@ use std::collections::BTreeMap;
 /// The training jobs, in order of appearance (a job's id is its index).
 #[derive(Default)]
 pub(super) struct Jobs {
+    /// Jobs waiting for the fabric to connect their nodes again.
+    pub(super) waiting_fabric: Vec<u32>,
     pub(super) list: Vec<Job>,
 }
 
@@ -187,37 +190,47 @@ impl Sim<'_> {
             self.pgs[pg as usize].jobs.push(id);
         }
     }
+}
 
-    pub(super) fn start_job(&mut self, j: u32) {
-        let now = self.w.now();
-        if self.fabric_cuts(j) {
+impl Jobs {
+    /// Job `j`'s group is placed (or placed again after a failure): its step is priced on
+    /// the group's devices and the job runs, unless the fabric cuts its ranks apart (it
+    /// waits for a repair) or its model cannot be priced (it does not run, and says why).
+    pub(super) fn start_job(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        pgs: &PlacementGroups,
+        j: u32,
+    ) {
+        let now = world.now();
+        if self.fabric_cuts(world, pgs, j) {
             // NCCL cannot connect its ranks: it waits for a repair (`failures::fabric`).
-            if !self.failures.waiting_fabric.contains(&j) {
-                self.failures.waiting_fabric.push(j);
-                let (w, i) = (self.jobs[j as usize].workload, self.jobs[j as usize].index);
-                let wl = &self.w.spec.workloads[w];
+            if !self.waiting_fabric.contains(&j) {
+                self.waiting_fabric.push(j);
+                let (w, i) = (self[j as usize].workload, self[j as usize].index);
+                let wl = &world.spec.workloads[w];
                 let name = format!("{}.{}", wl.name, wl.training[i].name);
-                self.w.mark("job_waits_for_fabric", name);
+                world.mark("job_waits_for_fabric", name);
             }
             return;
         }
-        let spec = self.w.spec;
-        let job = &self.jobs[j as usize];
+        let spec = world.spec;
+        let job = &self[j as usize];
         let t = &spec.workloads[job.workload].training[job.index];
-        let per_node = self.pgs.devices_per_node(&self.w, self.jobs[j as usize].pg);
+        let per_node = pgs.devices_per_node(world, self[j as usize].pg);
         let devices: u32 = per_node.values().sum();
         let compute = match (
             &t.compute,
-            per_node.keys().find_map(|n| self.w.node_accel[*n].clone()),
+            per_node.keys().find_map(|n| world.node_accel[*n].clone()),
         ) {
             (Some(c), Some(acc)) => models::compute_secs(spec, &acc, c, 1.0, 1.0),
             _ => 0.0,
         };
-        self.jobs.note_job_net(&mut self.w, j, &per_node);
-        let comm = self.job_comm_secs(j, &per_node);
+        self.note_job_net(world, j, &per_node);
+        let comm = self.job_comm_secs(world, j, &per_node);
         let (mut optimizer, mut gate) = (0.0, 0);
         let (compute, rounds, stretch, model, overlap) = match &t.model {
-            Some(mt) => match self.model_plan(j, mt, &per_node) {
+            Some(mt) => match self.model_plan(world, pgs, j, mt, &per_node) {
                 Ok((plan, step)) => (
                     {
                         (optimizer, gate) = (plan.optimizer_secs, plan.gate);
@@ -231,7 +244,7 @@ impl Sim<'_> {
                 ),
                 Err(e) => {
                     // Not priced: the job does not run rather than run for free.
-                    self.w.net.note(
+                    world.net.note(
                         network::MovementKind::Collective,
                         false,
                         format!(
@@ -242,7 +255,13 @@ impl Sim<'_> {
                     return;
                 }
             },
-            None => (compute, self.job_rounds(j), Vec::new(), None, None),
+            None => (
+                compute,
+                self.job_rounds(world, pgs, j),
+                Vec::new(),
+                None,
+                None,
+            ),
         };
         let ckpt = t
             .checkpoint
@@ -250,12 +269,12 @@ impl Sim<'_> {
             .map(|c| super::checkpoints::closed_form_secs(c.size.0 as f64, per_node.len()))
             .unwrap_or(0);
         for (n, d) in &per_node {
-            self.w.busy(*n, f64::from(*d), now);
+            world.busy(*n, f64::from(*d), now);
         }
-        let node_cpus = self.pgs.cpus_per_node(self.jobs[j as usize].pg);
-        let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
-        self.jobs.set_ranks(&self.w, j, &ranks);
-        let job = &mut self.jobs[j as usize];
+        let node_cpus = pgs.cpus_per_node(self[j as usize].pg);
+        let ranks = pgs.ranks(world, self[j as usize].pg);
+        self.set_ranks(world, j, &ranks);
+        let job = &mut self[j as usize];
         job.compute_ns = secs(compute);
         job.optimizer_ns = secs(optimizer).min(job.compute_ns);
         job.opt_gate = gate;
@@ -273,13 +292,20 @@ impl Sim<'_> {
         job.stretch = stretch;
         job.model = model;
         job.overlap = overlap;
+        self.run_from_start(world, j, now);
+    }
+
+    /// Job `j` placed and priced: its first step begins, or after a restart it loads its
+    /// last checkpoint first.
+    fn run_from_start(&mut self, world: &mut World<'_>, j: u32, now: Time) {
+        let job = &mut self[j as usize];
         match job.stopped_at.take() {
             None => {
                 job.progress_from = now;
                 job.span_from = now;
                 job.span_ckpt = 0;
                 job.next_ckpt = job.ckpt_every.map(|e| now + e).unwrap_or(Time::MAX);
-                self.jobs.begin_step(&mut self.w, j, 0);
+                self.begin_step(world, j, 0);
             }
             Some(stopped) => {
                 // Restart from the last checkpoint: load it, then continue. Recovery is
@@ -290,8 +316,8 @@ impl Sim<'_> {
                 job.progress_from = Time::MAX;
                 let epoch = job.epoch;
                 let load_ns = job.load_ns;
-                if !self.jobs.start_checkpoint(&mut self.w, j, true) {
-                    self.w.q.after(load_ns.max(1), Resume(j, epoch).into());
+                if !self.start_checkpoint(world, j, true) {
+                    world.q.after(load_ns.max(1), Resume(j, epoch).into());
                 }
             }
         }
@@ -299,8 +325,13 @@ impl Sim<'_> {
 
     /// Seconds of the job's collectives per step over its current group, with the current
     /// bandwidth of each node (degraded NVLink or NICs slow them down).
-    pub(super) fn job_comm_secs(&mut self, j: u32, per_node: &BTreeMap<NodeId, u32>) -> f64 {
-        let (job, spec) = (&self.jobs[j as usize], self.w.spec);
+    pub(super) fn job_comm_secs(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        j: u32,
+        per_node: &BTreeMap<NodeId, u32>,
+    ) -> f64 {
+        let (job, spec) = (&self[j as usize], world.spec);
         let t = &spec.workloads[job.workload].training[job.index];
         let linked: Vec<(NodeId, u32)> = per_node
             .iter()
@@ -308,16 +339,16 @@ impl Sim<'_> {
             .map(|(n, d)| (*n, *d))
             .collect();
         // The tenant's transport: NCCL's sockets reach part of the NICs' rate.
-        let share = crate::sim::collective_rules::share(self.jobs.job_net(&self.w, j).1);
+        let share = crate::sim::collective_rules::share(self.job_net(world, j).1);
         let group = models::Group {
             nodes: linked
                 .iter()
-                .map(|(n, d)| (self.w.node_types[*n], *d))
+                .map(|(n, d)| (world.node_types[*n], *d))
                 .collect(),
             factors: linked
                 .iter()
                 .map(|(n, _)| {
-                    let (up, nic) = self.failures.bandwidth_factors(*n);
+                    let (up, nic) = world.health.bandwidth_factors(*n);
                     (up, nic * share)
                 })
                 .collect(),
@@ -328,14 +359,18 @@ impl Sim<'_> {
         }
         total
     }
-
     /// Job `j`'s collectives as rounds on the run's network over its ranks, or `None` (priced
     /// in closed form) when the flow model cannot take one of them; the run notes which.
-    fn job_rounds(&mut self, j: u32) -> Option<Vec<crate::network::collective::Round>> {
-        let job = &self.jobs[j as usize];
-        let t = &self.w.spec.workloads[job.workload].training[job.index];
-        let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
-        let share = crate::sim::collective_rules::share(self.jobs.job_net(&self.w, j).1);
+    fn job_rounds(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        pgs: &PlacementGroups,
+        j: u32,
+    ) -> Option<Vec<crate::network::collective::Round>> {
+        let job = &self[j as usize];
+        let t = &world.spec.workloads[job.workload].training[job.index];
+        let ranks = pgs.ranks(world, self[j as usize].pg);
+        let share = crate::sim::collective_rules::share(self.job_net(world, j).1);
         let mut all = Vec::new();
         let mut ok = true;
         for c in &t.collectives {
@@ -348,7 +383,7 @@ impl Sim<'_> {
                     .map_or(String::new(), |p| format!(" {p}")),
                 if c.hierarchical { " hierarchical" } else { "" }
             );
-            let r = match &self.w.wire.graph {
+            let r = match &world.wire.graph {
                 Some(g) => network::collective_rounds(g, c, &ranks, share),
                 None => Err("no cluster graph".into()),
             };
@@ -358,7 +393,7 @@ impl Sim<'_> {
                         Some(m) => format!("{m}, flows as {}", r.algorithm.name()),
                         None => format!("{} {}", r.algorithm.name(), r.protocol.name()),
                     };
-                    self.w.net.note(
+                    world.net.note(
                         network::MovementKind::Collective,
                         true,
                         format!("{what}: {how} on the run's shared network (flow model)"),
@@ -366,7 +401,7 @@ impl Sim<'_> {
                     all.extend(r.rounds);
                 }
                 Err(e) => {
-                    self.w.net.note(
+                    world.net.note(
                         network::MovementKind::Collective,
                         false,
                         format!("{what}: closed form ({e})"),
@@ -377,26 +412,30 @@ impl Sim<'_> {
         }
         ok.then_some(all)
     }
-
     /// A node's bandwidth changed: running jobs on it take the new collective time from
     /// their next step.
-    pub(crate) fn refresh_jobs_on(&mut self, n: NodeId) {
-        self.apply_node_bandwidth(n);
-        for j in 0..self.jobs.list.len() as u32 {
-            let job = &self.jobs[j as usize];
+    pub(crate) fn refresh_jobs_on(
+        &mut self,
+        world: &mut crate::sim::World<'_>,
+        pgs: &PlacementGroups,
+        n: NodeId,
+    ) {
+        world.apply_node_bandwidth(n);
+        for j in 0..self.list.len() as u32 {
+            let job = &self[j as usize];
             if job.started.is_none()
                 || job.finished.is_some()
                 || job.stopped_at.is_some()
-                || !self.pgs[job.pg as usize].nodes.contains(&n)
+                || !pgs[job.pg as usize].nodes.contains(&n)
             {
                 continue;
             }
-            if self.jobs[j as usize].on_wire {
+            if self[j as usize].on_wire {
                 continue; // the run's network carries the new capacities
             }
-            let per_node = self.pgs.devices_per_node(&self.w, self.jobs[j as usize].pg);
-            let comm = secs(self.job_comm_secs(j, &per_node));
-            self.jobs[j as usize].comm_ns = comm;
+            let per_node = pgs.devices_per_node(world, self[j as usize].pg);
+            let comm = secs(self.job_comm_secs(world, j, &per_node));
+            self[j as usize].comm_ns = comm;
         }
     }
 }

@@ -155,7 +155,7 @@ impl Sim<'_> {
     /// NVLink on a node degraded to `f` of its bandwidth (1 restores it): collectives slow
     /// down from the next step; nothing fails.
     pub(crate) fn nvlink_degrade(&mut self, n: NodeId, f: f64) {
-        if let Some(x) = self.failures.nvlink_factor.get_mut(n) {
+        if let Some(x) = self.w.health.nvlink_factor.get_mut(n) {
             *x = f;
         }
         let what = if f < 1.0 {
@@ -164,7 +164,7 @@ impl Sim<'_> {
             "nvlink_restored"
         };
         self.w.mark_node(what, n);
-        self.refresh_jobs_on(n);
+        self.jobs.refresh_jobs_on(&mut self.w, &self.pgs, n);
     }
 
     /// A NIC or its link goes down. Losing the node's frontend NICs (or every NIC when it
@@ -187,23 +187,23 @@ impl Sim<'_> {
     /// `None` when the NIC was down already (or the node is). The caller acts on the loss.
     pub(super) fn nic_off(&mut self, n: NodeId, i: usize) -> Option<NicLoss> {
         if !self.w.state.nodes[n].alive()
-            || self.failures.nics[n].len() <= i
-            || self.failures.nics_down[n].contains(&i)
+            || self.w.health.nics[n].len() <= i
+            || self.w.health.nics_down[n].contains(&i)
         {
             return None;
         }
-        self.failures.nics_down[n].push(i);
+        self.w.health.nics_down[n].push(i);
         if let Some(g) = &mut self.w.wire.graph {
             g.disable_nic(n, i);
         }
-        self.apply_node_bandwidth(n);
+        self.w.apply_node_bandwidth(n);
         self.reroute_stalled();
         self.w.mark_in("nic_down", n, &format!("nic{i}"));
-        let nics = &self.failures.nics[n];
+        let nics = &self.w.health.nics[n];
         let frontend: Vec<usize> = (0..nics.len())
             .filter(|&k| nics[k].0 == "frontend")
             .collect();
-        let down = &self.failures.nics_down[n];
+        let down = &self.w.health.nics_down[n];
         let cut_off = if frontend.is_empty() {
             (0..nics.len()).all(|k| down.contains(&k))
         } else {
@@ -231,7 +231,7 @@ impl Sim<'_> {
                     .any(|n| nodes.contains(n))
             {
                 self.stop_job(j);
-                self.start_job(j as u32);
+                self.jobs.start_job(&mut self.w, &self.pgs, j as u32);
             }
         }
     }
@@ -240,9 +240,9 @@ impl Sim<'_> {
     /// node slow down from the next step; nothing fails.
     pub(crate) fn nic_degrade(&mut self, n: NodeId, i: usize, f: f64) {
         if f >= 1.0 {
-            self.failures.nic_factor.remove(&(n, i));
+            self.w.health.nic_factor.remove(&(n, i));
         } else {
-            self.failures.nic_factor.insert((n, i), f);
+            self.w.health.nic_factor.insert((n, i), f);
         }
         let what = if f < 1.0 {
             "nic_degraded"
@@ -250,7 +250,7 @@ impl Sim<'_> {
             "nic_restored"
         };
         self.w.mark_in(what, n, &format!("nic{i}"));
-        self.refresh_jobs_on(n);
+        self.jobs.refresh_jobs_on(&mut self.w, &self.pgs, n);
     }
 
     pub(crate) fn nic_up(&mut self, n: NodeId, i: usize) {
@@ -262,25 +262,23 @@ impl Sim<'_> {
         {
             return; // its switch is down: it comes back with the switch
         }
-        let Some(pos) = self
-            .failures
-            .nics_down
+        let Some(pos) = (self.w.health.nics_down)
             .get(n)
             .and_then(|d| d.iter().position(|x| *x == i))
         else {
             return;
         };
-        self.failures.nics_down[n].swap_remove(pos);
+        self.w.health.nics_down[n].swap_remove(pos);
         if let Some(g) = &mut self.w.wire.graph {
             g.enable_nic(n, i);
         }
-        self.apply_node_bandwidth(n);
+        self.w.apply_node_bandwidth(n);
         self.w.net_routes_changed();
         self.w.mark_in("nic_up", n, &format!("nic{i}"));
         if std::mem::take(&mut self.failures.cut_off[n]) {
             self.node_repair(n);
         } else {
-            self.refresh_jobs_on(n);
+            self.jobs.refresh_jobs_on(&mut self.w, &self.pgs, n);
         }
     }
 }

@@ -25,6 +25,8 @@ use crate::network::LinkId;
 use crate::sim::Sim;
 use crate::sim::World;
 use crate::sim::failures::Failures;
+use crate::sim::placement_groups::PlacementGroups;
+use crate::sim::training::Jobs;
 
 impl Sim<'_> {
     pub(crate) fn switch_down(&mut self, s: u32) {
@@ -47,7 +49,7 @@ impl Sim<'_> {
         // back, whatever else repairs it).
         let mut held = Vec::new();
         for (n, i) in nics {
-            if self.w.state.nodes[n].alive() && !self.failures.nics_down[n].contains(&i) {
+            if self.w.state.nodes[n].alive() && !self.w.health.nics_down[n].contains(&i) {
                 held.push((n, i));
             }
         }
@@ -158,9 +160,9 @@ impl Sim<'_> {
                         .overlap
                         .as_ref()
                         .is_some_and(|o| o.streams.iter().any(|s| crosses(&s.rounds))));
-            if hit || self.fabric_cuts(j as u32) {
+            if hit || self.jobs.fabric_cuts(&self.w, &self.pgs, j as u32) {
                 self.stop_job(j);
-                self.start_job(j as u32);
+                self.jobs.start_job(&mut self.w, &self.pgs, j as u32);
             }
         }
         self.w.rearm_wire();
@@ -169,21 +171,28 @@ impl Sim<'_> {
     /// A switch or link is back: new routes may use it; jobs waiting for the fabric try again.
     fn fabric_repaired(&mut self) {
         self.w.net_routes_changed();
-        for j in std::mem::take(&mut self.failures.waiting_fabric) {
-            self.start_job(j);
+        for j in std::mem::take(&mut self.jobs.waiting_fabric) {
+            self.jobs.start_job(&mut self.w, &self.pgs, j);
         }
         self.w.rearm_wire();
     }
+}
 
+impl Jobs {
     /// Whether the fabric fails to connect job `j`'s nodes (its communicator cannot form).
-    pub(crate) fn fabric_cuts(&self, j: u32) -> bool {
-        let Some(g) = &self.w.wire.graph else {
+    pub(crate) fn fabric_cuts(
+        &self,
+        world: &crate::sim::World<'_>,
+        pgs: &PlacementGroups,
+        j: u32,
+    ) -> bool {
+        let Some(g) = &world.wire.graph else {
             return false;
         };
         if g.explicit().is_none() {
             return false;
         }
-        let ranks = self.pgs.ranks(&self.w, self.jobs[j as usize].pg);
+        let ranks = pgs.ranks(world, self[j as usize].pg);
         let Some(&r0) = ranks.first() else {
             return false;
         };

@@ -46,6 +46,7 @@ use super::{Sim, Work};
 use crate::engine::Time;
 use crate::placement::NodeId;
 use crate::scenario::failure::Detection;
+use crate::scenario::hardware::NodeType;
 use crate::sim::World;
 
 /// What the run lost to failures and how it recovered, counted by every kind of work as it
@@ -68,53 +69,40 @@ pub(crate) struct Losses {
     pub stalled_device_ns: f64,
 }
 
-#[derive(Default)]
-pub(crate) struct Failures {
-    pub detection: Detection,
-    pub down_since: Vec<Option<Time>>,
-    /// Work lost with a node, recovered when the crash is detected: (node, crash epoch, work).
-    pub lost: Vec<(NodeId, u32, Work)>,
-    /// Placement groups with bundles waiting to be re-placed, in the order they lost them.
-    pub lost_pgs: Vec<u32>,
-    pub processes: Vec<schedule::Process>,
-    pub crashes: u64,
-    pub detect_times: crate::sim::durations::Durations,
-    pub tasks_retried: u64,
-    pub actors_restarted: u64,
-    pub actors_lost: u64,
-    pub replicas_restarted: u64,
-    pub objects_rebuilt: u64,
-    pub objects_lost: u64,
-    pub bundles_rescheduled: u64,
-    pub lost_device_ns: f64,
-    pub node_down_ns: f64,
-    pub unsimulated: Vec<String>,
+/// What of each node's bandwidth works: its NVLink's fraction, its NICs and which are down
+/// or degraded. The world's (failures change it; training, serving and the network read
+/// it).
+pub(crate) struct Health {
     /// Per node: fraction of scale-up bandwidth working (degraded NVLink).
     pub nvlink_factor: Vec<f64>,
     /// Per node: its NICs (role, speed) in `<node>.nic<i>` order, and which are down.
     pub nics: Vec<Vec<(String, f64)>>,
     pub nics_down: Vec<Vec<usize>>,
-    /// When each (node, crash epoch) went down, until its detection.
-    pub crash_times: std::collections::BTreeMap<(NodeId, u32), Time>,
-    /// Nodes taken down with the head (they come back with it).
-    pub cluster_down: Vec<NodeId>,
     /// NICs running below their speed (a degraded link): (node, NIC) → fraction.
     pub nic_factor: std::collections::BTreeMap<(NodeId, usize), f64>,
-    /// Nodes cut off by NIC failures (they rejoin when a NIC comes back).
-    pub cut_off: Vec<bool>,
-    /// Switches of an explicit fabric that are down.
-    pub switches_down: std::collections::BTreeSet<u32>,
-    /// Links between switches (lower index first) below their bandwidth: 0 when down.
-    pub fabric_links: std::collections::BTreeMap<(u32, u32), f64>,
-    /// Per switch down: the NICs it took down with it (they come back with it).
-    pub switch_nics: std::collections::BTreeMap<u32, Vec<(NodeId, usize)>>,
-    /// Jobs waiting for the fabric to connect their nodes again.
-    pub waiting_fabric: Vec<u32>,
-    /// Empirical samples by file name (seconds), passed in by the caller.
-    pub empirical: std::collections::BTreeMap<String, Vec<f64>>,
 }
 
-impl Failures {
+impl Health {
+    /// Every node's bandwidth working: NVLink whole, every NIC (role, speed) up.
+    pub(crate) fn new(spec: &crate::scenario::Spec, node_types: &[&NodeType]) -> Health {
+        let nics = (node_types.iter())
+            .map(|nt| {
+                (nt.nics.iter())
+                    .flat_map(|g| {
+                        let speed = spec.nics.get(&g.nic).map(|x| x.speed.0).unwrap_or(0.0);
+                        std::iter::repeat_n((g.role.clone(), speed), g.count as usize)
+                    })
+                    .collect()
+            })
+            .collect();
+        Health {
+            nvlink_factor: vec![1.0; node_types.len()],
+            nics,
+            nics_down: vec![Vec::new(); node_types.len()],
+            nic_factor: Default::default(),
+        }
+    }
+
     /// (scale-up, network) bandwidth fractions still working on a node.
     pub(crate) fn bandwidth_factors(&self, n: NodeId) -> (f64, f64) {
         let nv = self.nvlink_factor.get(n).copied().unwrap_or(1.0);
@@ -138,6 +126,43 @@ impl Failures {
             .sum();
         (nv, if total > 0.0 { up / total } else { 1.0 })
     }
+}
+
+#[derive(Default)]
+pub(crate) struct Failures {
+    pub detection: Detection,
+    pub down_since: Vec<Option<Time>>,
+    /// Work lost with a node, recovered when the crash is detected: (node, crash epoch, work).
+    pub lost: Vec<(NodeId, u32, Work)>,
+    /// Placement groups with bundles waiting to be re-placed, in the order they lost them.
+    pub lost_pgs: Vec<u32>,
+    pub processes: Vec<schedule::Process>,
+    pub crashes: u64,
+    pub detect_times: crate::sim::durations::Durations,
+    pub tasks_retried: u64,
+    pub actors_restarted: u64,
+    pub actors_lost: u64,
+    pub replicas_restarted: u64,
+    pub objects_rebuilt: u64,
+    pub objects_lost: u64,
+    pub bundles_rescheduled: u64,
+    pub lost_device_ns: f64,
+    pub node_down_ns: f64,
+    pub unsimulated: Vec<String>,
+    /// When each (node, crash epoch) went down, until its detection.
+    pub crash_times: std::collections::BTreeMap<(NodeId, u32), Time>,
+    /// Nodes taken down with the head (they come back with it).
+    pub cluster_down: Vec<NodeId>,
+    /// Nodes cut off by NIC failures (they rejoin when a NIC comes back).
+    pub cut_off: Vec<bool>,
+    /// Switches of an explicit fabric that are down.
+    pub switches_down: std::collections::BTreeSet<u32>,
+    /// Links between switches (lower index first) below their bandwidth: 0 when down.
+    pub fabric_links: std::collections::BTreeMap<(u32, u32), f64>,
+    /// Per switch down: the NICs it took down with it (they come back with it).
+    pub switch_nics: std::collections::BTreeMap<u32, Vec<(NodeId, usize)>>,
+    /// Empirical samples by file name (seconds), passed in by the caller.
+    pub empirical: std::collections::BTreeMap<String, Vec<f64>>,
 }
 
 impl World<'_> {

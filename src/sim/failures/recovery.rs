@@ -228,7 +228,7 @@ impl Sim<'_> {
         self.failures.lost_pgs.retain(|x| *x as usize != p);
         for j in self.pgs[p].jobs.clone() {
             if self.jobs[j as usize].stopped_at.is_some() {
-                self.start_job(j);
+                self.jobs.start_job(&mut self.w, &self.pgs, j);
             }
         }
     }
@@ -267,7 +267,7 @@ impl Sim<'_> {
         self.failures.lost_pgs.retain(|x| *x as usize != p);
         for j in self.pgs[p].jobs.clone() {
             if self.jobs[j as usize].stopped_at.is_some() {
-                self.start_job(j);
+                self.jobs.start_job(&mut self.w, &self.pgs, j);
             }
         }
     }

@@ -194,22 +194,7 @@ impl Failures {
         let spec = world.spec;
         let n = world.node_types.len();
         self.down_since = vec![None; n];
-        self.nvlink_factor = vec![1.0; n];
-        self.nics_down = vec![Vec::new(); n];
         self.cut_off = vec![false; n];
-        self.nics = world
-            .node_types
-            .iter()
-            .map(|nt| {
-                nt.nics
-                    .iter()
-                    .flat_map(|g| {
-                        let speed = spec.nics.get(&g.nic).map(|x| x.speed.0).unwrap_or(0.0);
-                        std::iter::repeat_n((g.role.clone(), speed), g.count as usize)
-                    })
-                    .collect()
-            })
-            .collect();
         self.empirical = empirical.clone();
         let Some(c) = &spec.cluster else { return };
         let blocks: Vec<&crate::scenario::Failures> = spec
@@ -340,7 +325,9 @@ impl Failures {
                     ),
                     "zone" => whole(c.zones.iter().filter_map(|z| nodes_of("zone", z)).collect()),
                     "nic" | "link" => (0..n)
-                        .flat_map(|node| (0..self.nics[node].len()).map(move |nic| (node, nic)))
+                        .flat_map(|node| {
+                            (0..world.health.nics[node].len()).map(move |nic| (node, nic))
+                        })
                         .map(|(node, nic)| {
                             (
                                 vec![node],
