@@ -172,9 +172,15 @@ pub(crate) enum Ev {
     /// already queued for this time, so a burst of starts is one batch).
     WireFlush,
     /// A transfer has paid its fixed part (a round's α, a payload's latency): its flows
-    /// start (`transfers.rs`).
-    TransferGo(wire::Owner),
+    /// start (`transfers.rs`). Its owner is parked in [`World::going`] (the event holds the
+    /// slot: events stay 16 bytes).
+    TransferGo(u32),
 }
+
+// Events stay 16 bytes, a queue entry 32 with its key (`engine::Key`), as before each
+// component had its own event enum: a payload wider than two ids and a small field parks in
+// an `engine::Parked` and the event holds its slot. The build fails if one grows.
+const _: () = assert!(std::mem::size_of::<Ev>() == 16);
 
 impl From<TrainingEv> for Ev {
     fn from(e: TrainingEv) -> Ev {
@@ -260,6 +266,8 @@ struct World<'s> {
     losses: failures::Losses,
     /// What of each node's bandwidth works (failures change it).
     health: failures::Health,
+    /// The owners of transfers paying their fixed part ([`Ev::TransferGo`]).
+    going: crate::engine::Parked<wire::Owner>,
 }
 
 /// A run: the shared world and the components, one per kind of work (each in its module,
@@ -379,6 +387,7 @@ impl<'s> Sim<'s> {
                 label_ids: std::collections::HashMap::new(),
                 losses: failures::Losses::default(),
                 health,
+                going: Default::default(),
             },
             tasks: tasks::Tasks::default(),
             actors: actors::Actors::default(),
@@ -532,7 +541,10 @@ impl<'s> Sim<'s> {
             // flow's or a started transfer's owner may be any of them.
             Ev::Failure(e) => return self.on_failure_event(e),
             Ev::Wire => return self.on_wire(),
-            Ev::TransferGo(owner) => return self.on_transfer_go(owner),
+            Ev::TransferGo(slot) => {
+                let owner = w.going.take(slot);
+                return self.on_transfer_go(owner);
+            }
         };
         self.apply(effect);
     }

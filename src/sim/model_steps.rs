@@ -34,9 +34,9 @@
 use std::collections::BTreeMap;
 
 use super::placement_groups::PlacementGroups;
+use super::rank_groups::{context_groups, groups, stage_pairs};
 use super::stage_time::{Exposed, Rates, backward_secs, stage_secs};
 use super::training::{Jobs, ModelStep};
-use super::rank_groups::{context_groups, groups, stage_pairs};
 use super::{models, network::MovementKind};
 use crate::model::ops::Kernel;
 use crate::model::{Among, Comm, CommOp, Layout, StepWork};

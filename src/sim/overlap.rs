@@ -119,9 +119,10 @@ impl Jobs {
             .count();
         if k == 0 {
             let at = ready(&st.units[run.next]);
+            let slot = self.bucket_ready.park((j, epoch, s));
             world
                 .q
-                .after(at - now, Ev::Training(TrainingEv::BucketReady(j, epoch, s)));
+                .after(at - now, Ev::Training(TrainingEv::BucketReady(slot)));
             return Effect::Nothing;
         }
         let units = &st.units[run.next..run.next + k];
@@ -213,9 +214,10 @@ impl Jobs {
         o.runs = vec![Run::default(); o.streams.len()];
         for (s, st) in o.streams.iter().enumerate() {
             let at = from + secs(st.units[0].ready_secs.max(0.0));
+            let slot = self.bucket_ready.park((j, epoch, s as u32));
             world.q.after(
                 at.saturating_sub(now),
-                Ev::Training(TrainingEv::BucketReady(j, epoch, s as u32)),
+                Ev::Training(TrainingEv::BucketReady(slot)),
             );
         }
     }

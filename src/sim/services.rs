@@ -25,6 +25,8 @@ pub(super) struct Services {
     pub(super) list: Vec<Service>,
     pub(super) replicas: Vec<Replica>,
     pub(super) responses: super::payloads::Responses,
+    /// The (replica, epoch, flight) of each queued `LlmEv::Pipe`.
+    pub(super) pipe_timers: crate::engine::Parked<(u32, u32, u32)>,
 }
 
 impl Services {

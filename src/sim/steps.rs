@@ -10,13 +10,11 @@
 //! failure restarted the job) are recognised by the job's epoch.
 
 use super::models::secs;
-use super::{Ev, Sim, timeline};
+use super::{Ev, timeline};
 use crate::engine::Time;
 use crate::sim::Effect;
 use crate::sim::World;
 use crate::sim::training::Jobs;
-
-impl Sim<'_> {}
 
 impl Jobs {
     /// Job `j`'s step finished computing: its first round.
@@ -229,13 +227,12 @@ pub(crate) enum TrainingEv {
     CommStart(u32, u32),
     /// A model-level job's optimizer step is done (job, epoch).
     OptimizerDone(u32, u32),
-    /// A unit of a job's overlapped gradient stream is ready (job, epoch, stream).
-    BucketReady(u32, u32, u32),
+    /// A unit of a job's overlapped gradient stream is ready: its (job, epoch, stream),
+    /// parked in `Jobs::bucket_ready` (events stay 16 bytes).
+    BucketReady(u32),
     /// A checkpoint with nothing to move is done (job, epoch, load).
     CheckpointDone(u32, u32, bool),
 }
-
-impl Sim<'_> {}
 
 impl Jobs {
     pub(super) fn on_training_event(
@@ -251,7 +248,10 @@ impl Jobs {
             }
             TrainingEv::CommStart(j, epoch) => self.on_comm_start(world, j, epoch),
             TrainingEv::OptimizerDone(j, epoch) => self.on_optimizer_done(world, j, epoch),
-            TrainingEv::BucketReady(j, epoch, s) => self.on_bucket_ready(world, j, epoch, s),
+            TrainingEv::BucketReady(slot) => {
+                let (j, epoch, s) = self.bucket_ready.take(slot);
+                self.on_bucket_ready(world, j, epoch, s)
+            }
             TrainingEv::CheckpointDone(j, epoch, load) => {
                 self.on_checkpoint_done(world, j, epoch, load);
                 Effect::Nothing

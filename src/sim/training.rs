@@ -18,6 +18,8 @@ use std::collections::BTreeMap;
 /// The training jobs, in order of appearance (a job's id is its index).
 #[derive(Default)]
 pub(super) struct Jobs {
+    /// The (job, epoch, stream) of each queued `TrainingEv::BucketReady`.
+    pub(super) bucket_ready: crate::engine::Parked<(u32, u32, u32)>,
     /// Jobs waiting for the fabric to connect their nodes again.
     pub(super) waiting_fabric: Vec<u32>,
     pub(super) list: Vec<Job>,

@@ -314,6 +314,7 @@ impl super::services::Services {
 impl World<'_> {
     /// `owner`'s transfer starts after `delay` ns (its fixed part).
     pub(super) fn transfer_after(&mut self, delay: crate::engine::Time, owner: Owner) {
-        self.q.after(delay, Ev::TransferGo(owner));
+        let slot = self.going.park(owner);
+        self.q.after(delay, Ev::TransferGo(slot));
     }
 }

@@ -207,7 +207,7 @@ pub(crate) enum FailureEv {
     NicDown(u32, u32),
     NicUp(u32, u32),
     /// A NIC at a fraction (per mille) of its speed: (node, NIC, per mille).
-    NicDegrade(u32, u32, u32),
+    NicDegrade(u32, u32, u16),
     /// A node that stops answering without crashing (silent packet loss).
     NodeUnreachable(u32),
     /// A switch of an explicit fabric down / up.
@@ -215,7 +215,7 @@ pub(crate) enum FailureEv {
     SwitchUp(u32),
     /// The link between two switches at a fraction (per mille) of its bandwidth: 0 down,
     /// 1000 repaired.
-    SwitchLink(u32, u32, u32),
+    SwitchLink(u32, u32, u16),
     /// Next failure of a random failure process (process index).
     Random(u32),
 }

@@ -235,7 +235,7 @@ impl Failures {
                     }
                     ("nic" | "link", "degrade") => {
                         nic_of(&st, &f.target.name).zip(f.to).map(|((n, i), to)| {
-                            let (n, i, pm) = (n as u32, i as u32, (to.0 * 1000.0).round() as u32);
+                            let (n, i, pm) = (n as u32, i as u32, (to.0 * 1000.0).round() as u16);
                             (ev(F::NicDegrade(n, i, pm)), ev(F::NicDegrade(n, i, 1000)))
                         })
                     }
@@ -248,7 +248,7 @@ impl Failures {
                         .split_once(' ')
                         .and_then(|(a, b)| switch(a).zip(switch(b)))
                         .map(|(a, b)| {
-                            let to = f.to.map_or(0, |t| (t.0 * 1000.0).round() as u32);
+                            let to = f.to.map_or(0, |t| (t.0 * 1000.0).round() as u16);
                             (ev(F::SwitchLink(a, b, to)), ev(F::SwitchLink(a, b, 1000)))
                         }),
                     ("node", "down") => named(&f.target.name)

@@ -206,7 +206,9 @@ pub(crate) enum LlmEv {
     RoundClosed(u32, u32),
     /// A pipelined batch's timer is over: its stage computed, or a closed-form part of its
     /// communication is over (replica, epoch, flight).
-    Pipe(u32, u32, u32),
+    /// Its (replica, epoch, flight) are parked in `Services::pipe_timers` (events stay 16
+    /// bytes).
+    Pipe(u32),
 }
 
 impl Services {
@@ -214,7 +216,10 @@ impl Services {
         match ev {
             LlmEv::Computed(r, epoch) => self.on_llm_computed(world, r, epoch),
             LlmEv::RoundClosed(r, epoch) => self.on_llm_round_closed(world, r, epoch),
-            LlmEv::Pipe(r, epoch, f) => self.on_llm_pipe(world, r, epoch, f),
+            LlmEv::Pipe(slot) => {
+                let (r, epoch, f) = self.pipe_timers.take(slot);
+                self.on_llm_pipe(world, r, epoch, f)
+            }
         }
     }
 }

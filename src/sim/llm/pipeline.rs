@@ -391,7 +391,8 @@ impl Services {
         };
         if f.closed > 0.0 {
             let t = models::secs(std::mem::take(&mut f.closed)).max(1);
-            world.q.after(t, Ev::Llm(LlmEv::Pipe(r, epoch, id)));
+            let slot = self.pipe_timers.park((r, epoch, id));
+            world.q.after(t, Ev::Llm(LlmEv::Pipe(slot)));
             return;
         }
         let Some(round) = f.rounds.get(f.round) else {
@@ -582,9 +583,9 @@ impl Services {
         let secs = price.secs(&phases, &b.shape, s == 0) + swap;
         f.phase = Phase::Compute;
         f.from = now;
-        world.q.after(
-            models::secs(secs).max(1),
-            Ev::Llm(LlmEv::Pipe(r, epoch, id)),
-        );
+        let slot = self.pipe_timers.park((r, epoch, id));
+        world
+            .q
+            .after(models::secs(secs).max(1), Ev::Llm(LlmEv::Pipe(slot)));
     }
 }
