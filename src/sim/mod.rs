@@ -172,9 +172,8 @@ pub(crate) enum Ev {
     /// already queued for this time, so a burst of starts is one batch).
     WireFlush,
     /// A transfer has paid its fixed part (a round's α, a payload's latency): its flows
-    /// start (`transfers.rs`). Its owner is parked in [`World::going`] (the event holds the
-    /// slot: events stay 16 bytes).
-    TransferGo(u32),
+    /// start (`transfers.rs`); its owner, inline or parked ([`transfers::Going`]).
+    TransferGo(transfers::Going),
 }
 
 // Events stay 16 bytes, a queue entry 32 with its key (`engine::Key`), as before each
@@ -266,7 +265,7 @@ struct World<'s> {
     losses: failures::Losses,
     /// What of each node's bandwidth works (failures change it).
     health: failures::Health,
-    /// The owners of transfers paying their fixed part ([`Ev::TransferGo`]).
+    /// The owners too wide for their [`Ev::TransferGo`] while they pay their fixed part.
     going: crate::engine::Parked<wire::Owner>,
 }
 
@@ -541,8 +540,8 @@ impl<'s> Sim<'s> {
             // flow's or a started transfer's owner may be any of them.
             Ev::Failure(e) => return self.on_failure_event(e),
             Ev::Wire => return self.on_wire(),
-            Ev::TransferGo(slot) => {
-                let owner = w.going.take(slot);
+            Ev::TransferGo(going) => {
+                let owner = w.gone(going);
                 return self.on_transfer_go(owner);
             }
         };

@@ -311,10 +311,47 @@ impl super::services::Services {
     }
 }
 
+/// A transfer's owner as its [`Ev::TransferGo`] holds it while it pays its fixed part: the
+/// owners named by two ids inline, the wider ones (three ids: an overlapped stream's
+/// launch, a pipelined LLM batch's round, a KV-cache move) parked in [`World::going`], so
+/// events stay 16 bytes and the common transfers (fetches, rounds, tensors, payloads) park
+/// nothing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Going {
+    Round { job: u32, epoch: u32 },
+    Fetch { task: u32, epoch: u32 },
+    Tensor { actor: u32, epoch: u32 },
+    Request { replica: u32, epoch: u32 },
+    Response { slot: u32 },
+    LlmRound { replica: u32, epoch: u32 },
+    Parked(u32),
+}
+
 impl World<'_> {
     /// `owner`'s transfer starts after `delay` ns (its fixed part).
     pub(super) fn transfer_after(&mut self, delay: crate::engine::Time, owner: Owner) {
-        let slot = self.going.park(owner);
-        self.q.after(delay, Ev::TransferGo(slot));
+        let going = match owner {
+            Owner::Round { job, epoch } => Going::Round { job, epoch },
+            Owner::Fetch { task, epoch } => Going::Fetch { task, epoch },
+            Owner::Tensor { actor, epoch } => Going::Tensor { actor, epoch },
+            Owner::Request { replica, epoch } => Going::Request { replica, epoch },
+            Owner::Response { slot } => Going::Response { slot },
+            Owner::LlmRound { replica, epoch } => Going::LlmRound { replica, epoch },
+            wide => Going::Parked(self.going.park(wide)),
+        };
+        self.q.after(delay, Ev::TransferGo(going));
+    }
+
+    /// The owner of a transfer whose fixed part is over.
+    pub(super) fn gone(&mut self, going: Going) -> Owner {
+        match going {
+            Going::Round { job, epoch } => Owner::Round { job, epoch },
+            Going::Fetch { task, epoch } => Owner::Fetch { task, epoch },
+            Going::Tensor { actor, epoch } => Owner::Tensor { actor, epoch },
+            Going::Request { replica, epoch } => Owner::Request { replica, epoch },
+            Going::Response { slot } => Owner::Response { slot },
+            Going::LlmRound { replica, epoch } => Owner::LlmRound { replica, epoch },
+            Going::Parked(slot) => self.going.take(slot),
+        }
     }
 }
