@@ -227,34 +227,14 @@ pub fn place_ranks(spec: &Spec, sel: &str) -> Result<(Vec<Rank>, Policy), String
         }
     };
     let unit = st.ids.id(&resource).ok_or("no device resource")?;
-    let mut order: Vec<usize> = Vec::new();
-    let mut per_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    let mut allocs = Vec::with_capacity(reqs.len());
     for (r, &n) in reqs.iter().zip(&nodes) {
         let a = st
             .allocate(n, r, None, policy)
             .ok_or("a placed bundle could not be allocated")?;
-        if !order.contains(&a.node) {
-            order.push(a.node);
-        }
-        for (rid, amounts) in &a.instances {
-            if *rid == unit {
-                per_node.entry(a.node).or_default().extend(
-                    amounts
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, x)| **x > 0)
-                        .map(|(d, _)| d),
-                );
-            }
-        }
+        allocs.push(a);
     }
-    let mut ranks = Vec::new();
-    for n in order {
-        let mut devs = per_node.remove(&n).unwrap_or_default();
-        devs.sort_unstable();
-        devs.dedup();
-        ranks.extend(devs.into_iter().map(|d| (n, d)));
-    }
+    let ranks = placement::device_ranks(&allocs, |rid| rid == unit);
     Ok((ranks, policy))
 }
 

@@ -48,7 +48,7 @@ pub use bundle::{BundleRequest, PgDecision, place_bundles, sort_bundles};
 pub use explain::{Candidate, Explain, Verdict};
 pub use fallback::place_task_options;
 pub use options::place_options;
-pub use resources::{DeviceLoc, Request, ResourceIds, SCALE, from_fixed, to_fixed};
+pub use resources::{DeviceLoc, Request, ResourceIds, SCALE, device_ranks, from_fixed, to_fixed};
 pub use spread_affinity::{node_affinity, spread};
 pub use state::{
     AllocLocality, Allocation, ClusterState, NicLoc, NodeState, SliceInfo, TenantRules, Topology,

@@ -479,3 +479,33 @@ pub fn fragmentation(avail: &[i64], locs: &[DeviceLoc]) -> usize {
     }
     groups.iter().filter(|g| g.1 > 0 && g.1 < g.2).count()
 }
+/// The (node, device) of every device instance `allocs` hold, the resources `is_device`
+/// names counting as devices: node-major in the order the allocations first name each node,
+/// devices ascending within a node (each once). The rank order of a collective over a
+/// placement group's allocations (the simulation's jobs, `orrery collectives`).
+pub fn device_ranks<'a>(
+    allocs: impl IntoIterator<Item = &'a super::Allocation>,
+    is_device: impl Fn(usize) -> bool,
+) -> Vec<(usize, usize)> {
+    let mut order: Vec<usize> = Vec::new();
+    let mut per: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for a in allocs {
+        if !order.contains(&a.node) {
+            order.push(a.node);
+        }
+        for (rid, amounts) in &a.instances {
+            if is_device(*rid) {
+                let held = amounts.iter().enumerate().filter(|(_, x)| **x > 0);
+                per.entry(a.node).or_default().extend(held.map(|(d, _)| d));
+            }
+        }
+    }
+    let mut ranks = Vec::new();
+    for n in order {
+        let mut devs = per.remove(&n).unwrap_or_default();
+        devs.sort_unstable();
+        devs.dedup();
+        ranks.extend(devs.into_iter().map(|d| (n, d)));
+    }
+    ranks
+}

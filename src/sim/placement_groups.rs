@@ -282,34 +282,8 @@ impl PlacementGroups {
     /// The (node, device) of every device instance group `pg` holds: node-major in the
     /// group's node order, devices ascending (the ranks of its job's collectives).
     pub(super) fn ranks(&self, world: &World<'_>, pg: u32) -> Vec<(usize, usize)> {
-        let pg = &self[pg as usize];
-        let mut order: Vec<NodeId> = Vec::new();
-        let mut per: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
-        for a in pg.allocs.iter().flatten() {
-            if !order.contains(&a.node) {
-                order.push(a.node);
-            }
-            for (rid, amounts) in &a.instances {
-                if world.unit_ids.contains(rid) {
-                    let devs = per.entry(a.node).or_default();
-                    devs.extend(
-                        amounts
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, x)| **x > 0)
-                            .map(|(d, _)| d),
-                    );
-                }
-            }
-        }
-        let mut ranks = Vec::new();
-        for n in order {
-            let mut devs = per.remove(&n).unwrap_or_default();
-            devs.sort_unstable();
-            devs.dedup();
-            ranks.extend(devs.into_iter().map(|d| (n, d)));
-        }
-        ranks
+        let unit = |rid: usize| world.unit_ids.contains(&rid);
+        placement::device_ranks(self[pg as usize].allocs.iter().flatten(), unit)
     }
 
     /// The devices group `pg` holds on each of its nodes.
