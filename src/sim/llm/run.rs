@@ -1,7 +1,5 @@
 //! The engine's iterations as events: arrivals routed to a replica, a batch scheduled,
 //! its compute, its all-reduce rounds on the run's network, its tokens emitted.
-//!
-//! Why over 600 lines: not split yet (issue 43); tests/all/tidy.rs holds it at this length.
 
 use super::engine::{Emitted, Engine, Seq};
 use super::{LlmReplica, LlmService, Pool};
