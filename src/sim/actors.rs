@@ -178,12 +178,7 @@ impl Sim<'_> {
 impl Actors {
     /// A method call of actor `a` finished computing; stale calls (the actor was lost) are
     /// ignored. With a `tensor`, the call ends when its tensor has arrived (`tensors.rs`).
-    pub(super) fn on_actor_call(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        a: u32,
-        epoch: u32,
-    ) -> Effect {
+    pub(super) fn on_actor_call(&mut self, world: &mut World<'_>, a: u32, epoch: u32) -> Effect {
         if epoch != self.list[a as usize].epoch {
             return Effect::Nothing;
         }
@@ -193,11 +188,12 @@ impl Actors {
         }
         self.finish_call(world, a, epoch, true)
     }
+
     /// Actor `a`'s call is over (done, or failed when `!ok`): the next one starts, or the
     /// actor is done.
     pub(super) fn finish_call(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         a: u32,
         epoch: u32,
         ok: bool,

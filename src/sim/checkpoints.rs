@@ -12,24 +12,23 @@
 //! storage gets the closed form of [`super::models::CHECKPOINT_BW_PER_NODE`], and the run says
 //! so.
 
+use super::models;
 use super::network::MovementKind;
 use super::timeline::{End, MoveKey, MoveKind};
 use super::training::Jobs;
 use super::wire::Owner;
-use super::{Sim, models};
 use crate::engine::Time;
 use crate::network::LinkId;
 use crate::sim::TrainingEv;
+use crate::sim::World;
 use models::secs;
-
-impl Sim<'_> {}
 
 impl Jobs {
     /// The flows of job `j`'s checkpoint write (or `load`), or `None` when it is priced in
     /// closed form (no storage declared, or a node without a route to it); the run notes which.
     fn checkpoint_flows(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         j: u32,
         load: bool,
     ) -> Option<Vec<(Vec<LinkId>, f64)>> {
@@ -80,14 +79,10 @@ impl Jobs {
             }
         }
     }
+
     /// Start writing (or loading) job `j`'s checkpoint on the network; false when it is
     /// priced in closed form instead (the caller waits `ckpt_ns`).
-    pub(super) fn start_checkpoint(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        j: u32,
-        load: bool,
-    ) -> bool {
+    pub(super) fn start_checkpoint(&mut self, world: &mut World<'_>, j: u32, load: bool) -> bool {
         let Some(flows) = self.checkpoint_flows(world, j, load) else {
             return false;
         };
@@ -117,12 +112,13 @@ impl Jobs {
         }
         true
     }
+
     /// Timeline: job `j`'s checkpoint write (or `load`) of `flows` (one per node of its
     /// group, in [`PlacementGroups::ranks`] order) begins at `now`, each node's share between it and
     /// the storage target.
     fn begin_checkpoint_record(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         j: u32,
         load: bool,
         flows: &[(Vec<LinkId>, f64)],
@@ -168,11 +164,12 @@ impl Jobs {
             .collect();
         world.tl.begin(MoveKey::Checkpoint(j), now, parts);
     }
+
     /// Job `j`'s checkpoint finished moving: a write counts from now and the next step
     /// starts; a load resumes the job.
     pub(super) fn on_checkpoint_done(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         j: u32,
         epoch: u32,
         load: bool,

@@ -31,6 +31,7 @@
 //! Architecture invariant: nothing here runs the engine; it turns a job into its compute
 //! time and rounds, which `training` runs like any other job's.
 
+use crate::sim::World;
 use std::collections::BTreeMap;
 
 use super::placement_groups::PlacementGroups;
@@ -438,7 +439,7 @@ impl Jobs {
     /// with the figures its metrics need; the run's header notes how its traffic is priced.
     pub(super) fn model_plan(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         pgs: &PlacementGroups,
         j: u32,
         mt: &ModelTraining,

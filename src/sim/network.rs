@@ -307,7 +307,7 @@ impl Tasks {
     /// object directory (module docs).
     pub(crate) fn input_holders(
         &self,
-        world: &crate::sim::World<'_>,
+        world: &World<'_>,
         t: u32,
         gi: usize,
         node: NodeId,
@@ -345,11 +345,12 @@ impl Tasks {
         }
         out
     }
+
     /// Task `t` of group `gi` on `node`: the fixed seconds of its input fetch and the flows it
     /// then moves on the shared network (module docs); closed forms where no plan applies.
     pub(crate) fn fetch_plan(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         t: u32,
         gi: usize,
         node: NodeId,

@@ -10,7 +10,6 @@
 //! and no fetch reads it from there. Ray batches spills of at least 100 MiB; the model spills
 //! object by object.
 
-use super::Sim;
 use crate::placement::NodeId;
 use crate::sim::World;
 use crate::sim::tasks::Tasks;
@@ -43,17 +42,9 @@ pub(crate) struct Store {
     pub peak_fraction: f64,
 }
 
-impl Sim<'_> {}
-
 impl Tasks {
     /// Task `t` of group `gi` finished on `node`: keep its output for its consumers.
-    pub(crate) fn store_output(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        t: u32,
-        gi: usize,
-        node: NodeId,
-    ) {
+    pub(crate) fn store_output(&mut self, world: &mut World<'_>, t: u32, gi: usize, node: NodeId) {
         self.size_store_arrays(world);
         world.store.stored_epoch[t as usize] =
             world.store.crash_epoch.get(node).copied().unwrap_or(0);
@@ -77,14 +68,10 @@ impl Tasks {
             }
         }
     }
+
     /// Whether producer task `pt`'s output still exists where it was stored (its node has
     /// not crashed since).
-    pub(crate) fn output_alive(
-        &self,
-        world: &crate::sim::World<'_>,
-        pt: usize,
-        node: usize,
-    ) -> bool {
+    pub(crate) fn output_alive(&self, world: &World<'_>, pt: usize, node: usize) -> bool {
         world.store.stored_epoch.get(pt).copied().unwrap_or(0)
             == world.store.crash_epoch.get(node).copied().unwrap_or(0)
     }

@@ -13,7 +13,7 @@
 
 use super::buckets::Stream;
 use super::wire::{Owner, TransferId};
-use super::{Ev, Sim, models::secs};
+use super::{Ev, models::secs};
 use crate::engine::Time;
 use crate::sim::Effect;
 use crate::sim::TrainingEv;
@@ -83,13 +83,11 @@ impl Busy {
     }
 }
 
-impl Sim<'_> {}
-
 impl Jobs {
     /// A unit of stream `s` is ready: launch it unless the stream is busy (it takes it next).
     pub(super) fn on_bucket_ready(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         j: u32,
         epoch: u32,
         s: u32,
@@ -103,8 +101,9 @@ impl Jobs {
         }
         self.launch(world, j, s)
     }
+
     /// Every unit of stream `s` ready by now goes as one launch; none: wait for the next.
-    fn launch(&mut self, world: &mut crate::sim::World<'_>, j: u32, s: u32) -> Effect {
+    fn launch(&mut self, world: &mut World<'_>, j: u32, s: u32) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         let epoch = job.epoch;
@@ -134,8 +133,9 @@ impl Jobs {
         job.busy.on(now);
         self.bucket_round(world, j, s)
     }
+
     /// The launch's next round after its α.
-    fn bucket_round(&mut self, world: &mut crate::sim::World<'_>, j: u32, s: u32) -> Effect {
+    fn bucket_round(&mut self, world: &mut World<'_>, j: u32, s: u32) -> Effect {
         let job = &self[j as usize];
         let Some(o) = &job.overlap else {
             return Effect::Nothing;
@@ -160,11 +160,12 @@ impl Jobs {
         };
         self.on_transfer_go(world, owner)
     }
+
     /// A launch's round finished: its next round, the stream's next launch, or the stream
     /// is done (and the job's rounds go on if they waited for it).
     pub(super) fn on_bucket_done(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         j: u32,
         epoch: u32,
         s: u32,

@@ -118,7 +118,7 @@ impl Sim<'_> {
 
 impl Services {
     /// Replica `r` was lost: its requests in flight leave the network.
-    pub(crate) fn cancel_requests(&mut self, world: &mut crate::sim::World<'_>, r: usize) {
+    pub(crate) fn cancel_requests(&mut self, world: &mut World<'_>, r: usize) {
         self.llm_lost(world, r);
         let rep = &mut self.replicas[r];
         rep.req_flows = None;

@@ -74,7 +74,7 @@ impl Sim<'_> {
 }
 
 impl PlacementGroups {
-    pub(super) fn try_pg(&mut self, world: &mut crate::sim::World<'_>, p: u32) -> Effect {
+    pub(super) fn try_pg(&mut self, world: &mut World<'_>, p: u32) -> Effect {
         let now = world.now();
         let spec = world.spec;
         let pg = &self[p as usize];

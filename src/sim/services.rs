@@ -216,7 +216,7 @@ impl Sim<'_> {
 
 impl Services {
     /// Requests arrive at service `s` (one, or a burst).
-    pub(super) fn on_arrival(&mut self, world: &mut crate::sim::World<'_>, s: u32) {
+    pub(super) fn on_arrival(&mut self, world: &mut World<'_>, s: u32) {
         let now = world.now();
         if let Some(c) = self.list[s as usize]
             .llm
@@ -431,7 +431,7 @@ pub(crate) enum ServiceEv {
 }
 
 impl Services {
-    pub(super) fn on_service_event(&mut self, world: &mut crate::sim::World<'_>, ev: ServiceEv) {
+    pub(super) fn on_service_event(&mut self, world: &mut World<'_>, ev: ServiceEv) {
         match ev {
             ServiceEv::Arrival(s) => self.on_arrival(world, s),
             ServiceEv::BatchDone(r, epoch) => self.on_batch_done(world, r, epoch),

@@ -17,23 +17,16 @@
 use super::network::MovementKind;
 use super::timeline::{End, MoveKey, MoveKind};
 use super::wire::Owner;
-use super::{Effect, Ev, Sim, models::secs};
+use super::{Effect, Ev, models::secs};
 use crate::network::{LinkId, SPILL_DISK_BW};
 use crate::placement::NodeId;
 use crate::sim::TaskEv;
 use crate::sim::World;
 use crate::sim::tasks::Tasks;
 
-impl Sim<'_> {}
-
 impl Tasks {
     /// Task `t`'s spill is written: it completes.
-    pub(super) fn on_spill_done(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        t: u32,
-        epoch: u32,
-    ) -> Effect {
+    pub(super) fn on_spill_done(&mut self, world: &mut World<'_>, t: u32, epoch: u32) -> Effect {
         world.store.xfer.remove(&t);
         if epoch != self.epoch[t as usize] {
             return Effect::Nothing;
@@ -43,9 +36,10 @@ impl Tasks {
         world.store.spill_state[t as usize] = 2;
         self.on_task_done(world, t, epoch)
     }
+
     /// Bytes task `t` of `gi` reads back from each holder node's disk (spilled inputs that
     /// still exist), by node.
-    fn restore_parts(&self, world: &crate::sim::World<'_>, t: u32, gi: usize) -> Vec<(usize, f64)> {
+    fn restore_parts(&self, world: &World<'_>, t: u32, gi: usize) -> Vec<(usize, f64)> {
         let any = self
             .groups
             .iter()
@@ -66,11 +60,12 @@ impl Tasks {
         }
         by.into_iter().collect()
     }
+
     /// Task `t` of `gi` was placed on `node`: read its spilled inputs back from disk, then
     /// fetch its inputs (`start_fetch`), then run.
     pub(super) fn start_task_work(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         t: u32,
         gi: usize,
         node: NodeId,
@@ -151,13 +146,9 @@ impl Tasks {
             }
         }
     }
+
     /// Task `t`'s spilled inputs are back in their holders' memory: its fetch starts.
-    pub(super) fn on_restore_done(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        t: u32,
-        epoch: u32,
-    ) {
+    pub(super) fn on_restore_done(&mut self, world: &mut World<'_>, t: u32, epoch: u32) {
         world.store.xfer.remove(&t);
         if epoch != self.epoch[t as usize] {
             return;

@@ -18,12 +18,7 @@ use crate::sim::training::Jobs;
 
 impl Jobs {
     /// Job `j`'s step finished computing: its first round.
-    pub(super) fn on_comm_start(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        j: u32,
-        epoch: u32,
-    ) -> Effect {
+    pub(super) fn on_comm_start(&mut self, world: &mut World<'_>, j: u32, epoch: u32) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         if epoch != job.epoch {
@@ -35,9 +30,10 @@ impl Jobs {
         job.busy.on(now);
         self.next_round(world, j)
     }
+
     /// The next round of the step's collectives after its α, or the step is done; at the
     /// overlap's gate, only once every gradient stream is done.
-    pub(super) fn next_round(&mut self, world: &mut crate::sim::World<'_>, j: u32) -> Effect {
+    pub(super) fn next_round(&mut self, world: &mut World<'_>, j: u32) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         let epoch = job.epoch;
@@ -93,10 +89,11 @@ impl Jobs {
         }
         self.on_transfer_go(world, super::wire::Owner::Round { job: j, epoch })
     }
+
     /// The optimizer step is done: the rounds after the gate.
     pub(super) fn on_optimizer_done(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         j: u32,
         epoch: u32,
     ) -> Effect {
@@ -109,13 +106,9 @@ impl Jobs {
         job.round_from = now;
         self.next_round(world, j)
     }
+
     /// A round's flows all finished.
-    pub(super) fn on_round_done(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        j: u32,
-        epoch: u32,
-    ) -> Effect {
+    pub(super) fn on_round_done(&mut self, world: &mut World<'_>, j: u32, epoch: u32) -> Effect {
         let job = &mut self[j as usize];
         if epoch != job.epoch {
             return Effect::Nothing;
@@ -235,11 +228,7 @@ pub(crate) enum TrainingEv {
 }
 
 impl Jobs {
-    pub(super) fn on_training_event(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        ev: TrainingEv,
-    ) -> Effect {
+    pub(super) fn on_training_event(&mut self, world: &mut World<'_>, ev: TrainingEv) -> Effect {
         match ev {
             TrainingEv::StepDone(j, epoch) => self.on_step_done(world, j, epoch),
             TrainingEv::Resume(j, epoch) => {

@@ -166,20 +166,16 @@ impl Sim<'_> {
 
 impl Tasks {
     /// Every group this one runs `after` has finished: submit its tasks.
-    pub(super) fn on_group_ready(&mut self, world: &mut crate::sim::World<'_>, g: u32) -> Effect {
+    pub(super) fn on_group_ready(&mut self, world: &mut World<'_>, g: u32) -> Effect {
         let now = world.now();
         let grp = &mut self.groups[g as usize];
         grp.ready_at = now;
         let (first, count) = (grp.first, grp.count);
         Effect::SubmitTasks { first, count }
     }
+
     /// A task attempt finished; stale attempts (its node died) are ignored.
-    pub(super) fn on_task_done(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        t: u32,
-        epoch: u32,
-    ) -> Effect {
+    pub(super) fn on_task_done(&mut self, world: &mut World<'_>, t: u32, epoch: u32) -> Effect {
         let now = world.now();
         if epoch != self.epoch[t as usize] {
             return Effect::Nothing; // its node died; the task was retried or failed
@@ -213,18 +209,20 @@ impl Tasks {
         self.task_done_bookkeeping(world, gi);
         Effect::Dispatch(node)
     }
+
     /// A task's retry delay is over: submit it again.
     pub(super) fn on_retry(&mut self, t: u32) -> Effect {
         let gi = self.group_of(t);
         self.groups[gi].delayed -= 1;
         Effect::Submit(Work::Task(t))
     }
+
     /// Task `t` of `gi` on `node` has its spilled inputs back (`spills.rs`): fetch its inputs
     /// from their holders (the fixed part, plus `extra` seconds, as a delay, then flows on the
     /// run's network), then run.
     pub(super) fn start_fetch(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         t: u32,
         gi: usize,
         node: NodeId,
@@ -257,15 +255,11 @@ impl Tasks {
         world.net.pending_fetch.insert(t, flows);
         world.transfer_after(secs(fixed), super::wire::Owner::Fetch { task: t, epoch });
     }
+
     /// Task `t`'s transport cannot move its inputs to it: the task fails, as Ray raises the
     /// transport's error in it (an application error: not retried, as `retry_exceptions`
     /// is off by default); its dependents run as after any failed task.
-    pub(super) fn on_fetch_failed(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        t: u32,
-        epoch: u32,
-    ) -> Effect {
+    pub(super) fn on_fetch_failed(&mut self, world: &mut World<'_>, t: u32, epoch: u32) -> Effect {
         if epoch != self.epoch[t as usize] {
             return Effect::Nothing;
         }
@@ -285,8 +279,9 @@ impl Tasks {
         self.task_done_bookkeeping(world, gi);
         Effect::Dispatch(node)
     }
+
     /// Submit a task again, after its group's retry delay.
-    pub(crate) fn retry_task(&mut self, world: &mut crate::sim::World<'_>, t: u32) -> Effect {
+    pub(crate) fn retry_task(&mut self, world: &mut World<'_>, t: u32) -> Effect {
         let gi = self.group_of(t);
         let g = &self.groups[gi];
         let delay = world.spec.workloads[g.workload].tasks[g.index]
@@ -299,11 +294,12 @@ impl Tasks {
         world.q.after(delay, Ev::Task(TaskEv::Retry(t)));
         Effect::Nothing
     }
+
     /// Task `t` was placed on `node` with `alloc` (`units` device instances): it starts its
     /// input fetches, then runs.
     pub(super) fn task_started(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         t: u32,
         node: NodeId,
         alloc: Allocation,
@@ -441,14 +437,8 @@ pub(crate) enum TaskEv {
     FetchFailed(u32, u32),
 }
 
-impl Sim<'_> {}
-
 impl Tasks {
-    pub(super) fn on_task_event(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        ev: TaskEv,
-    ) -> Effect {
+    pub(super) fn on_task_event(&mut self, world: &mut World<'_>, ev: TaskEv) -> Effect {
         match ev {
             TaskEv::GroupReady(g) => self.on_group_ready(world, g),
             TaskEv::Done(t, epoch) => self.on_task_done(world, t, epoch),

@@ -75,7 +75,7 @@ impl Sim<'_> {
 
 impl Actors {
     /// Actor `a`'s call finished computing: send its tensor.
-    pub(super) fn send_tensor(&mut self, world: &mut crate::sim::World<'_>, a: u32) -> Effect {
+    pub(super) fn send_tensor(&mut self, world: &mut World<'_>, a: u32) -> Effect {
         let epoch = self.list[a as usize].epoch;
         let rx = match self.receiver(world, a) {
             Ok(r) => r,
@@ -165,12 +165,7 @@ impl Actors {
     }
 
     /// Actor `a`'s tensor has arrived: its call is done.
-    pub(super) fn on_tensor_done(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        a: u32,
-        epoch: u32,
-    ) -> Effect {
+    pub(super) fn on_tensor_done(&mut self, world: &mut World<'_>, a: u32, epoch: u32) -> Effect {
         let ac = &mut self.list[a as usize];
         if epoch != ac.epoch {
             return Effect::Nothing;

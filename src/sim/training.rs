@@ -198,12 +198,7 @@ impl Jobs {
     /// Job `j`'s group is placed (or placed again after a failure): its step is priced on
     /// the group's devices and the job runs, unless the fabric cuts its ranks apart (it
     /// waits for a repair) or its model cannot be priced (it does not run, and says why).
-    pub(super) fn start_job(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        pgs: &PlacementGroups,
-        j: u32,
-    ) {
+    pub(super) fn start_job(&mut self, world: &mut World<'_>, pgs: &PlacementGroups, j: u32) {
         let now = world.now();
         if self.fabric_cuts(world, pgs, j) {
             // NCCL cannot connect its ranks: it waits for a repair (`failures::fabric`).
@@ -329,7 +324,7 @@ impl Jobs {
     /// bandwidth of each node (degraded NVLink or NICs slow them down).
     pub(super) fn job_comm_secs(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         j: u32,
         per_node: &BTreeMap<NodeId, u32>,
     ) -> f64 {
@@ -361,11 +356,12 @@ impl Jobs {
         }
         total
     }
+
     /// Job `j`'s collectives as rounds on the run's network over its ranks, or `None` (priced
     /// in closed form) when the flow model cannot take one of them; the run notes which.
     fn job_rounds(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         pgs: &PlacementGroups,
         j: u32,
     ) -> Option<Vec<crate::network::collective::Round>> {
@@ -414,11 +410,12 @@ impl Jobs {
         }
         ok.then_some(all)
     }
+
     /// A node's bandwidth changed: running jobs on it take the new collective time from
     /// their next step.
     pub(crate) fn refresh_jobs_on(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         pgs: &PlacementGroups,
         n: NodeId,
     ) {
@@ -444,12 +441,7 @@ impl Jobs {
 
 impl Jobs {
     /// A step of job `j` finished: maybe write a checkpoint, then the next step or done.
-    pub(super) fn on_step_done(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        j: u32,
-        epoch: u32,
-    ) -> Effect {
+    pub(super) fn on_step_done(&mut self, world: &mut World<'_>, j: u32, epoch: u32) -> Effect {
         let now = world.now();
         let job = &mut self[j as usize];
         if epoch != job.epoch {
@@ -514,7 +506,7 @@ impl Jobs {
     }
 
     /// Job `j` finished loading its checkpoint after a restart: it computes again.
-    pub(super) fn on_job_resume(&mut self, world: &mut crate::sim::World<'_>, j: u32, epoch: u32) {
+    pub(super) fn on_job_resume(&mut self, world: &mut World<'_>, j: u32, epoch: u32) {
         let now = world.now();
         let job = &mut self[j as usize];
         if epoch == job.epoch {

@@ -87,7 +87,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/sim/finish.rs", "finish", 289),
     ("src/sim/llm/metrics.rs", "llm_metrics", 153),
     ("src/sim/llm/pipeline.rs", "llm_pipe", 112),
-    ("src/sim/llm/run.rs", "llm_replica_up", 148),
+    ("src/sim/llm/run.rs", "llm_replica_up", 143),
     ("src/sim/placement_groups.rs", "try_pg", 105),
     ("src/sim/services.rs", "start_services", 102),
     ("src/scenario/cluster/read.rs", "cluster", 265),

@@ -180,12 +180,7 @@ impl Sim<'_> {
 
 impl Jobs {
     /// Whether the fabric fails to connect job `j`'s nodes (its communicator cannot form).
-    pub(crate) fn fabric_cuts(
-        &self,
-        world: &crate::sim::World<'_>,
-        pgs: &PlacementGroups,
-        j: u32,
-    ) -> bool {
+    pub(crate) fn fabric_cuts(&self, world: &World<'_>, pgs: &PlacementGroups, j: u32) -> bool {
         let Some(g) = &world.wire.graph else {
             return false;
         };

@@ -12,16 +12,13 @@
 //! treats consumers of lost objects elsewhere: they run, and the object counts as lost).
 
 use crate::placement::NodeId;
-use crate::sim::Sim;
 use crate::sim::World;
 use crate::sim::tasks::Tasks;
-
-impl Sim<'_> {}
 
 impl Tasks {
     /// Tasks waiting for lost inputs whose inputs are all settled (rebuilt or given up on)
     /// read them again.
-    pub(crate) fn resume_reads(&mut self, world: &mut crate::sim::World<'_>) {
+    pub(crate) fn resume_reads(&mut self, world: &mut World<'_>) {
         let ready: Vec<u32> = world
             .net
             .await_inputs

@@ -118,7 +118,7 @@ impl Services {
     /// Prefill replica `from` finished these prompts: hold their blocks and send their KV.
     pub(crate) fn llm_handoff(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         sid: u32,
         from: u32,
         done: Vec<Finished>,
@@ -148,8 +148,9 @@ impl Services {
             );
         }
     }
+
     /// Give the prefill replica of `h` its held blocks back, if it is still the one.
-    fn llm_release(&mut self, world: &mut crate::sim::World<'_>, h: &Handoff) {
+    fn llm_release(&mut self, world: &mut World<'_>, h: &Handoff) {
         let rep = &mut self.replicas[h.from as usize];
         if rep.epoch == h.from_epoch
             && let Some(l) = rep.llm.as_mut()
@@ -158,8 +159,9 @@ impl Services {
             self.llm_kick(world, h.from);
         }
     }
+
     /// Start moving `h`'s KV cache to a decode replica, or park it until one is placed.
-    fn llm_kv_send(&mut self, world: &mut crate::sim::World<'_>, sid: u32, h: Handoff) {
+    fn llm_kv_send(&mut self, world: &mut World<'_>, sid: u32, h: Handoff) {
         let Some(to) = self.llm_route(world, sid, Pool::Decode, true) else {
             let l = self.list[sid as usize].llm.as_mut();
             let l = l.expect("an LLM service");
@@ -252,14 +254,10 @@ impl Services {
         };
         world.transfer_after(models::secs(fixed), owner);
     }
+
     /// A KV cache arrived: the prefill replica frees its blocks, the decode replica's engine
     /// takes the request.
-    pub(crate) fn on_llm_kv_done(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        sid: u32,
-        slot: u32,
-    ) {
+    pub(crate) fn on_llm_kv_done(&mut self, world: &mut World<'_>, sid: u32, slot: u32) {
         let Some((h, to, to_epoch, bytes)) = self.llm_kv_take(world, sid, slot) else {
             return;
         };
@@ -282,8 +280,9 @@ impl Services {
             }
         }
     }
+
     /// Decode replica placed: KV caches parked for want of one move now.
-    pub(crate) fn llm_unpark(&mut self, world: &mut crate::sim::World<'_>, sid: u32) {
+    pub(crate) fn llm_unpark(&mut self, world: &mut World<'_>, sid: u32) {
         let parked = match self.list[sid as usize].llm.as_mut() {
             Some(l) => std::mem::take(&mut l.disagg.parked),
             None => return,
@@ -292,9 +291,10 @@ impl Services {
             self.llm_kv_send(world, sid, h);
         }
     }
+
     /// Replica `r` (its engine already gone) was lost: KV caches leaving or reaching it are
     /// lost with their requests; a prefill replica still up gets its blocks back.
-    pub(crate) fn llm_disagg_lost(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+    pub(crate) fn llm_disagg_lost(&mut self, world: &mut World<'_>, r: u32) {
         let sid = self.replicas[r as usize].service;
         let Some(l) = self.list[sid as usize].llm.as_mut() else {
             return;
@@ -319,14 +319,11 @@ impl Services {
         }
         world.losses.requests_lost += lost;
     }
+
     /// Routes changed: KV moves whose flows stalled (`stalled`) or that are still paying their
     /// fixed part over the old routes start again (to the decode pool's least loaded
     /// replica, paying their fixed part again, as tensors do).
-    pub(crate) fn llm_kv_reroute(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        stalled: &[(u32, u32)],
-    ) {
+    pub(crate) fn llm_kv_reroute(&mut self, world: &mut World<'_>, stalled: &[(u32, u32)]) {
         let mut again: Vec<(u32, u32)> = stalled.to_vec();
         for sid in 0..self.list.len() as u32 {
             if let Some(l) = self.list[sid as usize].llm.as_ref() {

@@ -212,7 +212,7 @@ pub(crate) enum LlmEv {
 }
 
 impl Services {
-    pub(crate) fn on_llm_event(&mut self, world: &mut crate::sim::World<'_>, ev: LlmEv) {
+    pub(crate) fn on_llm_event(&mut self, world: &mut World<'_>, ev: LlmEv) {
         match ev {
             LlmEv::Computed(r, epoch) => self.on_llm_computed(world, r, epoch),
             LlmEv::RoundClosed(r, epoch) => self.on_llm_round_closed(world, r, epoch),

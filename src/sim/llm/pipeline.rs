@@ -161,7 +161,7 @@ impl Services {
     /// its first node and that node's working bandwidth fractions).
     pub(super) fn llm_pipe(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         name: &str,
         llm: &crate::scenario::serving::LlmServing,
         (node, bw): (usize, (f64, f64)),
@@ -271,9 +271,10 @@ impl Services {
             kv_mark: world.now(),
         }
     }
+
     /// Schedule batches while fewer than pp are in flight (and the engine is not waiting for
     /// its oldest), then move the batches on.
-    pub(super) fn llm_pipe_kick(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+    pub(super) fn llm_pipe_kick(&mut self, world: &mut World<'_>, r: u32) {
         let now = world.now();
         let Some(l) = self.replicas[r as usize].llm.as_mut() else {
             return;
@@ -328,9 +329,10 @@ impl Services {
         }
         self.llm_pipe_advance(world, r);
     }
+
     /// Start what can start, oldest batch first: a queued batch on a free first stage, a
     /// ready batch's send to a free next stage.
-    fn llm_pipe_advance(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+    fn llm_pipe_advance(&mut self, world: &mut World<'_>, r: u32) {
         loop {
             let Some(p) = self.replicas[r as usize]
                 .llm
@@ -355,8 +357,9 @@ impl Services {
             }
         }
     }
+
     /// Flight `id` starts its send to the next stage (both stages held).
-    fn llm_pipe_send(&mut self, world: &mut crate::sim::World<'_>, r: u32, id: u32) {
+    fn llm_pipe_send(&mut self, world: &mut World<'_>, r: u32, id: u32) {
         let llm = self.llm_spec(world, self.replicas[r as usize].service);
         let d = llm.dtypes().activations;
         let per_rank = |tokens| ms::stage_send_bytes(&llm.model, llm.tp, tokens, d);
@@ -377,9 +380,10 @@ impl Services {
         (f.phase, f.rounds, f.round, f.closed) = (Phase::Send, rounds, 0, closed);
         self.llm_pipe_comm(world, r, id);
     }
+
     /// Flight `id`'s communication goes on: its closed-form part, then each round's α and
     /// flows; at the end, its phase is done.
-    fn llm_pipe_comm(&mut self, world: &mut crate::sim::World<'_>, r: u32, id: u32) {
+    fn llm_pipe_comm(&mut self, world: &mut World<'_>, r: u32, id: u32) {
         let epoch = self.replicas[r as usize].epoch;
         let Some(f) = self.replicas[r as usize]
             .llm
@@ -411,15 +415,10 @@ impl Services {
             self.on_transfer_go(world, owner);
         }
     }
+
     /// A timer of flight `id` is over: its compute, or the closed-form part of its
     /// communication, is done.
-    pub(crate) fn on_llm_pipe(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        r: u32,
-        epoch: u32,
-        id: u32,
-    ) {
+    pub(crate) fn on_llm_pipe(&mut self, world: &mut World<'_>, r: u32, epoch: u32, id: u32) {
         if epoch != self.replicas[r as usize].epoch {
             return;
         }
@@ -456,14 +455,9 @@ impl Services {
         (f.phase, f.rounds, f.round, f.closed) = (Phase::Reduce, rounds, 0, closed);
         self.llm_pipe_comm(world, r, id);
     }
+
     /// A round of flight `id` finished on the network.
-    pub(crate) fn on_llm_pipe_flows(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        r: u32,
-        epoch: u32,
-        id: u32,
-    ) {
+    pub(crate) fn on_llm_pipe_flows(&mut self, world: &mut World<'_>, r: u32, epoch: u32, id: u32) {
         if epoch != self.replicas[r as usize].epoch {
             return;
         }
@@ -479,8 +473,9 @@ impl Services {
         f.round += 1;
         self.llm_pipe_comm(world, r, id);
     }
+
     /// Flight `id` finished its all-reduces (its stage's work is done) or its send.
-    fn llm_pipe_phase_done(&mut self, world: &mut crate::sim::World<'_>, r: u32, id: u32) {
+    fn llm_pipe_phase_done(&mut self, world: &mut World<'_>, r: u32, id: u32) {
         let now = world.now();
         let rep = &mut self.replicas[r as usize];
         let (node, sid) = (rep.node.unwrap_or(0), rep.service);

@@ -40,7 +40,7 @@ pub(super) fn scaled(
 
 impl Services {
     /// Requests arrive at LLM service `sid`: each routed to a replica's engine.
-    pub(crate) fn llm_arrive(&mut self, world: &mut crate::sim::World<'_>, sid: u32, n: u64) {
+    pub(crate) fn llm_arrive(&mut self, world: &mut World<'_>, sid: u32, n: u64) {
         let llm = self.llm_spec(world, sid).clone();
         let now = world.now();
         let mut touched = Vec::new();
@@ -95,15 +95,11 @@ impl Services {
         }
         self.next_closed(world, sid, freed);
     }
+
     /// Replica `r` of an LLM service was placed: its engine starts with the KV blocks its
     /// device leaves after weights and reserve, and its all-reduce is priced once; `bw`: its
     /// node's working fraction of scale-up and NIC bandwidth (`Failures::bandwidth_factors`).
-    pub(crate) fn llm_replica_up(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        r: u32,
-        bw: (f64, f64),
-    ) {
+    pub(crate) fn llm_replica_up(&mut self, world: &mut World<'_>, r: u32, bw: (f64, f64)) {
         let sid = self.replicas[r as usize].service;
         let llm = self.llm_spec(world, sid).clone();
         let node = self.replicas[r as usize].node.unwrap_or(0);
@@ -246,8 +242,9 @@ impl Services {
         }
         self.llm_kick(world, r);
     }
+
     /// Start replica `r`'s next iteration if it is idle and has work.
-    pub(crate) fn llm_kick(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+    pub(crate) fn llm_kick(&mut self, world: &mut World<'_>, r: u32) {
         let epoch = self.replicas[r as usize].epoch;
         let sid = self.replicas[r as usize].service;
         let llm = self.llm_spec(world, sid);
@@ -292,13 +289,9 @@ impl Services {
             Ev::Llm(LlmEv::Computed(r, epoch)),
         );
     }
+
     /// Replica `r`'s iteration finished computing: its all-reduce, or its end.
-    pub(crate) fn on_llm_computed(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        r: u32,
-        epoch: u32,
-    ) {
+    pub(crate) fn on_llm_computed(&mut self, world: &mut World<'_>, r: u32, epoch: u32) {
         if epoch != self.replicas[r as usize].epoch {
             return;
         }
@@ -334,7 +327,8 @@ impl Services {
             self.llm_iteration_done(world, r);
         }
     }
-    fn llm_next_round(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+
+    fn llm_next_round(&mut self, world: &mut World<'_>, r: u32) {
         let epoch = self.replicas[r as usize].epoch;
         let l = self.replicas[r as usize].llm.as_mut().expect("engine");
         let Some(round) = l.rounds.get(l.round) else {
@@ -348,23 +342,15 @@ impl Services {
             self.on_transfer_go(world, Owner::LlmRound { replica: r, epoch });
         }
     }
+
     /// A round priced in closed form is over: the iteration's communication is done.
-    pub(crate) fn on_llm_round_closed(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        r: u32,
-        epoch: u32,
-    ) {
+    pub(crate) fn on_llm_round_closed(&mut self, world: &mut World<'_>, r: u32, epoch: u32) {
         if epoch == self.replicas[r as usize].epoch {
             self.llm_iteration_done(world, r);
         }
     }
-    pub(crate) fn on_llm_round_done(
-        &mut self,
-        world: &mut crate::sim::World<'_>,
-        r: u32,
-        epoch: u32,
-    ) {
+
+    pub(crate) fn on_llm_round_done(&mut self, world: &mut World<'_>, r: u32, epoch: u32) {
         if epoch != self.replicas[r as usize].epoch {
             return;
         }
@@ -373,8 +359,9 @@ impl Services {
         l.round += 1;
         self.llm_next_round(world, r);
     }
+
     /// The iteration is over: its tokens are emitted, finished requests measured.
-    fn llm_iteration_done(&mut self, world: &mut crate::sim::World<'_>, r: u32) {
+    fn llm_iteration_done(&mut self, world: &mut World<'_>, r: u32) {
         let Some(l) = self.replicas[r as usize].llm.as_mut() else {
             return;
         };
@@ -383,11 +370,12 @@ impl Services {
         self.llm_completed(world, r, b, from, Some(from));
         self.llm_kick(world, r);
     }
+
     /// Batch `b` of replica `r` is done now: KV use integrated since `kv_from`, its tokens
     /// emitted, finished requests measured, and (`worked`: since then) its devices busy.
     pub(super) fn llm_completed(
         &mut self,
-        world: &mut crate::sim::World<'_>,
+        world: &mut World<'_>,
         r: u32,
         b: super::engine::Batch,
         kv_from: crate::engine::Time,
@@ -475,8 +463,9 @@ impl Services {
             self.llm_handoff(world, sid, r, handed);
         }
     }
+
     /// Replica `r` was lost to a failure: its requests are lost, its flows leave the network.
-    pub(crate) fn llm_lost(&mut self, world: &mut crate::sim::World<'_>, r: usize) {
+    pub(crate) fn llm_lost(&mut self, world: &mut World<'_>, r: usize) {
         let now = world.now();
         let waiting = std::mem::take(&mut self.replicas[r].llm_waiting).len() as u64;
         let Some(l) = self.replicas[r].llm.take() else {
