@@ -460,7 +460,7 @@ impl Jobs {
         )?;
         let ranks = pgs.ranks(world, self[j as usize].pg);
         let share = crate::sim::collective_rules::share(self.job_net(world, j).1);
-        let (node_types, failures) = (&world.node_types, &world.health);
+        let (node_types, health) = (&world.node_types, &world.health);
         let closed = |op: Op, bytes: f64, ranks: &[Rank]| -> f64 {
             if op == Op::SendRecv {
                 let (a, b) = (ranks[0].0, ranks[ranks.len() - 1].0);
@@ -475,7 +475,7 @@ impl Jobs {
                 factors: per
                     .keys()
                     .map(|n| {
-                        let (up, nic) = failures.bandwidth_factors(*n);
+                        let (up, nic) = health.bandwidth_factors(*n);
                         (up, nic * share)
                     })
                     .collect(),

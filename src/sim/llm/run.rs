@@ -98,7 +98,8 @@ impl Services {
 
     /// Replica `r` of an LLM service was placed: its engine starts with the KV blocks its
     /// device leaves after weights and reserve, and its all-reduce is priced once; `bw`: its
-    /// node's working fraction of scale-up and NIC bandwidth (`Failures::bandwidth_factors`).
+    /// node's working fraction of scale-up and NIC bandwidth
+    /// (`failures::Health::bandwidth_factors`).
     pub(crate) fn llm_replica_up(&mut self, world: &mut World<'_>, r: u32, bw: (f64, f64)) {
         let sid = self.replicas[r as usize].service;
         let llm = self.llm_spec(world, sid).clone();
