@@ -33,6 +33,9 @@ pub struct EventQueue<E> {
     /// Bucket 0 holds keys equal to `last`; bucket b ≥ 1 keys whose highest bit differing
     /// from `last` is bit b − 1.
     buckets: Vec<Vec<(Key, E)>>,
+    /// Bit b set when bucket b is not empty: finding the first non-empty bucket is one
+    /// `trailing_zeros`, not a scan of 129 vectors (that scan was a tenth of a serving run).
+    full: [u64; 3],
     last: u128,
     len: usize,
     next_seq: u64,
@@ -96,6 +99,7 @@ impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             buckets: (0..129).map(|_| Vec::new()).collect(),
+            full: [0; 3],
             last: 0,
             len: 0,
             next_seq: 0,
@@ -141,7 +145,7 @@ impl<E> EventQueue<E> {
             key.wide() >= self.last,
             "event scheduled before one already peeked"
         );
-        self.buckets[bucket_of(key, self.last)].push((key, event));
+        self.push(key, event);
         self.len += 1;
         EventId(seq)
     }
@@ -165,32 +169,57 @@ impl<E> EventQueue<E> {
         self.cancelled.get(w).is_some_and(|x| x & (1 << b) != 0)
     }
 
+    #[inline]
+    fn push(&mut self, key: Key, event: E) {
+        let b = bucket_of(key, self.last);
+        self.buckets[b].push((key, event));
+        self.full[b / 64] |= 1 << (b % 64);
+    }
+
+    /// The first non-empty bucket.
+    #[inline]
+    fn first_full(&self) -> Option<usize> {
+        let w = self.full.iter().position(|&w| w != 0)?;
+        Some(w * 64 + self.full[w].trailing_zeros() as usize)
+    }
+
     /// Make bucket 0 hold the smallest key, if any element is left.
     fn settle(&mut self) -> bool {
-        if !self.buckets[0].is_empty() {
-            return true;
-        }
-        let Some(i) = (1..self.buckets.len()).find(|&i| !self.buckets[i].is_empty()) else {
+        let Some(i) = self.first_full() else {
             return false;
         };
+        if i == 0 {
+            return true;
+        }
         let mut b = std::mem::take(&mut self.buckets[i]);
+        self.full[i / 64] &= !(1 << (i % 64));
         self.last = b
             .iter()
             .map(|e| e.0.wide())
             .min()
             .expect("non-empty bucket");
         for (key, e) in b.drain(..) {
-            self.buckets[bucket_of(key, self.last)].push((key, e));
+            self.push(key, e);
         }
         self.buckets[i] = b; // keep the allocation
         true
     }
 
+    /// Remove the front of bucket 0 (settled).
+    #[inline]
+    fn take_front(&mut self) -> (Key, E) {
+        let front = self.buckets[0].pop().expect("settled");
+        if self.buckets[0].is_empty() {
+            self.full[0] &= !1;
+        }
+        self.len -= 1;
+        front
+    }
+
     /// The next event and its time, advancing the clock.
     pub fn pop(&mut self) -> Option<(Time, E)> {
         while self.settle() {
-            let (key, e) = self.buckets[0].pop().expect("settled");
-            self.len -= 1;
+            let (key, e) = self.take_front();
             if self.is_cancelled(key.seq()) {
                 continue;
             }
@@ -206,8 +235,7 @@ impl<E> EventQueue<E> {
         while self.settle() {
             let key = self.buckets[0].last().expect("settled").0;
             if self.is_cancelled(key.seq()) {
-                self.buckets[0].pop();
-                self.len -= 1;
+                self.take_front();
                 continue;
             }
             return Some(key.time());

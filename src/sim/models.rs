@@ -36,10 +36,24 @@ pub const FALLBACK_NIC_BW: f64 = 10e9 / 8.0;
 
 pub fn secs(t: f64) -> Time {
     if t.is_finite() && t > 0.0 {
-        (t * 1e9).round().min(u64::MAX as f64) as Time
+        round_pos(t * 1e9).min(u64::MAX as f64) as Time
     } else {
         0
     }
+}
+
+/// `v.round()` (half away from zero), bit for bit; quick for `0 ≤ v < 2^52`, without
+/// the libm call x86-64's baseline makes for `round` (no SSE4.1 `roundsd`): converting every
+/// event's time to nanoseconds was a fifth of an arrival's cost. Below 2^52 the truncation and
+/// the fraction `v − t` are exact; from 2^52 every double is an integer already.
+#[inline]
+pub fn round_pos(v: f64) -> f64 {
+    const INTEGRAL: f64 = 4_503_599_627_370_496.0; // 2^52
+    if v.is_nan() || v >= INTEGRAL || v.is_sign_negative() {
+        return v.round();
+    }
+    let t = (v as u64) as f64;
+    if v - t >= 0.5 { t + 1.0 } else { t }
 }
 
 /// Dense peak of an accelerator for `dtype`; falls back to the widest dtype it lists at or
@@ -201,5 +215,43 @@ mod tests {
         let flat = collective_secs(&s, "allreduce", 1e9, false, &g);
         let hier = collective_secs(&s, "allreduce", 1e9, true, &g);
         assert!(hier < flat, "{hier} vs {flat}");
+    }
+}
+
+#[cfg(test)]
+mod round_tests {
+    use super::round_pos;
+    use rand::{RngExt, SeedableRng};
+
+    #[test]
+    fn round_pos_is_round_bit_for_bit() {
+        let edges = [
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            0.499_999_999_999_999_94,
+            4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            9_007_199_254_740_993.0,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -2.5,
+            f64::MIN_POSITIVE,
+        ];
+        for v in edges {
+            assert_eq!(round_pos(v).to_bits(), v.round().to_bits(), "{v}");
+        }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..200_000 {
+            let e: i32 = rng.random_range(-30..60);
+            let v = rng.random::<f64>() * 2f64.powi(e);
+            assert_eq!(round_pos(v).to_bits(), v.round().to_bits(), "{v}");
+            let h = (v * 2.0).floor() / 2.0; // halves
+            assert_eq!(round_pos(h).to_bits(), h.round().to_bits(), "{h}");
+        }
     }
 }

@@ -109,7 +109,8 @@ impl Sim<'_> {
                 self.w.wire.cancel(now, x);
             }
             let r = u32::MAX;
-            self.services
+            let _ = self
+                .services
                 .respond(&mut self.w, slot.service, r, slot.from, slot.arrivals);
         }
         self.w.rearm_wire();
@@ -218,7 +219,8 @@ impl Services {
     }
 
     /// Replica `r` of service `sid` on `node` finished a batch answering `done` (arrival
-    /// times): record their latencies now, or when their responses reach the ingress.
+    /// times): record their latencies now, or when their responses reach the ingress. Gives
+    /// `done` back when it keeps none of it, for the replica's next batch.
     pub(super) fn respond(
         &mut self,
         world: &mut World<'_>,
@@ -226,7 +228,7 @@ impl Services {
         r: u32,
         node: usize,
         done: Vec<Time>,
-    ) {
+    ) -> Option<Vec<Time>> {
         let now = world.now();
         let ingress = world.state.head;
         let resp = self.list[sid as usize].response_bytes;
@@ -239,14 +241,14 @@ impl Services {
             for a in &done {
                 svc.latencies.record((now - a) as f64 / 1e9);
             }
-            return;
+            return Some(done);
         }
         let Ok((fixed, flows, name)) =
             self.payload_flows(world, sid, (node, ingress), resp, done.len(), r)
         else {
             // The responses cannot reach the ingress: their requests are lost.
             world.losses.requests_lost += done.len() as u64;
-            return;
+            return Some(done);
         };
         let bytes = resp * done.len() as f64;
         let slot = Slot {
@@ -275,6 +277,7 @@ impl Services {
             &name,
         );
         world.transfer_after(secs(fixed), Owner::Response { slot: id });
+        None
     }
 
     /// Node `n` died: responses on their way from it are lost with their requests.

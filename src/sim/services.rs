@@ -79,6 +79,9 @@ pub(super) struct Service {
     pub(super) timeout: Option<crate::engine::EventId>,
     /// FLOP per request; memory traffic and kernels per batch.
     pub(super) compute: Option<crate::scenario::workload::Compute>,
+    /// `compute`'s seconds by (node, batch size): a node's accelerator never changes, and
+    /// pricing a batch (a roofline over the catalog) was a tenth of a serving run's time.
+    pub(super) compute_secs: rustc_hash::FxHashMap<(NodeId, u32), f64>,
     pub(super) service_ns: Option<Time>,
     pub(super) exponential: bool,
     pub(super) batch: Option<(u32, Time)>,
@@ -150,6 +153,7 @@ impl Sim<'_> {
                 waits: super::durations::Durations::with_thresholds(vec![0.0]),
                 timeout: None,
                 compute: s.compute.clone(),
+                compute_secs: Default::default(),
                 service_ns: s.service_time.map(|d| d.0),
                 exponential: s.exponential,
                 batch: s.batch.map(|(m, w)| (m, w.0)),
@@ -302,7 +306,10 @@ impl Services {
                 world.q.cancel(t);
             }
             let r = s.idle.pop().expect("non-empty");
-            let mut waited = Vec::with_capacity(take as usize);
+            // The replica's last batch's vector, emptied when it answered (no allocation).
+            let mut waited = std::mem::take(&mut self.replicas[r as usize].inflight);
+            waited.clear();
+            let s = &mut self.list[sid as usize];
             for _ in 0..take {
                 let a = s.queue.pop_front().expect("non-empty");
                 waited.push(a);
@@ -344,7 +351,10 @@ impl Services {
         }
         let done = std::mem::take(&mut self.replicas[r as usize].inflight);
         let node = self.replicas[r as usize].node.unwrap_or(0);
-        self.respond(world, s, r, node, done);
+        if let Some(mut done) = self.respond(world, s, r, node, done) {
+            done.clear();
+            self.replicas[r as usize].inflight = done;
+        }
         let svc = &mut self.list[s as usize];
         svc.idle.push(r);
         self.serve(world, s);
@@ -408,10 +418,10 @@ impl Services {
         let units = world.device_units(&self.list[sid as usize].request);
         let s = &mut self.list[sid as usize];
         let t = match (&s.compute, s.service_ns) {
-            (Some(c), _) => {
-                let acc = world.node_accel[node].clone().unwrap_or_default();
-                models::compute_secs(world.spec, &acc, c, f64::from(b), units)
-            }
+            (Some(c), _) => *s.compute_secs.entry((node, b)).or_insert_with(|| {
+                let acc = world.node_accel[node].as_deref().unwrap_or_default();
+                models::compute_secs(world.spec, acc, c, f64::from(b), units)
+            }),
             (None, Some(ns)) if s.exponential => Exp::new(1e9 / ns as f64)
                 .map(|e| e.sample(&mut s.rng))
                 .unwrap_or(0.0),
