@@ -8,6 +8,7 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
 
 /// Simulated time in nanoseconds.
 pub type Time = u64;
@@ -22,21 +23,27 @@ pub const SEC: Time = 1_000_000_000;
 pub struct EventId(u64);
 
 /// A monotone priority queue of events ordered by (time, sequence): a radix heap over the
-/// 128-bit key `time << 64 | seq` (Ahuja, Mehlhorn, Orlin & Tarjan, "Faster algorithms for the
-/// shortest path problem", 1990). Simulation time never goes backwards, which is all a radix
-/// heap needs; each element moves down at most 128 buckets over its life, so push and pop are
-/// amortised O(1)-ish with sequential memory access, several times faster than a binary heap
-/// once a million events are pending (`orrery bench`). Cancellation marks the event's sequence
-/// number in a bitset; cancelled events are skipped when they reach the front. Allocation-free
-/// once the buckets have grown.
+/// event's time (Ahuja, Mehlhorn, Orlin & Tarjan, "Faster algorithms for the shortest path
+/// problem", 1990) whose front bucket, the events at the settled time, is FIFO. Simulation
+/// time never goes backwards, which is all a radix heap needs; each element moves down at most
+/// 64 buckets over its life, so push and pop are amortised O(1)-ish with sequential memory
+/// access, several times faster than a binary heap once a million events are pending (`orrery
+/// bench`). Events at one instant leave in the order they were scheduled: a later one has a
+/// larger sequence number, so it joins the front bucket's back, and those that reach the
+/// front bucket together are sorted by sequence (keying the heap on time and sequence, as it
+/// once was, made every same-instant event walk down the sequence's 64 bits). Cancellation
+/// marks the event's sequence number in a bitset; cancelled events are skipped when they
+/// reach the front. Allocation-free once the buckets have grown.
 pub struct EventQueue<E> {
-    /// Bucket 0 holds keys equal to `last`; bucket b ≥ 1 keys whose highest bit differing
-    /// from `last` is bit b − 1.
+    /// The events at time `last`, in sequence order.
+    front: VecDeque<(Key, E)>,
+    /// Bucket b (1 to 64) holds events whose time's highest bit differing from `last` is bit
+    /// b − 1; index 0 is unused.
     buckets: Vec<Vec<(Key, E)>>,
-    /// Bit b set when bucket b is not empty: finding the first non-empty bucket is one
-    /// `trailing_zeros`, not a scan of 129 vectors (that scan was a tenth of a serving run).
-    full: [u64; 3],
-    last: u128,
+    /// Bit b − 1 set when bucket b is not empty: the first non-empty bucket is one
+    /// `trailing_zeros`, not a scan of the buckets.
+    full: u64,
+    last: Time,
     len: usize,
     next_seq: u64,
     cancelled: Vec<u64>,
@@ -50,10 +57,10 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
-/// A 128-bit key `time << 64 | seq` kept as four 32-bit words, least significant first, at
-/// 4-byte alignment: an entry is 16 bytes plus the event's size instead of being rounded up
-/// to u128's 16-byte alignment (a 20-byte event would take 36 bytes, not 48; the
-/// simulation's 16-byte events take 32). Compared as the number ([`Key::wide`]).
+/// A key `(time, seq)` kept as four 32-bit words, least significant first, at 4-byte
+/// alignment: an entry is 16 bytes plus the event's size instead of being rounded up to
+/// 16-byte alignment (a 20-byte event would take 36 bytes, not 48; the simulation's 16-byte
+/// events take 32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Key([u32; 4]);
 
@@ -69,37 +76,28 @@ impl Key {
     }
 
     #[inline]
-    fn wide(self) -> u128 {
-        let [a, b, c, d] = self.0.map(u128::from);
-        a | (b << 32) | (c << 64) | (d << 96)
-    }
-
-    #[inline]
     fn time(self) -> Time {
-        (self.wide() >> 64) as Time
+        u64::from(self.0[2]) | (u64::from(self.0[3]) << 32)
     }
 
     #[inline]
     fn seq(self) -> u64 {
-        self.wide() as u64
+        u64::from(self.0[0]) | (u64::from(self.0[1]) << 32)
     }
 }
 
+/// The bucket (1 to 64) of a time later than `last`.
 #[inline]
-fn bucket_of(key: Key, last: u128) -> usize {
-    let key = key.wide();
-    if key == last {
-        0
-    } else {
-        128 - (key ^ last).leading_zeros() as usize
-    }
+fn bucket_of(time: Time, last: Time) -> usize {
+    64 - (time ^ last).leading_zeros() as usize
 }
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            buckets: (0..129).map(|_| Vec::new()).collect(),
-            full: [0; 3],
+            front: VecDeque::new(),
+            buckets: (0..65).map(|_| Vec::new()).collect(),
+            full: 0,
             last: 0,
             len: 0,
             next_seq: 0,
@@ -111,7 +109,7 @@ impl<E> EventQueue<E> {
 
     pub fn with_capacity(n: usize) -> Self {
         let mut q = Self::new();
-        q.buckets[128].reserve(n);
+        q.buckets[64].reserve(n);
         q
     }
 
@@ -138,14 +136,20 @@ impl<E> EventQueue<E> {
     pub fn at(&mut self, at: Time, event: E) -> EventId {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let key = Key::new(at.max(self.now), seq);
+        let time = at.max(self.now);
         // A radix heap only takes keys no smaller than the last one settled: scheduling
         // between a `peek_time` and the next `pop` must not go before the peeked event.
         debug_assert!(
-            key.wide() >= self.last,
+            time >= self.last,
             "event scheduled before one already peeked"
         );
-        self.push(key, event);
+        let key = Key::new(time, seq);
+        if time == self.last {
+            // The largest sequence yet: it goes after every event at this instant.
+            self.front.push_back((key, event));
+        } else {
+            self.push(key, event);
+        }
         self.len += 1;
         EventId(seq)
     }
@@ -169,51 +173,51 @@ impl<E> EventQueue<E> {
         self.cancelled.get(w).is_some_and(|x| x & (1 << b) != 0)
     }
 
+    /// Into the bucket of a time later than `last`.
     #[inline]
     fn push(&mut self, key: Key, event: E) {
-        let b = bucket_of(key, self.last);
+        let b = bucket_of(key.time(), self.last);
         self.buckets[b].push((key, event));
-        self.full[b / 64] |= 1 << (b % 64);
+        self.full |= 1 << (b - 1);
     }
 
-    /// The first non-empty bucket.
-    #[inline]
-    fn first_full(&self) -> Option<usize> {
-        let w = self.full.iter().position(|&w| w != 0)?;
-        Some(w * 64 + self.full[w].trailing_zeros() as usize)
-    }
-
-    /// Make bucket 0 hold the smallest key, if any element is left.
+    /// Make `front` hold the events of the smallest time, if any event is left.
     fn settle(&mut self) -> bool {
-        let Some(i) = self.first_full() else {
-            return false;
-        };
-        if i == 0 {
+        if !self.front.is_empty() {
             return true;
         }
+        if self.full == 0 {
+            return false;
+        }
+        let i = self.full.trailing_zeros() as usize + 1;
         let mut b = std::mem::take(&mut self.buckets[i]);
-        self.full[i / 64] &= !(1 << (i % 64));
+        self.full &= !(1 << (i - 1));
         self.last = b
             .iter()
-            .map(|e| e.0.wide())
+            .map(|e| e.0.time())
             .min()
             .expect("non-empty bucket");
         for (key, e) in b.drain(..) {
-            self.push(key, e);
+            if key.time() == self.last {
+                self.front.push_back((key, e));
+            } else {
+                self.push(key, e);
+            }
         }
         self.buckets[i] = b; // keep the allocation
+        if self.front.len() > 1 {
+            self.front
+                .make_contiguous()
+                .sort_unstable_by_key(|e| e.0.seq());
+        }
         true
     }
 
-    /// Remove the front of bucket 0 (settled).
+    /// Remove the front event (settled).
     #[inline]
     fn take_front(&mut self) -> (Key, E) {
-        let front = self.buckets[0].pop().expect("settled");
-        if self.buckets[0].is_empty() {
-            self.full[0] &= !1;
-        }
         self.len -= 1;
-        front
+        self.front.pop_front().expect("settled")
     }
 
     /// The next event and its time, advancing the clock.
@@ -233,7 +237,7 @@ impl<E> EventQueue<E> {
     /// Time of the next live event without removing it.
     pub fn peek_time(&mut self) -> Option<Time> {
         while self.settle() {
-            let key = self.buckets[0].last().expect("settled").0;
+            let key = self.front.front().expect("settled").0;
             if self.is_cancelled(key.seq()) {
                 self.take_front();
                 continue;

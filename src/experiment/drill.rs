@@ -384,8 +384,13 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
     variants.extend(self::variants(spec));
     let fig = ClusterFigures::of(spec);
     let window = crate::sim::window(spec, cfg.horizon);
-    let jobs: Vec<(usize, u64)> = (0..variants.len())
-        .flat_map(|v| seeds.iter().map(move |s| (v, *s)))
+    // Seed by seed, the baseline beside its variants: the pool splits the list in halves,
+    // and variant-major order gave one worker every baseline (the long runs, where failures
+    // do not cut work short) and the other every variant, so the faster idled at the end.
+    let n_variants = variants.len();
+    let jobs: Vec<(usize, u64)> = seeds
+        .iter()
+        .flat_map(|s| (0..n_variants).map(move |v| (v, *s)))
         .collect();
     let bar = cfg.progress.clone().unwrap_or_else(ProgressBar::hidden);
     type Done = (usize, SeedRun, Vec<Column>, Vec<String>, Vec<String>);

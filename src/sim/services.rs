@@ -68,6 +68,9 @@ pub(super) struct Service {
     pub(super) replicas: Vec<u32>,
     pub(super) rate: f64,
     pub(super) burst: u64,
+    /// The gaps between bursts: exponential of rate `rate / burst` (`None`: a rate that is
+    /// not positive and finite, no bursts), built once, not per arrival.
+    pub(super) gaps: Option<Exp<f64>>,
     pub(super) trace: Vec<Time>,
     /// Each trace row's (prompt, output) tokens, in `trace`'s order (empty: none in the file).
     pub(super) trace_tokens: Vec<(u32, u32)>,
@@ -142,6 +145,7 @@ impl Sim<'_> {
                 replicas: Vec::new(),
                 rate,
                 burst,
+                gaps: Exp::new(rate / burst as f64).ok(),
                 trace,
                 trace_tokens,
                 trace_next: 0,
@@ -394,8 +398,8 @@ impl Services {
             t
         } else {
             // Bursts arrive as a Poisson process of rate/burst; each brings `burst` requests.
-            let epoch_rate = s.rate / s.burst as f64;
-            let gap: f64 = Exp::new(epoch_rate)
+            let gap: f64 = s
+                .gaps
                 .map(|e| e.sample(&mut s.rng))
                 .unwrap_or(f64::INFINITY);
             Some(now.saturating_add(secs(gap)))
