@@ -40,7 +40,7 @@ pub struct Durations {
 fn ns(x: f64) -> u64 {
     // Durations come from integer nanosecond clocks; a fractional mean per token rounds to
     // the nearest nanosecond (half a nanosecond against the 1/1000 buckets above 1 µs).
-    super::models::round_pos(x * 1e9).max(0.0) as u64
+    super::models::to_u64(super::models::round_pos(x * 1e9))
 }
 
 /// Records `v` ns, growing the histogram's range as needed (`saturating_record` would clamp
