@@ -153,6 +153,18 @@ pub fn confined_dir(dir: &Path, root: &Path) -> Result<PathBuf, ReadError> {
     Ok(canon)
 }
 
+/// 1-based line and column (in characters) of byte offset `at` of `text`.
+pub fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

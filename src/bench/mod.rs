@@ -1,153 +1,20 @@
 //! `orrery bench`: throughput of the event core and of a whole large simulation, with peak
 //! memory. Benchmarks live here, not in the timed tests.
 
+pub mod baseline;
+mod scenarios;
+
+pub use scenarios::{
+    Contention, contention_scenario, fat_tree_text, leaf_spine_text, scenario, scenario_with,
+};
+
 use crate::engine::{EventQueue, Time, rng_stream};
 use crate::network::collective;
 use crate::network::drive::Step;
+use baseline::{Better, Case};
 use rand::RngExt;
 use std::fmt::Write as _;
 use std::time::Instant;
-
-/// A generated scenario: `nodes` CPU nodes (64 threads each, in racks of 32) running `tasks`
-/// one-CPU tasks in four groups of different lengths, the last two after the first two.
-pub fn scenario(nodes: u64, tasks: u64) -> String {
-    scenario_with(nodes, tasks, false)
-}
-
-/// [`scenario`], and with `remote_inputs` the first two groups each write a 64 MiB output, so
-/// every task of the last two reads its producers' outputs (one of `a` for `c`, one of `a`
-/// and one of `b` for `d`) from the nodes that ran them: input fetches on the run's network.
-pub fn scenario_with(nodes: u64, tasks: u64, remote_inputs: bool) -> String {
-    let racks = nodes.div_ceil(32);
-    let last = nodes - (racks - 1) * 32;
-    let quarter = (tasks / 4).max(1);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "node bench_node {{\n  cpu sockets 2, cores 32, numa 2, threads 64\n  memory 256 GiB\n  nic eth_100g\n}}\n"
-    );
-    let _ = writeln!(s, "cluster bench {{");
-    if racks > 1 {
-        let _ = writeln!(
-            s,
-            "  rack r[0..{}] {{\n    node bench_node x 32\n  }}",
-            racks - 2
-        );
-    }
-    let _ = writeln!(
-        s,
-        "  rack r{} {{\n    node bench_node x {last}\n  }}\n  fabric leaf_spine oversubscription 2:1\n}}\n",
-        racks - 1
-    );
-    let _ = writeln!(s, "workload etl {{");
-    for (name, dur, after) in [
-        ("a", "30 s", ""),
-        ("b", "45 s", ""),
-        ("c", "20 s", " after a"),
-        ("d", "60 s", " after [a, b]"),
-    ] {
-        let output = if remote_inputs && after.is_empty() {
-            "\n    output 64 MiB"
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            s,
-            "  tasks {name} x {quarter}{after} {{\n    resources {{ CPU: 1 }}\n    duration {dur}{output}\n  }}"
-        );
-    }
-    let _ = writeln!(s, "}}");
-    s
-}
-
-/// Sizes of the contention benchmark ([`contention_scenario`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Contention {
-    /// Racks of 32 DGX H100 nodes.
-    pub racks: u64,
-    /// Training jobs, each on its own placement group.
-    pub jobs: u64,
-    /// Bundles (nodes of 8 GPUs) per job.
-    pub bundles: u64,
-    /// Task stages, each `after` the one before (consumers fetch their producer's output).
-    pub stages: u64,
-    pub tasks_per_stage: u64,
-    /// Simulated seconds (the experiment's `horizon`).
-    pub horizon_s: u64,
-}
-
-impl Contention {
-    /// The benchmark's sizes: 8,192 GPUs (1,024 DGX H100 in 32 racks), 64 jobs of 128 GPUs,
-    /// 12 stages of 4,096 tasks, one simulated hour.
-    pub const FULL: Contention = Contention {
-        racks: 32,
-        jobs: 64,
-        bundles: 16,
-        stages: 12,
-        tasks_per_stage: 4096,
-        horizon_s: 3600,
-    };
-}
-
-/// The contention benchmark's scenario: `racks` racks of 32 DGX H100 on a 2:1 oversubscribed
-/// leaf-spine, `jobs` training jobs of `bundles` × 8 GPUs each sharing it — even jobs a
-/// STRICT_SPREAD group with a flat ring allreduce, odd ones a PACK group with a hierarchical
-/// one — and a pipeline of CPU task stages whose consumers read their producers' 2 GiB
-/// outputs from other nodes, all on the run's one network, for `horizon_s` simulated seconds.
-///
-/// Sizes per job: a 14B-parameter dense model, data parallel: bf16 gradients 14e9 × 2 B =
-/// 28 GB allreduced every step; 600 TFLOP per device per step (about 0.8 s of H100 bf16 at
-/// the datasheet efficiency), so a step is about a second with its allreduce under contention;
-/// a 224 GB checkpoint (14e9 × 16 B, weights and Adam state) every 10 minutes.
-pub fn contention_scenario(c: &Contention) -> String {
-    let racks = c.racks.max(1);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "cluster contention {{\n  rack r[0..{}] {{\n    node dgx_h100 x 32\n  }}\n  fabric leaf_spine oversubscription 2:1\n  # Checkpoints go behind the spines. Assumption: 1 GB/s per GPU of the full 8,192-GPU case (DDN's stated minimum).\n  storage pfs {{\n    bandwidth 8192 GB/s\n    attach fabric\n  }}\n}}\n",
-        racks - 1
-    );
-    let _ = writeln!(s, "workload train {{");
-    for j in 0..c.jobs {
-        let (strategy, algo) = if j % 2 == 0 {
-            ("STRICT_SPREAD", "algo ring")
-        } else {
-            ("PACK", "algo ring hierarchical")
-        };
-        let _ = writeln!(
-            s,
-            "  placement_group g{j} strategy {strategy} {{\n    bundle {{ GPU: 8, CPU: 96 }} x {}\n  }}",
-            c.bundles.max(1)
-        );
-        let _ = writeln!(
-            s,
-            "  training j{j} on g{j} steps 1000000 {{\n    compute 600 TFLOP per device bf16\n    allreduce 28 GB {algo}\n    checkpoint every 10 min size 224 GB\n  }}"
-        );
-    }
-    let _ = writeln!(s, "}}\n");
-    if c.stages > 0 && c.tasks_per_stage > 0 {
-        let _ = writeln!(s, "workload etl {{");
-        for k in 0..c.stages {
-            let after = if k > 0 {
-                format!(" after s{}", k - 1)
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                s,
-                "  tasks s{k} x {}{after} {{\n    resources {{ CPU: 4 }}\n    duration 5 min\n    output 2 GiB\n  }}",
-                c.tasks_per_stage
-            );
-        }
-        let _ = writeln!(s, "}}\n");
-    }
-    let _ = writeln!(
-        s,
-        "experiment hour {{\n  horizon {} s\n}}",
-        c.horizon_s.max(1)
-    );
-    s
-}
 
 /// A generated scenario loaded and simulated once (seed 1), with the wall time of each part.
 pub struct SimRun {
@@ -210,25 +77,6 @@ pub fn core_loop(pending: usize, events: u64) -> f64 {
 /// different nodes of a `nodes`-node DGX H100 fat-tree (racks of 32, non-blocking), started
 /// together and run to completion; every completion recomputes the max-min rates of the flows
 /// it shared links with. Returns (flow events, seconds).
-/// A non-blocking fat-tree of `nodes` DGX H100 nodes in racks of 32, as scenario text (the
-/// benchmarks' cluster).
-pub fn fat_tree_text(nodes: u64) -> String {
-    let racks = nodes.max(1).div_ceil(32);
-    let last = nodes.max(1) - (racks - 1) * 32;
-    let mut text = String::from("cluster fabric {\n");
-    if racks > 1 {
-        text += &format!(
-            "  rack r[0..{}] {{\n    node dgx_h100 x 32\n  }}\n",
-            racks - 2
-        );
-    }
-    text += &format!(
-        "  rack r{} {{\n    node dgx_h100 x {last}\n  }}\n  fabric fat_tree\n}}\n",
-        racks - 1
-    );
-    text
-}
-
 pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
     check_sizes(nodes, 1, flows, 0, 0)?;
     let text = fat_tree_text(nodes);
@@ -261,16 +109,6 @@ pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
         events += 1;
     }
     Ok((events, t0.elapsed().as_secs_f64()))
-}
-
-/// The dense flow benchmark's cluster: 32 racks of 32 one-NIC (100 GbE) hosts on a leaf-spine
-/// fabric oversubscribed 4:1, so the spine saturates long before the host links.
-pub fn leaf_spine_text() -> String {
-    let mut s = String::from(
-        "node host {\n  cpu sockets 1, cores 32, numa 1, threads 64\n  memory 256 GiB\n  nic eth_100g\n}\n\n",
-    );
-    s += "cluster dense {\n  rack r[0..31] {\n    node host x 32\n  }\n  fabric leaf_spine oversubscription 4:1\n}\n";
-    s
 }
 
 /// What [`dense_flows`] measured.
@@ -378,131 +216,243 @@ fn check_sizes(
 }
 
 pub struct BenchReport {
+    /// Each case's figures, as they were measured.
     pub text: String,
+    /// The figures compared with the baseline (`baseline.rs`).
+    pub cases: Vec<Case>,
 }
 
-pub fn run(
-    nodes: u64,
-    tasks: u64,
-    flows: usize,
-    dense_flows: usize,
-    allreduce: usize,
-    contention: bool,
-    remote_inputs: bool,
-) -> Result<BenchReport, String> {
-    check_sizes(nodes, tasks, flows, dense_flows, allreduce)?;
-    let mut o = String::new();
+/// What `orrery bench` measures (the CLI's flags).
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub nodes: u64,
+    pub tasks: u64,
+    pub flows: usize,
+    pub dense_flows: usize,
+    pub allreduce: usize,
+    pub contention: bool,
+    pub remote_inputs: bool,
+    /// README's failure drill (`scenarios/failure_drill.orr`, 20 seeds over 12 h) instead of
+    /// the --nodes x --tasks simulation.
+    pub drill: bool,
+}
+
+/// README's failure drill: the shipped scenario, built in so `bench` reads no file.
+pub const DRILL_SCENARIO: &str = include_str!("../../scenarios/failure_drill.orr");
+/// Its seeds (`--seeds 20`: 1 to 20) and window (`--horizon "12 h"`).
+pub const DRILL_SEEDS: u64 = 20;
+pub const DRILL_HORIZON_S: u64 = 12 * 3600;
+
+pub fn run(opt: &BenchOptions) -> Result<BenchReport, String> {
+    check_sizes(
+        opt.nodes,
+        opt.tasks,
+        opt.flows,
+        opt.dense_flows,
+        opt.allreduce,
+    )?;
+    let mut r = BenchReport {
+        text: String::new(),
+        cases: Vec::new(),
+    };
     for pending in [1_000usize, 1_000_000] {
         let rate = core_loop(pending, 10_000_000);
         let _ = writeln!(
-            o,
+            r.text,
             "event core: {:.1} M events/s with {pending} pending events (10 M events)",
             rate / 1e6
         );
+        r.cases.push(Case::new(
+            format!("event core, {pending} pending"),
+            rate,
+            "events/s",
+            Better::Higher,
+        ));
     }
-    if flows > 0 {
-        let (fe, fs) = flow_network(1000, flows)?;
-        let _ = writeln!(
-            o,
-            "flow network: {flows} flows on a 1000-node fat-tree, {fe} flow events in {fs:.2} s ({:.0} flow events/s)",
-            fe as f64 / fs
-        );
+    if opt.flows > 0 {
+        case_flows(&mut r, opt.flows)?;
     }
-    if dense_flows > 0 {
-        let d = self::dense_flows(dense_flows)?;
-        let _ = writeln!(
-            o,
-            "dense flows: {dense_flows} flows over 2 s on a 1,024-host leaf-spine (4:1), peak {} active, {:.2} s simulated: {} flow events in {:.2} s ({:.0} flow events/s)",
-            d.peak_active,
-            d.makespan,
-            d.events,
-            d.seconds,
-            d.events as f64 / d.seconds
-        );
+    if opt.dense_flows > 0 {
+        case_dense(&mut r, opt.dense_flows)?;
     }
-    if allreduce > 0 {
-        let (fe, wall, sim) = bench_allreduce(allreduce)?;
-        let bytes = BENCH_BYTES;
-        let (_, busbw) = crate::network::collective::bandwidths("allreduce", allreduce, bytes, sim);
-        let _ = writeln!(
-            o,
-            "allreduce: ring over {allreduce} GPUs, 1 GiB per rank: {sim:.4} s simulated (busbw {:.1} GB/s), {fe} flow events in {wall:.2} s",
-            busbw / 1e9
-        );
+    if opt.allreduce > 0 {
+        case_allreduce(&mut r, opt.allreduce)?;
     }
-    if contention {
-        let c = Contention::FULL;
-        let run = simulate_text("<contention>", &contention_scenario(&c))?;
-        let m = &run.result.metrics;
-        let steps: u64 = m.training.iter().map(|t| t.steps_done).sum();
-        let done: u64 = m.tasks.iter().map(|t| t.completed).sum();
-        let step =
-            m.training.iter().map(|t| t.step_time).sum::<f64>() / m.training.len().max(1) as f64;
-        let w = run.result.wire;
-        let _ = writeln!(
-            o,
-            "contention: {} GPUs ({} DGX H100, leaf-spine 2:1), {} training jobs of {} GPUs and {} tasks on one network, {:.0} s simulated",
-            c.racks * 32 * 8,
-            c.racks * 32,
-            c.jobs,
-            c.bundles * 8,
-            c.stages * c.tasks_per_stage,
-            m.horizon
-        );
-        let _ = writeln!(
-            o,
-            "  {steps} steps (mean step {:.0} ms), {done} tasks completed; {} flows started ({} flow events), peak {} active, {:.1} PB of flow bytes",
-            step * 1e3,
-            w.flows,
-            2 * w.flows,
-            w.peak_active,
-            w.bytes / 1e15
-        );
-        let _ = writeln!(
-            o,
-            "  load {:.2} s, simulate {:.2} s: {} events, {:.3} M events/s",
-            run.load_s,
-            run.sim_s,
-            m.events,
-            m.events as f64 / run.sim_s / 1e6
-        );
+    if opt.drill {
+        case_drill(&mut r)?;
+    } else if opt.contention {
+        case_contention(&mut r)?;
     } else {
-        let run = simulate_text("<bench>", &scenario_with(nodes, tasks, remote_inputs))?;
-        let r = &run.result;
-        let done: u64 = r.metrics.tasks.iter().map(|t| t.completed).sum();
-        let _ = writeln!(
-            o,
-            "simulation: {nodes} nodes, {tasks} tasks ({done} completed{}), makespan {:.1} s simulated",
-            if remote_inputs {
-                format!(
-                    "; {} remote-input flows, {:.1} TB fetched",
-                    r.wire.flows,
-                    r.wire.bytes / 1e12
-                )
-            } else {
-                String::new()
-            },
-            r.metrics.makespan
-        );
-        let _ = writeln!(
-            o,
-            "  load {:.2} s, simulate {:.2} s: {} events, {:.2} M events/s, {:.0} tasks/s",
-            run.load_s,
-            run.sim_s,
-            r.metrics.events,
-            r.metrics.events as f64 / run.sim_s / 1e6,
-            done as f64 / run.sim_s
-        );
+        case_simulation(&mut r, opt.nodes, opt.tasks, opt.remote_inputs)?;
     }
     match peak_rss() {
         Some(b) => {
-            let _ = writeln!(o, "  peak memory {}", crate::units::Bytes(b));
+            let _ = writeln!(r.text, "  peak memory {}", crate::units::Bytes(b));
         }
         None => {
-            let _ = writeln!(o, "  peak memory unknown (no /proc/self/status)");
+            let _ = writeln!(r.text, "  peak memory unknown (no /proc/self/status)");
         }
     }
-    Ok(BenchReport { text: o })
+    Ok(r)
+}
+
+fn case_flows(r: &mut BenchReport, flows: usize) -> Result<(), String> {
+    let (fe, fs) = flow_network(1000, flows)?;
+    let _ = writeln!(
+        r.text,
+        "flow network: {flows} flows on a 1000-node fat-tree, {fe} flow events in {fs:.2} s ({:.0} flow events/s)",
+        fe as f64 / fs
+    );
+    let name = format!("flow network, {flows} flows");
+    r.cases.push(Case::new(name, fs, "s", Better::Lower));
+    Ok(())
+}
+
+fn case_dense(r: &mut BenchReport, flows: usize) -> Result<(), String> {
+    let d = self::dense_flows(flows)?;
+    let _ = writeln!(
+        r.text,
+        "dense flows: {flows} flows over 2 s on a 1,024-host leaf-spine (4:1), peak {} active, {:.2} s simulated: {} flow events in {:.2} s ({:.0} flow events/s)",
+        d.peak_active,
+        d.makespan,
+        d.events,
+        d.seconds,
+        d.events as f64 / d.seconds
+    );
+    let name = format!("dense flows, {flows} flows");
+    r.cases.push(Case::new(name, d.seconds, "s", Better::Lower));
+    Ok(())
+}
+
+fn case_allreduce(r: &mut BenchReport, gpus: usize) -> Result<(), String> {
+    let (fe, wall, sim) = bench_allreduce(gpus)?;
+    let (_, busbw) = crate::network::collective::bandwidths("allreduce", gpus, BENCH_BYTES, sim);
+    let _ = writeln!(
+        r.text,
+        "allreduce: ring over {gpus} GPUs, 1 GiB per rank: {sim:.4} s simulated (busbw {:.1} GB/s), {fe} flow events in {wall:.2} s",
+        busbw / 1e9
+    );
+    let name = format!("allreduce, {gpus} GPUs");
+    r.cases.push(Case::new(name, wall, "s", Better::Lower));
+    Ok(())
+}
+
+fn case_contention(r: &mut BenchReport) -> Result<(), String> {
+    let c = Contention::FULL;
+    let run = simulate_text("<contention>", &contention_scenario(&c))?;
+    let m = &run.result.metrics;
+    let steps: u64 = m.training.iter().map(|t| t.steps_done).sum();
+    let done: u64 = m.tasks.iter().map(|t| t.completed).sum();
+    let step = m.training.iter().map(|t| t.step_time).sum::<f64>() / m.training.len().max(1) as f64;
+    let w = run.result.wire;
+    let _ = writeln!(
+        r.text,
+        "contention: {} GPUs ({} DGX H100, leaf-spine 2:1), {} training jobs of {} GPUs and {} tasks on one network, {:.0} s simulated",
+        c.racks * 32 * 8,
+        c.racks * 32,
+        c.jobs,
+        c.bundles * 8,
+        c.stages * c.tasks_per_stage,
+        m.horizon
+    );
+    let _ = writeln!(
+        r.text,
+        "  {steps} steps (mean step {:.0} ms), {done} tasks completed; {} flows started ({} flow events), peak {} active, {:.1} PB of flow bytes",
+        step * 1e3,
+        w.flows,
+        2 * w.flows,
+        w.peak_active,
+        w.bytes / 1e15
+    );
+    let _ = writeln!(
+        r.text,
+        "  load {:.2} s, simulate {:.2} s: {} events, {:.3} M events/s",
+        run.load_s,
+        run.sim_s,
+        m.events,
+        m.events as f64 / run.sim_s / 1e6
+    );
+    r.cases
+        .push(Case::new("contention", run.sim_s, "s", Better::Lower));
+    Ok(())
+}
+
+fn case_simulation(
+    r: &mut BenchReport,
+    nodes: u64,
+    tasks: u64,
+    remote_inputs: bool,
+) -> Result<(), String> {
+    let run = simulate_text("<bench>", &scenario_with(nodes, tasks, remote_inputs))?;
+    let res = &run.result;
+    let done: u64 = res.metrics.tasks.iter().map(|t| t.completed).sum();
+    let remote = if remote_inputs {
+        format!(
+            "; {} remote-input flows, {:.1} TB fetched",
+            res.wire.flows,
+            res.wire.bytes / 1e12
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        r.text,
+        "simulation: {nodes} nodes, {tasks} tasks ({done} completed{remote}), makespan {:.1} s simulated",
+        res.metrics.makespan
+    );
+    let rate = res.metrics.events as f64 / run.sim_s;
+    let _ = writeln!(
+        r.text,
+        "  load {:.2} s, simulate {:.2} s: {} events, {:.2} M events/s, {:.0} tasks/s",
+        run.load_s,
+        run.sim_s,
+        res.metrics.events,
+        rate / 1e6,
+        done as f64 / run.sim_s
+    );
+    let name = format!(
+        "simulation, {nodes} nodes x {tasks} tasks{}",
+        if remote_inputs { ", remote inputs" } else { "" }
+    );
+    r.cases
+        .push(Case::new(name, rate, "events/s", Better::Higher));
+    Ok(())
+}
+
+/// README's failure drill, timed: the scenario's drill over seeds 1 to 20 and 12 simulated
+/// hours, on every CPU, as `orrery drill scenarios/failure_drill.orr --seeds 20 --horizon
+/// "12 h"` runs it (without writing its files).
+fn case_drill(r: &mut BenchReport) -> Result<(), String> {
+    let t0 = Instant::now();
+    let loaded = crate::load_str("scenarios/failure_drill.orr", DRILL_SCENARIO);
+    let spec = loaded
+        .spec
+        .ok_or("the built-in failure drill scenario is invalid")?;
+    let cfg = crate::experiment::drill::DrillConfig {
+        seeds: Some((1..=DRILL_SEEDS).collect()),
+        horizon: Some(DRILL_HORIZON_S * 1_000_000_000),
+        ..Default::default()
+    };
+    let report = crate::experiment::drill::run_drill(&spec, &cfg);
+    let wall = t0.elapsed().as_secs_f64();
+    let runs: usize = report
+        .baselines
+        .iter()
+        .chain(&report.variants)
+        .map(|v| v.runs.len())
+        .sum();
+    let _ = writeln!(
+        r.text,
+        "failure drill: scenarios/failure_drill.orr, {runs} runs (seeds 1 to {DRILL_SEEDS}, 12 h each) on {} threads in {wall:.2} s",
+        crate::parallel::pool_size(0)
+    );
+    r.cases.push(Case::new(
+        format!("failure drill, {runs} runs"),
+        wall,
+        "s",
+        Better::Lower,
+    ));
+    Ok(())
 }
 
 // The collective figure: a flat ring allreduce over thousands of GPUs.
@@ -537,3 +487,19 @@ pub fn bench_allreduce(devices: usize) -> Result<(u64, f64, f64), String> {
     )?;
     Ok((r.flow_events, t0.elapsed().as_secs_f64(), r.secs))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_built_in_drill_is_the_shipped_scenario_and_loads() {
+        let shipped = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/failure_drill.orr"
+        ))
+        .unwrap();
+        assert_eq!(super::DRILL_SCENARIO, shipped);
+        let loaded = crate::load_str("failure_drill.orr", super::DRILL_SCENARIO);
+        assert!(loaded.spec.is_some());
+    }
+}
+

@@ -300,6 +300,22 @@ pub(super) struct BenchArgs {
     /// the last two read from other nodes (input fetches on the run's network).
     #[arg(long)]
     pub(super) remote_inputs: bool,
+    /// Instead of the --nodes x --tasks simulation, README's failure drill:
+    /// scenarios/failure_drill.orr over seeds 1 to 20 and 12 simulated hours, on every CPU.
+    #[arg(long)]
+    pub(super) drill: bool,
+    /// The recorded figures each case is compared with (default bench/baseline.toml).
+    #[arg(long)]
+    pub(super) baseline: Option<PathBuf>,
+    /// Write this run's figures into the baseline file (cases not run keep their figures).
+    #[arg(long)]
+    pub(super) record: bool,
+    /// With --record: a note kept with the figures (the revision, what else ran).
+    #[arg(long, default_value = "")]
+    pub(super) note: String,
+    /// Exit 1 when a case runs below this many times its baseline's speed (e.g. 0.8).
+    #[arg(long)]
+    pub(super) min_ratio: Option<f64>,
 }
 
 /// The flags of `orrery collectives`.

@@ -146,9 +146,4 @@ pub(super) fn import(a: CalibrateImportArgs) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let before = &text[..at.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
-}
+use orrery::files::line_col;

@@ -374,6 +374,17 @@ fn run_values(fig: &ClusterFigures, m: &RunMetrics) -> Vec<(Column, Option<f64>)
     v
 }
 
+/// The runs as (variant, seed), seed by seed with the baseline (0) beside its variants: the
+/// pool splits the list in halves, and variant-major order gave one worker every baseline
+/// (the long runs, where failures do not cut work short) and the other every variant, so the
+/// faster idled at the end.
+fn seed_major(seeds: &[u64], variants: usize) -> Vec<(usize, u64)> {
+    seeds
+        .iter()
+        .flat_map(|s| (0..variants).map(move |v| (v, *s)))
+        .collect()
+}
+
 /// Run the baseline and every variant over every seed, in parallel, and aggregate.
 pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
     let seeds = seeds(spec, cfg);
@@ -384,14 +395,7 @@ pub fn run_drill(spec: &Spec, cfg: &DrillConfig) -> DrillReport {
     variants.extend(self::variants(spec));
     let fig = ClusterFigures::of(spec);
     let window = crate::sim::window(spec, cfg.horizon);
-    // Seed by seed, the baseline beside its variants: the pool splits the list in halves,
-    // and variant-major order gave one worker every baseline (the long runs, where failures
-    // do not cut work short) and the other every variant, so the faster idled at the end.
-    let n_variants = variants.len();
-    let jobs: Vec<(usize, u64)> = seeds
-        .iter()
-        .flat_map(|s| (0..n_variants).map(move |v| (v, *s)))
-        .collect();
+    let jobs = seed_major(&seeds, variants.len());
     let bar = cfg.progress.clone().unwrap_or_else(ProgressBar::hidden);
     type Done = (usize, SeedRun, Vec<Column>, Vec<String>, Vec<String>);
     let one = |&(v, seed): &(usize, u64)| -> Done {

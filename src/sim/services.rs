@@ -56,6 +56,26 @@ pub(super) struct Replica {
     pub(super) llm_waiting: Vec<super::llm::engine::Seq>,
 }
 
+impl Replica {
+    /// A replica of service `service`, not placed yet.
+    fn unplaced(service: u32) -> Replica {
+        Replica {
+            service,
+            node: None,
+            alloc: None,
+            batch: 0,
+            epoch: 0,
+            inflight: Vec::new(),
+            batch_start: 0,
+            pending_dur: 0,
+            req_flows: None,
+            req_xfer: None,
+            llm: None,
+            llm_waiting: Vec::new(),
+        }
+    }
+}
+
 pub(super) struct Service {
     pub(super) workload: usize,
     pub(super) index: usize,
@@ -176,20 +196,7 @@ impl Sim<'_> {
             });
             for _ in 0..s.replicas {
                 let rid = self.services.replicas.len() as u32;
-                self.services.replicas.push(Replica {
-                    service: sid,
-                    node: None,
-                    alloc: None,
-                    batch: 0,
-                    epoch: 0,
-                    inflight: Vec::new(),
-                    batch_start: 0,
-                    pending_dur: 0,
-                    req_flows: None,
-                    req_xfer: None,
-                    llm: None,
-                    llm_waiting: Vec::new(),
-                });
+                self.services.replicas.push(Replica::unplaced(sid));
                 self.services.list[sid as usize].replicas.push(rid);
                 self.submit(Work::Replica(rid));
             }

@@ -212,6 +212,63 @@ fn bench_rejects_empty_sizes() {
 }
 
 #[test]
+fn bench_checks_its_baseline_before_measuring() {
+    let bad = tmp("baseline.toml", "orrery = \"0.1.0\"\nrecorded = 3\n");
+    let o = orrery(&["bench", "--baseline", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("baseline.toml: 2:"), "{err}");
+    let o = orrery(&["bench", "--min-ratio", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bench_records_a_baseline_and_compares_with_it() {
+    let dir = std::env::temp_dir().join(format!("orrery-bench-{}", std::process::id()));
+    let path = dir.join("nested/baseline.toml");
+    let small = [
+        "bench",
+        "--nodes",
+        "10",
+        "--tasks",
+        "10",
+        "--flows",
+        "0",
+        "--allreduce",
+        "0",
+    ];
+    let mut args: Vec<&str> = small.to_vec();
+    args.extend([
+        "--baseline",
+        path.to_str().unwrap(),
+        "--record",
+        "--note",
+        "t",
+    ]);
+    let o = orrery(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("no baseline recorded"), "{out}");
+    let b = orrery::bench::baseline::read(&path).unwrap().unwrap();
+    let names: Vec<&str> = b.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "event core, 1000 pending",
+            "event core, 1000000 pending",
+            "simulation, 10 nodes x 10 tasks"
+        ]
+    );
+    assert_eq!(b.note, "t");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_forbidden_transport_exits_2_at_its_statement() {
     let p = tmp(
         "rdma.orr",
