@@ -2,10 +2,14 @@
 //! memory. Benchmarks live here, not in the timed tests.
 
 pub mod baseline;
+mod dense;
 mod scenarios;
 
+pub use dense::{DenseRun, DenseSet, dense_flows, dense_flows_in};
+
 pub use scenarios::{
-    Contention, contention_scenario, fat_tree_text, leaf_spine_text, scenario, scenario_with,
+    Contention, contention_scenario, fat_tree_text, leaf_spine_text, leaf_spine_text_at, scenario,
+    scenario_with,
 };
 
 use crate::engine::{EventQueue, Time, rng_stream};
@@ -111,77 +115,6 @@ pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
     Ok((events, t0.elapsed().as_secs_f64()))
 }
 
-/// What [`dense_flows`] measured.
-pub struct DenseRun {
-    /// Flow events (arrivals and completions).
-    pub events: u64,
-    pub seconds: f64,
-    pub peak_active: usize,
-    /// Simulated seconds until the last flow finished.
-    pub makespan: f64,
-}
-
-/// Dense flow-level benchmark: `flows` transfers (10–200 MB, uniform) between random distinct
-/// hosts of a 1,024-host leaf-spine ([`leaf_spine_text`]), arriving at uniform random times
-/// over 2 s, driven as an event loop — the next event is the next arrival or the next
-/// completion, whichever is first. The spine saturates, so a thousand flows or more share it
-/// at once and every event disturbs many of them. Seeded: the same run every time.
-pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
-    check_sizes(1, 1, 0, flows, 0)?;
-    use crate::network::Vertex;
-    let loaded = crate::load_str("<dense>", &leaf_spine_text());
-    let spec = loaded.spec.ok_or_else(|| {
-        format!(
-            "generated leaf-spine is invalid:\n{}",
-            crate::diag::render(&loaded.sources, &loaded.diags, false)
-        )
-    })?;
-    let g = crate::network::Graph::build(&spec);
-    let hosts = 1024usize;
-    let mut rng = rng_stream(3, 3);
-    let mut arrivals = Vec::with_capacity(flows);
-    for k in 0..flows {
-        let a = rng.random_range(0..hosts);
-        let mut b = rng.random_range(0..hosts - 1);
-        if b >= a {
-            b += 1;
-        }
-        let nic = |node| Vertex::Nic { node, nic: 0 };
-        let path = g
-            .route_vertices(nic(a), nic(b), k as u64)
-            .ok_or("no route")?;
-        let at: f64 = rng.random_range(0.0..2.0);
-        arrivals.push((at, path, rng.random_range(10e6..200e6)));
-    }
-    arrivals.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let t0 = Instant::now();
-    let mut net = crate::network::FlowNet::new(g.capacity.clone());
-    let (mut now, mut events, mut peak, mut active) = (0.0f64, 0u64, 0usize, 0usize);
-    let mut next = arrivals.into_iter().peekable();
-    loop {
-        match net.step(&mut now, next.peek().map(|a| a.0)) {
-            Step::Finished(f) => {
-                net.remove(f);
-                active -= 1;
-            }
-            Step::Reached => {
-                let (_, path, bytes) = next.next().expect("peeked");
-                net.add(path, bytes);
-                active += 1;
-                peak = peak.max(active);
-            }
-            Step::Stuck => break,
-        }
-        events += 1;
-    }
-    Ok(DenseRun {
-        events,
-        seconds: t0.elapsed().as_secs_f64(),
-        peak_active: peak,
-        makespan: now,
-    })
-}
-
 /// Most flows `--flows` and `--dense-flows` take: a hundred times the default. A count near
 /// `u64::MAX` overflowed the capacity of the flows' vector, a panic (issue 42).
 pub const MAX_FLOWS: usize = 1_000_000;
@@ -235,6 +168,8 @@ pub struct BenchOptions {
     /// README's failure drill (`scenarios/failure_drill.orr`, 20 seeds over 12 h) instead of
     /// the --nodes x --tasks simulation.
     pub drill: bool,
+    /// The dense case on every [`DenseSet::ALL`] (`dense_flows` flows each, 50,000 if 0).
+    pub dense_sets: bool,
 }
 
 /// README's failure drill: the shipped scenario, built in so `bench` reads no file.
@@ -272,8 +207,17 @@ pub fn run(opt: &BenchOptions) -> Result<BenchReport, String> {
     if opt.flows > 0 {
         case_flows(&mut r, opt.flows)?;
     }
-    if opt.dense_flows > 0 {
-        case_dense(&mut r, opt.dense_flows)?;
+    if opt.dense_sets {
+        let flows = if opt.dense_flows > 0 {
+            opt.dense_flows
+        } else {
+            50_000
+        };
+        for set in &DenseSet::ALL {
+            case_dense(&mut r, flows, set)?;
+        }
+    } else if opt.dense_flows > 0 {
+        case_dense(&mut r, opt.dense_flows, &DenseSet::TODAY)?;
     }
     if opt.allreduce > 0 {
         case_allreduce(&mut r, opt.allreduce)?;
@@ -308,18 +252,28 @@ fn case_flows(r: &mut BenchReport, flows: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn case_dense(r: &mut BenchReport, flows: usize) -> Result<(), String> {
-    let d = self::dense_flows(flows)?;
+fn case_dense(r: &mut BenchReport, flows: usize, set: &DenseSet) -> Result<(), String> {
+    let d = self::dense_flows_in(flows, set)?;
+    let what = if *set == DenseSet::TODAY {
+        // The line and case name `--dense-flows` has always printed.
+        "over 2 s on a 1,024-host leaf-spine (4:1)".to_string()
+    } else {
+        format!("on a 1,024-host leaf-spine, {}", set.name)
+    };
     let _ = writeln!(
         r.text,
-        "dense flows: {flows} flows over 2 s on a 1,024-host leaf-spine (4:1), peak {} active, {:.2} s simulated: {} flow events in {:.2} s ({:.0} flow events/s)",
+        "dense flows: {flows} flows {what}, peak {} active, {:.2} s simulated: {} flow events in {:.2} s ({:.0} flow events/s)",
         d.peak_active,
         d.makespan,
         d.events,
         d.seconds,
         d.events as f64 / d.seconds
     );
-    let name = format!("dense flows, {flows} flows");
+    let name = if *set == DenseSet::TODAY {
+        format!("dense flows, {flows} flows")
+    } else {
+        format!("dense flows, {flows} flows, {}", set.name)
+    };
     r.cases.push(Case::new(name, d.seconds, "s", Better::Lower));
     Ok(())
 }
@@ -491,6 +445,23 @@ pub fn bench_allreduce(devices: usize) -> Result<(u64, f64, f64), String> {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn every_dense_set_runs_its_flows_to_completion() {
+        for set in &super::DenseSet::ALL {
+            let d = super::dense_flows_in(600, set).unwrap();
+            // One event per arrival and one per completion.
+            assert_eq!(d.events, 1200, "{}", set.name);
+            assert!(d.makespan > 0.0 && d.peak_active >= 1, "{}", set.name);
+        }
+        // Today's set is what `--dense-flows` always ran.
+        let (a, b) = (
+            super::dense_flows(600).unwrap(),
+            super::dense_flows_in(600, &super::DenseSet::TODAY).unwrap(),
+        );
+        assert_eq!((a.events, a.peak_active), (b.events, b.peak_active));
+        assert_eq!(a.makespan.to_bits(), b.makespan.to_bits());
+    }
+
+    #[test]
     fn the_built_in_drill_is_the_shipped_scenario_and_loads() {
         let shipped = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -502,4 +473,3 @@ mod tests {
         assert!(loaded.spec.is_some());
     }
 }
-

@@ -167,9 +167,16 @@ pub fn fat_tree_text(nodes: u64) -> String {
 /// The dense flow benchmark's cluster: 32 racks of 32 one-NIC (100 GbE) hosts on a leaf-spine
 /// fabric oversubscribed 4:1, so the spine saturates long before the host links.
 pub fn leaf_spine_text() -> String {
+    leaf_spine_text_at(4)
+}
+
+/// The same cluster with the leaf-spine oversubscribed `oversubscription`:1.
+pub fn leaf_spine_text_at(oversubscription: u32) -> String {
     let mut s = String::from(
         "node host {\n  cpu sockets 1, cores 32, numa 1, threads 64\n  memory 256 GiB\n  nic eth_100g\n}\n\n",
     );
-    s += "cluster dense {\n  rack r[0..31] {\n    node host x 32\n  }\n  fabric leaf_spine oversubscription 4:1\n}\n";
+    s += &format!(
+        "cluster dense {{\n  rack r[0..31] {{\n    node host x 32\n  }}\n  fabric leaf_spine oversubscription {oversubscription}:1\n}}\n"
+    );
     s
 }

@@ -304,6 +304,10 @@ pub(super) struct BenchArgs {
     /// scenarios/failure_drill.orr over seeds 1 to 20 and 12 simulated hours, on every CPU.
     #[arg(long)]
     pub(super) drill: bool,
+    /// The dense flow case on five generated sets (today's, incasts, 1:1 to 8:1
+    /// oversubscription, arrivals over 0.5 to 8 s), --dense-flows flows each (50,000 if 0).
+    #[arg(long)]
+    pub(super) dense_sets: bool,
     /// The recorded figures each case is compared with (default bench/baseline.toml).
     #[arg(long)]
     pub(super) baseline: Option<PathBuf>,

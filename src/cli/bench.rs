@@ -27,6 +27,7 @@ pub(super) fn bench(a: BenchArgs) -> Outcome {
         contention: a.contention,
         remote_inputs: a.remote_inputs,
         drill: a.drill,
+        dense_sets: a.dense_sets,
     })?;
     out!("{}", r.text);
     out!("{}", baseline::table(&r.cases, base.as_ref(), &load));
