@@ -33,6 +33,7 @@ pub mod explain;
 pub mod fallback;
 pub mod feasible;
 pub mod options;
+mod order;
 mod plain;
 pub mod resources;
 mod spread_affinity;
@@ -42,6 +43,7 @@ pub mod task;
 mod task_explain;
 pub mod topology;
 mod view;
+mod walk;
 
 pub use crate::scenario::workload::Policy;
 pub use bundle::{BundleRequest, PgDecision, place_bundles, sort_bundles};

@@ -68,6 +68,24 @@ impl PlainIndex {
         }
     }
 
+    /// Resource ids per node row.
+    pub(crate) fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Node `n`'s room in dimension `d`: min(total, available) of resource `d`, or for
+    /// `d == stride`, 1 when the node has no GPU (0 when it has). A plain request fits an
+    /// alive node exactly when every amount is within its room ([`super::order`]).
+    #[inline]
+    pub(crate) fn room(&self, n: NodeId, d: usize) -> i64 {
+        if d < self.stride {
+            let [total, avail] = self.rows[n * self.stride + d];
+            total.min(avail)
+        } else {
+            i64::from(self.flags[n] & GPU == 0)
+        }
+    }
+
     /// No device memory and no per-instance resource: [`PlainIndex::fits`] decides it.
     pub(crate) fn plain(&self, req: &Request) -> bool {
         req.device_memory == 0

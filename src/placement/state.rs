@@ -11,7 +11,7 @@ use super::resources::{
 use super::{NodeId, Policy};
 use crate::scenario::Spec;
 use crate::scenario::workload::LabelConstraint;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 mod build;
@@ -347,7 +347,7 @@ pub struct ClusterState {
     /// [`score_key`] of the critical utilization. Kept in step on every allocate, free,
     /// reset and liveness change so the hybrid policy can walk nodes best-first instead of
     /// scanning and selecting (same result; see `task::hybrid_pass`).
-    pub(crate) order: BTreeSet<(u32, u32)>,
+    pub(crate) order: super::order::Order,
     pub(crate) buf_feasible: Vec<(f32, NodeId)>,
     /// What the ordered walk reads of each node, dense ([`super::plain`]); refreshed by
     /// every mutator below.
@@ -574,13 +574,14 @@ impl ClusterState {
         let new = n.util;
         self.reorder(node, old, new);
         self.plain.refresh(node, &self.nodes[node]);
+        self.order.touch(node);
     }
 
     /// Move a node in [`ClusterState::order`] after its utilization changed.
     fn reorder(&mut self, node: NodeId, old: f32, new: f32) {
         let (a, b) = (score_key(old), score_key(new));
-        if a != b && self.nodes[node].alive && self.order.remove(&(a, node as u32)) {
-            self.order.insert((b, node as u32));
+        if a != b && self.nodes[node].alive && self.order.remove(a, node) {
+            self.order.insert(b, node);
         }
     }
 

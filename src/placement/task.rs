@@ -298,6 +298,37 @@ pub(super) fn hybrid_why(
 ///
 /// Fast path (same result, no scan): if the preferred node is available and scores 0, it is
 /// no worse than any front, so it wins without looking at other nodes and without drawing.
+/// Why the top-k draw picked `node`: position `r` of the top k, or of the `m` with room
+/// when fewer than the draw had room.
+fn say_draw(
+    st: &ClusterState,
+    why: &mut Why,
+    scope: &str,
+    k: usize,
+    m: Option<usize>,
+    r: usize,
+    node: NodeId,
+) {
+    let of = match m {
+        None => format!(
+            "k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}; the draw gave position {} of the top {k}",
+            st.alive_count(),
+            r + 1
+        ),
+        Some(m) => format!(
+            "k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}, only {m} have room; the draw gave position {} of {m}",
+            st.alive_count(),
+            r + 1
+        ),
+    };
+    why.say(|| {
+        format!(
+            "top-k draw {scope}: nodes with room sorted by (score, node id), the node id breaking ties; {of}: {}",
+            st.nodes[node].name()
+        )
+    });
+}
+
 fn hybrid_pass(
     st: &mut ClusterState,
     t: &TaskRequest,
@@ -351,7 +382,14 @@ fn hybrid_pass(
         let plain = st.plain.plain(t.request);
         let ruled = !t.label_selector.is_empty() || t.tenant.is_some();
         let non_gpu = filter == NodeFilter::NonGpu;
-        for &(key, id) in &st.order {
+        // A plain request without rules: the same walk, block by block ([`super::order`]);
+        // explanations walk node by node, for their words.
+        let skip = plain && !ruled && !why.on();
+        if skip {
+            let pref = (pref, pref_avail, pref_score);
+            (picked, r0) = super::walk::skip_walk(st, t, non_gpu, k, pref, rng, &mut avail);
+        }
+        for &(key, id) in st.order.iter().take(if skip { 0 } else { usize::MAX }) {
             let i = id as usize;
             let ok = if plain {
                 let fast = st.plain.fits(i, t.request, non_gpu)
@@ -382,14 +420,7 @@ fn hybrid_pass(
                 picked = Some(i);
                 if why.on() {
                     say_local(st, why, pref, pref_ok, pref_avail, pref_score);
-                    why.say(|| {
-                        format!(
-                            "top-k draw {scope}: nodes with room sorted by (score, node id), the node id breaking ties; k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}; the draw gave position {} of the top {k}: {}",
-                            st.alive_count(),
-                            r + 1,
-                            st.nodes[i].name()
-                        )
-                    });
+                    say_draw(st, why, scope, k, None, r, i);
                 }
                 break;
             }
@@ -404,14 +435,7 @@ fn hybrid_pass(
             picked = Some(avail[r].1);
             if why.on() {
                 say_local(st, why, pref, pref_ok, pref_avail, pref_score);
-                why.say(|| {
-                    format!(
-                        "top-k draw {scope}: nodes with room sorted by (score, node id), the node id breaking ties; k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}, only {m} have room; the draw gave position {} of {m}: {}",
-                        st.alive_count(),
-                        r + 1,
-                        st.nodes[avail[r].1].name()
-                    )
-                });
+                say_draw(st, why, scope, k, Some(m), r, avail[r].1);
             }
         }
         st.buf_avail = avail;

@@ -1372,6 +1372,77 @@ fn indexed_walk_equals_the_reference_scan() {
     assert!(compared > 2000);
 }
 
+#[test]
+fn block_walk_equals_the_reference_scan_on_many_nodes() {
+    // 1,200 nodes: the order spans blocks (64 to 128 entries each), splits and empties them
+    // as nodes load, free, die and come back; before every placement the indexed walk (blocks
+    // skipped by their room bounds, `placement::order`) and the scan decide from clones of
+    // the same state and rng. Requests are plain, so the block path decides them.
+    let src = format!("{CPU8}{GPU4}cluster c {{\n  node cpu8 x 800\n  node gpu4 x 400\n}}\n");
+    let mut st = state(&src);
+    let reqs = [
+        req(&mut st, &[("CPU", 1.0)]),
+        req(&mut st, &[("CPU", 4.0)]),
+        req(&mut st, &[("CPU", 2.0), ("GPU", 1.0)]),
+        req(&mut st, &[("CPU", 8.0)]),
+    ];
+    let mut driver = rng(17);
+    let mut live: Vec<Allocation> = Vec::new();
+    let mut dead: Vec<usize> = Vec::new();
+    let mut compared = 0;
+    for step in 0..6000 {
+        use rand::RngExt;
+        match driver.random_range(0..12) {
+            0..=2 if !live.is_empty() => {
+                let k = driver.random_range(0..live.len());
+                let a = live.swap_remove(k);
+                st.free(&a, None);
+                continue;
+            }
+            3 => {
+                let n = driver.random_range(0..1200);
+                if st.nodes[n].alive() {
+                    live.retain(|a| a.node != n);
+                    st.set_alive(n, false);
+                    st.reset(n);
+                    dead.push(n);
+                }
+                continue;
+            }
+            4 if !dead.is_empty() => {
+                let n = dead.swap_remove(driver.random_range(0..dead.len()));
+                st.set_alive(n, true);
+                continue;
+            }
+            _ => {}
+        }
+        let ri = driver.random_range(0..reqs.len());
+        let t = T {
+            preferred: driver.random_range(0..1200),
+            ..T::default()
+        };
+        let seed = step as u64;
+        let scan = {
+            USE_ORDER_INDEX.with(|u| u.set(false));
+            let mut s2 = st.clone();
+            let d = decide(&mut s2, &reqs[ri], &t, &mut rng(seed));
+            USE_ORDER_INDEX.with(|u| u.set(true));
+            d
+        };
+        let walk = decide(&mut st, &reqs[ri], &t, &mut rng(seed));
+        assert_eq!(
+            walk, scan,
+            "step {step}: request {ri} from n{}",
+            t.preferred
+        );
+        compared += 1;
+        if let Decision::Run(n) = walk {
+            live.push(st.allocate(n, &reqs[ri], None, Policy::RayDefault).unwrap());
+        }
+    }
+    assert!(compared > 3000, "{compared}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tenant accelerator allow-lists, quotas, device memory
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ impl ClusterState {
             alive_count: 0,
             alive_non_gpu: 0,
             buf_avail: Vec::new(),
-            order: BTreeSet::new(),
+            order: Default::default(),
             buf_feasible: Vec::new(),
             plain: Default::default(),
             quota_off: Vec::new(),
@@ -317,9 +317,7 @@ impl ClusterState {
             .and_then(|h| st.by_name.get(h).copied())
             .unwrap_or(0);
         st.alive_count = st.nodes.len();
-        st.order = (0..st.nodes.len())
-            .map(|i| (score_key(0.0), i as u32))
-            .collect();
+        st.order = crate::placement::order::Order::unloaded(st.nodes.len());
         st.alive_non_gpu = st.nodes.iter().filter(|n| !n.has_gpu).count();
         st.plain = crate::placement::plain::PlainIndex::build(&st.nodes, n);
         st.ids = ids;

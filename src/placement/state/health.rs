@@ -14,13 +14,13 @@ impl ClusterState {
         }
         n.alive = alive;
         self.plain.refresh(node, &self.nodes[node]);
-        let n = &self.nodes[node];
-        let key = (score_key(n.util), node as u32);
+        let key = score_key(self.nodes[node].util);
         if alive {
-            self.order.insert(key);
+            self.order.insert(key, node);
         } else {
-            self.order.remove(&key);
+            self.order.remove(key, node);
         }
+        self.order.touch(node);
         let n = &self.nodes[node];
         let q: i64 = if alive { 1 } else { -1 };
         for (k, held) in n.quota_held.iter().enumerate() {
@@ -57,6 +57,7 @@ impl ClusterState {
         n.util = 0.0;
         self.reorder(node, old, 0.0);
         self.plain.refresh(node, &self.nodes[node]);
+        self.order.touch(node);
     }
 
     /// The (resource id, instance) of a node's `device`-th device, counting the node type's
