@@ -323,7 +323,11 @@ mod tests {
             assert!(live <= model.len().max(1), "step {step}: {live} blocks");
         }
         assert!(o.iter().eq(model.iter()));
-        assert!(o.blocks.len() <= 2 * n / BLOCK + 8, "{} blocks", o.blocks.len());
+        assert!(
+            o.blocks.len() <= 2 * n / BLOCK + 8,
+            "{} blocks",
+            o.blocks.len()
+        );
         // Removing what is not there is refused.
         let (k, i) = *model.iter().next().unwrap();
         assert!(!o.remove(k + 1, i as usize));
