@@ -89,17 +89,6 @@ impl Baseline {
     }
 }
 
-/// The machine's load averages, as `/proc/loadavg` gives them.
-pub fn load_now() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| {
-            let f: Vec<&str> = s.split_whitespace().take(3).collect();
-            (f.len() == 3).then(|| f.join(" "))
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
 /// The baseline at `path`; `Ok(None)` when there is no such file.
 pub fn read(path: &Path) -> Result<Option<Baseline>, String> {
     if std::fs::symlink_metadata(path).is_err() {

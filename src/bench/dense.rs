@@ -8,6 +8,9 @@ use crate::network::drive::Step;
 use rand::RngExt;
 use std::time::Instant;
 
+/// Hosts of the dense case's leaf-spine (32 racks of 32, [`leaf_spine_text_at`]).
+const HOSTS: usize = 1024;
+
 /// What [`dense_flows`] measured.
 pub struct DenseRun {
     /// Flow events (arrivals and completions).
@@ -19,8 +22,8 @@ pub struct DenseRun {
 }
 
 /// Dense flow-level benchmark: `flows` transfers (10–200 MB, uniform) between random distinct
-/// hosts of a 1,024-host leaf-spine ([`leaf_spine_text`](super::leaf_spine_text)), arriving at uniform random times
-/// over 2 s, driven as an event loop — the next event is the next arrival or the next
+/// hosts of a 1,024-host leaf-spine ([`leaf_spine_text`](super::leaf_spine_text)), arriving
+/// at uniform random times over 2 s, driven as an event loop — the next event is the next arrival or the next
 /// completion, whichever is first. The spine saturates, so a thousand flows or more share it
 /// at once and every event disturbs many of them. Seeded: the same run every time.
 pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
@@ -32,18 +35,29 @@ pub fn dense_flows(flows: usize) -> Result<DenseRun, String> {
 /// long they arrive.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DenseSet {
-    pub name: &'static str,
     pub oversubscription: u32,
     pub destinations: usize,
     pub spread_s: f64,
 }
 
 impl DenseSet {
+    /// How bench names the set: `4:1, incast onto 64 hosts, over 2 s`.
+    pub fn name(&self) -> String {
+        let to = if self.destinations >= HOSTS {
+            "any host".to_string()
+        } else {
+            format!("incast onto {} hosts", self.destinations)
+        };
+        format!(
+            "{}:1, {to}, over {} s",
+            self.oversubscription, self.spread_s
+        )
+    }
+
     /// The set `--dense-flows` has always run.
     pub const TODAY: DenseSet = DenseSet {
-        name: "4:1, any host, over 2 s",
         oversubscription: 4,
-        destinations: 1024,
+        destinations: HOSTS,
         spread_s: 2.0,
     };
     /// `--dense-sets`: today's and sets that differ in fan-in, oversubscription and arrival
@@ -51,25 +65,21 @@ impl DenseSet {
     pub const ALL: [DenseSet; 5] = [
         DenseSet::TODAY,
         DenseSet {
-            name: "4:1, incast onto 64 hosts, over 2 s",
             oversubscription: 4,
             destinations: 64,
             spread_s: 2.0,
         },
         DenseSet {
-            name: "2:1, any host, over 0.5 s",
             oversubscription: 2,
-            destinations: 1024,
+            destinations: HOSTS,
             spread_s: 0.5,
         },
         DenseSet {
-            name: "8:1, any host, over 8 s",
             oversubscription: 8,
-            destinations: 1024,
+            destinations: HOSTS,
             spread_s: 8.0,
         },
         DenseSet {
-            name: "1:1, incast onto 16 hosts, over 1 s",
             oversubscription: 1,
             destinations: 16,
             spread_s: 1.0,
@@ -90,7 +100,8 @@ pub fn dense_flows_in(flows: usize, set: &DenseSet) -> Result<DenseRun, String> 
         )
     })?;
     let g = crate::network::Graph::build(&spec);
-    let hosts = 1024usize;
+    let hosts = HOSTS;
+    debug_assert!(set.destinations >= 2, "an incast needs two hot hosts");
     let mut rng = rng_stream(3, 3);
     let mut arrivals = Vec::with_capacity(flows);
     let stride = hosts / set.destinations.clamp(1, hosts);

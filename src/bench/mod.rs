@@ -258,7 +258,7 @@ fn case_dense(r: &mut BenchReport, flows: usize, set: &DenseSet) -> Result<(), S
         // The line and case name `--dense-flows` has always printed.
         "over 2 s on a 1,024-host leaf-spine (4:1)".to_string()
     } else {
-        format!("on a 1,024-host leaf-spine, {}", set.name)
+        format!("on a 1,024-host leaf-spine, {}", set.name())
     };
     let _ = writeln!(
         r.text,
@@ -272,7 +272,7 @@ fn case_dense(r: &mut BenchReport, flows: usize, set: &DenseSet) -> Result<(), S
     let name = if *set == DenseSet::TODAY {
         format!("dense flows, {flows} flows")
     } else {
-        format!("dense flows, {flows} flows, {}", set.name)
+        format!("dense flows, {flows} flows, {}", set.name())
     };
     r.cases.push(Case::new(name, d.seconds, "s", Better::Lower));
     Ok(())
@@ -384,7 +384,7 @@ fn case_drill(r: &mut BenchReport) -> Result<(), String> {
         .ok_or("the built-in failure drill scenario is invalid")?;
     let cfg = crate::experiment::drill::DrillConfig {
         seeds: Some((1..=DRILL_SEEDS).collect()),
-        horizon: Some(DRILL_HORIZON_S * 1_000_000_000),
+        horizon: Some(DRILL_HORIZON_S * crate::engine::SEC),
         ..Default::default()
     };
     let report = crate::experiment::drill::run_drill(&spec, &cfg);
@@ -397,7 +397,8 @@ fn case_drill(r: &mut BenchReport) -> Result<(), String> {
         .sum();
     let _ = writeln!(
         r.text,
-        "failure drill: scenarios/failure_drill.orr, {runs} runs (seeds 1 to {DRILL_SEEDS}, 12 h each) on {} threads in {wall:.2} s",
+        "failure drill: scenarios/failure_drill.orr, {runs} runs (seeds 1 to {DRILL_SEEDS}, {} h each) on {} threads in {wall:.2} s",
+        DRILL_HORIZON_S / 3600,
         crate::parallel::pool_size(0)
     );
     r.cases.push(Case::new(
@@ -449,8 +450,8 @@ mod tests {
         for set in &super::DenseSet::ALL {
             let d = super::dense_flows_in(600, set).unwrap();
             // One event per arrival and one per completion.
-            assert_eq!(d.events, 1200, "{}", set.name);
-            assert!(d.makespan > 0.0 && d.peak_active >= 1, "{}", set.name);
+            assert_eq!(d.events, 1200, "{}", set.name());
+            assert!(d.makespan > 0.0 && d.peak_active >= 1, "{}", set.name());
         }
         // Today's set is what `--dense-flows` always ran.
         let (a, b) = (

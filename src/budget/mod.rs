@@ -89,6 +89,18 @@ pub fn proc_status_bytes(key: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The machine's load averages over 1, 5 and 15 minutes, as `/proc/loadavg` gives them
+/// ("unknown" elsewhere): what `bench` notes beside its timings.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| {
+            let f: Vec<&str> = s.split_whitespace().take(3).collect();
+            (f.len() == 3).then(|| f.join(" "))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// The process's resident memory in bytes, now.
 pub fn resident_bytes() -> Option<u64> {
     proc_status_bytes("VmRSS:")

@@ -17,7 +17,7 @@ pub(super) fn bench(a: BenchArgs) -> Outcome {
         .unwrap_or_else(|| baseline::DEFAULT_PATH.into());
     // Read (and check) the baseline before measuring anything: a broken file is exit 2 at once.
     let base = baseline::read(&path)?;
-    let load = baseline::load_now();
+    let load = orrery::budget::load_average();
     let r = orrery::bench::run(&orrery::bench::BenchOptions {
         nodes: a.nodes,
         tasks: a.tasks,

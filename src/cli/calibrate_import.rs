@@ -5,6 +5,7 @@
 use super::args::CalibrateImportArgs;
 use super::error::{Error, Outcome};
 use orrery::calibrate::import::{self, ImportOptions, Input};
+use orrery::files::line_col;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -145,5 +146,3 @@ pub(super) fn import(a: CalibrateImportArgs) -> Outcome {
     outln!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
 }
-
-use orrery::files::line_col;

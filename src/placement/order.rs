@@ -8,11 +8,12 @@
 //!
 //! How: blocks of at most 2 x [`BLOCK`] consecutive entries of the order, each with, per
 //! resource some request has named (and a dimension that is 1 for a node without GPUs), the
-//! minimum and maximum of its nodes' *room*, min(total, available) from [`PlainIndex`]. A plain request fits a node
-//! exactly when every amount is within its room (`PlainIndex::fits`; the order holds only
-//! alive nodes), so a block whose maximum lacks room has no fitting node and one whose
-//! minimum has room has only fitting nodes; only the others are scanned. A node's resources
-//! changing marks its block stale; its bounds are recomputed when a search next reaches it.
+//! minimum and maximum of its nodes' *room*, min(total, available) from [`PlainIndex`]. A
+//! plain request fits a node exactly when every amount is within its room
+//! (`PlainIndex::fits`; the order holds only alive nodes), so a block whose maximum lacks
+//! room has no fitting node and one whose minimum has room has only fitting nodes; only the
+//! others are scanned. A node's resources changing marks its block stale; its bounds are
+//! recomputed when a search next reaches it.
 //! Debug builds check every search against the node-by-node walk (`task::hybrid_pass`).
 
 use super::NodeId;
@@ -39,6 +40,8 @@ pub(crate) struct Order {
     /// cluster may have thousands of resource ids, one per node or label, while requests
     /// name a few): bounds[j] is dimension watched[j]'s.
     watched: Vec<usize>,
+    /// A search's request as (watched slot, amount), kept so searching allocates nothing.
+    needs: Vec<(usize, i64)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -60,26 +63,15 @@ impl Order {
     /// `nodes` alive nodes, none loaded: all score 0, in id order.
     pub(crate) fn unloaded(nodes: usize) -> Order {
         let key = super::state::score_key(0.0);
-        Order::new(nodes, (0..nodes as u32).map(|i| (key, i)).collect())
-    }
-
-    /// The order of `entries` ((score key, node id), any order) over `nodes` nodes.
-    pub(crate) fn new(nodes: usize, mut entries: Vec<(u32, u32)>) -> Order {
-        entries.sort_unstable();
         let mut o = Order {
             block_of: vec![OUT; nodes],
             ..Order::default()
         };
-        for chunk in entries.chunks(BLOCK) {
-            let id = o.blocks.len() as u32;
-            for &(_, n) in chunk {
-                o.block_of[n as usize] = id;
-            }
-            o.blocks.push(Block {
-                items: chunk.to_vec(),
-                bounds: Vec::new(),
-                stale: true,
-            });
+        for lo in (0..nodes).step_by(BLOCK) {
+            let items = (lo..(lo + BLOCK).min(nodes))
+                .map(|n| (key, n as u32))
+                .collect();
+            let id = o.new_block(items);
             o.seq.push(id);
         }
         o
@@ -110,7 +102,6 @@ impl Order {
         if self.seq.is_empty() {
             let id = self.new_block(vec![e]);
             self.seq.push(id);
-            self.block_of[node] = id;
             return true;
         }
         // The first block whose last entry is not below `e` (else the last block).
@@ -153,20 +144,22 @@ impl Order {
     fn split(&mut self, at: usize) {
         let b = self.seq[at] as usize;
         let tail = self.blocks[b].items.split_off(BLOCK);
-        for &(_, n) in &tail {
-            self.block_of[n as usize] = self
-                .free
-                .last()
-                .copied()
-                .unwrap_or(self.blocks.len() as u32);
-        }
         let id = self.new_block(tail);
         self.blocks[b].stale = true;
         self.seq.insert(at + 1, id);
     }
 
-    /// A block holding `items` (an emptied one's id if any), not yet in `seq`.
+    /// A block holding `items` (an emptied one's id if any), its nodes' `block_of` set, not
+    /// yet in `seq`.
     fn new_block(&mut self, items: Vec<(u32, u32)>) -> u32 {
+        let id = self
+            .free
+            .last()
+            .copied()
+            .unwrap_or(self.blocks.len() as u32);
+        for &(_, n) in &items {
+            self.block_of[n as usize] = id;
+        }
         let blk = Block {
             items,
             bounds: Vec::new(),
@@ -184,19 +177,38 @@ impl Order {
         }
     }
 
-    /// `needs` ((dimension, amount)) with each dimension's place in `watched`, watching the
-    /// ones not watched yet (every block's bounds are then stale).
-    fn slots(&mut self, needs: &mut [(usize, i64)]) {
-        for (d, _) in needs.iter_mut() {
-            *d = match self.watched.iter().position(|w| w == d) {
-                Some(j) => j,
-                None => {
-                    self.watched.push(*d);
-                    self.blocks.iter_mut().for_each(|b| b.stale = true);
-                    self.watched.len() - 1
-                }
-            };
+    /// The watched slot of dimension `d`, watching it if it is not yet (every block's bounds
+    /// are then stale).
+    fn slot(&mut self, d: usize) -> usize {
+        match self.watched.iter().position(|&w| w == d) {
+            Some(j) => j,
+            None => {
+                self.watched.push(d);
+                self.blocks.iter_mut().for_each(|b| b.stale = true);
+                self.watched.len() - 1
+            }
         }
+    }
+
+    /// `needs` filled with the request as (watched slot, amount); false when it names a
+    /// resource no node has.
+    fn fill_needs(&mut self, plain: &PlainIndex, req: &Request, non_gpu: bool) -> bool {
+        let stride = plain.stride();
+        let mut needs = std::mem::take(&mut self.needs);
+        needs.clear();
+        let mut known = true;
+        for &(id, a) in &req.amounts {
+            if id >= stride {
+                known = false;
+                break;
+            }
+            needs.push((self.slot(id), a));
+        }
+        if non_gpu {
+            needs.push((self.slot(stride), 1));
+        }
+        self.needs = needs;
+        known
     }
 
     fn verdict(&mut self, b: usize, plain: &PlainIndex, needs: &[(usize, i64)]) -> Verdict {
@@ -222,22 +234,6 @@ impl Order {
         }
     }
 
-    /// The request as (dimension, amount) pairs; `None` when it names a resource no node has.
-    fn needs(plain: &PlainIndex, req: &Request, non_gpu: bool) -> Option<Vec<(usize, i64)>> {
-        let stride = plain.stride();
-        let mut needs = Vec::with_capacity(req.amounts.len() + 1);
-        for &(id, a) in &req.amounts {
-            if id >= stride {
-                return None;
-            }
-            needs.push((id, a));
-        }
-        if non_gpu {
-            needs.push((stride, 1));
-        }
-        Some(needs)
-    }
-
     /// The `r`-th (from 0) entry in order whose node has room for plain request `req` (and no
     /// GPU when `non_gpu`); when fewer have, how many.
     pub(crate) fn nth(
@@ -247,14 +243,27 @@ impl Order {
         non_gpu: bool,
         r: usize,
     ) -> Result<(u32, NodeId), usize> {
-        let Some(mut needs) = Self::needs(plain, req, non_gpu) else {
+        if !self.fill_needs(plain, req, non_gpu) {
             return Err(0);
-        };
-        self.slots(&mut needs);
+        }
+        let needs = std::mem::take(&mut self.needs);
+        let found = self.search(plain, req, non_gpu, &needs, r);
+        self.needs = needs;
+        found
+    }
+
+    fn search(
+        &mut self,
+        plain: &PlainIndex,
+        req: &Request,
+        non_gpu: bool,
+        needs: &[(usize, i64)],
+        r: usize,
+    ) -> Result<(u32, NodeId), usize> {
         let mut left = r;
         for s in 0..self.seq.len() {
             let b = self.seq[s] as usize;
-            match self.verdict(b, plain, &needs) {
+            match self.verdict(b, plain, needs) {
                 Verdict::None => {}
                 Verdict::All => {
                     let items = &self.blocks[b].items;
@@ -319,7 +328,7 @@ mod tests {
                 assert!(o.iter().eq(model.iter()), "step {step}");
             }
             let live = o.seq.len();
-            assert!(o.blocks.len() <= live + o.free.len());
+            assert_eq!(o.blocks.len(), live + o.free.len());
             assert!(live <= model.len().max(1), "step {step}: {live} blocks");
         }
         assert!(o.iter().eq(model.iter()));

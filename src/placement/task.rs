@@ -285,6 +285,31 @@ pub(super) fn hybrid_why(
     d.unwrap_or(Decision::Infeasible)
 }
 
+/// Why the top-k draw picked `node`: position `r` of the top k, or of the `m` with room
+/// when fewer than the draw had room.
+fn say_draw(
+    st: &ClusterState,
+    why: &mut Why,
+    scope: &str,
+    k: usize,
+    m: Option<usize>,
+    r: usize,
+    node: NodeId,
+) {
+    let (room, of) = match m {
+        None => (String::new(), format!("the top {k}")),
+        Some(m) => (format!(", only {m} have room"), m.to_string()),
+    };
+    why.say(|| {
+        format!(
+            "top-k draw {scope}: nodes with room sorted by (score, node id), the node id breaking ties; k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}{room}; the draw gave position {} of {of}: {}",
+            st.alive_count(),
+            r + 1,
+            st.nodes[node].name()
+        )
+    });
+}
+
 /// Ray `HybridSchedulingPolicy::ScheduleImpl` + `GetBestNode`:
 ///
 /// * candidates: alive, (GPU filter), feasible nodes, split into available and
@@ -298,37 +323,6 @@ pub(super) fn hybrid_why(
 ///
 /// Fast path (same result, no scan): if the preferred node is available and scores 0, it is
 /// no worse than any front, so it wins without looking at other nodes and without drawing.
-/// Why the top-k draw picked `node`: position `r` of the top k, or of the `m` with room
-/// when fewer than the draw had room.
-fn say_draw(
-    st: &ClusterState,
-    why: &mut Why,
-    scope: &str,
-    k: usize,
-    m: Option<usize>,
-    r: usize,
-    node: NodeId,
-) {
-    let of = match m {
-        None => format!(
-            "k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}; the draw gave position {} of the top {k}",
-            st.alive_count(),
-            r + 1
-        ),
-        Some(m) => format!(
-            "k = max({TOP_K_ABSOLUTE}, floor({} alive x {TOP_K_FRACTION})) = {k}, only {m} have room; the draw gave position {} of {m}",
-            st.alive_count(),
-            r + 1
-        ),
-    };
-    why.say(|| {
-        format!(
-            "top-k draw {scope}: nodes with room sorted by (score, node id), the node id breaking ties; {of}: {}",
-            st.nodes[node].name()
-        )
-    });
-}
-
 fn hybrid_pass(
     st: &mut ClusterState,
     t: &TaskRequest,

@@ -54,10 +54,10 @@ pub fn to_u64(v: f64) -> u64 {
     }
 }
 
-/// `v.round()` (half away from zero), bit for bit; quick for `0 ≤ v < 2^52`, without
-/// the libm call x86-64's baseline makes for `round` (no SSE4.1 `roundsd`): converting every
-/// event's time to nanoseconds was a fifth of an arrival's cost. Below 2^52 the truncation and
-/// the fraction `v − t` are exact; from 2^52 every double is an integer already.
+/// `v.round()` (half away from zero), bit for bit; quick for `0 ≤ v < 2^52`, without the
+/// libm call x86-64's baseline makes for `round` (no SSE4.1 `roundsd`): converting every
+/// event's time to nanoseconds was a fifth of an arrival's cost. Below 2^52 the truncation
+/// `i` and the fraction `v − i` are exact; from 2^52 every double is an integer already.
 #[inline]
 pub fn round_pos(v: f64) -> f64 {
     const INTEGRAL: f64 = 4_503_599_627_370_496.0; // 2^52
@@ -182,6 +182,7 @@ pub fn transfer_secs(spec: &Spec, same_node: bool, dst: &NodeType, bytes: f64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{RngExt, SeedableRng};
 
     fn spec() -> Spec {
         crate::load_str("t.orr", "").spec.unwrap()
@@ -230,12 +231,6 @@ mod tests {
         let hier = collective_secs(&s, "allreduce", 1e9, true, &g);
         assert!(hier < flat, "{hier} vs {flat}");
     }
-}
-
-#[cfg(test)]
-mod round_tests {
-    use super::round_pos;
-    use rand::{RngExt, SeedableRng};
 
     #[test]
     fn round_pos_is_round_bit_for_bit() {
@@ -258,7 +253,7 @@ mod round_tests {
         ];
         for v in edges {
             assert_eq!(round_pos(v).to_bits(), v.round().to_bits(), "{v}");
-            assert_eq!(super::to_u64(v), v as u64, "{v}");
+            assert_eq!(to_u64(v), v as u64, "{v}");
         }
         for v in [
             9_223_372_036_854_775_807.0,
@@ -266,7 +261,7 @@ mod round_tests {
             1.8e19,
             2e19,
         ] {
-            assert_eq!(super::to_u64(v), v as u64, "{v}");
+            assert_eq!(to_u64(v), v as u64, "{v}");
         }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         for _ in 0..200_000 {
@@ -275,7 +270,7 @@ mod round_tests {
             assert_eq!(round_pos(v).to_bits(), v.round().to_bits(), "{v}");
             let h = (v * 2.0).floor() / 2.0; // halves
             assert_eq!(round_pos(h).to_bits(), h.round().to_bits(), "{h}");
-            assert_eq!(super::to_u64(v), v as u64, "{v}");
+            assert_eq!(to_u64(v), v as u64, "{v}");
         }
     }
 }
