@@ -1317,6 +1317,21 @@ fn perf_10k_nodes() {
 // The ordered index the DEFAULT policy walks picks exactly what the full scan picks.
 // ---------------------------------------------------------------------------------------------
 
+/// The DEFAULT policy's decision for `r` with the ordered index, after checking it equals
+/// the full scan's from a clone of the same state and an rng of the same seed.
+fn walk_equals_scan(st: &mut ClusterState, r: &Request, t: &T, seed: u64) -> Decision {
+    let scan = {
+        USE_ORDER_INDEX.with(|u| u.set(false));
+        let mut s2 = st.clone();
+        let d = decide(&mut s2, r, t, &mut rng(seed));
+        USE_ORDER_INDEX.with(|u| u.set(true));
+        d
+    };
+    let walk = decide(st, r, t, &mut rng(seed));
+    assert_eq!(walk, scan, "seed {seed}: from n{}", t.preferred);
+    walk
+}
+
 #[test]
 fn indexed_walk_equals_the_reference_scan() {
     // 60 heterogeneous nodes (CPU-only and GPU nodes, 20% top-k = 12), random allocations and
@@ -1347,20 +1362,7 @@ fn indexed_walk_equals_the_reference_scan() {
             preferred: driver.random_range(0..60),
             ..T::default()
         };
-        let seed = step as u64;
-        let scan = {
-            USE_ORDER_INDEX.with(|u| u.set(false));
-            let mut s2 = st.clone();
-            let d = decide(&mut s2, &reqs[ri], &t, &mut rng(seed));
-            USE_ORDER_INDEX.with(|u| u.set(true));
-            d
-        };
-        let walk = decide(&mut st, &reqs[ri], &t, &mut rng(seed));
-        assert_eq!(
-            walk, scan,
-            "step {step}: request {ri} from n{}",
-            t.preferred
-        );
+        let walk = walk_equals_scan(&mut st, &reqs[ri], &t, step as u64);
         compared += 1;
         if let Decision::Run(n) = walk {
             live.push((
@@ -1421,20 +1423,7 @@ fn block_walk_equals_the_reference_scan_on_many_nodes() {
             preferred: driver.random_range(0..1200),
             ..T::default()
         };
-        let seed = step as u64;
-        let scan = {
-            USE_ORDER_INDEX.with(|u| u.set(false));
-            let mut s2 = st.clone();
-            let d = decide(&mut s2, &reqs[ri], &t, &mut rng(seed));
-            USE_ORDER_INDEX.with(|u| u.set(true));
-            d
-        };
-        let walk = decide(&mut st, &reqs[ri], &t, &mut rng(seed));
-        assert_eq!(
-            walk, scan,
-            "step {step}: request {ri} from n{}",
-            t.preferred
-        );
+        let walk = walk_equals_scan(&mut st, &reqs[ri], &t, step as u64);
         compared += 1;
         if let Decision::Run(n) = walk {
             live.push(st.allocate(n, &reqs[ri], None, Policy::RayDefault).unwrap());
