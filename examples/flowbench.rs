@@ -1,5 +1,5 @@
 //! Repeat the flow benchmarks and print the fastest of N runs (less noise than one
-//! `orrery bench`): `cargo run --release --example flowbench -- 5 [fat|50k|100k]`. Timings
+//! `orrery bench`): `cargo run --release --example flowbench -- 5 [fat|50k|100k|set0..set4]`. Timings
 //! only: nothing here passes or fails.
 fn main() {
     let reps: usize = std::env::args()
@@ -22,6 +22,29 @@ fn main() {
             let d = orrery::bench::dense_flows(n).expect("dense");
             best[k] = best[k].min(d.seconds);
         }
+    }
+    // "set0".."set4": one of bench's dense sets at 50k flows, best of `reps`.
+    if let Some(k) = only
+        .strip_prefix("set")
+        .and_then(|k| k.parse::<usize>().ok())
+    {
+        let set = orrery::bench::DenseSet::ALL[k];
+        let mut best = f64::INFINITY;
+        for _ in 0..reps {
+            let d = orrery::bench::dense_flows_in(50_000, &set).expect("dense");
+            best = best.min(d.seconds);
+            // FLOWBENCH_FINISH=FILE: every flow's finish time, one per line, to compare
+            // solvers (issue 44 asks for 1e-9 relative).
+            if let Ok(file) = std::env::var("FLOWBENCH_FINISH") {
+                let text: String = d.finish.iter().map(|t| format!("{t:e}\n")).collect();
+                std::fs::write(file, text).expect("write finish times");
+            }
+        }
+        println!("best of {reps}: {} {best:.3} s", set.name());
+        let d = orrery::bench::dense_flows_in(50_000, &set).expect("dense");
+        println!("{:?}", d.stats);
+
+        return;
     }
     let names = ["fat-tree 10k", "dense 50k", "dense 100k"];
     let shown: Vec<String> = names

@@ -19,6 +19,11 @@ pub struct DenseRun {
     pub peak_active: usize,
     /// Simulated seconds until the last flow finished.
     pub makespan: f64,
+    /// Each flow's finish time (simulated seconds), in arrival order: what a change to the
+    /// solver must leave the same (to 1e-9 relative, issue 44).
+    pub finish: Vec<f64>,
+    /// The solver's counts over the run.
+    pub stats: crate::network::SolverStats,
 }
 
 /// Dense flow-level benchmark: `flows` transfers (10–200 MB, uniform) between random distinct
@@ -130,15 +135,23 @@ pub fn dense_flows_in(flows: usize, set: &DenseSet) -> Result<DenseRun, String> 
     let mut net = crate::network::FlowNet::new(g.capacity.clone());
     let (mut now, mut events, mut peak, mut active) = (0.0f64, 0u64, 0usize, 0usize);
     let mut next = arrivals.into_iter().peekable();
+    // Flow id → arrival index (ids are reused once flows finish).
+    let (mut index, mut finish, mut arrived) = (Vec::new(), vec![0.0; flows], 0usize);
     loop {
         match net.step(&mut now, next.peek().map(|a| a.0)) {
             Step::Finished(f) => {
                 net.remove(f);
+                finish[index[f.0 as usize]] = now;
                 active -= 1;
             }
             Step::Reached => {
                 let (_, path, bytes) = next.next().expect("peeked");
-                net.add(path, bytes);
+                let f = net.add(path, bytes).0 as usize;
+                if index.len() <= f {
+                    index.resize(f + 1, 0);
+                }
+                index[f] = arrived;
+                arrived += 1;
                 active += 1;
                 peak = peak.max(active);
             }
@@ -151,5 +164,7 @@ pub fn dense_flows_in(flows: usize, set: &DenseSet) -> Result<DenseRun, String> 
         seconds: t0.elapsed().as_secs_f64(),
         peak_active: peak,
         makespan: now,
+        finish,
+        stats: net.solver_stats(),
     })
 }

@@ -4,6 +4,7 @@
 pub mod baseline;
 mod dense;
 mod scenarios;
+pub mod simgrid_style;
 
 pub use dense::{DenseRun, DenseSet, dense_flows, dense_flows_in};
 
@@ -82,6 +83,20 @@ pub fn core_loop(pending: usize, events: u64) -> f64 {
 /// together and run to completion; every completion recomputes the max-min rates of the flows
 /// it shared links with. Returns (flow events, seconds).
 pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
+    let (capacity, batch) = fat_tree_flows(nodes, flows)?;
+    let t0 = Instant::now();
+    let mut net = crate::network::FlowNet::new(capacity);
+    net.add_batch(batch);
+    let mut events = 1u64;
+    while let Step::Finished(f) = net.step(&mut 0.0, None) {
+        net.remove(f);
+        events += 1;
+    }
+    Ok((events, t0.elapsed().as_secs_f64()))
+}
+
+/// [`flow_network`]'s links (capacities) and flows (path, bytes), seeded: the same every time.
+pub fn fat_tree_flows(nodes: u64, flows: usize) -> Result<FatTreeFlows, String> {
     check_sizes(nodes, 1, flows, 0, 0)?;
     let text = fat_tree_text(nodes);
     let loaded = crate::load_str("<flows>", &text);
@@ -104,16 +119,11 @@ pub fn flow_network(nodes: u64, flows: usize) -> Result<(u64, f64), String> {
             .ok_or("no route")?;
         batch.push((path, rng.random_range(10e6..1e9)));
     }
-    let t0 = Instant::now();
-    let mut net = crate::network::FlowNet::new(g.capacity.clone());
-    net.add_batch(batch);
-    let mut events = 1u64;
-    while let Step::Finished(f) = net.step(&mut 0.0, None) {
-        net.remove(f);
-        events += 1;
-    }
-    Ok((events, t0.elapsed().as_secs_f64()))
+    Ok((g.capacity, batch))
 }
+
+/// Link capacities and flows (path, bytes), as [`fat_tree_flows`] makes them.
+pub type FatTreeFlows = (Vec<f64>, Vec<(Vec<crate::network::LinkId>, f64)>);
 
 /// Most flows `--flows` and `--dense-flows` take: a hundred times the default. A count near
 /// `u64::MAX` overflowed the capacity of the flows' vector, a panic (issue 42).
@@ -170,6 +180,8 @@ pub struct BenchOptions {
     pub drill: bool,
     /// The dense case on every [`DenseSet::ALL`] (`dense_flows` flows each, 50,000 if 0).
     pub dense_sets: bool,
+    /// The `flows` case's flows also on the SimGrid-style solver ([`simgrid_style`]).
+    pub simgrid_style: bool,
 }
 
 /// README's failure drill: the shipped scenario, built in so `bench` reads no file.
@@ -205,7 +217,7 @@ pub fn run(opt: &BenchOptions) -> Result<BenchReport, String> {
         ));
     }
     if opt.flows > 0 {
-        case_flows(&mut r, opt.flows)?;
+        case_flows(&mut r, opt.flows, opt.simgrid_style)?;
     }
     if opt.dense_sets {
         let flows = if opt.dense_flows > 0 {
@@ -240,7 +252,7 @@ pub fn run(opt: &BenchOptions) -> Result<BenchReport, String> {
     Ok(r)
 }
 
-fn case_flows(r: &mut BenchReport, flows: usize) -> Result<(), String> {
+fn case_flows(r: &mut BenchReport, flows: usize, simgrid: bool) -> Result<(), String> {
     let (fe, fs) = flow_network(1000, flows)?;
     let _ = writeln!(
         r.text,
@@ -249,6 +261,20 @@ fn case_flows(r: &mut BenchReport, flows: usize) -> Result<(), String> {
     );
     let name = format!("flow network, {flows} flows");
     r.cases.push(Case::new(name, fs, "s", Better::Lower));
+    if !simgrid {
+        return Ok(());
+    }
+    // The same flows on a SimGrid-style solver (per-flow max-min over the changed component
+    // at every event, simgrid_style.rs), measured here, now, on this machine.
+    let (se, ss) = simgrid_style::simgrid_style_flow_network(1000, flows)?;
+    debug_assert_eq!(se, fe);
+    let _ = writeln!(
+        r.text,
+        "  the same flows on a SimGrid-style solver (SimGrid's max-min over each change's connected component, lazy finishes; no SimGrid precision rounding or actors): {ss:.2} s; FlowNet {:.1}x as fast",
+        ss / fs
+    );
+    let name = format!("SimGrid-style solver, {flows} flows");
+    r.cases.push(Case::new(name, ss, "s", Better::Lower));
     Ok(())
 }
 
@@ -268,6 +294,18 @@ fn case_dense(r: &mut BenchReport, flows: usize, set: &DenseSet) -> Result<(), S
         d.events,
         d.seconds,
         d.events as f64 / d.seconds
+    );
+    // Why a set is slow: how far each event's change spreads through the filling.
+    let (st, per) = (d.stats, |n: u64| n as f64 / d.events.max(1) as f64);
+    let _ = writeln!(
+        r.text,
+        "  solver per flow event: {:.1} rate classes refilled ({:.1} tracked links each), {:.1} links saturated, {:.1} link-queue entries; {} links made tracked, {} made slack",
+        per(st.admitted),
+        st.admitted_links as f64 / st.admitted.max(1) as f64,
+        per(st.saturated),
+        per(st.queue_pops),
+        st.promoted,
+        st.demoted
     );
     let name = if *set == DenseSet::TODAY {
         format!("dense flows, {flows} flows")
@@ -452,6 +490,10 @@ mod tests {
             // One event per arrival and one per completion.
             assert_eq!(d.events, 1200, "{}", set.name());
             assert!(d.makespan > 0.0 && d.peak_active >= 1, "{}", set.name());
+            // Every flow finished, the last at the makespan; the solver counted its work.
+            assert!(d.finish.iter().all(|&t| t > 0.0 && t <= d.makespan));
+            assert_eq!(d.finish.iter().fold(0.0f64, |a, &t| a.max(t)), d.makespan);
+            assert!(d.stats.refills > 0 && d.stats.admitted > 0 && d.stats.saturated > 0);
         }
         // Today's set is what `--dense-flows` always ran.
         let (a, b) = (

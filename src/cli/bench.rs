@@ -28,6 +28,7 @@ pub(super) fn bench(a: BenchArgs) -> Outcome {
         remote_inputs: a.remote_inputs,
         drill: a.drill,
         dense_sets: a.dense_sets,
+        simgrid_style: a.simgrid_style,
     })?;
     out!("{}", r.text);
     out!("{}", baseline::table(&r.cases, base.as_ref(), &load));

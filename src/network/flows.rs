@@ -29,7 +29,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::classes::{Class, NONE};
-use super::filling::Region;
+use super::filling::{Region, SolverStats};
 use super::rebuild::Rebuild;
 
 /// Index of a directed link.
@@ -93,6 +93,7 @@ pub struct FlowNet {
     /// Epoch of the current public operation (dirty classes, touched links).
     pub(super) op: u64,
     pub(super) region: Region,
+    pub(super) stats: SolverStats,
     pub(super) scratch: Rebuild,
     /// A refill's inputs: classes of new flows, and links whose load or capacity changed
     /// (with whether every flow on them may move, not only those bottlenecked there).
@@ -157,6 +158,11 @@ impl FlowNet {
             touch_mark: vec![0; n],
             ..FlowNet::default()
         }
+    }
+
+    /// What the solver has done so far (counts, for benchmarks).
+    pub fn solver_stats(&self) -> SolverStats {
+        self.stats
     }
 
     pub fn links(&self) -> usize {

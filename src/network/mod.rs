@@ -15,6 +15,7 @@ mod rebuild;
 mod storage;
 pub mod topology;
 
+pub use filling::SolverStats;
 pub use flows::{FlowId, FlowNet, LinkId};
 pub use graph::{Graph, LinkKind, MeasuredCollectives, Vertex};
 pub use storage::SPILL_DISK_BW;

@@ -223,6 +223,35 @@ fn bench_checks_its_baseline_before_measuring() {
 }
 
 #[test]
+fn bench_compares_its_flows_with_a_simgrid_style_solver_on_request() {
+    let small = [
+        "bench",
+        "--nodes",
+        "10",
+        "--tasks",
+        "10",
+        "--flows",
+        "200",
+        "--allreduce",
+        "0",
+    ];
+    let o = orrery(&small);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(!out.contains("SimGrid"), "{out}");
+    let mut args = small.to_vec();
+    args.push("--simgrid-style");
+    let o = orrery(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("the same flows on a SimGrid-style solver") && out.contains("x as fast"),
+        "{out}"
+    );
+    assert!(out.contains("SimGrid-style solver, 200 flows"), "{out}");
+}
+
+#[test]
 fn bench_records_a_baseline_and_compares_with_it() {
     let dir = std::env::temp_dir().join(format!("orrery-bench-{}", std::process::id()));
     let path = dir.join("nested/baseline.toml");
