@@ -1,5 +1,5 @@
 //! Repeat the flow benchmarks and print the fastest of N runs (less noise than one
-//! `orrery bench`): `cargo run --release --example flowbench -- 5 [fat|50k|100k|set0..set4]`. Timings
+//! `orrery bench`): `cargo run --release --example flowbench -- 5 [fat|50k|100k|set0..set4|lightN]`. Timings
 //! only: nothing here passes or fails.
 fn main() {
     let reps: usize = std::env::args()
@@ -22,6 +22,16 @@ fn main() {
             let d = orrery::bench::dense_flows(n).expect("dense");
             best[k] = best[k].min(d.seconds);
         }
+    }
+    // "lightN": bench's fat-tree with N flows, warm (the links and flows built once, the
+    // solver run `reps` times), and what making and dropping an empty FlowNet over its
+    // 84,256 links costs alone (issue 44: light loads).
+    if let Some(n) = only
+        .strip_prefix("light")
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        light(n, reps);
+        return;
     }
     // "set0".."set4": one of bench's dense sets at 50k flows, best of `reps`.
     if let Some(k) = only
@@ -54,4 +64,30 @@ fn main() {
         .map(|(n, t)| format!("{n} {t:.3} s"))
         .collect();
     println!("best of {reps}: {}", shown.join(", "));
+}
+
+fn light(n: usize, reps: usize) {
+    use orrery::network::drive::Step;
+    let (cap, batch) = orrery::bench::fat_tree_flows(1000, n).expect("fat-tree");
+    let (mut best, mut empty) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..reps {
+        let b = batch.clone();
+        let t0 = std::time::Instant::now();
+        let mut net = orrery::network::FlowNet::new(cap.clone());
+        net.add_batch(b);
+        while let Step::Finished(f) = net.step(&mut 0.0, None) {
+            net.remove(f);
+        }
+        drop(net);
+        best = best.min(t0.elapsed().as_secs_f64());
+        let t0 = std::time::Instant::now();
+        drop(std::hint::black_box(orrery::network::FlowNet::new(
+            cap.clone(),
+        )));
+        empty = empty.min(t0.elapsed().as_secs_f64());
+    }
+    println!(
+        "best of {reps}: {n} flows on {} links {best:.5} s warm; an empty FlowNet made and dropped {empty:.5} s",
+        cap.len()
+    );
 }
