@@ -30,6 +30,7 @@ use std::collections::BinaryHeap;
 
 use super::classes::{Class, NONE};
 use super::filling::{Region, SolverStats};
+use super::link_lists::LinkLists;
 use super::rebuild::Rebuild;
 
 /// Index of a directed link.
@@ -66,20 +67,20 @@ pub struct FlowNet {
     pub(super) classes: Vec<Class>,
     pub(super) free_classes: Vec<u32>,
     /// Active flows crossing each link (once each).
-    pub(super) on_link: Vec<Vec<u32>>,
+    pub(super) on_link: LinkLists<u32>,
     /// Crossings of each link by active flows (a path through it twice counts twice).
     pub(super) crossings: Vec<u32>,
     /// Whether a link takes part in the filling.
     pub(super) tracked: Vec<bool>,
     /// Classes crossing each tracked link with their crossings.
-    pub(super) classes_on: Vec<Vec<(u32, u32)>>,
+    pub(super) classes_on: LinkLists<(u32, u32)>,
     /// Load of each link (sums of rate changes: exact up to rounding, resummed when a link
     /// changes kind or capacity, reset when it empties).
     pub(super) load: Vec<f64>,
     /// An upper bound on the rate of any class crossing each tracked link.
     pub(super) fastest: Vec<f64>,
     /// Classes bottlenecked at each link.
-    pub(super) held: Vec<Vec<u32>>,
+    pub(super) held: LinkLists<u32>,
 
     /// Highest load ÷ capacity each link has carried so far.
     pub(super) peak: Vec<f64>,
@@ -134,7 +135,7 @@ const REBUILD_BATCH: usize = 16;
 /// Heap bytes each link takes in a [`FlowNet`] at least: one element of each per-link vector
 /// [`FlowNet::new`] fills (the lists in them empty; `sim::estimate` counts links so).
 pub const BYTES_PER_LINK: usize = 4 * std::mem::size_of::<f64>() // capacity, load, fastest, peak
-    + 3 * std::mem::size_of::<Vec<u32>>() // on_link, classes_on, held
+    + 3 * LinkLists::<u32>::BYTES_PER_LINK // on_link, classes_on, held
     + std::mem::size_of::<u32>() // crossings
     + std::mem::size_of::<bool>() // tracked
     + 2 * std::mem::size_of::<u64>() // mark_link, touch_mark
@@ -145,13 +146,13 @@ impl FlowNet {
         let n = capacities.len();
         FlowNet {
             capacity: capacities,
-            on_link: vec![Vec::new(); n],
+            on_link: LinkLists::new(n),
             crossings: vec![0; n],
             tracked: vec![false; n],
-            classes_on: vec![Vec::new(); n],
+            classes_on: LinkLists::new(n),
             load: vec![0.0; n],
             fastest: vec![0.0; n],
-            held: vec![Vec::new(); n],
+            held: LinkLists::new(n),
             peak: vec![0.0; n],
             mark_link: vec![0; n],
             link_pos: vec![0; n],

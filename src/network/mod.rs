@@ -11,6 +11,7 @@ mod filling;
 pub mod flowfile;
 pub mod flows;
 pub mod graph;
+mod link_lists;
 mod rebuild;
 mod storage;
 pub mod topology;

@@ -82,17 +82,18 @@ fn failures_every_nanosecond_are_refused_at_their_mtbf() {
 #[test]
 fn memory_lower_bounds_count_the_cluster_the_queue_and_the_runs_at_once() {
     // 5,000 DGX H100s: 5,000 × (2 KB + 8 × 250 B + 10 × 100 B) = 25 MB, and 84 directed
-    // links each (420,000) of ~200 B = 87 MB (the graph's and flow network's element types).
+    // links each (420,000) of ~150 B = 62 MB (the graph's and flow network's element types;
+    // a link's flow lists take 4 bytes until it has any, `network::link_lists`).
     let text = "cluster c {\n  rack r[0..49] {\n    node dgx_h100 x 100\n  }\n  fabric leaf_spine oversubscription 1:1 latency 1 us\n}\nworkload w {\n  tasks t x 1 {\n    resources { GPU: 1 }\n    duration 1 s\n  }\n}\n";
     let f = write("big.orr", text);
     let (code, o, err) = orrery(&["check", s(&f), "--max-memory", "200 MiB"]);
     assert_eq!(code, 0, "{err}");
-    assert!(o.contains(" 107 MiB of memory per run"), "{o}");
-    let (code, _, err) = orrery(&["check", s(&f), "--max-memory", "100 MiB"]);
+    assert!(o.contains(" 83.3 MiB of memory per run"), "{o}");
+    let (code, _, err) = orrery(&["check", s(&f), "--max-memory", "80 MiB"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(
-            "big.orr:1:9: this scenario needs at least 107 MiB of memory, over --max-memory 100 MiB"
+            "big.orr:1:9: this scenario needs at least 83.3 MiB of memory, over --max-memory 80 MiB"
         ),
         "{err}"
     );
@@ -111,7 +112,7 @@ fn memory_lower_bounds_count_the_cluster_the_queue_and_the_runs_at_once() {
             "--threads".into(),
             t.into(),
             "--max-memory".into(),
-            "200 MiB".into(),
+            "160 MiB".into(),
             "--no-plots".into(),
             "--out".into(),
             s(&out).to_string(),
@@ -121,7 +122,7 @@ fn memory_lower_bounds_count_the_cluster_the_queue_and_the_runs_at_once() {
     let (code, _, err) = orrery(&two.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("(2 runs at once), over --max-memory 200 MiB"),
+        err.contains("(2 runs at once), over --max-memory 160 MiB"),
         "{err}"
     );
     assert!(!out.exists());
@@ -167,14 +168,14 @@ fn what_no_bound_sees_before_the_run_is_stopped_while_it_runs() {
         "{err}"
     );
     assert!(!out.exists(), "a stopped run wrote {}", out.display());
-    // Memory, while it runs: 100 DGX H100s are bounded at 2.27 MiB before the run, under
+    // Memory, while it runs: 100 DGX H100s are bounded at 1.79 MiB before the run, under
     // 16 MiB, and hold less when it starts; the failures' records grow past it by the first
     // check (65,536 events; 20.4 MiB of heap).
     let text = "cluster c {\n  rack r[0..0] {\n    node dgx_h100 x 100\n  }\n}\nworkload w {\n  tasks t x 1000 {\n    resources { GPU: 1 }\n    duration 1 s\n    retries 1000\n  }\n}\nfailures {\n  random node mtbf 1 ms repair 1 ms\n}\n";
     let f = write("recur_big.orr", text);
     let (code, o, err) = orrery(&["check", s(&f), "--max-memory", "16 MiB"]);
     assert_eq!(code, 0, "{err}");
-    assert!(o.contains(" 2.27 MiB of memory per run"), "{o}");
+    assert!(o.contains(" 1.79 MiB of memory per run"), "{o}");
     let (code, _, err) = orrery(&["run", s(&f), "--out", s(&out), "--max-memory", "16 MiB"]);
     assert_eq!(code, 2, "{err}");
     assert!(
