@@ -47,7 +47,6 @@ pub struct SimGridStyle {
     link_mark: Vec<u64>,
     flow_mark: Vec<u64>,
     comp_links: Vec<u32>,
-    comp_flows: Vec<u32>,
     remaining: Vec<f64>,
     usage: Vec<f64>,
     fixed: Vec<u64>,
@@ -71,7 +70,6 @@ impl SimGridStyle {
             link_mark: vec![0; n],
             flow_mark: Vec::new(),
             comp_links: Vec::new(),
-            comp_flows: Vec::new(),
             remaining: vec![0.0; n],
             usage: vec![0.0; n],
             fixed: Vec::new(),
@@ -136,7 +134,6 @@ impl SimGridStyle {
         let e = self.epoch;
         // The modified set: every link reachable from the seeds through flows.
         self.comp_links.clear();
-        self.comp_flows.clear();
         for &l in seeds {
             if self.link_mark[l as usize] != e {
                 self.link_mark[l as usize] = e;
@@ -152,7 +149,6 @@ impl SimGridStyle {
                     continue;
                 }
                 self.flow_mark[f as usize] = e;
-                self.comp_flows.push(f);
                 for &(m, _) in &self.path[f as usize] {
                     if self.link_mark[m as usize] != e {
                         self.link_mark[m as usize] = e;

@@ -38,7 +38,7 @@
 //!   so a class's filling touches its spine links, not every host its members reach.
 //!   (Demoting only links at most half loaded and crossed at most 256 times, as this once
 //!   did, kept most host links tracked on a 2:1 leaf-spine: `orrery bench --dense-sets`' 2:1
-//!   set refilled 12 tracked links per class instead of 6.6 and took 1.45× as long; a link
+//!   set refilled 12 tracked links per class instead of 6.6 and took 1.3–1.45× as long; a link
 //!   that overflows again costs one promotion and one more refill from it.)
 //!
 //! The work is the classes whose rate moves and the tracked links they cross, not the

@@ -133,7 +133,8 @@ const DONE: f64 = 1e-6;
 const REBUILD_BATCH: usize = 16;
 
 /// Heap bytes each link takes in a [`FlowNet`] at least: one element of each per-link vector
-/// [`FlowNet::new`] fills (the lists in them empty; `sim::estimate` counts links so).
+/// [`FlowNet::new`] fills, a link's lists only their slots (none is made before a flow
+/// crosses it; `sim::estimate` counts links so).
 pub const BYTES_PER_LINK: usize = 4 * std::mem::size_of::<f64>() // capacity, load, fastest, peak
     + 3 * LinkLists::<u32>::BYTES_PER_LINK // on_link, classes_on, held
     + std::mem::size_of::<u32>() // crossings

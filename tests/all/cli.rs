@@ -222,24 +222,29 @@ fn bench_checks_its_baseline_before_measuring() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-#[test]
-fn bench_compares_its_flows_with_a_simgrid_style_solver_on_request() {
-    let small = [
+/// `bench` at its smallest sizes, with `flows` fat-tree flows and no allreduce.
+fn small_bench(flows: &str) -> Vec<&str> {
+    vec![
         "bench",
         "--nodes",
         "10",
         "--tasks",
         "10",
         "--flows",
-        "200",
+        flows,
         "--allreduce",
         "0",
-    ];
+    ]
+}
+
+#[test]
+fn bench_compares_its_flows_with_a_simgrid_style_solver_on_request() {
+    let small = small_bench("200");
     let o = orrery(&small);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(!out.contains("SimGrid"), "{out}");
-    let mut args = small.to_vec();
+    let mut args = small.clone();
     args.push("--simgrid-style");
     let o = orrery(&args);
     let out = String::from_utf8_lossy(&o.stdout);
@@ -255,18 +260,7 @@ fn bench_compares_its_flows_with_a_simgrid_style_solver_on_request() {
 fn bench_records_a_baseline_and_compares_with_it() {
     let dir = std::env::temp_dir().join(format!("orrery-bench-{}", std::process::id()));
     let path = dir.join("nested/baseline.toml");
-    let small = [
-        "bench",
-        "--nodes",
-        "10",
-        "--tasks",
-        "10",
-        "--flows",
-        "0",
-        "--allreduce",
-        "0",
-    ];
-    let mut args: Vec<&str> = small.to_vec();
+    let mut args = small_bench("0");
     args.extend([
         "--baseline",
         path.to_str().unwrap(),
