@@ -12,8 +12,11 @@
 //! plain request fits a node exactly when every amount is within its room
 //! (`PlainIndex::fits`; the order holds only alive nodes), so a block whose maximum lacks
 //! room has no fitting node and one whose minimum has room has only fitting nodes; only the
-//! others are scanned. A node's resources changing marks its block stale; its bounds are
-//! recomputed when a search next reaches it.
+//! others are scanned. A node's room changing widens its block's bounds to take the new room
+//! in, so they stay true bounds (every node's room within them) without a pass over the
+//! block; they may then be loose (a node that was the minimum gained room), which can only
+//! turn a block's verdict from all or none into some, so a loose block is made exact (one
+//! pass over its nodes) only when it would otherwise be scanned node by node.
 //! Debug builds check every search against the node-by-node walk (`task::hybrid_pass`).
 
 use super::NodeId;
@@ -47,9 +50,12 @@ pub(crate) struct Order {
 #[derive(Debug, Clone, Default)]
 struct Block {
     items: Vec<(u32, u32)>,
-    /// Per watched dimension [min, max] of the room of `items`' nodes; stale while `stale`.
+    /// Per watched dimension [min, max] bounds of the room of `items`' nodes: every node's
+    /// room lies within them (exactly their minimum and maximum unless `loose`); meaningless
+    /// while `stale`.
     bounds: Vec<[i64; 2]>,
     stale: bool,
+    loose: bool,
 }
 
 /// What a block holds for a request.
@@ -84,17 +90,32 @@ impl Order {
             .flat_map(|&b| self.blocks[b as usize].items.iter())
     }
 
-    /// Node `node`'s room changed: its block's bounds are stale.
-    pub(crate) fn touch(&mut self, node: NodeId) {
+    /// Node `node`'s room changed (`plain` already holds the new one): its block's bounds
+    /// widen to take it in, and may be loose.
+    pub(crate) fn touch(&mut self, node: NodeId, plain: &PlainIndex) {
         if let Some(&b) = self.block_of.get(node)
             && b != OUT
         {
-            self.blocks[b as usize].stale = true;
+            self.widen(b as usize, node, plain);
+            self.blocks[b as usize].loose = true;
         }
     }
 
-    /// Add `(key, node)`; false if the node is already in the order.
-    pub(crate) fn insert(&mut self, key: u32, node: NodeId) -> bool {
+    /// Block `b`'s bounds widened to node `node`'s room (nothing while they are stale).
+    fn widen(&mut self, b: usize, node: NodeId, plain: &PlainIndex) {
+        let blk = &mut self.blocks[b];
+        if blk.stale {
+            return;
+        }
+        for (&d, mm) in self.watched.iter().zip(blk.bounds.iter_mut()) {
+            let x = plain.room(node, d);
+            *mm = [mm[0].min(x), mm[1].max(x)];
+        }
+    }
+
+    /// Add `(key, node)` (`plain` holding its room); false if the node is already in the
+    /// order.
+    pub(crate) fn insert(&mut self, key: u32, node: NodeId, plain: &PlainIndex) -> bool {
         if self.block_of[node] != OUT {
             return false;
         }
@@ -113,8 +134,9 @@ impl Order {
         let blk = &mut self.blocks[b];
         let i = blk.items.partition_point(|x| *x < e);
         blk.items.insert(i, e);
-        blk.stale = true;
         self.block_of[node] = b as u32;
+        self.widen(b, node, plain);
+        let blk = &self.blocks[b];
         if blk.items.len() > 2 * BLOCK {
             self.split(at);
         }
@@ -132,20 +154,61 @@ impl Order {
             return false;
         };
         blk.items.remove(i);
-        blk.stale = true;
+        blk.loose = true;
         self.block_of[node] = OUT;
-        if blk.items.is_empty() {
+        if let Some(&first) = blk.items.first() {
+            if blk.items.len() < BLOCK / 2 && self.seq.len() > 1 {
+                let at = self.seq.partition_point(|&x| {
+                    *self.blocks[x as usize].items.last().expect("non-empty") < first
+                });
+                self.merge(at.min(self.seq.len() - 2));
+            }
+        } else {
             self.seq.retain(|&x| x != b);
             self.free.push(b);
         }
         true
     }
 
+    /// The blocks at `at` and `at + 1` in order made one (split again if it is too long):
+    /// a block that has shrunk below half [`BLOCK`] joins a neighbour, so searches never
+    /// pass many small blocks where nodes churn.
+    fn merge(&mut self, at: usize) {
+        let (l, r) = (self.seq[at] as usize, self.seq[at + 1] as usize);
+        let moved = std::mem::take(&mut self.blocks[r].items);
+        for &(_, n) in &moved {
+            self.block_of[n as usize] = l as u32;
+        }
+        let right = std::mem::take(&mut self.blocks[r]);
+        let left = &mut self.blocks[l];
+        left.items.extend(moved);
+        // Both blocks' nodes lie within the two bounds' union.
+        if left.stale || right.stale {
+            left.stale = true;
+        } else {
+            for (mm, o) in left.bounds.iter_mut().zip(&right.bounds) {
+                *mm = [mm[0].min(o[0]), mm[1].max(o[1])];
+            }
+        }
+        left.loose = true;
+        self.seq.remove(at + 1);
+        self.free.push(r as u32);
+        if self.blocks[l].items.len() > 2 * BLOCK {
+            self.split(at);
+        }
+    }
+
     fn split(&mut self, at: usize) {
         let b = self.seq[at] as usize;
         let tail = self.blocks[b].items.split_off(BLOCK);
         let id = self.new_block(tail);
-        self.blocks[b].stale = true;
+        // Both halves' nodes lie within the whole block's bounds.
+        let (bounds, stale) = (self.blocks[b].bounds.clone(), self.blocks[b].stale);
+        for h in [b, id as usize] {
+            let blk = &mut self.blocks[h];
+            blk.bounds.clone_from(&bounds);
+            (blk.stale, blk.loose) = (stale, true);
+        }
         self.seq.insert(at + 1, id);
     }
 
@@ -164,6 +227,7 @@ impl Order {
             items,
             bounds: Vec::new(),
             stale: true,
+            loose: false,
         };
         match self.free.pop() {
             Some(id) => {
@@ -211,20 +275,23 @@ impl Order {
         known
     }
 
+    /// Block `b`'s nodes all have room for `needs`, none has, or some have: from its bounds,
+    /// made exact first where they are stale, or loose and would say "some".
     fn verdict(&mut self, b: usize, plain: &PlainIndex, needs: &[(usize, i64)]) -> Verdict {
         let blk = &mut self.blocks[b];
         if blk.stale {
-            blk.bounds.clear();
-            blk.bounds.resize(self.watched.len(), [i64::MAX, i64::MIN]);
-            for &(_, n) in &blk.items {
-                for (&d, mm) in self.watched.iter().zip(blk.bounds.iter_mut()) {
-                    let x = plain.room(n as usize, d);
-                    *mm = [mm[0].min(x), mm[1].max(x)];
-                }
-            }
-            blk.stale = false;
+            Self::exact_bounds(blk, &self.watched, plain);
         }
-        let bd = &blk.bounds;
+        match Self::judge(&blk.bounds, needs) {
+            Verdict::Some if blk.loose => {
+                Self::exact_bounds(blk, &self.watched, plain);
+                Self::judge(&blk.bounds, needs)
+            }
+            v => v,
+        }
+    }
+
+    fn judge(bd: &[[i64; 2]], needs: &[(usize, i64)]) -> Verdict {
         if needs.iter().any(|&(d, a)| bd[d][1] < a) {
             Verdict::None
         } else if needs.iter().all(|&(d, a)| bd[d][0] >= a) {
@@ -232,6 +299,20 @@ impl Order {
         } else {
             Verdict::Some
         }
+    }
+
+    /// `blk`'s bounds recomputed from its nodes' rooms: exact.
+    fn exact_bounds(blk: &mut Block, watched: &[usize], plain: &PlainIndex) {
+        blk.bounds.clear();
+        blk.bounds.resize(watched.len(), [i64::MAX, i64::MIN]);
+        for &(_, n) in &blk.items {
+            for (&d, mm) in watched.iter().zip(blk.bounds.iter_mut()) {
+                let x = plain.room(n as usize, d);
+                *mm = [mm[0].min(x), mm[1].max(x)];
+            }
+        }
+        blk.stale = false;
+        blk.loose = false;
     }
 
     /// The `r`-th (from 0) entry in order whose node has room for plain request `req` (and no
@@ -291,7 +372,7 @@ impl Order {
 
 #[cfg(test)]
 mod tests {
-    use super::{BLOCK, Order};
+    use super::{BLOCK, Order, PlainIndex, Request};
     use rand::{RngExt, SeedableRng};
     use std::collections::BTreeSet;
 
@@ -301,6 +382,7 @@ mod tests {
         // 40 keys, deaths and returns: same entries in the same order, and no more blocks
         // than the entries need (emptied ones are reused).
         let n = 500;
+        let plain = PlainIndex::default();
         let mut o = Order::unloaded(n);
         let mut model: BTreeSet<(u32, u32)> = (0..n as u32).map(|i| (0, i)).collect();
         let mut key = vec![Some(0u32); n];
@@ -315,12 +397,12 @@ mod tests {
                 Some(k) => {
                     let k2 = rng.random_range(0..40);
                     assert!(o.remove(k, i) && model.remove(&(k, i as u32)));
-                    assert!(o.insert(k2, i) && model.insert((k2, i as u32)));
+                    assert!(o.insert(k2, i, &plain) && model.insert((k2, i as u32)));
                     key[i] = Some(k2);
                 }
                 None => {
                     let k2 = rng.random_range(0..40);
-                    assert!(o.insert(k2, i) && model.insert((k2, i as u32)));
+                    assert!(o.insert(k2, i, &plain) && model.insert((k2, i as u32)));
                     key[i] = Some(k2);
                 }
             }
@@ -329,6 +411,11 @@ mod tests {
             }
             let live = o.seq.len();
             assert_eq!(o.blocks.len(), live + o.free.len());
+            let small = o
+                .seq
+                .iter()
+                .filter(|&&b| o.blocks[b as usize].items.len() < BLOCK / 2);
+            assert!(small.count() <= 1, "step {step}: small blocks are merged");
             assert!(live <= model.len().max(1), "step {step}: {live} blocks");
         }
         assert!(o.iter().eq(model.iter()));
@@ -340,6 +427,65 @@ mod tests {
         // Removing what is not there is refused.
         let (k, i) = *model.iter().next().unwrap();
         assert!(!o.remove(k + 1, i as usize));
-        assert!(!o.insert(k, i as usize));
+        assert!(!o.insert(k, i as usize, &plain));
+    }
+
+    #[test]
+    fn searches_match_the_node_by_node_walk_while_bounds_widen() {
+        // 1,000 nodes of two resources (64 and 8 units) under 200,000 random takes and gives
+        // back, each moving the node in the order as the engine does (remove, insert, touch):
+        // every block's bounds hold every node's room, and the r-th node with room for a
+        // request is the walk's r-th, for requests of either resource or both.
+        let (n, stride) = (1_000, 2);
+        let total = [64i64, 8];
+        let rows = (0..n).flat_map(|_| total.map(|t| [t, t])).collect();
+        let mut plain = PlainIndex::from_rows(stride, rows);
+        let mut o = Order::unloaded(n);
+        let mut key = vec![0u32; n];
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let reqs = [
+            Request::from_amounts(vec![(0, 1)]),
+            Request::from_amounts(vec![(0, 16), (1, 2)]),
+            Request::from_amounts(vec![(1, 8)]),
+        ];
+        for step in 0..200_000 {
+            let i = rng.random_range(0..n);
+            let d = rng.random_range(0..stride);
+            let avail = rng.random_range(0..=total[d]);
+            plain.set_available(i, d, avail);
+            let k2 = (plain.room(i, 0) * 100 / 64) as u32;
+            if k2 != key[i] {
+                assert!(o.remove(key[i], i));
+                assert!(o.insert(k2, i, &plain));
+                key[i] = k2;
+            }
+            o.touch(i, &plain);
+            let req = &reqs[step % reqs.len()];
+            let walk: Vec<usize> = o
+                .iter()
+                .filter(|&&(_, id)| plain.fits(id as usize, req, false))
+                .map(|&(_, id)| id as usize)
+                .collect();
+            let r = rng.random_range(0..n / 2);
+            match o.nth(&plain, req, false, r) {
+                Ok((_, id)) => assert_eq!(walk.get(r), Some(&id), "step {step}"),
+                Err(m) => assert_eq!(walk.len(), m, "step {step}"),
+            }
+            if step % 101 == 0 {
+                for &b in &o.seq {
+                    let blk = &o.blocks[b as usize];
+                    if blk.stale {
+                        continue;
+                    }
+                    for &(_, id) in &blk.items {
+                        for (j, &d) in o.watched.iter().enumerate() {
+                            let x = plain.room(id as usize, d);
+                            let [lo, hi] = blk.bounds[j];
+                            assert!(lo <= x && x <= hi, "step {step}: {x} not in [{lo}, {hi}]");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

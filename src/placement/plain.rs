@@ -56,6 +56,25 @@ impl PlainIndex {
         ix
     }
 
+    /// A mirror of `nodes` nodes without GPUs, alive, each with (total, available) per
+    /// resource id from `rows` (`stride` per node): for tests of what reads it.
+    #[cfg(test)]
+    pub(crate) fn from_rows(stride: usize, rows: Vec<[i64; 2]>) -> PlainIndex {
+        let nodes = rows.len() / stride.max(1);
+        PlainIndex {
+            stride,
+            flags: vec![ALIVE; nodes],
+            rows,
+            instanced: vec![false; stride],
+        }
+    }
+
+    /// Node `n`'s available amount of resource `id` set to `avail`: for tests.
+    #[cfg(test)]
+    pub(crate) fn set_available(&mut self, n: NodeId, id: usize, avail: i64) {
+        self.rows[n * self.stride + id][1] = avail;
+    }
+
     /// Copy node `n`'s liveness and resources (after any change to them).
     pub(crate) fn refresh(&mut self, n: NodeId, node: &NodeState) {
         let Some(f) = self.flags.get_mut(n) else {

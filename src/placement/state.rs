@@ -572,16 +572,17 @@ impl ClusterState {
         let old = n.util;
         n.util = n.compute_utilization();
         let new = n.util;
-        self.reorder(node, old, new);
         self.plain.refresh(node, &self.nodes[node]);
-        self.order.touch(node);
+        self.reorder(node, old, new);
+        self.order.touch(node, &self.plain);
     }
 
-    /// Move a node in [`ClusterState::order`] after its utilization changed.
+    /// Move a node in [`ClusterState::order`] after its utilization changed (`plain` already
+    /// refreshed).
     fn reorder(&mut self, node: NodeId, old: f32, new: f32) {
         let (a, b) = (score_key(old), score_key(new));
         if a != b && self.nodes[node].alive && self.order.remove(a, node) {
-            self.order.insert(b, node);
+            self.order.insert(b, node, &self.plain);
         }
     }
 

@@ -16,11 +16,11 @@ impl ClusterState {
         self.plain.refresh(node, &self.nodes[node]);
         let key = score_key(self.nodes[node].util);
         if alive {
-            self.order.insert(key, node);
+            self.order.insert(key, node, &self.plain);
         } else {
             self.order.remove(key, node);
         }
-        self.order.touch(node);
+        self.order.touch(node, &self.plain);
         let n = &self.nodes[node];
         let q: i64 = if alive { 1 } else { -1 };
         for (k, held) in n.quota_held.iter().enumerate() {
@@ -55,9 +55,9 @@ impl ClusterState {
         n.quota_held.iter_mut().for_each(|h| *h = 0);
         let old = n.util;
         n.util = 0.0;
-        self.reorder(node, old, 0.0);
         self.plain.refresh(node, &self.nodes[node]);
-        self.order.touch(node);
+        self.reorder(node, old, 0.0);
+        self.order.touch(node, &self.plain);
     }
 
     /// The (resource id, instance) of a node's `device`-th device, counting the node type's
