@@ -260,7 +260,7 @@ struct World<'s> {
     tl: timeline::Recorder,
     transport_override: Option<String>,
     /// Interned timeline labels per item (`labels.rs`).
-    label_ids: std::collections::HashMap<labels::Item, u32>,
+    label_ids: rustc_hash::FxHashMap<labels::Item, u32>,
     /// What every kind of work counts as lost to failures.
     losses: failures::Losses,
     /// What of each node's bandwidth works (failures change it).
@@ -383,7 +383,7 @@ impl<'s> Sim<'s> {
                 wire: wire::Wire::default(),
                 quota: scheduling::Quota::default(),
                 tl: timeline::Recorder::default(),
-                label_ids: std::collections::HashMap::new(),
+                label_ids: Default::default(),
                 losses: failures::Losses::default(),
                 health,
                 going: Default::default(),

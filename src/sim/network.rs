@@ -31,7 +31,8 @@
 use crate::sim::TaskEv;
 use crate::sim::World;
 use crate::sim::tasks::Tasks;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 use super::Sim;
 use super::wire::{Owner, Wire};

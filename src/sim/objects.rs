@@ -35,8 +35,8 @@ pub(crate) struct Store {
     pub spill_secs: f64,
     pub restore_secs: f64,
     /// When each task's spill or restore in progress began, and its transfer (by task).
-    pub spill_from: std::collections::HashMap<u32, crate::engine::Time>,
-    pub xfer: std::collections::HashMap<u32, super::wire::TransferId>,
+    pub spill_from: rustc_hash::FxHashMap<u32, crate::engine::Time>,
+    pub xfer: rustc_hash::FxHashMap<u32, super::wire::TransferId>,
     pub spilled_bytes: f64,
     pub spilled_objects: u64,
     pub peak_fraction: f64,

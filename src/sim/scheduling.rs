@@ -24,7 +24,7 @@ pub(super) struct Quota {
     /// A tenant with a quota freed resources since the last dispatch.
     pub(super) freed: bool,
     /// Work queued while its tenant's quota held it back, since when.
-    pub(super) since: std::collections::HashMap<Work, Time>,
+    pub(super) since: rustc_hash::FxHashMap<Work, Time>,
     /// Per tenant: how many pieces of work waited on its quota, and for how long in all.
     pub(super) wait: std::collections::BTreeMap<usize, (u64, Time)>,
 }

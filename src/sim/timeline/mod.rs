@@ -14,7 +14,7 @@
 //! Transfers on the run's network are recorded beside the spans ([`transfers`]), and the work
 //! on each node's CPUs beside them ([`CpuSpan`]).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -457,7 +457,7 @@ impl Recorder {
         }
         let mut t = self.t;
         // Failure intervals per device, to clip work that was cut short.
-        let mut fails: HashMap<u32, Vec<(f64, f64)>> = HashMap::new();
+        let mut fails: HashMap<u32, Vec<(f64, f64)>> = HashMap::default();
         for s in t.spans.iter().filter(|s| s.kind == SpanKind::Failed) {
             for d in &t.sets[s.set as usize] {
                 fails.entry(*d).or_default().push((s.start, s.end));
