@@ -119,17 +119,22 @@ impl Changes {
     }
 
     /// Sorted by time (stable: equal times keep their order), one entry per instant.
+    /// In place: a run's many compactions allocate nothing.
     fn compact(&mut self) {
         self.v.sort_by_key(|c| c.0);
-        let mut out: Vec<(Time, f64)> = Vec::with_capacity(self.v.len());
-        for &(t, d) in &self.v {
-            match out.last_mut() {
+        let mut kept: usize = 0;
+        for i in 0..self.v.len() {
+            let (t, d) = self.v[i];
+            match kept.checked_sub(1).map(|k| &mut self.v[k]) {
                 Some(l) if l.0 == t => l.1 += d,
-                _ => out.push((t, d)),
+                _ => {
+                    self.v[kept] = (t, d);
+                    kept += 1;
+                }
             }
         }
-        self.v = out;
-        self.compacted = self.v.len();
+        self.v.truncate(kept);
+        self.compacted = kept;
     }
 
     /// [`Changes::compact`], leaving out instants whose changes cancel (work that ends when
