@@ -73,13 +73,17 @@ fn light(n: usize, reps: usize) {
     use orrery::network::drive::Step;
     let (cap, batch) = orrery::bench::fat_tree_flows(1000, n).expect("fat-tree");
     let (mut best, mut empty) = (f64::INFINITY, f64::INFINITY);
+    let mut finish = Vec::with_capacity(n);
     for _ in 0..reps {
         let b = batch.clone();
+        finish.clear();
         let t0 = std::time::Instant::now();
         let mut net = orrery::network::FlowNet::new(cap.clone());
         net.add_batch(b);
-        while let Step::Finished(f) = net.step(&mut 0.0, None) {
+        let mut now = 0.0;
+        while let Step::Finished(f) = net.step(&mut now, None) {
             net.remove(f);
+            finish.push((f, now));
         }
         drop(net);
         best = best.min(t0.elapsed().as_secs_f64());
@@ -93,4 +97,12 @@ fn light(n: usize, reps: usize) {
         "best of {reps}: {n} flows on {} links {best:.5} s warm; an empty FlowNet made and dropped {empty:.5} s",
         cap.len()
     );
+    // FLOWBENCH_FINISH=FILE: each flow and its finish time, in the order they finish.
+    if let Ok(file) = std::env::var("FLOWBENCH_FINISH") {
+        let text: String = finish
+            .iter()
+            .map(|(f, t)| format!("{f:?} {t:e}\n"))
+            .collect();
+        std::fs::write(file, text).expect("write finish times");
+    }
 }
