@@ -48,6 +48,49 @@ fn key(x: f64) -> u64 {
     if x > 0.0 { x.to_bits() } else { 0 }
 }
 
+impl Rebuild {
+    /// The next link to saturate: the least (share, id) among `order` from `next` on and
+    /// `heap`, skipping links with no rising flow left and requeueing those whose share has
+    /// risen since their entry; with its share.
+    fn next_saturating(&mut self, next: &mut usize) -> Option<(u32, f64)> {
+        loop {
+            let first = self.order.get(*next).copied();
+            let (k, l, in_order) = match (first, self.heap.peek()) {
+                (Some(a), Some(&Reverse(b))) if b < a => (b.0, b.1, false),
+                (Some(a), _) => (a.0, a.1, true),
+                (None, Some(&Reverse(b))) => (b.0, b.1, false),
+                (None, None) => return None,
+            };
+            let li = l as usize;
+            let share = if self.rising[li] == 0 {
+                None
+            } else {
+                Some(self.left[li] / f64::from(self.rising[li]))
+            };
+            if let Some(x) = share
+                && key(x) != k
+            {
+                if in_order {
+                    *next += 1;
+                    self.heap.push(Reverse((key(x), l)));
+                } else if let Some(mut top) = self.heap.peek_mut() {
+                    // Requeued in place: one sift instead of a pop and a push.
+                    *top = Reverse((key(x), l));
+                }
+                continue;
+            }
+            if in_order {
+                *next += 1;
+            } else if let Some(top) = self.heap.peek_mut() {
+                PeekMut::pop(top);
+            }
+            if let Some(x) = share {
+                return Some((l, x));
+            }
+        }
+    }
+}
+
 impl FlowNet {
     /// Recompute every rate from scratch after registering the flows `fresh` (on their links,
     /// in no class yet) with their bytes; every live flow with links is refilled.
@@ -119,39 +162,8 @@ impl FlowNet {
         // The filling: the lowest share saturates its link; its unfrozen flows freeze there
         // (a flow's class is its mark of frozen).
         let mut next = 0;
-        loop {
-            let first = s.order.get(next).copied();
-            let (k, l, in_order) = match (first, s.heap.peek()) {
-                (Some(a), Some(&Reverse(b))) if b < a => (b.0, b.1, false),
-                (Some(a), _) => (a.0, a.1, true),
-                (None, Some(&Reverse(b))) => (b.0, b.1, false),
-                (None, None) => break,
-            };
+        while let Some((l, share)) = s.next_saturating(&mut next) {
             let li = l as usize;
-            if s.rising[li] == 0 {
-                if in_order {
-                    next += 1;
-                } else {
-                    s.heap.pop();
-                }
-                continue;
-            }
-            let share = s.left[li] / f64::from(s.rising[li]);
-            if key(share) != k {
-                if in_order {
-                    next += 1;
-                    s.heap.push(Reverse((key(share), l)));
-                } else if let Some(mut top) = s.heap.peek_mut() {
-                    // Requeued in place: one sift instead of a pop and a push.
-                    *top = Reverse((key(share), l));
-                }
-                continue;
-            }
-            if in_order {
-                next += 1;
-            } else if let Some(top) = s.heap.peek_mut() {
-                PeekMut::pop(top);
-            }
             // A cut link stalls its flows at exactly 0 (`Wire::stalled` looks for rate 0).
             let x = if self.capacity[li] == 0.0 {
                 0.0
