@@ -259,7 +259,7 @@ impl World<'_> {
                 node,
                 tenant,
                 delta: 1,
-                amounts: a.amounts.clone(),
+                amounts: a.amounts.to_vec(),
             });
         }
         Some(a)
@@ -279,7 +279,7 @@ impl World<'_> {
                 node: a.node,
                 tenant,
                 delta: -1,
-                amounts: a.amounts.clone(),
+                amounts: a.amounts.to_vec(),
             });
         }
     }

@@ -277,7 +277,7 @@ impl World<'_> {
                 node,
                 tenant,
                 delta: -1,
-                amounts: a.map(|a| a.amounts).unwrap_or_default(),
+                amounts: a.map(|a| a.amounts.to_vec()).unwrap_or_default(),
             });
         }
         self.busy(node, -units, now);
