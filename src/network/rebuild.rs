@@ -101,10 +101,8 @@ impl FlowNet {
         s.order.clear();
         s.heap.clear();
         if s.left.len() < self.capacity.len() {
-            // Zeroed by the allocator (fresh pages), not written: only the pages of links
-            // the flows cross are ever touched.
-            s.left = vec![0.0; self.capacity.len()];
-            s.rising = vec![0; self.capacity.len()];
+            s.left.resize(self.capacity.len(), 0.0);
+            s.rising.resize(self.capacity.len(), 0);
         }
         // The old classes dissolve; their members keep their bytes left.
         for k in 0..self.live.len() {

@@ -83,7 +83,8 @@ impl Order {
                 .collect();
             let id = o.new_block(items);
             o.seq.push(id);
-            o.seq_last.push((key, (lo + BLOCK).min(nodes) as u32 - 1));
+            o.seq_last
+                .push(*o.blocks[id as usize].items.last().expect("non-empty"));
         }
         o
     }

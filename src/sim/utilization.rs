@@ -122,19 +122,15 @@ impl Changes {
     /// In place: a run's many compactions allocate nothing.
     fn compact(&mut self) {
         self.v.sort_by_key(|c| c.0);
-        let mut kept: usize = 0;
-        for i in 0..self.v.len() {
-            let (t, d) = self.v[i];
-            match kept.checked_sub(1).map(|k| &mut self.v[k]) {
-                Some(l) if l.0 == t => l.1 += d,
-                _ => {
-                    self.v[kept] = (t, d);
-                    kept += 1;
-                }
+        // Each instant's deltas summed into its first entry, in order.
+        self.v.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 += next.1;
             }
-        }
-        self.v.truncate(kept);
-        self.compacted = kept;
+            same
+        });
+        self.compacted = self.v.len();
     }
 
     /// [`Changes::compact`], leaving out instants whose changes cancel (work that ends when

@@ -57,7 +57,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/network/graph/build.rs", "build_cluster", 298),
     ("src/network/graph.rs", "nccl_comm", 109),
     ("src/network/graph/routes.rs", "route_vertices", 103),
-    ("src/network/rebuild.rs", "rebuild", 104),
+    ("src/network/rebuild.rs", "rebuild", 102),
     ("src/outputs/drill.rs", "write", 103),
     ("src/outputs/run.rs", "write", 308),
     ("src/outputs/sweep.rs", "write", 141),
