@@ -154,7 +154,7 @@ impl Sim<'_> {
         ac.node = Some(node);
         let g = &mut self.actors.groups[ac.group];
         g.placed += 1;
-        g.delays.record((now - ac.submitted) as f64 / 1e9);
+        g.delays.record_ns(now - ac.submitted);
         if ac.holds {
             ac.alloc = Some(alloc);
             self.w.busy(node, units, now);

@@ -18,24 +18,42 @@ pub(super) const BASE_BIN: Time = 1_000;
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Binned {
     pub(super) width: Time,
+    /// `width` is `BASE_BIN << shift` (`None`: it is not, having saturated at the end of the
+    /// clock): a bin's index is then a shift of `t / BASE_BIN`, a division by a constant,
+    /// instead of a division by `width` (two per change were 5% of a serving run).
+    shift: Option<u32>,
     pub(super) delta: Vec<f64>,
     part: Vec<f64>,
+}
+
+/// `s` with `BASE_BIN << s == width`, if there is one.
+fn shift_of(width: Time) -> Option<u32> {
+    let k = width / BASE_BIN;
+    (width.is_multiple_of(BASE_BIN) && k.is_power_of_two()).then(|| k.trailing_zeros())
 }
 
 impl Binned {
     pub(super) fn new(width: Time) -> Binned {
         Binned {
             width,
+            shift: shift_of(width),
             delta: Vec::new(),
             part: Vec::new(),
         }
     }
 
     pub(super) fn add(&mut self, t: Time, d: f64) {
-        while t / self.width >= BINS as Time {
+        let i = loop {
+            // ⌊⌊t / BASE_BIN⌋ / 2^k⌋ = ⌊t / (BASE_BIN · 2^k)⌋.
+            let i = match self.shift {
+                Some(k) => (t / BASE_BIN) >> k,
+                None => t / self.width,
+            };
+            if i < BINS as Time {
+                break i as usize;
+            }
             self.coarsen();
-        }
-        let i = (t / self.width) as usize;
+        };
         if self.delta.len() <= i {
             self.delta.resize(i + 1, 0.0);
             self.part.resize(i + 1, 0.0);
@@ -63,6 +81,7 @@ impl Binned {
         self.delta.truncate(n);
         self.part.truncate(n);
         self.width = self.width.saturating_mul(2);
+        self.shift = shift_of(self.width);
     }
 
     pub(super) fn widen_to(&mut self, width: Time) {

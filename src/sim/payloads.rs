@@ -239,7 +239,7 @@ impl Services {
             }
             let svc = &mut self.list[sid as usize];
             for a in &done {
-                svc.latencies.record((now - a) as f64 / 1e9);
+                svc.latencies.record_ns(now - a);
             }
             return Some(done);
         }
@@ -395,7 +395,7 @@ impl Services {
         }
         let svc = &mut self.list[slot.service as usize];
         for a in &slot.arrivals {
-            svc.latencies.record((now - a) as f64 / 1e9);
+            svc.latencies.record_ns(now - a);
         }
     }
 }

@@ -338,10 +338,8 @@ impl World<'_> {
         if units != 0.0
             && let Some(a) = &self.node_accel[node]
         {
-            self.usage.held.change(a, at, units);
-            self.usage
-                .held_by_type
-                .change(&self.node_types[node].name, at, units);
+            let ty = &self.node_types[node].name;
+            self.usage.held(node, a, ty, at, units);
         }
     }
 
@@ -351,10 +349,8 @@ impl World<'_> {
         if units != 0.0
             && let Some(a) = &self.node_accel[node]
         {
-            self.usage.busy.span(a, from, to, units);
-            self.usage
-                .busy_by_type
-                .span(&self.node_types[node].name, from, to, units);
+            let ty = &self.node_types[node].name;
+            self.usage.worked(node, a, ty, (from, to), units);
         }
     }
 

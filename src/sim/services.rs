@@ -328,7 +328,7 @@ impl Services {
             let dur = self.batch_duration(world, sid, r, take);
             let s = &mut self.list[sid as usize];
             for a in &waited {
-                s.waits.record((now - a) as f64 / 1e9);
+                s.waits.record_ns(now - a);
             }
             let rep = &mut self.replicas[r as usize];
             rep.batch = take;

@@ -204,7 +204,7 @@ impl Tasks {
         let units = world.device_units(&self.groups[gi].request);
         world.busy(node, -units, now);
         let start = self.start[t as usize];
-        self.groups[gi].run.record((now - start) as f64 / 1e9);
+        self.groups[gi].run.record_ns(now - start);
         self.store_output(world, t, gi, node);
         self.task_done_bookkeeping(world, gi);
         Effect::Dispatch(node)
@@ -311,7 +311,7 @@ impl Tasks {
         let first = !std::mem::replace(&mut self.started[t as usize], true);
         let g = &mut self.groups[gi];
         if first {
-            g.queueing.record((now - g.ready_at) as f64 / 1e9);
+            g.queueing.record_ns(now - g.ready_at);
             g.started += 1;
         }
         g.first_start.get_or_insert(now);

@@ -514,7 +514,7 @@ impl Jobs {
             job.span_from = now;
             job.span_ckpt = 0;
             if let Some(from) = job.recovering_from.take() {
-                world.losses.recovery.record((now - from) as f64 / 1e9);
+                world.losses.recovery.record_ns(now - from);
                 let stalled = f64::from(job.devices) * (now - from) as f64;
                 job.stalled_device_ns += stalled;
                 world.losses.stalled_device_ns += stalled;

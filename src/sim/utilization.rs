@@ -61,7 +61,10 @@ pub struct UtilTracker {
     /// double: all of a training step's nodes start and end together, so memory follows the
     /// instants, not the devices, at an amortised sort per change. Past [`EXACT`] instants a
     /// key's changes are binned ([`Binned`]): memory per key is bounded whatever the horizon.
-    changes: BTreeMap<String, Changes>,
+    /// By key index ([`UtilTracker::key`]): recording a change looks up no name.
+    changes: Vec<Changes>,
+    /// Each key's index in `changes`.
+    keys: BTreeMap<String, usize>,
     /// Changes after this time (the run's window) are counted at it.
     limit: Option<Time>,
 }
@@ -183,28 +186,60 @@ impl UtilTracker {
     /// A tracker whose changes after `limit` (the run's window, when it has one) count at it.
     pub fn with_limit(limit: Option<Time>) -> UtilTracker {
         UtilTracker {
-            changes: BTreeMap::new(),
+            changes: Vec::new(),
+            keys: BTreeMap::new(),
             limit,
         }
     }
 
     pub fn change(&mut self, key: &str, at: Time, delta: f64) {
         if delta != 0.0 {
-            let at = self.limit.map_or(at, |l| at.min(l));
-            let v = match self.changes.get_mut(key) {
-                Some(v) => v,
-                None => self.changes.entry(key.to_string()).or_default(),
-            };
-            v.push(at, delta, 4096, false);
+            let i = self.key(key);
+            self.change_at(i, at, delta);
         }
     }
 
     /// `busy` over `[from, to)`.
     pub fn span(&mut self, key: &str, from: Time, to: Time, busy: f64) {
         if to > from {
-            self.change(key, from, busy);
-            self.change(key, to, -busy);
+            let i = self.key(key);
+            self.span_at(i, from, to, busy);
         }
+    }
+
+    /// The index of `key`, which has no changes yet if it is new (and then integrates as a
+    /// key that never changed).
+    pub fn key(&mut self, key: &str) -> usize {
+        if let Some(&i) = self.keys.get(key) {
+            return i;
+        }
+        self.changes.push(Changes::default());
+        self.keys.insert(key.to_string(), self.changes.len() - 1);
+        self.changes.len() - 1
+    }
+
+    /// [`UtilTracker::change`] of the key with index `i`.
+    pub fn change_at(&mut self, i: usize, at: Time, delta: f64) {
+        if delta != 0.0 {
+            let at = self.limit.map_or(at, |l| at.min(l));
+            self.changes[i].push(at, delta, 4096, false);
+        }
+    }
+
+    /// [`UtilTracker::span`] of the key with index `i`.
+    pub fn span_at(&mut self, i: usize, from: Time, to: Time, busy: f64) {
+        if to > from {
+            self.change_at(i, from, busy);
+            self.change_at(i, to, -busy);
+        }
+    }
+
+    /// The changes of `key` (none if it has none), taken out.
+    fn take(&mut self, key: &str) -> Changes {
+        self.keys
+            .get(key)
+            .map(|&i| std::mem::take(&mut self.changes[i]))
+            .unwrap_or_default()
     }
 
     /// Step functions and means over [0, horizon] of busy (`self`) and allocated devices;
@@ -245,8 +280,8 @@ impl UtilTracker {
     ) -> BTreeMap<String, CpuUtilization> {
         let mut out = BTreeMap::new();
         for (key, n) in capacity {
-            let busy = self.changes.remove(key).unwrap_or_default();
-            let held = allocated.changes.remove(key).unwrap_or_default();
+            let busy = self.take(key);
+            let held = allocated.take(key);
             out.insert(key.clone(), cpu_record(*n, busy, held, horizon));
         }
         out
@@ -364,6 +399,9 @@ pub(crate) struct Usage {
     pub(crate) held_by_type: UtilTracker,
     pub(crate) busy: UtilTracker,
     pub(crate) busy_by_type: UtilTracker,
+    /// Per node, its keys' indices in `held`, `held_by_type`, `busy` and `busy_by_type`,
+    /// once it has any (a replica's every batch would otherwise look two names up).
+    node_keys: Vec<Option<[usize; 4]>>,
 }
 
 impl Usage {
@@ -374,7 +412,48 @@ impl Usage {
             held_by_type: UtilTracker::with_limit(horizon),
             busy: UtilTracker::with_limit(horizon),
             busy_by_type: UtilTracker::with_limit(horizon),
+            node_keys: Vec::new(),
         }
+    }
+
+    /// Node `node`'s key indices; `class` and `node_type` name its device class and type.
+    fn keys(&mut self, node: usize, class: &str, node_type: &str) -> [usize; 4] {
+        if let Some(Some(k)) = self.node_keys.get(node) {
+            return *k;
+        }
+        let k = [
+            self.held.key(class),
+            self.held_by_type.key(node_type),
+            self.busy.key(class),
+            self.busy_by_type.key(node_type),
+        ];
+        if self.node_keys.len() <= node {
+            self.node_keys.resize(node + 1, None);
+        }
+        self.node_keys[node] = Some(k);
+        k
+    }
+
+    /// `units` devices of `node` (device class `class`, type `node_type`) became allocated
+    /// (> 0) or were given back (< 0) at `at`.
+    pub(crate) fn held(&mut self, node: usize, class: &str, node_type: &str, at: Time, units: f64) {
+        let k = self.keys(node, class, node_type);
+        self.held.change_at(k[0], at, units);
+        self.held_by_type.change_at(k[1], at, units);
+    }
+
+    /// `units` devices of `node` were busy over `[from, to)`.
+    pub(crate) fn worked(
+        &mut self,
+        node: usize,
+        class: &str,
+        node_type: &str,
+        (from, to): (Time, Time),
+        units: f64,
+    ) {
+        let k = self.keys(node, class, node_type);
+        self.busy.span_at(k[2], from, to, units);
+        self.busy_by_type.span_at(k[3], from, to, units);
     }
 
     /// Each class's and each node type's utilization at `end`, from `devices` and `by_type`
@@ -408,7 +487,7 @@ mod tests {
             busy.span("H100", a, b, l);
             exact += l * (b - a) as f64 / 1e9;
         }
-        let c = busy.changes.get("H100").unwrap();
+        let c = &busy.changes[busy.keys["H100"]];
         assert!(c.bins.is_some() && c.v.is_empty());
         assert!(c.bins.as_ref().unwrap().delta.len() <= BINS);
         let r = busy.finish(

@@ -163,9 +163,7 @@ impl Sim<'_> {
     pub(crate) fn node_detected(&mut self, n: NodeId, epoch: u32) {
         let now = self.w.now();
         if let Some(since) = self.failures.crash_times.remove(&(n, epoch)) {
-            self.failures
-                .detect_times
-                .record((now - since) as f64 / 1e9);
+            self.failures.detect_times.record_ns(now - since);
         }
         self.w.mark_node("detected", n);
         let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.failures.lost)

@@ -267,7 +267,7 @@ impl Services {
         let svc = self.list[sid as usize].llm.as_mut().expect("llm");
         match rep.llm.as_mut().filter(|_| rep.epoch == to_epoch) {
             Some(l) => {
-                svc.disagg.secs.record((now - h.since) as f64 / 1e9);
+                svc.disagg.secs.record_ns(now - h.since);
                 svc.disagg.bytes += bytes;
                 if !l.engine.arrive(h.seq) {
                     svc.dropped += 1;

@@ -191,7 +191,7 @@ impl LlmService {
     ) {
         for &a in admitted {
             let w = now.saturating_sub(a);
-            self.waits.record(w as f64 / 1e9);
+            self.waits.record_ns(w);
             self.waited += u64::from(w > 0);
         }
     }

@@ -412,8 +412,8 @@ impl Services {
                 &b,
                 now,
                 |e| match e {
-                    Emitted::First { ttft } => svc.ttft.record(ttft as f64 / 1e9),
-                    Emitted::Next { gap } => svc.itl.record(gap as f64 / 1e9),
+                    Emitted::First { ttft } => svc.ttft.record_ns(ttft),
+                    Emitted::Next { gap } => svc.itl.record_ns(gap),
                 },
                 |f| {
                     let ttft = (f.first_token - f.arrival) as f64 / 1e9;
