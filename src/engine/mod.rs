@@ -34,6 +34,14 @@ pub struct EventId(u64);
 /// once was, made every same-instant event walk down the sequence's 64 bits). Cancellation
 /// marks the event's sequence number in a bitset; cancelled events are skipped when they
 /// reach the front. Allocation-free once the buckets have grown.
+///
+/// Beside the heap, a few *streams* ([`EventQueue::at_stream`]) each hold one pending event
+/// outside it: a source that schedules its next event as it handles one (a service's
+/// arrivals, half of a serving run's events) skips the heap's push, settle and pop, and its
+/// events still leave in (time, sequence) order with the rest. Each bucket keeps its least
+/// time, so a stream's event is known to come first without settling the heap, and the heap
+/// is settled only up to an event that comes before the streams' (so the clock never passes
+/// the time the heap settled on).
 pub struct EventQueue<E> {
     /// The events at time `last`, in sequence order.
     front: VecDeque<(Key, E)>,
@@ -49,6 +57,23 @@ pub struct EventQueue<E> {
     cancelled: Vec<u64>,
     now: Time,
     processed: u64,
+    /// Each bucket's least time (`Time::MAX` when empty): settling takes it, not a scan.
+    bucket_min: [Time; 65],
+    /// The streams' pending events, by stream (at most [`STREAMS`]).
+    streams: Vec<Option<(Key, E)>>,
+    /// The stream whose event has the least key, if any stream has one.
+    stream_min: Option<usize>,
+}
+
+/// How many streams [`EventQueue::at_stream`] keeps outside the heap; events of other
+/// streams go into the heap (in the same order).
+pub const STREAMS: usize = 8;
+
+/// Where the next event is: the heap's settled front, or a stream.
+#[derive(Clone, Copy)]
+enum Next {
+    Front,
+    Stream(usize),
 }
 
 impl<E> Default for EventQueue<E> {
@@ -84,6 +109,12 @@ impl Key {
     fn seq(self) -> u64 {
         u64::from(self.0[0]) | (u64::from(self.0[1]) << 32)
     }
+
+    /// (time, seq) as one number, for ordering.
+    #[inline]
+    fn ord(self) -> u128 {
+        (u128::from(self.time()) << 64) | u128::from(self.seq())
+    }
 }
 
 /// The bucket (1 to 64) of a time later than `last`.
@@ -104,6 +135,9 @@ impl<E> EventQueue<E> {
             cancelled: Vec::new(),
             now: 0,
             processed: 0,
+            bucket_min: [Time::MAX; 65],
+            streams: Vec::new(),
+            stream_min: None,
         }
     }
 
@@ -159,6 +193,103 @@ impl<E> EventQueue<E> {
         self.at(self.now.saturating_add(delay), event)
     }
 
+    /// Schedule `event` at `at` as stream `stream`'s pending event, kept outside the heap
+    /// (see the type's docs). It runs exactly where [`EventQueue::at`] would have put it: the
+    /// same sequence number, the same order. A stream past [`STREAMS`], or one whose pending
+    /// event is still live, schedules into the heap instead.
+    pub fn at_stream(&mut self, stream: usize, at: Time, event: E) -> EventId {
+        if stream >= STREAMS {
+            return self.at(at, event);
+        }
+        if self.streams.len() <= stream {
+            self.streams.resize_with(stream + 1, || None);
+        }
+        if let Some((key, _)) = &self.streams[stream] {
+            if !self.is_cancelled(key.seq()) {
+                return self.at(at, event);
+            }
+            // A cancelled event gives its place up.
+            self.streams[stream] = None;
+            self.len -= 1;
+            self.stream_min = self.least_stream();
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let key = Key::new(at.max(self.now), seq);
+        self.streams[stream] = Some((key, event));
+        self.len += 1;
+        if self.stream_key().is_none_or(|m| key.ord() < m.ord()) {
+            self.stream_min = Some(stream);
+        }
+        EventId(seq)
+    }
+
+    /// The least key among the streams' events.
+    #[inline]
+    fn stream_key(&self) -> Option<Key> {
+        self.stream_min
+            .and_then(|k| self.streams[k].as_ref().map(|e| e.0))
+    }
+
+    fn least_stream(&self) -> Option<usize> {
+        let mut best: Option<(usize, u128)> = None;
+        for (k, e) in self.streams.iter().enumerate() {
+            if let Some((key, _)) = e
+                && best.is_none_or(|b| key.ord() < b.1)
+            {
+                best = Some((k, key.ord()));
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    /// Where the least event is, settling the heap only if its least event might come
+    /// before the streams' (a bucket's least time below or at the stream's).
+    #[inline]
+    fn next(&mut self) -> Option<Next> {
+        let stream = self.stream_key();
+        if self.front.is_empty() {
+            if self.full == 0 {
+                return self.stream_min.map(Next::Stream);
+            }
+            if let Some(sk) = stream {
+                let i = self.full.trailing_zeros() as usize + 1;
+                if sk.time() < self.bucket_min[i] {
+                    return self.stream_min.map(Next::Stream);
+                }
+            }
+            self.settle();
+        }
+        let front = self.front.front().expect("settled").0;
+        match (stream, self.stream_min) {
+            (Some(sk), Some(k)) if sk.ord() < front.ord() => Some(Next::Stream(k)),
+            _ => Some(Next::Front),
+        }
+    }
+
+    /// Remove the next event (from `next`).
+    #[inline]
+    fn take(&mut self, from: Next) -> (Key, E) {
+        match from {
+            Next::Front => self.take_front(),
+            Next::Stream(k) => {
+                self.len -= 1;
+                let e = self.streams[k].take().expect("a stream's pending event");
+                self.stream_min = self.least_stream();
+                e
+            }
+        }
+    }
+
+    /// The key of the next event (from `next`).
+    #[inline]
+    fn key_of(&self, from: Next) -> Key {
+        match from {
+            Next::Front => self.front.front().expect("settled").0,
+            Next::Stream(k) => self.streams[k].as_ref().expect("pending").0,
+        }
+    }
+
     /// Cancel a scheduled event; cancelling one that already ran or was cancelled is a no-op.
     pub fn cancel(&mut self, id: EventId) {
         let (w, b) = ((id.0 / 64) as usize, id.0 % 64);
@@ -179,6 +310,7 @@ impl<E> EventQueue<E> {
         let b = bucket_of(key.time(), self.last);
         self.buckets[b].push((key, event));
         self.full |= 1 << (b - 1);
+        self.bucket_min[b] = self.bucket_min[b].min(key.time());
     }
 
     /// Make `front` hold the events of the smallest time, if any event is left.
@@ -192,11 +324,7 @@ impl<E> EventQueue<E> {
         let i = self.full.trailing_zeros() as usize + 1;
         let mut b = std::mem::take(&mut self.buckets[i]);
         self.full &= !(1 << (i - 1));
-        self.last = b
-            .iter()
-            .map(|e| e.0.time())
-            .min()
-            .expect("non-empty bucket");
+        self.last = std::mem::replace(&mut self.bucket_min[i], Time::MAX);
         for (key, e) in b.drain(..) {
             if key.time() == self.last {
                 self.front.push_back((key, e));
@@ -222,8 +350,8 @@ impl<E> EventQueue<E> {
 
     /// The next event and its time, advancing the clock.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        while self.settle() {
-            let (key, e) = self.take_front();
+        while let Some(from) = self.next() {
+            let (key, e) = self.take(from);
             if self.is_cancelled(key.seq()) {
                 continue;
             }
@@ -236,10 +364,10 @@ impl<E> EventQueue<E> {
 
     /// Time of the next live event without removing it.
     pub fn peek_time(&mut self) -> Option<Time> {
-        while self.settle() {
-            let key = self.front.front().expect("settled").0;
+        while let Some(from) = self.next() {
+            let key = self.key_of(from);
             if self.is_cancelled(key.seq()) {
-                self.take_front();
+                self.take(from);
                 continue;
             }
             return Some(key.time());
@@ -391,6 +519,58 @@ mod tests {
             assert_eq!(Some(x), reference.pop_first());
         }
         assert!(reference.is_empty());
+    }
+
+    /// Events scheduled on streams leave in exactly the order, and with the ids, that
+    /// scheduling them with `at` gives: random times (ties included), streams past
+    /// `STREAMS`, a stream scheduled again while its event is pending, cancellations.
+    #[test]
+    fn streams_keep_the_order_of_the_heap() {
+        for seed in 0..20 {
+            let mut rng = rng_stream(seed, 5);
+            let (mut a, mut b) = (EventQueue::new(), EventQueue::new());
+            let mut ids = Vec::new();
+            let mut popped = 0;
+            for step in 0..20_000u32 {
+                let r = rng.random_range(0..10);
+                let dt = match rng.random_range(0..3) {
+                    0 => 0,
+                    1 => rng.random_range(0..4u64),
+                    _ => {
+                        let bits = rng.random_range(1..40);
+                        rng.random_range(0..1u64 << bits)
+                    }
+                };
+                let t = a.now() + dt;
+                if r < 3 {
+                    let (x, y) = (a.at(t, step), b.at(t, step));
+                    assert_eq!(x, y);
+                    ids.push(x);
+                } else if r < 6 {
+                    let k = rng.random_range(0..STREAMS + 2);
+                    let (x, y) = (a.at_stream(k, t, step), b.at(t, step));
+                    assert_eq!(x, y);
+                    ids.push(x);
+                } else if r == 6 && !ids.is_empty() {
+                    let id = ids[rng.random_range(0..ids.len())];
+                    a.cancel(id);
+                    b.cancel(id);
+                } else {
+                    if rng.random_range(0..2) == 0 {
+                        assert_eq!(a.peek_time(), b.peek_time());
+                    }
+                    let (x, y) = (a.pop(), b.pop());
+                    assert_eq!(x, y, "seed {seed} step {step}");
+                    popped += usize::from(x.is_some());
+                    assert_eq!(a.now(), b.now());
+                }
+            }
+            while let Some(x) = b.pop() {
+                assert_eq!(a.pop(), Some(x));
+            }
+            assert_eq!(a.pop(), None);
+            assert!(a.is_empty() && popped > 1000);
+        }
     }
 
     #[test]

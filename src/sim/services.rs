@@ -414,7 +414,11 @@ impl Services {
         if let Some(t) = next
             && world.horizon.is_none_or(|h| t <= h)
         {
-            world.q.at(t, Ev::Service(ServiceEv::Arrival(sid)));
+            // A service's arrivals are a stream: each schedules the next (the engine keeps the
+            // first services' pending arrival outside its heap, in the same order).
+            world
+                .q
+                .at_stream(sid as usize, t, Ev::Service(ServiceEv::Arrival(sid)));
         }
     }
 
