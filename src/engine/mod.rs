@@ -362,6 +362,27 @@ impl<E> EventQueue<E> {
         None
     }
 
+    /// The next event and its time if that time is at most `limit` (the clock advancing),
+    /// else `None` with the event left queued: [`EventQueue::peek_time`] and
+    /// [`EventQueue::pop`] in one look at the queue.
+    #[inline]
+    pub fn pop_until(&mut self, limit: Time) -> Option<(Time, E)> {
+        while let Some(from) = self.next() {
+            let key = self.key_of(from);
+            if key.time() > limit && !self.is_cancelled(key.seq()) {
+                return None;
+            }
+            let (key, e) = self.take(from);
+            if self.is_cancelled(key.seq()) {
+                continue;
+            }
+            self.now = key.time();
+            self.processed += 1;
+            return Some((self.now, e));
+        }
+        None
+    }
+
     /// Time of the next live event without removing it.
     pub fn peek_time(&mut self) -> Option<Time> {
         while let Some(from) = self.next() {
@@ -559,7 +580,12 @@ mod tests {
                     if rng.random_range(0..2) == 0 {
                         assert_eq!(a.peek_time(), b.peek_time());
                     }
-                    let (x, y) = (a.pop(), b.pop());
+                    let (x, y) = if rng.random_range(0..2) == 0 {
+                        let limit = a.now() + rng.random_range(0..1u64 << 20);
+                        (a.pop_until(limit), b.pop_until(limit))
+                    } else {
+                        (a.pop(), b.pop())
+                    };
                     assert_eq!(x, y, "seed {seed} step {step}");
                     popped += usize::from(x.is_some());
                     assert_eq!(a.now(), b.now());

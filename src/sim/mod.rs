@@ -437,30 +437,30 @@ impl<'s> Sim<'s> {
         if crate::budget::memory_guard("building a run's state, before its first event") {
             return;
         }
+        // Events after the horizon, or at the clock's end, are not run; reaching the clock's
+        // end within the horizon is an error.
+        let limit = self.w.horizon.unwrap_or(Time::MAX).min(Time::MAX - 1);
+        let end_within = self.w.horizon.is_none_or(|h| h == Time::MAX);
         loop {
-            let next = self.w.q.peek_time();
-            if self.w.net.rearm && next.is_none_or(|t| t > self.w.now()) {
+            if self.w.net.rearm && self.w.q.peek_time().is_none_or(|t| t > self.w.now()) {
                 // Every event of this time is handled: the transfers it started join the
                 // network together, and the wake-up moves to the next completion.
                 self.w.rearm_now();
                 continue;
             }
-            let Some(t) = next else { break };
-            if self.w.horizon.is_some_and(|h| t > h) {
+            let Some((_, ev)) = self.w.q.pop_until(limit) else {
+                if end_within && self.w.q.peek_time() == Some(Time::MAX) {
+                    // Work whose end the clock cannot hold (durations add up saturating): its
+                    // times, and the makespan, would read 584 years, a number that is not one.
+                    crate::budget::trip(format!(
+                        "the simulated clock reached its end, 2^64 ns (584 years), at {} events: \
+                         a piece of work takes longer than the clock can count; check the \
+                         scenario's amounts (compute, bytes, durations, steps) or set a horizon",
+                        handled
+                    ));
+                }
                 break;
-            }
-            if t == Time::MAX {
-                // Work whose end the clock cannot hold (durations add up saturating): its
-                // times, and the makespan, would read 584 years, a number that is not one.
-                crate::budget::trip(format!(
-                    "the simulated clock reached its end, 2^64 ns (584 years), at {} events: \
-                     a piece of work takes longer than the clock can count; check the \
-                     scenario's amounts (compute, bytes, durations, steps) or set a horizon",
-                    handled
-                ));
-                break;
-            }
-            let Some((_, ev)) = self.w.q.pop() else { break };
+            };
             // Random failures recur forever: without a horizon, stop once all work is done.
             if self.w.horizon.is_none() && matches!(ev, Ev::Failure(_)) && self.all_done() {
                 break;

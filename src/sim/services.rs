@@ -102,9 +102,10 @@ pub(super) struct Service {
     pub(super) timeout: Option<crate::engine::EventId>,
     /// FLOP per request; memory traffic and kernels per batch.
     pub(super) compute: Option<crate::scenario::workload::Compute>,
-    /// `compute`'s seconds by (node, batch size): a node's accelerator never changes, and
-    /// pricing a batch (a roofline over the catalog) was a tenth of a serving run's time.
-    pub(super) compute_secs: rustc_hash::FxHashMap<(NodeId, u32), f64>,
+    /// `compute`'s time by (node, batch size), in the nanoseconds a batch takes: a node's
+    /// accelerator never changes, and pricing a batch (a roofline over the catalog) was a
+    /// tenth of a serving run's time.
+    pub(super) compute_ns: rustc_hash::FxHashMap<(NodeId, u32), Time>,
     pub(super) service_ns: Option<Time>,
     pub(super) exponential: bool,
     pub(super) batch: Option<(u32, Time)>,
@@ -177,7 +178,7 @@ impl Sim<'_> {
                 waits: super::durations::Durations::with_thresholds(vec![0.0]),
                 timeout: None,
                 compute: s.compute.clone(),
-                compute_secs: Default::default(),
+                compute_ns: Default::default(),
                 service_ns: s.service_time.map(|d| d.0),
                 exponential: s.exponential,
                 batch: s.batch.map(|(m, w)| (m, w.0)),
@@ -430,13 +431,23 @@ impl Services {
         b: u32,
     ) -> Time {
         let node = self.replicas[r as usize].node.unwrap_or(0);
-        let units = world.device_units(&self.list[sid as usize].request);
         let s = &mut self.list[sid as usize];
         let t = match (&s.compute, s.service_ns) {
-            (Some(c), _) => *s.compute_secs.entry((node, b)).or_insert_with(|| {
-                let acc = world.node_accel[node].as_deref().unwrap_or_default();
-                models::compute_secs(world.spec, acc, c, f64::from(b), units)
-            }),
+            (Some(c), _) => {
+                let request = &s.request;
+                return *s.compute_ns.entry((node, b)).or_insert_with(|| {
+                    let units = world.device_units(request);
+                    let acc = world.node_accel[node].as_deref().unwrap_or_default();
+                    secs(models::compute_secs(
+                        world.spec,
+                        acc,
+                        c,
+                        f64::from(b),
+                        units,
+                    ))
+                    .max(1)
+                });
+            }
             (None, Some(ns)) if s.exponential => Exp::new(1e9 / ns as f64)
                 .map(|e| e.sample(&mut s.rng))
                 .unwrap_or(0.0),
