@@ -43,7 +43,8 @@ pub struct EventId(u64);
 /// is settled only up to an event that comes before the streams' (so the clock never passes
 /// the time the heap settled on).
 pub struct EventQueue<E> {
-    /// The events at time `last`, in sequence order.
+    /// The events at time `last`, in sequence order, after any scheduled before `last` once
+    /// the heap had settled on it (in (time, sequence) order, ahead of them).
     front: VecDeque<(Key, E)>,
     /// Bucket b (1 to 64) holds events whose time's highest bit differing from `last` is bit
     /// b − 1; index 0 is unused.
@@ -171,18 +172,19 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let time = at.max(self.now);
-        // A radix heap only takes keys no smaller than the last one settled: scheduling
-        // between a `peek_time` and the next `pop` must not go before the peeked event.
-        debug_assert!(
-            time >= self.last,
-            "event scheduled before one already peeked"
-        );
         let key = Key::new(time, seq);
         if time == self.last {
             // The largest sequence yet: it goes after every event at this instant.
             self.front.push_back((key, event));
-        } else {
+        } else if time > self.last {
             self.push(key, event);
+        } else {
+            // Before the time the heap settled on (scheduled after a look at the queue that
+            // took nothing: `peek_time`, or `pop_until` short of its limit). A radix heap
+            // takes no key below the one it settled, so the event joins the front, which
+            // stays in (time, sequence) order: after every event at or before its time.
+            let i = self.front.partition_point(|e| e.0.time() <= time);
+            self.front.insert(i, (key, event));
         }
         self.len += 1;
         EventId(seq)
@@ -543,13 +545,17 @@ mod tests {
     }
 
     /// Events scheduled on streams leave in exactly the order, and with the ids, that
-    /// scheduling them with `at` gives: random times (ties included), streams past
-    /// `STREAMS`, a stream scheduled again while its event is pending, cancellations.
+    /// scheduling them with `at` gives, and both in (time, sequence) order (a sorted map's):
+    /// random times (ties included), streams past `STREAMS`, a stream scheduled again while
+    /// its event is pending, cancellations, and events scheduled after a look at the queue
+    /// that took nothing (`peek_time`, `pop_until` short of its limit), before the time it
+    /// settled on.
     #[test]
     fn streams_keep_the_order_of_the_heap() {
         for seed in 0..20 {
             let mut rng = rng_stream(seed, 5);
             let (mut a, mut b) = (EventQueue::new(), EventQueue::new());
+            let mut reference = std::collections::BTreeMap::new();
             let mut ids = Vec::new();
             let mut popped = 0;
             for step in 0..20_000u32 {
@@ -563,39 +569,48 @@ mod tests {
                     }
                 };
                 let t = a.now() + dt;
-                if r < 3 {
-                    let (x, y) = (a.at(t, step), b.at(t, step));
-                    assert_eq!(x, y);
-                    ids.push(x);
-                } else if r < 6 {
-                    let k = rng.random_range(0..STREAMS + 2);
-                    let (x, y) = (a.at_stream(k, t, step), b.at(t, step));
-                    assert_eq!(x, y);
+                if r < 6 {
+                    let x = if r < 3 {
+                        a.at(t, step)
+                    } else {
+                        a.at_stream(rng.random_range(0..STREAMS + 2), t, step)
+                    };
+                    assert_eq!(x, b.at(t, step));
+                    reference.insert((t, x.0), step);
                     ids.push(x);
                 } else if r == 6 && !ids.is_empty() {
                     let id = ids[rng.random_range(0..ids.len())];
                     a.cancel(id);
                     b.cancel(id);
+                    reference.retain(|k, _| k.1 != id.0);
                 } else {
+                    let first = reference.first_key_value().map(|(k, v)| (k.0, *v));
                     if rng.random_range(0..2) == 0 {
-                        assert_eq!(a.peek_time(), b.peek_time());
+                        assert_eq!(a.peek_time(), first.map(|f| f.0));
+                        assert_eq!(b.peek_time(), first.map(|f| f.0));
                     }
-                    let (x, y) = if rng.random_range(0..2) == 0 {
+                    let (x, y, want) = if rng.random_range(0..2) == 0 {
                         let limit = a.now() + rng.random_range(0..1u64 << 20);
-                        (a.pop_until(limit), b.pop_until(limit))
+                        let want = first.filter(|f| f.0 <= limit);
+                        (a.pop_until(limit), b.pop_until(limit), want)
                     } else {
-                        (a.pop(), b.pop())
+                        (a.pop(), b.pop(), first)
                     };
-                    assert_eq!(x, y, "seed {seed} step {step}");
-                    popped += usize::from(x.is_some());
+                    assert_eq!(x, want, "seed {seed} step {step}");
+                    assert_eq!(y, want, "seed {seed} step {step}");
+                    if want.is_some() {
+                        reference.pop_first();
+                        popped += 1;
+                    }
                     assert_eq!(a.now(), b.now());
                 }
             }
             while let Some(x) = b.pop() {
                 assert_eq!(a.pop(), Some(x));
+                assert_eq!(reference.pop_first().map(|(k, v)| (k.0, v)), Some(x));
             }
             assert_eq!(a.pop(), None);
-            assert!(a.is_empty() && popped > 1000);
+            assert!(a.is_empty() && reference.is_empty() && popped > 1000);
         }
     }
 
