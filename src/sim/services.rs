@@ -303,11 +303,12 @@ impl Services {
                     let oldest = *s.queue.front().expect("non-empty");
                     if (s.queue.len() as u32) < max && now < oldest + wait {
                         if s.timeout.is_none() {
-                            s.timeout = Some(
-                                world
-                                    .q
-                                    .at(oldest + wait, Ev::Service(ServiceEv::BatchTimeout(sid))),
-                            );
+                            // A stream too: one pending timeout per service.
+                            s.timeout = Some(world.q.at_stream(
+                                timeout_stream(sid),
+                                oldest + wait,
+                                Ev::Service(ServiceEv::BatchTimeout(sid)),
+                            ));
                         }
                         return;
                     }
@@ -419,7 +420,7 @@ impl Services {
             // first services' pending arrival outside its heap, in the same order).
             world
                 .q
-                .at_stream(sid as usize, t, Ev::Service(ServiceEv::Arrival(sid)));
+                .at_stream(arrival_stream(sid), t, Ev::Service(ServiceEv::Arrival(sid)));
         }
     }
 
@@ -456,6 +457,16 @@ impl Services {
         };
         secs(t).max(1)
     }
+}
+
+/// The engine's stream of service `sid`'s arrivals ([`crate::engine::EventQueue::at_stream`]).
+fn arrival_stream(sid: u32) -> usize {
+    2 * sid as usize
+}
+
+/// The engine's stream of service `sid`'s batch timeouts.
+fn timeout_stream(sid: u32) -> usize {
+    2 * sid as usize + 1
 }
 
 /// The events of services: arrivals and batches.
