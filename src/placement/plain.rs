@@ -87,6 +87,31 @@ impl PlainIndex {
         }
     }
 
+    /// Copy node `n`'s available amounts after an allocation or a release (its liveness and
+    /// totals unchanged, so not reread: they sit in cold memory); false if `n` has no row.
+    pub(crate) fn refresh_available(&mut self, n: NodeId, node: &NodeState) -> bool {
+        if n >= self.flags.len() {
+            return false;
+        }
+        let row = &mut self.rows[n * self.stride..(n + 1) * self.stride];
+        for (id, r) in row.iter_mut().enumerate() {
+            r[1] = node.available(id);
+        }
+        true
+    }
+
+    /// Node `n`'s (total, available) of resource `id`; (0, 0) past the row, as
+    /// [`NodeState::total`] and [`NodeState::available`] give for an id the node lacks.
+    #[inline]
+    pub(crate) fn amounts(&self, n: NodeId, id: usize) -> (i64, i64) {
+        if id < self.stride {
+            let [t, a] = self.rows[n * self.stride + id];
+            (t, a)
+        } else {
+            (0, 0)
+        }
+    }
+
     /// Resource ids per node row.
     pub(crate) fn stride(&self) -> usize {
         self.stride

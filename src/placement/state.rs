@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 mod build;
 mod health;
+mod score;
 mod slices;
 mod tenants;
 
@@ -160,18 +161,7 @@ impl NodeState {
     }
 
     fn compute_utilization(&self) -> f32 {
-        let mut highest = 0f32;
-        for id in [res::CPU, res::MEMORY, res::OBJECT_STORE_MEMORY] {
-            let t = self.total(id);
-            if t == 0 {
-                continue;
-            }
-            let u = (1.0 - self.available(id) as f64 / t as f64) as f32;
-            if u > highest {
-                highest = u;
-            }
-        }
-        highest
+        score::utilization(|id| (self.total(id), self.available(id)))
     }
 
     /// Free device memory per instance of a unit-instance resource, in bytes.
@@ -520,7 +510,7 @@ impl ClusterState {
         {
             *c += 1;
         }
-        self.rescore(node);
+        self.rescore_available(node);
         self.quota_account(node, &req.amounts, tenant, 1);
         Some(Allocation {
             node,
@@ -568,29 +558,8 @@ impl ClusterState {
         {
             *c = c.saturating_sub(1);
         }
-        self.rescore(alloc.node);
+        self.rescore_available(alloc.node);
         self.quota_account(alloc.node, &alloc.amounts, tenant, -1);
-    }
-
-    /// Node `node`'s availability changed: its utilization score, its place in
-    /// [`ClusterState::order`] and its row of the dense mirror (`plain`) follow.
-    pub(super) fn rescore(&mut self, node: NodeId) {
-        let n = &mut self.nodes[node];
-        let old = n.util;
-        n.util = n.compute_utilization();
-        let new = n.util;
-        self.plain.refresh(node, &self.nodes[node]);
-        self.reorder(node, old, new);
-        self.order.touch(node, &self.plain);
-    }
-
-    /// Move a node in [`ClusterState::order`] after its utilization changed (`plain` already
-    /// refreshed).
-    fn reorder(&mut self, node: NodeId, old: f32, new: f32) {
-        let (a, b) = (score_key(old), score_key(new));
-        if a != b && self.nodes[node].alive && self.order.remove(a, node) {
-            self.order.insert(b, node, &self.plain);
-        }
     }
 
     // ---- TPU slices (`python/ray/_private/accelerators/tpu.py`, `ray.util.tpu`) ----
