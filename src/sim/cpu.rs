@@ -113,10 +113,10 @@ impl World<'_> {
         }
         let per_type: Vec<(String, f64, Vec<usize>)> =
             per_type.into_iter().map(|(k, (c, m))| (k, c, m)).collect();
-        let c = &self.cpu;
+        let c = &mut self.cpu;
         (
-            c.work.finish_cpus(&c.held, &per_node, end),
-            c.work.finish_cpus(&c.held, &per_type, end),
+            c.work.finish_cpus(&mut c.held, &per_node, end),
+            c.work.finish_cpus(&mut c.held, &per_type, end),
         )
     }
 }

@@ -69,6 +69,7 @@ mod scheduling;
 mod services;
 mod spills;
 mod stage_time;
+mod staged;
 mod steps;
 mod tasks;
 mod tensors;

@@ -294,6 +294,8 @@ impl UtilTracker {
 #[derive(Default)]
 pub struct IndexTracker {
     changes: Vec<Changes>,
+    /// Changes not applied yet, applied in bursts grouped by index (`sim::staged`).
+    staged: super::staged::Staged,
     /// Changes after this time count at it ([`UtilTracker::with_limit`]).
     limit: Option<Time>,
 }
@@ -303,6 +305,7 @@ impl IndexTracker {
     pub fn with_limit(limit: Option<Time>) -> IndexTracker {
         IndexTracker {
             changes: Vec::new(),
+            staged: Default::default(),
             limit,
         }
     }
@@ -312,6 +315,27 @@ impl IndexTracker {
             return;
         }
         let at = self.limit.map_or(at, |l| at.min(l));
+        match u32::try_from(i) {
+            Ok(k) => {
+                if self.staged.push(k, at, delta) {
+                    self.apply();
+                }
+            }
+            Err(_) => {
+                self.apply();
+                self.push(i, at, delta);
+            }
+        }
+    }
+
+    /// The changes held back, into each index's changes.
+    fn apply(&mut self) {
+        let mut staged = std::mem::take(&mut self.staged);
+        staged.apply(|i, at, delta| self.push(i, at, delta));
+        self.staged = staged;
+    }
+
+    fn push(&mut self, i: usize, at: Time, delta: f64) {
         if self.changes.len() <= i {
             self.changes.resize_with(i + 1, Changes::default);
         }
@@ -360,11 +384,13 @@ impl IndexTracker {
     /// Busy (`self`) and allocated CPUs over [0, horizon] per key: (name, its CPUs, the
     /// indices it covers).
     pub fn finish_cpus(
-        &self,
-        allocated: &IndexTracker,
+        &mut self,
+        allocated: &mut IndexTracker,
         keys: &[(String, f64, Vec<usize>)],
         horizon: Time,
     ) -> BTreeMap<String, CpuUtilization> {
+        self.apply();
+        allocated.apply();
         let mut out = BTreeMap::new();
         for (key, n, members) in keys {
             let record = cpu_record(*n, self.merged(members), allocated.merged(members), horizon);
@@ -551,7 +577,7 @@ mod tests {
             ("n1".to_string(), 8.0, vec![1]),
             ("both".to_string(), 16.0, vec![0, 1]),
         ];
-        let r = busy.finish_cpus(&held, &keys, 4 * s);
+        let r = busy.finish_cpus(&mut held, &keys, 4 * s);
         assert!((r["n0"].busy_fraction - 16.0 / 32.0).abs() < 1e-12);
         assert!((r["n1"].busy_fraction - 4.0 / 32.0).abs() < 1e-12);
         assert!((r["both"].busy_fraction - 20.0 / 64.0).abs() < 1e-12);
