@@ -57,10 +57,15 @@ struct Block {
     /// Per watched dimension [min, max] bounds of the room of `items`' nodes: every node's
     /// room lies within them (exactly their minimum and maximum unless `loose`); meaningless
     /// while `stale`.
-    bounds: Vec<[i64; 2]>,
+    /// Inline for up to three dimensions: the walk reads a block's bounds without a second
+    /// pointer to chase.
+    bounds: Bounds,
     stale: bool,
     loose: bool,
 }
+
+/// A block's bounds, one [min, max] per watched dimension.
+type Bounds = smallvec::SmallVec<[[i64; 2]; 3]>;
 
 /// What a block holds for a request.
 enum Verdict {
@@ -251,7 +256,7 @@ impl Order {
         }
         let blk = Block {
             items,
-            bounds: Vec::new(),
+            bounds: Bounds::new(),
             stale: true,
             loose: false,
         };
