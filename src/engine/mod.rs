@@ -355,16 +355,7 @@ impl<E> EventQueue<E> {
 
     /// The next event and its time, advancing the clock.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        while let Some(from) = self.next() {
-            let (key, e) = self.take(from);
-            if self.is_cancelled(key.seq()) {
-                continue;
-            }
-            self.now = key.time();
-            self.processed += 1;
-            return Some((self.now, e));
-        }
-        None
+        self.pop_until(Time::MAX)
     }
 
     /// The next event and its time if that time is at most `limit` (the clock advancing),
