@@ -43,8 +43,9 @@ pub struct EventId(u64);
 /// arrivals, half of a serving run's events) skips the heap's push, settle and pop, and its
 /// events still leave in (time, sequence) order with the rest. Each bucket keeps its least
 /// time, so a stream's event is known to come first without settling the heap, and the heap
-/// is settled only up to an event that comes before the streams' (so the clock never passes
-/// the time the heap settled on).
+/// is settled only when its least event may come before the streams'. An event scheduled
+/// below the time the heap settled on (after a look that took nothing) joins the front in
+/// order.
 pub struct EventQueue<E> {
     /// The events at time `last`, in sequence order, after any scheduled before `last` once
     /// the heap had settled on it (in (time, sequence) order, ahead of them).
@@ -319,12 +320,9 @@ impl<E> EventQueue<E> {
     }
 
     /// Make `front` hold the events of the smallest time, if any event is left.
-    fn settle(&mut self) -> bool {
-        if !self.front.is_empty() {
-            return true;
-        }
-        if self.full == 0 {
-            return false;
+    fn settle(&mut self) {
+        if !self.front.is_empty() || self.full == 0 {
+            return;
         }
         let i = self.full.trailing_zeros() as usize + 1;
         let mut b = std::mem::take(&mut self.buckets[i]);
@@ -343,7 +341,6 @@ impl<E> EventQueue<E> {
                 .make_contiguous()
                 .sort_unstable_by_key(|e| e.0.seq());
         }
-        true
     }
 
     /// Remove the front event (settled).

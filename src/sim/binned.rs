@@ -20,7 +20,8 @@ pub(super) struct Binned {
     pub(super) width: Time,
     /// `width` is `BASE_BIN << shift` (`None`: it is not, having saturated at the end of the
     /// clock): a bin's index is then a shift of `t / BASE_BIN`, a division by a constant,
-    /// instead of a division by `width` (two per change were 5% of a serving run).
+    /// instead of a 64-bit division by `width`, twice per change (a serving run bins every
+    /// batch's busy span).
     shift: Option<u32>,
     pub(super) delta: Vec<f64>,
     part: Vec<f64>,

@@ -192,21 +192,6 @@ impl UtilTracker {
         }
     }
 
-    pub fn change(&mut self, key: &str, at: Time, delta: f64) {
-        if delta != 0.0 {
-            let i = self.key(key);
-            self.change_at(i, at, delta);
-        }
-    }
-
-    /// `busy` over `[from, to)`.
-    pub fn span(&mut self, key: &str, from: Time, to: Time, busy: f64) {
-        if to > from {
-            let i = self.key(key);
-            self.span_at(i, from, to, busy);
-        }
-    }
-
     /// The index of `key`, which has no changes yet if it is new (and then integrates as a
     /// key that never changed).
     pub fn key(&mut self, key: &str) -> usize {
@@ -218,7 +203,7 @@ impl UtilTracker {
         self.changes.len() - 1
     }
 
-    /// [`UtilTracker::change`] of the key with index `i`.
+    /// A change of `delta` at `at` to the key with index `i` ([`UtilTracker::key`]).
     pub fn change_at(&mut self, i: usize, at: Time, delta: f64) {
         if delta != 0.0 {
             let at = self.limit.map_or(at, |l| at.min(l));
@@ -226,7 +211,7 @@ impl UtilTracker {
         }
     }
 
-    /// [`UtilTracker::span`] of the key with index `i`.
+    /// `busy` over `[from, to)` for the key with index `i`.
     pub fn span_at(&mut self, i: usize, from: Time, to: Time, busy: f64) {
         if to > from {
             self.change_at(i, from, busy);
@@ -509,8 +494,9 @@ mod tests {
         let horizon = 10_000_000_000;
         let mut busy = UtilTracker::default();
         let mut exact = 0.0;
+        let h100 = busy.key("H100");
         for (a, b, l) in spans(20_000) {
-            busy.span("H100", a, b, l);
+            busy.span_at(h100, a, b, l);
             exact += l * (b - a) as f64 / 1e9;
         }
         let c = &busy.changes[busy.keys["H100"]];
@@ -538,10 +524,12 @@ mod tests {
     #[test]
     fn utilization_integrates_the_step_function() {
         let mut held = UtilTracker::default();
-        held.change("H100", 0, 2.0);
-        held.change("H100", 5_000_000_000, -1.0);
+        let k = held.key("H100");
+        held.change_at(k, 0, 2.0);
+        held.change_at(k, 5_000_000_000, -1.0);
         let mut busy = UtilTracker::default();
-        busy.span("H100", 1_000_000_000, 3_000_000_000, 2.0);
+        let k = busy.key("H100");
+        busy.span_at(k, 1_000_000_000, 3_000_000_000, 2.0);
         let r = busy.finish(
             held,
             &BTreeMap::from([("H100".to_string(), 4)]),
